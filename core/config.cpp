@@ -1,0 +1,127 @@
+#include "gpuhal/config.hpp"
+
+#include <stdlib.h>
+#include <sys/auxv.h>
+
+#include <algorithm>
+
+#include "gpuhal/error.hpp"
+
+extern char **environ;
+
+namespace gpuhal {
+namespace {
+
+const char *const kPathVariables[] = {"GPUHAL_PLUGIN_PATH", "GPUHAL_CUDA_DRIVER",
+                                      "GPUHAL_HSA_RUNTIME", "GPUHAL_MEMORY_MANAGER"};
+
+[[noreturn]] void bad(const std::string &name, const std::string &value, const std::string &why) {
+  throw Error(Status::ERROR_INVALID_CONFIG, name + "='" + value + "': " + why);
+}
+
+LogLevel parse_log_level(const std::string &v) {
+  if (v == "error") return LogLevel::Error;
+  if (v == "warn" || v == "warning") return LogLevel::Warn;
+  if (v == "info") return LogLevel::Info;
+  if (v == "debug") return LogLevel::Debug;
+  bad("GPUHAL_LOG", v, "expected one of error, warn, info, debug");
+}
+
+}  // namespace
+
+bool is_path_variable(const std::string &name) {
+  return std::find(std::begin(kPathVariables), std::end(kPathVariables), name) !=
+         std::end(kPathVariables);
+}
+
+std::optional<std::string> Config::option(const std::string &name) const {
+  for (const auto &kv : plugin_options)
+    if (kv.first == name) return kv.second;
+  return std::nullopt;
+}
+
+Config &Config::set_option(const std::string &name, const std::string &value) {
+  for (auto &kv : plugin_options)
+    if (kv.first == name) {
+      kv.second = value;
+      return *this;
+    }
+  plugin_options.emplace_back(name, value);
+  return *this;
+}
+
+Config Config::parse(const std::vector<std::string> &names, const Lookup &lookup, bool elevated) {
+  Config c;
+  if (auto v = lookup("GPUHAL_LOG"); v && !v->empty()) c.log_level = parse_log_level(*v);
+
+  if (auto v = lookup("GPUHAL_BACKEND"); v && !v->empty()) {
+    if (v->find('/') != std::string::npos) {
+      if ((*v)[0] != '/')
+        bad("GPUHAL_BACKEND", *v,
+            "a plugin path must be absolute (plugins are never loaded from relative paths)");
+      if (elevated)
+        c.notes.push_back("GPUHAL_BACKEND is a path and is ignored in a setuid/elevated process");
+      else
+        c.backend = *v;
+    } else {
+      c.backend = *v;
+    }
+  }
+
+  if (auto v = lookup("GPUHAL_PLUGIN_PATH"); v && !v->empty()) {
+    if (elevated) {
+      c.notes.push_back("GPUHAL_PLUGIN_PATH is ignored in a setuid/elevated process");
+    } else {
+      size_t start = 0;
+      while (start <= v->size()) {
+        size_t end = v->find(':', start);
+        if (end == std::string::npos) end = v->size();
+        std::string dir = v->substr(start, end - start);
+        if (!dir.empty()) {
+          if (dir[0] == '/')
+            c.plugin_path.push_back(dir);
+          else
+            c.notes.push_back("GPUHAL_PLUGIN_PATH entry '" + dir +
+                              "' is not absolute and is ignored");
+        }
+        start = end + 1;
+      }
+    }
+  }
+
+  for (const auto &name : names) {
+    if (name.rfind("GPUHAL_", 0) != 0) continue;
+    auto v = lookup(name);
+    if (!v) continue;
+    if (elevated && is_path_variable(name)) {
+      if (name != "GPUHAL_PLUGIN_PATH")
+        c.notes.push_back(name + " is ignored in a setuid/elevated process");
+      continue;
+    }
+    if (name == "GPUHAL_BACKEND" && elevated && c.backend.empty()) continue;
+    c.set_option(name, *v);
+  }
+  return c;
+}
+
+Config Config::from_environment() {
+  std::vector<std::string> names;
+  for (char **e = environ; e && *e; ++e) {
+    std::string entry(*e);
+    auto eq = entry.find('=');
+    if (eq != std::string::npos && entry.rfind("GPUHAL_", 0) == 0) names.push_back(entry.substr(0, eq));
+  }
+  // secure_getenv returns NULL in AT_SECURE processes; together with the
+  // explicit `elevated` flag this drops path-bearing variables there.
+  const bool elevated = getauxval(AT_SECURE) != 0;
+  return parse(
+      names,
+      [](const std::string &name) -> std::optional<std::string> {
+        const char *v = secure_getenv(name.c_str());
+        if (!v) return std::nullopt;
+        return std::string(v);
+      },
+      elevated);
+}
+
+}  // namespace gpuhal

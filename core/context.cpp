@@ -1,0 +1,100 @@
+#include "gpuhal/context.hpp"
+
+#include "gpuhal/memory.hpp"
+#include "gpuhal/stream.hpp"
+#include "internal.hpp"
+
+namespace gpuhal {
+
+namespace detail {
+
+ContextImpl::~ContextImpl() {
+  if (!handle) return;
+  const gpuhal_status_t st = t().context_destroy(handle);
+  if (st != GPUHAL_SUCCESS)
+    logger().write(LogLevel::Error, "context_destroy failed: " + std::string(t().last_error()));
+}
+
+void ContextImpl::check_alive(uint64_t gen, const char *what) const {
+  if (gen != current_generation() || !handle)
+    throw Error(Status::ERROR_CONTEXT_DESTROYED,
+                std::string(what) + ": the context of device " + std::to_string(device->ordinal) +
+                    " was reset; this object belonged to the old context and can no longer be used");
+}
+
+}  // namespace detail
+
+Context Context::current() { return Runtime::get().device(0).primary_context(); }
+
+Device Context::device() const {
+  return Device(std::shared_ptr<detail::DeviceImpl>(impl_->runtime, impl_->device));
+}
+
+Stream Context::default_stream() const {
+  impl_->check_alive(impl_->current_generation(), "Context::default_stream");
+  auto s = std::make_shared<detail::StreamImpl>();
+  s->ctx = impl_;
+  s->handle = nullptr;
+  s->generation = impl_->current_generation();
+  s->owned = false;
+  return Stream(s);
+}
+
+Stream Context::create_stream(StreamKind kind) const {
+  const uint64_t gen = impl_->current_generation();
+  impl_->check_alive(gen, "Context::create_stream");
+  auto s = std::make_shared<detail::StreamImpl>();
+  s->ctx = impl_;
+  s->generation = gen;
+  const uint32_t flags = kind == StreamKind::NonBlocking ? GPUHAL_STREAM_NON_BLOCKING : GPUHAL_STREAM_DEFAULT;
+  impl_->check(impl_->t().stream_create(impl_->handle, flags, &s->handle), "stream_create");
+  s->owned = true;
+  return Stream(s);
+}
+
+Event Context::create_event(bool enable_timing) const {
+  const uint64_t gen = impl_->current_generation();
+  impl_->check_alive(gen, "Context::create_event");
+  auto e = std::make_shared<detail::EventImpl>();
+  e->ctx = impl_;
+  e->generation = gen;
+  impl_->check(impl_->t().event_create(impl_->handle, enable_timing ? GPUHAL_EVENT_DEFAULT : GPUHAL_EVENT_DISABLE_TIMING,
+                                       &e->handle),
+               "event_create");
+  return Event(e);
+}
+
+void Context::synchronize() const {
+  impl_->check_alive(impl_->current_generation(), "Context::synchronize");
+  impl_->check(impl_->t().context_synchronize(impl_->handle), "context_synchronize");
+}
+
+MemoryInfo Context::memory_info() const {
+  impl_->check_alive(impl_->current_generation(), "Context::memory_info");
+  MemoryInfo info;
+  impl_->check(impl_->t().memory_info(impl_->handle, &info.free, &info.total), "memory_info");
+  return info;
+}
+
+DeviceMemory Context::allocate(uint64_t bytes) const { return DeviceMemory(detail::allocate(impl_, bytes)); }
+
+void Context::reset() const {
+  auto &c = *impl_;
+  if (c.handle) {
+    // Let queued work finish so that callbacks run before their context goes.
+    const gpuhal_status_t st = c.t().context_synchronize(c.handle);
+    if (st != GPUHAL_SUCCESS)
+      c.logger().write(LogLevel::Warn, "reset: context_synchronize failed: " + std::string(c.t().last_error()));
+    c.generation.fetch_add(1, std::memory_order_acq_rel);
+    gpuhal_context_t old = c.handle;
+    c.handle = nullptr;
+    c.check(c.t().context_destroy(old), "context_destroy");
+  } else {
+    c.generation.fetch_add(1, std::memory_order_acq_rel);
+  }
+  c.check(c.t().context_create(c.device->ordinal, &c.handle), "context_create");
+}
+
+bool Context::supports(Capability capability) const { return device().runtime().supports(capability); }
+
+}  // namespace gpuhal

@@ -1,0 +1,292 @@
+// DeviceArray: Numba's DeviceNDArray semantics over the plugin's transfer
+// entries. The rules and their sources are in the reference spec §1.3-1.8;
+// deliberate differences (explicit streams, NumPy reshape, checks on empty
+// copies) are documented in docs/user-guide.md.
+#include "gpuhal/device_array.hpp"
+
+#include "internal.hpp"
+#include "strided_copy.hpp"
+
+namespace gpuhal {
+namespace {
+
+const char kContiguousMessage[] =
+    "array contains a non-contiguous buffer and cannot be transferred as a single memory region; "
+    "make a contiguous copy first";
+
+void check_dtype(DType a, DType b) {
+  if (a != b) throw Error(Status::ERROR_INVALID_DTYPE, "incompatible dtype: " + a.name() + " vs. " + b.name());
+}
+
+// Numba's check_array_compatibility: dtype, squeezed shape, and (for
+// non-empty arrays) squeezed strides. Messages print the unsqueezed values.
+void check_compatible(const Layout &a, DType da, const Layout &b, DType db) {
+  check_dtype(da, db);
+  const Layout sa = a.squeeze(), sb = b.squeeze();
+  if (sa.shape() != sb.shape())
+    throw Error(Status::ERROR_INCOMPATIBLE,
+                "incompatible shape: " + Layout::format(a.shape()) + " vs. " + Layout::format(b.shape()));
+  if (a.size() != 0 && sa.strides() != sb.strides())
+    throw Error(Status::ERROR_INCOMPATIBLE,
+                "incompatible strides: " + Layout::format(a.strides()) + " vs. " + Layout::format(b.strides()));
+}
+
+std::string what(const char *call) { return std::string("DeviceArray::") + call; }
+
+}  // namespace
+
+DeviceArray::DeviceArray(DeviceMemory memory, const Layout &layout, DType dtype)
+    : memory_(std::move(memory)), layout_(layout), dtype_(dtype) {
+  dtype.validate();
+  if (layout.itemsize() != dtype.itemsize())
+    throw Error(Status::ERROR_INVALID_DTYPE, "DeviceArray: layout itemsize " + std::to_string(layout.itemsize()) +
+                                                 " does not match dtype " + dtype.name());
+  if (!memory_) throw Error(Status::ERROR_INVALID_HANDLE, "DeviceArray: empty DeviceMemory");
+  ctx_ = memory_.impl()->ctx;
+  if (layout.size() != 0 && (layout.span_begin() < 0 || uint64_t(layout.span_end()) > memory_.size()))
+    throw Error(Status::ERROR_INVALID_SHAPE, "DeviceArray: layout spans bytes [" + std::to_string(layout.span_begin()) +
+                                                 ", " + std::to_string(layout.span_end()) +
+                                                 ") outside the memory of " + std::to_string(memory_.size()) + " bytes");
+}
+
+gpuhal_deviceptr_t DeviceArray::device_pointer() const {
+  if (size() == 0 || !memory_) return 0;
+  return memory_.device_pointer() + uint64_t(layout_.offset());
+}
+
+Context DeviceArray::context() const {
+  if (!ctx_) throw Error(Status::ERROR_INVALID_HANDLE, "DeviceArray::context: empty DeviceArray");
+  return Context(ctx_);
+}
+
+int64_t DeviceArray::length() const {
+  if (ndim() == 0) throw Error(Status::ERROR_INDEX_OUT_OF_RANGE, "length() of a 0-d array");
+  return shape()[0];
+}
+
+DeviceArray DeviceArray::view(const std::vector<Index> &indices) const {
+  DeviceArray out = *this;
+  out.layout_ = layout_.index(indices);
+  return out;
+}
+
+DeviceArray DeviceArray::reshape(const Shape &new_shape, char order) const {
+  DeviceArray out = *this;
+  out.layout_ = layout_.reshape(new_shape, order);
+  return out;
+}
+
+DeviceArray DeviceArray::ravel(char order) const {
+  DeviceArray out = *this;
+  out.layout_ = layout_.ravel(order);
+  return out;
+}
+
+void DeviceArray::copy_from_host(const HostView &src) const { copy_from_host_impl(src, nullptr); }
+void DeviceArray::copy_from_host(const HostView &src, const Stream &stream) const {
+  copy_from_host_impl(src, &stream);
+}
+void DeviceArray::copy_from_device(const DeviceArray &src) const { copy_from_device_impl(src, nullptr); }
+void DeviceArray::copy_from_device(const DeviceArray &src, const Stream &stream) const {
+  copy_from_device_impl(src, &stream);
+}
+void DeviceArray::copy_to_host(const HostView &dst) const { copy_to_host_impl(dst, nullptr, false); }
+void DeviceArray::copy_to_host(const HostView &dst, const Stream &stream) const {
+  copy_to_host_impl(dst, &stream, false);
+}
+void DeviceArray::memset(uint8_t value) const { memset_impl(value, nullptr); }
+void DeviceArray::memset(uint8_t value, const Stream &stream) const { memset_impl(value, &stream); }
+
+namespace {
+
+// The plugin stream handle for a transfer, after liveness and context checks.
+gpuhal_stream_t stream_handle(const std::shared_ptr<detail::ContextImpl> &ctx, const Stream &s, const char *call) {
+  if (!s.impl()) throw Error(Status::ERROR_INVALID_HANDLE, what(call) + ": null stream");
+  if (s.impl()->ctx != ctx)
+    throw Error(Status::ERROR_INVALID_HANDLE, what(call) + ": the stream belongs to another context");
+  return s.impl()->live(call);
+}
+
+void check_live(const std::shared_ptr<detail::ContextImpl> &ctx, const DeviceMemory &mem, const char *call) {
+  if (!ctx) throw Error(Status::ERROR_INVALID_HANDLE, what(call) + ": empty DeviceArray");
+  ctx->check_alive(mem ? mem.impl()->generation : ctx->current_generation(), call);
+}
+
+}  // namespace
+
+void DeviceArray::copy_from_host_impl(const HostView &src, const Stream *stream) const {
+  const char *call = "copy_from_host";
+  check_live(ctx_, memory_, call);
+  gpuhal_stream_t sh = stream ? stream_handle(ctx_, *stream, call) : nullptr;
+  const Layout dcore = layout_.core();
+  if (size() != 0 && !dcore.is_contiguous()) throw Error(Status::ERROR_NOT_CONTIGUOUS, what(call) + ": destination " + kContiguousMessage);
+  check_dtype(dtype_, src.dtype());
+  // Gather a strided or differently ordered host source into the order of
+  // the destination (Numba: np.array(core(ary), order=...)).
+  const HostView hcore = HostView::from_layout(static_cast<char *>(src.data()) - src.layout().offset(),
+                                               src.layout().core(), src.dtype(), src.writeable());
+  const char order = dcore.is_c_contiguous() ? 'C' : 'F';
+  const bool in_order = order == 'C' ? hcore.is_c_contiguous() : hcore.is_f_contiguous();
+  HostArray staging;
+  const HostView *source = &hcore;
+  if (!in_order && hcore.size() != 0) {
+    staging = HostArray::empty(hcore.shape(), hcore.dtype(), order);
+    detail::copy_elements(staging.view(), hcore);
+    source = &staging.view();
+  }
+  check_compatible(dcore, dtype_, source->layout(), source->dtype());
+  if (size() == 0 || src.size() == 0) return;
+  const auto &t = ctx_->t();
+  const gpuhal_deviceptr_t dst = memory_.device_pointer() + uint64_t(layout_.span_begin());
+  const auto host = gpuhal_deviceptr_t(reinterpret_cast<uintptr_t>(source->data()));
+  const auto bytes = uint64_t(alloc_size());
+  if (!stream) {
+    ctx_->check(t.memcpy_sync(ctx_->handle, GPUHAL_COPY_HOST_TO_DEVICE, dst, host, bytes), "memcpy_sync(H2D)");
+    return;
+  }
+  ctx_->check(t.memcpy_async(ctx_->handle, GPUHAL_COPY_HOST_TO_DEVICE, dst, host, bytes, sh), "memcpy_async(H2D)");
+  // The staging buffer must outlive the queued copy.
+  if (staging.data()) stream->add_callback([keep = staging]() {});
+}
+
+void DeviceArray::copy_from_device_impl(const DeviceArray &src, const Stream *stream) const {
+  const char *call = "copy_from_device";
+  check_live(ctx_, memory_, call);
+  check_live(src.ctx_, src.memory_, call);
+  if (src.ctx_->runtime != ctx_->runtime)
+    throw Error(Status::ERROR_INVALID_VALUE, what(call) + ": the source array belongs to another runtime");
+  gpuhal_stream_t sh = stream ? stream_handle(ctx_, *stream, call) : nullptr;
+  const Layout dcore = layout_.core(), score = src.layout_.core();
+  if (size() != 0 && !dcore.is_contiguous()) throw Error(Status::ERROR_NOT_CONTIGUOUS, what(call) + ": destination " + kContiguousMessage);
+  if (src.size() != 0 && !score.is_contiguous()) throw Error(Status::ERROR_NOT_CONTIGUOUS, what(call) + ": source " + kContiguousMessage);
+  check_compatible(dcore, dtype_, score, src.dtype_);
+  if (size() == 0) return;
+  const auto &t = ctx_->t();
+  const gpuhal_deviceptr_t dst = memory_.device_pointer() + uint64_t(layout_.span_begin());
+  const gpuhal_deviceptr_t from = src.memory_.device_pointer() + uint64_t(src.layout_.span_begin());
+  const auto bytes = uint64_t(alloc_size());
+  if (!stream)
+    ctx_->check(t.memcpy_sync(ctx_->handle, GPUHAL_COPY_DEVICE_TO_DEVICE, dst, from, bytes), "memcpy_sync(D2D)");
+  else
+    ctx_->check(t.memcpy_async(ctx_->handle, GPUHAL_COPY_DEVICE_TO_DEVICE, dst, from, bytes, sh), "memcpy_async(D2D)");
+}
+
+HostArray DeviceArray::copy_to_host() const {
+  HostArray out = HostArray::with_layout(layout_, dtype_);
+  copy_to_host_impl(out.view(), nullptr, true);
+  return out;
+}
+
+HostArray DeviceArray::copy_to_host(const Stream &stream) const {
+  HostArray out = HostArray::with_layout(layout_, dtype_);
+  copy_to_host_impl(out.view(), &stream, true);
+  return out;
+}
+
+void DeviceArray::copy_to_host_impl(const HostView &dst, const Stream *stream, bool own_buffer) const {
+  const char *call = "copy_to_host";
+  check_live(ctx_, memory_, call);
+  gpuhal_stream_t sh = stream ? stream_handle(ctx_, *stream, call) : nullptr;
+  if (!dst.writeable()) throw Error(Status::ERROR_INVALID_VALUE, what(call) + ": the destination host view is read-only");
+  check_compatible(layout_, dtype_, dst.layout(), dst.dtype());
+  if (size() == 0) return;
+  const auto &t = ctx_->t();
+  const gpuhal_deviceptr_t from = memory_.device_pointer() + uint64_t(layout_.span_begin());
+  const auto bytes = uint64_t(alloc_size());
+  // A dense array (or a host buffer made for exactly this layout) receives
+  // the span directly; otherwise stage the span and scatter only elements,
+  // so that bytes between a strided view's elements are left alone.
+  if (own_buffer || layout_.is_contiguous()) {
+    const auto host = gpuhal_deviceptr_t(reinterpret_cast<uintptr_t>(dst.data()) +
+                                         uintptr_t(layout_.span_begin() - layout_.offset()));
+    if (!stream)
+      ctx_->check(t.memcpy_sync(ctx_->handle, GPUHAL_COPY_DEVICE_TO_HOST, host, from, bytes), "memcpy_sync(D2H)");
+    else
+      ctx_->check(t.memcpy_async(ctx_->handle, GPUHAL_COPY_DEVICE_TO_HOST, host, from, bytes, sh), "memcpy_async(D2H)");
+    return;
+  }
+  HostArray staging = HostArray::with_layout(layout_, dtype_);
+  const auto host = gpuhal_deviceptr_t(reinterpret_cast<uintptr_t>(staging.data()) +
+                                       uintptr_t(layout_.span_begin() - layout_.offset()));
+  // Compatible arrays have equal squeezed shapes and strides: scatter over those.
+  const HostView dst_squeezed = HostView::from_layout(static_cast<char *>(dst.data()) - dst.layout().offset(),
+                                                      dst.layout().squeeze(), dtype_, true);
+  const HostView src_squeezed = HostView::from_layout(static_cast<char *>(staging.data()) - layout_.offset(),
+                                                      layout_.squeeze(), dtype_, true);
+  if (!stream) {
+    ctx_->check(t.memcpy_sync(ctx_->handle, GPUHAL_COPY_DEVICE_TO_HOST, host, from, bytes), "memcpy_sync(D2H)");
+    detail::copy_elements(dst_squeezed, src_squeezed);
+    return;
+  }
+  ctx_->check(t.memcpy_async(ctx_->handle, GPUHAL_COPY_DEVICE_TO_HOST, host, from, bytes, sh), "memcpy_async(D2H)");
+  stream->add_callback([staging, dst_squeezed, src_squeezed]() { detail::copy_elements(dst_squeezed, src_squeezed); });
+}
+
+void DeviceArray::memset_impl(uint8_t value, const Stream *stream) const {
+  const char *call = "memset";
+  check_live(ctx_, memory_, call);
+  gpuhal_stream_t sh = stream ? stream_handle(ctx_, *stream, call) : nullptr;
+  if (size() == 0) return;
+  if (!layout_.is_contiguous()) throw Error(Status::ERROR_NOT_CONTIGUOUS, what(call) + ": " + kContiguousMessage);
+  const auto &t = ctx_->t();
+  const gpuhal_deviceptr_t dst = memory_.device_pointer() + uint64_t(layout_.span_begin());
+  if (!stream)
+    ctx_->check(t.memset_sync(ctx_->handle, dst, value, uint64_t(alloc_size())), "memset_sync");
+  else
+    ctx_->check(t.memset_async(ctx_->handle, dst, value, uint64_t(alloc_size()), sh), "memset_async");
+}
+
+DeviceArray device_array(const Context &ctx, const Shape &shape, DType dtype, const Strides &strides, char order) {
+  if (!ctx.impl()) throw Error(Status::ERROR_INVALID_HANDLE, "device_array: null context");
+  dtype.validate();
+  const Layout layout = Layout::make(shape, dtype.itemsize(), strides, order);
+  if (layout.size() == 0) {
+    ctx.impl()->check_alive(ctx.impl()->current_generation(), "device_array");
+    // A zero-size array owns no memory; it remembers its context only.
+    DeviceArray out;
+    out.layout_ = layout;
+    out.dtype_ = dtype;
+    out.ctx_ = ctx.impl();
+    return out;
+  }
+  return DeviceArray(ctx.allocate(uint64_t(layout.span_bytes())), layout, dtype);
+}
+
+DeviceArray device_array_like(const Context &ctx, const HostView &like) {
+  return device_array(ctx, like.shape(), like.dtype(), strides_like(like.layout()));
+}
+
+DeviceArray device_array_like(const DeviceArray &like) {
+  return device_array(like.context(), like.shape(), like.dtype(), strides_like(like.layout()));
+}
+
+static DeviceArray to_device_impl(const Context &ctx, const HostView &host, const Stream *stream, Copy copy) {
+  host.dtype().validate();
+  if (host.size() != 0 && !host.layout().core().is_contiguous())
+    throw Error(Status::ERROR_NOT_CONTIGUOUS, std::string("to_device: host ") + kContiguousMessage);
+  DeviceArray d = device_array(ctx, host.shape(), host.dtype(), host.strides());
+  if (copy == Copy::yes) {
+    if (stream)
+      d.copy_from_host(host, *stream);
+    else
+      d.copy_from_host(host);
+  }
+  return d;
+}
+
+DeviceArray to_device(const Context &ctx, const HostView &host, Copy copy) {
+  return to_device_impl(ctx, host, nullptr, copy);
+}
+DeviceArray to_device(const Context &ctx, const HostView &host, const Stream &stream, Copy copy) {
+  return to_device_impl(ctx, host, &stream, copy);
+}
+DeviceArray to_device(const HostView &host, const DeviceArray &to) {
+  to.copy_from_host(host);
+  return to;
+}
+DeviceArray to_device(const HostView &host, const DeviceArray &to, const Stream &stream) {
+  to.copy_from_host(host, stream);
+  return to;
+}
+
+}  // namespace gpuhal

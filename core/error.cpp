@@ -1,0 +1,30 @@
+#include "gpuhal/error.hpp"
+
+namespace gpuhal {
+
+std::string to_string(Status status) {
+  switch (status) {
+#define GPUHAL_STATUS(name, value, text) \
+  case Status::name:                     \
+    return #name;
+#include "gpuhal/status.def"
+#undef GPUHAL_STATUS
+  }
+  return "UNKNOWN_STATUS(" + std::to_string(static_cast<int32_t>(status)) + ")";
+}
+
+const char *describe(Status status) {
+  switch (status) {
+#define GPUHAL_STATUS(name, value, text) \
+  case Status::name:                     \
+    return text;
+#include "gpuhal/status.def"
+#undef GPUHAL_STATUS
+  }
+  return "unknown status";
+}
+
+Error::Error(Status status, const std::string &message)
+    : std::runtime_error(message), status_(status) {}
+
+}  // namespace gpuhal

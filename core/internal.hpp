@@ -1,0 +1,95 @@
+// Implementation objects behind the public handles.
+//
+// Ownership (design §4): handles hold shared_ptrs to these. A ContextImpl
+// holds its RuntimeImpl (so the plugin stays loaded); streams, events and
+// allocations hold their ContextImpl. Devices live inside the RuntimeImpl and
+// are handed out with shared_ptr's aliasing constructor, so a Device handle
+// keeps the runtime alive without a reference cycle. The primary context is
+// cached weakly: it is released when nothing uses it (CUDA's primary-context
+// retain/release).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "gpuhal/context.hpp"
+#include "gpuhal/runtime.hpp"
+#include "plugin_library.hpp"
+
+namespace gpuhal::detail {
+
+struct ContextImpl;
+
+struct DeviceImpl {
+  struct RuntimeImpl *runtime = nullptr;
+  int ordinal = 0;
+  DeviceProperties properties;
+  std::mutex mutex;  // guards primary
+  std::weak_ptr<ContextImpl> primary;
+};
+
+struct RuntimeImpl {
+  Config config;
+  std::unique_ptr<PluginLibrary> library;
+  std::vector<LoadAttempt> attempts;
+  std::vector<std::unique_ptr<DeviceImpl>> devices;
+  const gpuhal_plugin_table_t &table() const { return library->table(); }
+};
+
+struct ContextImpl {
+  std::shared_ptr<RuntimeImpl> runtime;
+  DeviceImpl *device = nullptr;
+  gpuhal_context_t handle = nullptr;
+  // Bumped by reset(); objects remember the generation they were made in.
+  std::atomic<uint64_t> generation{1};
+
+  ~ContextImpl();
+  const gpuhal_plugin_table_t &t() const { return runtime->table(); }
+  const PluginLibrary &lib() const { return *runtime->library; }
+  const Logger &logger() const { return runtime->library->logger(); }
+  void check(gpuhal_status_t status, const char *call) const { lib().check(status, call); }
+  // Throws ERROR_CONTEXT_DESTROYED when an object of generation `gen` is used
+  // after a reset (or when the reset could not create a new context).
+  void check_alive(uint64_t gen, const char *what) const;
+  uint64_t current_generation() const { return generation.load(std::memory_order_acquire); }
+};
+
+struct StreamImpl {
+  std::shared_ptr<ContextImpl> ctx;
+  gpuhal_stream_t handle = nullptr;  // NULL: the default stream
+  uint64_t generation = 0;
+  bool owned = false;
+  ~StreamImpl();
+  // The handle after checking the context is still the one it was made in.
+  gpuhal_stream_t live(const char *what) const {
+    ctx->check_alive(generation, what);
+    return handle;
+  }
+};
+
+struct EventImpl {
+  std::shared_ptr<ContextImpl> ctx;
+  gpuhal_event_t handle = nullptr;
+  uint64_t generation = 0;
+  ~EventImpl();
+  gpuhal_event_t live(const char *what) const {
+    ctx->check_alive(generation, what);
+    return handle;
+  }
+};
+
+struct Allocation {
+  std::shared_ptr<ContextImpl> ctx;
+  gpuhal_deviceptr_t ptr = 0;
+  uint64_t size = 0;
+  uint64_t generation = 0;
+  ~Allocation();
+};
+
+// Allocates `bytes` (> 0) in `ctx`.
+std::shared_ptr<Allocation> allocate(const std::shared_ptr<ContextImpl> &ctx, uint64_t bytes);
+
+}  // namespace gpuhal::detail

@@ -1,0 +1,387 @@
+// Layout arithmetic. NumPy / Numba references are given where a rule comes
+// from them; every multiplication or addition of sizes is checked.
+#include "gpuhal/layout.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "checked_math.hpp"
+#include "gpuhal/error.hpp"
+
+namespace gpuhal {
+namespace {
+
+using detail::checked_add;
+using detail::checked_mul;
+
+std::string order_text(char order) { return std::string("'") + order + "'"; }
+
+void check_order(char order, const char *allowed, const char *what) {
+  for (const char *p = allowed; *p; ++p)
+    if (*p == order) return;
+  std::string list;
+  for (const char *p = allowed; *p; ++p) list += std::string(list.empty() ? "" : ", ") + *p;
+  throw Error(Status::ERROR_INVALID_VALUE,
+              std::string(what) + ": order must be one of " + list + ", got " + order_text(order));
+}
+
+// Python's slice.indices(): normalised start and number of elements.
+void slice_indices(const Slice &s, int64_t length, int64_t *start_out, int64_t *count_out) {
+  if (s.step == 0) throw Error(Status::ERROR_INVALID_VALUE, "slice step cannot be zero");
+  const int64_t step = s.step;
+  const int64_t lower = step < 0 ? -1 : 0;
+  const int64_t upper = step < 0 ? length - 1 : length;
+  auto clamp = [&](std::optional<int64_t> v, int64_t dflt) {
+    if (!v) return dflt;
+    int64_t x = *v;
+    if (x < 0) {
+      x = x < -length ? lower : x + length;  // no overflow: x >= INT64_MIN, length >= 0
+      if (x < lower) x = lower;
+    } else if (x > upper) {
+      x = upper;
+    }
+    return x;
+  };
+  const int64_t start = clamp(s.start, step < 0 ? upper : lower);
+  const int64_t stop = clamp(s.stop, step < 0 ? lower : upper);
+  int64_t count = 0;
+  if (step > 0 && start < stop) count = (stop - start - 1) / step + 1;
+  if (step < 0 && start > stop) {
+    // -step computed unsigned so that INT64_MIN is a valid step.
+    const uint64_t ustep = uint64_t(0) - uint64_t(step);
+    count = int64_t(uint64_t(start - stop - 1) / ustep) + 1;
+  }
+  *start_out = start;
+  *count_out = count;
+}
+
+}  // namespace
+
+std::string Layout::format(const std::vector<int64_t> &values) {
+  std::string s = "(";
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(values[i]);
+  }
+  if (values.size() == 1) s += ",";
+  return s + ")";
+}
+
+Strides Layout::dense_strides(const Shape &shape, int64_t itemsize, char order) {
+  Strides st(shape.size());
+  int64_t acc = itemsize;
+  const size_t n = shape.size();
+  for (size_t k = 0; k < n; ++k) {
+    const size_t d = order == 'F' ? k : n - 1 - k;
+    st[d] = acc;
+    // A zero-length dim keeps the running product (NumPy: (0,5) C -> (40, 8)).
+    acc = checked_mul(acc, std::max<int64_t>(shape[d], 1), "strides");
+  }
+  return st;
+}
+
+Layout Layout::make(const Shape &shape, int64_t itemsize, const Strides &strides, char order) {
+  if (itemsize <= 0)
+    throw Error(Status::ERROR_INVALID_VALUE, "itemsize must be positive, got " + std::to_string(itemsize));
+  if (shape.size() > size_t(kMaxDims))
+    throw Error(Status::ERROR_INVALID_SHAPE, "too many dimensions: " + std::to_string(shape.size()) +
+                                                 " (the limit is " + std::to_string(kMaxDims) + ")");
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] < 0)
+      throw Error(Status::ERROR_INVALID_SHAPE, "negative dimension " + std::to_string(shape[d]) +
+                                                   " at axis " + std::to_string(d) + " of shape " +
+                                                   format(shape));
+  check_order(order, "CF", "array layout");
+  Layout l;
+  l.shape_ = shape;
+  l.itemsize_ = itemsize;
+  if (strides.empty() && !shape.empty()) {
+    l.strides_ = dense_strides(shape, itemsize, order);
+  } else {
+    if (strides.size() != shape.size())
+      throw Error(Status::ERROR_INVALID_SHAPE,
+                  "strides " + format(strides) + " have " + std::to_string(strides.size()) +
+                      " entries but shape " + format(shape) + " has " +
+                      std::to_string(shape.size()) + " dimensions");
+    l.strides_ = strides;
+  }
+  // Place element 0 so that the lowest element is at offset 0: with negative
+  // strides element 0 is not the lowest address (Numba leaves this unsafe).
+  int64_t low = 0;
+  bool empty = false;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 0) empty = true;
+    if (shape[d] > 0 && l.strides_[d] < 0)
+      low = checked_add(low, checked_mul(l.strides_[d], shape[d] - 1, "array span"), "array span");
+  }
+  l.offset_ = empty ? 0 : -low;
+  if (l.offset_ < 0) throw Error(Status::ERROR_SIZE_OVERFLOW, "array span overflows");
+  l.finish();
+  return l;
+}
+
+void Layout::finish() {
+  bool empty = false;
+  for (int64_t s : shape_)
+    if (s == 0) empty = true;
+  size_ = 1;
+  if (empty) {
+    size_ = 0;
+  } else {
+    for (int64_t s : shape_) size_ = checked_mul(size_, s, "array size");
+  }
+  (void)checked_mul(size_, itemsize_, "array size in bytes");
+  if (size_ == 0) {
+    span_begin_ = span_end_ = offset_;
+  } else {
+    int64_t lo = offset_, hi = offset_;
+    for (size_t d = 0; d < shape_.size(); ++d) {
+      const int64_t ext = checked_mul(strides_[d], shape_[d] - 1, "array span");
+      if (ext < 0)
+        lo = checked_add(lo, ext, "array span");
+      else
+        hi = checked_add(hi, ext, "array span");
+    }
+    span_begin_ = lo;
+    span_end_ = checked_add(hi, itemsize_, "array span");
+  }
+  // Contiguity: NumPy's _UpdateContiguousFlags as Numba ports it (design:
+  // size-1 dims ignored; zero-size and 0-d are both; a zero stride on a
+  // non-empty array makes it neither).
+  if (shape_.empty() || size_ == 0) {
+    c_contig_ = f_contig_ = true;
+    return;
+  }
+  for (size_t d = 0; d < shape_.size(); ++d)
+    if (strides_[d] == 0 && shape_[d] != 1) {
+      c_contig_ = f_contig_ = false;
+      return;
+    }
+  // Numba also treats a zero stride on a size-1 dim as broadcast.
+  for (size_t d = 0; d < shape_.size(); ++d)
+    if (strides_[d] == 0) {
+      c_contig_ = f_contig_ = false;
+      return;
+    }
+  int64_t sd = itemsize_;
+  c_contig_ = true;
+  for (size_t k = shape_.size(); k-- > 0;) {
+    if (shape_[k] == 1) continue;
+    if (strides_[k] != sd) {
+      c_contig_ = false;
+      break;
+    }
+    sd *= shape_[k];  // bounded by size * itemsize, checked above
+  }
+  sd = itemsize_;
+  f_contig_ = true;
+  for (size_t k = 0; k < shape_.size(); ++k) {
+    if (shape_[k] == 1) continue;
+    if (strides_[k] != sd) {
+      f_contig_ = false;
+      break;
+    }
+    sd *= shape_[k];
+  }
+}
+
+bool Layout::has_broadcast_axis() const {
+  if (size_ == 0) return false;
+  for (int64_t s : strides_)
+    if (s == 0) return true;
+  return false;
+}
+
+Layout Layout::index(const std::vector<Index> &indices) const {
+  if (indices.size() > shape_.size())
+    throw Error(Status::ERROR_INDEX_OUT_OF_RANGE,
+                "too many indices: " + std::to_string(indices.size()) + " given for a " +
+                    std::to_string(shape_.size()) + "-dimensional array");
+  Layout out;
+  out.itemsize_ = itemsize_;
+  int64_t offset = offset_;
+  bool empty_result = false;
+  for (size_t d = 0; d < shape_.size(); ++d) {
+    const int64_t n = shape_[d];
+    const int64_t st = strides_[d];
+    if (d >= indices.size() || indices[d].is_slice()) {
+      const Slice s = d < indices.size() ? indices[d].slice() : Slice{};
+      int64_t start = 0, count = 0;
+      slice_indices(s, n, &start, &count);
+      if (count == 0) empty_result = true;
+      if (count > 0) offset += start * st;  // within the span: no overflow
+      out.shape_.push_back(count);
+      out.strides_.push_back(checked_mul(st, s.step, "slice stride"));
+    } else {
+      int64_t i = indices[d].integer();
+      if (i < -n || i >= n)
+        throw Error(Status::ERROR_INDEX_OUT_OF_RANGE,
+                    "index " + std::to_string(i) + " is out of bounds for axis " + std::to_string(d) +
+                        " with size " + std::to_string(n));
+      if (i < 0) i += n;
+      offset += i * st;
+    }
+  }
+  out.offset_ = empty_result ? offset_ : offset;
+  out.finish();
+  return out;
+}
+
+Layout Layout::reshape(const Shape &new_shape_in, char order) const {
+  check_order(order, "CFA", "reshape");
+  if (order == 'A') order = (f_contig_ && !c_contig_) ? 'F' : 'C';
+  if (new_shape_in.size() > size_t(kMaxDims))
+    throw Error(Status::ERROR_INVALID_SHAPE, "reshape: too many dimensions: " + std::to_string(new_shape_in.size()));
+  Shape ns = new_shape_in;
+  int unknown = -1;
+  int64_t known = 1;
+  for (size_t d = 0; d < ns.size(); ++d) {
+    if (ns[d] == -1) {
+      if (unknown >= 0)
+        throw Error(Status::ERROR_INVALID_SHAPE, "reshape: can only specify one unknown dimension in " + format(ns));
+      unknown = int(d);
+    } else if (ns[d] < 0) {
+      throw Error(Status::ERROR_INVALID_SHAPE, "reshape: negative dimension " + std::to_string(ns[d]) + " in " + format(ns));
+    } else {
+      known = checked_mul(known, ns[d], "reshape size");
+    }
+  }
+  if (unknown >= 0) {
+    if (known == 0 || size_ % known != 0)
+      throw Error(Status::ERROR_INVALID_SHAPE, "reshape: cannot reshape array of size " + std::to_string(size_) + " into shape " + format(ns));
+    ns[size_t(unknown)] = size_ / known;
+    known = size_;
+  }
+  if (known != size_)
+    throw Error(Status::ERROR_INVALID_SHAPE, "reshape: cannot reshape array of size " + std::to_string(size_) + " into shape " + format(ns));
+
+  Layout out;
+  out.itemsize_ = itemsize_;
+  out.shape_ = ns;
+  out.offset_ = offset_;
+  if (size_ == 0) {
+    out.strides_ = dense_strides(ns, itemsize_, order);
+    out.finish();
+    return out;
+  }
+  // NumPy's _attempt_nocopy_reshape (numpy/core/src/multiarray/shape.c).
+  Shape od;
+  Strides os;
+  for (size_t d = 0; d < shape_.size(); ++d)
+    if (shape_[d] != 1) {
+      od.push_back(shape_[d]);
+      os.push_back(strides_[d]);
+    }
+  const size_t oldnd = od.size(), newnd = ns.size();
+  Strides nst(newnd, 0);
+  size_t oi = 0, oj = 1, ni = 0, nj = 1;
+  const bool f = order == 'F';
+  auto fail = [&]() {
+    return Error(Status::ERROR_REQUIRES_COPY,
+                 "reshape from shape " + format(shape_) + " with strides " + format(strides_) +
+                     " to " + format(ns) + " in order " + order_text(order) +
+                     " cannot be a view; it requires a copy (copy to a contiguous array first)");
+  };
+  while (ni < newnd && oi < oldnd) {
+    int64_t np = ns[ni], op = od[oi];
+    while (np != op) {
+      if (np < op)
+        np *= ns[nj++];
+      else
+        op *= od[oj++];
+    }
+    for (size_t ok = oi; ok + 1 < oj; ++ok) {
+      if (f) {
+        if (os[ok + 1] != od[ok] * os[ok]) throw fail();
+      } else {
+        if (os[ok] != od[ok + 1] * os[ok + 1]) throw fail();
+      }
+    }
+    if (f) {
+      nst[ni] = os[oi];
+      for (size_t nk = ni + 1; nk < nj; ++nk) nst[nk] = nst[nk - 1] * ns[nk - 1];
+    } else {
+      nst[nj - 1] = os[oj - 1];
+      for (size_t nk = nj - 1; nk > ni; --nk) nst[nk - 1] = nst[nk] * ns[nk];
+    }
+    ni = nj++;
+    oi = oj++;
+  }
+  int64_t last = ni >= 1 ? nst[ni - 1] : itemsize_;
+  if (f && ni >= 1) last *= ns[ni - 1];
+  for (size_t nk = ni; nk < newnd; ++nk) nst[nk] = last;
+  out.strides_ = nst;
+  out.finish();
+  return out;
+}
+
+Layout Layout::ravel(char order) const {
+  check_order(order, "CFA", "ravel");
+  if (order == 'A') order = (f_contig_ && !c_contig_) ? 'F' : 'C';
+  const bool ok = order == 'C' ? c_contig_ : f_contig_;
+  if (!ok)
+    throw Error(Status::ERROR_REQUIRES_COPY,
+                "ravel in order " + order_text(order) + " of an array with shape " + format(shape_) +
+                    " and strides " + format(strides_) +
+                    " requires a copy (its elements are not contiguous in that order)");
+  Layout out;
+  out.itemsize_ = itemsize_;
+  out.shape_ = {size_};
+  out.strides_ = {itemsize_};
+  out.offset_ = size_ == 0 ? offset_ : span_begin_;
+  out.finish();
+  return out;
+}
+
+Layout Layout::squeeze() const {
+  Layout out;
+  out.itemsize_ = itemsize_;
+  out.offset_ = offset_;
+  for (size_t d = 0; d < shape_.size(); ++d)
+    if (shape_[d] != 1) {
+      out.shape_.push_back(shape_[d]);
+      out.strides_.push_back(strides_[d]);
+    }
+  out.finish();
+  return out;
+}
+
+Layout Layout::core() const {
+  if (size_ == 0) return *this;
+  Layout out;
+  out.itemsize_ = itemsize_;
+  out.offset_ = offset_;
+  for (size_t d = 0; d < shape_.size(); ++d)
+    if (strides_[d] != 0) {
+      out.shape_.push_back(shape_[d]);
+      out.strides_.push_back(strides_[d]);
+    }
+  out.finish();
+  return out;
+}
+
+Layout Layout::with_offset(int64_t offset) const {
+  Layout out = *this;
+  out.offset_ = offset;
+  out.finish();
+  return out;
+}
+
+Strides strides_like(const Layout &src) {
+  if (src.ndim() <= 1 || src.is_c_contiguous())
+    return Layout::dense_strides(src.shape(), src.itemsize(), 'C');
+  if (src.is_f_contiguous()) return Layout::dense_strides(src.shape(), src.itemsize(), 'F');
+  std::vector<size_t> axes(size_t(src.ndim()));
+  std::iota(axes.begin(), axes.end(), 0);
+  std::stable_sort(axes.begin(), axes.end(),
+                   [&](size_t a, size_t b) { return src.strides()[a] < src.strides()[b]; });
+  Strides out(axes.size());
+  int64_t acc = src.itemsize();
+  for (size_t a : axes) {
+    out[a] = acc;
+    acc = detail::checked_mul(acc, std::max<int64_t>(src.shape()[a], 1), "strides");
+  }
+  return out;
+}
+
+}  // namespace gpuhal

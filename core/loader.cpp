@@ -1,0 +1,133 @@
+#include "loader.hpp"
+
+#include <dlfcn.h>
+#include <sys/stat.h>
+
+namespace gpuhal::detail {
+namespace {
+
+const char *const kDefaultOrder[] = {"cuda", "hsa", "host"};
+
+bool valid_backend_name(const std::string &name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-')) return false;
+  return true;
+}
+
+bool file_exists(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+std::vector<std::string> candidate_paths(const std::string &name, const Config &config) {
+  const std::string file = "libgpuhal-" + name + ".so";
+  std::vector<std::string> out;
+  for (const auto &dir : config.plugin_path) out.push_back(dir + "/" + file);
+  const std::string own = core_library_directory();
+  if (!own.empty()) out.push_back(own + "/" + file);
+  out.push_back(file);  // bare name: the system loader path
+  return out;
+}
+
+// Tries the candidates of one backend name in order; the first that loads
+// wins. Candidates that do not exist are recorded as not found.
+std::unique_ptr<PluginLibrary> try_backend(const std::string &name, const Config &config,
+                                           const Logger &logger, std::vector<LoadAttempt> &attempts) {
+  for (const auto &path : candidate_paths(name, config)) {
+    LoadAttempt a;
+    a.backend = name;
+    if (path.find('/') != std::string::npos && !file_exists(path)) {
+      a.path = path;
+      a.status = Status::ERROR_PLUGIN_NOT_FOUND;
+      a.message = "no such file";
+      logger.write(LogLevel::Debug, "plugin " + path + ": no such file");
+      attempts.push_back(a);
+      continue;
+    }
+    auto lib = PluginLibrary::open(path, config, logger, &a);
+    if (path.find('/') == std::string::npos && !lib && a.status == Status::ERROR_PLUGIN_NOT_FOUND)
+      a.message = "not on the system loader path (" + a.message + ")";
+    attempts.push_back(a);
+    if (lib) return lib;
+    // A plugin that exists but is broken says why at the default level.
+    if (a.status != Status::ERROR_PLUGIN_NOT_FOUND)
+      logger.write(LogLevel::Warn, "backend '" + name + "' at " + path + " is unusable: " + a.message);
+  }
+  return nullptr;
+}
+
+std::string summarize(const std::vector<LoadAttempt> &attempts) {
+  std::string s;
+  for (const auto &a : attempts)
+    s += "\n  " + a.path + ": " + (a.status == Status::SUCCESS ? "" : to_string(a.status) + ": ") + a.message;
+  return s;
+}
+
+// The most telling failure: a plugin that exists but is broken beats "not found".
+Status worst(const std::vector<LoadAttempt> &attempts, Status fallback) {
+  for (const auto &a : attempts)
+    if (a.status != Status::SUCCESS && a.status != Status::ERROR_PLUGIN_NOT_FOUND) return a.status;
+  return fallback;
+}
+
+}  // namespace
+
+std::string core_library_directory() {
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<void *>(&core_library_directory), &info) || !info.dli_fname) return {};
+  std::string p = info.dli_fname;
+  auto slash = p.rfind('/');
+  if (slash == std::string::npos) return {};
+  return p.substr(0, slash);
+}
+
+Selection select_backend(const Config &config, const Logger &logger) {
+  Selection sel;
+  for (const auto &note : config.notes) logger.write(LogLevel::Warn, note);
+  const std::string &b = config.backend;
+  if (!b.empty() && b[0] == '/') {
+    LoadAttempt a;
+    a.backend = b;
+    if (!file_exists(b)) {
+      a.path = b;
+      a.status = Status::ERROR_PLUGIN_NOT_FOUND;
+      a.message = "no such file";
+      sel.attempts.push_back(a);
+      throw Error(Status::ERROR_PLUGIN_NOT_FOUND, "GPUHAL_BACKEND=" + b + ": no such file");
+    }
+    sel.library = PluginLibrary::open(b, config, logger, &a);
+    sel.attempts.push_back(a);
+    if (!sel.library) throw Error(a.status, "GPUHAL_BACKEND=" + b + ": " + a.message);
+  } else if (!b.empty()) {
+    if (!valid_backend_name(b))
+      throw Error(Status::ERROR_INVALID_CONFIG,
+                  "GPUHAL_BACKEND='" + b + "' is neither a backend name ([a-z0-9_-]) nor an absolute path");
+    sel.library = try_backend(b, config, logger, sel.attempts);
+    if (!sel.library)
+      throw Error(worst(sel.attempts, Status::ERROR_PLUGIN_NOT_FOUND),
+                  "backend '" + b + "' could not be loaded; looked for libgpuhal-" + b + ".so in:" +
+                      summarize(sel.attempts));
+  } else {
+    for (const char *name : kDefaultOrder) {
+      auto lib = try_backend(name, config, logger, sel.attempts);
+      if (!lib) continue;
+      if (lib->device_count() > 0) {
+        sel.library = std::move(lib);
+        break;
+      }
+      sel.attempts.back().message += "; skipped: no devices";
+      logger.write(LogLevel::Debug, std::string("backend '") + name + "' has no devices; trying the next");
+    }
+    if (!sel.library)
+      throw Error(worst(sel.attempts, Status::ERROR_NO_DEVICE),
+                  "no backend with a device was found (tried cuda, hsa, host):" + summarize(sel.attempts));
+  }
+  if (sel.library->device_count() == 0)
+    throw Error(Status::ERROR_NO_DEVICE, "backend '" + sel.library->name() + "' (" +
+                                             sel.library->path() + ") reports no devices");
+  sel.attempts.back().selected = true;
+  return sel;
+}
+
+}  // namespace gpuhal::detail

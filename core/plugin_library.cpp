@@ -1,0 +1,194 @@
+#include "plugin_library.hpp"
+
+#include <dlfcn.h>
+#include <sys/stat.h>
+
+#include <cstddef>
+#include <cstring>
+#include <vector>
+
+namespace gpuhal::detail {
+namespace {
+
+struct EntryInfo {
+  size_t offset;
+  const char *name;
+};
+
+#define GPUHAL_ENTRY(name) {offsetof(gpuhal_plugin_table_t, name), #name}
+// Required in ABI 1.0, in table order.
+const EntryInfo kRequired[] = {
+    GPUHAL_ENTRY(init),
+    GPUHAL_ENTRY(shutdown),
+    GPUHAL_ENTRY(last_error),
+    GPUHAL_ENTRY(device_count),
+    GPUHAL_ENTRY(device_properties),
+    GPUHAL_ENTRY(context_create),
+    GPUHAL_ENTRY(context_destroy),
+    GPUHAL_ENTRY(context_synchronize),
+    GPUHAL_ENTRY(memory_info),
+    GPUHAL_ENTRY(mem_alloc),
+    GPUHAL_ENTRY(mem_free),
+    GPUHAL_ENTRY(memcpy_sync),
+    GPUHAL_ENTRY(memcpy_async),
+    GPUHAL_ENTRY(memset_sync),
+    GPUHAL_ENTRY(memset_async),
+    GPUHAL_ENTRY(stream_create),
+    GPUHAL_ENTRY(stream_destroy),
+    GPUHAL_ENTRY(stream_synchronize),
+    GPUHAL_ENTRY(stream_query),
+    GPUHAL_ENTRY(stream_wait_event),
+    GPUHAL_ENTRY(stream_add_callback),
+    GPUHAL_ENTRY(event_create),
+    GPUHAL_ENTRY(event_destroy),
+    GPUHAL_ENTRY(event_record),
+    GPUHAL_ENTRY(event_synchronize),
+    GPUHAL_ENTRY(event_query),
+    GPUHAL_ENTRY(event_elapsed_ms),
+};
+// Optional, all-or-none group: host memory.
+const EntryInfo kHostMemoryGroup[] = {
+    GPUHAL_ENTRY(host_alloc),         GPUHAL_ENTRY(host_free),
+    GPUHAL_ENTRY(host_register),      GPUHAL_ENTRY(host_unregister),
+    GPUHAL_ENTRY(host_get_device_pointer),
+};
+#undef GPUHAL_ENTRY
+
+// Bytes of the table up to and including the last required entry.
+constexpr size_t kRequiredTableSize =
+    offsetof(gpuhal_plugin_table_t, event_elapsed_ms) + sizeof(void *);
+
+bool entry_present(const gpuhal_plugin_table_t &t, size_t offset) {
+  void *p;
+  std::memcpy(&p, reinterpret_cast<const char *>(&t) + offset, sizeof p);
+  return p != nullptr;
+}
+
+void log_trampoline(void *user, int32_t level, const char *message) {
+  if (level < 0 || level > 3 || !message) return;
+  static_cast<const Logger *>(user)->write(static_cast<LogLevel>(level), message);
+}
+
+}  // namespace
+
+std::string version_string(uint32_t v) {
+  return std::to_string(GPUHAL_VERSION_MAJOR(v)) + "." + std::to_string(GPUHAL_VERSION_MINOR(v));
+}
+
+std::unique_ptr<PluginLibrary> PluginLibrary::open(const std::string &path, const Config &config,
+                                                   const Logger &logger, LoadAttempt *attempt) {
+  attempt->path = path;
+  auto refuse = [&](Status status, const std::string &why) -> std::unique_ptr<PluginLibrary> {
+    attempt->status = status;
+    attempt->message = why;
+    logger.write(LogLevel::Debug, "plugin " + path + ": refused: " + why);
+    return nullptr;
+  };
+  logger.write(LogLevel::Debug, "plugin " + path + ": trying");
+  std::unique_ptr<PluginLibrary> lib(new PluginLibrary());
+  lib->path_ = path;
+  lib->logger_ = logger;
+  dlerror();
+  lib->handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib->handle_) {
+    const char *e = dlerror();
+    // A file that exists but cannot be loaded is a broken plugin, not a
+    // missing one.
+    struct stat st;
+    const bool exists = path.find('/') != std::string::npos && ::stat(path.c_str(), &st) == 0;
+    return refuse(exists ? Status::ERROR_INVALID_PLUGIN : Status::ERROR_PLUGIN_NOT_FOUND,
+                  std::string(exists ? "not a loadable shared object: " : "dlopen failed: ") + (e ? e : "unknown error"));
+  }
+  dlerror();
+  void *sym = dlsym(lib->handle_, GPUHAL_PLUGIN_ENTRY_NAME);
+  if (!sym) {
+    const char *e = dlerror();
+    return refuse(Status::ERROR_INVALID_PLUGIN,
+                  std::string("not a gpuhal plugin: it does not export ") + GPUHAL_PLUGIN_ENTRY_NAME +
+                      " (" + (e ? e : "symbol is NULL") + ")");
+  }
+  gpuhal_plugin_negotiate_fn negotiate;
+  static_assert(sizeof negotiate == sizeof sym, "function pointer size");
+  std::memcpy(&negotiate, &sym, sizeof sym);
+
+  const gpuhal_plugin_table_t *t = nullptr;
+  const gpuhal_status_t st = negotiate(GPUHAL_ABI_VERSION, &t);
+  const std::string core_v = version_string(GPUHAL_ABI_VERSION);
+  if (st == GPUHAL_ERROR_ABI_MISMATCH)
+    return refuse(Status::ERROR_ABI_MISMATCH,
+                  "the plugin refused the core's ABI " + core_v + " (it speaks another major version)");
+  if (st != GPUHAL_SUCCESS)
+    return refuse(Status::ERROR_INVALID_PLUGIN, "negotiation failed with status " +
+                                                    to_string(static_cast<Status>(st)));
+  if (!t) return refuse(Status::ERROR_INVALID_PLUGIN, "negotiation returned no table");
+  if (GPUHAL_VERSION_MAJOR(t->abi_version) != GPUHAL_ABI_MAJOR)
+    return refuse(Status::ERROR_ABI_MISMATCH, "the plugin speaks ABI " + version_string(t->abi_version) +
+                                                  " but the core speaks ABI " + core_v +
+                                                  " (major versions must match)");
+  if (t->struct_size < kRequiredTableSize)
+    return refuse(Status::ERROR_INVALID_PLUGIN,
+                  "plugin table struct_size " + std::to_string(t->struct_size) +
+                      " is smaller than the required part of the ABI " + core_v + " table (" +
+                      std::to_string(kRequiredTableSize) + " bytes)");
+  // Read what both sides know; a newer minor's extra entries are ignored, an
+  // older minor's missing entries stay NULL (absent, optional).
+  std::memcpy(&lib->table_, t, std::min<size_t>(t->struct_size, sizeof(gpuhal_plugin_table_t)));
+  lib->abi_version_ = t->abi_version;
+  if (!lib->table_.name || !*lib->table_.name)
+    return refuse(Status::ERROR_INVALID_PLUGIN, "plugin table has no backend name");
+  lib->name_ = lib->table_.name;
+  attempt->backend = attempt->backend.empty() ? lib->name_ : attempt->backend;
+  for (const auto &e : kRequired)
+    if (!entry_present(lib->table_, e.offset))
+      return refuse(Status::ERROR_INVALID_PLUGIN, std::string("required entry '") + e.name + "' is NULL");
+  int present = 0;
+  for (const auto &e : kHostMemoryGroup) present += entry_present(lib->table_, e.offset);
+  if (present != 0 && present != int(std::size(kHostMemoryGroup)))
+    return refuse(Status::ERROR_INVALID_PLUGIN,
+                  "the host-memory entries (host_alloc ... host_get_device_pointer) must be all present or all NULL");
+  if (GPUHAL_VERSION_MINOR(t->abi_version) > GPUHAL_ABI_MINOR)
+    logger.write(LogLevel::Debug, "plugin " + path + " speaks newer minor ABI " +
+                                      version_string(t->abi_version) + "; using the " + core_v + " subset");
+
+  std::vector<gpuhal_option_t> options;
+  options.reserve(config.plugin_options.size());
+  for (const auto &kv : config.plugin_options) options.push_back({kv.first.c_str(), kv.second.c_str()});
+  gpuhal_init_args_t args{};
+  args.abi_version = GPUHAL_ABI_VERSION;
+  args.struct_size = sizeof args;
+  args.options = options.data();
+  args.option_count = uint32_t(options.size());
+  args.log_level = int32_t(logger.level());
+  args.log = log_trampoline;
+  args.log_user = &lib->logger_;
+  const gpuhal_status_t ist = lib->table_.init(&args);
+  if (ist != GPUHAL_SUCCESS)
+    return refuse(Status::ERROR_INITIALIZATION_FAILED,
+                  "init failed (" + to_string(static_cast<Status>(ist)) + "): " + lib->table_.last_error());
+  lib->initialised_ = true;
+  int32_t count = 0;
+  const gpuhal_status_t cst = lib->table_.device_count(&count);
+  if (cst != GPUHAL_SUCCESS)
+    return refuse(static_cast<Status>(cst), std::string("device_count failed: ") + lib->table_.last_error());
+  if (count < 0) return refuse(Status::ERROR_INVALID_PLUGIN, "device_count returned a negative count");
+  lib->device_count_ = count;
+  attempt->device_count = count;
+  attempt->status = Status::SUCCESS;
+  attempt->message = "ABI " + version_string(t->abi_version) + ", " + std::to_string(count) + " device(s)";
+  logger.write(LogLevel::Debug, "plugin " + path + ": loaded backend '" + lib->name_ + "', " + attempt->message);
+  return lib;
+}
+
+PluginLibrary::~PluginLibrary() {
+  if (initialised_) table_.shutdown();
+  if (handle_) dlclose(handle_);
+}
+
+void PluginLibrary::fail(gpuhal_status_t status, const char *call) const {
+  const char *msg = table_.last_error ? table_.last_error() : "";
+  std::string text = name_ + ": " + call + " failed (" + to_string(static_cast<Status>(status)) + ")";
+  if (msg && *msg) text += ": " + std::string(msg);
+  throw Error(static_cast<Status>(status), text);
+}
+
+}  // namespace gpuhal::detail

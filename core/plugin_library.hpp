@@ -1,0 +1,60 @@
+// PluginLibrary: one opened, negotiated and initialised plugin.
+//
+// Owns the dlopen handle and a private copy of the plugin's table, widened to
+// the core's table size (entries beyond the plugin's struct_size are NULL).
+// Every call into the plugin that fails is turned into a gpuhal::Error here,
+// in one place, with the plugin's per-thread message. The destructor calls
+// shutdown() and dlclose(). Thread-safe after construction.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "gpuhal/error.hpp"
+#include "gpuhal/plugin.h"
+#include "gpuhal/runtime.hpp"
+#include "log.hpp"
+
+namespace gpuhal::detail {
+
+class PluginLibrary {
+ public:
+  // Opens `path` (an absolute path, or a bare file name for the system
+  // loader path). On failure returns nullptr and fills attempt->status and
+  // attempt->message with why. Never throws for plugin problems.
+  static std::unique_ptr<PluginLibrary> open(const std::string &path, const Config &config,
+                                             const Logger &logger, LoadAttempt *attempt);
+  ~PluginLibrary();
+  PluginLibrary(const PluginLibrary &) = delete;
+  PluginLibrary &operator=(const PluginLibrary &) = delete;
+
+  const gpuhal_plugin_table_t &table() const { return table_; }
+  const std::string &path() const { return path_; }
+  const std::string &name() const { return name_; }
+  uint32_t abi_version() const { return abi_version_; }
+  const Logger &logger() const { return logger_; }
+  int device_count() const { return device_count_; }
+
+  // Throws gpuhal::Error when `status` is a failure: "<backend>: <call>: <the
+  // plugin's message>" with the plugin's status code.
+  void check(gpuhal_status_t status, const char *call) const {
+    if (status != GPUHAL_SUCCESS) fail(status, call);
+  }
+  [[noreturn]] void fail(gpuhal_status_t status, const char *call) const;
+
+ private:
+  PluginLibrary() = default;
+  void *handle_ = nullptr;
+  gpuhal_plugin_table_t table_{};
+  std::string path_;
+  std::string name_;
+  uint32_t abi_version_ = 0;
+  int device_count_ = 0;
+  bool initialised_ = false;
+  Logger logger_;
+};
+
+// Formats a version as "1.0".
+std::string version_string(uint32_t version);
+
+}  // namespace gpuhal::detail

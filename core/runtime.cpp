@@ -1,0 +1,131 @@
+#include <cstring>
+#include <mutex>
+
+#include "internal.hpp"
+#include "loader.hpp"
+
+namespace gpuhal {
+
+using detail::ContextImpl;
+using detail::DeviceImpl;
+using detail::RuntimeImpl;
+
+namespace {
+
+DeviceProperties convert(const gpuhal_device_properties_t &p) {
+  DeviceProperties d;
+  d.name = std::string(p.name, strnlen(p.name, sizeof p.name));
+  d.vendor = std::string(p.vendor, strnlen(p.vendor, sizeof p.vendor));
+  d.total_memory = p.total_memory;
+  d.shared_memory_per_block = p.shared_memory_per_block;
+  d.compute_major = p.compute_major;
+  d.compute_minor = p.compute_minor;
+  d.multiprocessor_count = p.multiprocessor_count;
+  d.warp_size = p.warp_size;
+  d.max_threads_per_block = p.max_threads_per_block;
+  for (int i = 0; i < 3; ++i) {
+    d.max_block_dim[i] = p.max_block_dim[i];
+    d.max_grid_dim[i] = p.max_grid_dim[i];
+  }
+  d.clock_rate_khz = p.clock_rate_khz;
+  d.can_map_host_memory = p.can_map_host_memory != 0;
+  d.unified_addressing = p.unified_addressing != 0;
+  d.concurrent_kernels = p.concurrent_kernels != 0;
+  d.pci_domain = p.pci_domain;
+  d.pci_bus = p.pci_bus;
+  d.pci_device = p.pci_device;
+  return d;
+}
+
+}  // namespace
+
+Runtime Runtime::load(const Config &config) {
+  detail::Logger logger(config.log_level);
+  auto sel = detail::select_backend(config, logger);
+  auto rt = std::make_shared<RuntimeImpl>();
+  rt->config = config;
+  rt->library = std::move(sel.library);
+  rt->attempts = std::move(sel.attempts);
+  const auto &t = rt->table();
+  for (int i = 0; i < rt->library->device_count(); ++i) {
+    gpuhal_device_properties_t p{};
+    p.abi_version = GPUHAL_ABI_VERSION;
+    p.struct_size = sizeof p;
+    rt->library->check(t.device_properties(i, &p), "device_properties");
+    auto d = std::make_unique<DeviceImpl>();
+    d->runtime = rt.get();
+    d->ordinal = i;
+    d->properties = convert(p);
+    rt->devices.push_back(std::move(d));
+  }
+  return Runtime(rt);
+}
+
+Runtime Runtime::get() {
+  static std::mutex mutex;
+  static std::shared_ptr<RuntimeImpl> runtime;
+  static std::unique_ptr<Error> failure;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (runtime) return Runtime(runtime);
+  if (failure) throw *failure;
+  try {
+    runtime = load(Config::from_environment()).impl_;
+  } catch (const Error &e) {
+    failure = std::make_unique<Error>(e);
+    throw;
+  }
+  return Runtime(runtime);
+}
+
+const std::string &Runtime::backend_name() const { return impl_->library->name(); }
+const std::string &Runtime::plugin_path() const { return impl_->library->path(); }
+uint32_t Runtime::plugin_abi_version() const { return impl_->library->abi_version(); }
+const std::vector<LoadAttempt> &Runtime::attempts() const { return impl_->attempts; }
+const Config &Runtime::config() const { return impl_->config; }
+int Runtime::device_count() const { return int(impl_->devices.size()); }
+
+Device Runtime::device(int ordinal) const {
+  if (ordinal < 0 || ordinal >= device_count())
+    throw Error(Status::ERROR_INVALID_VALUE, "device ordinal " + std::to_string(ordinal) +
+                                                 " out of range: backend '" + backend_name() + "' has " +
+                                                 std::to_string(device_count()) + " device(s)");
+  return Device(std::shared_ptr<DeviceImpl>(impl_, impl_->devices[size_t(ordinal)].get()));
+}
+
+bool Runtime::supports(Capability c) const {
+  const auto &t = impl_->table();
+  switch (c) {
+    case Capability::StreamBarrier:
+      return t.stream_barrier != nullptr;
+    case Capability::HostMemory:
+      return t.host_alloc != nullptr;
+    case Capability::MappedHostMemory: {
+      if (!t.host_alloc) return false;
+      for (const auto &d : impl_->devices)
+        if (!d->properties.can_map_host_memory) return false;
+      return true;
+    }
+  }
+  return false;
+}
+
+int Device::ordinal() const { return impl_->ordinal; }
+const DeviceProperties &Device::properties() const { return impl_->properties; }
+
+Runtime Device::runtime() const {
+  // The aliasing handle shares ownership of the RuntimeImpl.
+  return Runtime(std::shared_ptr<RuntimeImpl>(impl_, impl_->runtime));
+}
+
+Context Device::primary_context() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  if (auto existing = impl_->primary.lock()) return Context(existing);
+  auto ctx = std::make_shared<ContextImpl>();
+  ctx->runtime = std::shared_ptr<RuntimeImpl>(impl_, impl_->runtime);
+  ctx->device = impl_.get();
+  ctx->check(ctx->t().context_create(impl_->ordinal, &ctx->handle), "context_create");
+  impl_->primary = ctx;
+  return Context(ctx);
+}
+
+}  // namespace gpuhal

@@ -1,0 +1,155 @@
+#include "gpuhal/stream.hpp"
+
+#include <exception>
+
+#include "internal.hpp"
+
+namespace gpuhal {
+
+namespace detail {
+
+StreamImpl::~StreamImpl() {
+  if (!owned || !handle || generation != ctx->current_generation()) return;
+  if (ctx->t().stream_destroy(ctx->handle, handle) != GPUHAL_SUCCESS)
+    ctx->logger().write(LogLevel::Error, "stream_destroy failed: " + std::string(ctx->t().last_error()));
+}
+
+EventImpl::~EventImpl() {
+  if (!handle || generation != ctx->current_generation()) return;
+  if (ctx->t().event_destroy(ctx->handle, handle) != GPUHAL_SUCCESS)
+    ctx->logger().write(LogLevel::Error, "event_destroy failed: " + std::string(ctx->t().last_error()));
+}
+
+}  // namespace detail
+
+namespace {
+
+struct CallbackBox {
+  std::function<void()> fn;
+  detail::Logger logger;
+};
+
+// Runs on a backend thread. Nothing may escape into the plugin's C code.
+void run_callback(void *user, gpuhal_status_t status) {
+  std::unique_ptr<CallbackBox> box(static_cast<CallbackBox *>(user));
+  if (status != GPUHAL_SUCCESS)
+    box->logger.write(LogLevel::Warn, "stream callback runs after a stream error: " + to_string(Status(status)));
+  try {
+    box->fn();
+  } catch (const std::exception &e) {
+    box->logger.write(LogLevel::Error, std::string("exception escaped a stream callback: ") + e.what());
+  } catch (...) {
+    box->logger.write(LogLevel::Error, "unknown exception escaped a stream callback");
+  }
+}
+
+}  // namespace
+
+Context Stream::context() const { return Context(impl_->ctx); }
+bool Stream::is_default() const { return impl_->handle == nullptr; }
+gpuhal_stream_t Stream::native_handle() const { return impl_->handle; }
+
+void Stream::synchronize() const {
+  auto h = impl_->live("Stream::synchronize");
+  impl_->ctx->check(impl_->ctx->t().stream_synchronize(impl_->ctx->handle, h), "stream_synchronize");
+}
+
+bool Stream::query() const {
+  auto h = impl_->live("Stream::query");
+  const gpuhal_status_t st = impl_->ctx->t().stream_query(impl_->ctx->handle, h);
+  if (st == GPUHAL_NOT_READY) return false;
+  impl_->ctx->check(st, "stream_query");
+  return true;
+}
+
+static void check_same_context(const detail::StreamImpl &s, const detail::EventImpl &e, const char *what) {
+  if (s.ctx != e.ctx)
+    throw Error(Status::ERROR_INVALID_HANDLE, std::string(what) + ": the event belongs to another context");
+}
+
+void Stream::wait(const Event &event) const {
+  if (!event.impl()) throw Error(Status::ERROR_INVALID_HANDLE, "Stream::wait: null event");
+  check_same_context(*impl_, *event.impl(), "Stream::wait");
+  auto h = impl_->live("Stream::wait");
+  auto e = event.impl()->live("Stream::wait");
+  impl_->ctx->check(impl_->ctx->t().stream_wait_event(impl_->ctx->handle, h, e), "stream_wait_event");
+}
+
+void Stream::wait(const std::vector<Event> &events) const {
+  auto h = impl_->live("Stream::wait");
+  std::vector<gpuhal_event_t> handles;
+  for (const auto &ev : events) {
+    if (!ev.impl()) throw Error(Status::ERROR_INVALID_HANDLE, "Stream::wait: null event in the list");
+    check_same_context(*impl_, *ev.impl(), "Stream::wait");
+    handles.push_back(ev.impl()->live("Stream::wait"));
+  }
+  const auto &t = impl_->ctx->t();
+  if (t.stream_barrier) {
+    impl_->ctx->check(t.stream_barrier(impl_->ctx->handle, h, handles.data(), uint32_t(handles.size()), 0),
+                      "stream_barrier");
+    return;
+  }
+  for (auto e : handles) impl_->ctx->check(t.stream_wait_event(impl_->ctx->handle, h, e), "stream_wait_event");
+}
+
+void Stream::wait_for_all_prior_work() const {
+  auto h = impl_->live("Stream::wait_for_all_prior_work");
+  const auto &t = impl_->ctx->t();
+  if (!t.stream_barrier)
+    throw Error(Status::ERROR_NOT_SUPPORTED, "Stream::wait_for_all_prior_work: backend '" +
+                                                 impl_->ctx->lib().name() + "' has no stream_barrier entry");
+  impl_->ctx->check(t.stream_barrier(impl_->ctx->handle, h, nullptr, 0, GPUHAL_BARRIER_ALL_PRIOR_WORK),
+                    "stream_barrier");
+}
+
+void Stream::add_callback(std::function<void()> fn) const {
+  if (!fn) throw Error(Status::ERROR_INVALID_VALUE, "Stream::add_callback: empty function");
+  auto h = impl_->live("Stream::add_callback");
+  auto box = std::make_unique<CallbackBox>(CallbackBox{std::move(fn), impl_->ctx->logger()});
+  impl_->ctx->check(impl_->ctx->t().stream_add_callback(impl_->ctx->handle, h, run_callback, box.get()),
+                    "stream_add_callback");
+  box.release();  // owned by the plugin's queue until run_callback
+}
+
+Event Stream::record() const {
+  Event e = context().create_event(true);
+  e.record(*this);
+  return e;
+}
+
+Context Event::context() const { return Context(impl_->ctx); }
+
+void Event::record(const Stream &stream) const {
+  if (!stream.impl()) throw Error(Status::ERROR_INVALID_HANDLE, "Event::record: null stream");
+  check_same_context(*stream.impl(), *impl_, "Event::record");
+  auto e = impl_->live("Event::record");
+  auto s = stream.impl()->live("Event::record");
+  impl_->ctx->check(impl_->ctx->t().event_record(impl_->ctx->handle, e, s), "event_record");
+}
+
+void Event::synchronize() const {
+  auto e = impl_->live("Event::synchronize");
+  impl_->ctx->check(impl_->ctx->t().event_synchronize(impl_->ctx->handle, e), "event_synchronize");
+}
+
+bool Event::query() const {
+  auto e = impl_->live("Event::query");
+  const gpuhal_status_t st = impl_->ctx->t().event_query(impl_->ctx->handle, e);
+  if (st == GPUHAL_NOT_READY) return false;
+  impl_->ctx->check(st, "event_query");
+  return true;
+}
+
+float Event::elapsed_ms(const Event &start, const Event &end) {
+  if (!start.impl() || !end.impl()) throw Error(Status::ERROR_INVALID_HANDLE, "Event::elapsed_ms: null event");
+  if (start.impl()->ctx != end.impl()->ctx)
+    throw Error(Status::ERROR_INVALID_HANDLE, "Event::elapsed_ms: events of different contexts");
+  auto a = start.impl()->live("Event::elapsed_ms");
+  auto b = end.impl()->live("Event::elapsed_ms");
+  float ms = 0;
+  start.impl()->ctx->check(start.impl()->ctx->t().event_elapsed_ms(start.impl()->ctx->handle, a, b, &ms),
+                           "event_elapsed_ms");
+  return ms;
+}
+
+}  // namespace gpuhal

@@ -1,0 +1,53 @@
+// Configuration: every GPUHAL_* environment variable, parsed once.
+//
+// Config::from_environment() is the only place gpuhal reads the environment.
+// The resulting value is passed down explicitly (to Runtime::load, and from
+// there to the plugin's init as options). Path-bearing variables are read
+// with secure_getenv semantics: in a setuid / elevated process they are
+// ignored (and that is logged).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gpuhal {
+
+enum class LogLevel : int32_t { Error = 0, Warn = 1, Info = 2, Debug = 3 };
+
+struct Config {
+  // GPUHAL_BACKEND: "host", "cuda", "hsa" or an absolute path to a plugin.
+  // Empty: the first backend with at least one device, in the order cuda,
+  // hsa, host.
+  std::string backend;
+  // GPUHAL_PLUGIN_PATH: extra absolute directories searched first.
+  std::vector<std::string> plugin_path;
+  // GPUHAL_LOG: error | warn (default) | info | debug.
+  LogLevel log_level = LogLevel::Warn;
+  // Every GPUHAL_* variable, handed to the plugin's init (the plugin
+  // validates the ones it owns, e.g. GPUHAL_HOST_DEVICES).
+  std::vector<std::pair<std::string, std::string>> plugin_options;
+  // Messages about ignored variables, shown when the runtime loads.
+  std::vector<std::string> notes;
+
+  // Value of a plugin option, if set.
+  std::optional<std::string> option(const std::string &name) const;
+  // Sets (or replaces) a plugin option.
+  Config &set_option(const std::string &name, const std::string &value);
+
+  // Reads the process environment. `elevated` is true in setuid processes.
+  // Throws ERROR_INVALID_CONFIG naming the variable and the bad value.
+  static Config from_environment();
+  // The same parse over any lookup (tests, fuzzers). `names` are the
+  // variable names present (for collecting GPUHAL_* plugin options).
+  using Lookup = std::function<std::optional<std::string>(const std::string &)>;
+  static Config parse(const std::vector<std::string> &names, const Lookup &lookup, bool elevated);
+};
+
+// Variables whose values are paths; ignored in elevated processes.
+bool is_path_variable(const std::string &name);
+
+}  // namespace gpuhal

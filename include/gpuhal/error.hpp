@@ -1,0 +1,35 @@
+// gpuhal errors: one exception type carrying a status code and a message.
+//
+// Every failure in the C++ API is reported as gpuhal::Error. The message names
+// the failing call and, for backend failures, the plugin's own message (which
+// names the vendor call and the vendor's error text). Destructors never throw.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace gpuhal {
+
+// The same codes as the plugin ABI (status.def), as a C++ enum.
+enum class Status : int32_t {
+#define GPUHAL_STATUS(name, value, text) name = value,
+#include "gpuhal/status.def"
+#undef GPUHAL_STATUS
+};
+
+// "ERROR_OUT_OF_MEMORY" etc; "UNKNOWN_STATUS(n)" for values not in the list.
+std::string to_string(Status status);
+// The human description from status.def.
+const char *describe(Status status);
+
+class Error : public std::runtime_error {
+ public:
+  Error(Status status, const std::string &message);
+  Status status() const noexcept { return status_; }
+
+ private:
+  Status status_;
+};
+
+}  // namespace gpuhal

@@ -1,0 +1,13 @@
+// gpuhal: the whole C++ user API.
+#pragma once
+
+#include "gpuhal/config.hpp"
+#include "gpuhal/context.hpp"
+#include "gpuhal/device_array.hpp"
+#include "gpuhal/dtype.hpp"
+#include "gpuhal/error.hpp"
+#include "gpuhal/host_array.hpp"
+#include "gpuhal/layout.hpp"
+#include "gpuhal/memory.hpp"
+#include "gpuhal/runtime.hpp"
+#include "gpuhal/stream.hpp"

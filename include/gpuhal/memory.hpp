@@ -1,0 +1,37 @@
+// DeviceMemory: one device allocation, reference counted.
+//
+// Keeps its context alive. The memory is freed when the last handle (and
+// every array view of it) is gone, unless the context was reset first (then
+// the reset already freed it). The caller guarantees that no pending stream
+// work uses the memory when the last handle is dropped (as in CUDA).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "gpuhal/context.hpp"
+#include "gpuhal/plugin.h"
+
+namespace gpuhal {
+
+namespace detail {
+struct Allocation;
+}
+
+class DeviceMemory {
+ public:
+  DeviceMemory() = default;
+  // Device address of the first byte (0 for an empty handle).
+  gpuhal_deviceptr_t device_pointer() const;
+  uint64_t size() const;
+  Context context() const;
+  explicit operator bool() const { return static_cast<bool>(impl_); }
+
+  const std::shared_ptr<detail::Allocation> &impl() const { return impl_; }
+  explicit DeviceMemory(std::shared_ptr<detail::Allocation> impl) : impl_(std::move(impl)) {}
+
+ private:
+  std::shared_ptr<detail::Allocation> impl_;
+};
+
+}  // namespace gpuhal

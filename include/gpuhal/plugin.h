@@ -1,0 +1,269 @@
+/*
+ * gpuhal plugin ABI, version 1.
+ *
+ * This is the only contract between libgpuhal (the core) and a backend plugin.
+ * It is pure C (it compiles as C99) so that plugins can be written in any
+ * language and built with any compiler. No C++ type, exception or STL object
+ * ever crosses it.
+ *
+ * Compatibility rules (frozen):
+ *  - Every table and descriptor struct starts with {abi_version, struct_size}.
+ *    That prefix never changes.
+ *  - A version is (major << 16 | minor). A major change may break anything; the
+ *    core refuses a plugin whose major differs from its own.
+ *  - A minor version only appends members at the end of structs. A reader uses
+ *    min(struct_size, sizeof(what it knows)) bytes and treats members beyond the
+ *    writer's struct_size as absent (NULL / zero). So a newer-minor plugin works
+ *    with an older core and vice versa.
+ *  - Enums crossing the ABI are int32_t / uint32_t, never C enum types.
+ *
+ * Negotiation: the plugin exports exactly one symbol, gpuhal_plugin_negotiate.
+ * The core calls it with the highest ABI version it speaks; the plugin answers
+ * with a pointer to its table (whose abi_version is the version it speaks) or
+ * refuses with GPUHAL_ERROR_ABI_MISMATCH. The table must stay valid until the
+ * library is unloaded.
+ *
+ * Entries are REQUIRED or OPTIONAL (marked below). An optional entry left NULL
+ * means "unsupported": the core reports it through its capability query and a
+ * clear GPUHAL_ERROR_NOT_SUPPORTED error, never by faking success.
+ *
+ * Errors: every entry returns a gpuhal_status_t. When an entry fails, the
+ * plugin leaves a message for the calling thread, readable with last_error(),
+ * that names the failing vendor call and the vendor's own error text.
+ *
+ * Threading: unless stated otherwise every entry may be called concurrently
+ * from several threads. Stream and event handles may be used from any thread.
+ */
+#ifndef GPUHAL_PLUGIN_H
+#define GPUHAL_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GPUHAL_MAKE_VERSION(major, minor) ((((uint32_t)(major)) << 16) | ((uint32_t)(minor)&0xffffu))
+#define GPUHAL_VERSION_MAJOR(v) (((uint32_t)(v)) >> 16)
+#define GPUHAL_VERSION_MINOR(v) (((uint32_t)(v)) & 0xffffu)
+
+#define GPUHAL_ABI_MAJOR 1
+#define GPUHAL_ABI_MINOR 0
+#define GPUHAL_ABI_VERSION GPUHAL_MAKE_VERSION(GPUHAL_ABI_MAJOR, GPUHAL_ABI_MINOR)
+
+/* The one symbol a plugin exports. */
+#define GPUHAL_PLUGIN_ENTRY_NAME "gpuhal_plugin_negotiate"
+
+#if defined(__GNUC__)
+#define GPUHAL_PLUGIN_EXPORT __attribute__((visibility("default")))
+#else
+#define GPUHAL_PLUGIN_EXPORT
+#endif
+
+/* ---- Status codes: one X-macro list (status.def) ------------------------ */
+typedef int32_t gpuhal_status_t;
+enum gpuhal_status_code {
+#define GPUHAL_STATUS(name, value, text) GPUHAL_##name = (value),
+#include "status.def"
+#undef GPUHAL_STATUS
+  GPUHAL_STATUS_FORCE_32BIT = 0x7fffffff
+};
+
+/* ---- Handles -------------------------------------------------------------
+ * Opaque to the core. A NULL stream in an *_async entry means the context's
+ * default stream (legacy semantics: it waits for all prior work of the
+ * blocking streams of its context, and they wait for it). */
+typedef struct gpuhal_context_s *gpuhal_context_t;
+typedef struct gpuhal_stream_s *gpuhal_stream_t;
+typedef struct gpuhal_event_s *gpuhal_event_t;
+/* A device address. On backends with unified addressing it may equal a host
+ * address; the core never dereferences it. */
+typedef uint64_t gpuhal_deviceptr_t;
+
+/* ---- Enumerations (fixed 32-bit values) --------------------------------- */
+/* Copy direction. Host addresses are passed as gpuhal_deviceptr_t. */
+#define GPUHAL_COPY_HOST_TO_DEVICE 1u
+#define GPUHAL_COPY_DEVICE_TO_HOST 2u
+#define GPUHAL_COPY_DEVICE_TO_DEVICE 3u
+
+/* stream_create flags */
+#define GPUHAL_STREAM_DEFAULT 0u
+/* Does not synchronise with the context's default stream. */
+#define GPUHAL_STREAM_NON_BLOCKING 1u
+
+/* event_create flags */
+#define GPUHAL_EVENT_DEFAULT 0u
+#define GPUHAL_EVENT_DISABLE_TIMING 1u
+
+/* stream_barrier flags */
+/* Wait for all work submitted to every stream of the context before the call,
+ * in addition to the listed events. */
+#define GPUHAL_BARRIER_ALL_PRIOR_WORK 1u
+
+/* host_alloc / host_register flags (pass-through of CUDA's meanings) */
+#define GPUHAL_HOST_ALLOC_PORTABLE 1u
+#define GPUHAL_HOST_ALLOC_MAPPED 2u
+#define GPUHAL_HOST_ALLOC_WRITE_COMBINED 4u
+
+/* Log levels of the core's log callback. */
+#define GPUHAL_LOG_ERROR 0
+#define GPUHAL_LOG_WARN 1
+#define GPUHAL_LOG_INFO 2
+#define GPUHAL_LOG_DEBUG 3
+
+/* ---- Init arguments ---------------------------------------------------- */
+/* A configuration option handed down by the core. The core parses the
+ * environment once; plugins never read it themselves. Names are the full
+ * variable names (e.g. "GPUHAL_HOST_DEVICES"). Strings are valid during init
+ * only: copy what you keep. */
+typedef struct gpuhal_option {
+  const char *name;
+  const char *value;
+} gpuhal_option_t;
+
+typedef void (*gpuhal_log_fn)(void *user, int32_t level, const char *message);
+
+typedef struct gpuhal_init_args {
+  uint32_t abi_version;
+  uint32_t struct_size;
+  const gpuhal_option_t *options;
+  uint32_t option_count;
+  int32_t log_level; /* highest level the core will print */
+  gpuhal_log_fn log; /* may be NULL; callable from any thread */
+  void *log_user;
+} gpuhal_init_args_t;
+
+/* ---- Device properties ------------------------------------------------- */
+typedef struct gpuhal_device_properties {
+  uint32_t abi_version;
+  uint32_t struct_size;
+  char name[256];
+  char vendor[64];
+  uint64_t total_memory;
+  uint64_t shared_memory_per_block;
+  int32_t compute_major;
+  int32_t compute_minor;
+  int32_t multiprocessor_count;
+  int32_t warp_size;
+  int32_t max_threads_per_block;
+  int32_t max_block_dim[3];
+  int32_t max_grid_dim[3];
+  int32_t clock_rate_khz;
+  uint32_t can_map_host_memory; /* 0 or 1 */
+  uint32_t unified_addressing;  /* 0 or 1 */
+  uint32_t concurrent_kernels;  /* 0 or 1 */
+  int32_t pci_domain;
+  int32_t pci_bus;
+  int32_t pci_device;
+} gpuhal_device_properties_t;
+
+/* Host callback run in stream order. `status` is GPUHAL_SUCCESS unless the
+ * stream failed. It must not call stream or event entries of the same
+ * context that block. */
+typedef void (*gpuhal_host_fn)(void *user, gpuhal_status_t status);
+
+/* ---- The plugin table -------------------------------------------------- */
+typedef struct gpuhal_plugin_table {
+  uint32_t abi_version;
+  uint32_t struct_size;
+  /* REQUIRED. Short backend name, e.g. "host". Static storage. */
+  const char *name;
+
+  /* -- Lifecycle and devices (all REQUIRED) -- */
+  /* Called once after negotiation, before anything else. A failure leaves a
+   * message saying why (e.g. the vendor driver is missing). */
+  gpuhal_status_t (*init)(const gpuhal_init_args_t *args);
+  /* Called once before unloading, after every context was destroyed. */
+  void (*shutdown)(void);
+  /* The calling thread's message for its last failed call; never NULL. */
+  const char *(*last_error)(void);
+  gpuhal_status_t (*device_count)(int32_t *count);
+  /* `props->struct_size` is set by the caller: fill at most that much. */
+  gpuhal_status_t (*device_properties)(int32_t ordinal, gpuhal_device_properties_t *props);
+
+  /* -- Contexts (all REQUIRED) -- */
+  /* Retain the device's primary context. Destroy releases it, together with
+   * every allocation, stream and event made in it. */
+  gpuhal_status_t (*context_create)(int32_t ordinal, gpuhal_context_t *out);
+  gpuhal_status_t (*context_destroy)(gpuhal_context_t ctx);
+  /* Block until all work on every stream of ctx has completed. */
+  gpuhal_status_t (*context_synchronize)(gpuhal_context_t ctx);
+  gpuhal_status_t (*memory_info)(gpuhal_context_t ctx, uint64_t *free_bytes, uint64_t *total_bytes);
+
+  /* -- Device memory (all REQUIRED) -- */
+  /* bytes > 0. Out of memory returns GPUHAL_ERROR_OUT_OF_MEMORY. */
+  gpuhal_status_t (*mem_alloc)(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr_t *out);
+  /* Frees immediately; the caller guarantees no pending work uses it. */
+  gpuhal_status_t (*mem_free)(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr);
+
+  /* -- Transfers (all REQUIRED) -- */
+  /* Synchronous: ordered on the default stream, returns when done. */
+  gpuhal_status_t (*memcpy_sync)(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst,
+                                 gpuhal_deviceptr_t src, uint64_t bytes);
+  /* Asynchronous on `stream`; host memory must stay valid until it ran. */
+  gpuhal_status_t (*memcpy_async)(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst,
+                                  gpuhal_deviceptr_t src, uint64_t bytes, gpuhal_stream_t stream);
+  gpuhal_status_t (*memset_sync)(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t value,
+                                 uint64_t bytes);
+  gpuhal_status_t (*memset_async)(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t value,
+                                  uint64_t bytes, gpuhal_stream_t stream);
+
+  /* -- Streams and events (all REQUIRED) -- */
+  gpuhal_status_t (*stream_create)(gpuhal_context_t ctx, uint32_t flags, gpuhal_stream_t *out);
+  /* Pending work still completes; the handle is invalid afterwards. */
+  gpuhal_status_t (*stream_destroy)(gpuhal_context_t ctx, gpuhal_stream_t stream);
+  gpuhal_status_t (*stream_synchronize)(gpuhal_context_t ctx, gpuhal_stream_t stream);
+  /* GPUHAL_SUCCESS when idle, GPUHAL_NOT_READY when work is pending. */
+  gpuhal_status_t (*stream_query)(gpuhal_context_t ctx, gpuhal_stream_t stream);
+  /* Later work on `stream` waits for the event's most recent record at the
+   * time of this call (no-op for a never-recorded event). */
+  gpuhal_status_t (*stream_wait_event)(gpuhal_context_t ctx, gpuhal_stream_t stream,
+                                       gpuhal_event_t event);
+  gpuhal_status_t (*stream_add_callback)(gpuhal_context_t ctx, gpuhal_stream_t stream,
+                                         gpuhal_host_fn fn, void *user);
+  gpuhal_status_t (*event_create)(gpuhal_context_t ctx, uint32_t flags, gpuhal_event_t *out);
+  gpuhal_status_t (*event_destroy)(gpuhal_context_t ctx, gpuhal_event_t event);
+  gpuhal_status_t (*event_record)(gpuhal_context_t ctx, gpuhal_event_t event,
+                                  gpuhal_stream_t stream);
+  gpuhal_status_t (*event_synchronize)(gpuhal_context_t ctx, gpuhal_event_t event);
+  /* GPUHAL_SUCCESS when the recorded work completed (or never recorded),
+   * GPUHAL_NOT_READY otherwise. */
+  gpuhal_status_t (*event_query)(gpuhal_context_t ctx, gpuhal_event_t event);
+  /* Both recorded, completed and timing-enabled, else an error. */
+  gpuhal_status_t (*event_elapsed_ms)(gpuhal_context_t ctx, gpuhal_event_t start,
+                                      gpuhal_event_t end, float *ms);
+
+  /* -- Stream-barrier lowering (OPTIONAL) --
+   * Make later work on `stream` wait for all `events` (and, with
+   * GPUHAL_BARRIER_ALL_PRIOR_WORK, for all work submitted to the context so
+   * far) in one operation: CUDA events + cuStreamWaitEvent, HSA barrier-AND
+   * packets, a host dependency wait. When NULL the core falls back to one
+   * stream_wait_event per event and reports ALL_PRIOR_WORK as unsupported. */
+  gpuhal_status_t (*stream_barrier)(gpuhal_context_t ctx, gpuhal_stream_t stream,
+                                    const gpuhal_event_t *events, uint32_t count, uint32_t flags);
+
+  /* -- Host memory (OPTIONAL, all or none) -- */
+  /* Page-locked host memory with GPUHAL_HOST_ALLOC_* flags. */
+  gpuhal_status_t (*host_alloc)(gpuhal_context_t ctx, uint64_t bytes, uint32_t flags, void **out);
+  gpuhal_status_t (*host_free)(gpuhal_context_t ctx, void *ptr);
+  /* Page-lock an existing range. Registering a range that overlaps a
+   * registered one fails with GPUHAL_ERROR_ALREADY_REGISTERED; unregistering
+   * an unknown pointer with GPUHAL_ERROR_NOT_REGISTERED. */
+  gpuhal_status_t (*host_register)(gpuhal_context_t ctx, void *ptr, uint64_t bytes, uint32_t flags);
+  gpuhal_status_t (*host_unregister)(gpuhal_context_t ctx, void *ptr);
+  /* Device address of mapped / registered-with-MAPPED host memory. */
+  gpuhal_status_t (*host_get_device_pointer)(gpuhal_context_t ctx, void *host_ptr,
+                                             gpuhal_deviceptr_t *out);
+} gpuhal_plugin_table_t;
+
+/* The plugin's only export. Returns GPUHAL_SUCCESS and sets *table, or
+ * GPUHAL_ERROR_ABI_MISMATCH when it cannot speak core_max_abi's major. */
+typedef gpuhal_status_t (*gpuhal_plugin_negotiate_fn)(uint32_t core_max_abi,
+                                                      const gpuhal_plugin_table_t **table);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* GPUHAL_PLUGIN_H */

@@ -1,0 +1,111 @@
+// Runtime and Device: the loaded backend plugin and its devices.
+//
+// Runtime::load(config) finds, opens and negotiates a plugin (see the
+// loader rules in docs/ and design §3). Handles are cheap values holding a
+// reference-counted implementation: a Device keeps its Runtime (and so the
+// plugin library) alive; the plugin is shut down and unloaded when the last
+// handle of anything made from it is gone. All methods are thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gpuhal/config.hpp"
+#include "gpuhal/error.hpp"
+
+namespace gpuhal {
+
+namespace detail {
+struct RuntimeImpl;
+struct DeviceImpl;
+}  // namespace detail
+
+class Context;
+
+// One plugin candidate the loader looked at, and what happened.
+struct LoadAttempt {
+  std::string backend;  // "host", "cuda", "hsa", or the path given
+  std::string path;     // the file (or SONAME) tried
+  bool selected = false;
+  Status status = Status::SUCCESS;
+  std::string message;  // why it was refused, or a summary when usable
+  int32_t device_count = 0;
+};
+
+struct DeviceProperties {
+  std::string name;
+  std::string vendor;
+  uint64_t total_memory = 0;
+  uint64_t shared_memory_per_block = 0;
+  int compute_major = 0;
+  int compute_minor = 0;
+  int multiprocessor_count = 0;
+  int warp_size = 0;
+  int max_threads_per_block = 0;
+  int max_block_dim[3] = {0, 0, 0};
+  int max_grid_dim[3] = {0, 0, 0};
+  int clock_rate_khz = 0;
+  bool can_map_host_memory = false;
+  bool unified_addressing = false;
+  bool concurrent_kernels = false;
+  int pci_domain = 0;
+  int pci_bus = 0;
+  int pci_device = 0;
+};
+
+// Optional plugin features, answered from the plugin's table.
+enum class Capability {
+  StreamBarrier,      // stream_barrier (events + all prior work in one op)
+  HostMemory,         // pinned / registered host memory
+  MappedHostMemory,   // host memory mapped into the device address space
+};
+
+class Device {
+ public:
+  int ordinal() const;
+  const DeviceProperties &properties() const;
+  // The device's primary context (created on first use, shared by every
+  // caller; released when no handle refers to it any more).
+  Context primary_context() const;
+  class Runtime runtime() const;
+
+ private:
+  friend class Runtime;
+  friend class Context;
+  explicit Device(std::shared_ptr<detail::DeviceImpl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<detail::DeviceImpl> impl_;
+};
+
+class Runtime {
+ public:
+  // Loads the backend selected by `config`. Throws gpuhal::Error: ERROR_
+  // PLUGIN_NOT_FOUND (naming what was asked for and every place looked),
+  // ERROR_INVALID_PLUGIN, ERROR_ABI_MISMATCH (naming both versions),
+  // ERROR_INITIALIZATION_FAILED, ERROR_NO_DEVICE.
+  static Runtime load(const Config &config);
+  // The process-wide runtime, loaded from Config::from_environment() on
+  // first use (thread-safe). A failure is rethrown on every call.
+  static Runtime get();
+
+  const std::string &backend_name() const;
+  const std::string &plugin_path() const;
+  // The ABI version the plugin answered with (major << 16 | minor).
+  uint32_t plugin_abi_version() const;
+  // Every candidate the loader tried before selecting this backend.
+  const std::vector<LoadAttempt> &attempts() const;
+  const Config &config() const;
+
+  int device_count() const;
+  // ERROR_INVALID_VALUE for an ordinal out of range.
+  Device device(int ordinal) const;
+  bool supports(Capability capability) const;
+
+ private:
+  friend class Device;
+  explicit Runtime(std::shared_ptr<detail::RuntimeImpl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<detail::RuntimeImpl> impl_;
+};
+
+}  // namespace gpuhal

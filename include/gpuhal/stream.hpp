@@ -1,0 +1,81 @@
+// Streams and events.
+//
+// A Stream is an in-order queue of device work. Every asynchronous gpuhal
+// call takes its stream explicitly; host memory passed to an asynchronous
+// call must stay valid until the stream has run it (synchronize the stream or
+// an event recorded after it). Streams and events may be used from any
+// thread. A stream handle keeps its context alive; destroying the last
+// handle of a stream lets its pending work finish first.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "gpuhal/context.hpp"
+#include "gpuhal/plugin.h"
+
+namespace gpuhal {
+
+namespace detail {
+struct StreamImpl;
+struct EventImpl;
+}  // namespace detail
+
+class Event;
+
+class Stream {
+ public:
+  Context context() const;
+  bool is_default() const;
+  // Blocks until all work submitted so far has completed.
+  void synchronize() const;
+  // True when all submitted work has completed.
+  bool query() const;
+  // Later work on this stream waits for `event`'s latest record.
+  void wait(const Event &event) const;
+  // Stream barrier: later work waits for all `events` in one operation.
+  void wait(const std::vector<Event> &events) const;
+  // Stream barrier: later work waits for all work submitted to any stream of
+  // the context so far. ERROR_NOT_SUPPORTED unless Capability::StreamBarrier.
+  void wait_for_all_prior_work() const;
+  // Runs `fn` on a backend thread once all prior work on the stream is done;
+  // later work waits for it to return. `fn` must not block on this stream.
+  // An exception escaping `fn` is logged and swallowed.
+  void add_callback(std::function<void()> fn) const;
+  // Records a new timing-enabled event on this stream and returns it.
+  Event record() const;
+
+  // The plugin's handle (NULL for the default stream).
+  gpuhal_stream_t native_handle() const;
+
+  friend bool operator==(const Stream &a, const Stream &b) { return a.impl_ == b.impl_; }
+
+  const std::shared_ptr<detail::StreamImpl> &impl() const { return impl_; }
+  explicit Stream(std::shared_ptr<detail::StreamImpl> impl) : impl_(std::move(impl)) {}
+
+ private:
+  std::shared_ptr<detail::StreamImpl> impl_;
+};
+
+class Event {
+ public:
+  Context context() const;
+  // Captures all work submitted to `stream` so far.
+  void record(const Stream &stream) const;
+  // Blocks until the recorded work completed (returns at once if never
+  // recorded).
+  void synchronize() const;
+  bool query() const;
+  // Milliseconds between two completed, timing-enabled events.
+  static float elapsed_ms(const Event &start, const Event &end);
+
+  const std::shared_ptr<detail::EventImpl> &impl() const { return impl_; }
+  explicit Event(std::shared_ptr<detail::EventImpl> impl) : impl_(std::move(impl)) {}
+
+ private:
+  std::shared_ptr<detail::EventImpl> impl_;
+};
+
+}  // namespace gpuhal

@@ -1,0 +1,96 @@
+#include "plugin_support.hpp"
+
+#include <cerrno>
+#include <cstdlib>
+
+namespace gpuhal::plugin {
+namespace {
+
+thread_local std::string t_last_error;
+
+gpuhal_log_fn g_log = nullptr;
+void *g_log_user = nullptr;
+int32_t g_log_level = GPUHAL_LOG_WARN;
+
+}  // namespace
+
+gpuhal_status_t fail(gpuhal_status_t status, const std::string &message) {
+  t_last_error = message;
+  return status;
+}
+
+const char *last_error() { return t_last_error.c_str(); }
+void clear_error() { t_last_error.clear(); }
+
+Options::Options(const gpuhal_init_args_t *args) {
+  if (!args || !args->options) return;
+  for (uint32_t i = 0; i < args->option_count; ++i) {
+    const gpuhal_option_t &o = args->options[i];
+    if (o.name && o.value) values_.emplace_back(o.name, o.value);
+  }
+}
+
+std::optional<std::string> Options::get(const std::string &name) const {
+  for (const auto &kv : values_)
+    if (kv.first == name) return kv.second;
+  return std::nullopt;
+}
+
+bool Options::get_int(const std::string &name, int64_t min, int64_t max, int64_t *out, std::string *error) const {
+  auto v = get(name);
+  if (!v) return true;
+  const std::string &s = *v;
+  bool digits = !s.empty() && s.size() <= 18;
+  for (char c : s) digits = digits && c >= '0' && c <= '9';
+  const int64_t n = digits ? std::strtoll(s.c_str(), nullptr, 10) : -1;
+  if (!digits || n < min || n > max) {
+    *error = name + "='" + s + "': expected an integer from " + std::to_string(min) + " to " + std::to_string(max);
+    return false;
+  }
+  *out = n;
+  return true;
+}
+
+bool Options::get_bytes(const std::string &name, uint64_t *out, std::string *error) const {
+  auto v = get(name);
+  if (!v) return true;
+  const std::string &s = *v;
+  size_t i = 0;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
+  uint64_t mult = 1;
+  bool ok = i > 0 && i <= 19;
+  if (ok && i < s.size()) {
+    const char suf = s[i];
+    mult = suf == 'K' || suf == 'k' ? 1ull << 10
+         : suf == 'M' || suf == 'm' ? 1ull << 20
+         : suf == 'G' || suf == 'g' ? 1ull << 30
+         : suf == 'T' || suf == 't' ? 1ull << 40
+                                    : 0;
+    ok = mult != 0 && i + 1 == s.size();
+  }
+  uint64_t n = 0;
+  if (ok) {
+    errno = 0;
+    n = std::strtoull(s.substr(0, i).c_str(), nullptr, 10);
+    ok = errno == 0 && !__builtin_mul_overflow(n, mult, &n);
+  }
+  if (!ok) {
+    *error = name + "='" + s + "': expected a byte count such as 1048576, 64M or 2G";
+    return false;
+  }
+  *out = n;
+  return true;
+}
+
+void set_logger(const gpuhal_init_args_t *args) {
+  if (!args) return;
+  g_log = args->log;
+  g_log_user = args->log_user;
+  g_log_level = args->log_level;
+}
+
+void log(int32_t level, const std::string &message) {
+  if (g_log && level <= g_log_level) g_log(g_log_user, level, message.c_str());
+}
+
+}  // namespace gpuhal::plugin

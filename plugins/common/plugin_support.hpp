@@ -1,0 +1,65 @@
+// Small helpers every gpuhal plugin shares (static library, linked into
+// each plugin; nothing here is exported).
+//
+//  - A per-thread last-error message, set together with the status returned.
+//  - guard(): runs an entry's body and turns any C++ exception into a status
+//    (nothing may unwind across the C ABI).
+//  - Options copied from the init arguments, with strict number parsing.
+//  - The core's log callback.
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <new>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpuhal/plugin.h"
+
+namespace gpuhal::plugin {
+
+// Records `message` for the calling thread and returns `status`.
+gpuhal_status_t fail(gpuhal_status_t status, const std::string &message);
+// The calling thread's last message ("" if none).
+const char *last_error();
+// Clears the calling thread's message (on success paths that want it clean).
+void clear_error();
+
+// Runs `body` (returning gpuhal_status_t); exceptions become statuses with a
+// message naming `entry`.
+template <class F>
+gpuhal_status_t guard(const char *entry, F &&body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    return fail(GPUHAL_ERROR_OUT_OF_MEMORY, std::string(entry) + ": out of host memory");
+  } catch (const std::exception &e) {
+    return fail(GPUHAL_ERROR_UNKNOWN, std::string(entry) + ": " + e.what());
+  } catch (...) {
+    return fail(GPUHAL_ERROR_UNKNOWN, std::string(entry) + ": unknown exception");
+  }
+}
+
+class Options {
+ public:
+  Options() = default;
+  explicit Options(const gpuhal_init_args_t *args);
+  std::optional<std::string> get(const std::string &name) const;
+  // Parses a non-negative integer in [min, max]; returns false and sets
+  // `error` (naming the variable and value) when it is not one.
+  bool get_int(const std::string &name, int64_t min, int64_t max, int64_t *out, std::string *error) const;
+  // Parses a byte count: digits with an optional K, M, G or T suffix
+  // (powers of 1024). Same error rules.
+  bool get_bytes(const std::string &name, uint64_t *out, std::string *error) const;
+
+ private:
+  std::vector<std::pair<std::string, std::string>> values_;
+};
+
+// The core's logger, captured at init. Safe to call before init (no-op).
+void set_logger(const gpuhal_init_args_t *args);
+void log(int32_t level, const std::string &message);
+
+}  // namespace gpuhal::plugin

@@ -1,0 +1,223 @@
+#include "host_context.hpp"
+
+#include <cstdlib>
+
+namespace gpuhal::host {
+
+// ---- Registry ---------------------------------------------------------------
+
+void Registry::insert(uintptr_t base, const Region &r) {
+  std::lock_guard<std::mutex> lock(mu_);
+  regions_[base] = r;
+}
+
+Region Registry::erase(uintptr_t base, HostContext *owner, RegionKind kind) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = regions_.find(base);
+  if (it == regions_.end() || it->second.owner != owner || it->second.kind != kind) return Region{};
+  Region r = it->second;
+  regions_.erase(it);
+  return r;
+}
+
+bool Registry::device_accessible(uintptr_t addr, uint64_t bytes) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = regions_.upper_bound(addr);
+  if (it == regions_.begin()) return false;
+  --it;
+  const Region &r = it->second;
+  const bool usable = r.kind == RegionKind::Device || (r.flags & GPUHAL_HOST_ALLOC_MAPPED);
+  const uint64_t off = addr - it->first;
+  return usable && off <= r.size && bytes <= r.size - off;
+}
+
+bool Registry::overlaps_host(uintptr_t addr, uint64_t bytes) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const uintptr_t end = addr + bytes;
+  auto it = regions_.lower_bound(end);  // first range starting at or after end
+  while (it != regions_.begin()) {
+    --it;
+    if (it->first + it->second.size <= addr) break;  // ranges do not overlap each other
+    if (it->second.kind != RegionKind::Device) return true;
+  }
+  return false;
+}
+
+bool Registry::find_host(uintptr_t addr, uintptr_t *base, Region *out) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = regions_.upper_bound(addr);
+  if (it == regions_.begin()) return false;
+  --it;
+  if (it->second.kind == RegionKind::Device || addr - it->first >= it->second.size) return false;
+  *base = it->first;
+  *out = it->second;
+  return true;
+}
+
+std::vector<std::pair<uintptr_t, Region>> Registry::take_all(HostContext *owner) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::pair<uintptr_t, Region>> out;
+  for (auto it = regions_.begin(); it != regions_.end();) {
+    if (it->second.owner == owner) {
+      out.emplace_back(*it);
+      it = regions_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return out;
+}
+
+// ---- HostContext ------------------------------------------------------------
+
+HostContext::HostContext(HostDevice *device) : device_(device), progress_(std::make_shared<Progress>()) {
+  default_stream_ = std::make_shared<StreamState>(progress_, false, true);
+  default_stream_->start();
+}
+
+HostContext::~HostContext() {
+  std::vector<std::shared_ptr<StreamState>> streams;
+  {
+    std::lock_guard<std::mutex> lock(objects_mu_);
+    for (auto &kv : streams_) streams.push_back(kv.second);
+    streams_.clear();
+    events_.clear();
+  }
+  for (auto &s : streams) s->stop();
+  default_stream_->stop();
+  for (auto &kv : plugin_state().registry.take_all(this)) {
+    if (kv.second.kind == RegionKind::Device) {
+      device_->used.fetch_sub(kv.second.size);
+      std::free(reinterpret_cast<void *>(kv.first));
+    } else if (kv.second.kind == RegionKind::HostAlloc) {
+      std::free(reinterpret_cast<void *>(kv.first));
+    }
+  }
+}
+
+std::shared_ptr<StreamState> HostContext::stream(gpuhal_stream_t handle) {
+  if (!handle) return default_stream_;
+  std::lock_guard<std::mutex> lock(objects_mu_);
+  auto it = streams_.find(reinterpret_cast<StreamState *>(handle));
+  return it == streams_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<HostEvent> HostContext::event(gpuhal_event_t handle) {
+  std::lock_guard<std::mutex> lock(objects_mu_);
+  auto it = events_.find(reinterpret_cast<HostEvent *>(handle));
+  return it == events_.end() ? nullptr : it->second;
+}
+
+gpuhal_stream_t HostContext::create_stream(bool non_blocking) {
+  auto s = std::make_shared<StreamState>(progress_, non_blocking, false);
+  s->start();
+  std::lock_guard<std::mutex> lock(objects_mu_);
+  streams_[s.get()] = s;
+  return reinterpret_cast<gpuhal_stream_t>(s.get());
+}
+
+bool HostContext::destroy_stream(gpuhal_stream_t handle) {
+  std::shared_ptr<StreamState> s;
+  {
+    std::lock_guard<std::mutex> lock(objects_mu_);
+    auto it = streams_.find(reinterpret_cast<StreamState *>(handle));
+    if (it == streams_.end()) return false;
+    s = it->second;
+    streams_.erase(it);
+  }
+  s->stop();
+  return true;
+}
+
+gpuhal_event_t HostContext::create_event(bool timing) {
+  auto e = std::make_shared<HostEvent>();
+  e->timing = timing;
+  std::lock_guard<std::mutex> lock(objects_mu_);
+  events_[e.get()] = e;
+  return reinterpret_cast<gpuhal_event_t>(e.get());
+}
+
+bool HostContext::destroy_event(gpuhal_event_t handle) {
+  std::lock_guard<std::mutex> lock(objects_mu_);
+  return events_.erase(reinterpret_cast<HostEvent *>(handle)) != 0;
+}
+
+uint64_t HostContext::submit(const std::shared_ptr<StreamState> &s, std::function<void(bool)> run,
+                             std::vector<Dep> deps) {
+  std::lock_guard<std::mutex> lock(submit_mu_);
+  // Legacy default stream: it waits for the blocking streams' prior work,
+  // and blocking streams wait for its prior work.
+  if (s->is_default) {
+    std::lock_guard<std::mutex> olock(objects_mu_);
+    for (auto &kv : streams_) {
+      const auto &o = kv.second;
+      if (!o->non_blocking && !o->idle()) deps.push_back({o, o->enqueued_snapshot()});
+    }
+  } else if (!s->non_blocking && !default_stream_->idle()) {
+    deps.push_back({default_stream_, default_stream_->enqueued_snapshot()});
+  }
+  const uint64_t ticket = s->enqueued.fetch_add(1, std::memory_order_acq_rel) + 1;
+  s->push(Op{std::move(run), std::move(deps)});
+  return ticket;
+}
+
+void HostContext::record(const std::shared_ptr<HostEvent> &ev, const std::shared_ptr<StreamState> &s) {
+  uint64_t id;
+  {
+    std::lock_guard<std::mutex> lock(ev->mu);
+    id = ++ev->record_id;
+    ev->has_time = false;
+  }
+  // The record is itself an operation: it completes when all prior work on
+  // the stream has, and stamps the time then.
+  const uint64_t ticket = submit(s, [ev, id](bool) {
+    std::lock_guard<std::mutex> lock(ev->mu);
+    if (ev->record_id != id) return;
+    ev->when = std::chrono::steady_clock::now();
+    ev->has_time = true;
+  });
+  std::lock_guard<std::mutex> lock(ev->mu);
+  if (ev->record_id == id) {
+    ev->stream = s;
+    ev->ticket = ticket;
+  }
+}
+
+std::vector<Dep> HostContext::all_prior_work() {
+  std::vector<Dep> deps;
+  std::lock_guard<std::mutex> lock(objects_mu_);
+  for (auto &kv : streams_)
+    if (!kv.second->idle()) deps.push_back({kv.second, kv.second->enqueued_snapshot()});
+  if (!default_stream_->idle()) deps.push_back({default_stream_, default_stream_->enqueued_snapshot()});
+  return deps;
+}
+
+void HostContext::synchronize() {
+  for (const Dep &d : all_prior_work()) progress_->wait(*d.stream, d.ticket);
+}
+
+// ---- plugin state -------------------------------------------------------------
+
+namespace {
+// Heap-allocated by the first init and deleted by the last shutdown, so that
+// no static destructor of this library races the core's teardown at exit.
+HostPlugin *g_state = nullptr;
+}  // namespace
+
+HostPlugin &plugin_state() { return *g_state; }
+bool plugin_state_exists() { return g_state != nullptr; }
+void create_plugin_state() { g_state = new HostPlugin(); }
+void destroy_plugin_state() {
+  delete g_state;
+  g_state = nullptr;
+}
+
+HostContext *find_context(gpuhal_context_t handle) {
+  if (!g_state) return nullptr;
+  auto &p = plugin_state();
+  std::lock_guard<std::mutex> lock(p.contexts_mu);
+  auto it = p.contexts.find(reinterpret_cast<HostContext *>(handle));
+  return it == p.contexts.end() ? nullptr : it->second.get();
+}
+
+}  // namespace gpuhal::host

@@ -1,0 +1,128 @@
+// Host backend devices, contexts, events and the memory registry.
+//
+// Device memory is ordinary host memory (aligned allocations), so device
+// addresses are host addresses (unified addressing). Every allocation and
+// registered range is kept in a plugin-wide registry so that transfers can
+// validate device ranges instead of faulting on bad input, and so that
+// destroying a context frees everything it made.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "host_stream.hpp"
+
+namespace gpuhal::host {
+
+struct HostDevice {
+  int ordinal = 0;
+  uint64_t total_memory = 0;
+  uint64_t limit = 0;  // 0: no limit beyond the machine's memory
+  std::atomic<uint64_t> used{0};
+};
+
+class HostContext;
+
+enum class RegionKind { Device, HostAlloc, Registered };
+
+struct Region {
+  uint64_t size = 0;
+  HostContext *owner = nullptr;
+  RegionKind kind = RegionKind::Device;
+  uint32_t flags = 0;
+};
+
+// Plugin-wide map of live memory ranges, keyed by start address.
+class Registry {
+ public:
+  void insert(uintptr_t base, const Region &r);
+  // Removes the range starting exactly at `base` owned by `owner` with one
+  // of the given kinds; returns it (size 0 if none).
+  Region erase(uintptr_t base, HostContext *owner, RegionKind kind);
+  // True when [addr, addr+bytes) lies inside one range usable by the device
+  // (device memory, or host memory allocated / registered as mapped).
+  bool device_accessible(uintptr_t addr, uint64_t bytes) const;
+  // True when [addr, addr+bytes) overlaps any host-alloc / registered range.
+  bool overlaps_host(uintptr_t addr, uint64_t bytes) const;
+  // Finds the host-alloc / registered range containing addr.
+  bool find_host(uintptr_t addr, uintptr_t *base, Region *out) const;
+  // Removes and returns every range owned by `owner`.
+  std::vector<std::pair<uintptr_t, Region>> take_all(HostContext *owner);
+
+ private:
+  mutable std::mutex mu_;
+  std::map<uintptr_t, Region> regions_;
+};
+
+struct HostEvent {
+  bool timing = true;
+  std::mutex mu;
+  std::shared_ptr<StreamState> stream;  // of the latest record
+  uint64_t ticket = 0;                  // 0: never recorded
+  uint64_t record_id = 0;
+  bool has_time = false;
+  std::chrono::steady_clock::time_point when;
+};
+
+class HostContext {
+ public:
+  explicit HostContext(HostDevice *device);
+  ~HostContext();  // stops every stream (queued work finishes), frees all memory
+
+  HostDevice *device() const { return device_; }
+
+  // Handle resolution; NULL stream means the default stream. Returns nullptr
+  // for handles not made by this context.
+  std::shared_ptr<StreamState> stream(gpuhal_stream_t handle);
+  std::shared_ptr<HostEvent> event(gpuhal_event_t handle);
+
+  gpuhal_stream_t create_stream(bool non_blocking);
+  bool destroy_stream(gpuhal_stream_t handle);
+  gpuhal_event_t create_event(bool timing);
+  bool destroy_event(gpuhal_event_t handle);
+
+  // Submits `run` to `s` after `extra` dependencies (plus the legacy default
+  // stream rules); returns the operation's ticket.
+  uint64_t submit(const std::shared_ptr<StreamState> &s, std::function<void(bool)> run,
+                  std::vector<Dep> extra = {});
+  // Records `ev` on `s` (as a submitted operation that timestamps it).
+  void record(const std::shared_ptr<HostEvent> &ev, const std::shared_ptr<StreamState> &s);
+  // Dependencies for "all work submitted to this context so far".
+  std::vector<Dep> all_prior_work();
+  void synchronize();
+
+ private:
+  HostDevice *device_;
+  std::shared_ptr<Progress> progress_;
+  std::mutex submit_mu_;  // ticket order across the context's streams
+  std::shared_ptr<StreamState> default_stream_;
+  std::mutex objects_mu_;
+  std::unordered_map<StreamState *, std::shared_ptr<StreamState>> streams_;
+  std::unordered_map<HostEvent *, std::shared_ptr<HostEvent>> events_;
+};
+
+// Plugin-wide state, created by init and destroyed by the last shutdown.
+struct HostPlugin {
+  std::vector<std::unique_ptr<HostDevice>> devices;
+  Registry registry;
+  std::mutex contexts_mu;
+  std::unordered_map<HostContext *, std::unique_ptr<HostContext>> contexts;
+  std::string options_key;  // what init was given (a second init must agree)
+  int init_count = 0;
+};
+
+HostPlugin &plugin_state();
+bool plugin_state_exists();
+void create_plugin_state();
+void destroy_plugin_state();
+// The live context for a handle, or nullptr.
+HostContext *find_context(gpuhal_context_t handle);
+
+}  // namespace gpuhal::host

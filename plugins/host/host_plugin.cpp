@@ -1,0 +1,607 @@
+// The host backend's plugin entry: negotiation, the table, and every entry
+// point. Each entry validates its handles and arguments, then delegates to
+// HostContext / StreamState. Exceptions never cross the C ABI (guard()).
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "host_context.hpp"
+#include "plugin_support.hpp"
+
+namespace gpuhal::host {
+namespace {
+
+using plugin::fail;
+using plugin::guard;
+
+std::mutex g_init_mu;
+
+constexpr uint32_t kDeviceAlignment = 256;  // what CUDA guarantees
+
+std::string hex(uint64_t v) {
+  std::ostringstream os;
+  os << "0x" << std::hex << v;
+  return os.str();
+}
+
+uint64_t physical_memory() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
+}
+
+uint64_t available_memory() {
+  const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
+}
+
+gpuhal_status_t bad_context(const char *entry) {
+  return fail(GPUHAL_ERROR_INVALID_HANDLE, std::string(entry) + ": invalid context handle");
+}
+
+gpuhal_status_t bad_stream(const char *entry) {
+  return fail(GPUHAL_ERROR_INVALID_HANDLE, std::string(entry) + ": invalid stream handle");
+}
+
+// ---- lifecycle ---------------------------------------------------------------
+
+gpuhal_status_t init(const gpuhal_init_args_t *args) {
+  return guard("init", [&]() -> gpuhal_status_t {
+    if (!args || args->struct_size < 8) return fail(GPUHAL_ERROR_INVALID_VALUE, "init: missing init arguments");
+    if (GPUHAL_VERSION_MAJOR(args->abi_version) != GPUHAL_ABI_MAJOR)
+      return fail(GPUHAL_ERROR_ABI_MISMATCH, "init: arguments of another ABI major version");
+    plugin::Options opts(args);
+    std::string error;
+    int64_t devices = 1;
+    uint64_t limit = 0;
+    if (!opts.get_int("GPUHAL_HOST_DEVICES", 0, 64, &devices, &error) ||
+        !opts.get_bytes("GPUHAL_HOST_MEMORY_LIMIT", &limit, &error))
+      return fail(GPUHAL_ERROR_INVALID_CONFIG, error);
+    const std::string key = std::to_string(devices) + "/" + std::to_string(limit);
+    std::lock_guard<std::mutex> lock(g_init_mu);
+    if (plugin_state_exists()) {
+      auto &st = plugin_state();
+      if (st.options_key != key)
+        return fail(GPUHAL_ERROR_INITIALIZATION_FAILED,
+                    "the host plugin is already initialised in this process with other settings "
+                    "(GPUHAL_HOST_DEVICES / GPUHAL_HOST_MEMORY_LIMIT); a second runtime must use the same ones");
+      ++st.init_count;
+      return GPUHAL_SUCCESS;
+    }
+    plugin::set_logger(args);
+    create_plugin_state();
+    auto &st = plugin_state();
+    st.options_key = key;
+    st.init_count = 1;
+    for (int64_t i = 0; i < devices; ++i) {
+      auto d = std::make_unique<HostDevice>();
+      d->ordinal = int(i);
+      d->limit = limit;
+      d->total_memory = limit ? limit : physical_memory();
+      st.devices.push_back(std::move(d));
+    }
+    plugin::log(GPUHAL_LOG_DEBUG, "host plugin: " + std::to_string(devices) + " device(s), memory limit " +
+                                      (limit ? std::to_string(limit) + " bytes" : std::string("none")));
+    return GPUHAL_SUCCESS;
+  });
+}
+
+void shutdown() {
+  std::lock_guard<std::mutex> lock(g_init_mu);
+  if (!plugin_state_exists()) return;
+  if (--plugin_state().init_count > 0) return;
+  destroy_plugin_state();  // destroys any context left (its streams finish first)
+}
+
+const char *last_error() { return plugin::last_error(); }
+
+gpuhal_status_t device_count(int32_t *count) {
+  if (!count) return fail(GPUHAL_ERROR_INVALID_VALUE, "device_count: null output pointer");
+  if (!plugin_state_exists()) return fail(GPUHAL_ERROR_INITIALIZATION_FAILED, "device_count: plugin not initialised");
+  *count = int32_t(plugin_state().devices.size());
+  return GPUHAL_SUCCESS;
+}
+
+HostDevice *device_at(int32_t ordinal) {
+  if (!plugin_state_exists()) return nullptr;
+  auto &d = plugin_state().devices;
+  return ordinal >= 0 && size_t(ordinal) < d.size() ? d[size_t(ordinal)].get() : nullptr;
+}
+
+gpuhal_status_t device_properties(int32_t ordinal, gpuhal_device_properties_t *out) {
+  if (!out || out->struct_size < 8) return fail(GPUHAL_ERROR_INVALID_VALUE, "device_properties: null or too small output");
+  HostDevice *d = device_at(ordinal);
+  if (!d) return fail(GPUHAL_ERROR_INVALID_VALUE, "device_properties: no host device " + std::to_string(ordinal));
+  gpuhal_device_properties_t p{};
+  std::snprintf(p.name, sizeof p.name, "gpuhal host CPU device %d", int(ordinal));
+  std::snprintf(p.vendor, sizeof p.vendor, "gpuhal");
+  p.total_memory = d->total_memory;
+  p.shared_memory_per_block = 64 * 1024;
+  p.multiprocessor_count = int32_t(std::max(1u, std::thread::hardware_concurrency()));
+  p.warp_size = 1;
+  p.max_threads_per_block = 1024;
+  p.max_block_dim[0] = 1024;
+  p.max_block_dim[1] = 1024;
+  p.max_block_dim[2] = 64;
+  p.max_grid_dim[0] = 0x7fffffff;
+  p.max_grid_dim[1] = 65535;
+  p.max_grid_dim[2] = 65535;
+  p.can_map_host_memory = 1;
+  p.unified_addressing = 1;
+  p.concurrent_kernels = 1;
+  p.pci_device = ordinal;
+  const uint32_t n = std::min<uint32_t>(out->struct_size, sizeof p);
+  p.abi_version = GPUHAL_ABI_VERSION;
+  p.struct_size = n;
+  std::memcpy(out, &p, n);
+  return GPUHAL_SUCCESS;
+}
+
+// ---- contexts ----------------------------------------------------------------
+
+gpuhal_status_t context_create(int32_t ordinal, gpuhal_context_t *out) {
+  return guard("context_create", [&]() -> gpuhal_status_t {
+    if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "context_create: null output pointer");
+    HostDevice *d = device_at(ordinal);
+    if (!d) return fail(GPUHAL_ERROR_INVALID_VALUE, "context_create: no host device " + std::to_string(ordinal));
+    auto c = std::make_unique<HostContext>(d);
+    auto &st = plugin_state();
+    std::lock_guard<std::mutex> lock(st.contexts_mu);
+    *out = reinterpret_cast<gpuhal_context_t>(c.get());
+    st.contexts[c.get()] = std::move(c);
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t context_destroy(gpuhal_context_t ctx) {
+  return guard("context_destroy", [&]() -> gpuhal_status_t {
+    if (!plugin_state_exists()) return fail(GPUHAL_ERROR_INVALID_HANDLE, "context_destroy: plugin not initialised");
+    std::unique_ptr<HostContext> doomed;
+    {
+      auto &st = plugin_state();
+      std::lock_guard<std::mutex> lock(st.contexts_mu);
+      auto it = st.contexts.find(reinterpret_cast<HostContext *>(ctx));
+      if (it == st.contexts.end()) return fail(GPUHAL_ERROR_INVALID_HANDLE, "context_destroy: invalid context handle");
+      doomed = std::move(it->second);
+      st.contexts.erase(it);
+    }
+    doomed.reset();  // outside the lock: joins stream workers
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t context_synchronize(gpuhal_context_t ctx) {
+  HostContext *c = find_context(ctx);
+  if (!c) return bad_context("context_synchronize");
+  c->synchronize();
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t memory_info(gpuhal_context_t ctx, uint64_t *free_bytes, uint64_t *total_bytes) {
+  HostContext *c = find_context(ctx);
+  if (!c) return bad_context("memory_info");
+  if (!free_bytes || !total_bytes) return fail(GPUHAL_ERROR_INVALID_VALUE, "memory_info: null output pointer");
+  HostDevice *d = c->device();
+  const uint64_t used = d->used.load();
+  *total_bytes = d->total_memory;
+  *free_bytes = d->limit ? (used < d->limit ? d->limit - used : 0) : std::min(available_memory(), d->total_memory);
+  return GPUHAL_SUCCESS;
+}
+
+// ---- device memory -------------------------------------------------------------
+
+gpuhal_status_t mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr_t *out) {
+  HostContext *c = find_context(ctx);
+  if (!c) return bad_context("mem_alloc");
+  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc: null output pointer");
+  if (bytes == 0) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc: size must be positive");
+  HostDevice *d = c->device();
+  if (d->limit) {
+    uint64_t used = d->used.load();
+    do {
+      if (bytes > d->limit || used > d->limit - bytes)
+        return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "mem_alloc: out of device memory: " + std::to_string(bytes) +
+                                                    " bytes requested, " + std::to_string(used) + " of " +
+                                                    std::to_string(d->limit) +
+                                                    " in use (GPUHAL_HOST_MEMORY_LIMIT)");
+    } while (!d->used.compare_exchange_weak(used, used + bytes));
+  } else {
+    d->used.fetch_add(bytes);
+  }
+  void *p = nullptr;
+  if (bytes > uint64_t(SIZE_MAX) - kDeviceAlignment || posix_memalign(&p, kDeviceAlignment, size_t(bytes)) != 0) {
+    d->used.fetch_sub(bytes);
+    return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "mem_alloc: posix_memalign of " + std::to_string(bytes) + " bytes failed");
+  }
+  return guard("mem_alloc", [&]() -> gpuhal_status_t {
+    try {
+      plugin_state().registry.insert(reinterpret_cast<uintptr_t>(p), Region{bytes, c, RegionKind::Device, 0});
+    } catch (...) {
+      std::free(p);
+      d->used.fetch_sub(bytes);
+      throw;
+    }
+    *out = reinterpret_cast<uintptr_t>(p);
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t mem_free(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
+  HostContext *c = find_context(ctx);
+  if (!c) return bad_context("mem_free");
+  const Region r = plugin_state().registry.erase(uintptr_t(ptr), c, RegionKind::Device);
+  if (r.size == 0)
+    return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_free: " + hex(ptr) + " is not a live allocation of this context");
+  std::free(reinterpret_cast<void *>(uintptr_t(ptr)));
+  c->device()->used.fetch_sub(r.size);
+  return GPUHAL_SUCCESS;
+}
+
+// ---- transfers -------------------------------------------------------------------
+
+gpuhal_status_t check_copy(const char *entry, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
+                           uint64_t bytes) {
+  if (kind != GPUHAL_COPY_HOST_TO_DEVICE && kind != GPUHAL_COPY_DEVICE_TO_HOST && kind != GPUHAL_COPY_DEVICE_TO_DEVICE)
+    return fail(GPUHAL_ERROR_INVALID_VALUE, std::string(entry) + ": unknown copy kind " + std::to_string(kind));
+  if (bytes == 0) return GPUHAL_SUCCESS;
+  if (!dst || !src) return fail(GPUHAL_ERROR_INVALID_VALUE, std::string(entry) + ": null pointer");
+  const auto &reg = plugin_state().registry;
+  const bool dst_dev = kind != GPUHAL_COPY_DEVICE_TO_HOST, src_dev = kind != GPUHAL_COPY_HOST_TO_DEVICE;
+  if (dst_dev && !reg.device_accessible(uintptr_t(dst), bytes))
+    return fail(GPUHAL_ERROR_INVALID_VALUE, std::string(entry) + ": destination [" + hex(dst) + ", +" +
+                                                std::to_string(bytes) + ") is not inside one device allocation");
+  if (src_dev && !reg.device_accessible(uintptr_t(src), bytes))
+    return fail(GPUHAL_ERROR_INVALID_VALUE, std::string(entry) + ": source [" + hex(src) + ", +" +
+                                                std::to_string(bytes) + ") is not inside one device allocation");
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t copy_on(HostContext *c, const std::shared_ptr<StreamState> &s, gpuhal_deviceptr_t dst,
+                        gpuhal_deviceptr_t src, uint64_t bytes, bool wait) {
+  const uint64_t ticket = c->submit(s, [dst, src, bytes](bool ok) {
+    if (ok) std::memmove(reinterpret_cast<void *>(uintptr_t(dst)), reinterpret_cast<const void *>(uintptr_t(src)), size_t(bytes));
+  });
+  if (wait) s->progress->wait(*s, ticket);
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t memcpy_sync(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
+                            uint64_t bytes) {
+  HostContext *c = find_context(ctx);
+  if (!c) return bad_context("memcpy_sync");
+  if (gpuhal_status_t st = check_copy("memcpy_sync", kind, dst, src, bytes)) return st;
+  if (bytes == 0) return GPUHAL_SUCCESS;
+  return guard("memcpy_sync", [&] { return copy_on(c, c->stream(nullptr), dst, src, bytes, true); });
+}
+
+gpuhal_status_t memcpy_async(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
+                             uint64_t bytes, gpuhal_stream_t stream) {
+  HostContext *c = find_context(ctx);
+  if (!c) return bad_context("memcpy_async");
+  std::shared_ptr<StreamState> s = c->stream(stream);
+  if (!s) return bad_stream("memcpy_async");
+  if (gpuhal_status_t st = check_copy("memcpy_async", kind, dst, src, bytes)) return st;
+  if (bytes == 0) return GPUHAL_SUCCESS;
+  return guard("memcpy_async", [&] { return copy_on(c, s, dst, src, bytes, false); });
+}
+
+gpuhal_status_t set_on(HostContext *c, const std::shared_ptr<StreamState> &s, gpuhal_deviceptr_t dst, uint8_t value,
+                       uint64_t bytes, bool wait) {
+  if (bytes == 0) return GPUHAL_SUCCESS;
+  if (!plugin_state().registry.device_accessible(uintptr_t(dst), bytes))
+    return fail(GPUHAL_ERROR_INVALID_VALUE,
+                "memset: [" + hex(dst) + ", +" + std::to_string(bytes) + ") is not inside one device allocation");
+  const uint64_t ticket = c->submit(s, [dst, value, bytes](bool ok) {
+    if (ok) std::memset(reinterpret_cast<void *>(uintptr_t(dst)), value, size_t(bytes));
+  });
+  if (wait) s->progress->wait(*s, ticket);
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t memset_sync(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t value, uint64_t bytes) {
+  HostContext *c = find_context(ctx);
+  if (!c) return bad_context("memset_sync");
+  return guard("memset_sync", [&] { return set_on(c, c->stream(nullptr), dst, value, bytes, true); });
+}
+
+gpuhal_status_t memset_async(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t value, uint64_t bytes,
+                             gpuhal_stream_t stream) {
+  HostContext *c = find_context(ctx);
+  if (!c) return bad_context("memset_async");
+  std::shared_ptr<StreamState> s = c->stream(stream);
+  if (!s) return bad_stream("memset_async");
+  return guard("memset_async", [&] { return set_on(c, s, dst, value, bytes, false); });
+}
+
+// ---- streams and events ------------------------------------------------------------
+
+gpuhal_status_t stream_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_stream_t *out) {
+  HostContext *c = find_context(ctx);
+  if (!c) return bad_context("stream_create");
+  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_create: null output pointer");
+  if (flags & ~GPUHAL_STREAM_NON_BLOCKING)
+    return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_create: unknown flags " + hex(flags));
+  return guard("stream_create", [&] {
+    *out = c->create_stream((flags & GPUHAL_STREAM_NON_BLOCKING) != 0);
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t stream_destroy(gpuhal_context_t ctx, gpuhal_stream_t stream) {
+  HostContext *c = find_context(ctx);
+  if (!c) return bad_context("stream_destroy");
+  if (!stream) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_destroy: the default stream cannot be destroyed");
+  return guard("stream_destroy", [&] {
+    return c->destroy_stream(stream) ? GPUHAL_SUCCESS
+                                     : fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_destroy: invalid stream handle");
+  });
+}
+
+gpuhal_status_t stream_synchronize(gpuhal_context_t ctx, gpuhal_stream_t stream) {
+  HostContext *c = find_context(ctx);
+  if (!c) return bad_context("stream_synchronize");
+  std::shared_ptr<StreamState> s = c->stream(stream);
+  if (!s) return bad_stream("stream_synchronize");
+  s->synchronize();
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t stream_query(gpuhal_context_t ctx, gpuhal_stream_t stream) {
+  HostContext *c = find_context(ctx);
+  if (!c) return bad_context("stream_query");
+  std::shared_ptr<StreamState> s = c->stream(stream);
+  if (!s) return bad_stream("stream_query");
+  return s->idle() ? GPUHAL_SUCCESS : GPUHAL_NOT_READY;
+}
+
+bool event_dep(const std::shared_ptr<HostEvent> &e, Dep *out) {
+  std::lock_guard<std::mutex> lock(e->mu);
+  if (e->ticket == 0) return false;
+  *out = Dep{e->stream, e->ticket};
+  return true;
+}
+
+gpuhal_status_t stream_wait_event(gpuhal_context_t ctx, gpuhal_stream_t stream, gpuhal_event_t event) {
+  HostContext *c = find_context(ctx);
+  if (!c) return bad_context("stream_wait_event");
+  std::shared_ptr<StreamState> s = c->stream(stream);
+  if (!s) return bad_stream("stream_wait_event");
+  auto e = c->event(event);
+  if (!e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_wait_event: invalid event handle");
+  Dep d;
+  if (!event_dep(e, &d)) return GPUHAL_SUCCESS;  // never recorded: nothing to wait for
+  return guard("stream_wait_event", [&] {
+    c->submit(s, nullptr, {d});
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t stream_add_callback(gpuhal_context_t ctx, gpuhal_stream_t stream, gpuhal_host_fn fn, void *user) {
+  HostContext *c = find_context(ctx);
+  if (!c) return bad_context("stream_add_callback");
+  std::shared_ptr<StreamState> s = c->stream(stream);
+  if (!s) return bad_stream("stream_add_callback");
+  if (!fn) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_add_callback: null function");
+  return guard("stream_add_callback", [&] {
+    c->submit(s, [fn, user](bool ok) { fn(user, ok ? GPUHAL_SUCCESS : GPUHAL_ERROR_CONTEXT_DESTROYED); });
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t stream_barrier(gpuhal_context_t ctx, gpuhal_stream_t stream, const gpuhal_event_t *events,
+                               uint32_t count, uint32_t flags) {
+  HostContext *c = find_context(ctx);
+  if (!c) return bad_context("stream_barrier");
+  std::shared_ptr<StreamState> s = c->stream(stream);
+  if (!s) return bad_stream("stream_barrier");
+  if (flags & ~GPUHAL_BARRIER_ALL_PRIOR_WORK) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_barrier: unknown flags " + hex(flags));
+  if (count && !events) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_barrier: null event list");
+  return guard("stream_barrier", [&]() -> gpuhal_status_t {
+    std::vector<Dep> deps;
+    for (uint32_t i = 0; i < count; ++i) {
+      auto e = c->event(events[i]);
+      if (!e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_barrier: invalid event handle at index " + std::to_string(i));
+      Dep d;
+      if (event_dep(e, &d)) deps.push_back(d);
+    }
+    if (flags & GPUHAL_BARRIER_ALL_PRIOR_WORK)
+      for (auto &d : c->all_prior_work()) deps.push_back(d);
+    c->submit(s, nullptr, std::move(deps));
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t event_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_event_t *out) {
+  HostContext *c = find_context(ctx);
+  if (!c) return bad_context("event_create");
+  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "event_create: null output pointer");
+  if (flags & ~GPUHAL_EVENT_DISABLE_TIMING) return fail(GPUHAL_ERROR_INVALID_VALUE, "event_create: unknown flags " + hex(flags));
+  return guard("event_create", [&] {
+    *out = c->create_event((flags & GPUHAL_EVENT_DISABLE_TIMING) == 0);
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t event_destroy(gpuhal_context_t ctx, gpuhal_event_t event) {
+  HostContext *c = find_context(ctx);
+  if (!c) return bad_context("event_destroy");
+  return c->destroy_event(event) ? GPUHAL_SUCCESS : fail(GPUHAL_ERROR_INVALID_HANDLE, "event_destroy: invalid event handle");
+}
+
+gpuhal_status_t event_record(gpuhal_context_t ctx, gpuhal_event_t event, gpuhal_stream_t stream) {
+  HostContext *c = find_context(ctx);
+  if (!c) return bad_context("event_record");
+  std::shared_ptr<StreamState> s = c->stream(stream);
+  if (!s) return bad_stream("event_record");
+  auto e = c->event(event);
+  if (!e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_record: invalid event handle");
+  return guard("event_record", [&] {
+    c->record(e, s);
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t event_synchronize(gpuhal_context_t ctx, gpuhal_event_t event) {
+  HostContext *c = find_context(ctx);
+  if (!c) return bad_context("event_synchronize");
+  auto e = c->event(event);
+  if (!e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_synchronize: invalid event handle");
+  Dep d;
+  if (event_dep(e, &d)) d.stream->progress->wait(*d.stream, d.ticket);
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t event_query(gpuhal_context_t ctx, gpuhal_event_t event) {
+  HostContext *c = find_context(ctx);
+  if (!c) return bad_context("event_query");
+  auto e = c->event(event);
+  if (!e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_query: invalid event handle");
+  Dep d;
+  if (!event_dep(e, &d)) return GPUHAL_SUCCESS;
+  return d.stream->completed.load() >= d.ticket ? GPUHAL_SUCCESS : GPUHAL_NOT_READY;
+}
+
+gpuhal_status_t event_elapsed_ms(gpuhal_context_t ctx, gpuhal_event_t start, gpuhal_event_t end, float *ms) {
+  HostContext *c = find_context(ctx);
+  if (!c) return bad_context("event_elapsed_ms");
+  if (!ms) return fail(GPUHAL_ERROR_INVALID_VALUE, "event_elapsed_ms: null output pointer");
+  auto a = c->event(start), b = c->event(end);
+  if (!a || !b) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_elapsed_ms: invalid event handle");
+  std::chrono::steady_clock::time_point ta, tb;
+  for (auto *pair : {&a, &b}) {
+    const auto &e = *pair;
+    std::lock_guard<std::mutex> lock(e->mu);
+    if (!e->timing) return fail(GPUHAL_ERROR_INVALID_VALUE, "event_elapsed_ms: an event was created with timing disabled");
+    if (e->ticket == 0) return fail(GPUHAL_ERROR_INVALID_VALUE, "event_elapsed_ms: an event was never recorded");
+    if (!e->has_time) return fail(GPUHAL_NOT_READY, "event_elapsed_ms: the recorded work has not completed");
+    (pair == &a ? ta : tb) = e->when;
+  }
+  *ms = std::chrono::duration<float, std::milli>(tb - ta).count();
+  return GPUHAL_SUCCESS;
+}
+
+// ---- host memory -----------------------------------------------------------------------
+
+constexpr uint32_t kHostFlags = GPUHAL_HOST_ALLOC_PORTABLE | GPUHAL_HOST_ALLOC_MAPPED | GPUHAL_HOST_ALLOC_WRITE_COMBINED;
+
+gpuhal_status_t host_alloc(gpuhal_context_t ctx, uint64_t bytes, uint32_t flags, void **out) {
+  HostContext *c = find_context(ctx);
+  if (!c) return bad_context("host_alloc");
+  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_alloc: null output pointer");
+  if (bytes == 0) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_alloc: size must be positive");
+  if (flags & ~kHostFlags) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_alloc: unknown flags " + hex(flags));
+  void *p = nullptr;
+  if (bytes > uint64_t(SIZE_MAX) / 2 || posix_memalign(&p, 4096, size_t(bytes)) != 0)
+    return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "host_alloc: posix_memalign of " + std::to_string(bytes) + " bytes failed");
+  return guard("host_alloc", [&]() -> gpuhal_status_t {
+    try {
+      plugin_state().registry.insert(reinterpret_cast<uintptr_t>(p), Region{bytes, c, RegionKind::HostAlloc, flags});
+    } catch (...) {
+      std::free(p);
+      throw;
+    }
+    *out = p;
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t host_free(gpuhal_context_t ctx, void *ptr) {
+  HostContext *c = find_context(ctx);
+  if (!c) return bad_context("host_free");
+  const Region r = plugin_state().registry.erase(reinterpret_cast<uintptr_t>(ptr), c, RegionKind::HostAlloc);
+  if (r.size == 0) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_free: " + hex(uintptr_t(ptr)) + " is not a host allocation of this context");
+  std::free(ptr);
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t host_register(gpuhal_context_t ctx, void *ptr, uint64_t bytes, uint32_t flags) {
+  HostContext *c = find_context(ctx);
+  if (!c) return bad_context("host_register");
+  if (!ptr || bytes == 0) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_register: null pointer or zero size");
+  if (flags & ~kHostFlags) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_register: unknown flags " + hex(flags));
+  if (uintptr_t(ptr) + bytes < uintptr_t(ptr)) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_register: range wraps around");
+  return guard("host_register", [&]() -> gpuhal_status_t {
+    auto &reg = plugin_state().registry;
+    if (reg.overlaps_host(uintptr_t(ptr), bytes))
+      return fail(GPUHAL_ERROR_ALREADY_REGISTERED, "host_register: [" + hex(uintptr_t(ptr)) + ", +" + std::to_string(bytes) +
+                                                       ") overlaps memory that is already registered or pinned");
+    reg.insert(uintptr_t(ptr), Region{bytes, c, RegionKind::Registered, flags});
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t host_unregister(gpuhal_context_t ctx, void *ptr) {
+  HostContext *c = find_context(ctx);
+  if (!c) return bad_context("host_unregister");
+  const Region r = plugin_state().registry.erase(reinterpret_cast<uintptr_t>(ptr), c, RegionKind::Registered);
+  if (r.size == 0) return fail(GPUHAL_ERROR_NOT_REGISTERED, "host_unregister: " + hex(uintptr_t(ptr)) + " is not registered in this context");
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t host_get_device_pointer(gpuhal_context_t ctx, void *host_ptr, gpuhal_deviceptr_t *out) {
+  HostContext *c = find_context(ctx);
+  if (!c) return bad_context("host_get_device_pointer");
+  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_get_device_pointer: null output pointer");
+  uintptr_t base;
+  Region r;
+  if (!plugin_state().registry.find_host(uintptr_t(host_ptr), &base, &r) || !(r.flags & GPUHAL_HOST_ALLOC_MAPPED))
+    return fail(GPUHAL_ERROR_INVALID_VALUE, "host_get_device_pointer: " + hex(uintptr_t(host_ptr)) +
+                                                " is not inside host memory allocated or registered as mapped");
+  *out = uintptr_t(host_ptr);  // unified addressing: the same address
+  return GPUHAL_SUCCESS;
+}
+
+const gpuhal_plugin_table_t kTable = [] {
+  gpuhal_plugin_table_t t{};
+  t.abi_version = GPUHAL_ABI_VERSION;
+  t.struct_size = sizeof t;
+  t.name = "host";
+  t.init = init;
+  t.shutdown = shutdown;
+  t.last_error = last_error;
+  t.device_count = device_count;
+  t.device_properties = device_properties;
+  t.context_create = context_create;
+  t.context_destroy = context_destroy;
+  t.context_synchronize = context_synchronize;
+  t.memory_info = memory_info;
+  t.mem_alloc = mem_alloc;
+  t.mem_free = mem_free;
+  t.memcpy_sync = memcpy_sync;
+  t.memcpy_async = memcpy_async;
+  t.memset_sync = memset_sync;
+  t.memset_async = memset_async;
+  t.stream_create = stream_create;
+  t.stream_destroy = stream_destroy;
+  t.stream_synchronize = stream_synchronize;
+  t.stream_query = stream_query;
+  t.stream_wait_event = stream_wait_event;
+  t.stream_add_callback = stream_add_callback;
+  t.event_create = event_create;
+  t.event_destroy = event_destroy;
+  t.event_record = event_record;
+  t.event_synchronize = event_synchronize;
+  t.event_query = event_query;
+  t.event_elapsed_ms = event_elapsed_ms;
+  t.stream_barrier = stream_barrier;
+  t.host_alloc = host_alloc;
+  t.host_free = host_free;
+  t.host_register = host_register;
+  t.host_unregister = host_unregister;
+  t.host_get_device_pointer = host_get_device_pointer;
+  return t;
+}();
+
+}  // namespace
+}  // namespace gpuhal::host
+
+extern "C" GPUHAL_PLUGIN_EXPORT gpuhal_status_t gpuhal_plugin_negotiate(uint32_t core_max_abi,
+                                                                        const gpuhal_plugin_table_t **table) {
+  if (!table) return GPUHAL_ERROR_INVALID_VALUE;
+  if (GPUHAL_VERSION_MAJOR(core_max_abi) != GPUHAL_ABI_MAJOR) return GPUHAL_ERROR_ABI_MISMATCH;
+  *table = &gpuhal::host::kTable;
+  return GPUHAL_SUCCESS;
+}

@@ -1,0 +1,75 @@
+#include "host_stream.hpp"
+
+namespace gpuhal::host {
+
+void Progress::wait(const StreamState &stream, uint64_t ticket) {
+  if (stream.completed.load(std::memory_order_acquire) >= ticket) return;
+  std::unique_lock<std::mutex> lock(mu);
+  cv.wait(lock, [&] { return stream.completed.load(std::memory_order_acquire) >= ticket; });
+}
+
+void Progress::notify() {
+  // Taking the mutex orders the notify after a waiter's predicate check.
+  { std::lock_guard<std::mutex> lock(mu); }
+  cv.notify_all();
+}
+
+StreamState::StreamState(std::shared_ptr<Progress> p, bool nb, bool def)
+    : progress(std::move(p)), non_blocking(nb), is_default(def) {}
+
+StreamState::~StreamState() {
+  if (worker_.joinable()) worker_.detach();
+}
+
+void StreamState::start() {
+  // The worker holds a reference, so the state outlives a detached worker.
+  auto self = shared_from_this();
+  worker_ = std::thread([self] { self->loop(); });
+}
+
+void StreamState::push(Op op) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(std::move(op));
+  }
+  cv_.notify_one();
+}
+
+void StreamState::loop() {
+  for (;;) {
+    Op op;
+    bool ok;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return !queue_.empty() || stopping_; });
+      if (queue_.empty()) return;
+      op = std::move(queue_.front());
+      queue_.pop_front();
+      ok = !discard_;
+    }
+    if (ok)
+      for (const Dep &d : op.deps) progress->wait(*d.stream, d.ticket);
+    if (op.run) op.run(ok);
+    completed.fetch_add(1, std::memory_order_acq_rel);
+    progress->notify();
+  }
+}
+
+void StreamState::stop() {
+  const bool own_thread = worker_.joinable() && std::this_thread::get_id() == worker_.get_id();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    if (own_thread) discard_ = true;
+  }
+  cv_.notify_all();
+  if (!worker_.joinable()) return;
+  if (own_thread)
+    worker_.detach();
+  else
+    worker_.join();
+}
+
+void StreamState::synchronize() { progress->wait(*this, enqueued_snapshot()); }
+
+}  // namespace gpuhal::host

@@ -1,0 +1,88 @@
+// Host backend streams: in-order queues, each run by its own worker thread.
+//
+// Ordering model: every operation submitted to a stream gets a ticket (1, 2,
+// ...). A stream's `completed` counter says how many of its operations have
+// finished. A dependency is (stream, ticket): satisfied once that stream's
+// completed >= ticket. Events, stream waits, barriers and the legacy default
+// stream are all expressed as dependencies checked by the worker before it
+// runs an operation. Tickets and queue pushes happen under the context's
+// submit mutex, so the dependency order matches submission order and no
+// cycle can form.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "gpuhal/plugin.h"
+
+namespace gpuhal::host {
+
+struct StreamState;
+
+// Context-wide completion signal: workers notify after each operation,
+// waiters (dependencies, synchronize calls) wait on it.
+struct Progress {
+  std::mutex mu;
+  std::condition_variable cv;
+  void wait(const StreamState &stream, uint64_t ticket);
+  void notify();
+};
+
+struct Dep {
+  std::shared_ptr<StreamState> stream;
+  uint64_t ticket;
+};
+
+struct Op {
+  // Runs on the worker. `ok` is false when the stream is being torn down
+  // without running its remaining work (callbacks then see an error status).
+  std::function<void(bool ok)> run;
+  std::vector<Dep> deps;
+};
+
+struct StreamState : std::enable_shared_from_this<StreamState> {
+  StreamState(std::shared_ptr<Progress> progress, bool non_blocking, bool is_default);
+  ~StreamState();
+
+  std::shared_ptr<Progress> progress;
+  const bool non_blocking;
+  const bool is_default;
+
+  // Tickets handed out; incremented only under the context's submit mutex,
+  // read anywhere.
+  std::atomic<uint64_t> enqueued{0};
+  std::atomic<uint64_t> completed{0};
+
+  bool idle() const { return completed.load(std::memory_order_acquire) >= enqueued_snapshot(); }
+  uint64_t enqueued_snapshot() const { return enqueued.load(std::memory_order_acquire); }
+
+  // Starts the worker thread (throws std::system_error if it cannot).
+  void start();
+  // Appends an operation. Caller holds the context's submit mutex and has
+  // already incremented `enqueued` for it.
+  void push(Op op);
+  // Lets queued work finish, then ends the worker. Called from the worker
+  // itself (a callback destroying its own stream), it detaches instead and
+  // the remaining operations are discarded.
+  void stop();
+  // Blocks until every operation submitted before the call has completed.
+  void synchronize();
+
+ private:
+  void loop();
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Op> queue_;
+  bool stopping_ = false;
+  bool discard_ = false;
+  std::thread worker_;
+};
+
+}  // namespace gpuhal::host
