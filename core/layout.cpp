@@ -211,7 +211,8 @@ Layout Layout::index(const std::vector<Index> &indices) const {
       if (count == 0) empty_result = true;
       if (count > 0) offset += start * st;  // within the span: no overflow
       out.shape_.push_back(count);
-      out.strides_.push_back(checked_mul(st, s.step, "slice stride"));
+      // The stride of an axis with at most one element is never used.
+      out.strides_.push_back(count <= 1 ? st : checked_mul(st, s.step, "slice stride"));
     } else {
       int64_t i = indices[d].integer();
       if (i < -n || i >= n)

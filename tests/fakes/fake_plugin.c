@@ -1,0 +1,230 @@
+/*
+ * A fake gpuhal plugin for loader tests, written in C against plugin.h.
+ * One source, built several times with different definitions:
+ *   FAKE_ABI_MAJOR / FAKE_ABI_MINOR  the version it answers with (default 1.0)
+ *   FAKE_NEWER_MINOR                 a larger table with entries appended
+ *   FAKE_DEVICES                     how many devices it reports (default 1)
+ *   FAKE_FAIL_INIT                   init fails with a message
+ *   FAKE_NO_ENTRY                    exports a wrongly named entry point
+ *   FAKE_MISSING_REQUIRED            leaves the required mem_alloc entry NULL
+ * It is a test double: a synchronous "device" on malloc'd memory, with
+ * streams and events that complete immediately. Never installed.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpuhal/plugin.h"
+
+#ifndef FAKE_ABI_MAJOR
+#define FAKE_ABI_MAJOR GPUHAL_ABI_MAJOR
+#endif
+#ifndef FAKE_ABI_MINOR
+#define FAKE_ABI_MINOR GPUHAL_ABI_MINOR
+#endif
+#ifndef FAKE_DEVICES
+#define FAKE_DEVICES 1
+#endif
+
+static char g_error[256] = "";
+static int g_dummy;
+
+static gpuhal_status_t fail(gpuhal_status_t s, const char *msg) {
+  snprintf(g_error, sizeof g_error, "%s", msg);
+  return s;
+}
+
+static gpuhal_status_t fake_init(const gpuhal_init_args_t *args) {
+  (void)args;
+#ifdef FAKE_FAIL_INIT
+  return fail(GPUHAL_ERROR_DRIVER_NOT_LOADABLE, "fake driver: libfake.so.1: cannot open shared object file");
+#else
+  return GPUHAL_SUCCESS;
+#endif
+}
+static void fake_shutdown(void) {}
+static const char *fake_last_error(void) { return g_error; }
+static gpuhal_status_t fake_device_count(int32_t *count) {
+  *count = FAKE_DEVICES;
+  return GPUHAL_SUCCESS;
+}
+static gpuhal_status_t fake_device_properties(int32_t ordinal, gpuhal_device_properties_t *props) {
+  gpuhal_device_properties_t p;
+  uint32_t n;
+  if (ordinal < 0 || ordinal >= FAKE_DEVICES) return fail(GPUHAL_ERROR_INVALID_VALUE, "no such fake device");
+  memset(&p, 0, sizeof p);
+  snprintf(p.name, sizeof p.name, "fake device %d", (int)ordinal);
+  snprintf(p.vendor, sizeof p.vendor, "fake");
+  p.total_memory = (uint64_t)(ordinal + 1) << 30;
+  p.warp_size = 32;
+  p.max_threads_per_block = 256;
+  n = props->struct_size < sizeof p ? props->struct_size : (uint32_t)sizeof p;
+  p.abi_version = GPUHAL_ABI_VERSION;
+  p.struct_size = n;
+  memcpy(props, &p, n);
+  return GPUHAL_SUCCESS;
+}
+static gpuhal_status_t fake_context_create(int32_t ordinal, gpuhal_context_t *out) {
+  if (ordinal < 0 || ordinal >= FAKE_DEVICES) return fail(GPUHAL_ERROR_INVALID_VALUE, "no such fake device");
+  *out = (gpuhal_context_t)&g_dummy;
+  return GPUHAL_SUCCESS;
+}
+static gpuhal_status_t fake_ctx_op(gpuhal_context_t ctx) {
+  (void)ctx;
+  return GPUHAL_SUCCESS;
+}
+static gpuhal_status_t fake_memory_info(gpuhal_context_t ctx, uint64_t *f, uint64_t *t) {
+  (void)ctx;
+  *f = *t = (uint64_t)1 << 30;
+  return GPUHAL_SUCCESS;
+}
+#ifndef FAKE_MISSING_REQUIRED
+static gpuhal_status_t fake_mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr_t *out) {
+  void *p;
+  (void)ctx;
+  p = malloc((size_t)bytes);
+  if (!p) return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "fake: malloc failed");
+  *out = (gpuhal_deviceptr_t)(uintptr_t)p;
+  return GPUHAL_SUCCESS;
+}
+#endif
+static gpuhal_status_t fake_mem_free(gpuhal_context_t ctx, gpuhal_deviceptr_t p) {
+  (void)ctx;
+  free((void *)(uintptr_t)p);
+  return GPUHAL_SUCCESS;
+}
+static gpuhal_status_t fake_memcpy_sync(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst,
+                                        gpuhal_deviceptr_t src, uint64_t bytes) {
+  (void)ctx;
+  (void)kind;
+  memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, (size_t)bytes);
+  return GPUHAL_SUCCESS;
+}
+static gpuhal_status_t fake_memcpy_async(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst,
+                                         gpuhal_deviceptr_t src, uint64_t bytes, gpuhal_stream_t s) {
+  (void)s;
+  return fake_memcpy_sync(ctx, kind, dst, src, bytes);
+}
+static gpuhal_status_t fake_memset_sync(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t v, uint64_t bytes) {
+  (void)ctx;
+  memset((void *)(uintptr_t)dst, v, (size_t)bytes);
+  return GPUHAL_SUCCESS;
+}
+static gpuhal_status_t fake_memset_async(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t v, uint64_t bytes,
+                                         gpuhal_stream_t s) {
+  (void)s;
+  return fake_memset_sync(ctx, dst, v, bytes);
+}
+static gpuhal_status_t fake_stream_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_stream_t *out) {
+  (void)ctx;
+  (void)flags;
+  *out = (gpuhal_stream_t)&g_dummy;
+  return GPUHAL_SUCCESS;
+}
+static gpuhal_status_t fake_stream_op(gpuhal_context_t ctx, gpuhal_stream_t s) {
+  (void)ctx;
+  (void)s;
+  return GPUHAL_SUCCESS;
+}
+static gpuhal_status_t fake_stream_wait_event(gpuhal_context_t ctx, gpuhal_stream_t s, gpuhal_event_t e) {
+  (void)ctx;
+  (void)s;
+  (void)e;
+  return GPUHAL_SUCCESS;
+}
+static gpuhal_status_t fake_stream_add_callback(gpuhal_context_t ctx, gpuhal_stream_t s, gpuhal_host_fn fn,
+                                                void *user) {
+  (void)ctx;
+  (void)s;
+  fn(user, GPUHAL_SUCCESS);
+  return GPUHAL_SUCCESS;
+}
+static gpuhal_status_t fake_event_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_event_t *out) {
+  (void)ctx;
+  (void)flags;
+  *out = (gpuhal_event_t)&g_dummy;
+  return GPUHAL_SUCCESS;
+}
+static gpuhal_status_t fake_event_op(gpuhal_context_t ctx, gpuhal_event_t e) {
+  (void)ctx;
+  (void)e;
+  return GPUHAL_SUCCESS;
+}
+static gpuhal_status_t fake_event_record(gpuhal_context_t ctx, gpuhal_event_t e, gpuhal_stream_t s) {
+  (void)ctx;
+  (void)e;
+  (void)s;
+  return GPUHAL_SUCCESS;
+}
+static gpuhal_status_t fake_event_elapsed_ms(gpuhal_context_t ctx, gpuhal_event_t a, gpuhal_event_t b, float *ms) {
+  (void)ctx;
+  (void)a;
+  (void)b;
+  *ms = 0.0f;
+  return GPUHAL_SUCCESS;
+}
+
+/* A newer minor appends entries after the 1.0 table. */
+typedef struct fake_table {
+  gpuhal_plugin_table_t base;
+#ifdef FAKE_NEWER_MINOR
+  gpuhal_status_t (*future_entry_a)(void);
+  gpuhal_status_t (*future_entry_b)(void);
+#endif
+} fake_table_t;
+
+#ifdef FAKE_NEWER_MINOR
+static gpuhal_status_t fake_future(void) { return GPUHAL_SUCCESS; }
+#endif
+
+static fake_table_t g_table;
+
+#ifdef FAKE_NO_ENTRY
+#define FAKE_ENTRY_NAME gpuhal_plugin_negotiate_misspelt
+#else
+#define FAKE_ENTRY_NAME gpuhal_plugin_negotiate
+#endif
+
+GPUHAL_PLUGIN_EXPORT gpuhal_status_t FAKE_ENTRY_NAME(uint32_t core_max_abi, const gpuhal_plugin_table_t **table) {
+  gpuhal_plugin_table_t *t = &g_table.base;
+  (void)core_max_abi;
+  memset(&g_table, 0, sizeof g_table);
+  t->abi_version = GPUHAL_MAKE_VERSION(FAKE_ABI_MAJOR, FAKE_ABI_MINOR);
+  t->struct_size = (uint32_t)sizeof g_table;
+  t->name = "fake";
+  t->init = fake_init;
+  t->shutdown = fake_shutdown;
+  t->last_error = fake_last_error;
+  t->device_count = fake_device_count;
+  t->device_properties = fake_device_properties;
+  t->context_create = fake_context_create;
+  t->context_destroy = fake_ctx_op;
+  t->context_synchronize = fake_ctx_op;
+  t->memory_info = fake_memory_info;
+#ifndef FAKE_MISSING_REQUIRED
+  t->mem_alloc = fake_mem_alloc;
+#endif
+  t->mem_free = fake_mem_free;
+  t->memcpy_sync = fake_memcpy_sync;
+  t->memcpy_async = fake_memcpy_async;
+  t->memset_sync = fake_memset_sync;
+  t->memset_async = fake_memset_async;
+  t->stream_create = fake_stream_create;
+  t->stream_destroy = fake_stream_op;
+  t->stream_synchronize = fake_stream_op;
+  t->stream_query = fake_stream_op;
+  t->stream_wait_event = fake_stream_wait_event;
+  t->stream_add_callback = fake_stream_add_callback;
+  t->event_create = fake_event_create;
+  t->event_destroy = fake_event_op;
+  t->event_record = fake_event_record;
+  t->event_synchronize = fake_event_op;
+  t->event_query = fake_event_op;
+  t->event_elapsed_ms = fake_event_elapsed_ms;
+#ifdef FAKE_NEWER_MINOR
+  g_table.future_entry_a = fake_future;
+  g_table.future_entry_b = fake_future;
+#endif
+  *table = t;
+  return GPUHAL_SUCCESS;
+}

@@ -1,0 +1,26 @@
+/* Compiles plugin.h as C99 and checks the frozen parts of the ABI. */
+#include <stddef.h>
+#include <stdio.h>
+
+#include "gpuhal/plugin.h"
+
+#define CHECK(cond)                                   \
+  do {                                                \
+    if (!(cond)) {                                    \
+      fprintf(stderr, "FAILED: %s\n", #cond);         \
+      return 1;                                       \
+    }                                                 \
+  } while (0)
+
+int main(void) {
+  CHECK(offsetof(gpuhal_plugin_table_t, abi_version) == 0);
+  CHECK(offsetof(gpuhal_plugin_table_t, struct_size) == 4);
+  CHECK(offsetof(gpuhal_init_args_t, struct_size) == 4);
+  CHECK(offsetof(gpuhal_device_properties_t, struct_size) == 4);
+  CHECK(sizeof(gpuhal_status_t) == 4);
+  CHECK(GPUHAL_VERSION_MAJOR(GPUHAL_ABI_VERSION) == 1);
+  CHECK(GPUHAL_SUCCESS == 0 && GPUHAL_NOT_READY == 1 && GPUHAL_ERROR_UNKNOWN == 99);
+  printf("plugin.h compiles as C99; ABI %u.%u\n", (unsigned)GPUHAL_VERSION_MAJOR(GPUHAL_ABI_VERSION),
+         (unsigned)GPUHAL_VERSION_MINOR(GPUHAL_ABI_VERSION));
+  return 0;
+}

@@ -1,0 +1,88 @@
+// Status codes, dtypes and configuration parsing.
+#include <map>
+
+#include "test_support.hpp"
+
+using namespace gpuhal;
+
+TEST_CASE("status codes come from one list and print their names", "[status]") {
+  CHECK(to_string(Status::SUCCESS) == "SUCCESS");
+  CHECK(to_string(Status::ERROR_OUT_OF_MEMORY) == "ERROR_OUT_OF_MEMORY");
+  CHECK(static_cast<int>(Status::ERROR_OUT_OF_MEMORY) == GPUHAL_ERROR_OUT_OF_MEMORY);
+  CHECK(static_cast<int>(Status::ERROR_REQUIRES_COPY) == GPUHAL_ERROR_REQUIRES_COPY);
+  CHECK(to_string(static_cast<Status>(12345)) == "UNKNOWN_STATUS(12345)");
+  CHECK(std::string(describe(Status::ERROR_NO_DEVICE)) == "no device available");
+  Error e(Status::ERROR_INVALID_VALUE, "bad thing");
+  CHECK(e.status() == Status::ERROR_INVALID_VALUE);
+  CHECK(std::string(e.what()) == "bad thing");
+}
+
+TEST_CASE("dtypes have NumPy names, type strings and DLPack codes", "[dtype]") {
+  CHECK(dtypes::float64.itemsize() == 8);
+  CHECK(dtypes::complex128.itemsize() == 16);
+  CHECK(dtypes::bool_.itemsize() == 1);
+  CHECK(dtypes::float32.name() == "float32");
+  CHECK(dtypes::float64.typestr() == "<f8");
+  CHECK(dtypes::uint8.typestr() == "|u1");
+  CHECK(DType::parse("float64") == dtypes::float64);
+  CHECK(DType::parse("<f8") == dtypes::float64);
+  CHECK(DType::parse("=i4") == dtypes::int32);
+  CHECK(DType::parse("|b1") == dtypes::bool_);
+  CHECK(DType::parse("complex64") == dtypes::complex64);
+  CHECK(dtype_of<double>() == dtypes::float64);
+  CHECK(dtype_of<uint16_t>() == dtypes::uint16);
+  CHECK(static_cast<int>(DTypeKind::BFloat) == 4);  // kDLBfloat
+  REQUIRE_GPUHAL_ERROR(DType::parse("float128"), Status::ERROR_INVALID_DTYPE, "unknown dtype 'float128'");
+  REQUIRE_GPUHAL_ERROR((DType{DTypeKind::Float, 24, 1}.validate()), Status::ERROR_INVALID_DTYPE, "unsupported dtype");
+}
+
+namespace {
+Config parse(std::map<std::string, std::string> env, bool elevated = false) {
+  std::vector<std::string> names;
+  for (auto &kv : env) names.push_back(kv.first);
+  return Config::parse(
+      names,
+      [&](const std::string &n) -> std::optional<std::string> {
+        auto it = env.find(n);
+        if (it == env.end()) return std::nullopt;
+        return it->second;
+      },
+      elevated);
+}
+}  // namespace
+
+TEST_CASE("config parses every GPUHAL_ variable once", "[config]") {
+  Config c = parse({{"GPUHAL_BACKEND", "host"},
+                    {"GPUHAL_LOG", "debug"},
+                    {"GPUHAL_PLUGIN_PATH", "/opt/a::relative/dir:/opt/b"},
+                    {"GPUHAL_HOST_DEVICES", "3"},
+                    {"OTHER", "x"}});
+  CHECK(c.backend == "host");
+  CHECK(c.log_level == LogLevel::Debug);
+  CHECK(c.plugin_path == std::vector<std::string>{"/opt/a", "/opt/b"});
+  REQUIRE(c.notes.size() == 1);
+  CHECK_THAT(c.notes[0], Catch::Matchers::Contains("'relative/dir' is not absolute"));
+  CHECK(c.option("GPUHAL_HOST_DEVICES") == std::optional<std::string>("3"));
+  CHECK_FALSE(c.option("OTHER"));
+}
+
+TEST_CASE("config rejects bad values with the variable's name", "[config]") {
+  REQUIRE_GPUHAL_ERROR(parse({{"GPUHAL_LOG", "loud"}}), Status::ERROR_INVALID_CONFIG, "GPUHAL_LOG='loud'");
+  REQUIRE_GPUHAL_ERROR(parse({{"GPUHAL_BACKEND", "plugins/libx.so"}}), Status::ERROR_INVALID_CONFIG, "must be absolute");
+}
+
+TEST_CASE("config ignores path-bearing variables in elevated processes", "[config][security]") {
+  Config c = parse({{"GPUHAL_BACKEND", "/tmp/evil.so"},
+                    {"GPUHAL_PLUGIN_PATH", "/tmp"},
+                    {"GPUHAL_CUDA_DRIVER", "/tmp/libcuda.so.1"},
+                    {"GPUHAL_HOST_DEVICES", "2"}},
+                   true);
+  CHECK(c.backend.empty());
+  CHECK(c.plugin_path.empty());
+  CHECK_FALSE(c.option("GPUHAL_CUDA_DRIVER"));
+  CHECK_FALSE(c.option("GPUHAL_BACKEND"));
+  CHECK(c.option("GPUHAL_HOST_DEVICES") == std::optional<std::string>("2"));
+  CHECK(c.notes.size() == 3);
+  // A backend *name* is not a path and still counts.
+  CHECK(parse({{"GPUHAL_BACKEND", "host"}}, true).backend == "host");
+}

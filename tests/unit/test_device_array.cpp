@@ -1,0 +1,242 @@
+// DeviceArray on the host backend: factories, transfers, views, errors.
+#include <numeric>
+
+#include "test_support.hpp"
+
+using namespace gpuhal;
+
+namespace {
+std::vector<double> iota(size_t n, double start = 0) {
+  std::vector<double> v(n);
+  std::iota(v.begin(), v.end(), start);
+  return v;
+}
+}  // namespace
+
+TEST_CASE("device_array attributes follow Numba", "[array]") {
+  Context ctx = test::host_context();
+  DeviceArray a = device_array(ctx, {3, 4}, dtypes::float32);
+  CHECK(a.shape() == Shape{3, 4});
+  CHECK(a.strides() == Strides{16, 4});
+  CHECK(a.ndim() == 2);
+  CHECK(a.size() == 12);
+  CHECK(a.nbytes() == 48);
+  CHECK(a.alloc_size() == 48);
+  CHECK(a.length() == 3);
+  CHECK(a.is_c_contiguous());
+  CHECK_FALSE(a.is_f_contiguous());
+  CHECK(a.device_pointer() % 256 == 0);
+  CHECK(device_array(ctx, {3, 4}, dtypes::float64, {}, 'F').strides() == Strides{8, 24});
+  CHECK(device_array(ctx, {5}, dtypes::float64, {16}).alloc_size() == 72);
+
+  DeviceArray z = device_array(ctx, {0, 5});
+  CHECK(z.size() == 0);
+  CHECK(z.device_pointer() == 0);
+  CHECK(z.alloc_size() == 0);
+  CHECK(z.is_c_contiguous());
+  CHECK(z.is_f_contiguous());
+  CHECK(z.copy_to_host().shape() == Shape{0, 5});
+
+  DeviceArray s = device_array(ctx, {});
+  CHECK(s.size() == 1);
+  CHECK(s.alloc_size() == 8);
+  REQUIRE_GPUHAL_ERROR(s.length(), Status::ERROR_INDEX_OUT_OF_RANGE, "0-d");
+}
+
+TEST_CASE("device_array rejects bad input and leaks nothing", "[array][errors]") {
+  Context ctx = test::host_context({{"GPUHAL_HOST_MEMORY_LIMIT", "1M"}});
+  const uint64_t free_before = ctx.memory_info().free;
+  REQUIRE_GPUHAL_ERROR(device_array(ctx, {int64_t(1) << 40, int64_t(1) << 40}), Status::ERROR_SIZE_OVERFLOW, "overflows");
+  REQUIRE_GPUHAL_ERROR(device_array(ctx, {-1}), Status::ERROR_INVALID_SHAPE, "negative dimension");
+  REQUIRE_GPUHAL_ERROR(device_array(ctx, {2, 2}, dtypes::float64, {8}), Status::ERROR_INVALID_SHAPE, "strides");
+  REQUIRE_GPUHAL_ERROR(device_array(ctx, {2}, dtypes::float64, {}, 'A'), Status::ERROR_INVALID_VALUE, "order");
+  REQUIRE_GPUHAL_ERROR(device_array(ctx, {2}, DType{DTypeKind::Int, 7, 1}), Status::ERROR_INVALID_DTYPE, "unsupported dtype");
+  REQUIRE_GPUHAL_ERROR(device_array(ctx, {1 << 20}), Status::ERROR_OUT_OF_MEMORY, "GPUHAL_HOST_MEMORY_LIMIT");
+  REQUIRE_GPUHAL_ERROR(device_array(Context(nullptr), {2}), Status::ERROR_INVALID_HANDLE, "null context");
+  CHECK(ctx.memory_info().free == free_before);
+  {
+    DeviceArray a = device_array(ctx, {1000});
+    CHECK(ctx.memory_info().free == free_before - 8000);
+  }
+  CHECK(ctx.memory_info().free == free_before);
+}
+
+TEST_CASE("to_device and copy_to_host round trip", "[array][transfer]") {
+  Context ctx = test::host_context();
+  std::vector<double> v = iota(12);
+  DeviceArray d = to_device(ctx, HostView::of(v, {3, 4}));
+  CHECK(d.shape() == Shape{3, 4});
+  CHECK(d.copy_to_host().to_vector<double>() == v);
+
+  std::vector<double> back(12, -1);
+  d.copy_to_host(HostView::of(back, {3, 4}));
+  CHECK(back == v);
+
+  // F-ordered and scalar sources keep their layout.
+  std::vector<double> f = iota(6);
+  DeviceArray df = to_device(ctx, HostView::of(f.data(), {2, 3}, {8, 16}));
+  CHECK(df.is_f_contiguous());
+  CHECK(df.copy_to_host().at<double>({1, 2}) == 5.0);
+  const int64_t answer = 42;
+  DeviceArray d0 = to_device(ctx, HostView::scalar(answer));
+  CHECK(d0.ndim() == 0);
+  CHECK(d0.copy_to_host().at<int64_t>({}) == 42);
+
+  // Copy::no allocates only; to= copies into an existing array.
+  DeviceArray e = to_device(ctx, HostView::of(v), Copy::no);
+  CHECK(e.shape() == Shape{12});
+  to_device(HostView::of(v), e);
+  CHECK(e.copy_to_host().to_vector<double>() == v);
+  CHECK(to_device(e).device_pointer() == e.device_pointer());  // identity
+
+  // Read-only host sources are fine.
+  const std::vector<double> cv = iota(4, 10);
+  CHECK(to_device(ctx, HostView::of(cv)).copy_to_host().to_vector<double>() == cv);
+}
+
+TEST_CASE("strided and differently ordered host sources are gathered", "[array][transfer]") {
+  Context ctx = test::host_context();
+  std::vector<double> v = iota(24);
+  HostView m = HostView::of(v, {4, 6});
+  DeviceArray d = device_array(ctx, {4, 3});
+  d.copy_from_host(m.view({all, Slice({}, {}, 2)}));
+  CHECK(d.copy_to_host().to_vector<double>() == std::vector<double>{0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22});
+  // to_device itself needs a contiguous host array (Numba's sentry).
+  REQUIRE_GPUHAL_ERROR(to_device(ctx, m.view({all, Slice({}, {}, 2)})), Status::ERROR_NOT_CONTIGUOUS, "non-contiguous");
+  // Broadcast host arrays are fine: only their core is transferred.
+  std::vector<double> row{1, 2, 3};
+  DeviceArray b = to_device(ctx, HostView::of(row.data(), {4, 3}, {0, 8}));
+  CHECK(b.alloc_size() == 24);
+  CHECK(b.copy_to_host().at<double>({3, 2}) == 3.0);
+}
+
+TEST_CASE("copy compatibility checks: dtype, shape, strides", "[array][transfer][errors]") {
+  Context ctx = test::host_context();
+  DeviceArray d = device_array(ctx, {2, 3});
+  std::vector<double> v = iota(6);
+  std::vector<float> vf(6);
+  REQUIRE_GPUHAL_ERROR(d.copy_from_host(HostView::of(vf, {2, 3})), Status::ERROR_INVALID_DTYPE,
+                       "incompatible dtype: float64 vs. float32");
+  REQUIRE_GPUHAL_ERROR(d.copy_from_host(HostView::of(v, {3, 2})), Status::ERROR_INCOMPATIBLE,
+                       "incompatible shape: (2, 3) vs. (3, 2)");
+  std::vector<double> out(6);
+  REQUIRE_GPUHAL_ERROR(d.copy_to_host(HostView::of(out.data(), {2, 3}, {8, 16})), Status::ERROR_INCOMPATIBLE,
+                       "incompatible strides: (24, 8) vs. (8, 16)");
+  REQUIRE_GPUHAL_ERROR(d.copy_to_host(HostView::of(vf, {2, 3})), Status::ERROR_INVALID_DTYPE, "incompatible dtype");
+  const std::vector<double> ro(6);
+  REQUIRE_GPUHAL_ERROR(d.copy_to_host(HostView::of(ro, {2, 3})), Status::ERROR_INVALID_VALUE, "read-only");
+  // Size-1 axes are ignored by the checks.
+  DeviceArray r = device_array(ctx, {1, 6});
+  r.copy_from_host(HostView::of(v));
+  CHECK(r.copy_to_host().to_vector<double>() == v);
+  // Device to device: C vs F differ in strides.
+  DeviceArray f = device_array(ctx, {2, 3}, dtypes::float64, {}, 'F');
+  REQUIRE_GPUHAL_ERROR(d.copy_from_device(f), Status::ERROR_INCOMPATIBLE, "incompatible strides");
+  REQUIRE_GPUHAL_ERROR(d.copy_from_device(device_array(ctx, {6})), Status::ERROR_INCOMPATIBLE, "incompatible shape");
+  // Views that are not contiguous cannot be a single-region destination/source.
+  REQUIRE_GPUHAL_ERROR(f[1].copy_from_host(HostView::of(v.data(), {3})), Status::ERROR_NOT_CONTIGUOUS, "non-contiguous");
+  REQUIRE_GPUHAL_ERROR(d.view({all, 0}).copy_from_device(device_array(ctx, {2})), Status::ERROR_NOT_CONTIGUOUS,
+                       "destination");
+  // A failed copy changed nothing.
+  d.copy_from_host(HostView::of(v, {2, 3}));
+  REQUIRE_GPUHAL_ERROR(d.copy_from_host(HostView::of(vf, {2, 3})), Status::ERROR_INVALID_DTYPE, "dtype");
+  CHECK(d.copy_to_host().to_vector<double>() == v);
+}
+
+TEST_CASE("views share memory and keep their base alive", "[array][views]") {
+  Context ctx = test::host_context();
+  std::vector<double> v = iota(20);
+  DeviceArray row;
+  {
+    DeviceArray d = to_device(ctx, HostView::of(v, {4, 5}));
+    row = d[2];
+    CHECK(row.device_pointer() == d.device_pointer() + 80);
+    CHECK(d.view({-1, -1}).copy_to_host().at<double>({}) == 19.0);
+  }
+  CHECK(row.copy_to_host().to_vector<double>() == std::vector<double>{10, 11, 12, 13, 14});
+  DeviceArray d = to_device(ctx, HostView::of(v));
+  DeviceArray rev = d.view({Slice({}, {}, -1)});
+  CHECK(rev.strides() == Strides{-8});
+  CHECK(rev.device_pointer() == d.device_pointer() + 152);
+  HostArray h = rev.copy_to_host();  // negative strides come back as they are
+  CHECK(h.strides() == Strides{-8});
+  CHECK(h.at<double>({0}) == 19.0);
+  CHECK(h.to_vector<double>().back() == 0.0);
+  DeviceArray every3 = d.view({Slice(1, {}, 3)});
+  CHECK(every3.copy_to_host().to_vector<double>() == std::vector<double>{1, 4, 7, 10, 13, 16, 19});
+  REQUIRE_GPUHAL_ERROR(d.view({20}), Status::ERROR_INDEX_OUT_OF_RANGE, "out of bounds");
+}
+
+TEST_CASE("copying a strided view into a strided host view leaves the gaps alone", "[array][views]") {
+  Context ctx = test::host_context();
+  std::vector<double> v = iota(10);
+  DeviceArray d = to_device(ctx, HostView::of(v));
+  std::vector<double> out(10, -1);
+  d.view({Slice({}, {}, 2)}).copy_to_host(HostView::of(out).view({Slice({}, {}, 2)}));
+  CHECK(out == std::vector<double>{0, -1, 2, -1, 4, -1, 6, -1, 8, -1});
+}
+
+TEST_CASE("reshape and ravel on device arrays", "[array][reshape]") {
+  Context ctx = test::host_context();
+  std::vector<double> v = iota(6);
+  DeviceArray d = to_device(ctx, HostView::of(v, {2, 3}));
+  DeviceArray r = d.reshape({3, 2});
+  CHECK(r.device_pointer() == d.device_pointer());
+  CHECK(r.copy_to_host().at<double>({2, 1}) == 5.0);
+  CHECK(d.reshape({-1}).shape() == Shape{6});
+  CHECK(d.ravel().copy_to_host().to_vector<double>() == v);
+  REQUIRE_GPUHAL_ERROR(d.reshape({6}, 'F'), Status::ERROR_REQUIRES_COPY, "requires a copy");
+  REQUIRE_GPUHAL_ERROR(d.ravel('F'), Status::ERROR_REQUIRES_COPY, "requires a copy");
+  REQUIRE_GPUHAL_ERROR(d.reshape({4}), Status::ERROR_INVALID_SHAPE, "cannot reshape array of size 6 into shape (4,)");
+  REQUIRE_GPUHAL_ERROR(d.reshape({-1, -1}), Status::ERROR_INVALID_SHAPE, "one unknown dimension");
+  REQUIRE_GPUHAL_ERROR(d.reshape({6}, 'K'), Status::ERROR_INVALID_VALUE, "order");
+  // The F-ordered case NumPy reads column by column.
+  DeviceArray f = to_device(ctx, HostView::of(v.data(), {2, 3}, {8, 16}));
+  CHECK(f.reshape({6}, 'F').copy_to_host().to_vector<double>() == v);
+  CHECK(f.reshape({3, 2}, 'A').strides() == Strides{8, 24});
+}
+
+TEST_CASE("device_array_like keeps the order of its source", "[array]") {
+  Context ctx = test::host_context();
+  DeviceArray c = device_array(ctx, {10, 12});
+  CHECK(device_array_like(c.view({Slice({}, {}, 2), Slice({}, {}, 2)})).strides() == Strides{48, 8});
+  DeviceArray f = device_array(ctx, {10, 12}, dtypes::float64, {}, 'F');
+  CHECK(device_array_like(f).strides() == Strides{8, 80});
+  std::vector<float> h(12);
+  DeviceArray l = device_array_like(ctx, HostView::of(h, {3, 4}));
+  CHECK(l.dtype() == dtypes::float32);
+  CHECK(l.shape() == Shape{3, 4});
+}
+
+TEST_CASE("memset and device-to-device copies", "[array][transfer]") {
+  Context ctx = test::host_context();
+  DeviceArray a = device_array(ctx, {8}, dtypes::uint8);
+  a.memset(7);
+  CHECK(a.copy_to_host().to_vector<uint8_t>() == std::vector<uint8_t>(8, 7));
+  DeviceArray b = device_array_like(a);
+  b.copy_from_device(a);
+  CHECK(b.copy_to_host().to_vector<uint8_t>() == std::vector<uint8_t>(8, 7));
+  REQUIRE_GPUHAL_ERROR(device_array(ctx, {8}).view({Slice({}, {}, 2)}).memset(0), Status::ERROR_NOT_CONTIGUOUS,
+                       "non-contiguous");
+}
+
+TEST_CASE("arrays of a second device and of another runtime", "[array][devices]") {
+  Runtime rt = test::host_runtime({{"GPUHAL_HOST_DEVICES", "2"}});
+  Context c0 = rt.device(0).primary_context(), c1 = rt.device(1).primary_context();
+  std::vector<int32_t> v{1, 2, 3, 4};
+  DeviceArray a = to_device(c0, HostView::of(v));
+  DeviceArray b = device_array(c1, {4}, dtypes::int32);
+  b.copy_from_device(a);  // peer copy (unified addressing)
+  CHECK(b.copy_to_host().to_vector<int32_t>() == v);
+  CHECK(b.context() == c1);
+  // A stream of another context is refused.
+  REQUIRE_GPUHAL_ERROR(b.copy_from_device(a, c0.create_stream()), Status::ERROR_INVALID_HANDLE, "another context");
+}
+
+TEST_CASE("an empty DeviceArray handle reports misuse", "[array][errors]") {
+  DeviceArray none;
+  REQUIRE_GPUHAL_ERROR(none.context(), Status::ERROR_INVALID_HANDLE, "empty DeviceArray");
+  std::vector<double> v(2);
+  REQUIRE_GPUHAL_ERROR(none.copy_from_host(HostView::of(v)), Status::ERROR_INVALID_HANDLE, "empty DeviceArray");
+  REQUIRE_GPUHAL_ERROR(HostView::of(v, {3}), Status::ERROR_INVALID_SHAPE, "needs 24 bytes but the vector holds 16");
+}

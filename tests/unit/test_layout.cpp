@@ -1,0 +1,150 @@
+// Layout: Numba's dummy-array rules (spec §1.1-1.8) with NumPy reshape.
+#include "test_support.hpp"
+
+using namespace gpuhal;
+
+namespace {
+Layout L(Shape s, Strides st = {}, int64_t item = 8, char order = 'C') { return Layout::make(s, item, st, order); }
+}  // namespace
+
+TEST_CASE("dense strides in C and F order", "[layout]") {
+  CHECK(L({2, 3, 4}).strides() == Strides{96, 32, 8});
+  CHECK(L({2, 3, 4}, {}, 8, 'F').strides() == Strides{8, 16, 48});
+  CHECK(L({0, 5}).strides() == Strides{40, 8});  // zero-length dims are not special
+  CHECK(L({}).strides().empty());
+  CHECK(L({}).size() == 1);
+  CHECK(L({}).span_bytes() == 8);
+  CHECK(L({5}, {16}).span_bytes() == 72);
+  CHECK(L({0, 3}).span_bytes() == 0);
+}
+
+TEST_CASE("contiguity matches NumPy's relaxed rules", "[layout]") {
+  CHECK(L({1, 4}, {32, 8}).is_c_contiguous());
+  CHECK(L({1, 4}, {32, 8}).is_f_contiguous());
+  CHECK(L({4, 1}, {8, 8}).is_c_contiguous());
+  CHECK(L({4, 1}, {8, 8}).is_f_contiguous());
+  CHECK(L({1, 10}, {800, 8}).is_f_contiguous());
+  CHECK(L({4, 1}, {8, 800}).is_c_contiguous());
+  const Layout bc = L({4, 3}, {0, 8});
+  CHECK_FALSE(bc.is_c_contiguous());
+  CHECK_FALSE(bc.is_f_contiguous());
+  CHECK(bc.span_bytes() == 24);  // broadcast arrays span only their core
+  CHECK(bc.core().shape() == Shape{3});
+  CHECK(bc.core().is_c_contiguous());
+  // Numba treats a zero stride even on a size-1 dim as broadcast.
+  CHECK_FALSE(L({1}, {0}).is_c_contiguous());
+  CHECK(L({0, 3}, {8, 8}).is_c_contiguous());  // zero-size: both
+  CHECK(L({0, 3}, {8, 8}).is_f_contiguous());
+  CHECK(L({}).is_c_contiguous());
+  CHECK_FALSE(L({3}, {-8}).is_c_contiguous());
+}
+
+TEST_CASE("make validates shapes, strides, orders and sizes", "[layout][errors]") {
+  REQUIRE_GPUHAL_ERROR(L({2, -3}), Status::ERROR_INVALID_SHAPE, "negative dimension -3 at axis 1");
+  REQUIRE_GPUHAL_ERROR(L({2, 3}, {8}), Status::ERROR_INVALID_SHAPE, "have 1 entries but shape (2, 3) has 2");
+  REQUIRE_GPUHAL_ERROR(L({2}, {}, 8, 'A'), Status::ERROR_INVALID_VALUE, "order must be one of C, F, got 'A'");
+  REQUIRE_GPUHAL_ERROR(L({2}, {}, 0), Status::ERROR_INVALID_VALUE, "itemsize must be positive");
+  REQUIRE_GPUHAL_ERROR(L({int64_t(1) << 40, int64_t(1) << 40}), Status::ERROR_SIZE_OVERFLOW, "overflows");
+  REQUIRE_GPUHAL_ERROR(L({int64_t(1) << 61}), Status::ERROR_SIZE_OVERFLOW, "overflows");
+  REQUIRE_GPUHAL_ERROR(L({4}, {INT64_MAX / 2}), Status::ERROR_SIZE_OVERFLOW, "array span");
+  REQUIRE_GPUHAL_ERROR(L(Shape(65, 1)), Status::ERROR_INVALID_SHAPE, "too many dimensions");
+}
+
+TEST_CASE("negative strides place element 0 inside the allocation", "[layout]") {
+  const Layout l = L({10}, {-8});
+  CHECK(l.offset() == 72);
+  CHECK(l.span_begin() == 0);
+  CHECK(l.span_end() == 80);
+}
+
+TEST_CASE("indexing follows Python's rules", "[layout]") {
+  const Layout a = L({10});
+  const Layout r = a.index({Slice({}, {}, -1)});
+  CHECK(r.shape() == Shape{10});
+  CHECK(r.strides() == Strides{-8});
+  CHECK(r.offset() == 72);  // element 0 is the last one
+  CHECK(a.index({Slice(2, 8, 3)}).shape() == Shape{2});
+  CHECK(a.index({Slice(-3, {})}).shape() == Shape{3});
+  CHECK(a.index({Slice(-3, {})}).offset() == 56);
+  CHECK(a.index({Slice(20, 30)}).shape() == Shape{0});  // out-of-range slices are empty
+  CHECK(a.index({Slice({}, 0)}).index({Slice({}, 1)}).shape() == Shape{0});
+  CHECK(a.index({Slice(8, 2, -2)}).shape() == Shape{3});
+  CHECK(a.index({Slice({}, {}, INT64_MIN)}).shape() == Shape{1});
+  CHECK(a.index({Index(-1)}).offset() == 72);
+  CHECK(a.index({Index(-1)}).ndim() == 0);
+
+  const Layout m = L({4, 5});
+  const Layout row = m.index({1});
+  CHECK(row.shape() == Shape{5});
+  CHECK(row.offset() == 40);
+  const Layout col = m.index({all, 2});
+  CHECK(col.shape() == Shape{4});
+  CHECK(col.strides() == Strides{40});
+  CHECK(m.index({Slice(0, 4, 2), Slice(1, 5, 2)}).strides() == Strides{80, 16});
+
+  REQUIRE_GPUHAL_ERROR(a.index({10}), Status::ERROR_INDEX_OUT_OF_RANGE, "index 10 is out of bounds for axis 0 with size 10");
+  REQUIRE_GPUHAL_ERROR(a.index({-11}), Status::ERROR_INDEX_OUT_OF_RANGE, "index -11");
+  REQUIRE_GPUHAL_ERROR(m.index({1, 2, 3}), Status::ERROR_INDEX_OUT_OF_RANGE, "too many indices: 3 given for a 2-dimensional array");
+  REQUIRE_GPUHAL_ERROR(a.index({Slice(0, 5, 0)}), Status::ERROR_INVALID_VALUE, "slice step cannot be zero");
+}
+
+TEST_CASE("reshape has NumPy's index-order semantics or asks for a copy", "[layout][reshape]") {
+  const Layout c23 = L({2, 3});
+  CHECK(c23.reshape({3, 2}).strides() == Strides{16, 8});
+  CHECK(c23.reshape({6}).strides() == Strides{8});
+  CHECK(c23.reshape({-1}).shape() == Shape{6});
+  CHECK(c23.reshape({3, -1}).shape() == Shape{3, 2});
+  CHECK(c23.reshape({1, 2, 1, 3, 1}).strides() == Strides{48, 24, 24, 8, 8});
+  // NumPy: C(2,3).reshape(6, order='F') reads column by column: no view of a
+  // C array can do that, so it needs a copy (Numba silently reinterprets).
+  REQUIRE_GPUHAL_ERROR(c23.reshape({6}, 'F'), Status::ERROR_REQUIRES_COPY, "requires a copy");
+  REQUIRE_GPUHAL_ERROR(c23.reshape({3, 2}, 'F'), Status::ERROR_REQUIRES_COPY, "requires a copy");
+  // An F array read in F order is a view.
+  const Layout f23 = L({2, 3}, {}, 8, 'F');
+  CHECK(f23.reshape({6}, 'F').strides() == Strides{8});
+  CHECK(f23.reshape({3, 2}, 'F').strides() == Strides{8, 24});
+  CHECK(f23.reshape({6}, 'A').strides() == Strides{8});  // 'A' -> F for F-only arrays
+  REQUIRE_GPUHAL_ERROR(f23.reshape({6}), Status::ERROR_REQUIRES_COPY, "order 'C'");
+  // Non-contiguous arrays reshape as views where NumPy can (Numba cannot).
+  const Layout s = L({2, 2}, {24, 16});
+  CHECK(s.reshape({2, 1, 2}).strides() == Strides{24, 32, 16});  // NumPy's values
+  REQUIRE_GPUHAL_ERROR(s.reshape({4}), Status::ERROR_REQUIRES_COPY, "strides (24, 16)");
+  // Zero-size and 0-d.
+  CHECK(L({0, 3}).reshape({3, 0}).shape() == Shape{3, 0});
+  CHECK(L({}).reshape({1}).strides() == Strides{8});
+  CHECK(L({1}).reshape({}).ndim() == 0);
+}
+
+TEST_CASE("reshape rejects bad shapes", "[layout][reshape][errors]") {
+  const Layout c23 = L({2, 3});
+  REQUIRE_GPUHAL_ERROR(c23.reshape({4}), Status::ERROR_INVALID_SHAPE, "cannot reshape array of size 6 into shape (4,)");
+  REQUIRE_GPUHAL_ERROR(c23.reshape({-1, -1}), Status::ERROR_INVALID_SHAPE, "can only specify one unknown dimension");
+  REQUIRE_GPUHAL_ERROR(c23.reshape({4, -1}), Status::ERROR_INVALID_SHAPE, "cannot reshape array of size 6");
+  REQUIRE_GPUHAL_ERROR(c23.reshape({0, -1}), Status::ERROR_INVALID_SHAPE, "cannot reshape");
+  REQUIRE_GPUHAL_ERROR(c23.reshape({-2, 3}), Status::ERROR_INVALID_SHAPE, "negative dimension -2");
+  REQUIRE_GPUHAL_ERROR(c23.reshape({6}, 'X'), Status::ERROR_INVALID_VALUE, "order must be one of C, F, A, got 'X'");
+  REQUIRE_GPUHAL_ERROR(c23.reshape({int64_t(1) << 40, int64_t(1) << 40}), Status::ERROR_SIZE_OVERFLOW, "overflows");
+}
+
+TEST_CASE("ravel returns a contiguous view or asks for a copy", "[layout][ravel]") {
+  CHECK(L({2, 3}).ravel().shape() == Shape{6});
+  CHECK(L({2, 3}).ravel('A').strides() == Strides{8});
+  CHECK(L({2, 3}, {}, 8, 'F').ravel('F').shape() == Shape{6});
+  CHECK(L({2, 3}, {}, 8, 'F').ravel('A').shape() == Shape{6});
+  REQUIRE_GPUHAL_ERROR(L({2, 3}).ravel('F'), Status::ERROR_REQUIRES_COPY, "ravel in order 'F'");
+  REQUIRE_GPUHAL_ERROR(L({4}, {16}).ravel(), Status::ERROR_REQUIRES_COPY, "not contiguous");
+  REQUIRE_GPUHAL_ERROR(L({4, 3}, {0, 8}).ravel(), Status::ERROR_REQUIRES_COPY, "requires a copy");
+  REQUIRE_GPUHAL_ERROR(L({4}).ravel('Z'), Status::ERROR_INVALID_VALUE, "order");
+  CHECK(L({}).ravel().shape() == Shape{1});
+  CHECK(L({0, 4}).ravel().shape() == Shape{0});
+}
+
+TEST_CASE("strides_like keeps the source's order like empty_like", "[layout]") {
+  const Layout c = L({10, 12});
+  CHECK(strides_like(c.index({Slice({}, {}, 2), Slice({}, {}, 2)})) == Strides{48, 8});
+  const Layout f = L({10, 12}, {}, 8, 'F');
+  CHECK(strides_like(f.index({Slice({}, {}, 2), Slice({}, {}, 2)})) == Strides{8, 40});
+  CHECK(strides_like(L({4, 3}, {0, 8})) == Strides{8, 32});
+  CHECK(strides_like(L({3, 4, 5}, {160, 40, 8}).index({})) == Strides{160, 40, 8});
+  CHECK(strides_like(L({4, 3, 5}, {40, 160, 8})) == Strides{40, 160, 8});
+}

@@ -1,0 +1,134 @@
+// The loader over real plugin files: the host plugin and the fake variants.
+#include "test_support.hpp"
+
+using namespace gpuhal;
+
+namespace {
+Config by_path(const std::string &path) {
+  Config c;
+  c.backend = path;
+  return c;
+}
+}  // namespace
+
+TEST_CASE("the host backend loads by name from the plugin path", "[loader]") {
+  Runtime rt = test::host_runtime();
+  CHECK(rt.backend_name() == "host");
+  CHECK(rt.plugin_abi_version() == GPUHAL_ABI_VERSION);
+  CHECK(rt.device_count() == 1);
+  CHECK_THAT(rt.plugin_path(), Catch::Matchers::EndsWith("/libgpuhal-host.so"));
+  REQUIRE_FALSE(rt.attempts().empty());
+  CHECK(rt.attempts().back().selected);
+  CHECK(rt.supports(Capability::StreamBarrier));
+  CHECK(rt.supports(Capability::HostMemory));
+}
+
+TEST_CASE("the default order falls back to host when cuda and hsa are absent", "[loader]") {
+  Config c;  // no backend: cuda, hsa, host
+  c.plugin_path = {GPUHAL_TEST_LIB_DIR};
+  Runtime rt = Runtime::load(c);
+  CHECK(rt.backend_name() == "host");
+  bool tried_cuda = false, tried_hsa = false;
+  for (const auto &a : rt.attempts()) {
+    tried_cuda |= a.backend == "cuda" && a.status == Status::ERROR_PLUGIN_NOT_FOUND;
+    tried_hsa |= a.backend == "hsa" && a.status == Status::ERROR_PLUGIN_NOT_FOUND;
+  }
+  CHECK(tried_cuda);
+  CHECK(tried_hsa);
+}
+
+TEST_CASE("the core finds plugins in its own directory without a plugin path", "[loader]") {
+  Config c;
+  c.backend = "host";
+  Runtime rt = Runtime::load(c);
+  CHECK(rt.backend_name() == "host");
+}
+
+TEST_CASE("an unknown backend names itself and where it looked", "[loader][errors]") {
+  Config c;
+  c.backend = "nosuch";
+  c.plugin_path = {"/nonexistent/dir"};
+  REQUIRE_GPUHAL_ERROR(Runtime::load(c), Status::ERROR_PLUGIN_NOT_FOUND, "backend 'nosuch' could not be loaded");
+  REQUIRE_GPUHAL_ERROR(Runtime::load(c), Status::ERROR_PLUGIN_NOT_FOUND, "/nonexistent/dir/libgpuhal-nosuch.so");
+  REQUIRE_GPUHAL_ERROR(Runtime::load(c), Status::ERROR_PLUGIN_NOT_FOUND, "system loader path");
+  c.backend = "Bad Name!";
+  REQUIRE_GPUHAL_ERROR(Runtime::load(c), Status::ERROR_INVALID_CONFIG, "neither a backend name");
+}
+
+TEST_CASE("files that are not plugins are refused with the reason", "[loader][errors]") {
+  REQUIRE_GPUHAL_ERROR(Runtime::load(by_path("/nonexistent/libx.so")), Status::ERROR_PLUGIN_NOT_FOUND, "no such file");
+  REQUIRE_GPUHAL_ERROR(Runtime::load(by_path("/etc/hostname")), Status::ERROR_INVALID_PLUGIN, "not a loadable shared object");
+  REQUIRE_GPUHAL_ERROR(Runtime::load(by_path(test::fake("noentry"))), Status::ERROR_INVALID_PLUGIN,
+                       "does not export gpuhal_plugin_negotiate");
+}
+
+TEST_CASE("a plugin of another ABI major is refused naming both versions", "[loader][abi]") {
+  REQUIRE_GPUHAL_ERROR(Runtime::load(by_path(test::fake("abi2"))), Status::ERROR_ABI_MISMATCH,
+                       "the plugin speaks ABI 2.0 but the core speaks ABI 1.0");
+}
+
+TEST_CASE("a plugin of a newer minor ABI is accepted", "[loader][abi]") {
+  Runtime rt = Runtime::load(by_path(test::fake("newer")));
+  CHECK(rt.backend_name() == "fake");
+  CHECK(rt.plugin_abi_version() == GPUHAL_MAKE_VERSION(1, 7));
+  CHECK_FALSE(rt.supports(Capability::StreamBarrier));  // optional entry absent
+  // The plugin works through the 1.0 subset.
+  Context ctx = rt.device(0).primary_context();
+  std::vector<int32_t> v{1, 2, 3};
+  CHECK(to_device(ctx, HostView::of(v)).copy_to_host().to_vector<int32_t>() == v);
+}
+
+TEST_CASE("a plugin without a required entry is refused", "[loader][abi]") {
+  REQUIRE_GPUHAL_ERROR(Runtime::load(by_path(test::fake("missing"))), Status::ERROR_INVALID_PLUGIN,
+                       "required entry 'mem_alloc' is NULL");
+}
+
+TEST_CASE("a plugin whose init fails says why", "[loader][errors]") {
+  REQUIRE_GPUHAL_ERROR(Runtime::load(by_path(test::fake("failinit"))), Status::ERROR_INITIALIZATION_FAILED,
+                       "libfake.so.1: cannot open shared object file");
+}
+
+TEST_CASE("a plugin with zero devices is reported, not used", "[loader][errors]") {
+  REQUIRE_GPUHAL_ERROR(Runtime::load(by_path(test::fake("zero"))), Status::ERROR_NO_DEVICE, "reports no devices");
+}
+
+TEST_CASE("a plugin with two devices exposes both", "[loader]") {
+  Runtime rt = Runtime::load(by_path(test::fake("two")));
+  REQUIRE(rt.device_count() == 2);
+  CHECK(rt.device(0).properties().name == "fake device 0");
+  CHECK(rt.device(1).properties().name == "fake device 1");
+  CHECK(rt.device(1).properties().total_memory == (uint64_t(2) << 30));
+  CHECK(rt.device(1).properties().warp_size == 32);
+  CHECK(rt.device(1).primary_context() != rt.device(0).primary_context());
+  REQUIRE_GPUHAL_ERROR(rt.device(2), Status::ERROR_INVALID_VALUE, "device ordinal 2 out of range");
+  REQUIRE_GPUHAL_ERROR(rt.device(-1), Status::ERROR_INVALID_VALUE, "out of range");
+}
+
+TEST_CASE("host devices and settings come from the plugin options", "[loader][host]") {
+  Runtime rt = test::host_runtime({{"GPUHAL_HOST_DEVICES", "3"}, {"GPUHAL_HOST_MEMORY_LIMIT", "64M"}});
+  REQUIRE(rt.device_count() == 3);
+  CHECK(rt.device(2).properties().total_memory == (uint64_t(64) << 20));
+  CHECK(rt.device(2).primary_context().memory_info().total == (uint64_t(64) << 20));
+  REQUIRE_GPUHAL_ERROR(test::host_runtime({{"GPUHAL_HOST_DEVICES", "many"}}), Status::ERROR_INITIALIZATION_FAILED,
+                       "GPUHAL_HOST_DEVICES='many': expected an integer from 0 to 64");
+  REQUIRE_GPUHAL_ERROR(test::host_runtime({{"GPUHAL_HOST_MEMORY_LIMIT", "12Q"}}), Status::ERROR_INITIALIZATION_FAILED,
+                       "expected a byte count");
+}
+
+TEST_CASE("two runtimes over one plugin share it while their settings agree", "[loader][host]") {
+  Runtime a = test::host_runtime();
+  Runtime b = test::host_runtime();
+  CHECK(a.device(0).primary_context() != b.device(0).primary_context());
+  REQUIRE_GPUHAL_ERROR(test::host_runtime({{"GPUHAL_HOST_DEVICES", "2"}}), Status::ERROR_INITIALIZATION_FAILED,
+                       "already initialised in this process with other settings");
+}
+
+TEST_CASE("handles keep the runtime and the plugin alive", "[loader][lifetime]") {
+  Context ctx = test::host_context();  // the Runtime value is gone already
+  DeviceArray d = device_array(ctx, {16}, dtypes::int32);
+  Stream s = ctx.create_stream();
+  d.memset(1, s);
+  s.synchronize();
+  CHECK(d.copy_to_host().to_vector<int32_t>()[15] == 0x01010101);
+  CHECK(ctx.device().runtime().backend_name() == "host");
+}

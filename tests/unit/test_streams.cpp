@@ -1,0 +1,233 @@
+// Streams, events, callbacks, barriers and context reset on the host backend.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "test_support.hpp"
+
+using namespace gpuhal;
+
+namespace {
+// A gate a stream callback blocks on until the test opens it.
+struct Gate {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool open = false;
+  std::atomic<bool> entered{false};
+  void wait() {
+    entered = true;
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return open; });
+  }
+  void release() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      open = true;
+    }
+    cv.notify_all();
+  }
+  void block(const Stream &s) {
+    s.add_callback([this] { wait(); });
+    while (!entered) std::this_thread::yield();
+  }
+};
+}  // namespace
+
+TEST_CASE("an async copy queued behind a blocked callback waits for it", "[stream]") {
+  Context ctx = test::host_context();
+  Stream s = ctx.create_stream();
+  std::vector<int32_t> src(1024, 7), dst(1024, 0);
+  DeviceArray d = to_device(ctx, HostView::of(src));
+  Gate gate;
+  gate.block(s);
+  d.copy_to_host(HostView::of(dst), s);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK_FALSE(s.query());
+  CHECK(dst[0] == 0);  // not happened yet
+  CHECK(dst[1023] == 0);
+  gate.release();
+  s.synchronize();
+  CHECK(s.query());
+  CHECK(dst == src);
+}
+
+TEST_CASE("events order work across streams", "[stream][event]") {
+  Context ctx = test::host_context();
+  Stream a = ctx.create_stream(), b = ctx.create_stream();
+  DeviceArray d = device_array(ctx, {256}, dtypes::uint8);
+  d.memset(0);
+  Gate gate;
+  gate.block(a);
+  Event e = ctx.create_event();
+  e.record(a);
+  CHECK_FALSE(e.query());
+  b.wait(e);
+  d.memset(9, b);  // must wait for a's blocked callback
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  CHECK_FALSE(b.query());
+  gate.release();
+  b.synchronize();
+  CHECK(e.query());
+  CHECK(d.copy_to_host().to_vector<uint8_t>() == std::vector<uint8_t>(256, 9));
+}
+
+TEST_CASE("stream barriers wait for a set of events or all prior work", "[stream][barrier]") {
+  Context ctx = test::host_context();
+  REQUIRE(ctx.supports(Capability::StreamBarrier));
+  Stream a = ctx.create_stream(StreamKind::NonBlocking), b = ctx.create_stream(StreamKind::NonBlocking);
+  Stream c = ctx.create_stream(StreamKind::NonBlocking);
+  Gate ga, gb;
+  ga.block(a);
+  gb.block(b);
+  std::atomic<int> ran{0};
+  c.wait(std::vector<Event>{a.record(), b.record()});
+  c.add_callback([&] { ran = 1; });
+  ga.release();
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  CHECK(ran == 0);  // still waiting for b
+  gb.release();
+  c.synchronize();
+  CHECK(ran == 1);
+
+  Gate g;
+  g.block(a);
+  c.wait_for_all_prior_work();
+  c.add_callback([&] { ran = 2; });
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  CHECK(ran == 1);
+  g.release();
+  c.synchronize();
+  CHECK(ran == 2);
+}
+
+TEST_CASE("the default stream synchronises with blocking streams only", "[stream][default]") {
+  Context ctx = test::host_context();
+  Stream def = ctx.default_stream();
+  CHECK(def.is_default());
+  Stream blocking = ctx.create_stream(), nonblocking = ctx.create_stream(StreamKind::NonBlocking);
+  DeviceArray d = device_array(ctx, {16}, dtypes::uint8);
+
+  Gate g1;
+  g1.block(nonblocking);
+  d.memset(1, def);
+  def.synchronize();  // does not wait for the non-blocking stream
+  CHECK(d.copy_to_host().to_vector<uint8_t>()[0] == 1);
+  g1.release();
+
+  Gate g2;
+  g2.block(blocking);
+  d.memset(2, def);  // legacy semantics: waits for the blocking stream
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  CHECK_FALSE(def.query());
+  g2.release();
+  def.synchronize();
+  ctx.synchronize();
+  std::vector<uint8_t> out(16);
+  d.copy_to_host(HostView::of(out));
+  CHECK(out[15] == 2);
+}
+
+TEST_CASE("event timing and its errors", "[event]") {
+  Context ctx = test::host_context();
+  Stream s = ctx.create_stream();
+  Event start = s.record();
+  s.add_callback([] { std::this_thread::sleep_for(std::chrono::milliseconds(20)); });
+  Event end = s.record();
+  end.synchronize();
+  CHECK(Event::elapsed_ms(start, end) >= 15.0f);
+  Event never = ctx.create_event();
+  CHECK(never.query());  // never recorded: nothing to wait for
+  never.synchronize();
+  REQUIRE_GPUHAL_ERROR(Event::elapsed_ms(start, never), Status::ERROR_INVALID_VALUE, "never recorded");
+  Event untimed = ctx.create_event(false);
+  untimed.record(s);
+  untimed.synchronize();
+  REQUIRE_GPUHAL_ERROR(Event::elapsed_ms(start, untimed), Status::ERROR_INVALID_VALUE, "timing disabled");
+  Gate g;
+  g.block(s);
+  Event pending = s.record();
+  REQUIRE_GPUHAL_ERROR(Event::elapsed_ms(start, pending), Status::NOT_READY, "not completed");
+  g.release();
+  s.synchronize();
+}
+
+TEST_CASE("callbacks run in order and exceptions in them are contained", "[stream][callback]") {
+  Context ctx = test::host_context({});
+  Stream s = ctx.create_stream();
+  std::vector<int> order;
+  std::mutex mu;
+  for (int i = 0; i < 5; ++i)
+    s.add_callback([&, i] {
+      std::lock_guard<std::mutex> lock(mu);
+      order.push_back(i);
+    });
+  s.add_callback([] { throw std::runtime_error("boom"); });
+  s.add_callback([&] { order.push_back(5); });
+  s.synchronize();
+  CHECK(order == std::vector<int>{0, 1, 2, 3, 4, 5});
+  REQUIRE_GPUHAL_ERROR(s.add_callback(nullptr), Status::ERROR_INVALID_VALUE, "empty function");
+}
+
+TEST_CASE("streams and events of another context are refused", "[stream][errors]") {
+  Runtime rt = test::host_runtime({{"GPUHAL_HOST_DEVICES", "2"}});
+  Context c0 = rt.device(0).primary_context(), c1 = rt.device(1).primary_context();
+  Stream s0 = c0.create_stream();
+  Event e1 = c1.create_event();
+  REQUIRE_GPUHAL_ERROR(s0.wait(e1), Status::ERROR_INVALID_HANDLE, "another context");
+  REQUIRE_GPUHAL_ERROR(e1.record(s0), Status::ERROR_INVALID_HANDLE, "another context");
+  REQUIRE_GPUHAL_ERROR(s0.wait(Event(nullptr)), Status::ERROR_INVALID_HANDLE, "null event");
+}
+
+TEST_CASE("context reset invalidates old objects and frees their memory", "[context][reset]") {
+  Context ctx = test::host_context({{"GPUHAL_HOST_MEMORY_LIMIT", "1M"}});
+  const uint64_t free0 = ctx.memory_info().free;
+  std::vector<double> v(1000, 1.5);
+  DeviceArray d = to_device(ctx, HostView::of(v));
+  Stream s = ctx.create_stream();
+  Event e = s.record();
+  CHECK(ctx.memory_info().free == free0 - 8000);
+  ctx.reset();
+  CHECK(ctx.memory_info().free == free0);  // the reset freed the array
+  REQUIRE_GPUHAL_ERROR(d.copy_to_host(), Status::ERROR_CONTEXT_DESTROYED, "was reset");
+  REQUIRE_GPUHAL_ERROR(s.synchronize(), Status::ERROR_CONTEXT_DESTROYED, "was reset");
+  REQUIRE_GPUHAL_ERROR(e.query(), Status::ERROR_CONTEXT_DESTROYED, "was reset");
+  REQUIRE_GPUHAL_ERROR(d.view({0}).copy_to_host(), Status::ERROR_CONTEXT_DESTROYED, "was reset");
+  // New objects work; dropping the old ones is harmless.
+  DeviceArray fresh = to_device(ctx, HostView::of(v));
+  CHECK(fresh.copy_to_host().to_vector<double>() == v);
+  d = DeviceArray();
+  s = ctx.create_stream();
+  CHECK(ctx.memory_info().free == free0 - 8000);
+}
+
+TEST_CASE("out of memory on the host backend is a real, recoverable error", "[memory][oom]") {
+  Context ctx = test::host_context({{"GPUHAL_HOST_MEMORY_LIMIT", "64K"}});
+  DeviceArray a = device_array(ctx, {4096}, dtypes::float64);  // 32 KiB
+  REQUIRE_GPUHAL_ERROR(device_array(ctx, {5000}, dtypes::float64), Status::ERROR_OUT_OF_MEMORY,
+                       "host: mem_alloc failed (ERROR_OUT_OF_MEMORY): mem_alloc: out of device memory");
+  a = DeviceArray();
+  DeviceArray b = device_array(ctx, {5000}, dtypes::float64);  // fits after the free
+  CHECK(b.size() == 5000);
+  REQUIRE_GPUHAL_ERROR(ctx.allocate(0), Status::ERROR_INVALID_VALUE, "size must be positive");
+}
+
+TEST_CASE("many threads use one context concurrently", "[stream][threads]") {
+  Context ctx = test::host_context();
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      Stream s = ctx.create_stream();
+      for (int i = 0; i < 50; ++i) {
+        std::vector<int32_t> v(257, t * 1000 + i), out(257, -1);
+        DeviceArray d = to_device(ctx, HostView::of(v), s);
+        d.copy_to_host(HostView::of(out), s);
+        s.synchronize();
+        if (out != v) ++failures;
+      }
+    });
+  for (auto &th : threads) th.join();
+  CHECK(failures == 0);
+}

@@ -1,0 +1,42 @@
+// Helpers shared by the unit tests.
+#pragma once
+
+#include <catch2/catch.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpuhal/gpuhal.hpp"
+
+namespace test {
+
+// A host-backend runtime found through the build tree, with extra options.
+inline gpuhal::Runtime host_runtime(std::vector<std::pair<std::string, std::string>> options = {}) {
+  gpuhal::Config c;
+  c.backend = "host";
+  c.plugin_path = {GPUHAL_TEST_LIB_DIR};
+  for (auto &kv : options) c.set_option(kv.first, kv.second);
+  return gpuhal::Runtime::load(c);
+}
+
+inline gpuhal::Context host_context(std::vector<std::pair<std::string, std::string>> options = {}) {
+  return host_runtime(std::move(options)).device(0).primary_context();
+}
+
+inline std::string fake(const char *name) { return std::string(GPUHAL_TEST_FAKES_DIR) + "/libgpuhal-fake-" + name + ".so"; }
+
+}  // namespace test
+
+// Requires `expr` to throw gpuhal::Error with `status` and a message
+// containing `text`.
+#define REQUIRE_GPUHAL_ERROR(expr, st, text)                                      \
+  do {                                                                            \
+    try {                                                                         \
+      (void)(expr);                                                               \
+      FAIL("expected gpuhal::Error " << gpuhal::to_string(st) << " from " #expr); \
+    } catch (const gpuhal::Error &e_) {                                           \
+      INFO("message: " << e_.what());                                             \
+      CHECK(e_.status() == (st));                                                 \
+      CHECK_THAT(e_.what(), Catch::Matchers::Contains(text));                     \
+    }                                                                             \
+  } while (0)
