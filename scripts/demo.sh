@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Builds gpuhal and runs the demo on the default backend: gpuhal-info, then
+# the to_device -> work on a stream -> copy_to_host round trip.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+build=${GPUHAL_BUILD_DIR:-build}
+cmake -S . -B "$build" -G Ninja -DGPUHAL_BUILD_TESTS=OFF >/dev/null
+cmake --build "$build"
+"$build/bin/gpuhal-info"
+echo
+"$build/bin/roundtrip"

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs the Debian packages gpuhal needs to build and test, when missing.
+# Safe to run repeatedly; uses sudo only when not root.
+set -euo pipefail
+packages=(cmake ninja-build g++ catch2 binutils)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "gpuhal: installing missing packages: ${missing[*]}"
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
