@@ -11,18 +11,16 @@ namespace gpuhal::detail {
 inline int64_t checked_mul(int64_t a, int64_t b, const char *what) {
   int64_t r;
   if (__builtin_mul_overflow(a, b, &r))
-    throw Error(Status::ERROR_SIZE_OVERFLOW,
-                std::string(what) + ": " + std::to_string(a) + " * " + std::to_string(b) +
-                    " overflows a signed 64-bit size");
+    throw Error(Status::ERROR_SIZE_OVERFLOW, std::string(what) + ": " + std::to_string(a) + " * " + std::to_string(b) +
+                                                 " overflows a signed 64-bit size");
   return r;
 }
 
 inline int64_t checked_add(int64_t a, int64_t b, const char *what) {
   int64_t r;
   if (__builtin_add_overflow(a, b, &r))
-    throw Error(Status::ERROR_SIZE_OVERFLOW,
-                std::string(what) + ": " + std::to_string(a) + " + " + std::to_string(b) +
-                    " overflows a signed 64-bit size");
+    throw Error(Status::ERROR_SIZE_OVERFLOW, std::string(what) + ": " + std::to_string(a) + " + " + std::to_string(b) +
+                                                 " overflows a signed 64-bit size");
   return r;
 }
 

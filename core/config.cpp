@@ -12,8 +12,8 @@ extern char **environ;
 namespace gpuhal {
 namespace {
 
-const char *const kPathVariables[] = {"GPUHAL_PLUGIN_PATH", "GPUHAL_CUDA_DRIVER",
-                                      "GPUHAL_HSA_RUNTIME", "GPUHAL_MEMORY_MANAGER"};
+const char *const kPathVariables[] = {"GPUHAL_PLUGIN_PATH", "GPUHAL_CUDA_DRIVER", "GPUHAL_HSA_RUNTIME",
+                                      "GPUHAL_MEMORY_MANAGER"};
 
 [[noreturn]] void bad(const std::string &name, const std::string &value, const std::string &why) {
   throw Error(Status::ERROR_INVALID_CONFIG, name + "='" + value + "': " + why);
@@ -30,8 +30,7 @@ LogLevel parse_log_level(const std::string &v) {
 }  // namespace
 
 bool is_path_variable(const std::string &name) {
-  return std::find(std::begin(kPathVariables), std::end(kPathVariables), name) !=
-         std::end(kPathVariables);
+  return std::find(std::begin(kPathVariables), std::end(kPathVariables), name) != std::end(kPathVariables);
 }
 
 std::optional<std::string> Config::option(const std::string &name) const {
@@ -57,8 +56,7 @@ Config Config::parse(const std::vector<std::string> &names, const Lookup &lookup
   if (auto v = lookup("GPUHAL_BACKEND"); v && !v->empty()) {
     if (v->find('/') != std::string::npos) {
       if ((*v)[0] != '/')
-        bad("GPUHAL_BACKEND", *v,
-            "a plugin path must be absolute (plugins are never loaded from relative paths)");
+        bad("GPUHAL_BACKEND", *v, "a plugin path must be absolute (plugins are never loaded from relative paths)");
       if (elevated)
         c.notes.push_back("GPUHAL_BACKEND is a path and is ignored in a setuid/elevated process");
       else
@@ -81,8 +79,7 @@ Config Config::parse(const std::vector<std::string> &names, const Lookup &lookup
           if (dir[0] == '/')
             c.plugin_path.push_back(dir);
           else
-            c.notes.push_back("GPUHAL_PLUGIN_PATH entry '" + dir +
-                              "' is not absolute and is ignored");
+            c.notes.push_back("GPUHAL_PLUGIN_PATH entry '" + dir + "' is not absolute and is ignored");
         }
         start = end + 1;
       }
@@ -94,8 +91,7 @@ Config Config::parse(const std::vector<std::string> &names, const Lookup &lookup
     auto v = lookup(name);
     if (!v) continue;
     if (elevated && is_path_variable(name)) {
-      if (name != "GPUHAL_PLUGIN_PATH")
-        c.notes.push_back(name + " is ignored in a setuid/elevated process");
+      if (name != "GPUHAL_PLUGIN_PATH") c.notes.push_back(name + " is ignored in a setuid/elevated process");
       continue;
     }
     if (name == "GPUHAL_BACKEND" && elevated && c.backend.empty()) continue;

@@ -11,8 +11,7 @@ namespace detail {
 ContextImpl::~ContextImpl() {
   if (!handle) return;
   const gpuhal_status_t st = t().context_destroy(handle);
-  if (st != GPUHAL_SUCCESS)
-    logger().write(LogLevel::Error, "context_destroy failed: " + std::string(t().last_error()));
+  if (st != GPUHAL_SUCCESS) logger().write(LogLevel::Error, "context_destroy failed: " + std::string(t().last_error()));
 }
 
 void ContextImpl::check_alive(uint64_t gen, const char *what) const {
@@ -24,7 +23,9 @@ void ContextImpl::check_alive(uint64_t gen, const char *what) const {
 
 }  // namespace detail
 
-Context Context::current() { return Runtime::get().device(0).primary_context(); }
+Context Context::current() {
+  return Runtime::get().device(0).primary_context();
+}
 
 Device Context::device() const {
   return Device(std::shared_ptr<detail::DeviceImpl>(impl_->runtime, impl_->device));
@@ -58,8 +59,8 @@ Event Context::create_event(bool enable_timing) const {
   auto e = std::make_shared<detail::EventImpl>();
   e->ctx = impl_;
   e->generation = gen;
-  impl_->check(impl_->t().event_create(impl_->handle, enable_timing ? GPUHAL_EVENT_DEFAULT : GPUHAL_EVENT_DISABLE_TIMING,
-                                       &e->handle),
+  impl_->check(impl_->t().event_create(impl_->handle,
+                                       enable_timing ? GPUHAL_EVENT_DEFAULT : GPUHAL_EVENT_DISABLE_TIMING, &e->handle),
                "event_create");
   return Event(e);
 }
@@ -76,7 +77,9 @@ MemoryInfo Context::memory_info() const {
   return info;
 }
 
-DeviceMemory Context::allocate(uint64_t bytes) const { return DeviceMemory(detail::allocate(impl_, bytes)); }
+DeviceMemory Context::allocate(uint64_t bytes) const {
+  return DeviceMemory(detail::allocate(impl_, bytes));
+}
 
 void Context::reset() const {
   auto &c = *impl_;
@@ -95,6 +98,8 @@ void Context::reset() const {
   c.check(c.t().context_create(c.device->ordinal, &c.handle), "context_create");
 }
 
-bool Context::supports(Capability capability) const { return device().runtime().supports(capability); }
+bool Context::supports(Capability capability) const {
+  return device().runtime().supports(capability);
+}
 
 }  // namespace gpuhal

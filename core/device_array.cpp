@@ -31,7 +31,9 @@ void check_compatible(const Layout &a, DType da, const Layout &b, DType db) {
                 "incompatible strides: " + Layout::format(a.strides()) + " vs. " + Layout::format(b.strides()));
 }
 
-std::string what(const char *call) { return std::string("DeviceArray::") + call; }
+std::string what(const char *call) {
+  return std::string("DeviceArray::") + call;
+}
 
 }  // namespace
 
@@ -45,8 +47,8 @@ DeviceArray::DeviceArray(DeviceMemory memory, const Layout &layout, DType dtype)
   ctx_ = memory_.impl()->ctx;
   if (layout.size() != 0 && (layout.span_begin() < 0 || uint64_t(layout.span_end()) > memory_.size()))
     throw Error(Status::ERROR_INVALID_SHAPE, "DeviceArray: layout spans bytes [" + std::to_string(layout.span_begin()) +
-                                                 ", " + std::to_string(layout.span_end()) +
-                                                 ") outside the memory of " + std::to_string(memory_.size()) + " bytes");
+                                                 ", " + std::to_string(layout.span_end()) + ") outside the memory of " +
+                                                 std::to_string(memory_.size()) + " bytes");
 }
 
 gpuhal_deviceptr_t DeviceArray::device_pointer() const {
@@ -82,20 +84,30 @@ DeviceArray DeviceArray::ravel(char order) const {
   return out;
 }
 
-void DeviceArray::copy_from_host(const HostView &src) const { copy_from_host_impl(src, nullptr); }
+void DeviceArray::copy_from_host(const HostView &src) const {
+  copy_from_host_impl(src, nullptr);
+}
 void DeviceArray::copy_from_host(const HostView &src, const Stream &stream) const {
   copy_from_host_impl(src, &stream);
 }
-void DeviceArray::copy_from_device(const DeviceArray &src) const { copy_from_device_impl(src, nullptr); }
+void DeviceArray::copy_from_device(const DeviceArray &src) const {
+  copy_from_device_impl(src, nullptr);
+}
 void DeviceArray::copy_from_device(const DeviceArray &src, const Stream &stream) const {
   copy_from_device_impl(src, &stream);
 }
-void DeviceArray::copy_to_host(const HostView &dst) const { copy_to_host_impl(dst, nullptr, false); }
+void DeviceArray::copy_to_host(const HostView &dst) const {
+  copy_to_host_impl(dst, nullptr, false);
+}
 void DeviceArray::copy_to_host(const HostView &dst, const Stream &stream) const {
   copy_to_host_impl(dst, &stream, false);
 }
-void DeviceArray::memset(uint8_t value) const { memset_impl(value, nullptr); }
-void DeviceArray::memset(uint8_t value, const Stream &stream) const { memset_impl(value, &stream); }
+void DeviceArray::memset(uint8_t value) const {
+  memset_impl(value, nullptr);
+}
+void DeviceArray::memset(uint8_t value, const Stream &stream) const {
+  memset_impl(value, &stream);
+}
 
 namespace {
 
@@ -119,7 +131,8 @@ void DeviceArray::copy_from_host_impl(const HostView &src, const Stream *stream)
   check_live(ctx_, memory_, call);
   gpuhal_stream_t sh = stream ? stream_handle(ctx_, *stream, call) : nullptr;
   const Layout dcore = layout_.core();
-  if (size() != 0 && !dcore.is_contiguous()) throw Error(Status::ERROR_NOT_CONTIGUOUS, what(call) + ": destination " + kContiguousMessage);
+  if (size() != 0 && !dcore.is_contiguous())
+    throw Error(Status::ERROR_NOT_CONTIGUOUS, what(call) + ": destination " + kContiguousMessage);
   check_dtype(dtype_, src.dtype());
   // Gather a strided or differently ordered host source into the order of
   // the destination (Numba: np.array(core(ary), order=...)).
@@ -157,8 +170,10 @@ void DeviceArray::copy_from_device_impl(const DeviceArray &src, const Stream *st
     throw Error(Status::ERROR_INVALID_VALUE, what(call) + ": the source array belongs to another runtime");
   gpuhal_stream_t sh = stream ? stream_handle(ctx_, *stream, call) : nullptr;
   const Layout dcore = layout_.core(), score = src.layout_.core();
-  if (size() != 0 && !dcore.is_contiguous()) throw Error(Status::ERROR_NOT_CONTIGUOUS, what(call) + ": destination " + kContiguousMessage);
-  if (src.size() != 0 && !score.is_contiguous()) throw Error(Status::ERROR_NOT_CONTIGUOUS, what(call) + ": source " + kContiguousMessage);
+  if (size() != 0 && !dcore.is_contiguous())
+    throw Error(Status::ERROR_NOT_CONTIGUOUS, what(call) + ": destination " + kContiguousMessage);
+  if (src.size() != 0 && !score.is_contiguous())
+    throw Error(Status::ERROR_NOT_CONTIGUOUS, what(call) + ": source " + kContiguousMessage);
   check_compatible(dcore, dtype_, score, src.dtype_);
   if (size() == 0) return;
   const auto &t = ctx_->t();
@@ -187,7 +202,8 @@ void DeviceArray::copy_to_host_impl(const HostView &dst, const Stream *stream, b
   const char *call = "copy_to_host";
   check_live(ctx_, memory_, call);
   gpuhal_stream_t sh = stream ? stream_handle(ctx_, *stream, call) : nullptr;
-  if (!dst.writeable()) throw Error(Status::ERROR_INVALID_VALUE, what(call) + ": the destination host view is read-only");
+  if (!dst.writeable())
+    throw Error(Status::ERROR_INVALID_VALUE, what(call) + ": the destination host view is read-only");
   check_compatible(layout_, dtype_, dst.layout(), dst.dtype());
   if (size() == 0) return;
   const auto &t = ctx_->t();
@@ -211,8 +227,8 @@ void DeviceArray::copy_to_host_impl(const HostView &dst, const Stream *stream, b
   // Compatible arrays have equal squeezed shapes and strides: scatter over those.
   const HostView dst_squeezed = HostView::from_layout(static_cast<char *>(dst.data()) - dst.layout().offset(),
                                                       dst.layout().squeeze(), dtype_, true);
-  const HostView src_squeezed = HostView::from_layout(static_cast<char *>(staging.data()) - layout_.offset(),
-                                                      layout_.squeeze(), dtype_, true);
+  const HostView src_squeezed =
+      HostView::from_layout(static_cast<char *>(staging.data()) - layout_.offset(), layout_.squeeze(), dtype_, true);
   if (!stream) {
     ctx_->check(t.memcpy_sync(ctx_->handle, GPUHAL_COPY_DEVICE_TO_HOST, host, from, bytes), "memcpy_sync(D2H)");
     detail::copy_elements(dst_squeezed, src_squeezed);

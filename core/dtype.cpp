@@ -14,13 +14,20 @@ struct Named {
 // The supported types. Type strings use '<' for little-endian multi-byte
 // types and '|' where byte order does not apply, as NumPy prints them.
 constexpr Named kTypes[] = {
-    {dtypes::bool_, "bool", "|b1"},         {dtypes::int8, "int8", "|i1"},
-    {dtypes::int16, "int16", "<i2"},        {dtypes::int32, "int32", "<i4"},
-    {dtypes::int64, "int64", "<i8"},        {dtypes::uint8, "uint8", "|u1"},
-    {dtypes::uint16, "uint16", "<u2"},      {dtypes::uint32, "uint32", "<u4"},
-    {dtypes::uint64, "uint64", "<u8"},      {dtypes::float16, "float16", "<f2"},
-    {dtypes::bfloat16, "bfloat16", "<V2"},  {dtypes::float32, "float32", "<f4"},
-    {dtypes::float64, "float64", "<f8"},    {dtypes::complex64, "complex64", "<c8"},
+    {dtypes::bool_, "bool", "|b1"},
+    {dtypes::int8, "int8", "|i1"},
+    {dtypes::int16, "int16", "<i2"},
+    {dtypes::int32, "int32", "<i4"},
+    {dtypes::int64, "int64", "<i8"},
+    {dtypes::uint8, "uint8", "|u1"},
+    {dtypes::uint16, "uint16", "<u2"},
+    {dtypes::uint32, "uint32", "<u4"},
+    {dtypes::uint64, "uint64", "<u8"},
+    {dtypes::float16, "float16", "<f2"},
+    {dtypes::bfloat16, "bfloat16", "<V2"},
+    {dtypes::float32, "float32", "<f4"},
+    {dtypes::float64, "float64", "<f8"},
+    {dtypes::complex64, "complex64", "<c8"},
     {dtypes::complex128, "complex128", "<c16"},
 };
 
@@ -31,8 +38,8 @@ const Named *find(const DType &d) {
 }
 
 std::string describe_raw(const DType &d) {
-  return "(kind " + std::to_string(int(d.kind)) + ", bits " + std::to_string(d.bits) +
-         ", lanes " + std::to_string(d.lanes) + ")";
+  return "(kind " + std::to_string(int(d.kind)) + ", bits " + std::to_string(d.bits) + ", lanes " +
+         std::to_string(d.lanes) + ")";
 }
 
 }  // namespace
@@ -48,8 +55,7 @@ std::string DType::typestr() const {
 }
 
 void DType::validate() const {
-  if (!find(*this))
-    throw Error(Status::ERROR_INVALID_DTYPE, "unsupported dtype " + describe_raw(*this));
+  if (!find(*this)) throw Error(Status::ERROR_INVALID_DTYPE, "unsupported dtype " + describe_raw(*this));
 }
 
 DType DType::parse(const std::string &text) {

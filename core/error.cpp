@@ -24,7 +24,6 @@ const char *describe(Status status) {
   return "unknown status";
 }
 
-Error::Error(Status status, const std::string &message)
-    : std::runtime_error(message), status_(status) {}
+Error::Error(Status status, const std::string &message) : std::runtime_error(message), status_(status) {}
 
 }  // namespace gpuhal

@@ -13,8 +13,7 @@ HostView::HostView(void *data, const Shape &shape, DType dtype, const Strides &s
     throw Error(Status::ERROR_INVALID_VALUE, "HostView: null data pointer for a non-empty array");
 }
 
-HostView HostView::readonly(const void *data, const Shape &shape, DType dtype,
-                            const Strides &strides, char order) {
+HostView HostView::readonly(const void *data, const Shape &shape, DType dtype, const Strides &strides, char order) {
   HostView v(const_cast<void *>(data), shape, dtype, strides, order);
   v.writeable_ = false;
   return v;
@@ -33,15 +32,14 @@ HostView HostView::from_layout(void *base, const Layout &layout, DType dtype, bo
   return v;
 }
 
-HostView HostView::checked_over(void *data, size_t bytes, const Shape &shape, DType dtype,
-                                bool writeable) {
+HostView HostView::checked_over(void *data, size_t bytes, const Shape &shape, DType dtype, bool writeable) {
   HostView v(data, shape, dtype);
   v.writeable_ = writeable;
   const int64_t need = v.layout_.span_end() - v.layout_.offset();
   if (v.size() != 0 && uint64_t(need) > bytes)
-    throw Error(Status::ERROR_INVALID_SHAPE, "HostView: shape " + Layout::format(shape) + " of " +
-                                                 dtype.name() + " needs " + std::to_string(need) +
-                                                 " bytes but the vector holds " + std::to_string(bytes));
+    throw Error(Status::ERROR_INVALID_SHAPE, "HostView: shape " + Layout::format(shape) + " of " + dtype.name() +
+                                                 " needs " + std::to_string(need) + " bytes but the vector holds " +
+                                                 std::to_string(bytes));
   return v;
 }
 

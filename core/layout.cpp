@@ -14,7 +14,9 @@ namespace {
 using detail::checked_add;
 using detail::checked_mul;
 
-std::string order_text(char order) { return std::string("'") + order + "'"; }
+std::string order_text(char order) {
+  return std::string("'") + order + "'";
+}
 
 void check_order(char order, const char *allowed, const char *what) {
   for (const char *p = allowed; *p; ++p)
@@ -88,9 +90,8 @@ Layout Layout::make(const Shape &shape, int64_t itemsize, const Strides &strides
                                                  " (the limit is " + std::to_string(kMaxDims) + ")");
   for (size_t d = 0; d < shape.size(); ++d)
     if (shape[d] < 0)
-      throw Error(Status::ERROR_INVALID_SHAPE, "negative dimension " + std::to_string(shape[d]) +
-                                                   " at axis " + std::to_string(d) + " of shape " +
-                                                   format(shape));
+      throw Error(Status::ERROR_INVALID_SHAPE, "negative dimension " + std::to_string(shape[d]) + " at axis " +
+                                                   std::to_string(d) + " of shape " + format(shape));
   check_order(order, "CF", "array layout");
   Layout l;
   l.shape_ = shape;
@@ -100,9 +101,8 @@ Layout Layout::make(const Shape &shape, int64_t itemsize, const Strides &strides
   } else {
     if (strides.size() != shape.size())
       throw Error(Status::ERROR_INVALID_SHAPE,
-                  "strides " + format(strides) + " have " + std::to_string(strides.size()) +
-                      " entries but shape " + format(shape) + " has " +
-                      std::to_string(shape.size()) + " dimensions");
+                  "strides " + format(strides) + " have " + std::to_string(strides.size()) + " entries but shape " +
+                      format(shape) + " has " + std::to_string(shape.size()) + " dimensions");
     l.strides_ = strides;
   }
   // Place element 0 so that the lowest element is at offset 0: with negative
@@ -194,9 +194,9 @@ bool Layout::has_broadcast_axis() const {
 
 Layout Layout::index(const std::vector<Index> &indices) const {
   if (indices.size() > shape_.size())
-    throw Error(Status::ERROR_INDEX_OUT_OF_RANGE,
-                "too many indices: " + std::to_string(indices.size()) + " given for a " +
-                    std::to_string(shape_.size()) + "-dimensional array");
+    throw Error(Status::ERROR_INDEX_OUT_OF_RANGE, "too many indices: " + std::to_string(indices.size()) +
+                                                      " given for a " + std::to_string(shape_.size()) +
+                                                      "-dimensional array");
   Layout out;
   out.itemsize_ = itemsize_;
   int64_t offset = offset_;
@@ -216,9 +216,8 @@ Layout Layout::index(const std::vector<Index> &indices) const {
     } else {
       int64_t i = indices[d].integer();
       if (i < -n || i >= n)
-        throw Error(Status::ERROR_INDEX_OUT_OF_RANGE,
-                    "index " + std::to_string(i) + " is out of bounds for axis " + std::to_string(d) +
-                        " with size " + std::to_string(n));
+        throw Error(Status::ERROR_INDEX_OUT_OF_RANGE, "index " + std::to_string(i) + " is out of bounds for axis " +
+                                                          std::to_string(d) + " with size " + std::to_string(n));
       if (i < 0) i += n;
       offset += i * st;
     }
@@ -242,19 +241,22 @@ Layout Layout::reshape(const Shape &new_shape_in, char order) const {
         throw Error(Status::ERROR_INVALID_SHAPE, "reshape: can only specify one unknown dimension in " + format(ns));
       unknown = int(d);
     } else if (ns[d] < 0) {
-      throw Error(Status::ERROR_INVALID_SHAPE, "reshape: negative dimension " + std::to_string(ns[d]) + " in " + format(ns));
+      throw Error(Status::ERROR_INVALID_SHAPE,
+                  "reshape: negative dimension " + std::to_string(ns[d]) + " in " + format(ns));
     } else {
       known = checked_mul(known, ns[d], "reshape size");
     }
   }
   if (unknown >= 0) {
     if (known == 0 || size_ % known != 0)
-      throw Error(Status::ERROR_INVALID_SHAPE, "reshape: cannot reshape array of size " + std::to_string(size_) + " into shape " + format(ns));
+      throw Error(Status::ERROR_INVALID_SHAPE,
+                  "reshape: cannot reshape array of size " + std::to_string(size_) + " into shape " + format(ns));
     ns[size_t(unknown)] = size_ / known;
     known = size_;
   }
   if (known != size_)
-    throw Error(Status::ERROR_INVALID_SHAPE, "reshape: cannot reshape array of size " + std::to_string(size_) + " into shape " + format(ns));
+    throw Error(Status::ERROR_INVALID_SHAPE,
+                "reshape: cannot reshape array of size " + std::to_string(size_) + " into shape " + format(ns));
 
   Layout out;
   out.itemsize_ = itemsize_;
@@ -279,8 +281,8 @@ Layout Layout::reshape(const Shape &new_shape_in, char order) const {
   const bool f = order == 'F';
   auto fail = [&]() {
     return Error(Status::ERROR_REQUIRES_COPY,
-                 "reshape from shape " + format(shape_) + " with strides " + format(strides_) +
-                     " to " + format(ns) + " in order " + order_text(order) +
+                 "reshape from shape " + format(shape_) + " with strides " + format(strides_) + " to " + format(ns) +
+                     " in order " + order_text(order) +
                      " cannot be a view; it requires a copy (copy to a contiguous array first)");
   };
   while (ni < newnd && oi < oldnd) {
@@ -321,10 +323,9 @@ Layout Layout::ravel(char order) const {
   if (order == 'A') order = (f_contig_ && !c_contig_) ? 'F' : 'C';
   const bool ok = order == 'C' ? c_contig_ : f_contig_;
   if (!ok)
-    throw Error(Status::ERROR_REQUIRES_COPY,
-                "ravel in order " + order_text(order) + " of an array with shape " + format(shape_) +
-                    " and strides " + format(strides_) +
-                    " requires a copy (its elements are not contiguous in that order)");
+    throw Error(Status::ERROR_REQUIRES_COPY, "ravel in order " + order_text(order) + " of an array with shape " +
+                                                 format(shape_) + " and strides " + format(strides_) +
+                                                 " requires a copy (its elements are not contiguous in that order)");
   Layout out;
   out.itemsize_ = itemsize_;
   out.shape_ = {size_};
@@ -369,13 +370,11 @@ Layout Layout::with_offset(int64_t offset) const {
 }
 
 Strides strides_like(const Layout &src) {
-  if (src.ndim() <= 1 || src.is_c_contiguous())
-    return Layout::dense_strides(src.shape(), src.itemsize(), 'C');
+  if (src.ndim() <= 1 || src.is_c_contiguous()) return Layout::dense_strides(src.shape(), src.itemsize(), 'C');
   if (src.is_f_contiguous()) return Layout::dense_strides(src.shape(), src.itemsize(), 'F');
   std::vector<size_t> axes(size_t(src.ndim()));
   std::iota(axes.begin(), axes.end(), 0);
-  std::stable_sort(axes.begin(), axes.end(),
-                   [&](size_t a, size_t b) { return src.strides()[a] < src.strides()[b]; });
+  std::stable_sort(axes.begin(), axes.end(), [&](size_t a, size_t b) { return src.strides()[a] < src.strides()[b]; });
   Strides out(axes.size());
   int64_t acc = src.itemsize();
   for (size_t a : axes) {

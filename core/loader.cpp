@@ -32,8 +32,8 @@ std::vector<std::string> candidate_paths(const std::string &name, const Config &
 
 // Tries the candidates of one backend name in order; the first that loads
 // wins. Candidates that do not exist are recorded as not found.
-std::unique_ptr<PluginLibrary> try_backend(const std::string &name, const Config &config,
-                                           const Logger &logger, std::vector<LoadAttempt> &attempts) {
+std::unique_ptr<PluginLibrary> try_backend(const std::string &name, const Config &config, const Logger &logger,
+                                           std::vector<LoadAttempt> &attempts) {
   for (const auto &path : candidate_paths(name, config)) {
     LoadAttempt a;
     a.backend = name;
@@ -105,9 +105,9 @@ Selection select_backend(const Config &config, const Logger &logger) {
                   "GPUHAL_BACKEND='" + b + "' is neither a backend name ([a-z0-9_-]) nor an absolute path");
     sel.library = try_backend(b, config, logger, sel.attempts);
     if (!sel.library)
-      throw Error(worst(sel.attempts, Status::ERROR_PLUGIN_NOT_FOUND),
-                  "backend '" + b + "' could not be loaded; looked for libgpuhal-" + b + ".so in:" +
-                      summarize(sel.attempts));
+      throw Error(
+          worst(sel.attempts, Status::ERROR_PLUGIN_NOT_FOUND),
+          "backend '" + b + "' could not be loaded; looked for libgpuhal-" + b + ".so in:" + summarize(sel.attempts));
   } else {
     for (const char *name : kDefaultOrder) {
       auto lib = try_backend(name, config, logger, sel.attempts);
@@ -124,8 +124,8 @@ Selection select_backend(const Config &config, const Logger &logger) {
                   "no backend with a device was found (tried cuda, hsa, host):" + summarize(sel.attempts));
   }
   if (sel.library->device_count() == 0)
-    throw Error(Status::ERROR_NO_DEVICE, "backend '" + sel.library->name() + "' (" +
-                                             sel.library->path() + ") reports no devices");
+    throw Error(Status::ERROR_NO_DEVICE,
+                "backend '" + sel.library->name() + "' (" + sel.library->path() + ") reports no devices");
   sel.attempts.back().selected = true;
   return sel;
 }

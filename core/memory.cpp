@@ -29,8 +29,12 @@ std::shared_ptr<Allocation> allocate(const std::shared_ptr<ContextImpl> &ctx, ui
 
 }  // namespace detail
 
-gpuhal_deviceptr_t DeviceMemory::device_pointer() const { return impl_ ? impl_->ptr : 0; }
-uint64_t DeviceMemory::size() const { return impl_ ? impl_->size : 0; }
+gpuhal_deviceptr_t DeviceMemory::device_pointer() const {
+  return impl_ ? impl_->ptr : 0;
+}
+uint64_t DeviceMemory::size() const {
+  return impl_ ? impl_->size : 0;
+}
 Context DeviceMemory::context() const {
   if (!impl_) throw Error(Status::ERROR_INVALID_HANDLE, "DeviceMemory::context: empty handle");
   return Context(impl_->ctx);

@@ -15,7 +15,8 @@ struct EntryInfo {
   const char *name;
 };
 
-#define GPUHAL_ENTRY(name) {offsetof(gpuhal_plugin_table_t, name), #name}
+#define GPUHAL_ENTRY(name) \
+  { offsetof(gpuhal_plugin_table_t, name), #name }
 // Required in ABI 1.0, in table order.
 const EntryInfo kRequired[] = {
     GPUHAL_ENTRY(init),
@@ -48,15 +49,16 @@ const EntryInfo kRequired[] = {
 };
 // Optional, all-or-none group: host memory.
 const EntryInfo kHostMemoryGroup[] = {
-    GPUHAL_ENTRY(host_alloc),         GPUHAL_ENTRY(host_free),
-    GPUHAL_ENTRY(host_register),      GPUHAL_ENTRY(host_unregister),
+    GPUHAL_ENTRY(host_alloc),
+    GPUHAL_ENTRY(host_free),
+    GPUHAL_ENTRY(host_register),
+    GPUHAL_ENTRY(host_unregister),
     GPUHAL_ENTRY(host_get_device_pointer),
 };
 #undef GPUHAL_ENTRY
 
 // Bytes of the table up to and including the last required entry.
-constexpr size_t kRequiredTableSize =
-    offsetof(gpuhal_plugin_table_t, event_elapsed_ms) + sizeof(void *);
+constexpr size_t kRequiredTableSize = offsetof(gpuhal_plugin_table_t, event_elapsed_ms) + sizeof(void *);
 
 bool entry_present(const gpuhal_plugin_table_t &t, size_t offset) {
   void *p;
@@ -75,8 +77,8 @@ std::string version_string(uint32_t v) {
   return std::to_string(GPUHAL_VERSION_MAJOR(v)) + "." + std::to_string(GPUHAL_VERSION_MINOR(v));
 }
 
-std::unique_ptr<PluginLibrary> PluginLibrary::open(const std::string &path, const Config &config,
-                                                   const Logger &logger, LoadAttempt *attempt) {
+std::unique_ptr<PluginLibrary> PluginLibrary::open(const std::string &path, const Config &config, const Logger &logger,
+                                                   LoadAttempt *attempt) {
   attempt->path = path;
   auto refuse = [&](Status status, const std::string &why) -> std::unique_ptr<PluginLibrary> {
     attempt->status = status;
@@ -96,16 +98,16 @@ std::unique_ptr<PluginLibrary> PluginLibrary::open(const std::string &path, cons
     // missing one.
     struct stat st;
     const bool exists = path.find('/') != std::string::npos && ::stat(path.c_str(), &st) == 0;
-    return refuse(exists ? Status::ERROR_INVALID_PLUGIN : Status::ERROR_PLUGIN_NOT_FOUND,
-                  std::string(exists ? "not a loadable shared object: " : "dlopen failed: ") + (e ? e : "unknown error"));
+    return refuse(
+        exists ? Status::ERROR_INVALID_PLUGIN : Status::ERROR_PLUGIN_NOT_FOUND,
+        std::string(exists ? "not a loadable shared object: " : "dlopen failed: ") + (e ? e : "unknown error"));
   }
   dlerror();
   void *sym = dlsym(lib->handle_, GPUHAL_PLUGIN_ENTRY_NAME);
   if (!sym) {
     const char *e = dlerror();
-    return refuse(Status::ERROR_INVALID_PLUGIN,
-                  std::string("not a gpuhal plugin: it does not export ") + GPUHAL_PLUGIN_ENTRY_NAME +
-                      " (" + (e ? e : "symbol is NULL") + ")");
+    return refuse(Status::ERROR_INVALID_PLUGIN, std::string("not a gpuhal plugin: it does not export ") +
+                                                    GPUHAL_PLUGIN_ENTRY_NAME + " (" + (e ? e : "symbol is NULL") + ")");
   }
   gpuhal_plugin_negotiate_fn negotiate;
   static_assert(sizeof negotiate == sizeof sym, "function pointer size");
@@ -118,18 +120,16 @@ std::unique_ptr<PluginLibrary> PluginLibrary::open(const std::string &path, cons
     return refuse(Status::ERROR_ABI_MISMATCH,
                   "the plugin refused the core's ABI " + core_v + " (it speaks another major version)");
   if (st != GPUHAL_SUCCESS)
-    return refuse(Status::ERROR_INVALID_PLUGIN, "negotiation failed with status " +
-                                                    to_string(static_cast<Status>(st)));
+    return refuse(Status::ERROR_INVALID_PLUGIN, "negotiation failed with status " + to_string(static_cast<Status>(st)));
   if (!t) return refuse(Status::ERROR_INVALID_PLUGIN, "negotiation returned no table");
   if (GPUHAL_VERSION_MAJOR(t->abi_version) != GPUHAL_ABI_MAJOR)
     return refuse(Status::ERROR_ABI_MISMATCH, "the plugin speaks ABI " + version_string(t->abi_version) +
                                                   " but the core speaks ABI " + core_v +
                                                   " (major versions must match)");
   if (t->struct_size < kRequiredTableSize)
-    return refuse(Status::ERROR_INVALID_PLUGIN,
-                  "plugin table struct_size " + std::to_string(t->struct_size) +
-                      " is smaller than the required part of the ABI " + core_v + " table (" +
-                      std::to_string(kRequiredTableSize) + " bytes)");
+    return refuse(Status::ERROR_INVALID_PLUGIN, "plugin table struct_size " + std::to_string(t->struct_size) +
+                                                    " is smaller than the required part of the ABI " + core_v +
+                                                    " table (" + std::to_string(kRequiredTableSize) + " bytes)");
   // Read what both sides know; a newer minor's extra entries are ignored, an
   // older minor's missing entries stay NULL (absent, optional).
   std::memcpy(&lib->table_, t, std::min<size_t>(t->struct_size, sizeof(gpuhal_plugin_table_t)));
@@ -147,8 +147,8 @@ std::unique_ptr<PluginLibrary> PluginLibrary::open(const std::string &path, cons
     return refuse(Status::ERROR_INVALID_PLUGIN,
                   "the host-memory entries (host_alloc ... host_get_device_pointer) must be all present or all NULL");
   if (GPUHAL_VERSION_MINOR(t->abi_version) > GPUHAL_ABI_MINOR)
-    logger.write(LogLevel::Debug, "plugin " + path + " speaks newer minor ABI " +
-                                      version_string(t->abi_version) + "; using the " + core_v + " subset");
+    logger.write(LogLevel::Debug, "plugin " + path + " speaks newer minor ABI " + version_string(t->abi_version) +
+                                      "; using the " + core_v + " subset");
 
   std::vector<gpuhal_option_t> options;
   options.reserve(config.plugin_options.size());

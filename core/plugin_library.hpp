@@ -22,8 +22,8 @@ class PluginLibrary {
   // Opens `path` (an absolute path, or a bare file name for the system
   // loader path). On failure returns nullptr and fills attempt->status and
   // attempt->message with why. Never throws for plugin problems.
-  static std::unique_ptr<PluginLibrary> open(const std::string &path, const Config &config,
-                                             const Logger &logger, LoadAttempt *attempt);
+  static std::unique_ptr<PluginLibrary> open(const std::string &path, const Config &config, const Logger &logger,
+                                             LoadAttempt *attempt);
   ~PluginLibrary();
   PluginLibrary(const PluginLibrary &) = delete;
   PluginLibrary &operator=(const PluginLibrary &) = delete;

@@ -77,18 +77,30 @@ Runtime Runtime::get() {
   return Runtime(runtime);
 }
 
-const std::string &Runtime::backend_name() const { return impl_->library->name(); }
-const std::string &Runtime::plugin_path() const { return impl_->library->path(); }
-uint32_t Runtime::plugin_abi_version() const { return impl_->library->abi_version(); }
-const std::vector<LoadAttempt> &Runtime::attempts() const { return impl_->attempts; }
-const Config &Runtime::config() const { return impl_->config; }
-int Runtime::device_count() const { return int(impl_->devices.size()); }
+const std::string &Runtime::backend_name() const {
+  return impl_->library->name();
+}
+const std::string &Runtime::plugin_path() const {
+  return impl_->library->path();
+}
+uint32_t Runtime::plugin_abi_version() const {
+  return impl_->library->abi_version();
+}
+const std::vector<LoadAttempt> &Runtime::attempts() const {
+  return impl_->attempts;
+}
+const Config &Runtime::config() const {
+  return impl_->config;
+}
+int Runtime::device_count() const {
+  return int(impl_->devices.size());
+}
 
 Device Runtime::device(int ordinal) const {
   if (ordinal < 0 || ordinal >= device_count())
-    throw Error(Status::ERROR_INVALID_VALUE, "device ordinal " + std::to_string(ordinal) +
-                                                 " out of range: backend '" + backend_name() + "' has " +
-                                                 std::to_string(device_count()) + " device(s)");
+    throw Error(Status::ERROR_INVALID_VALUE, "device ordinal " + std::to_string(ordinal) + " out of range: backend '" +
+                                                 backend_name() + "' has " + std::to_string(device_count()) +
+                                                 " device(s)");
   return Device(std::shared_ptr<DeviceImpl>(impl_, impl_->devices[size_t(ordinal)].get()));
 }
 
@@ -109,8 +121,12 @@ bool Runtime::supports(Capability c) const {
   return false;
 }
 
-int Device::ordinal() const { return impl_->ordinal; }
-const DeviceProperties &Device::properties() const { return impl_->properties; }
+int Device::ordinal() const {
+  return impl_->ordinal;
+}
+const DeviceProperties &Device::properties() const {
+  return impl_->properties;
+}
 
 Runtime Device::runtime() const {
   // The aliasing handle shares ownership of the RuntimeImpl.

@@ -45,9 +45,15 @@ void run_callback(void *user, gpuhal_status_t status) {
 
 }  // namespace
 
-Context Stream::context() const { return Context(impl_->ctx); }
-bool Stream::is_default() const { return impl_->handle == nullptr; }
-gpuhal_stream_t Stream::native_handle() const { return impl_->handle; }
+Context Stream::context() const {
+  return Context(impl_->ctx);
+}
+bool Stream::is_default() const {
+  return impl_->handle == nullptr;
+}
+gpuhal_stream_t Stream::native_handle() const {
+  return impl_->handle;
+}
 
 void Stream::synchronize() const {
   auto h = impl_->live("Stream::synchronize");
@@ -96,8 +102,8 @@ void Stream::wait_for_all_prior_work() const {
   auto h = impl_->live("Stream::wait_for_all_prior_work");
   const auto &t = impl_->ctx->t();
   if (!t.stream_barrier)
-    throw Error(Status::ERROR_NOT_SUPPORTED, "Stream::wait_for_all_prior_work: backend '" +
-                                                 impl_->ctx->lib().name() + "' has no stream_barrier entry");
+    throw Error(Status::ERROR_NOT_SUPPORTED, "Stream::wait_for_all_prior_work: backend '" + impl_->ctx->lib().name() +
+                                                 "' has no stream_barrier entry");
   impl_->ctx->check(t.stream_barrier(impl_->ctx->handle, h, nullptr, 0, GPUHAL_BARRIER_ALL_PRIOR_WORK),
                     "stream_barrier");
 }
@@ -117,7 +123,9 @@ Event Stream::record() const {
   return e;
 }
 
-Context Event::context() const { return Context(impl_->ctx); }
+Context Event::context() const {
+  return Context(impl_->ctx);
+}
 
 void Event::record(const Stream &stream) const {
   if (!stream.impl()) throw Error(Status::ERROR_INVALID_HANDLE, "Event::record: null stream");

@@ -26,12 +26,12 @@ int main() {
 
     gpuhal::Stream stream = ctx.create_stream();
     gpuhal::Event start = stream.record();
-    gpuhal::DeviceArray d_ary = gpuhal::to_device(ctx, view, stream);            // H2D, async
-    gpuhal::DeviceArray d_copy = gpuhal::device_array_like(d_ary);                // same shape/dtype
-    d_copy.copy_from_device(d_ary, stream);                                      // D2D
-    d_copy.view({gpuhal::Slice(0, 8)}).memset(0, stream);                        // zero rows 0..7
+    gpuhal::DeviceArray d_ary = gpuhal::to_device(ctx, view, stream);  // H2D, async
+    gpuhal::DeviceArray d_copy = gpuhal::device_array_like(d_ary);     // same shape/dtype
+    d_copy.copy_from_device(d_ary, stream);                            // D2D
+    d_copy.view({gpuhal::Slice(0, 8)}).memset(0, stream);              // zero rows 0..7
     std::vector<float> result(host.size());
-    d_copy.copy_to_host(gpuhal::HostView::of(result, {1024, 1024}), stream);     // D2H, async
+    d_copy.copy_to_host(gpuhal::HostView::of(result, {1024, 1024}), stream);  // D2H, async
     gpuhal::Event end = stream.record();
     stream.synchronize();
 
@@ -40,8 +40,8 @@ int main() {
       const float expect = i < 8 * 1024 ? 0.0f : float(i);
       wrong += result[i] != expect;
     }
-    std::printf("round trip of %zu floats on a stream: %s (%.3f ms)\n", result.size(),
-                wrong == 0 ? "correct" : "WRONG", double(gpuhal::Event::elapsed_ms(start, end)));
+    std::printf("round trip of %zu floats on a stream: %s (%.3f ms)\n", result.size(), wrong == 0 ? "correct" : "WRONG",
+                double(gpuhal::Event::elapsed_ms(start, end)));
 
     // Views and reshape follow NumPy: a transposed-order reshape that needs a
     // copy says so instead of reinterpreting memory.

@@ -14,10 +14,18 @@ std::string json_string(const std::string &s) {
   std::string out = "\"";
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20) {
           char buf[8];
@@ -44,8 +52,9 @@ std::string attempts_json(const std::vector<gpuhal::LoadAttempt> &attempts) {
   for (size_t i = 0; i < attempts.size(); ++i) {
     const auto &a = attempts[i];
     s += std::string(i ? "," : "") + "{\"backend\":" + json_string(a.backend) + ",\"path\":" + json_string(a.path) +
-         ",\"selected\":" + (a.selected ? "true" : "false") + ",\"status\":" + json_string(gpuhal::to_string(a.status)) +
-         ",\"message\":" + json_string(a.message) + ",\"devices\":" + std::to_string(a.device_count) + "}";
+         ",\"selected\":" + (a.selected ? "true" : "false") +
+         ",\"status\":" + json_string(gpuhal::to_string(a.status)) + ",\"message\":" + json_string(a.message) +
+         ",\"devices\":" + std::to_string(a.device_count) + "}";
   }
   return s + "]";
 }
@@ -87,14 +96,14 @@ int main(int argc, char **argv) {
   }();
 
   if (json) {
-    std::string s = "{\"ok\":true,\"backend\":" + json_string(rt.backend_name()) +
-                    ",\"plugin\":" + json_string(rt.plugin_path()) + ",\"abi\":\"" +
-                    std::to_string(rt.plugin_abi_version() >> 16) + "." +
-                    std::to_string(rt.plugin_abi_version() & 0xffff) + "\",\"attempts\":" + attempts_json(rt.attempts()) +
-                    ",\"capabilities\":{\"stream_barrier\":" + (rt.supports(gpuhal::Capability::StreamBarrier) ? "true" : "false") +
-                    ",\"host_memory\":" + (rt.supports(gpuhal::Capability::HostMemory) ? "true" : "false") +
-                    ",\"mapped_host_memory\":" + (rt.supports(gpuhal::Capability::MappedHostMemory) ? "true" : "false") +
-                    "},\"devices\":[";
+    std::string s =
+        "{\"ok\":true,\"backend\":" + json_string(rt.backend_name()) + ",\"plugin\":" + json_string(rt.plugin_path()) +
+        ",\"abi\":\"" + std::to_string(rt.plugin_abi_version() >> 16) + "." +
+        std::to_string(rt.plugin_abi_version() & 0xffff) + "\",\"attempts\":" + attempts_json(rt.attempts()) +
+        ",\"capabilities\":{\"stream_barrier\":" + (rt.supports(gpuhal::Capability::StreamBarrier) ? "true" : "false") +
+        ",\"host_memory\":" + (rt.supports(gpuhal::Capability::HostMemory) ? "true" : "false") +
+        ",\"mapped_host_memory\":" + (rt.supports(gpuhal::Capability::MappedHostMemory) ? "true" : "false") +
+        "},\"devices\":[";
     for (int i = 0; i < rt.device_count(); ++i) {
       const auto &p = rt.device(i).properties();
       s += std::string(i ? "," : "") + "{\"ordinal\":" + std::to_string(i) + ",\"name\":" + json_string(p.name) +

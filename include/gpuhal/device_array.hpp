@@ -108,12 +108,13 @@ enum class Copy { yes, no };
 // and (with Copy::yes) copies the data. The host array must be contiguous at
 // its core (ERROR_NOT_CONTIGUOUS otherwise; broadcast arrays are fine).
 DeviceArray to_device(const Context &ctx, const HostView &host, Copy copy = Copy::yes);
-DeviceArray to_device(const Context &ctx, const HostView &host, const Stream &stream,
-                      Copy copy = Copy::yes);
+DeviceArray to_device(const Context &ctx, const HostView &host, const Stream &stream, Copy copy = Copy::yes);
 // Copies into an existing array (Numba's `to=`) and returns it.
 DeviceArray to_device(const HostView &host, const DeviceArray &to);
 DeviceArray to_device(const HostView &host, const DeviceArray &to, const Stream &stream);
 // A device array is already on the device: returned as is, no copy.
-inline DeviceArray to_device(const DeviceArray &array) { return array; }
+inline DeviceArray to_device(const DeviceArray &array) {
+  return array;
+}
 
 }  // namespace gpuhal

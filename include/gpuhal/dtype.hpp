@@ -54,9 +54,9 @@ inline constexpr DType complex128{DTypeKind::Complex, 128, 1};
 // dtype_of<T>() for the C++ types that have a dtype.
 template <class T>
 struct DTypeOf;
-#define GPUHAL_DTYPE_OF(T, D) \
-  template <>                 \
-  struct DTypeOf<T> {         \
+#define GPUHAL_DTYPE_OF(T, D)                 \
+  template <>                                 \
+  struct DTypeOf<T> {                         \
     static constexpr DType value = dtypes::D; \
   };
 GPUHAL_DTYPE_OF(bool, bool_)

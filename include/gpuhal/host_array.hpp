@@ -21,11 +21,10 @@ class HostView {
   HostView() = default;
   // `data` points at element 0. Empty strides: dense in `order`. Validates
   // the layout (see Layout::make).
-  HostView(void *data, const Shape &shape, DType dtype, const Strides &strides = {},
-           char order = 'C');
+  HostView(void *data, const Shape &shape, DType dtype, const Strides &strides = {}, char order = 'C');
   // A read-only view (a source for copies only).
-  static HostView readonly(const void *data, const Shape &shape, DType dtype,
-                           const Strides &strides = {}, char order = 'C');
+  static HostView readonly(const void *data, const Shape &shape, DType dtype, const Strides &strides = {},
+                           char order = 'C');
 
   template <class T>
   static HostView of(T *data, const Shape &shape, const Strides &strides = {}) {
@@ -39,8 +38,8 @@ class HostView {
   // ERROR_INVALID_SHAPE when the layout reaches outside the vector.
   template <class T>
   static HostView of(std::vector<T> &v, const Shape &shape = {}) {
-    return checked_over(v.data(), v.size() * sizeof(T), shape.empty() ? Shape{int64_t(v.size())} : shape,
-                        dtype_of<T>(), true);
+    return checked_over(v.data(), v.size() * sizeof(T), shape.empty() ? Shape{int64_t(v.size())} : shape, dtype_of<T>(),
+                        true);
   }
   template <class T>
   static HostView of(const std::vector<T> &v, const Shape &shape = {}) {
@@ -73,8 +72,7 @@ class HostView {
   static HostView from_layout(void *base, const Layout &layout, DType dtype, bool writeable);
 
  private:
-  static HostView checked_over(void *data, size_t bytes, const Shape &shape, DType dtype,
-                               bool writeable);
+  static HostView checked_over(void *data, size_t bytes, const Shape &shape, DType dtype, bool writeable);
   void *data_ = nullptr;
   Layout layout_;
   DType dtype_;
@@ -102,7 +100,8 @@ class HostArray {
   // Typed element access; throws ERROR_INVALID_DTYPE when T does not match.
   template <class T>
   T &at(const std::vector<int64_t> &indices) const {
-    if (dtype_of<T>() != dtype()) throw Error(Status::ERROR_INVALID_DTYPE, "HostArray::at: element type does not match dtype " + dtype().name());
+    if (dtype_of<T>() != dtype())
+      throw Error(Status::ERROR_INVALID_DTYPE, "HostArray::at: element type does not match dtype " + dtype().name());
     return *static_cast<T *>(view_.element(indices));
   }
   // Elements in C index order, copied out.

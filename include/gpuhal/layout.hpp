@@ -36,7 +36,7 @@ class Index {
  public:
   Index(int64_t i) : is_slice_(false), integer_(i) {}  // NOLINT: implicit on purpose
   Index(int i) : is_slice_(false), integer_(i) {}      // NOLINT
-  Index(Slice s) : is_slice_(true), slice_(s) {}      // NOLINT
+  Index(Slice s) : is_slice_(true), slice_(s) {}       // NOLINT
   bool is_slice() const { return is_slice_; }
   int64_t integer() const { return integer_; }
   const Slice &slice() const { return slice_; }
@@ -58,8 +58,7 @@ class Layout {
   // ERROR_INVALID_VALUE (bad order, itemsize <= 0) or ERROR_SIZE_OVERFLOW.
   // Element 0 is placed so that every element lies at a non-negative byte
   // offset (negative strides push it up), see offset().
-  static Layout make(const Shape &shape, int64_t itemsize, const Strides &strides = {},
-                     char order = 'C');
+  static Layout make(const Shape &shape, int64_t itemsize, const Strides &strides = {}, char order = 'C');
   // Dense strides of `shape` in order 'C' or 'F' (no validation of shape).
   static Strides dense_strides(const Shape &shape, int64_t itemsize, char order);
 
@@ -112,8 +111,7 @@ class Layout {
   static std::string format(const std::vector<int64_t> &values);
 
   friend bool operator==(const Layout &a, const Layout &b) {
-    return a.shape_ == b.shape_ && a.strides_ == b.strides_ && a.itemsize_ == b.itemsize_ &&
-           a.offset_ == b.offset_;
+    return a.shape_ == b.shape_ && a.strides_ == b.strides_ && a.itemsize_ == b.itemsize_ && a.offset_ == b.offset_;
   }
 
  private:

@@ -199,15 +199,14 @@ typedef struct gpuhal_plugin_table {
 
   /* -- Transfers (all REQUIRED) -- */
   /* Synchronous: ordered on the default stream, returns when done. */
-  gpuhal_status_t (*memcpy_sync)(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst,
-                                 gpuhal_deviceptr_t src, uint64_t bytes);
-  /* Asynchronous on `stream`; host memory must stay valid until it ran. */
-  gpuhal_status_t (*memcpy_async)(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst,
-                                  gpuhal_deviceptr_t src, uint64_t bytes, gpuhal_stream_t stream);
-  gpuhal_status_t (*memset_sync)(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t value,
+  gpuhal_status_t (*memcpy_sync)(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
                                  uint64_t bytes);
-  gpuhal_status_t (*memset_async)(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t value,
+  /* Asynchronous on `stream`; host memory must stay valid until it ran. */
+  gpuhal_status_t (*memcpy_async)(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
                                   uint64_t bytes, gpuhal_stream_t stream);
+  gpuhal_status_t (*memset_sync)(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t value, uint64_t bytes);
+  gpuhal_status_t (*memset_async)(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t value, uint64_t bytes,
+                                  gpuhal_stream_t stream);
 
   /* -- Streams and events (all REQUIRED) -- */
   gpuhal_status_t (*stream_create)(gpuhal_context_t ctx, uint32_t flags, gpuhal_stream_t *out);
@@ -218,21 +217,17 @@ typedef struct gpuhal_plugin_table {
   gpuhal_status_t (*stream_query)(gpuhal_context_t ctx, gpuhal_stream_t stream);
   /* Later work on `stream` waits for the event's most recent record at the
    * time of this call (no-op for a never-recorded event). */
-  gpuhal_status_t (*stream_wait_event)(gpuhal_context_t ctx, gpuhal_stream_t stream,
-                                       gpuhal_event_t event);
-  gpuhal_status_t (*stream_add_callback)(gpuhal_context_t ctx, gpuhal_stream_t stream,
-                                         gpuhal_host_fn fn, void *user);
+  gpuhal_status_t (*stream_wait_event)(gpuhal_context_t ctx, gpuhal_stream_t stream, gpuhal_event_t event);
+  gpuhal_status_t (*stream_add_callback)(gpuhal_context_t ctx, gpuhal_stream_t stream, gpuhal_host_fn fn, void *user);
   gpuhal_status_t (*event_create)(gpuhal_context_t ctx, uint32_t flags, gpuhal_event_t *out);
   gpuhal_status_t (*event_destroy)(gpuhal_context_t ctx, gpuhal_event_t event);
-  gpuhal_status_t (*event_record)(gpuhal_context_t ctx, gpuhal_event_t event,
-                                  gpuhal_stream_t stream);
+  gpuhal_status_t (*event_record)(gpuhal_context_t ctx, gpuhal_event_t event, gpuhal_stream_t stream);
   gpuhal_status_t (*event_synchronize)(gpuhal_context_t ctx, gpuhal_event_t event);
   /* GPUHAL_SUCCESS when the recorded work completed (or never recorded),
    * GPUHAL_NOT_READY otherwise. */
   gpuhal_status_t (*event_query)(gpuhal_context_t ctx, gpuhal_event_t event);
   /* Both recorded, completed and timing-enabled, else an error. */
-  gpuhal_status_t (*event_elapsed_ms)(gpuhal_context_t ctx, gpuhal_event_t start,
-                                      gpuhal_event_t end, float *ms);
+  gpuhal_status_t (*event_elapsed_ms)(gpuhal_context_t ctx, gpuhal_event_t start, gpuhal_event_t end, float *ms);
 
   /* -- Stream-barrier lowering (OPTIONAL) --
    * Make later work on `stream` wait for all `events` (and, with
@@ -240,8 +235,8 @@ typedef struct gpuhal_plugin_table {
    * far) in one operation: CUDA events + cuStreamWaitEvent, HSA barrier-AND
    * packets, a host dependency wait. When NULL the core falls back to one
    * stream_wait_event per event and reports ALL_PRIOR_WORK as unsupported. */
-  gpuhal_status_t (*stream_barrier)(gpuhal_context_t ctx, gpuhal_stream_t stream,
-                                    const gpuhal_event_t *events, uint32_t count, uint32_t flags);
+  gpuhal_status_t (*stream_barrier)(gpuhal_context_t ctx, gpuhal_stream_t stream, const gpuhal_event_t *events,
+                                    uint32_t count, uint32_t flags);
 
   /* -- Host memory (OPTIONAL, all or none) -- */
   /* Page-locked host memory with GPUHAL_HOST_ALLOC_* flags. */
@@ -253,14 +248,12 @@ typedef struct gpuhal_plugin_table {
   gpuhal_status_t (*host_register)(gpuhal_context_t ctx, void *ptr, uint64_t bytes, uint32_t flags);
   gpuhal_status_t (*host_unregister)(gpuhal_context_t ctx, void *ptr);
   /* Device address of mapped / registered-with-MAPPED host memory. */
-  gpuhal_status_t (*host_get_device_pointer)(gpuhal_context_t ctx, void *host_ptr,
-                                             gpuhal_deviceptr_t *out);
+  gpuhal_status_t (*host_get_device_pointer)(gpuhal_context_t ctx, void *host_ptr, gpuhal_deviceptr_t *out);
 } gpuhal_plugin_table_t;
 
 /* The plugin's only export. Returns GPUHAL_SUCCESS and sets *table, or
  * GPUHAL_ERROR_ABI_MISMATCH when it cannot speak core_max_abi's major. */
-typedef gpuhal_status_t (*gpuhal_plugin_negotiate_fn)(uint32_t core_max_abi,
-                                                      const gpuhal_plugin_table_t **table);
+typedef gpuhal_status_t (*gpuhal_plugin_negotiate_fn)(uint32_t core_max_abi, const gpuhal_plugin_table_t **table);
 
 #ifdef __cplusplus
 } /* extern "C" */

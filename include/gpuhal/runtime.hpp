@@ -57,9 +57,9 @@ struct DeviceProperties {
 
 // Optional plugin features, answered from the plugin's table.
 enum class Capability {
-  StreamBarrier,      // stream_barrier (events + all prior work in one op)
-  HostMemory,         // pinned / registered host memory
-  MappedHostMemory,   // host memory mapped into the device address space
+  StreamBarrier,     // stream_barrier (events + all prior work in one op)
+  HostMemory,        // pinned / registered host memory
+  MappedHostMemory,  // host memory mapped into the device address space
 };
 
 class Device {

@@ -19,8 +19,12 @@ gpuhal_status_t fail(gpuhal_status_t status, const std::string &message) {
   return status;
 }
 
-const char *last_error() { return t_last_error.c_str(); }
-void clear_error() { t_last_error.clear(); }
+const char *last_error() {
+  return t_last_error.c_str();
+}
+void clear_error() {
+  t_last_error.clear();
+}
 
 Options::Options(const gpuhal_init_args_t *args) {
   if (!args || !args->options) return;
@@ -61,11 +65,11 @@ bool Options::get_bytes(const std::string &name, uint64_t *out, std::string *err
   bool ok = i > 0 && i <= 19;
   if (ok && i < s.size()) {
     const char suf = s[i];
-    mult = suf == 'K' || suf == 'k' ? 1ull << 10
-         : suf == 'M' || suf == 'm' ? 1ull << 20
-         : suf == 'G' || suf == 'g' ? 1ull << 30
-         : suf == 'T' || suf == 't' ? 1ull << 40
-                                    : 0;
+    mult = suf == 'K' || suf == 'k'   ? 1ull << 10
+           : suf == 'M' || suf == 'm' ? 1ull << 20
+           : suf == 'G' || suf == 'g' ? 1ull << 30
+           : suf == 'T' || suf == 't' ? 1ull << 40
+                                      : 0;
     ok = mult != 0 && i + 1 == s.size();
   }
   uint64_t n = 0;

@@ -204,9 +204,15 @@ namespace {
 HostPlugin *g_state = nullptr;
 }  // namespace
 
-HostPlugin &plugin_state() { return *g_state; }
-bool plugin_state_exists() { return g_state != nullptr; }
-void create_plugin_state() { g_state = new HostPlugin(); }
+HostPlugin &plugin_state() {
+  return *g_state;
+}
+bool plugin_state_exists() {
+  return g_state != nullptr;
+}
+void create_plugin_state() {
+  g_state = new HostPlugin();
+}
 void destroy_plugin_state() {
   delete g_state;
   g_state = nullptr;

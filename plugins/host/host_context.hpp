@@ -90,8 +90,7 @@ class HostContext {
 
   // Submits `run` to `s` after `extra` dependencies (plus the legacy default
   // stream rules); returns the operation's ticket.
-  uint64_t submit(const std::shared_ptr<StreamState> &s, std::function<void(bool)> run,
-                  std::vector<Dep> extra = {});
+  uint64_t submit(const std::shared_ptr<StreamState> &s, std::function<void(bool)> run, std::vector<Dep> extra = {});
   // Records `ev` on `s` (as a submitted operation that timestamps it).
   void record(const std::shared_ptr<HostEvent> &ev, const std::shared_ptr<StreamState> &s);
   // Dependencies for "all work submitted to this context so far".

@@ -96,7 +96,9 @@ void shutdown() {
   destroy_plugin_state();  // destroys any context left (its streams finish first)
 }
 
-const char *last_error() { return plugin::last_error(); }
+const char *last_error() {
+  return plugin::last_error();
+}
 
 gpuhal_status_t device_count(int32_t *count) {
   if (!count) return fail(GPUHAL_ERROR_INVALID_VALUE, "device_count: null output pointer");
@@ -112,7 +114,8 @@ HostDevice *device_at(int32_t ordinal) {
 }
 
 gpuhal_status_t device_properties(int32_t ordinal, gpuhal_device_properties_t *out) {
-  if (!out || out->struct_size < 8) return fail(GPUHAL_ERROR_INVALID_VALUE, "device_properties: null or too small output");
+  if (!out || out->struct_size < 8)
+    return fail(GPUHAL_ERROR_INVALID_VALUE, "device_properties: null or too small output");
   HostDevice *d = device_at(ordinal);
   if (!d) return fail(GPUHAL_ERROR_INVALID_VALUE, "device_properties: no host device " + std::to_string(ordinal));
   gpuhal_device_properties_t p{};
@@ -205,8 +208,7 @@ gpuhal_status_t mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr
       if (bytes > d->limit || used > d->limit - bytes)
         return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "mem_alloc: out of device memory: " + std::to_string(bytes) +
                                                     " bytes requested, " + std::to_string(used) + " of " +
-                                                    std::to_string(d->limit) +
-                                                    " in use (GPUHAL_HOST_MEMORY_LIMIT)");
+                                                    std::to_string(d->limit) + " in use (GPUHAL_HOST_MEMORY_LIMIT)");
     } while (!d->used.compare_exchange_weak(used, used + bytes));
   } else {
     d->used.fetch_add(bytes);
@@ -262,7 +264,9 @@ gpuhal_status_t check_copy(const char *entry, uint32_t kind, gpuhal_deviceptr_t 
 gpuhal_status_t copy_on(HostContext *c, const std::shared_ptr<StreamState> &s, gpuhal_deviceptr_t dst,
                         gpuhal_deviceptr_t src, uint64_t bytes, bool wait) {
   const uint64_t ticket = c->submit(s, [dst, src, bytes](bool ok) {
-    if (ok) std::memmove(reinterpret_cast<void *>(uintptr_t(dst)), reinterpret_cast<const void *>(uintptr_t(src)), size_t(bytes));
+    if (ok)
+      std::memmove(reinterpret_cast<void *>(uintptr_t(dst)), reinterpret_cast<const void *>(uintptr_t(src)),
+                   size_t(bytes));
   });
   if (wait) s->progress->wait(*s, ticket);
   return GPUHAL_SUCCESS;
@@ -397,13 +401,15 @@ gpuhal_status_t stream_barrier(gpuhal_context_t ctx, gpuhal_stream_t stream, con
   if (!c) return bad_context("stream_barrier");
   std::shared_ptr<StreamState> s = c->stream(stream);
   if (!s) return bad_stream("stream_barrier");
-  if (flags & ~GPUHAL_BARRIER_ALL_PRIOR_WORK) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_barrier: unknown flags " + hex(flags));
+  if (flags & ~GPUHAL_BARRIER_ALL_PRIOR_WORK)
+    return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_barrier: unknown flags " + hex(flags));
   if (count && !events) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_barrier: null event list");
   return guard("stream_barrier", [&]() -> gpuhal_status_t {
     std::vector<Dep> deps;
     for (uint32_t i = 0; i < count; ++i) {
       auto e = c->event(events[i]);
-      if (!e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_barrier: invalid event handle at index " + std::to_string(i));
+      if (!e)
+        return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_barrier: invalid event handle at index " + std::to_string(i));
       Dep d;
       if (event_dep(e, &d)) deps.push_back(d);
     }
@@ -418,7 +424,8 @@ gpuhal_status_t event_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_event_
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("event_create");
   if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "event_create: null output pointer");
-  if (flags & ~GPUHAL_EVENT_DISABLE_TIMING) return fail(GPUHAL_ERROR_INVALID_VALUE, "event_create: unknown flags " + hex(flags));
+  if (flags & ~GPUHAL_EVENT_DISABLE_TIMING)
+    return fail(GPUHAL_ERROR_INVALID_VALUE, "event_create: unknown flags " + hex(flags));
   return guard("event_create", [&] {
     *out = c->create_event((flags & GPUHAL_EVENT_DISABLE_TIMING) == 0);
     return GPUHAL_SUCCESS;
@@ -428,7 +435,8 @@ gpuhal_status_t event_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_event_
 gpuhal_status_t event_destroy(gpuhal_context_t ctx, gpuhal_event_t event) {
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("event_destroy");
-  return c->destroy_event(event) ? GPUHAL_SUCCESS : fail(GPUHAL_ERROR_INVALID_HANDLE, "event_destroy: invalid event handle");
+  return c->destroy_event(event) ? GPUHAL_SUCCESS
+                                 : fail(GPUHAL_ERROR_INVALID_HANDLE, "event_destroy: invalid event handle");
 }
 
 gpuhal_status_t event_record(gpuhal_context_t ctx, gpuhal_event_t event, gpuhal_stream_t stream) {
@@ -474,7 +482,8 @@ gpuhal_status_t event_elapsed_ms(gpuhal_context_t ctx, gpuhal_event_t start, gpu
   for (auto *pair : {&a, &b}) {
     const auto &e = *pair;
     std::lock_guard<std::mutex> lock(e->mu);
-    if (!e->timing) return fail(GPUHAL_ERROR_INVALID_VALUE, "event_elapsed_ms: an event was created with timing disabled");
+    if (!e->timing)
+      return fail(GPUHAL_ERROR_INVALID_VALUE, "event_elapsed_ms: an event was created with timing disabled");
     if (e->ticket == 0) return fail(GPUHAL_ERROR_INVALID_VALUE, "event_elapsed_ms: an event was never recorded");
     if (!e->has_time) return fail(GPUHAL_NOT_READY, "event_elapsed_ms: the recorded work has not completed");
     (pair == &a ? ta : tb) = e->when;
@@ -485,7 +494,8 @@ gpuhal_status_t event_elapsed_ms(gpuhal_context_t ctx, gpuhal_event_t start, gpu
 
 // ---- host memory -----------------------------------------------------------------------
 
-constexpr uint32_t kHostFlags = GPUHAL_HOST_ALLOC_PORTABLE | GPUHAL_HOST_ALLOC_MAPPED | GPUHAL_HOST_ALLOC_WRITE_COMBINED;
+constexpr uint32_t kHostFlags =
+    GPUHAL_HOST_ALLOC_PORTABLE | GPUHAL_HOST_ALLOC_MAPPED | GPUHAL_HOST_ALLOC_WRITE_COMBINED;
 
 gpuhal_status_t host_alloc(gpuhal_context_t ctx, uint64_t bytes, uint32_t flags, void **out) {
   HostContext *c = find_context(ctx);
@@ -512,7 +522,9 @@ gpuhal_status_t host_free(gpuhal_context_t ctx, void *ptr) {
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("host_free");
   const Region r = plugin_state().registry.erase(reinterpret_cast<uintptr_t>(ptr), c, RegionKind::HostAlloc);
-  if (r.size == 0) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_free: " + hex(uintptr_t(ptr)) + " is not a host allocation of this context");
+  if (r.size == 0)
+    return fail(GPUHAL_ERROR_INVALID_VALUE,
+                "host_free: " + hex(uintptr_t(ptr)) + " is not a host allocation of this context");
   std::free(ptr);
   return GPUHAL_SUCCESS;
 }
@@ -522,11 +534,13 @@ gpuhal_status_t host_register(gpuhal_context_t ctx, void *ptr, uint64_t bytes, u
   if (!c) return bad_context("host_register");
   if (!ptr || bytes == 0) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_register: null pointer or zero size");
   if (flags & ~kHostFlags) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_register: unknown flags " + hex(flags));
-  if (uintptr_t(ptr) + bytes < uintptr_t(ptr)) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_register: range wraps around");
+  if (uintptr_t(ptr) + bytes < uintptr_t(ptr))
+    return fail(GPUHAL_ERROR_INVALID_VALUE, "host_register: range wraps around");
   return guard("host_register", [&]() -> gpuhal_status_t {
     auto &reg = plugin_state().registry;
     if (reg.overlaps_host(uintptr_t(ptr), bytes))
-      return fail(GPUHAL_ERROR_ALREADY_REGISTERED, "host_register: [" + hex(uintptr_t(ptr)) + ", +" + std::to_string(bytes) +
+      return fail(GPUHAL_ERROR_ALREADY_REGISTERED, "host_register: [" + hex(uintptr_t(ptr)) + ", +" +
+                                                       std::to_string(bytes) +
                                                        ") overlaps memory that is already registered or pinned");
     reg.insert(uintptr_t(ptr), Region{bytes, c, RegionKind::Registered, flags});
     return GPUHAL_SUCCESS;
@@ -537,7 +551,9 @@ gpuhal_status_t host_unregister(gpuhal_context_t ctx, void *ptr) {
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("host_unregister");
   const Region r = plugin_state().registry.erase(reinterpret_cast<uintptr_t>(ptr), c, RegionKind::Registered);
-  if (r.size == 0) return fail(GPUHAL_ERROR_NOT_REGISTERED, "host_unregister: " + hex(uintptr_t(ptr)) + " is not registered in this context");
+  if (r.size == 0)
+    return fail(GPUHAL_ERROR_NOT_REGISTERED,
+                "host_unregister: " + hex(uintptr_t(ptr)) + " is not registered in this context");
   return GPUHAL_SUCCESS;
 }
 

@@ -70,6 +70,8 @@ void StreamState::stop() {
     worker_.join();
 }
 
-void StreamState::synchronize() { progress->wait(*this, enqueued_snapshot()); }
+void StreamState::synchronize() {
+  progress->wait(*this, enqueued_snapshot());
+}
 
 }  // namespace gpuhal::host

@@ -43,7 +43,9 @@ static gpuhal_status_t fake_init(const gpuhal_init_args_t *args) {
 #endif
 }
 static void fake_shutdown(void) {}
-static const char *fake_last_error(void) { return g_error; }
+static const char *fake_last_error(void) {
+  return g_error;
+}
 static gpuhal_status_t fake_device_count(int32_t *count) {
   *count = FAKE_DEVICES;
   return GPUHAL_SUCCESS;
@@ -174,7 +176,9 @@ typedef struct fake_table {
 } fake_table_t;
 
 #ifdef FAKE_NEWER_MINOR
-static gpuhal_status_t fake_future(void) { return GPUHAL_SUCCESS; }
+static gpuhal_status_t fake_future(void) {
+  return GPUHAL_SUCCESS;
+}
 #endif
 
 static fake_table_t g_table;

@@ -4,12 +4,12 @@
 
 #include "gpuhal/plugin.h"
 
-#define CHECK(cond)                                   \
-  do {                                                \
-    if (!(cond)) {                                    \
-      fprintf(stderr, "FAILED: %s\n", #cond);         \
-      return 1;                                       \
-    }                                                 \
+#define CHECK(cond)                           \
+  do {                                        \
+    if (!(cond)) {                            \
+      fprintf(stderr, "FAILED: %s\n", #cond); \
+      return 1;                               \
+    }                                         \
   } while (0)
 
 int main(void) {

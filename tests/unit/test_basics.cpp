@@ -68,7 +68,8 @@ TEST_CASE("config parses every GPUHAL_ variable once", "[config]") {
 
 TEST_CASE("config rejects bad values with the variable's name", "[config]") {
   REQUIRE_GPUHAL_ERROR(parse({{"GPUHAL_LOG", "loud"}}), Status::ERROR_INVALID_CONFIG, "GPUHAL_LOG='loud'");
-  REQUIRE_GPUHAL_ERROR(parse({{"GPUHAL_BACKEND", "plugins/libx.so"}}), Status::ERROR_INVALID_CONFIG, "must be absolute");
+  REQUIRE_GPUHAL_ERROR(parse({{"GPUHAL_BACKEND", "plugins/libx.so"}}), Status::ERROR_INVALID_CONFIG,
+                       "must be absolute");
 }
 
 TEST_CASE("config ignores path-bearing variables in elevated processes", "[config][security]") {

@@ -46,11 +46,13 @@ TEST_CASE("device_array attributes follow Numba", "[array]") {
 TEST_CASE("device_array rejects bad input and leaks nothing", "[array][errors]") {
   Context ctx = test::host_context({{"GPUHAL_HOST_MEMORY_LIMIT", "1M"}});
   const uint64_t free_before = ctx.memory_info().free;
-  REQUIRE_GPUHAL_ERROR(device_array(ctx, {int64_t(1) << 40, int64_t(1) << 40}), Status::ERROR_SIZE_OVERFLOW, "overflows");
+  REQUIRE_GPUHAL_ERROR(device_array(ctx, {int64_t(1) << 40, int64_t(1) << 40}), Status::ERROR_SIZE_OVERFLOW,
+                       "overflows");
   REQUIRE_GPUHAL_ERROR(device_array(ctx, {-1}), Status::ERROR_INVALID_SHAPE, "negative dimension");
   REQUIRE_GPUHAL_ERROR(device_array(ctx, {2, 2}, dtypes::float64, {8}), Status::ERROR_INVALID_SHAPE, "strides");
   REQUIRE_GPUHAL_ERROR(device_array(ctx, {2}, dtypes::float64, {}, 'A'), Status::ERROR_INVALID_VALUE, "order");
-  REQUIRE_GPUHAL_ERROR(device_array(ctx, {2}, DType{DTypeKind::Int, 7, 1}), Status::ERROR_INVALID_DTYPE, "unsupported dtype");
+  REQUIRE_GPUHAL_ERROR(device_array(ctx, {2}, DType{DTypeKind::Int, 7, 1}), Status::ERROR_INVALID_DTYPE,
+                       "unsupported dtype");
   REQUIRE_GPUHAL_ERROR(device_array(ctx, {1 << 20}), Status::ERROR_OUT_OF_MEMORY, "GPUHAL_HOST_MEMORY_LIMIT");
   REQUIRE_GPUHAL_ERROR(device_array(Context(nullptr), {2}), Status::ERROR_INVALID_HANDLE, "null context");
   CHECK(ctx.memory_info().free == free_before);
@@ -134,7 +136,8 @@ TEST_CASE("copy compatibility checks: dtype, shape, strides", "[array][transfer]
   REQUIRE_GPUHAL_ERROR(d.copy_from_device(f), Status::ERROR_INCOMPATIBLE, "incompatible strides");
   REQUIRE_GPUHAL_ERROR(d.copy_from_device(device_array(ctx, {6})), Status::ERROR_INCOMPATIBLE, "incompatible shape");
   // Views that are not contiguous cannot be a single-region destination/source.
-  REQUIRE_GPUHAL_ERROR(f[1].copy_from_host(HostView::of(v.data(), {3})), Status::ERROR_NOT_CONTIGUOUS, "non-contiguous");
+  REQUIRE_GPUHAL_ERROR(f[1].copy_from_host(HostView::of(v.data(), {3})), Status::ERROR_NOT_CONTIGUOUS,
+                       "non-contiguous");
   REQUIRE_GPUHAL_ERROR(d.view({all, 0}).copy_from_device(device_array(ctx, {2})), Status::ERROR_NOT_CONTIGUOUS,
                        "destination");
   // A failed copy changed nothing.

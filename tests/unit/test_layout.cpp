@@ -4,7 +4,9 @@
 using namespace gpuhal;
 
 namespace {
-Layout L(Shape s, Strides st = {}, int64_t item = 8, char order = 'C') { return Layout::make(s, item, st, order); }
+Layout L(Shape s, Strides st = {}, int64_t item = 8, char order = 'C') {
+  return Layout::make(s, item, st, order);
+}
 }  // namespace
 
 TEST_CASE("dense strides in C and F order", "[layout]") {
@@ -82,9 +84,11 @@ TEST_CASE("indexing follows Python's rules", "[layout]") {
   CHECK(col.strides() == Strides{40});
   CHECK(m.index({Slice(0, 4, 2), Slice(1, 5, 2)}).strides() == Strides{80, 16});
 
-  REQUIRE_GPUHAL_ERROR(a.index({10}), Status::ERROR_INDEX_OUT_OF_RANGE, "index 10 is out of bounds for axis 0 with size 10");
+  REQUIRE_GPUHAL_ERROR(a.index({10}), Status::ERROR_INDEX_OUT_OF_RANGE,
+                       "index 10 is out of bounds for axis 0 with size 10");
   REQUIRE_GPUHAL_ERROR(a.index({-11}), Status::ERROR_INDEX_OUT_OF_RANGE, "index -11");
-  REQUIRE_GPUHAL_ERROR(m.index({1, 2, 3}), Status::ERROR_INDEX_OUT_OF_RANGE, "too many indices: 3 given for a 2-dimensional array");
+  REQUIRE_GPUHAL_ERROR(m.index({1, 2, 3}), Status::ERROR_INDEX_OUT_OF_RANGE,
+                       "too many indices: 3 given for a 2-dimensional array");
   REQUIRE_GPUHAL_ERROR(a.index({Slice(0, 5, 0)}), Status::ERROR_INVALID_VALUE, "slice step cannot be zero");
 }
 

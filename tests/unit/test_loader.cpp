@@ -57,7 +57,8 @@ TEST_CASE("an unknown backend names itself and where it looked", "[loader][error
 
 TEST_CASE("files that are not plugins are refused with the reason", "[loader][errors]") {
   REQUIRE_GPUHAL_ERROR(Runtime::load(by_path("/nonexistent/libx.so")), Status::ERROR_PLUGIN_NOT_FOUND, "no such file");
-  REQUIRE_GPUHAL_ERROR(Runtime::load(by_path("/etc/hostname")), Status::ERROR_INVALID_PLUGIN, "not a loadable shared object");
+  REQUIRE_GPUHAL_ERROR(Runtime::load(by_path("/etc/hostname")), Status::ERROR_INVALID_PLUGIN,
+                       "not a loadable shared object");
   REQUIRE_GPUHAL_ERROR(Runtime::load(by_path(test::fake("noentry"))), Status::ERROR_INVALID_PLUGIN,
                        "does not export gpuhal_plugin_negotiate");
 }
