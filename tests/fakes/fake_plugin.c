@@ -7,6 +7,8 @@
  *   FAKE_FAIL_INIT                   init fails with a message
  *   FAKE_NO_ENTRY                    exports a wrongly named entry point
  *   FAKE_MISSING_REQUIRED            leaves the required mem_alloc entry NULL
+ *   FAKE_CORRUPT_COPY                synchronous copies flip the first byte
+ *   FAKE_BAD_PROPS_SIZE              device_properties ignores struct_size
  * It is a test double: a synchronous "device" on malloc'd memory, with
  * streams and events that complete immediately. Never installed.
  */
@@ -61,6 +63,9 @@ static gpuhal_status_t fake_device_properties(int32_t ordinal, gpuhal_device_pro
   p.warp_size = 32;
   p.max_threads_per_block = 256;
   n = props->struct_size < sizeof p ? props->struct_size : (uint32_t)sizeof p;
+#ifdef FAKE_BAD_PROPS_SIZE
+  n = (uint32_t)sizeof p;
+#endif
   p.abi_version = GPUHAL_ABI_VERSION;
   p.struct_size = n;
   memcpy(props, &p, n);
@@ -100,6 +105,9 @@ static gpuhal_status_t fake_memcpy_sync(gpuhal_context_t ctx, uint32_t kind, gpu
   (void)ctx;
   (void)kind;
   memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, (size_t)bytes);
+#ifdef FAKE_CORRUPT_COPY
+  if (bytes > 0) *(unsigned char *)(uintptr_t)dst ^= 0xffu;
+#endif
   return GPUHAL_SUCCESS;
 }
 static gpuhal_status_t fake_memcpy_async(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst,
