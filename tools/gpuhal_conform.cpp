@@ -39,9 +39,9 @@ struct NotSupported {
   std::string message;
 };
 
-#define EXPECT(cond, msg)                                     \
-  do {                                                        \
-    if (!(cond)) throw CheckFailed{std::string(msg)};         \
+#define EXPECT(cond, msg)                             \
+  do {                                                \
+    if (!(cond)) throw CheckFailed{std::string(msg)}; \
   } while (0)
 
 struct Env {
@@ -125,8 +125,8 @@ void check_alloc(Env &env) {
     DeviceMemory m = env.ctx.allocate(size);
     EXPECT(m.device_pointer() != 0, "allocation returned a null pointer");
     for (const auto &o : held) {
-      const bool disjoint = m.device_pointer() + size <= o.device_pointer() ||
-                            o.device_pointer() + o.size() <= m.device_pointer();
+      const bool disjoint =
+          m.device_pointer() + size <= o.device_pointer() || o.device_pointer() + o.size() <= m.device_pointer();
       EXPECT(disjoint, "two live allocations overlap");
     }
     held.push_back(m);
@@ -312,8 +312,8 @@ int main(int argc, char **argv) {
     Env env{rt, rt.device(0).primary_context(), rt.plugin_path()};
     results.push_back({"load", Outcome::Pass,
                        rt.backend_name() + ", ABI " + std::to_string(rt.plugin_abi_version() >> 16) + "." +
-                           std::to_string(rt.plugin_abi_version() & 0xffff) + ", " +
-                           std::to_string(rt.device_count()) + " device(s)"});
+                           std::to_string(rt.plugin_abi_version() & 0xffff) + ", " + std::to_string(rt.device_count()) +
+                           " device(s)"});
     for (const auto &c : kChecks) {
       try {
         c.run(env);
@@ -340,7 +340,10 @@ int main(int argc, char **argv) {
     std::printf("%s],\"passed\":%d,\"failed\":%d,\"unsupported\":%d}\n", s.c_str(), counts[0], counts[1], counts[2]);
   } else {
     for (const auto &r : results)
-      std::printf("%-12s %-38s %s\n", r.outcome == Outcome::Pass ? "PASS" : r.outcome == Outcome::Fail ? "FAIL" : "UNSUPPORTED",
+      std::printf("%-12s %-38s %s\n",
+                  r.outcome == Outcome::Pass   ? "PASS"
+                  : r.outcome == Outcome::Fail ? "FAIL"
+                                               : "UNSUPPORTED",
                   r.name.c_str(), r.detail.c_str());
     std::printf("%d passed, %d failed, %d unsupported\n", counts[0], counts[1], counts[2]);
   }

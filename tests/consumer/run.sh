@@ -24,5 +24,15 @@ pkgconfig)
   c++ -std=c++17 "$src/tests/consumer/main.cpp" $flags -Wl,-rpath,"$libdir" -o "$work/consumer"
   "$work/consumer"
   ;;
+plugin)
+  # The example third-party plugin, built against the installed headers only.
+  cmake -S "$src/examples/third_party_plugin" -B "$work/p" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+  cmake --build "$work/p" >/dev/null
+  so="$work/p/libgpuhal-counting.so"
+  test "$(nm -D --defined-only "$so" | awk '{print $3}')" = gpuhal_plugin_negotiate
+  GPUHAL_BACKEND="$so" "$work/prefix/bin/gpuhal-info" | grep "counting CPU device"
+  "$work/prefix/bin/gpuhal-conform" "$so"
+  exit 0
+  ;;
 esac
 "$work/prefix/bin/gpuhal-info" | grep -q "\[used\] host"
