@@ -3,6 +3,8 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+
 namespace gpuhal::detail {
 namespace {
 
@@ -72,6 +74,49 @@ Status worst(const std::vector<LoadAttempt> &attempts, Status fallback) {
 }
 
 }  // namespace
+
+std::vector<LoadAttempt> probe_backends(const Config &config, const Logger &logger) {
+  std::vector<std::string> names(std::begin(kDefaultOrder), std::end(kDefaultOrder));
+  if (!config.backend.empty() && std::find(names.begin(), names.end(), config.backend) == names.end())
+    names.push_back(config.backend);
+  std::vector<LoadAttempt> summary;
+  for (const auto &name : names) {
+    std::vector<LoadAttempt> attempts;
+    if (name[0] == '/') {
+      LoadAttempt a;
+      a.backend = name;
+      auto lib = PluginLibrary::open(name, config, logger, &a);
+      if (lib && lib->device_count() == 0) {
+        a.status = Status::ERROR_NO_DEVICE;
+        a.message += "; no devices";
+      }
+      attempts.push_back(a);
+    } else if (valid_backend_name(name)) {
+      auto lib = try_backend(name, config, logger, attempts);  // unloaded at scope exit
+      if (lib && lib->device_count() == 0) {
+        attempts.back().status = Status::ERROR_NO_DEVICE;
+        attempts.back().message += "; no devices";
+      }
+    } else {
+      continue;
+    }
+    LoadAttempt best = attempts.back();
+    for (const auto &a : attempts)
+      if (a.status == Status::SUCCESS ||
+          (a.status != Status::ERROR_PLUGIN_NOT_FOUND && best.status == Status::ERROR_PLUGIN_NOT_FOUND))
+        best = a;
+    if (best.status == Status::ERROR_PLUGIN_NOT_FOUND) {
+      best.path = "libgpuhal-" + name + ".so";
+      best.message = "not found in";
+      for (const auto &a : attempts)
+        if (a.path.find('/') != std::string::npos) best.message += " " + a.path.substr(0, a.path.rfind('/'));
+      best.message += " or on the system loader path";
+    }
+    best.backend = name;
+    summary.push_back(best);
+  }
+  return summary;
+}
 
 std::string core_library_directory() {
   Dl_info info{};

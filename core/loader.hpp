@@ -24,6 +24,11 @@ struct Selection {
 // was asked for and lists every attempt with its reason.
 Selection select_backend(const Config &config, const Logger &logger);
 
+// Tries every known backend (cuda, hsa, host, and a name or path given in
+// config.backend) independently and unloads each again; one summary attempt
+// per backend: the one that loaded, or the most telling failure.
+std::vector<LoadAttempt> probe_backends(const Config &config, const Logger &logger);
+
 // The directory holding libgpuhal itself (found with dladdr).
 std::string core_library_directory();
 

@@ -77,6 +77,10 @@ Runtime Runtime::get() {
   return Runtime(runtime);
 }
 
+std::vector<LoadAttempt> Runtime::probe(const Config &config) {
+  return detail::probe_backends(config, detail::Logger(config.log_level));
+}
+
 const std::string &Runtime::backend_name() const {
   return impl_->library->name();
 }

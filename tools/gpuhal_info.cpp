@@ -59,6 +59,15 @@ std::string attempts_json(const std::vector<gpuhal::LoadAttempt> &attempts) {
   return s + "]";
 }
 
+void print_backends_text(const std::vector<gpuhal::LoadAttempt> &backends) {
+  std::printf("Backends:\n");
+  for (const auto &b : backends)
+    std::printf("  %-8s %-11s %s%s%s\n", b.backend.c_str(),
+                b.status == gpuhal::Status::SUCCESS ? "available" : "unavailable",
+                b.status == gpuhal::Status::SUCCESS ? "" : (gpuhal::to_string(b.status) + ": ").c_str(),
+                b.status == gpuhal::Status::SUCCESS ? (b.path + ", ").c_str() : "", b.message.c_str());
+}
+
 int usage(FILE *out) {
   std::fprintf(out,
                "usage: gpuhal-info [--json]\n"
@@ -82,15 +91,26 @@ int main(int argc, char **argv) {
       return usage(stderr);
     }
   }
+  gpuhal::Config config;
+  try {
+    config = gpuhal::Config::from_environment();
+  } catch (const gpuhal::Error &e) {
+    std::fprintf(stderr, "gpuhal-info: %s: %s\n", gpuhal::to_string(e.status()).c_str(), e.what());
+    return 1;
+  }
+  const std::vector<gpuhal::LoadAttempt> backends = gpuhal::Runtime::probe(config);
   gpuhal::Runtime rt = [&]() -> gpuhal::Runtime {
     try {
-      return gpuhal::Runtime::load(gpuhal::Config::from_environment());
+      return gpuhal::Runtime::load(config);
     } catch (const gpuhal::Error &e) {
-      if (json)
-        std::printf("{\"ok\":false,\"status\":%s,\"error\":%s}\n", json_string(gpuhal::to_string(e.status())).c_str(),
-                    json_string(e.what()).c_str());
-      else
+      if (json) {
+        std::printf("{\"ok\":false,\"status\":%s,\"error\":%s,\"backends\":%s}\n",
+                    json_string(gpuhal::to_string(e.status())).c_str(), json_string(e.what()).c_str(),
+                    attempts_json(backends).c_str());
+      } else {
+        print_backends_text(backends);
         std::fprintf(stderr, "gpuhal-info: %s: %s\n", gpuhal::to_string(e.status()).c_str(), e.what());
+      }
       std::exit(1);
     }
   }();
@@ -99,7 +119,8 @@ int main(int argc, char **argv) {
     std::string s =
         "{\"ok\":true,\"backend\":" + json_string(rt.backend_name()) + ",\"plugin\":" + json_string(rt.plugin_path()) +
         ",\"abi\":\"" + std::to_string(rt.plugin_abi_version() >> 16) + "." +
-        std::to_string(rt.plugin_abi_version() & 0xffff) + "\",\"attempts\":" + attempts_json(rt.attempts()) +
+        std::to_string(rt.plugin_abi_version() & 0xffff) + "\",\"backends\":" + attempts_json(backends) +
+        ",\"attempts\":" + attempts_json(rt.attempts()) +
         ",\"capabilities\":{\"stream_barrier\":" + (rt.supports(gpuhal::Capability::StreamBarrier) ? "true" : "false") +
         ",\"host_memory\":" + (rt.supports(gpuhal::Capability::HostMemory) ? "true" : "false") +
         ",\"mapped_host_memory\":" + (rt.supports(gpuhal::Capability::MappedHostMemory) ? "true" : "false") +
@@ -122,6 +143,7 @@ int main(int argc, char **argv) {
 
   std::printf("Backend: %s (%s), plugin ABI %u.%u\n", rt.backend_name().c_str(), rt.plugin_path().c_str(),
               rt.plugin_abi_version() >> 16, rt.plugin_abi_version() & 0xffff);
+  print_backends_text(backends);
   print_attempts_text(rt.attempts());
   std::printf("Capabilities: stream barrier %s, host memory %s, mapped host memory %s\n",
               rt.supports(gpuhal::Capability::StreamBarrier) ? "yes" : "no",

@@ -89,6 +89,12 @@ class Runtime {
   // first use (thread-safe). A failure is rethrown on every call.
   static Runtime get();
 
+  // For diagnostics (gpuhal-info): tries every known backend (cuda, hsa,
+  // host, and config.backend) on its own and unloads it again. One entry per
+  // backend: loaded with its device count, or why not. Never throws for
+  // plugin problems.
+  static std::vector<LoadAttempt> probe(const Config &config);
+
   const std::string &backend_name() const;
   const std::string &plugin_path() const;
   // The ABI version the plugin answered with (major << 16 | minor).

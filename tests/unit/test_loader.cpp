@@ -133,3 +133,21 @@ TEST_CASE("handles keep the runtime and the plugin alive", "[loader][lifetime]")
   CHECK(d.copy_to_host().to_vector<int32_t>()[15] == 0x01010101);
   CHECK(ctx.device().runtime().backend_name() == "host");
 }
+
+TEST_CASE("probe reports every known backend and the one asked for", "[loader][probe]") {
+  Config c;
+  c.plugin_path = {GPUHAL_TEST_LIB_DIR};
+  c.backend = test::fake("zero");
+  const auto backends = Runtime::probe(c);
+  REQUIRE(backends.size() == 4);
+  CHECK(backends[0].backend == "cuda");
+  CHECK(backends[0].status == Status::ERROR_PLUGIN_NOT_FOUND);
+  CHECK_THAT(backends[0].message, Catch::Matchers::Contains(GPUHAL_TEST_LIB_DIR));
+  CHECK(backends[2].backend == "host");
+  CHECK(backends[2].status == Status::SUCCESS);
+  CHECK(backends[2].device_count == 1);
+  CHECK(backends[3].status == Status::ERROR_NO_DEVICE);  // loads, but has no device
+  CHECK(backends[3].device_count == 0);
+  c.backend = test::fake("abi2");
+  CHECK(Runtime::probe(c).back().status == Status::ERROR_ABI_MISMATCH);
+}
