@@ -347,5 +347,6 @@ int main(int argc, char **argv) {
                   r.name.c_str(), r.detail.c_str());
     std::printf("%d passed, %d failed, %d unsupported\n", counts[0], counts[1], counts[2]);
   }
+  std::fflush(stdout);  // before any exit-time sanitizer report
   return counts[1] == 0 ? 0 : 1;
 }

@@ -76,6 +76,44 @@ static gpuhal_status_t fake_context_create(int32_t ordinal, gpuhal_context_t *ou
   *out = (gpuhal_context_t)&g_dummy;
   return GPUHAL_SUCCESS;
 }
+/* Live allocations, freed when the context is destroyed (as the ABI says). */
+static void **g_allocs = NULL;
+static size_t g_nallocs = 0, g_capacity = 0;
+
+#ifndef FAKE_MISSING_REQUIRED
+static int track(void *p) {
+  if (g_nallocs == g_capacity) {
+    size_t cap = g_capacity ? g_capacity * 2 : 64;
+    void **grown = (void **)realloc(g_allocs, cap * sizeof *grown);
+    if (!grown) return 0;
+    g_allocs = grown;
+    g_capacity = cap;
+  }
+  g_allocs[g_nallocs++] = p;
+  return 1;
+}
+#endif
+
+static int untrack(void *p) {
+  size_t i;
+  for (i = 0; i < g_nallocs; ++i)
+    if (g_allocs[i] == p) {
+      g_allocs[i] = g_allocs[--g_nallocs];
+      return 1;
+    }
+  return 0;
+}
+
+static gpuhal_status_t fake_context_destroy(gpuhal_context_t ctx) {
+  size_t i;
+  (void)ctx;
+  for (i = 0; i < g_nallocs; ++i) free(g_allocs[i]);
+  free(g_allocs);
+  g_allocs = NULL;
+  g_nallocs = g_capacity = 0;
+  return GPUHAL_SUCCESS;
+}
+
 static gpuhal_status_t fake_ctx_op(gpuhal_context_t ctx) {
   (void)ctx;
   return GPUHAL_SUCCESS;
@@ -91,12 +129,17 @@ static gpuhal_status_t fake_mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuh
   (void)ctx;
   p = malloc((size_t)bytes);
   if (!p) return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "fake: malloc failed");
+  if (!track(p)) {
+    free(p);
+    return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "fake: cannot track the allocation");
+  }
   *out = (gpuhal_deviceptr_t)(uintptr_t)p;
   return GPUHAL_SUCCESS;
 }
 #endif
 static gpuhal_status_t fake_mem_free(gpuhal_context_t ctx, gpuhal_deviceptr_t p) {
   (void)ctx;
+  if (!untrack((void *)(uintptr_t)p)) return fail(GPUHAL_ERROR_INVALID_VALUE, "fake: mem_free of an unknown pointer");
   free((void *)(uintptr_t)p);
   return GPUHAL_SUCCESS;
 }
@@ -210,7 +253,7 @@ GPUHAL_PLUGIN_EXPORT gpuhal_status_t FAKE_ENTRY_NAME(uint32_t core_max_abi, cons
   t->device_count = fake_device_count;
   t->device_properties = fake_device_properties;
   t->context_create = fake_context_create;
-  t->context_destroy = fake_ctx_op;
+  t->context_destroy = fake_context_destroy;
   t->context_synchronize = fake_ctx_op;
   t->memory_info = fake_memory_info;
 #ifndef FAKE_MISSING_REQUIRED
