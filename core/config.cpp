@@ -27,6 +27,26 @@ LogLevel parse_log_level(const std::string &v) {
   bad("GPUHAL_LOG", v, "expected one of error, warn, info, debug");
 }
 
+uint64_t parse_count(const std::string &name, const std::string &v) {
+  bool digits = !v.empty() && v.size() <= 18;
+  for (char ch : v) digits = digits && ch >= '0' && ch <= '9';
+  if (!digits) bad(name, v, "expected a non-negative integer");
+  return std::stoull(v);
+}
+
+double parse_ratio(const std::string &name, const std::string &v) {
+  size_t used = 0;
+  double r = -1;
+  try {
+    r = std::stod(v, &used);
+  } catch (const std::exception &) {
+    used = 0;
+  }
+  if (used != v.size() || v.empty() || !(r >= 0.0 && r <= 1.0))
+    bad(name, v, "expected a number from 0 to 1 (a fraction of device memory)");
+  return r;
+}
+
 }  // namespace
 
 bool is_path_variable(const std::string &name) {
@@ -52,6 +72,11 @@ Config &Config::set_option(const std::string &name, const std::string &value) {
 Config Config::parse(const std::vector<std::string> &names, const Lookup &lookup, bool elevated) {
   Config c;
   if (auto v = lookup("GPUHAL_LOG"); v && !v->empty()) c.log_level = parse_log_level(*v);
+
+  if (auto v = lookup("GPUHAL_MAX_PENDING_DEALLOCS_COUNT"); v)
+    c.max_pending_deallocs_count = parse_count("GPUHAL_MAX_PENDING_DEALLOCS_COUNT", *v);
+  if (auto v = lookup("GPUHAL_MAX_PENDING_DEALLOCS_RATIO"); v)
+    c.max_pending_deallocs_ratio = parse_ratio("GPUHAL_MAX_PENDING_DEALLOCS_RATIO", *v);
 
   if (auto v = lookup("GPUHAL_BACKEND"); v && !v->empty()) {
     if (v->find('/') != std::string::npos) {

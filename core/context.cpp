@@ -8,7 +8,34 @@ namespace gpuhal {
 
 namespace detail {
 
+std::shared_ptr<ContextImpl> create_context(const std::shared_ptr<RuntimeImpl> &runtime, DeviceImpl *device) {
+  auto ctx = std::make_shared<ContextImpl>();
+  ctx->runtime = runtime;
+  ctx->device = device;
+  ctx->check(ctx->t().context_create(device->ordinal, &ctx->handle), "context_create");
+  const Config &cfg = runtime->config;
+  const auto max_bytes = uint64_t(double(device->properties.total_memory) * cfg.max_pending_deallocs_ratio);
+  ContextImpl *raw = ctx.get();  // the queue lives inside the context
+  ctx->deallocs = std::make_unique<DeallocQueue>(
+      cfg.max_pending_deallocs_count, max_bytes,
+      [raw] {
+        if (raw->handle) raw->check(raw->t().context_synchronize(raw->handle), "context_synchronize");
+      },
+      [raw](const Error &e) { raw->logger().write(LogLevel::Error, e.what()); });
+  return ctx;
+}
+
+void ContextImpl::defer_release(uint64_t gen, uint64_t bytes, std::function<gpuhal_status_t()> release,
+                                const char *call) {
+  deallocs->add({[this, gen, release = std::move(release), call] {
+                   if (gen != current_generation() || !handle) return;  // freed by the reset
+                   check(release(), call);
+                 },
+                 bytes});
+}
+
 ContextImpl::~ContextImpl() {
+  if (deallocs) deallocs->flush(true);
   if (!handle) return;
   const gpuhal_status_t st = t().context_destroy(handle);
   if (st != GPUHAL_SUCCESS) logger().write(LogLevel::Error, "context_destroy failed: " + std::string(t().last_error()));
@@ -83,6 +110,8 @@ DeviceMemory Context::allocate(uint64_t bytes) const {
 
 void Context::reset() const {
   auto &c = *impl_;
+  // Run what is queued while the old context still exists.
+  if (c.deallocs) c.deallocs->flush(true);
   if (c.handle) {
     // Let queued work finish so that callbacks run before their context goes.
     const gpuhal_status_t st = c.t().context_synchronize(c.handle);
@@ -96,6 +125,38 @@ void Context::reset() const {
     c.generation.fetch_add(1, std::memory_order_acq_rel);
   }
   c.check(c.t().context_create(c.device->ordinal, &c.handle), "context_create");
+}
+
+size_t Context::pending_deallocations() const {
+  return impl_->deallocs->count();
+}
+uint64_t Context::pending_deallocation_bytes() const {
+  return impl_->deallocs->bytes();
+}
+size_t Context::flush_deallocations() const {
+  return impl_->deallocs->flush();
+}
+
+void Context::defer_release(std::function<void()> release, uint64_t bytes) const {
+  if (!release) throw Error(Status::ERROR_INVALID_VALUE, "Context::defer_release: empty function");
+  impl_->deallocs->add({std::move(release), bytes});
+}
+
+void Context::set_deallocation_error_handler(std::function<void(const Error &)> handler) const {
+  if (!handler) {
+    detail::ContextImpl *raw = impl_.get();
+    handler = [raw](const Error &e) { raw->logger().write(LogLevel::Error, e.what()); };
+  }
+  impl_->deallocs->set_error_handler(std::move(handler));
+}
+
+DeferCleanup::DeferCleanup(Context ctx) : ctx_(std::move(ctx)) {
+  if (!ctx_.impl()) throw Error(Status::ERROR_INVALID_HANDLE, "DeferCleanup: null context");
+  ctx_.impl()->deallocs->defer_begin();
+}
+
+DeferCleanup::~DeferCleanup() {
+  ctx_.impl()->deallocs->defer_end();
 }
 
 bool Context::supports(Capability capability) const {

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "dealloc_queue.hpp"
 #include "gpuhal/context.hpp"
 #include "gpuhal/runtime.hpp"
 #include "plugin_library.hpp"
@@ -45,6 +46,8 @@ struct ContextImpl {
   gpuhal_context_t handle = nullptr;
   // Bumped by reset(); objects remember the generation they were made in.
   std::atomic<uint64_t> generation{1};
+  // Deferred releases of this context's objects (created with the context).
+  std::unique_ptr<DeallocQueue> deallocs;
 
   ~ContextImpl();
   const gpuhal_plugin_table_t &t() const { return runtime->table(); }
@@ -55,7 +58,13 @@ struct ContextImpl {
   // after a reset (or when the reset could not create a new context).
   void check_alive(uint64_t gen, const char *what) const;
   uint64_t current_generation() const { return generation.load(std::memory_order_acquire); }
+  // Queues `release` (a plugin call for an object of generation `gen`),
+  // skipped if the context was reset before it runs.
+  void defer_release(uint64_t gen, uint64_t bytes, std::function<gpuhal_status_t()> release, const char *call);
 };
+
+// Creates the context for `device` (context_create + its deallocation queue).
+std::shared_ptr<ContextImpl> create_context(const std::shared_ptr<RuntimeImpl> &runtime, DeviceImpl *device);
 
 struct StreamImpl {
   std::shared_ptr<ContextImpl> ctx;

@@ -9,8 +9,14 @@ namespace detail {
 Allocation::~Allocation() {
   // After a reset the plugin already freed everything of the old context.
   if (!ptr || generation != ctx->current_generation()) return;
-  if (ctx->t().mem_free(ctx->handle, ptr) != GPUHAL_SUCCESS)
-    ctx->logger().write(LogLevel::Error, "mem_free failed: " + std::string(ctx->t().last_error()));
+  ContextImpl *c = ctx.get();
+  const gpuhal_deviceptr_t p = ptr;
+  try {
+    c->defer_release(
+        generation, size, [c, p] { return c->t().mem_free(c->handle, p); }, "mem_free");
+  } catch (const std::exception &e) {  // a flush triggered here failed to allocate
+    c->logger().write(LogLevel::Error, std::string("deferred free of device memory: ") + e.what());
+  }
 }
 
 std::shared_ptr<Allocation> allocate(const std::shared_ptr<ContextImpl> &ctx, uint64_t bytes) {
@@ -23,7 +29,17 @@ std::shared_ptr<Allocation> allocate(const std::shared_ptr<ContextImpl> &ctx, ui
   a->ctx = ctx;
   a->generation = gen;
   a->size = bytes;
-  ctx->check(ctx->t().mem_alloc(ctx->handle, bytes, &a->ptr), "mem_alloc");
+  gpuhal_status_t st = ctx->t().mem_alloc(ctx->handle, bytes, &a->ptr);
+  if (st == GPUHAL_ERROR_OUT_OF_MEMORY) {
+    // Numba's rule: free what is pending, then try once more.
+    const size_t freed = ctx->deallocs->flush();
+    ctx->logger().write(LogLevel::Debug, "mem_alloc of " + std::to_string(bytes) + " bytes: out of memory; " +
+                                             std::to_string(freed) + " deferred release(s) run" +
+                                             (freed ? ", retrying" : ", not retrying"));
+    if (freed) st = ctx->t().mem_alloc(ctx->handle, bytes, &a->ptr);
+  }
+  if (st != GPUHAL_SUCCESS) a->ptr = 0;
+  ctx->check(st, "mem_alloc");
   return a;
 }
 

@@ -140,10 +140,7 @@ Runtime Device::runtime() const {
 Context Device::primary_context() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   if (auto existing = impl_->primary.lock()) return Context(existing);
-  auto ctx = std::make_shared<ContextImpl>();
-  ctx->runtime = std::shared_ptr<RuntimeImpl>(impl_, impl_->runtime);
-  ctx->device = impl_.get();
-  ctx->check(ctx->t().context_create(impl_->ordinal, &ctx->handle), "context_create");
+  auto ctx = detail::create_context(std::shared_ptr<RuntimeImpl>(impl_, impl_->runtime), impl_.get());
   impl_->primary = ctx;
   return Context(ctx);
 }

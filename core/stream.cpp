@@ -10,14 +10,26 @@ namespace detail {
 
 StreamImpl::~StreamImpl() {
   if (!owned || !handle || generation != ctx->current_generation()) return;
-  if (ctx->t().stream_destroy(ctx->handle, handle) != GPUHAL_SUCCESS)
-    ctx->logger().write(LogLevel::Error, "stream_destroy failed: " + std::string(ctx->t().last_error()));
+  ContextImpl *c = ctx.get();
+  gpuhal_stream_t h = handle;
+  try {
+    c->defer_release(
+        generation, 0, [c, h] { return c->t().stream_destroy(c->handle, h); }, "stream_destroy");
+  } catch (const std::exception &e) {
+    c->logger().write(LogLevel::Error, std::string("deferred stream destruction: ") + e.what());
+  }
 }
 
 EventImpl::~EventImpl() {
   if (!handle || generation != ctx->current_generation()) return;
-  if (ctx->t().event_destroy(ctx->handle, handle) != GPUHAL_SUCCESS)
-    ctx->logger().write(LogLevel::Error, "event_destroy failed: " + std::string(ctx->t().last_error()));
+  ContextImpl *c = ctx.get();
+  gpuhal_event_t h = handle;
+  try {
+    c->defer_release(
+        generation, 0, [c, h] { return c->t().event_destroy(c->handle, h); }, "event_destroy");
+  } catch (const std::exception &e) {
+    c->logger().write(LogLevel::Error, std::string("deferred event destruction: ") + e.what());
+  }
 }
 
 }  // namespace detail

@@ -27,6 +27,12 @@ struct Config {
   std::vector<std::string> plugin_path;
   // GPUHAL_LOG: error | warn (default) | info | debug.
   LogLevel log_level = LogLevel::Warn;
+  // GPUHAL_MAX_PENDING_DEALLOCS_COUNT: the deferred deallocation queue of a
+  // context is flushed when it holds more items than this (default 10).
+  uint64_t max_pending_deallocs_count = 10;
+  // GPUHAL_MAX_PENDING_DEALLOCS_RATIO: ... or more bytes than this fraction
+  // of the device's memory (default 0.2, in [0, 1]).
+  double max_pending_deallocs_ratio = 0.2;
   // Every GPUHAL_* variable, handed to the plugin's init (the plugin
   // validates the ones it owns, e.g. GPUHAL_HOST_DEVICES).
   std::vector<std::pair<std::string, std::string>> plugin_options;

@@ -9,8 +9,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 
+#include "gpuhal/error.hpp"
 #include "gpuhal/runtime.hpp"
 
 namespace gpuhal {
@@ -54,6 +56,27 @@ class Context {
   void reset() const;
   bool supports(Capability capability) const;
 
+  // ---- Deferred deallocation (Numba's pending-deallocation queue) --------
+  // Dropping the last handle of device memory, a stream or an event queues
+  // its release instead of running it. The queue is flushed when it holds
+  // more than Config::max_pending_deallocs_count items or more than
+  // max_pending_deallocs_ratio of the device's memory, when an allocation
+  // runs out of memory (then the allocation is retried once), on
+  // flush_deallocations(), on reset() and when the context goes -- but never
+  // while a DeferCleanup scope is active. A flush first waits for all work of
+  // the context. A release that fails stops the flush: the error goes to the
+  // handler (default: logged) and the remaining items stay queued.
+  size_t pending_deallocations() const;
+  uint64_t pending_deallocation_bytes() const;
+  // Runs the queue now (unless deferred); returns how many releases ran.
+  size_t flush_deallocations() const;
+  // Queues a release of your own, counted with `bytes`. It may throw to
+  // report failure. Runs on the thread that triggers the flush.
+  void defer_release(std::function<void()> release, uint64_t bytes = 0) const;
+  // Receives the errors of failed releases; an empty function restores the
+  // default (log at error level). Called on the flushing thread.
+  void set_deallocation_error_handler(std::function<void(const Error &)> handler) const;
+
   friend bool operator==(const Context &a, const Context &b) { return a.impl_ == b.impl_; }
   friend bool operator!=(const Context &a, const Context &b) { return a.impl_ != b.impl_; }
 
@@ -63,6 +86,21 @@ class Context {
 
  private:
   std::shared_ptr<detail::ContextImpl> impl_;
+};
+
+// While any DeferCleanup of a context is alive, its deallocation queue is
+// not flushed (not even on out-of-memory). Scopes nest. Leaving the outermost
+// scope flushes if the queue is over its limits -- also when an exception
+// unwinds through it.
+class DeferCleanup {
+ public:
+  explicit DeferCleanup(Context ctx);
+  ~DeferCleanup();
+  DeferCleanup(const DeferCleanup &) = delete;
+  DeferCleanup &operator=(const DeferCleanup &) = delete;
+
+ private:
+  Context ctx_;
 };
 
 }  // namespace gpuhal

@@ -42,6 +42,13 @@ gpuhal_status_t bad_context(const char *entry) {
   return fail(GPUHAL_ERROR_INVALID_HANDLE, std::string(entry) + ": invalid context handle");
 }
 
+// Blocking entries refuse to run on a stream worker (inside a callback):
+// they could wait for the very operation that is running.
+gpuhal_status_t would_deadlock(const char *entry) {
+  return fail(GPUHAL_ERROR_INVALID_VALUE,
+              std::string(entry) + ": called from a stream callback, where it could wait for itself");
+}
+
 gpuhal_status_t bad_stream(const char *entry) {
   return fail(GPUHAL_ERROR_INVALID_HANDLE, std::string(entry) + ": invalid stream handle");
 }
@@ -179,6 +186,7 @@ gpuhal_status_t context_destroy(gpuhal_context_t ctx) {
 gpuhal_status_t context_synchronize(gpuhal_context_t ctx) {
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("context_synchronize");
+  if (on_worker_thread()) return would_deadlock("context_synchronize");
   c->synchronize();
   return GPUHAL_SUCCESS;
 }
@@ -276,6 +284,7 @@ gpuhal_status_t memcpy_sync(gpuhal_context_t ctx, uint32_t kind, gpuhal_devicept
                             uint64_t bytes) {
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("memcpy_sync");
+  if (on_worker_thread()) return would_deadlock("memcpy_sync");
   if (gpuhal_status_t st = check_copy("memcpy_sync", kind, dst, src, bytes)) return st;
   if (bytes == 0) return GPUHAL_SUCCESS;
   return guard("memcpy_sync", [&] { return copy_on(c, c->stream(nullptr), dst, src, bytes, true); });
@@ -308,6 +317,7 @@ gpuhal_status_t set_on(HostContext *c, const std::shared_ptr<StreamState> &s, gp
 gpuhal_status_t memset_sync(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t value, uint64_t bytes) {
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("memset_sync");
+  if (on_worker_thread()) return would_deadlock("memset_sync");
   return guard("memset_sync", [&] { return set_on(c, c->stream(nullptr), dst, value, bytes, true); });
 }
 
@@ -347,6 +357,7 @@ gpuhal_status_t stream_destroy(gpuhal_context_t ctx, gpuhal_stream_t stream) {
 gpuhal_status_t stream_synchronize(gpuhal_context_t ctx, gpuhal_stream_t stream) {
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("stream_synchronize");
+  if (on_worker_thread()) return would_deadlock("stream_synchronize");
   std::shared_ptr<StreamState> s = c->stream(stream);
   if (!s) return bad_stream("stream_synchronize");
   s->synchronize();
@@ -455,6 +466,7 @@ gpuhal_status_t event_record(gpuhal_context_t ctx, gpuhal_event_t event, gpuhal_
 gpuhal_status_t event_synchronize(gpuhal_context_t ctx, gpuhal_event_t event) {
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("event_synchronize");
+  if (on_worker_thread()) return would_deadlock("event_synchronize");
   auto e = c->event(event);
   if (!e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_synchronize: invalid event handle");
   Dep d;

@@ -2,6 +2,14 @@
 
 namespace gpuhal::host {
 
+namespace {
+thread_local bool t_on_worker = false;
+}  // namespace
+
+bool on_worker_thread() {
+  return t_on_worker;
+}
+
 void Progress::wait(const StreamState &stream, uint64_t ticket) {
   if (stream.completed.load(std::memory_order_acquire) >= ticket) return;
   std::unique_lock<std::mutex> lock(mu);
@@ -36,6 +44,7 @@ void StreamState::push(Op op) {
 }
 
 void StreamState::loop() {
+  t_on_worker = true;
   for (;;) {
     Op op;
     bool ok;

@@ -26,6 +26,10 @@ namespace gpuhal::host {
 
 struct StreamState;
 
+// True on a stream worker thread (inside an operation or callback), where a
+// blocking wait on the context could wait for itself.
+bool on_worker_thread();
+
 // Context-wide completion signal: workers notify after each operation,
 // waiters (dependencies, synchronize calls) wait on it.
 struct Progress {

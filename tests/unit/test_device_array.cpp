@@ -60,6 +60,8 @@ TEST_CASE("device_array rejects bad input and leaks nothing", "[array][errors]")
     DeviceArray a = device_array(ctx, {1000});
     CHECK(ctx.memory_info().free == free_before - 8000);
   }
+  CHECK(ctx.pending_deallocations() == 1);  // freed lazily, like Numba
+  ctx.flush_deallocations();
   CHECK(ctx.memory_info().free == free_before);
 }
 

@@ -208,7 +208,7 @@ TEST_CASE("out of memory on the host backend is a real, recoverable error", "[me
   REQUIRE_GPUHAL_ERROR(device_array(ctx, {5000}, dtypes::float64), Status::ERROR_OUT_OF_MEMORY,
                        "host: mem_alloc failed (ERROR_OUT_OF_MEMORY): mem_alloc: out of device memory");
   a = DeviceArray();
-  DeviceArray b = device_array(ctx, {5000}, dtypes::float64);  // fits after the free
+  DeviceArray b = device_array(ctx, {5000}, dtypes::float64);  // fits after the flush + retry
   CHECK(b.size() == 5000);
   REQUIRE_GPUHAL_ERROR(ctx.allocate(0), Status::ERROR_INVALID_VALUE, "size must be positive");
 }

@@ -1,0 +1,115 @@
+#include "dealloc_queue.hpp"
+
+#include <exception>
+
+namespace gpuhal::detail {
+
+DeallocQueue::DeallocQueue(uint64_t max_count, uint64_t max_bytes, Synchronize sync, ErrorHandler handler)
+    : max_count_(max_count), max_bytes_(max_bytes), sync_(std::move(sync)), handler_(std::move(handler)) {}
+
+void DeallocQueue::add(Item item) {
+  bool flush_now;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    bytes_ += item.bytes;
+    items_.push_back(std::move(item));
+    flush_now = defer_depth_ == 0 && over_limits_locked();
+  }
+  if (flush_now) flush();
+}
+
+void DeallocQueue::report(const Error &e) {
+  ErrorHandler h;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    h = handler_;
+  }
+  if (!h) return;
+  try {
+    h(e);
+  } catch (...) {
+    // An error handler must not take the flush down with it.
+  }
+}
+
+size_t DeallocQueue::flush(bool force) {
+  std::lock_guard<std::mutex> flushing(flush_mu_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if ((defer_depth_ > 0 && !force) || items_.empty()) return 0;
+  }
+  try {
+    sync_();
+  } catch (const Error &e) {
+    report(Error(e.status(), std::string("deferred deallocation: synchronising before the flush failed: ") + e.what()));
+    if (!force) return 0;
+  }
+  size_t done = 0;
+  for (;;) {
+    Item item;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (items_.empty()) break;
+      item = std::move(items_.front());
+      items_.pop_front();
+      bytes_ -= item.bytes;
+    }
+    try {
+      item.release();
+      ++done;
+    } catch (const Error &e) {
+      report(Error(e.status(), std::string("deferred deallocation failed: ") + e.what()));
+      if (!force) break;  // the rest stay queued
+    } catch (const std::exception &e) {
+      report(Error(Status::ERROR_UNKNOWN, std::string("deferred deallocation failed: ") + e.what()));
+      if (!force) break;
+    } catch (...) {
+      report(Error(Status::ERROR_UNKNOWN, "deferred deallocation failed with an unknown exception"));
+      if (!force) break;
+    }
+  }
+  return done;
+}
+
+void DeallocQueue::drop_all() {
+  std::lock_guard<std::mutex> lock(mu_);
+  items_.clear();
+  bytes_ = 0;
+}
+
+void DeallocQueue::defer_begin() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++defer_depth_;
+}
+
+void DeallocQueue::defer_end() {
+  bool flush_now;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (defer_depth_ > 0) --defer_depth_;
+    flush_now = defer_depth_ == 0 && over_limits_locked();
+  }
+  if (flush_now) flush();
+}
+
+bool DeallocQueue::deferred() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return defer_depth_ > 0;
+}
+
+size_t DeallocQueue::count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return items_.size();
+}
+
+uint64_t DeallocQueue::bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return bytes_;
+}
+
+void DeallocQueue::set_error_handler(ErrorHandler handler) {
+  std::lock_guard<std::mutex> lock(mu_);
+  handler_ = std::move(handler);
+}
+
+}  // namespace gpuhal::detail

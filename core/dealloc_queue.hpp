@@ -1,0 +1,70 @@
+// The deferred deallocation queue of one context (Numba's _PendingDeallocs).
+//
+// Releases (device frees, stream and event destruction, user-supplied
+// releases) are queued instead of run at once, so that dropping handles does
+// not synchronise the device. The queue is flushed when it holds more than
+// `max_count` items or more than `max_bytes` bytes, on out-of-memory (then
+// the allocation is retried once), explicitly, and when the context goes.
+// While any DeferCleanup scope is active nothing is flushed; leaving the
+// outermost scope flushes if the limits are exceeded.
+//
+// Flushing first waits for all work of the context (queued releases may
+// still be in use by it), then runs releases in FIFO order. A release that
+// fails (throws) stops the flush: it is reported to the error handler
+// (default: logged) and the remaining items stay queued. Thread-safe; one
+// flush runs at a time.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+
+#include "gpuhal/error.hpp"
+
+namespace gpuhal::detail {
+
+class DeallocQueue {
+ public:
+  struct Item {
+    std::function<void()> release;  // throws gpuhal::Error (or anything) on failure
+    uint64_t bytes = 0;
+  };
+  using Synchronize = std::function<void()>;  // throws on failure
+  using ErrorHandler = std::function<void(const Error &)>;
+
+  DeallocQueue(uint64_t max_count, uint64_t max_bytes, Synchronize sync, ErrorHandler handler);
+
+  // Queues `item`; flushes when over a limit and not deferred.
+  void add(Item item);
+  // Runs the queue unless deferred (or `force`). Returns the number of
+  // releases that ran successfully.
+  size_t flush(bool force = false);
+  // Drops every item without running it (after a reset freed everything).
+  void drop_all();
+
+  void defer_begin();
+  void defer_end();
+  bool deferred() const;
+
+  size_t count() const;
+  uint64_t bytes() const;
+  void set_error_handler(ErrorHandler handler);
+
+ private:
+  bool over_limits_locked() const { return items_.size() > max_count_ || bytes_ > max_bytes_; }
+  void report(const Error &e);
+
+  const uint64_t max_count_;
+  const uint64_t max_bytes_;
+  Synchronize sync_;
+  mutable std::mutex mu_;
+  std::mutex flush_mu_;  // one flush at a time
+  std::deque<Item> items_;
+  uint64_t bytes_ = 0;
+  int defer_depth_ = 0;
+  ErrorHandler handler_;
+};
+
+}  // namespace gpuhal::detail
