@@ -118,6 +118,10 @@ void Context::reset() const {
     if (st != GPUHAL_SUCCESS)
       c.logger().write(LogLevel::Warn, "reset: context_synchronize failed: " + std::string(c.t().last_error()));
     c.generation.fetch_add(1, std::memory_order_acq_rel);
+    {
+      std::lock_guard<std::mutex> lock(c.registrations_mutex);
+      c.registrations.clear();  // the plugin drops them with the context
+    }
     gpuhal_context_t old = c.handle;
     c.handle = nullptr;
     c.check(c.t().context_destroy(old), "context_destroy");

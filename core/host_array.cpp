@@ -90,4 +90,14 @@ HostArray HostArray::with_layout(const Layout &layout, DType dtype) {
   return a;
 }
 
+HostArray HostArray::adopt(std::shared_ptr<void> buffer, const Layout &layout, DType dtype) {
+  HostArray a;
+  a.buffer_ = std::move(buffer);
+  if (layout.span_bytes() == 0)
+    a.view_ = HostView::from_layout(nullptr, layout.with_offset(0), dtype, true);
+  else
+    a.view_ = HostView::from_layout(static_cast<char *>(a.buffer_.get()) - layout.span_begin(), layout, dtype, true);
+  return a;
+}
+
 }  // namespace gpuhal

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -23,6 +24,14 @@
 namespace gpuhal::detail {
 
 struct ContextImpl;
+
+// A host range registered in a context (the core's reference-counted view of
+// the plugin's registrations).
+struct Registration {
+  uint64_t size = 0;
+  uint32_t flags = 0;
+  int count = 0;
+};
 
 struct DeviceImpl {
   struct RuntimeImpl *runtime = nullptr;
@@ -48,6 +57,9 @@ struct ContextImpl {
   std::atomic<uint64_t> generation{1};
   // Deferred releases of this context's objects (created with the context).
   std::unique_ptr<DeallocQueue> deallocs;
+  // Registered host ranges by start address.
+  std::mutex registrations_mutex;
+  std::map<uintptr_t, Registration> registrations;
 
   ~ContextImpl();
   const gpuhal_plugin_table_t &t() const { return runtime->table(); }
@@ -95,6 +107,10 @@ struct Allocation {
   gpuhal_deviceptr_t ptr = 0;
   uint64_t size = 0;
   uint64_t generation = 0;
+  // False for device views of host memory (mapped): nothing to mem_free.
+  bool owns_device_memory = true;
+  // Keeps the memory behind a non-owning view alive (a mapped host buffer).
+  std::shared_ptr<void> keep_alive;
   ~Allocation();
 };
 

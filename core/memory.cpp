@@ -8,7 +8,7 @@ namespace detail {
 
 Allocation::~Allocation() {
   // After a reset the plugin already freed everything of the old context.
-  if (!ptr || generation != ctx->current_generation()) return;
+  if (!ptr || !owns_device_memory || generation != ctx->current_generation()) return;
   ContextImpl *c = ctx.get();
   const gpuhal_deviceptr_t p = ptr;
   try {

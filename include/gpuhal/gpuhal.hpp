@@ -7,6 +7,7 @@
 #include "gpuhal/dtype.hpp"
 #include "gpuhal/error.hpp"
 #include "gpuhal/host_array.hpp"
+#include "gpuhal/host_memory.hpp"
 #include "gpuhal/layout.hpp"
 #include "gpuhal/memory.hpp"
 #include "gpuhal/runtime.hpp"

@@ -88,6 +88,9 @@ class HostArray {
   // Allocates `layout.span_bytes()` bytes and places element 0 at
   // layout.offset() - layout.span_begin() (any strides, also negative).
   static HostArray with_layout(const Layout &layout, DType dtype);
+  // Adopts `buffer` (at least layout.span_bytes() bytes; its deleter frees
+  // it) with the same placement as with_layout.
+  static HostArray adopt(std::shared_ptr<void> buffer, const Layout &layout, DType dtype);
 
   const HostView &view() const { return view_; }
   operator const HostView &() const { return view_; }  // NOLINT: implicit on purpose

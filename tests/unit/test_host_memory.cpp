@@ -1,0 +1,122 @@
+// Pinned, mapped and registered host memory on the host backend.
+#include <stdexcept>
+
+#include "test_support.hpp"
+
+using namespace gpuhal;
+
+TEST_CASE("pinned scopes unregister on exit, also when an exception unwinds", "[hostmem][pinned]") {
+  Context ctx = test::host_context();
+  std::vector<float> a(1000), b(10);
+  {
+    PinnedScope pin(ctx, {HostView::of(a), HostView::of(b)});
+    // Pinned memory still transfers normally.
+    a[3] = 3.5f;
+    CHECK(to_device(ctx, HostView::of(a)).copy_to_host().at<float>({3}) == 3.5f);
+  }
+  try {
+    PinnedScope pin(ctx, {HostView::of(a)});
+    throw std::runtime_error("user error inside the scope");
+  } catch (const std::runtime_error &) {
+  }
+  // Re-pinning at once works: nothing was left registered (Numba #3508).
+  PinnedScope again(ctx, {HostView::of(a)});
+  CHECK_NOTHROW(register_host(ctx, HostView::of(b)));
+}
+
+TEST_CASE("the registry counts repeats and refuses overlaps", "[hostmem][register]") {
+  Context ctx = test::host_context();
+  std::vector<double> v(100);
+  HostRegistration r1 = register_host(ctx, HostView::of(v));
+  CHECK(r1.size() == 800);
+  HostRegistration r2 = register_host(ctx, HostView::of(v));  // same range: counted
+  REQUIRE_GPUHAL_ERROR(register_host(ctx, HostView::of(v).view({Slice(10, 20)})), Status::ERROR_ALREADY_REGISTERED,
+                       "overlaps a different registered range");
+  r1.release();
+  REQUIRE_GPUHAL_ERROR(register_host(ctx, HostView::of(v).view({Slice(50, {})})), Status::ERROR_ALREADY_REGISTERED,
+                       "overlaps");
+  r2.release();  // count reaches zero: unregistered
+  HostRegistration part = register_host(ctx, HostView::of(v).view({Slice(50, {})}));
+  CHECK(part.size() == 400);
+  std::vector<double> other(4);
+  REQUIRE_GPUHAL_ERROR(deregister_host(ctx, HostView::of(other)), Status::ERROR_NOT_REGISTERED,
+                       "not the start of a registered range");
+  deregister_host(ctx, HostView::of(v).view({Slice(50, {})}));
+  REQUIRE_GPUHAL_ERROR(part.release(), Status::ERROR_NOT_REGISTERED, "not the start of a registered range");
+  CHECK_FALSE(part);
+  HostRegistration empty = register_host(ctx, HostView::of(v).view({Slice(0, 0)}));  // zero-size
+  CHECK_FALSE(empty);
+}
+
+TEST_CASE("mapped scopes give device arrays over the host memory", "[hostmem][mapped]") {
+  Context ctx = test::host_context();
+  REQUIRE(ctx.supports(Capability::MappedHostMemory));
+  std::vector<int32_t> v(64, 0), src(64);
+  for (int i = 0; i < 64; ++i) src[size_t(i)] = i;
+  {
+    MappedScope m(ctx, {HostView::of(v, {8, 8})});
+    const DeviceArray &d = m[0];
+    CHECK(d.shape() == Shape{8, 8});
+    d.copy_from_host(HostView::of(src, {8, 8}));  // writes through the mapping
+    CHECK(v == src);
+    d.view({Slice(0, 1)}).memset(0);
+    CHECK(v[7] == 0);
+    CHECK(v[8] == 8);
+  }
+  PinnedScope pin(ctx, {HostView::of(v)});  // the mapping is gone
+}
+
+TEST_CASE("pinned arrays are freed through the deferred queue with their size", "[hostmem][pinned][dealloc]") {
+  Context ctx = test::host_context();
+  {
+    HostArray p = pinned_array(ctx, {16, 8}, dtypes::float32, {}, 'F');
+    CHECK(p.strides() == Strides{4, 64});
+    p.at<float>({15, 7}) = 2.0f;
+    DeviceArray d = to_device(ctx, p);
+    CHECK(d.copy_to_host().at<float>({15, 7}) == 2.0f);
+  }
+  ctx.flush_deallocations();
+  { HostArray p = pinned_array_like(ctx, HostView::of(std::vector<double>(10))); }
+  CHECK(ctx.pending_deallocation_bytes() == 80);  // counted with its real size (Numba counts 0)
+  CHECK(pinned_array(ctx, {0, 3}).size() == 0);
+  REQUIRE_GPUHAL_ERROR(pinned_array(ctx, {-2}), Status::ERROR_INVALID_SHAPE, "negative dimension");
+  REQUIRE_GPUHAL_ERROR(pinned_array(ctx, {int64_t(1) << 40, int64_t(1) << 40}), Status::ERROR_SIZE_OVERFLOW,
+                       "overflows");
+}
+
+TEST_CASE("mapped arrays are one memory seen from both sides", "[hostmem][mapped]") {
+  Context ctx = test::host_context();
+  MappedArray m = mapped_array(ctx, {4, 4}, dtypes::int64, {}, 'C', true, true);
+  m.device.memset(0);
+  CHECK(m.host.at<int64_t>({3, 3}) == 0);
+  m.host.at<int64_t>({2, 1}) = 99;
+  CHECK(m.device.view({2, 1}).copy_to_host().at<int64_t>({}) == 99);
+  DeviceArray kept = m.device;
+  m.host = HostArray();  // the device side keeps the buffer alive
+  CHECK(kept.copy_to_host().at<int64_t>({2, 1}) == 99);
+  MappedArray like = mapped_array_like(ctx, HostView::of(std::vector<float>(6), {2, 3}));
+  CHECK(like.device.shape() == Shape{2, 3});
+  CHECK(like.device.dtype() == dtypes::float32);
+}
+
+TEST_CASE("backends without host memory say so", "[hostmem][errors]") {
+  Config c;
+  c.backend = test::fake("good");
+  Context ctx = Runtime::load(c).device(0).primary_context();
+  CHECK_FALSE(ctx.supports(Capability::HostMemory));
+  std::vector<float> v(4);
+  REQUIRE_GPUHAL_ERROR(pinned_array(ctx, {4}), Status::ERROR_NOT_SUPPORTED,
+                       "backend 'fake' has no pinned/registered host memory");
+  REQUIRE_GPUHAL_ERROR(PinnedScope(ctx, {HostView::of(v)}), Status::ERROR_NOT_SUPPORTED, "no pinned");
+  REQUIRE_GPUHAL_ERROR(mapped_array(ctx, {4}), Status::ERROR_NOT_SUPPORTED, "no pinned");
+}
+
+TEST_CASE("registrations end with a context reset", "[hostmem][reset]") {
+  Context ctx = test::host_context();
+  std::vector<double> v(10);
+  HostRegistration r = register_host(ctx, HostView::of(v));
+  ctx.reset();
+  CHECK_NOTHROW(r.release());  // dropped by the reset: nothing to undo
+  HostRegistration again = register_host(ctx, HostView::of(v));
+  CHECK(again);
+}
