@@ -58,14 +58,31 @@ Device Context::device() const {
   return Device(std::shared_ptr<detail::DeviceImpl>(impl_->runtime, impl_->device));
 }
 
-Stream Context::default_stream() const {
-  impl_->check_alive(impl_->current_generation(), "Context::default_stream");
+namespace {
+Stream unowned_stream(const std::shared_ptr<detail::ContextImpl> &ctx, gpuhal_stream_t handle, const char *what) {
+  ctx->check_alive(ctx->current_generation(), what);
   auto s = std::make_shared<detail::StreamImpl>();
-  s->ctx = impl_;
-  s->handle = nullptr;
-  s->generation = impl_->current_generation();
+  s->ctx = ctx;
+  s->handle = handle;
+  s->generation = ctx->current_generation();
   s->owned = false;
   return Stream(s);
+}
+}  // namespace
+
+Stream Context::default_stream() const {
+  return unowned_stream(impl_, nullptr, "Context::default_stream");
+}
+Stream Context::legacy_default_stream() const {
+  return unowned_stream(impl_, GPUHAL_STREAM_LEGACY, "Context::legacy_default_stream");
+}
+Stream Context::per_thread_default_stream() const {
+  return unowned_stream(impl_, GPUHAL_STREAM_PER_THREAD, "Context::per_thread_default_stream");
+}
+Stream Context::external_stream(gpuhal_stream_t native) const {
+  if (!native)
+    throw Error(Status::ERROR_INVALID_HANDLE, "Context::external_stream: null handle (use default_stream())");
+  return unowned_stream(impl_, native, "Context::external_stream");
 }
 
 Stream Context::create_stream(StreamKind kind) const {

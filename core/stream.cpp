@@ -61,7 +61,18 @@ Context Stream::context() const {
   return Context(impl_->ctx);
 }
 bool Stream::is_default() const {
-  return impl_->handle == nullptr;
+  return impl_->handle == nullptr || impl_->handle == GPUHAL_STREAM_LEGACY;
+}
+bool Stream::is_owned() const {
+  return impl_->owned;
+}
+
+AutoSynchronize::~AutoSynchronize() {
+  try {
+    stream_.synchronize();
+  } catch (const std::exception &e) {
+    stream_.impl()->ctx->logger().write(LogLevel::Error, std::string("AutoSynchronize: ") + e.what());
+  }
 }
 gpuhal_stream_t Stream::native_handle() const {
   return impl_->handle;

@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "gpuhal/error.hpp"
+#include "gpuhal/plugin.h"
 #include "gpuhal/runtime.hpp"
 
 namespace gpuhal {
@@ -45,6 +46,16 @@ class Context {
   // The default stream (legacy semantics: it waits for all prior work of the
   // blocking streams, and they wait for it). Never destroyed.
   Stream default_stream() const;
+  // CUDA's legacy default stream (on every backend the same as
+  // default_stream()) and the calling thread's own default stream (a
+  // blocking stream per host thread). Never destroyed by gpuhal.
+  Stream legacy_default_stream() const;
+  Stream per_thread_default_stream() const;
+  // Wraps a native stream handle made elsewhere (another library, another
+  // gpuhal runtime over the same plugin). gpuhal never destroys it; the
+  // owner keeps it alive while the Stream is used. Invalid handles fail at
+  // first use with ERROR_INVALID_HANDLE.
+  Stream external_stream(gpuhal_stream_t native) const;
   Stream create_stream(StreamKind kind = StreamKind::Blocking) const;
   Event create_event(bool enable_timing = true) const;
   // Blocks until all work on every stream of this context has completed.

@@ -77,6 +77,12 @@ enum gpuhal_status_code {
 typedef struct gpuhal_context_s *gpuhal_context_t;
 typedef struct gpuhal_stream_s *gpuhal_stream_t;
 typedef struct gpuhal_event_s *gpuhal_event_t;
+/* Special stream handles every *_async / stream entry accepts (CUDA's
+ * values): the legacy default stream, and the calling thread's own default
+ * stream (a blocking stream per host thread, created on first use and
+ * destroyed with its context). Neither may be destroyed. */
+#define GPUHAL_STREAM_LEGACY ((gpuhal_stream_t)0x1)
+#define GPUHAL_STREAM_PER_THREAD ((gpuhal_stream_t)0x2)
 /* A device address. On backends with unified addressing it may equal a host
  * address; the core never dereferences it. */
 typedef uint64_t gpuhal_deviceptr_t;

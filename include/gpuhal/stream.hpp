@@ -28,7 +28,10 @@ class Event;
 class Stream {
  public:
   Context context() const;
+  // The context's default stream (legacy semantics).
   bool is_default() const;
+  // False for default, per-thread and external streams.
+  bool is_owned() const;
   // Blocks until all work submitted so far has completed.
   void synchronize() const;
   // True when all submitted work has completed.
@@ -76,6 +79,21 @@ class Event {
 
  private:
   std::shared_ptr<detail::EventImpl> impl_;
+};
+
+// Numba's `with stream.auto_synchronize():` -- synchronizes the stream when
+// the scope ends, also when an exception unwinds through it (then a failing
+// synchronize is logged, never thrown).
+class AutoSynchronize {
+ public:
+  explicit AutoSynchronize(Stream stream) : stream_(std::move(stream)) {}
+  ~AutoSynchronize();
+  AutoSynchronize(const AutoSynchronize &) = delete;
+  AutoSynchronize &operator=(const AutoSynchronize &) = delete;
+  const Stream &stream() const { return stream_; }
+
+ private:
+  Stream stream_;
 };
 
 }  // namespace gpuhal

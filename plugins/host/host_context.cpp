@@ -81,6 +81,7 @@ HostContext::~HostContext() {
     std::lock_guard<std::mutex> lock(objects_mu_);
     for (auto &kv : streams_) streams.push_back(kv.second);
     streams_.clear();
+    per_thread_.clear();
     events_.clear();
   }
   for (auto &s : streams) s->stop();
@@ -96,8 +97,17 @@ HostContext::~HostContext() {
 }
 
 std::shared_ptr<StreamState> HostContext::stream(gpuhal_stream_t handle) {
-  if (!handle) return default_stream_;
+  if (!handle || handle == GPUHAL_STREAM_LEGACY) return default_stream_;
   std::lock_guard<std::mutex> lock(objects_mu_);
+  if (handle == GPUHAL_STREAM_PER_THREAD) {
+    auto &s = per_thread_[std::this_thread::get_id()];
+    if (!s) {
+      s = std::make_shared<StreamState>(progress_, false, false);
+      s->start();
+      streams_[s.get()] = s;  // takes part in the legacy rules like any blocking stream
+    }
+    return s;
+  }
   auto it = streams_.find(reinterpret_cast<StreamState *>(handle));
   return it == streams_.end() ? nullptr : it->second;
 }

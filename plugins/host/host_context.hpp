@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -104,6 +105,8 @@ class HostContext {
   std::shared_ptr<StreamState> default_stream_;
   std::mutex objects_mu_;
   std::unordered_map<StreamState *, std::shared_ptr<StreamState>> streams_;
+  // GPUHAL_STREAM_PER_THREAD: one blocking stream per host thread.
+  std::unordered_map<std::thread::id, std::shared_ptr<StreamState>> per_thread_;
   std::unordered_map<HostEvent *, std::shared_ptr<HostEvent>> events_;
 };
 

@@ -347,7 +347,8 @@ gpuhal_status_t stream_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_strea
 gpuhal_status_t stream_destroy(gpuhal_context_t ctx, gpuhal_stream_t stream) {
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("stream_destroy");
-  if (!stream) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_destroy: the default stream cannot be destroyed");
+  if (!stream || stream == GPUHAL_STREAM_LEGACY || stream == GPUHAL_STREAM_PER_THREAD)
+    return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_destroy: a default stream cannot be destroyed");
   return guard("stream_destroy", [&] {
     return c->destroy_stream(stream) ? GPUHAL_SUCCESS
                                      : fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_destroy: invalid stream handle");

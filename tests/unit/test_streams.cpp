@@ -231,3 +231,68 @@ TEST_CASE("many threads use one context concurrently", "[stream][threads]") {
   for (auto &th : threads) th.join();
   CHECK(failures == 0);
 }
+
+TEST_CASE("legacy, per-thread and external streams", "[stream][default]") {
+  Context ctx = test::host_context();
+  Stream legacy = ctx.legacy_default_stream();
+  CHECK(legacy.is_default());
+  CHECK_FALSE(legacy.is_owned());
+  std::vector<int32_t> v(100, 5), out(100);
+  DeviceArray d = to_device(ctx, HostView::of(v), legacy);
+  legacy.synchronize();
+
+  // Each thread gets its own per-thread default stream.
+  Gate gate;
+  Stream mine = ctx.per_thread_default_stream();
+  gate.block(mine);
+  std::atomic<bool> other_done{false};
+  std::thread other([&] {
+    Stream theirs = ctx.per_thread_default_stream();  // not blocked by this thread's gate
+    DeviceArray e = device_array(ctx, {4}, dtypes::uint8);
+    e.memset(1, theirs);
+    theirs.synchronize();
+    other_done = true;
+  });
+  other.join();
+  CHECK(other_done);
+  CHECK_FALSE(mine.query());
+  gate.release();
+  mine.synchronize();
+
+  // An external stream is used, never destroyed.
+  Stream owner = ctx.create_stream();
+  {
+    Stream ext = ctx.external_stream(owner.native_handle());
+    CHECK_FALSE(ext.is_owned());
+    d.copy_to_host(HostView::of(out), ext);
+    ext.synchronize();
+  }
+  CHECK(out == v);
+  ctx.flush_deallocations();
+  CHECK(owner.query());  // still alive after the wrapper went
+  REQUIRE_GPUHAL_ERROR(ctx.external_stream(nullptr), Status::ERROR_INVALID_HANDLE, "null handle");
+  int not_a_stream = 0;
+  REQUIRE_GPUHAL_ERROR(ctx.external_stream(reinterpret_cast<gpuhal_stream_t>(&not_a_stream)).synchronize(),
+                       Status::ERROR_INVALID_HANDLE, "invalid stream handle");
+}
+
+TEST_CASE("AutoSynchronize synchronizes, also when an exception unwinds", "[stream][auto]") {
+  Context ctx = test::host_context();
+  Stream s = ctx.create_stream();
+  std::atomic<bool> ran{false};
+  try {
+    AutoSynchronize sync(s);
+    s.add_callback([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      ran = true;
+    });
+    throw std::runtime_error("inside the scope");
+  } catch (const std::runtime_error &) {
+    CHECK(ran);  // the scope's exit waited for the stream
+  }
+  {
+    AutoSynchronize sync(s);
+    s.add_callback([&] { ran = false; });
+  }
+  CHECK_FALSE(ran);
+}
