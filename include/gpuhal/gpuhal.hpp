@@ -4,6 +4,7 @@
 #include "gpuhal/config.hpp"
 #include "gpuhal/context.hpp"
 #include "gpuhal/device_array.hpp"
+#include "gpuhal/dlpack.hpp"
 #include "gpuhal/dtype.hpp"
 #include "gpuhal/error.hpp"
 #include "gpuhal/host_array.hpp"

@@ -38,7 +38,7 @@ bool Registry::overlaps_host(uintptr_t addr, uint64_t bytes) const {
   while (it != regions_.begin()) {
     --it;
     if (it->first + it->second.size <= addr) break;  // ranges do not overlap each other
-    if (it->second.kind != RegionKind::Device) return true;
+    return true;
   }
   return false;
 }

@@ -50,7 +50,7 @@ class Registry {
   // True when [addr, addr+bytes) lies inside one range usable by the device
   // (device memory, or host memory allocated / registered as mapped).
   bool device_accessible(uintptr_t addr, uint64_t bytes) const;
-  // True when [addr, addr+bytes) overlaps any host-alloc / registered range.
+  // True when [addr, addr+bytes) overlaps any range (device memory included).
   bool overlaps_host(uintptr_t addr, uint64_t bytes) const;
   // Finds the host-alloc / registered range containing addr.
   bool find_host(uintptr_t addr, uintptr_t *base, Region *out) const;

@@ -552,9 +552,9 @@ gpuhal_status_t host_register(gpuhal_context_t ctx, void *ptr, uint64_t bytes, u
   return guard("host_register", [&]() -> gpuhal_status_t {
     auto &reg = plugin_state().registry;
     if (reg.overlaps_host(uintptr_t(ptr), bytes))
-      return fail(GPUHAL_ERROR_ALREADY_REGISTERED, "host_register: [" + hex(uintptr_t(ptr)) + ", +" +
-                                                       std::to_string(bytes) +
-                                                       ") overlaps memory that is already registered or pinned");
+      return fail(GPUHAL_ERROR_ALREADY_REGISTERED,
+                  "host_register: [" + hex(uintptr_t(ptr)) + ", +" + std::to_string(bytes) +
+                      ") overlaps memory that is already registered, pinned or device memory");
     reg.insert(uintptr_t(ptr), Region{bytes, c, RegionKind::Registered, flags});
     return GPUHAL_SUCCESS;
   });
