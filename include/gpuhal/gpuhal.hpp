@@ -11,5 +11,6 @@
 #include "gpuhal/host_memory.hpp"
 #include "gpuhal/layout.hpp"
 #include "gpuhal/memory.hpp"
+#include "gpuhal/mirrored_array.hpp"
 #include "gpuhal/runtime.hpp"
 #include "gpuhal/stream.hpp"

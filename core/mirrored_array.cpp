@@ -1,0 +1,97 @@
+#include "gpuhal/mirrored_array.hpp"
+
+#include <mutex>
+
+namespace gpuhal {
+
+struct MirroredArray::State {
+  Context ctx{nullptr};
+  std::mutex mutex;
+  HostArray host;
+  DeviceArray device;
+  bool host_valid = true;
+  bool device_valid = false;
+  bool device_allocated = false;
+};
+
+namespace {
+const char kEmpty[] = "MirroredArray: empty handle";
+}
+
+bool MirroredArray::has_device_locked() const {
+  return state_->device_allocated;
+}
+
+MirroredArray MirroredArray::from_host(const Context &ctx, HostArray host) {
+  if (!ctx.impl()) throw Error(Status::ERROR_INVALID_HANDLE, "MirroredArray: null context");
+  if (host.size() != 0 && !host.view().layout().core().is_contiguous())
+    throw Error(Status::ERROR_NOT_CONTIGUOUS, "MirroredArray: the host side must be contiguous");
+  MirroredArray m;
+  m.state_ = std::make_shared<State>();
+  m.state_->ctx = ctx;
+  m.state_->host = std::move(host);
+  return m;
+}
+
+MirroredArray MirroredArray::empty(const Context &ctx, const Shape &shape, DType dtype, char order) {
+  return from_host(ctx, HostArray::empty(shape, dtype, order));
+}
+
+const HostArray &MirroredArray::get_host() const {
+  if (!state_) throw Error(Status::ERROR_INVALID_HANDLE, kEmpty);
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  if (!state_->host_valid) {
+    state_->device.copy_to_host(state_->host.view());
+    state_->host_valid = true;
+  }
+  return state_->host;
+}
+
+const DeviceArray &MirroredArray::get_device() const {
+  if (!state_) throw Error(Status::ERROR_INVALID_HANDLE, kEmpty);
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  if (!state_->device_allocated) {
+    const HostView &h = state_->host.view();
+    state_->device = device_array(state_->ctx, h.shape(), h.dtype(), h.strides());
+    state_->device_allocated = true;
+  }
+  if (!state_->device_valid) {
+    state_->device.copy_from_host(state_->host.view());
+    state_->device_valid = true;
+  }
+  return state_->device;
+}
+
+void MirroredArray::mark_changed(Where where) const {
+  if (!state_) throw Error(Status::ERROR_INVALID_HANDLE, kEmpty);
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  if (where == Where::device && !has_device_locked()) {
+    throw Error(Status::ERROR_INVALID_VALUE, "MirroredArray::mark_changed(device): there is no device side yet");
+  }
+  state_->host_valid = where == Where::host;
+  state_->device_valid = where == Where::device;
+}
+
+bool MirroredArray::valid(Where where) const {
+  if (!state_) throw Error(Status::ERROR_INVALID_HANDLE, kEmpty);
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return where == Where::host ? state_->host_valid : state_->device_valid;
+}
+
+bool MirroredArray::has_device() const {
+  if (!state_) throw Error(Status::ERROR_INVALID_HANDLE, kEmpty);
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return has_device_locked();
+}
+
+const Shape &MirroredArray::shape() const {
+  if (!state_) throw Error(Status::ERROR_INVALID_HANDLE, kEmpty);
+  return state_->host.shape();
+}
+
+DType MirroredArray::dtype() const {
+  if (!state_) throw Error(Status::ERROR_INVALID_HANDLE, kEmpty);
+  return state_->host.dtype();
+}
+
+}  // namespace gpuhal

@@ -1,0 +1,44 @@
+// MirroredArray: Numba's SmartArray in C++ -- one array with a host and a
+// device side, each marked valid or stale, copied on demand.
+//
+// get_host() / get_device() return that side, first allocating it (the
+// device side lazily, with the host side's shape, strides and dtype) and
+// copying from the other side when that side is the newer one. After
+// writing to a side, call mark_changed(side): the other side becomes stale.
+// Copies of a MirroredArray share the sides and flags. Thread-safe; the
+// arrays returned are shared, not snapshots.
+#pragma once
+
+#include <memory>
+
+#include "gpuhal/device_array.hpp"
+#include "gpuhal/host_array.hpp"
+
+namespace gpuhal {
+
+enum class Where { host, device };
+
+class MirroredArray {
+ public:
+  MirroredArray() = default;
+  // Host side from existing data (valid); no device allocation yet.
+  static MirroredArray from_host(const Context &ctx, HostArray host);
+  // Uninitialised host side (valid).
+  static MirroredArray empty(const Context &ctx, const Shape &shape, DType dtype = dtypes::float64, char order = 'C');
+
+  const HostArray &get_host() const;      // syncs device -> host when needed
+  const DeviceArray &get_device() const;  // allocates / syncs host -> device when needed
+  // The side `where` was written: the other becomes stale.
+  void mark_changed(Where where) const;
+  bool valid(Where where) const;
+  bool has_device() const;
+  const Shape &shape() const;
+  DType dtype() const;
+
+ private:
+  struct State;
+  bool has_device_locked() const;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace gpuhal
