@@ -201,6 +201,10 @@ Layout Layout::index(const std::vector<Index> &indices) const {
   out.itemsize_ = itemsize_;
   int64_t offset = offset_;
   bool empty_result = false;
+  // For a non-empty array every index times its stride lies inside the
+  // (overflow-checked) span, so offsets cannot overflow. A zero-size array
+  // has no span to bound them and no element to locate: keep its offset.
+  const bool track_offset = size_ != 0;
   for (size_t d = 0; d < shape_.size(); ++d) {
     const int64_t n = shape_[d];
     const int64_t st = strides_[d];
@@ -209,7 +213,7 @@ Layout Layout::index(const std::vector<Index> &indices) const {
       int64_t start = 0, count = 0;
       slice_indices(s, n, &start, &count);
       if (count == 0) empty_result = true;
-      if (count > 0) offset += start * st;  // within the span: no overflow
+      if (track_offset && count > 0) offset += start * st;
       out.shape_.push_back(count);
       // The stride of an axis with at most one element is never used.
       out.strides_.push_back(count <= 1 ? st : checked_mul(st, s.step, "slice stride"));
@@ -219,7 +223,7 @@ Layout Layout::index(const std::vector<Index> &indices) const {
         throw Error(Status::ERROR_INDEX_OUT_OF_RANGE, "index " + std::to_string(i) + " is out of bounds for axis " +
                                                           std::to_string(d) + " with size " + std::to_string(n));
       if (i < 0) i += n;
-      offset += i * st;
+      if (track_offset) offset += i * st;
     }
   }
   out.offset_ = empty_result ? offset_ : offset;
@@ -293,25 +297,31 @@ Layout Layout::reshape(const Shape &new_shape_in, char order) const {
       else
         op *= od[oj++];
     }
+    // Axes combine when one's stride is the next one's extent; a product
+    // that overflows cannot equal a stride (found by fuzz_layout).
+    auto extent_is = [](int64_t dim, int64_t stride, int64_t want) {
+      int64_t r;
+      return !__builtin_mul_overflow(dim, stride, &r) && r == want;
+    };
     for (size_t ok = oi; ok + 1 < oj; ++ok) {
       if (f) {
-        if (os[ok + 1] != od[ok] * os[ok]) throw fail();
+        if (!extent_is(od[ok], os[ok], os[ok + 1])) throw fail();
       } else {
-        if (os[ok] != od[ok + 1] * os[ok + 1]) throw fail();
+        if (!extent_is(od[ok + 1], os[ok + 1], os[ok])) throw fail();
       }
     }
     if (f) {
       nst[ni] = os[oi];
-      for (size_t nk = ni + 1; nk < nj; ++nk) nst[nk] = nst[nk - 1] * ns[nk - 1];
+      for (size_t nk = ni + 1; nk < nj; ++nk) nst[nk] = checked_mul(nst[nk - 1], ns[nk - 1], "reshape strides");
     } else {
       nst[nj - 1] = os[oj - 1];
-      for (size_t nk = nj - 1; nk > ni; --nk) nst[nk - 1] = nst[nk] * ns[nk];
+      for (size_t nk = nj - 1; nk > ni; --nk) nst[nk - 1] = checked_mul(nst[nk], ns[nk], "reshape strides");
     }
     ni = nj++;
     oi = oj++;
   }
   int64_t last = ni >= 1 ? nst[ni - 1] : itemsize_;
-  if (f && ni >= 1) last *= ns[ni - 1];
+  if (f && ni >= 1) last = checked_mul(last, ns[ni - 1], "reshape strides");
   for (size_t nk = ni; nk < newnd; ++nk) nst[nk] = last;
   out.strides_ = nst;
   out.finish();

@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
 # Builds gpuhal with its tests and runs every test with ctest, then runs the
 # unit and command-line tests again under AddressSanitizer + UndefinedBehavior-
-# Sanitizer (LeakSanitizer included) and the unit tests under ThreadSanitizer.
-# GPUHAL_SANITIZERS=0 skips the sanitizer passes (quicker local runs).
+# Sanitizer (LeakSanitizer included) and the unit tests under ThreadSanitizer,
+# and runs each libFuzzer target for a bounded time (GPUHAL_FUZZ_SECONDS,
+# default 15) from its seed corpus in tests/fuzz/corpus.
+# GPUHAL_SANITIZERS=0 skips the sanitizer and fuzz passes (quicker local runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 build=${GPUHAL_BUILD_DIR:-build}
 jobs=$(nproc)
 
-echo "== build and test"
+echo "== build"
 cmake -S . -B "$build" -G Ninja -DGPUHAL_BUILD_TESTS=ON -DGPUHAL_WERROR=ON >/dev/null
 cmake --build "$build"
-ctest --test-dir "$build" --output-on-failure -j"$jobs"
 
 if [ "${GPUHAL_SANITIZERS:-1}" != "0" ]; then
   # The install tests build consumers without the sanitizer runtime: not rerun.
@@ -24,4 +25,25 @@ if [ "${GPUHAL_SANITIZERS:-1}" != "0" ]; then
   cmake -S . -B "$build-tsan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGPUHAL_SANITIZE=thread >/dev/null
   cmake --build "$build-tsan"
   TSAN_OPTIONS=halt_on_error=1 ctest --test-dir "$build-tsan" --output-on-failure -j"$jobs" -R '^(unit|conform)\.'
+
+  echo "== fuzz (libFuzzer, clang, ASan+UBSan)"
+  cmake -S . -B "$build-fuzz" -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DGPUHAL_FUZZ=ON \
+    -DGPUHAL_SANITIZE=address,undefined -DGPUHAL_BUILD_TESTS=OFF -DGPUHAL_BUILD_EXAMPLES=OFF \
+    -DGPUHAL_BUILD_BENCHMARKS=OFF >/dev/null
+  cmake --build "$build-fuzz"
+  for target in layout config dlpack plugin_table; do
+    corpus=$(mktemp -d)  # new inputs go here; the seeds in the tree stay as they are
+    "$build-fuzz/bin/fuzz_$target" -max_total_time="${GPUHAL_FUZZ_SECONDS:-15}" -print_final_stats=1 \
+      -artifact_prefix="$build-fuzz/" "$corpus" "tests/fuzz/corpus/$target" >"$build-fuzz/fuzz_$target.log" 2>&1 || {
+      tail -40 "$build-fuzz/fuzz_$target.log"
+      echo "fuzz_$target found a failure (input saved under $build-fuzz/)" >&2
+      exit 1
+    }
+    rm -rf "$corpus"
+    echo "fuzz_$target: $(grep -o 'number_of_executed_units: [0-9]*' "$build-fuzz/fuzz_$target.log" | awk '{print $2}') executions, no failure"
+  done
 fi
+
+# Last, so that its summary closes the output.
+echo "== test"
+ctest --test-dir "$build" --output-on-failure -j"$jobs"

@@ -9,11 +9,15 @@
  *   FAKE_MISSING_REQUIRED            leaves the required mem_alloc entry NULL
  *   FAKE_CORRUPT_COPY                synchronous copies flip the first byte
  *   FAKE_BAD_PROPS_SIZE              device_properties ignores struct_size
+ *   FAKE_FUZZ_TABLE                  fake_fuzz_configure() sets what negotiation
+ *                                    answers (version, size, NULL entries,
+ *                                    init failure, device count)
  * It is a test double: a synchronous "device" on malloc'd memory, with
  * streams and events that complete immediately. Never installed.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "gpuhal/plugin.h"
@@ -29,6 +33,20 @@
 #endif
 
 static char g_error[256] = "";
+static int g_devices = FAKE_DEVICES;
+static int g_fail_init = 0;
+#ifdef FAKE_FUZZ_TABLE
+static uint32_t g_fuzz_abi, g_fuzz_size;
+static uint64_t g_fuzz_null_mask;
+GPUHAL_PLUGIN_EXPORT void fake_fuzz_configure(uint32_t abi, uint32_t size, uint64_t null_mask, int fail_init,
+                                              int devices) {
+  g_fuzz_abi = abi;
+  g_fuzz_size = size;
+  g_fuzz_null_mask = null_mask;
+  g_fail_init = fail_init;
+  g_devices = devices;
+}
+#endif
 static int g_dummy;
 
 static gpuhal_status_t fail(gpuhal_status_t s, const char *msg) {
@@ -39,23 +57,23 @@ static gpuhal_status_t fail(gpuhal_status_t s, const char *msg) {
 static gpuhal_status_t fake_init(const gpuhal_init_args_t *args) {
   (void)args;
 #ifdef FAKE_FAIL_INIT
-  return fail(GPUHAL_ERROR_DRIVER_NOT_LOADABLE, "fake driver: libfake.so.1: cannot open shared object file");
-#else
-  return GPUHAL_SUCCESS;
+  g_fail_init = 1;
 #endif
+  if (g_fail_init) return fail(GPUHAL_ERROR_DRIVER_NOT_LOADABLE, "fake driver: libfake.so.1: cannot open shared object file");
+  return GPUHAL_SUCCESS;
 }
 static void fake_shutdown(void) {}
 static const char *fake_last_error(void) {
   return g_error;
 }
 static gpuhal_status_t fake_device_count(int32_t *count) {
-  *count = FAKE_DEVICES;
+  *count = g_devices;
   return GPUHAL_SUCCESS;
 }
 static gpuhal_status_t fake_device_properties(int32_t ordinal, gpuhal_device_properties_t *props) {
   gpuhal_device_properties_t p;
   uint32_t n;
-  if (ordinal < 0 || ordinal >= FAKE_DEVICES) return fail(GPUHAL_ERROR_INVALID_VALUE, "no such fake device");
+  if (ordinal < 0 || ordinal >= g_devices) return fail(GPUHAL_ERROR_INVALID_VALUE, "no such fake device");
   memset(&p, 0, sizeof p);
   snprintf(p.name, sizeof p.name, "fake device %d", (int)ordinal);
   snprintf(p.vendor, sizeof p.vendor, "fake");
@@ -72,7 +90,7 @@ static gpuhal_status_t fake_device_properties(int32_t ordinal, gpuhal_device_pro
   return GPUHAL_SUCCESS;
 }
 static gpuhal_status_t fake_context_create(int32_t ordinal, gpuhal_context_t *out) {
-  if (ordinal < 0 || ordinal >= FAKE_DEVICES) return fail(GPUHAL_ERROR_INVALID_VALUE, "no such fake device");
+  if (ordinal < 0 || ordinal >= g_devices) return fail(GPUHAL_ERROR_INVALID_VALUE, "no such fake device");
   *out = (gpuhal_context_t)&g_dummy;
   return GPUHAL_SUCCESS;
 }
@@ -276,6 +294,18 @@ GPUHAL_PLUGIN_EXPORT gpuhal_status_t FAKE_ENTRY_NAME(uint32_t core_max_abi, cons
   t->event_synchronize = fake_event_op;
   t->event_query = fake_event_op;
   t->event_elapsed_ms = fake_event_elapsed_ms;
+#ifdef FAKE_FUZZ_TABLE
+  {
+    /* Entry slots are the pointers after `name`, up to the end of the table. */
+    void **slots = (void **)((char *)t + offsetof(gpuhal_plugin_table_t, init));
+    const size_t n = (sizeof *t - offsetof(gpuhal_plugin_table_t, init)) / sizeof(void *);
+    size_t i;
+    for (i = 0; i < n && i < 64; ++i)
+      if (g_fuzz_null_mask & ((uint64_t)1 << i)) slots[i] = NULL;
+    t->abi_version = g_fuzz_abi;
+    t->struct_size = g_fuzz_size;
+  }
+#endif
 #ifdef FAKE_NEWER_MINOR
   g_table.future_entry_a = fake_future;
   g_table.future_entry_b = fake_future;

@@ -152,3 +152,18 @@ TEST_CASE("strides_like keeps the source's order like empty_like", "[layout]") {
   CHECK(strides_like(L({3, 4, 5}, {160, 40, 8}).index({})) == Strides{160, 40, 8});
   CHECK(strides_like(L({4, 3, 5}, {40, 160, 8})) == Strides{40, 160, 8});
 }
+
+TEST_CASE("indexing a zero-size array with huge strides does not overflow", "[layout][fuzz]") {
+  // Found by fuzz_layout: (huge, 0) arrays have no span to bound offsets.
+  const Layout l = Layout::make({int64_t(1) << 58, 0}, 8, {int64_t(1) << 60, 8});
+  CHECK(l.size() == 0);
+  const Layout row = l.index({(int64_t(1) << 58) - 1});
+  CHECK(row.shape() == Shape{0});
+  CHECK(l.index({Slice(int64_t(1) << 57, {})}).shape() == Shape{int64_t(1) << 57, 0});
+}
+
+TEST_CASE("reshape of arrays with huge strides asks for a copy instead of overflowing", "[layout][fuzz]") {
+  // Found by fuzz_layout: dim * stride in the no-copy check overflowed.
+  const Layout l = Layout::make({2, 3}, 8, {8, int64_t(1) << 61});
+  REQUIRE_GPUHAL_ERROR(l.reshape({6}), Status::ERROR_REQUIRES_COPY, "requires a copy");
+}
