@@ -4,6 +4,8 @@
 #include <sys/auxv.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 #include "gpuhal/error.hpp"
 
@@ -135,7 +137,7 @@ Config Config::from_environment() {
   // secure_getenv returns NULL in AT_SECURE processes; together with the
   // explicit `elevated` flag this drops path-bearing variables there.
   const bool elevated = getauxval(AT_SECURE) != 0;
-  return parse(
+  Config c = parse(
       names,
       [](const std::string &name) -> std::optional<std::string> {
         const char *v = secure_getenv(name.c_str());
@@ -143,6 +145,16 @@ Config Config::from_environment() {
         return std::string(v);
       },
       elevated);
+  if (elevated) {
+    // secure_getenv hides these values; say that they were there and ignored.
+    for (const auto &name : names)
+      if (is_path_variable(name) || name == "GPUHAL_BACKEND") {
+        const char *raw = std::getenv(name.c_str());
+        if (name == "GPUHAL_BACKEND" && raw && !std::strchr(raw, '/')) continue;  // a name, not a path
+        c.notes.push_back(name + " is ignored in a setuid/elevated process");
+      }
+  }
+  return c;
 }
 
 }  // namespace gpuhal
