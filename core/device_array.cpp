@@ -1,5 +1,5 @@
 // DeviceArray: Numba's DeviceNDArray semantics over the plugin's transfer
-// entries. The rules and their sources are in the reference spec §1.3-1.8;
+// entries. The rules follow numba-cuda's cudadrv/devicearray.py and dummyarray.py;
 // deliberate differences (explicit streams, NumPy reshape, checks on empty
 // copies) are documented in docs/user-guide.md.
 #include "gpuhal/device_array.hpp"

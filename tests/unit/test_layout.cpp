@@ -1,4 +1,4 @@
-// Layout: Numba's dummy-array rules (spec §1.1-1.8) with NumPy reshape.
+// Layout: Numba's dummy-array rules with NumPy reshape semantics.
 #include "test_support.hpp"
 
 using namespace gpuhal;
