@@ -193,6 +193,18 @@ void HostContext::record(const std::shared_ptr<HostEvent> &ev, const std::shared
   }
 }
 
+bool HostContext::run_inline_if_idle(const std::function<void()> &fn) {
+  std::lock_guard<std::mutex> lock(submit_mu_);
+  if (!default_stream_->idle()) return false;
+  {
+    std::lock_guard<std::mutex> olock(objects_mu_);
+    for (auto &kv : streams_)
+      if (!kv.second->non_blocking && !kv.second->idle()) return false;
+  }
+  fn();
+  return true;
+}
+
 std::vector<Dep> HostContext::all_prior_work() {
   std::vector<Dep> deps;
   std::lock_guard<std::mutex> lock(objects_mu_);

@@ -94,6 +94,12 @@ class HostContext {
   uint64_t submit(const std::shared_ptr<StreamState> &s, std::function<void(bool)> run, std::vector<Dep> extra = {});
   // Records `ev` on `s` (as a submitted operation that timestamps it).
   void record(const std::shared_ptr<HostEvent> &ev, const std::shared_ptr<StreamState> &s);
+  // Synchronous operations on the default stream wait for all prior work of
+  // it and of the blocking streams. When all of those are idle, `fn` runs
+  // right here on the calling thread (no hand-off to the worker), holding
+  // the submit mutex so that work submitted meanwhile is ordered after it.
+  // Returns false, without running `fn`, when something is pending.
+  bool run_inline_if_idle(const std::function<void()> &fn);
   // Dependencies for "all work submitted to this context so far".
   std::vector<Dep> all_prior_work();
   void synchronize();

@@ -271,6 +271,11 @@ gpuhal_status_t check_copy(const char *entry, uint32_t kind, gpuhal_deviceptr_t 
 
 gpuhal_status_t copy_on(HostContext *c, const std::shared_ptr<StreamState> &s, gpuhal_deviceptr_t dst,
                         gpuhal_deviceptr_t src, uint64_t bytes, bool wait) {
+  auto run = [dst, src, bytes] {
+    std::memmove(reinterpret_cast<void *>(uintptr_t(dst)), reinterpret_cast<const void *>(uintptr_t(src)),
+                 size_t(bytes));
+  };
+  if (wait && s->is_default && c->run_inline_if_idle(run)) return GPUHAL_SUCCESS;
   const uint64_t ticket = c->submit(s, [dst, src, bytes](bool ok) {
     if (ok)
       std::memmove(reinterpret_cast<void *>(uintptr_t(dst)), reinterpret_cast<const void *>(uintptr_t(src)),
@@ -307,6 +312,8 @@ gpuhal_status_t set_on(HostContext *c, const std::shared_ptr<StreamState> &s, gp
   if (!plugin_state().registry.device_accessible(uintptr_t(dst), bytes))
     return fail(GPUHAL_ERROR_INVALID_VALUE,
                 "memset: [" + hex(dst) + ", +" + std::to_string(bytes) + ") is not inside one device allocation");
+  auto run = [dst, value, bytes] { std::memset(reinterpret_cast<void *>(uintptr_t(dst)), value, size_t(bytes)); };
+  if (wait && s->is_default && c->run_inline_if_idle(run)) return GPUHAL_SUCCESS;
   const uint64_t ticket = c->submit(s, [dst, value, bytes](bool ok) {
     if (ok) std::memset(reinterpret_cast<void *>(uintptr_t(dst)), value, size_t(bytes));
   });

@@ -296,3 +296,24 @@ TEST_CASE("AutoSynchronize synchronizes, also when an exception unwinds", "[stre
   }
   CHECK_FALSE(ran);
 }
+
+TEST_CASE("a synchronous copy still waits for pending work of the blocking streams", "[stream][default]") {
+  Context ctx = test::host_context();
+  Stream blocking = ctx.create_stream();
+  std::vector<int32_t> v(64, 4);
+  DeviceArray d = device_array(ctx, {64}, dtypes::int32);
+  d.copy_from_host(HostView::of(v));  // idle: runs inline
+  Gate gate;
+  gate.block(blocking);
+  std::atomic<bool> done{false};
+  std::thread t([&] {
+    d.copy_from_host(HostView::of(v));  // synchronous: legacy rules make it wait
+    done = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  CHECK_FALSE(done);
+  gate.release();
+  t.join();
+  CHECK(done);
+  CHECK(d.copy_to_host().to_vector<int32_t>() == v);
+}
