@@ -10,6 +10,12 @@ if [ "$(id -u)" != 0 ] || ! id nobody >/dev/null 2>&1; then
   echo "skipped: needs root and a 'nobody' user to make a setuid binary"
   exit 77
 fi
+# The setuid copy runs as `nobody` and loads libgpuhal from the build tree.
+libs=$(dirname "$(dirname "$info")")/lib
+if ! command -v runuser >/dev/null 2>&1 || ! runuser -u nobody -- test -r "$libs/libgpuhal.so" 2>/dev/null; then
+  echo "skipped: the build tree ($libs) is not readable by 'nobody'"
+  exit 77
+fi
 dir=$(mktemp -d "$3/setuid.XXXXXX")  # inside the build tree: /tmp may be nosuid
 trap 'rm -rf "$dir"' EXIT
 chmod 755 "$dir"
