@@ -55,6 +55,12 @@ const EntryInfo kHostMemoryGroup[] = {
     GPUHAL_ENTRY(host_unregister),
     GPUHAL_ENTRY(host_get_device_pointer),
 };
+// Optional, all-or-none group: inter-process memory (ABI 1.1).
+const EntryInfo kIpcGroup[] = {
+    GPUHAL_ENTRY(ipc_get_handle),
+    GPUHAL_ENTRY(ipc_open),
+    GPUHAL_ENTRY(ipc_close),
+};
 #undef GPUHAL_ENTRY
 
 // Bytes of the table up to and including the last required entry.
@@ -146,6 +152,11 @@ std::unique_ptr<PluginLibrary> PluginLibrary::open(const std::string &path, cons
   if (present != 0 && present != int(std::size(kHostMemoryGroup)))
     return refuse(Status::ERROR_INVALID_PLUGIN,
                   "the host-memory entries (host_alloc ... host_get_device_pointer) must be all present or all NULL");
+  present = 0;
+  for (const auto &e : kIpcGroup) present += entry_present(lib->table_, e.offset);
+  if (present != 0 && present != int(std::size(kIpcGroup)))
+    return refuse(Status::ERROR_INVALID_PLUGIN,
+                  "the IPC entries (ipc_get_handle, ipc_open, ipc_close) must be all present or all NULL");
   if (GPUHAL_VERSION_MINOR(t->abi_version) > GPUHAL_ABI_MINOR)
     logger.write(LogLevel::Debug, "plugin " + path + " speaks newer minor ABI " + version_string(t->abi_version) +
                                       "; using the " + core_v + " subset");

@@ -115,6 +115,8 @@ bool Runtime::supports(Capability c) const {
       return t.stream_barrier != nullptr;
     case Capability::HostMemory:
       return t.host_alloc != nullptr;
+    case Capability::Ipc:
+      return t.ipc_get_handle != nullptr;
     case Capability::MappedHostMemory: {
       if (!t.host_alloc) return false;
       for (const auto &d : impl_->devices)

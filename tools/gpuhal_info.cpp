@@ -124,7 +124,7 @@ int main(int argc, char **argv) {
         ",\"capabilities\":{\"stream_barrier\":" + (rt.supports(gpuhal::Capability::StreamBarrier) ? "true" : "false") +
         ",\"host_memory\":" + (rt.supports(gpuhal::Capability::HostMemory) ? "true" : "false") +
         ",\"mapped_host_memory\":" + (rt.supports(gpuhal::Capability::MappedHostMemory) ? "true" : "false") +
-        "},\"devices\":[";
+        ",\"ipc\":" + (rt.supports(gpuhal::Capability::Ipc) ? "true" : "false") + "},\"devices\":[";
     for (int i = 0; i < rt.device_count(); ++i) {
       const auto &p = rt.device(i).properties();
       s += std::string(i ? "," : "") + "{\"ordinal\":" + std::to_string(i) + ",\"name\":" + json_string(p.name) +
@@ -145,10 +145,11 @@ int main(int argc, char **argv) {
               rt.plugin_abi_version() >> 16, rt.plugin_abi_version() & 0xffff);
   print_backends_text(backends);
   print_attempts_text(rt.attempts());
-  std::printf("Capabilities: stream barrier %s, host memory %s, mapped host memory %s\n",
+  std::printf("Capabilities: stream barrier %s, host memory %s, mapped host memory %s, ipc %s\n",
               rt.supports(gpuhal::Capability::StreamBarrier) ? "yes" : "no",
               rt.supports(gpuhal::Capability::HostMemory) ? "yes" : "no",
-              rt.supports(gpuhal::Capability::MappedHostMemory) ? "yes" : "no");
+              rt.supports(gpuhal::Capability::MappedHostMemory) ? "yes" : "no",
+              rt.supports(gpuhal::Capability::Ipc) ? "yes" : "no");
   std::printf("Devices: %d\n", rt.device_count());
   for (int i = 0; i < rt.device_count(); ++i) {
     const auto &p = rt.device(i).properties();

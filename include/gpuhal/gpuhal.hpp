@@ -9,6 +9,7 @@
 #include "gpuhal/error.hpp"
 #include "gpuhal/host_array.hpp"
 #include "gpuhal/host_memory.hpp"
+#include "gpuhal/ipc.hpp"
 #include "gpuhal/layout.hpp"
 #include "gpuhal/memory.hpp"
 #include "gpuhal/mirrored_array.hpp"

@@ -6,6 +6,8 @@
  * language and built with any compiler. No C++ type, exception or STL object
  * ever crosses it.
  *
+ * History: 1.0 the first table; 1.1 appended the IPC entries.
+ *
  * Compatibility rules (frozen):
  *  - Every table and descriptor struct starts with {abi_version, struct_size}.
  *    That prefix never changes.
@@ -49,7 +51,7 @@ extern "C" {
 #define GPUHAL_VERSION_MINOR(v) (((uint32_t)(v)) & 0xffffu)
 
 #define GPUHAL_ABI_MAJOR 1
-#define GPUHAL_ABI_MINOR 0
+#define GPUHAL_ABI_MINOR 1
 #define GPUHAL_ABI_VERSION GPUHAL_MAKE_VERSION(GPUHAL_ABI_MAJOR, GPUHAL_ABI_MINOR)
 
 /* The one symbol a plugin exports. */
@@ -169,6 +171,13 @@ typedef struct gpuhal_device_properties {
  * context that block. */
 typedef void (*gpuhal_host_fn)(void *user, gpuhal_status_t status);
 
+/* An inter-process memory handle: opaque bytes (CUDA's CUipcMemHandle is
+ * 64 bytes). */
+#define GPUHAL_IPC_HANDLE_SIZE 64
+typedef struct gpuhal_ipc_handle {
+  unsigned char bytes[GPUHAL_IPC_HANDLE_SIZE];
+} gpuhal_ipc_handle_t;
+
 /* ---- The plugin table -------------------------------------------------- */
 typedef struct gpuhal_plugin_table {
   uint32_t abi_version;
@@ -255,6 +264,22 @@ typedef struct gpuhal_plugin_table {
   gpuhal_status_t (*host_unregister)(gpuhal_context_t ctx, void *ptr);
   /* Device address of mapped / registered-with-MAPPED host memory. */
   gpuhal_status_t (*host_get_device_pointer)(gpuhal_context_t ctx, void *host_ptr, gpuhal_deviceptr_t *out);
+
+  /* -- Inter-process memory (OPTIONAL, all or none; ABI 1.1) --
+   * ipc_get_handle: a handle for the allocation that contains `ptr` (any
+   * address inside a mem_alloc allocation), plus that allocation's base and
+   * size, so the core can carry ptr - base as an offset (CUDA's
+   * cuIpcGetMemHandle + cuMemGetAddressRange). The handle is plain bytes,
+   * meaningful to another process on the same machine.
+   * ipc_open: maps the memory of a handle made by another process (or this
+   * one, where the backend allows it) into `ctx`; *out is the base, *bytes
+   * the allocation's size. ipc_close unmaps it; mem_free must not be used on
+   * it. Opened memory stays valid until ipc_close or context_destroy. */
+  gpuhal_status_t (*ipc_get_handle)(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpuhal_ipc_handle_t *out,
+                                    gpuhal_deviceptr_t *base, uint64_t *bytes);
+  gpuhal_status_t (*ipc_open)(gpuhal_context_t ctx, const gpuhal_ipc_handle_t *handle, gpuhal_deviceptr_t *out,
+                              uint64_t *bytes);
+  gpuhal_status_t (*ipc_close)(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr);
 } gpuhal_plugin_table_t;
 
 /* The plugin's only export. Returns GPUHAL_SUCCESS and sets *table, or

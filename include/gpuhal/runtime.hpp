@@ -60,6 +60,7 @@ enum class Capability {
   StreamBarrier,     // stream_barrier (events + all prior work in one op)
   HostMemory,        // pinned / registered host memory
   MappedHostMemory,  // host memory mapped into the device address space
+  Ipc,               // device memory shared with other processes
 };
 
 class Device {

@@ -1,5 +1,7 @@
 #include "host_context.hpp"
 
+#include "host_device_memory.hpp"
+
 #include <cstdlib>
 
 namespace gpuhal::host {
@@ -26,7 +28,8 @@ bool Registry::device_accessible(uintptr_t addr, uint64_t bytes) const {
   if (it == regions_.begin()) return false;
   --it;
   const Region &r = it->second;
-  const bool usable = r.kind == RegionKind::Device || (r.flags & GPUHAL_HOST_ALLOC_MAPPED);
+  const bool usable =
+      r.kind == RegionKind::Device || r.kind == RegionKind::IpcOpened || (r.flags & GPUHAL_HOST_ALLOC_MAPPED);
   const uint64_t off = addr - it->first;
   return usable && off <= r.size && bytes <= r.size - off;
 }
@@ -48,10 +51,32 @@ bool Registry::find_host(uintptr_t addr, uintptr_t *base, Region *out) const {
   auto it = regions_.upper_bound(addr);
   if (it == regions_.begin()) return false;
   --it;
-  if (it->second.kind == RegionKind::Device || addr - it->first >= it->second.size) return false;
+  if (it->second.kind == RegionKind::Device || it->second.kind == RegionKind::IpcOpened ||
+      addr - it->first >= it->second.size)
+    return false;
   *base = it->first;
   *out = it->second;
   return true;
+}
+
+bool Registry::find_containing(uintptr_t addr, HostContext *owner, RegionKind kind, uintptr_t *base,
+                               Region *out) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = regions_.upper_bound(addr);
+  if (it == regions_.begin()) return false;
+  --it;
+  if (it->second.owner != owner || it->second.kind != kind || addr - it->first >= it->second.size) return false;
+  *base = it->first;
+  *out = it->second;
+  return true;
+}
+
+void Registry::set_export(uintptr_t base, int fd, uint64_t token) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = regions_.find(base);
+  if (it == regions_.end()) return;
+  it->second.fd = fd;
+  it->second.token = token;
 }
 
 std::vector<std::pair<uintptr_t, Region>> Registry::take_all(HostContext *owner) {
@@ -89,7 +114,9 @@ HostContext::~HostContext() {
   for (auto &kv : plugin_state().registry.take_all(this)) {
     if (kv.second.kind == RegionKind::Device) {
       device_->used.fetch_sub(kv.second.size);
-      std::free(reinterpret_cast<void *>(kv.first));
+      unmap_device_memory(reinterpret_cast<void *>(kv.first), kv.second.size, kv.second.fd);
+    } else if (kv.second.kind == RegionKind::IpcOpened) {
+      unmap_device_memory(reinterpret_cast<void *>(kv.first), kv.second.size, -1);
     } else if (kv.second.kind == RegionKind::HostAlloc) {
       std::free(reinterpret_cast<void *>(kv.first));
     }

@@ -31,13 +31,18 @@ struct HostDevice {
 
 class HostContext;
 
-enum class RegionKind { Device, HostAlloc, Registered };
+// Device: mem_alloc memory (page-granular anonymous mappings, replaced by a
+// shared memfd mapping when exported for IPC); IpcOpened: another process's
+// exported memory mapped here by ipc_open.
+enum class RegionKind { Device, HostAlloc, Registered, IpcOpened };
 
 struct Region {
   uint64_t size = 0;
   HostContext *owner = nullptr;
   RegionKind kind = RegionKind::Device;
   uint32_t flags = 0;
+  int fd = -1;         // Device: the memfd once exported for IPC
+  uint64_t token = 0;  // Device: the export's random id (in the memfd's name)
 };
 
 // Plugin-wide map of live memory ranges, keyed by start address.
@@ -54,6 +59,10 @@ class Registry {
   bool overlaps_host(uintptr_t addr, uint64_t bytes) const;
   // Finds the host-alloc / registered range containing addr.
   bool find_host(uintptr_t addr, uintptr_t *base, Region *out) const;
+  // Finds the range of `kind` owned by `owner` containing addr.
+  bool find_containing(uintptr_t addr, HostContext *owner, RegionKind kind, uintptr_t *base, Region *out) const;
+  // Records the IPC export of the range starting at `base`.
+  void set_export(uintptr_t base, int fd, uint64_t token);
   // Removes and returns every range owned by `owner`.
   std::vector<std::pair<uintptr_t, Region>> take_all(HostContext *owner);
 

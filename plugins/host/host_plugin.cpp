@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "host_context.hpp"
+#include "host_device_memory.hpp"
 #include "plugin_support.hpp"
 
 namespace gpuhal::host {
@@ -19,8 +20,6 @@ using plugin::fail;
 using plugin::guard;
 
 std::mutex g_init_mu;
-
-constexpr uint32_t kDeviceAlignment = 256;  // what CUDA guarantees
 
 std::string hex(uint64_t v) {
   std::ostringstream os;
@@ -221,16 +220,16 @@ gpuhal_status_t mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr
   } else {
     d->used.fetch_add(bytes);
   }
-  void *p = nullptr;
-  if (bytes > uint64_t(SIZE_MAX) - kDeviceAlignment || posix_memalign(&p, kDeviceAlignment, size_t(bytes)) != 0) {
+  void *p = map_device_memory(bytes);
+  if (!p) {
     d->used.fetch_sub(bytes);
-    return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "mem_alloc: posix_memalign of " + std::to_string(bytes) + " bytes failed");
+    return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "mem_alloc: mapping " + std::to_string(bytes) + " bytes failed");
   }
   return guard("mem_alloc", [&]() -> gpuhal_status_t {
     try {
       plugin_state().registry.insert(reinterpret_cast<uintptr_t>(p), Region{bytes, c, RegionKind::Device, 0});
     } catch (...) {
-      std::free(p);
+      unmap_device_memory(p, bytes, -1);
       d->used.fetch_sub(bytes);
       throw;
     }
@@ -245,7 +244,7 @@ gpuhal_status_t mem_free(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
   const Region r = plugin_state().registry.erase(uintptr_t(ptr), c, RegionKind::Device);
   if (r.size == 0)
     return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_free: " + hex(ptr) + " is not a live allocation of this context");
-  std::free(reinterpret_cast<void *>(uintptr_t(ptr)));
+  unmap_device_memory(reinterpret_cast<void *>(uintptr_t(ptr)), r.size, r.fd);
   c->device()->used.fetch_sub(r.size);
   return GPUHAL_SUCCESS;
 }
@@ -628,6 +627,9 @@ const gpuhal_plugin_table_t kTable = [] {
   t.host_register = host_register;
   t.host_unregister = host_unregister;
   t.host_get_device_pointer = host_get_device_pointer;
+  t.ipc_get_handle = ipc_get_handle;
+  t.ipc_open = ipc_open;
+  t.ipc_close = ipc_close;
   return t;
 }();
 

@@ -1,0 +1,200 @@
+#include "host_device_memory.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <string>
+
+#include "host_context.hpp"
+#include "plugin_support.hpp"
+
+namespace gpuhal::host {
+namespace {
+
+using plugin::fail;
+using plugin::guard;
+
+// Layout of the 64 handle bytes (host byte order: same machine only).
+struct HandleBytes {
+  char magic[8];
+  uint32_t pid;
+  int32_t fd;
+  uint64_t size;
+  uint64_t token;
+};
+static_assert(sizeof(HandleBytes) <= GPUHAL_IPC_HANDLE_SIZE, "IPC handle layout");
+constexpr char kMagic[8] = {'g', 'p', 'u', 'h', 'a', 'l', 'H', '1'};
+
+// Serialises first exports (the copy + remap must not run twice at once).
+std::mutex g_export_mu;
+
+uint64_t page_size() {
+  static const uint64_t p = uint64_t(sysconf(_SC_PAGESIZE));
+  return p;
+}
+
+std::string errno_text(const char *call) {
+  return std::string(call) + ": " + std::strerror(errno);
+}
+
+std::string token_name(uint64_t token) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "gpuhal-ipc-%016llx", static_cast<unsigned long long>(token));
+  return buf;
+}
+
+uint64_t random_token() {
+  static std::mutex mu;
+  static std::mt19937_64 gen{std::random_device{}()};
+  std::lock_guard<std::mutex> lock(mu);
+  uint64_t t;
+  do t = gen();
+  while (t == 0);
+  return t;
+}
+
+// Replaces the anonymous pages of [base, base+mapped) by a memfd holding the
+// same bytes. Returns the fd, or -1 with errno set.
+int share_in_place(void *base, uint64_t mapped, uint64_t token) {
+  const int fd = memfd_create(token_name(token).c_str(), MFD_CLOEXEC);
+  if (fd < 0) return -1;
+  auto give_up = [fd] {
+    const int saved = errno;
+    close(fd);
+    errno = saved;
+    return -1;
+  };
+  if (ftruncate(fd, off_t(mapped)) != 0) return give_up();
+  const char *src = static_cast<const char *>(base);
+  for (uint64_t done = 0; done < mapped;) {
+    const ssize_t n = pwrite(fd, src + done, size_t(mapped - done), off_t(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return give_up();
+    done += uint64_t(n);
+  }
+  if (mmap(base, size_t(mapped), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) return give_up();
+  return fd;
+}
+
+}  // namespace
+
+uint64_t page_round(uint64_t bytes) {
+  const uint64_t p = page_size();
+  if (bytes > UINT64_MAX - (p - 1)) return 0;
+  return (bytes + p - 1) / p * p;
+}
+
+void *map_device_memory(uint64_t bytes) {
+  const uint64_t mapped = page_round(bytes);
+  if (mapped == 0 || mapped > uint64_t(SIZE_MAX / 2)) return nullptr;
+  void *p = mmap(nullptr, size_t(mapped), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+void unmap_device_memory(void *ptr, uint64_t bytes, int fd) {
+  if (ptr) munmap(ptr, size_t(page_round(bytes)));
+  if (fd >= 0) close(fd);
+}
+
+gpuhal_status_t ipc_get_handle(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpuhal_ipc_handle_t *out,
+                               gpuhal_deviceptr_t *base_out, uint64_t *bytes_out) {
+  return guard("ipc_get_handle", [&]() -> gpuhal_status_t {
+    HostContext *c = find_context(ctx);
+    if (!c) return fail(GPUHAL_ERROR_INVALID_HANDLE, "ipc_get_handle: invalid context handle");
+    if (!out || !base_out || !bytes_out) return fail(GPUHAL_ERROR_INVALID_VALUE, "ipc_get_handle: null output pointer");
+    std::lock_guard<std::mutex> lock(g_export_mu);
+    uintptr_t base = 0;
+    Region r;
+    if (!plugin_state().registry.find_containing(uintptr_t(ptr), c, RegionKind::Device, &base, &r))
+      return fail(GPUHAL_ERROR_INVALID_VALUE,
+                  "ipc_get_handle: the address is not inside a device allocation of "
+                  "this context");
+    if (r.fd < 0) {
+      // Pending stream work must not write the pages while they are copied.
+      if (on_worker_thread()) return fail(GPUHAL_ERROR_INVALID_VALUE, "ipc_get_handle: called from a stream callback");
+      c->synchronize();
+      const uint64_t token = random_token();
+      const int fd = share_in_place(reinterpret_cast<void *>(base), page_round(r.size), token);
+      if (fd < 0) return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "ipc_get_handle: " + errno_text("sharing the allocation"));
+      plugin_state().registry.set_export(base, fd, token);
+      r.fd = fd;
+      r.token = token;
+    }
+    HandleBytes h{};
+    std::memcpy(h.magic, kMagic, sizeof kMagic);
+    h.pid = uint32_t(getpid());
+    h.fd = r.fd;
+    h.size = r.size;
+    h.token = r.token;
+    std::memset(out->bytes, 0, sizeof out->bytes);
+    std::memcpy(out->bytes, &h, sizeof h);
+    *base_out = base;
+    *bytes_out = r.size;
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t ipc_open(gpuhal_context_t ctx, const gpuhal_ipc_handle_t *handle, gpuhal_deviceptr_t *out,
+                         uint64_t *bytes_out) {
+  return guard("ipc_open", [&]() -> gpuhal_status_t {
+    HostContext *c = find_context(ctx);
+    if (!c) return fail(GPUHAL_ERROR_INVALID_HANDLE, "ipc_open: invalid context handle");
+    if (!handle || !out || !bytes_out) return fail(GPUHAL_ERROR_INVALID_VALUE, "ipc_open: null pointer");
+    HandleBytes h;
+    std::memcpy(&h, handle->bytes, sizeof h);
+    if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0 || h.fd < 0 || h.size == 0 || h.token == 0)
+      return fail(GPUHAL_ERROR_INVALID_IPC_HANDLE, "ipc_open: not an IPC handle of the host backend");
+    const std::string path = "/proc/" + std::to_string(h.pid) + "/fd/" + std::to_string(h.fd);
+    const std::string stale =
+        "ipc_open: the handle is stale (process " + std::to_string(h.pid) + " exited or freed the memory)";
+    // The token in the memfd's name tells that the descriptor is still the
+    // exported one (descriptor numbers are reused).
+    char link[256];
+    const ssize_t n = readlink(path.c_str(), link, sizeof link - 1);
+    if (n < 0) return fail(GPUHAL_ERROR_INVALID_IPC_HANDLE, stale + ": " + errno_text(("readlink " + path).c_str()));
+    link[n] = '\0';
+    if (!std::strstr(link, token_name(h.token).c_str())) return fail(GPUHAL_ERROR_INVALID_IPC_HANDLE, stale);
+    const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0) return fail(GPUHAL_ERROR_INVALID_IPC_HANDLE, "ipc_open: " + errno_text(("open " + path).c_str()));
+    struct stat st;
+    const uint64_t mapped = page_round(h.size);
+    if (fstat(fd, &st) != 0 || uint64_t(st.st_size) < mapped) {
+      close(fd);
+      return fail(GPUHAL_ERROR_INVALID_IPC_HANDLE, stale + ": the shared memory is smaller than the handle says");
+    }
+    void *p = mmap(nullptr, size_t(mapped), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "ipc_open: " + errno_text("mmap"));
+    try {
+      plugin_state().registry.insert(reinterpret_cast<uintptr_t>(p), Region{h.size, c, RegionKind::IpcOpened, 0});
+    } catch (...) {
+      munmap(p, size_t(mapped));
+      throw;
+    }
+    *out = reinterpret_cast<uintptr_t>(p);
+    *bytes_out = h.size;
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t ipc_close(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
+  return guard("ipc_close", [&]() -> gpuhal_status_t {
+    HostContext *c = find_context(ctx);
+    if (!c) return fail(GPUHAL_ERROR_INVALID_HANDLE, "ipc_close: invalid context handle");
+    const Region r = plugin_state().registry.erase(uintptr_t(ptr), c, RegionKind::IpcOpened);
+    if (r.size == 0)
+      return fail(GPUHAL_ERROR_INVALID_VALUE,
+                  "ipc_close: the address is not memory opened with ipc_open in this "
+                  "context");
+    unmap_device_memory(reinterpret_cast<void *>(uintptr_t(ptr)), r.size, -1);
+    return GPUHAL_SUCCESS;
+  });
+}
+
+}  // namespace gpuhal::host

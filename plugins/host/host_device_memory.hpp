@@ -1,0 +1,35 @@
+// Device memory of the host backend, and its inter-process sharing.
+//
+// Device allocations are page-granular anonymous mappings (like a GPU
+// driver's, whose granularity is coarser still). That lets ipc_get_handle
+// share an allocation after the fact: on the first export the pages are
+// copied into a memfd that is then mapped over the same addresses
+// (MAP_FIXED), so the device pointer and the contents stay the same while
+// another process can now map the same pages. The handle names the exporting
+// process, the memfd's descriptor there and a random token that is also in
+// the memfd's name; the importer opens /proc/<pid>/fd/<fd>, checks the token
+// and maps it. This needs the importer to be allowed to read the exporter's
+// /proc entries (same user, the usual case), and the exporter to be alive.
+#pragma once
+
+#include <cstdint>
+
+#include "gpuhal/plugin.h"
+
+namespace gpuhal::host {
+
+// `bytes` rounded up to whole pages; 0 when that overflows.
+uint64_t page_round(uint64_t bytes);
+// A fresh zero-filled mapping of page_round(bytes) bytes, or nullptr.
+void *map_device_memory(uint64_t bytes);
+// Unmaps what map_device_memory or ipc_open mapped; closes `fd` if >= 0.
+void unmap_device_memory(void *ptr, uint64_t bytes, int fd);
+
+// The IPC entries of the plugin table.
+gpuhal_status_t ipc_get_handle(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpuhal_ipc_handle_t *out,
+                               gpuhal_deviceptr_t *base, uint64_t *bytes);
+gpuhal_status_t ipc_open(gpuhal_context_t ctx, const gpuhal_ipc_handle_t *handle, gpuhal_deviceptr_t *out,
+                         uint64_t *bytes);
+gpuhal_status_t ipc_close(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr);
+
+}  // namespace gpuhal::host
