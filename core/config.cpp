@@ -93,6 +93,16 @@ Config Config::parse(const std::vector<std::string> &names, const Lookup &lookup
     }
   }
 
+  if (auto v = lookup("GPUHAL_MEMORY_MANAGER"); v && !v->empty()) {
+    if (*v == "default" || *v == "pool") {
+      c.memory_manager = *v;
+    } else if ((*v)[0] != '/') {
+      bad("GPUHAL_MEMORY_MANAGER", *v, "expected default, pool, or an absolute path to a memory-manager shared object");
+    } else if (!elevated) {
+      c.memory_manager = *v;
+    }  // elevated: ignored, noted with the other path variables below
+  }
+
   if (auto v = lookup("GPUHAL_PLUGIN_PATH"); v && !v->empty()) {
     if (elevated) {
       c.notes.push_back("GPUHAL_PLUGIN_PATH is ignored in a setuid/elevated process");

@@ -22,6 +22,7 @@ std::shared_ptr<ContextImpl> create_context(const std::shared_ptr<RuntimeImpl> &
         if (raw->handle) raw->check(raw->t().context_synchronize(raw->handle), "context_synchronize");
       },
       [raw](const Error &e) { raw->logger().write(LogLevel::Error, e.what()); });
+  install_memory_manager(ctx);
   return ctx;
 }
 
@@ -35,6 +36,15 @@ void ContextImpl::defer_release(uint64_t gen, uint64_t bytes, std::function<gpuh
 }
 
 ContextImpl::~ContextImpl() {
+  if (manager) {
+    // The manager gives back what it holds (into the queue, flushed next).
+    try {
+      manager->reset();
+    } catch (const std::exception &e) {
+      logger().write(LogLevel::Error, std::string("memory manager reset: ") + e.what());
+    }
+    manager.reset();
+  }
   if (deallocs) deallocs->flush(true);
   if (!handle) return;
   const gpuhal_status_t st = t().context_destroy(handle);
@@ -116,17 +126,33 @@ void Context::synchronize() const {
 
 MemoryInfo Context::memory_info() const {
   impl_->check_alive(impl_->current_generation(), "Context::memory_info");
-  MemoryInfo info;
-  impl_->check(impl_->t().memory_info(impl_->handle, &info.free, &info.total), "memory_info");
-  return info;
+  return impl_->manager->get_memory_info();
 }
 
 DeviceMemory Context::allocate(uint64_t bytes) const {
-  return DeviceMemory(detail::allocate(impl_, bytes));
+  impl_->check_alive(impl_->current_generation(), "allocate");
+  if (bytes == 0) throw Error(Status::ERROR_INVALID_VALUE, "allocate: size must be positive");
+  if (bytes > uint64_t(INT64_MAX))
+    throw Error(Status::ERROR_SIZE_OVERFLOW, "allocate: " + std::to_string(bytes) + " bytes exceeds the largest size");
+  DeviceMemory m = impl_->manager->memalloc(bytes);
+  if (!m || m.size() < bytes || m.impl()->ctx != impl_)
+    throw Error(Status::ERROR_INVALID_VALUE, "allocate: memory manager '" + impl_->manager->name() +
+                                                 "' returned no memory, too little, or memory of another context");
+  return m;
+}
+
+MemoryManager &Context::memory_manager() const {
+  return *impl_->manager;
 }
 
 void Context::reset() const {
   auto &c = *impl_;
+  // The manager frees what it holds while the old context still exists.
+  try {
+    c.manager->reset();
+  } catch (const std::exception &e) {  // the reset goes on: the context frees everything anyway
+    c.logger().write(LogLevel::Error, std::string("reset: memory manager reset failed: ") + e.what());
+  }
   // Run what is queued while the old context still exists.
   if (c.deallocs) c.deallocs->flush(true);
   if (c.handle) {
@@ -146,6 +172,7 @@ void Context::reset() const {
     c.generation.fetch_add(1, std::memory_order_acq_rel);
   }
   c.check(c.t().context_create(c.device->ordinal, &c.handle), "context_create");
+  c.manager->initialize();
 }
 
 size_t Context::pending_deallocations() const {
@@ -174,9 +201,11 @@ void Context::set_deallocation_error_handler(std::function<void(const Error &)> 
 DeferCleanup::DeferCleanup(Context ctx) : ctx_(std::move(ctx)) {
   if (!ctx_.impl()) throw Error(Status::ERROR_INVALID_HANDLE, "DeferCleanup: null context");
   ctx_.impl()->deallocs->defer_begin();
+  ctx_.impl()->manager->defer_cleanup_begin();
 }
 
 DeferCleanup::~DeferCleanup() {
+  ctx_.impl()->manager->defer_cleanup_end();
   ctx_.impl()->deallocs->defer_end();
 }
 

@@ -141,13 +141,14 @@ PinnedScope::PinnedScope(const Context &ctx, std::initializer_list<HostView> vie
 
 PinnedScope::PinnedScope(const Context &ctx, const std::vector<HostView> &views) {
   // A failure part way unwinds the registrations made so far.
-  for (const auto &v : views) registrations_.push_back(register_host(ctx, v));
+  if (!ctx.impl()) throw Error(Status::ERROR_INVALID_HANDLE, "PinnedScope: null context");
+  for (const auto &v : views) registrations_.push_back(ctx.impl()->manager->mempin(v, false));
 }
 
 MappedScope::MappedScope(const Context &ctx, const std::vector<HostView> &views) {
   const auto &c = require_host_memory(ctx, "MappedScope", true);
   for (const auto &v : views) {
-    registrations_.push_back(register_host(ctx, v, HostMemoryFlags{false, true, false}));
+    registrations_.push_back(c->manager->mempin(v, true));
     char *first;
     uint64_t bytes;
     span_of(v, &first, &bytes);
@@ -161,13 +162,14 @@ MappedScope::MappedScope(const Context &ctx, const std::vector<HostView> &views)
   }
 }
 
-namespace {
+namespace detail {
 
-// Allocates page-locked memory for `layout`, freed through the deferred
-// queue with its real size.
-std::shared_ptr<void> host_alloc(const std::shared_ptr<ContextImpl> &c, uint64_t bytes, uint32_t flags) {
+// Page-locked memory, freed through the deferred queue with its real size.
+std::shared_ptr<void> backend_host_alloc(const std::shared_ptr<ContextImpl> &c, uint64_t bytes, HostMemoryFlags flags) {
+  require_host_memory(Context(c), "memhostalloc", flags.mapped);
+  if (bytes == 0) throw Error(Status::ERROR_INVALID_VALUE, "memhostalloc: size must be positive");
   void *p = nullptr;
-  c->check(c->t().host_alloc(c->handle, bytes, flags, &p), "host_alloc");
+  c->check(c->t().host_alloc(c->handle, bytes, to_bits(flags), &p), "host_alloc");
   const uint64_t gen = c->current_generation();
   return std::shared_ptr<void>(p, [c, gen, bytes](void *q) {
     ContextImpl *raw = c.get();
@@ -180,6 +182,10 @@ std::shared_ptr<void> host_alloc(const std::shared_ptr<ContextImpl> &c, uint64_t
   });
 }
 
+}  // namespace detail
+
+namespace {
+
 Layout checked_layout(const Shape &shape, DType dtype, const Strides &strides, char order) {
   dtype.validate();
   return Layout::make(shape, dtype.itemsize(), strides, order);
@@ -191,7 +197,7 @@ HostArray pinned_array(const Context &ctx, const Shape &shape, DType dtype, cons
   const auto &c = require_host_memory(ctx, "pinned_array", false);
   const Layout layout = checked_layout(shape, dtype, strides, order);
   if (layout.span_bytes() == 0) return HostArray::adopt(nullptr, layout, dtype);
-  return HostArray::adopt(host_alloc(c, uint64_t(layout.span_bytes()), 0), layout, dtype);
+  return HostArray::adopt(c->manager->memhostalloc(uint64_t(layout.span_bytes()), HostMemoryFlags{}), layout, dtype);
 }
 
 HostArray pinned_array_like(const Context &ctx, const HostView &like) {
@@ -209,9 +215,7 @@ MappedArray mapped_array(const Context &ctx, const Shape &shape, DType dtype, co
     return out;
   }
   const uint64_t bytes = uint64_t(layout.span_bytes());
-  const uint32_t flags = GPUHAL_HOST_ALLOC_MAPPED | (portable ? GPUHAL_HOST_ALLOC_PORTABLE : 0u) |
-                         (write_combined ? GPUHAL_HOST_ALLOC_WRITE_COMBINED : 0u);
-  std::shared_ptr<void> buffer = host_alloc(c, bytes, flags);
+  std::shared_ptr<void> buffer = c->manager->memhostalloc(bytes, HostMemoryFlags{portable, true, write_combined});
   gpuhal_deviceptr_t dptr = 0;
   c->check(c->t().host_get_device_pointer(c->handle, buffer.get(), &dptr), "host_get_device_pointer");
   out.host = HostArray::adopt(buffer, layout, dtype);

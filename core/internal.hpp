@@ -18,6 +18,7 @@
 
 #include "dealloc_queue.hpp"
 #include "gpuhal/context.hpp"
+#include "gpuhal/memory_manager.hpp"
 #include "gpuhal/runtime.hpp"
 #include "plugin_library.hpp"
 
@@ -46,6 +47,8 @@ struct RuntimeImpl {
   std::unique_ptr<PluginLibrary> library;
   std::vector<LoadAttempt> attempts;
   std::vector<std::unique_ptr<DeviceImpl>> devices;
+  // GPUHAL_MEMORY_MANAGER's choice (empty: the default manager).
+  MemoryManagerFactory memory_manager;
   const gpuhal_plugin_table_t &table() const { return library->table(); }
 };
 
@@ -60,6 +63,8 @@ struct ContextImpl {
   // Registered host ranges by start address.
   std::mutex registrations_mutex;
   std::map<uintptr_t, Registration> registrations;
+  // Serves every allocation of the context (installed by create_context).
+  std::unique_ptr<MemoryManager> manager;
 
   ~ContextImpl();
   const gpuhal_plugin_table_t &t() const { return runtime->table(); }
@@ -114,7 +119,20 @@ struct Allocation {
   ~Allocation();
 };
 
-// Allocates `bytes` (> 0) in `ctx`.
+// Allocates `bytes` (> 0) in `ctx` from the backend; freed through the
+// deferred queue.
 std::shared_ptr<Allocation> allocate(const std::shared_ptr<ContextImpl> &ctx, uint64_t bytes);
+// The backend's mem_alloc with the out-of-memory rule (flush, retry once).
+gpuhal_deviceptr_t backend_alloc(ContextImpl &ctx, uint64_t bytes);
+// Page-locked host memory from the backend, freed through the deferred queue.
+std::shared_ptr<void> backend_host_alloc(const std::shared_ptr<ContextImpl> &ctx, uint64_t bytes,
+                                         HostMemoryFlags flags);
+// The backend's IPC handle for bytes of `mem`.
+IpcHandle backend_ipc_handle(const DeviceMemory &mem, uint64_t offset, uint64_t size);
+// Makes, checks, attaches and initialises the context's memory manager.
+void install_memory_manager(const std::shared_ptr<ContextImpl> &ctx);
+// Loads a memory-manager shared object (GPUHAL_MEMORY_MANAGER=/path).
+// Throws ERROR_INVALID_CONFIG saying what is wrong with it.
+MemoryManagerFactory load_memory_manager_library(const std::string &path);
 
 }  // namespace gpuhal::detail

@@ -104,7 +104,7 @@ DeviceMemory open_memory(const std::shared_ptr<ContextImpl> &c, const IpcHandle 
 
 }  // namespace
 
-IpcHandle get_ipc_handle(const DeviceMemory &mem, uint64_t offset, uint64_t size) {
+IpcHandle detail::backend_ipc_handle(const DeviceMemory &mem, uint64_t offset, uint64_t size) {
   if (!mem) throw Error(Status::ERROR_INVALID_HANDLE, "get_ipc_handle: empty DeviceMemory");
   const auto &c = require_ipc(mem.impl()->ctx, "get_ipc_handle");
   c->check_alive(mem.impl()->generation, "get_ipc_handle");
@@ -131,6 +131,13 @@ IpcHandle get_ipc_handle(const DeviceMemory &mem, uint64_t offset, uint64_t size
   h.pci_device = p.pci_device;
   h.exported_here = true;
   return h;
+}
+
+IpcHandle get_ipc_handle(const DeviceMemory &mem, uint64_t offset, uint64_t size) {
+  if (!mem) throw Error(Status::ERROR_INVALID_HANDLE, "get_ipc_handle: empty DeviceMemory");
+  const auto &c = mem.impl()->ctx;
+  c->check_alive(mem.impl()->generation, "get_ipc_handle");
+  return c->manager->get_ipc_handle(mem, offset, size);  // the manager knows its allocations' bases
 }
 
 IpcArrayHandle get_ipc_handle(const DeviceArray &array) {

@@ -19,27 +19,31 @@ Allocation::~Allocation() {
   }
 }
 
-std::shared_ptr<Allocation> allocate(const std::shared_ptr<ContextImpl> &ctx, uint64_t bytes) {
-  const uint64_t gen = ctx->current_generation();
-  ctx->check_alive(gen, "allocate");
+gpuhal_deviceptr_t backend_alloc(ContextImpl &ctx, uint64_t bytes) {
+  ctx.check_alive(ctx.current_generation(), "allocate");
   if (bytes == 0) throw Error(Status::ERROR_INVALID_VALUE, "allocate: size must be positive");
   if (bytes > uint64_t(INT64_MAX))
     throw Error(Status::ERROR_SIZE_OVERFLOW, "allocate: " + std::to_string(bytes) + " bytes exceeds the largest size");
-  auto a = std::make_shared<Allocation>();
-  a->ctx = ctx;
-  a->generation = gen;
-  a->size = bytes;
-  gpuhal_status_t st = ctx->t().mem_alloc(ctx->handle, bytes, &a->ptr);
+  gpuhal_deviceptr_t ptr = 0;
+  gpuhal_status_t st = ctx.t().mem_alloc(ctx.handle, bytes, &ptr);
   if (st == GPUHAL_ERROR_OUT_OF_MEMORY) {
     // Numba's rule: free what is pending, then try once more.
-    const size_t freed = ctx->deallocs->flush();
-    ctx->logger().write(LogLevel::Debug, "mem_alloc of " + std::to_string(bytes) + " bytes: out of memory; " +
-                                             std::to_string(freed) + " deferred release(s) run" +
-                                             (freed ? ", retrying" : ", not retrying"));
-    if (freed) st = ctx->t().mem_alloc(ctx->handle, bytes, &a->ptr);
+    const size_t freed = ctx.deallocs->flush();
+    ctx.logger().write(LogLevel::Debug, "mem_alloc of " + std::to_string(bytes) + " bytes: out of memory; " +
+                                            std::to_string(freed) + " deferred release(s) run" +
+                                            (freed ? ", retrying" : ", not retrying"));
+    if (freed) st = ctx.t().mem_alloc(ctx.handle, bytes, &ptr);
   }
-  if (st != GPUHAL_SUCCESS) a->ptr = 0;
-  ctx->check(st, "mem_alloc");
+  ctx.check(st, "mem_alloc");
+  return ptr;
+}
+
+std::shared_ptr<Allocation> allocate(const std::shared_ptr<ContextImpl> &ctx, uint64_t bytes) {
+  auto a = std::make_shared<Allocation>();
+  a->ctx = ctx;
+  a->generation = ctx->current_generation();
+  a->size = bytes;
+  a->ptr = backend_alloc(*ctx, bytes);
   return a;
 }
 

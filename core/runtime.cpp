@@ -46,6 +46,10 @@ Runtime Runtime::load(const Config &config) {
   rt->config = config;
   rt->library = std::move(sel.library);
   rt->attempts = std::move(sel.attempts);
+  if (config.memory_manager == "pool")
+    rt->memory_manager = pool_memory_manager();
+  else if (!config.memory_manager.empty() && config.memory_manager != "default")
+    rt->memory_manager = detail::load_memory_manager_library(config.memory_manager);
   const auto &t = rt->table();
   for (int i = 0; i < rt->library->device_count(); ++i) {
     gpuhal_device_properties_t p{};

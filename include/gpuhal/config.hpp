@@ -33,6 +33,9 @@ struct Config {
   // GPUHAL_MAX_PENDING_DEALLOCS_RATIO: ... or more bytes than this fraction
   // of the device's memory (default 0.2, in [0, 1]).
   double max_pending_deallocs_ratio = 0.2;
+  // GPUHAL_MEMORY_MANAGER: "default" (also when empty), "pool", or an
+  // absolute path to a memory-manager shared object (memory_manager.h).
+  std::string memory_manager;
   // Every GPUHAL_* variable, handed to the plugin's init (the plugin
   // validates the ones it owns, e.g. GPUHAL_HOST_DEVICES).
   std::vector<std::pair<std::string, std::string>> plugin_options;

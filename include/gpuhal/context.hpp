@@ -25,6 +25,7 @@ struct ContextImpl;
 class Stream;
 class Event;
 class DeviceMemory;
+class MemoryManager;
 
 struct MemoryInfo {
   uint64_t free = 0;
@@ -61,8 +62,11 @@ class Context {
   // Blocks until all work on every stream of this context has completed.
   void synchronize() const;
   MemoryInfo memory_info() const;
-  // Raw device allocation of `bytes` (> 0); freed when the last handle goes.
+  // Device allocation of `bytes` (> 0) from the context's memory manager;
+  // given back when the last handle goes.
   DeviceMemory allocate(uint64_t bytes) const;
+  // The manager serving this context's allocations (see memory_manager.hpp).
+  MemoryManager &memory_manager() const;
   // Destroys everything made in this context and starts a fresh one.
   void reset() const;
   bool supports(Capability capability) const;

@@ -12,6 +12,7 @@
 #include "gpuhal/ipc.hpp"
 #include "gpuhal/layout.hpp"
 #include "gpuhal/memory.hpp"
+#include "gpuhal/memory_manager.hpp"
 #include "gpuhal/mirrored_array.hpp"
 #include "gpuhal/runtime.hpp"
 #include "gpuhal/stream.hpp"

@@ -15,9 +15,9 @@
  * It is a test double: a synchronous "device" on malloc'd memory, with
  * streams and events that complete immediately. Never installed.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <stddef.h>
 #include <string.h>
 
 #include "gpuhal/plugin.h"
@@ -59,7 +59,8 @@ static gpuhal_status_t fake_init(const gpuhal_init_args_t *args) {
 #ifdef FAKE_FAIL_INIT
   g_fail_init = 1;
 #endif
-  if (g_fail_init) return fail(GPUHAL_ERROR_DRIVER_NOT_LOADABLE, "fake driver: libfake.so.1: cannot open shared object file");
+  if (g_fail_init)
+    return fail(GPUHAL_ERROR_DRIVER_NOT_LOADABLE, "fake driver: libfake.so.1: cannot open shared object file");
   return GPUHAL_SUCCESS;
 }
 static void fake_shutdown(void) {}

@@ -2,6 +2,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "gpuhal/memory_manager.h"
 #include "gpuhal/plugin.h"
 
 #define CHECK(cond)                           \
@@ -18,6 +19,11 @@ int main(void) {
   CHECK(offsetof(gpuhal_init_args_t, struct_size) == 4);
   CHECK(offsetof(gpuhal_device_properties_t, struct_size) == 4);
   CHECK(sizeof(gpuhal_status_t) == 4);
+  CHECK(offsetof(gpuhal_memory_manager_table_t, struct_size) == 4);
+  CHECK(offsetof(gpuhal_mm_backend_t, struct_size) == 4);
+  CHECK(sizeof(gpuhal_ipc_handle_t) == GPUHAL_IPC_HANDLE_SIZE);
+  /* 1.1 appended the IPC entries after the 1.0 table. */
+  CHECK(offsetof(gpuhal_plugin_table_t, ipc_get_handle) > offsetof(gpuhal_plugin_table_t, host_get_device_pointer));
   CHECK(GPUHAL_VERSION_MAJOR(GPUHAL_ABI_VERSION) == 1);
   CHECK(GPUHAL_SUCCESS == 0 && GPUHAL_NOT_READY == 1 && GPUHAL_ERROR_UNKNOWN == 99);
   printf("plugin.h compiles as C99; ABI %u.%u\n", (unsigned)GPUHAL_VERSION_MAJOR(GPUHAL_ABI_VERSION),

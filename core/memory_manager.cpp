@@ -1,0 +1,143 @@
+// The memory-manager interface: the base class's defaults and building
+// blocks, the default manager, and which factory a new context uses.
+#include "gpuhal/memory_manager.hpp"
+
+#include <mutex>
+#include <optional>
+
+#include "internal.hpp"
+
+namespace gpuhal {
+
+namespace {
+std::mutex g_factory_mu;
+std::optional<MemoryManagerFactory> g_factory;  // set_memory_manager's
+}  // namespace
+
+MemoryManager::~MemoryManager() = default;
+
+Context MemoryManager::context() const {
+  auto c = weak_ctx_.lock();
+  if (!c) throw Error(Status::ERROR_CONTEXT_DESTROYED, "MemoryManager::context: the context is being destroyed");
+  return Context(c);
+}
+
+gpuhal_deviceptr_t MemoryManager::backend_alloc(uint64_t bytes) const {
+  if (!ctx_) throw Error(Status::ERROR_INVALID_HANDLE, "MemoryManager: not attached to a context");
+  return detail::backend_alloc(*ctx_, bytes);
+}
+
+void MemoryManager::backend_free(gpuhal_deviceptr_t ptr, uint64_t bytes) const {
+  if (!ctx_ || !ptr) return;
+  detail::ContextImpl *c = ctx_;
+  try {
+    c->defer_release(
+        c->current_generation(), bytes, [c, ptr] { return c->t().mem_free(c->handle, ptr); }, "mem_free");
+  } catch (const std::exception &e) {
+    c->logger().write(LogLevel::Error, std::string("memory manager free: ") + e.what());
+  }
+}
+
+DeviceMemory MemoryManager::wrap(gpuhal_deviceptr_t ptr, uint64_t bytes, std::function<void()> on_release) const {
+  auto c = weak_ctx_.lock();
+  if (!c) throw Error(Status::ERROR_CONTEXT_DESTROYED, "MemoryManager::wrap: the context is being destroyed");
+  const uint64_t gen = c->current_generation();
+  detail::ContextImpl *raw = c.get();
+  auto a = std::make_shared<detail::Allocation>();
+  a->ctx = std::move(c);
+  a->ptr = ptr;
+  a->size = bytes;
+  a->generation = gen;
+  a->owns_device_memory = false;
+  // The token goes before `ctx` (declared later, destroyed first), so the
+  // context is alive while on_release runs.
+  a->keep_alive = std::shared_ptr<void>(
+      reinterpret_cast<void *>(uintptr_t(ptr)), [raw, gen, release = std::move(on_release)](void *) {
+        if (gen != raw->current_generation()) return;  // the reset freed it
+        try {
+          release();
+        } catch (const std::exception &e) {
+          raw->logger().write(LogLevel::Error, std::string("memory manager release: ") + e.what());
+        }
+      });
+  return DeviceMemory(a);
+}
+
+MemoryInfo MemoryManager::backend_memory_info() const {
+  if (!ctx_) throw Error(Status::ERROR_INVALID_HANDLE, "MemoryManager: not attached to a context");
+  MemoryInfo info;
+  ctx_->check(ctx_->t().memory_info(ctx_->handle, &info.free, &info.total), "memory_info");
+  return info;
+}
+
+std::shared_ptr<void> MemoryManager::memhostalloc(uint64_t bytes, HostMemoryFlags flags) {
+  return detail::backend_host_alloc(context().impl(), bytes, flags);
+}
+
+HostRegistration MemoryManager::mempin(const HostView &view, bool mapped) {
+  return register_host(context(), view, HostMemoryFlags{false, mapped, false});
+}
+
+IpcHandle MemoryManager::get_ipc_handle(const DeviceMemory &memory, uint64_t offset, uint64_t size) {
+  return detail::backend_ipc_handle(memory, offset, size);
+}
+
+MemoryInfo MemoryManager::get_memory_info() {
+  return backend_memory_info();
+}
+
+DeviceMemory DefaultMemoryManager::memalloc(uint64_t bytes) {
+  return DeviceMemory(detail::allocate(context().impl(), bytes));
+}
+
+MemoryManagerFactory default_memory_manager() {
+  return {"default", MemoryManager::kInterfaceVersion, [] { return std::make_unique<DefaultMemoryManager>(); }};
+}
+
+MemoryManagerFactory pool_memory_manager(PoolOptions options) {
+  return {"pool", MemoryManager::kInterfaceVersion, [options] { return std::make_unique<PoolMemoryManager>(options); }};
+}
+
+void set_memory_manager(MemoryManagerFactory factory) {
+  if (!factory.create) throw Error(Status::ERROR_INVALID_VALUE, "set_memory_manager: the factory makes nothing");
+  if (factory.interface_version != MemoryManager::kInterfaceVersion)
+    throw Error(Status::ERROR_ABI_MISMATCH, "set_memory_manager: memory manager '" + factory.name +
+                                                "' has interface version " + std::to_string(factory.interface_version) +
+                                                " - version " + std::to_string(MemoryManager::kInterfaceVersion) +
+                                                " required");
+  std::lock_guard<std::mutex> lock(g_factory_mu);
+  g_factory = std::move(factory);
+}
+
+void clear_memory_manager() {
+  std::lock_guard<std::mutex> lock(g_factory_mu);
+  g_factory.reset();
+}
+
+namespace detail {
+
+void attach_memory_manager(MemoryManager &mm, const std::shared_ptr<ContextImpl> &ctx) {
+  mm.weak_ctx_ = ctx;
+  mm.ctx_ = ctx.get();
+}
+
+void install_memory_manager(const std::shared_ptr<ContextImpl> &ctx) {
+  MemoryManagerFactory factory;
+  {
+    std::lock_guard<std::mutex> lock(g_factory_mu);
+    factory = g_factory ? *g_factory : ctx->runtime->memory_manager;
+  }
+  if (!factory.create) factory = default_memory_manager();
+  std::unique_ptr<MemoryManager> mm = factory.create();
+  if (!mm) throw Error(Status::ERROR_INVALID_VALUE, "memory manager '" + factory.name + "': the factory made nothing");
+  if (mm->interface_version() != MemoryManager::kInterfaceVersion)
+    throw Error(Status::ERROR_ABI_MISMATCH, "memory manager '" + factory.name + "' has interface version " +
+                                                std::to_string(mm->interface_version()) + " - version " +
+                                                std::to_string(MemoryManager::kInterfaceVersion) + " required");
+  attach_memory_manager(*mm, ctx);
+  mm->initialize();
+  ctx->manager = std::move(mm);
+}
+
+}  // namespace detail
+}  // namespace gpuhal
