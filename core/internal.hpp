@@ -116,6 +116,10 @@ struct Allocation {
   bool owns_device_memory = true;
   // Keeps the memory behind a non-owning view alive (a mapped host buffer).
   std::shared_ptr<void> keep_alive;
+  // Memory a manager handed out with MemoryManager::wrap_block: given back
+  // with releaser->release_block(ptr, size, cookie) by the destructor.
+  MemoryManager *releaser = nullptr;
+  uint64_t cookie = 0;
   ~Allocation();
 };
 

@@ -8,7 +8,12 @@ namespace detail {
 
 Allocation::~Allocation() {
   // After a reset the plugin already freed everything of the old context.
-  if (!ptr || !owns_device_memory || generation != ctx->current_generation()) return;
+  if (!ptr || generation != ctx->current_generation()) return;
+  if (releaser) {
+    release_to_manager(*releaser, ptr, size, cookie);
+    return;
+  }
+  if (!owns_device_memory) return;
   ContextImpl *c = ctx.get();
   const gpuhal_deviceptr_t p = ptr;
   try {

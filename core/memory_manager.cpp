@@ -63,6 +63,25 @@ DeviceMemory MemoryManager::wrap(gpuhal_deviceptr_t ptr, uint64_t bytes, std::fu
   return DeviceMemory(a);
 }
 
+DeviceMemory MemoryManager::wrap_block(gpuhal_deviceptr_t ptr, uint64_t bytes, uint64_t cookie) {
+  auto c = weak_ctx_.lock();
+  if (!c) throw Error(Status::ERROR_CONTEXT_DESTROYED, "MemoryManager::wrap_block: the context is being destroyed");
+  auto a = std::make_shared<detail::Allocation>();
+  a->generation = c->current_generation();
+  a->ctx = std::move(c);
+  a->ptr = ptr;
+  a->size = bytes;
+  a->owns_device_memory = false;
+  a->releaser = this;  // the context (kept alive by `a`) owns this manager
+  a->cookie = cookie;
+  return DeviceMemory(a);
+}
+
+void MemoryManager::release_block(gpuhal_deviceptr_t, uint64_t, uint64_t) {
+  throw Error(Status::ERROR_NOT_SUPPORTED,
+              "memory manager '" + name() + "' used wrap_block but does not override release_block");
+}
+
 MemoryInfo MemoryManager::backend_memory_info() const {
   if (!ctx_) throw Error(Status::ERROR_INVALID_HANDLE, "MemoryManager: not attached to a context");
   MemoryInfo info;
@@ -119,6 +138,14 @@ namespace detail {
 void attach_memory_manager(MemoryManager &mm, const std::shared_ptr<ContextImpl> &ctx) {
   mm.weak_ctx_ = ctx;
   mm.ctx_ = ctx.get();
+}
+
+void release_to_manager(MemoryManager &mm, gpuhal_deviceptr_t ptr, uint64_t bytes, uint64_t cookie) noexcept {
+  try {
+    mm.release_block(ptr, bytes, cookie);
+  } catch (const std::exception &e) {
+    if (mm.ctx_) mm.ctx_->logger().write(LogLevel::Error, std::string("memory manager release: ") + e.what());
+  }
 }
 
 void install_memory_manager(const std::shared_ptr<ContextImpl> &ctx) {

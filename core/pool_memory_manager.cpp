@@ -65,7 +65,7 @@ DeviceMemory PoolMemoryManager::memalloc(uint64_t bytes) {
       std::lock_guard<std::mutex> lock(st.mu);
       ++st.stats.misses;
     }
-    return wrap(p, bytes, [this, p, bytes] { backend_free(p, bytes); });
+    return wrap_block(p, bytes, 0);
   }
   const int cls = class_of(bytes);
   const uint64_t size = uint64_t(1) << cls;
@@ -87,17 +87,26 @@ DeviceMemory PoolMemoryManager::memalloc(uint64_t bytes) {
     ++st.stats.misses;
     st.stats.in_use_bytes += size;
   }
-  return wrap(p, bytes, [this, p, cls, size] {
-    State &s = *state_;
-    std::vector<std::pair<gpuhal_deviceptr_t, uint64_t>> release;
-    {
-      std::lock_guard<std::mutex> lock(s.mu);
-      s.stats.in_use_bytes -= size;
-      s.free_lists[size_t(cls)].push_back(p);
-      s.stats.cached_bytes += size;
-      // Over the limit: give back the largest cached blocks first.
-      for (size_t c = s.free_lists.size();
-           c-- > 0 && s.stats.cached_bytes > s.max_cached && s.defer_depth.load() == 0;) {
+  return wrap_block(p, bytes, uint64_t(cls));
+}
+
+void PoolMemoryManager::release_block(gpuhal_deviceptr_t p, uint64_t bytes, uint64_t cookie) {
+  State &s = *state_;
+  const int cls = int(cookie);
+  if (bytes > s.options.max_block_bytes) {  // a direct allocation: not cached
+    backend_free(p, bytes);
+    return;
+  }
+  const uint64_t size = uint64_t(1) << cls;
+  std::vector<std::pair<gpuhal_deviceptr_t, uint64_t>> release;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.stats.in_use_bytes -= size;
+    s.free_lists[size_t(cls)].push_back(p);
+    s.stats.cached_bytes += size;
+    // Over the limit: give back the largest cached blocks first.
+    if (s.stats.cached_bytes > s.max_cached && s.defer_depth.load() == 0) {
+      for (size_t c = s.free_lists.size(); c-- > 0 && s.stats.cached_bytes > s.max_cached;) {
         auto &list = s.free_lists[c];
         while (!list.empty() && s.stats.cached_bytes > s.max_cached) {
           release.emplace_back(list.back(), uint64_t(1) << c);
@@ -107,8 +116,8 @@ DeviceMemory PoolMemoryManager::memalloc(uint64_t bytes) {
         }
       }
     }
-    for (const auto &r : release) backend_free(r.first, r.second);
-  });
+  }
+  for (const auto &r : release) backend_free(r.first, r.second);
 }
 
 size_t PoolMemoryManager::trim() {

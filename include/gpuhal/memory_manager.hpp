@@ -40,6 +40,7 @@ namespace gpuhal {
 namespace detail {
 struct ContextImpl;
 void attach_memory_manager(class MemoryManager &mm, const std::shared_ptr<ContextImpl> &ctx);
+void release_to_manager(class MemoryManager &mm, gpuhal_deviceptr_t ptr, uint64_t bytes, uint64_t cookie) noexcept;
 }  // namespace detail
 
 class MemoryManager {
@@ -89,11 +90,16 @@ class MemoryManager {
   // A handle over [ptr, ptr+bytes) whose last release calls `on_release`
   // (not after a reset of the context, which freed everything).
   DeviceMemory wrap(gpuhal_deviceptr_t ptr, uint64_t bytes, std::function<void()> on_release) const;
+  // The same without a function object (the fast path of pools): the last
+  // release calls release_block(ptr, bytes, cookie).
+  DeviceMemory wrap_block(gpuhal_deviceptr_t ptr, uint64_t bytes, uint64_t cookie);
+  virtual void release_block(gpuhal_deviceptr_t ptr, uint64_t bytes, uint64_t cookie);
   // The backend's memory information.
   MemoryInfo backend_memory_info() const;
 
  private:
   friend void detail::attach_memory_manager(MemoryManager &, const std::shared_ptr<detail::ContextImpl> &);
+  friend void detail::release_to_manager(MemoryManager &, gpuhal_deviceptr_t, uint64_t, uint64_t) noexcept;
   std::weak_ptr<detail::ContextImpl> weak_ctx_;
   detail::ContextImpl *ctx_ = nullptr;  // the owner: valid for the manager's whole life
 };
@@ -143,6 +149,9 @@ class PoolMemoryManager : public MemoryManager {
   PoolStats stats() const;
   // Releases every cached block; returns how many.
   size_t trim();
+
+ protected:
+  void release_block(gpuhal_deviceptr_t ptr, uint64_t bytes, uint64_t cookie) override;
 
  private:
   struct State;
