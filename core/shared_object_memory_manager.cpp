@@ -2,7 +2,9 @@
 // behind the C ABI of gpuhal/memory_manager.h.
 #include <dlfcn.h>
 
+#include <cstdio>
 #include <cstring>
+#include <mutex>
 
 #include "gpuhal/memory_manager.h"
 #include "internal.hpp"
@@ -27,8 +29,6 @@ gpuhal_status_t svc_alloc(void *core, uint64_t bytes, gpuhal_deviceptr_t *out);
 gpuhal_status_t svc_free(void *core, gpuhal_deviceptr_t ptr);
 gpuhal_status_t svc_memory_info(void *core, uint64_t *free_bytes, uint64_t *total_bytes);
 const char *svc_last_error(void *core);
-
-thread_local std::string t_service_error;
 
 class SharedObjectMemoryManager : public MemoryManager {
  public:
@@ -112,19 +112,32 @@ class SharedObjectMemoryManager : public MemoryManager {
                                              (msg && *msg ? ": " + std::string(msg) : std::string()));
   }
   template <class F>
-  static gpuhal_status_t service(F &&body) noexcept {
+  gpuhal_status_t service(F &&body) noexcept {
     try {
       body();
-      t_service_error.clear();
       return GPUHAL_SUCCESS;
     } catch (const Error &e) {
-      t_service_error = e.what();
+      set_service_error(e.what());
       return static_cast<gpuhal_status_t>(e.status());
     } catch (const std::exception &e) {
-      t_service_error = e.what();
+      set_service_error(e.what());
       return GPUHAL_ERROR_UNKNOWN;
     }
   }
+  // The core library keeps no thread-local state (sanitizer runtimes and
+  // some loaders handle dynamic TLS of a shared library poorly), so the
+  // service message is per instance: the last failure, kept in a buffer.
+  void set_service_error(const char *msg) noexcept {
+    std::lock_guard<std::mutex> lock(error_mu_);
+    std::snprintf(service_error_, sizeof service_error_, "%s", msg);
+  }
+
+ public:
+  const char *service_error() const noexcept { return service_error_; }
+
+ private:
+  std::mutex error_mu_;
+  char service_error_[512] = {};
 
   std::shared_ptr<ManagerLibrary> lib_;
   void *state_ = nullptr;
@@ -143,8 +156,8 @@ gpuhal_status_t svc_memory_info(void *core, uint64_t *f, uint64_t *t) {
   if (!core || !f || !t) return GPUHAL_ERROR_INVALID_VALUE;
   return static_cast<SharedObjectMemoryManager *>(core)->service_memory_info(f, t);
 }
-const char *svc_last_error(void *) {
-  return t_service_error.c_str();
+const char *svc_last_error(void *core) {
+  return core ? static_cast<SharedObjectMemoryManager *>(core)->service_error() : "";
 }
 
 }  // namespace

@@ -45,7 +45,8 @@ typedef struct gpuhal_mm_backend {
   /* Frees a backend allocation immediately. */
   gpuhal_status_t (*free)(void *core, gpuhal_deviceptr_t ptr);
   gpuhal_status_t (*memory_info)(void *core, uint64_t *free_bytes, uint64_t *total_bytes);
-  /* The message of the calling thread's last failed call above. */
+  /* The message of the instance's most recent failed call above (valid
+   * until the next failure). */
   const char *(*last_error)(void *core);
 } gpuhal_mm_backend_t;
 
