@@ -1,0 +1,106 @@
+#include "cuda_driver.hpp"
+
+#include <dlfcn.h>
+
+#include <cstring>
+
+#include "plugin_support.hpp"
+
+namespace gpuhal::cuda {
+
+Driver &driver() {
+  static Driver d;
+  return d;
+}
+
+namespace {
+void *resolve(void *handle, const char *symbol, const char *name) {
+  void *p = dlsym(handle, symbol);
+  if (!p && std::strcmp(symbol, name) != 0) p = dlsym(handle, name);
+  return p;
+}
+}  // namespace
+
+gpuhal_status_t Driver::load(const std::string &library, std::string *why) {
+  path = library;
+  dlerror();
+  handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char *e = dlerror();
+    *why = "cannot load the CUDA driver " + library + ": " + (e ? e : "unknown error");
+    return GPUHAL_ERROR_DRIVER_NOT_LOADABLE;
+  }
+  std::string missing;
+#define GPUHAL_CUDA_REQUIRED(name, symbol, params)                            \
+  if (!(*reinterpret_cast<void **>(&name) = resolve(handle, #symbol, #name))) \
+    missing += std::string(missing.empty() ? "" : ", ") + #symbol;
+#define GPUHAL_CUDA_OPTIONAL(name, symbol, params) *reinterpret_cast<void **>(&name) = resolve(handle, #symbol, #name);
+  GPUHAL_CUDA_API(GPUHAL_CUDA_REQUIRED, GPUHAL_CUDA_OPTIONAL)
+#undef GPUHAL_CUDA_REQUIRED
+#undef GPUHAL_CUDA_OPTIONAL
+  if (!missing.empty()) {
+    *why = "the CUDA driver " + library + " lacks required entry points: " + missing;
+    unload();
+    return GPUHAL_ERROR_DRIVER_NOT_LOADABLE;
+  }
+  const api::CUresult r = cuInit(0);
+  if (r == api::CUDA_ERROR_STUB_LIBRARY) {
+    *why = "the CUDA driver " + library +
+           " is a stub library (CUDA_ERROR_STUB_LIBRARY from cuInit): install the NVIDIA driver";
+    unload();
+    return GPUHAL_ERROR_DRIVER_NOT_LOADABLE;
+  }
+  if (r != api::CUDA_SUCCESS && r != api::CUDA_ERROR_NO_DEVICE) {
+    error(r, "cuInit");
+    *why = plugin::last_error();
+    unload();
+    return GPUHAL_ERROR_INITIALIZATION_FAILED;
+  }
+  if (cuDriverGetVersion(&version) != api::CUDA_SUCCESS) version = 0;
+  return GPUHAL_SUCCESS;
+}
+
+void Driver::unload() {
+  if (handle) dlclose(handle);
+  *this = Driver();
+}
+
+gpuhal_status_t Driver::status_of(api::CUresult r) {
+  switch (r) {
+    case api::CUDA_SUCCESS:
+      return GPUHAL_SUCCESS;
+    case api::CUDA_ERROR_NOT_READY:
+      return GPUHAL_NOT_READY;
+    case api::CUDA_ERROR_INVALID_VALUE:
+      return GPUHAL_ERROR_INVALID_VALUE;
+    case api::CUDA_ERROR_OUT_OF_MEMORY:
+      return GPUHAL_ERROR_OUT_OF_MEMORY;
+    case api::CUDA_ERROR_INVALID_HANDLE:
+    case api::CUDA_ERROR_INVALID_CONTEXT:
+      return GPUHAL_ERROR_INVALID_HANDLE;
+    case api::CUDA_ERROR_NO_DEVICE:
+    case api::CUDA_ERROR_INVALID_DEVICE:
+      return GPUHAL_ERROR_NO_DEVICE;
+    case api::CUDA_ERROR_NOT_SUPPORTED:
+      return GPUHAL_ERROR_NOT_SUPPORTED;
+    case api::CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED:
+      return GPUHAL_ERROR_ALREADY_REGISTERED;
+    case api::CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED:
+      return GPUHAL_ERROR_NOT_REGISTERED;
+    case api::CUDA_ERROR_STUB_LIBRARY:
+      return GPUHAL_ERROR_DRIVER_NOT_LOADABLE;
+    default:
+      return GPUHAL_ERROR_DRIVER;
+  }
+}
+
+gpuhal_status_t Driver::error(api::CUresult r, const char *call) const {
+  const char *name = nullptr, *text = nullptr;
+  if (!cuGetErrorName || cuGetErrorName(r, &name) != api::CUDA_SUCCESS || !name) name = nullptr;
+  if (!cuGetErrorString || cuGetErrorString(r, &text) != api::CUDA_SUCCESS || !text) text = nullptr;
+  std::string msg = std::string(call) + " failed: " + (name ? name : "CUresult " + std::to_string(r));
+  if (text) msg += std::string(" (") + text + ")";
+  return plugin::fail(status_of(r), msg);
+}
+
+}  // namespace gpuhal::cuda

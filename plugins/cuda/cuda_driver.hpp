@@ -1,0 +1,44 @@
+// The CUDA driver, loaded at run time.
+//
+// load() dlopens the driver (libcuda.so.1, or the GPUHAL_CUDA_DRIVER path
+// handed down by the core) and resolves every entry of GPUHAL_CUDA_API once:
+// first the versioned symbol cuda.h maps the name to (cuMemAlloc_v2 ...),
+// then the plain name. A missing required symbol fails the load; a missing
+// optional one leaves the pointer NULL (the feature is reported as
+// unsupported). error() turns a CUresult into the plugin's failure, naming
+// the driver call and the driver's own name and text for the code: the one
+// place CUresults are translated.
+#pragma once
+
+#include <string>
+
+#include "cuda_driver_api.hpp"
+#include "gpuhal/plugin.h"
+
+namespace gpuhal::cuda {
+
+using namespace api;  // the driver types, in this plugin's namespace only
+
+struct Driver {
+#define GPUHAL_CUDA_PTR(name, symbol, params) api::CUresult(*name) params = nullptr;
+  GPUHAL_CUDA_API(GPUHAL_CUDA_PTR, GPUHAL_CUDA_PTR)
+#undef GPUHAL_CUDA_PTR
+  void *handle = nullptr;
+  std::string path;
+  int version = 0;  // cuDriverGetVersion
+
+  // Loads and initialises the driver. On failure returns the status and
+  // sets `why` (the dlerror text, a missing symbol, a stub library...).
+  gpuhal_status_t load(const std::string &library, std::string *why);
+  void unload();
+
+  // The gpuhal status for `r`, with the thread's message set to
+  // "<call>: <CUDA_ERROR_NAME> (<driver text>)".
+  gpuhal_status_t error(api::CUresult r, const char *call) const;
+  static gpuhal_status_t status_of(api::CUresult r);
+};
+
+// The process-wide driver (loaded by init, unloaded by the last shutdown).
+Driver &driver();
+
+}  // namespace gpuhal::cuda

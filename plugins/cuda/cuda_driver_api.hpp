@@ -1,0 +1,141 @@
+// The subset of NVIDIA's CUDA driver API (cuda.h) the cuda plugin uses,
+// declared here so that no CUDA SDK is needed to build. Values and layouts
+// are NVIDIA's; tests/unit/cuda_api_check.cpp compares them with cuda.h
+// whenever it is found at configure time. Function pointer types are named
+// after the exported (versioned) symbol they are resolved from.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+// The driver's opaque handle types, at global scope as in cuda.h (only
+// pointers to them are used).
+struct CUctx_st;
+struct CUstream_st;
+struct CUevent_st;
+
+namespace gpuhal::cuda::api {
+
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+using CUcontext = ::CUctx_st *;
+using CUstream = ::CUstream_st *;
+using CUevent = ::CUevent_st *;
+using CUdevice_attribute = int;
+using CUhostFn = void (*)(void *userData);
+
+constexpr size_t CU_IPC_HANDLE_SIZE = 64;
+struct CUipcMemHandle {
+  char reserved[CU_IPC_HANDLE_SIZE];
+};
+
+// CUresult values
+constexpr CUresult CUDA_SUCCESS = 0;
+constexpr CUresult CUDA_ERROR_INVALID_VALUE = 1;
+constexpr CUresult CUDA_ERROR_OUT_OF_MEMORY = 2;
+constexpr CUresult CUDA_ERROR_NOT_INITIALIZED = 3;
+constexpr CUresult CUDA_ERROR_DEINITIALIZED = 4;
+constexpr CUresult CUDA_ERROR_STUB_LIBRARY = 34;
+constexpr CUresult CUDA_ERROR_NO_DEVICE = 100;
+constexpr CUresult CUDA_ERROR_INVALID_DEVICE = 101;
+constexpr CUresult CUDA_ERROR_INVALID_CONTEXT = 201;
+constexpr CUresult CUDA_ERROR_INVALID_HANDLE = 400;
+constexpr CUresult CUDA_ERROR_NOT_FOUND = 500;
+constexpr CUresult CUDA_ERROR_NOT_READY = 600;
+constexpr CUresult CUDA_ERROR_ILLEGAL_ADDRESS = 700;
+constexpr CUresult CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712;
+constexpr CUresult CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713;
+constexpr CUresult CUDA_ERROR_NOT_SUPPORTED = 801;
+constexpr CUresult CUDA_ERROR_UNKNOWN = 999;
+
+// CUdevice_attribute values
+constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1;
+constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X = 2;
+constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y = 3;
+constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z = 4;
+constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X = 5;
+constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y = 6;
+constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z = 7;
+constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK = 8;
+constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_WARP_SIZE = 10;
+constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_CLOCK_RATE = 13;
+constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16;
+constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY = 19;
+constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS = 31;
+constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_PCI_BUS_ID = 33;
+constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID = 34;
+constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING = 41;
+constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID = 50;
+constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
+constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
+
+// Flags
+constexpr unsigned CU_STREAM_NON_BLOCKING = 0x1;
+constexpr unsigned CU_EVENT_DEFAULT = 0x0;
+constexpr unsigned CU_EVENT_DISABLE_TIMING = 0x2;
+constexpr unsigned CU_MEMHOSTALLOC_PORTABLE = 0x1;
+constexpr unsigned CU_MEMHOSTALLOC_DEVICEMAP = 0x2;
+constexpr unsigned CU_MEMHOSTALLOC_WRITECOMBINED = 0x4;
+constexpr unsigned CU_MEMHOSTREGISTER_PORTABLE = 0x1;
+constexpr unsigned CU_MEMHOSTREGISTER_DEVICEMAP = 0x2;
+constexpr unsigned CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x1;
+// Special stream handles (cuda.h: CU_STREAM_LEGACY, CU_STREAM_PER_THREAD).
+inline CUstream stream_legacy() {
+  return reinterpret_cast<CUstream>(uintptr_t(0x1));
+}
+inline CUstream stream_per_thread() {
+  return reinterpret_cast<CUstream>(uintptr_t(0x2));
+}
+
+// Every entry point used, as X(name, symbol, return, parameters). `symbol` is
+// the exported name resolved (the versioned one where cuda.h maps the plain
+// name to it). R: required; O: optional (absent in older drivers).
+#define GPUHAL_CUDA_API(R, O)                                                                   \
+  R(cuGetErrorName, cuGetErrorName, (CUresult, const char **))                                  \
+  R(cuGetErrorString, cuGetErrorString, (CUresult, const char **))                              \
+  R(cuInit, cuInit, (unsigned))                                                                 \
+  R(cuDriverGetVersion, cuDriverGetVersion, (int *))                                            \
+  R(cuDeviceGetCount, cuDeviceGetCount, (int *))                                                \
+  R(cuDeviceGet, cuDeviceGet, (CUdevice *, int))                                                \
+  R(cuDeviceGetName, cuDeviceGetName, (char *, int, CUdevice))                                  \
+  R(cuDeviceTotalMem, cuDeviceTotalMem_v2, (size_t *, CUdevice))                                \
+  R(cuDeviceGetAttribute, cuDeviceGetAttribute, (int *, CUdevice_attribute, CUdevice))          \
+  R(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, (CUcontext *, CUdevice))                \
+  R(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2, (CUdevice))                        \
+  R(cuCtxSetCurrent, cuCtxSetCurrent, (CUcontext))                                              \
+  R(cuCtxSynchronize, cuCtxSynchronize, ())                                                     \
+  R(cuMemGetInfo, cuMemGetInfo_v2, (size_t *, size_t *))                                        \
+  R(cuMemAlloc, cuMemAlloc_v2, (CUdeviceptr *, size_t))                                         \
+  R(cuMemFree, cuMemFree_v2, (CUdeviceptr))                                                     \
+  R(cuMemGetAddressRange, cuMemGetAddressRange_v2, (CUdeviceptr *, size_t *, CUdeviceptr))      \
+  R(cuMemcpyHtoD, cuMemcpyHtoD_v2, (CUdeviceptr, const void *, size_t))                         \
+  R(cuMemcpyDtoH, cuMemcpyDtoH_v2, (void *, CUdeviceptr, size_t))                               \
+  R(cuMemcpyDtoD, cuMemcpyDtoD_v2, (CUdeviceptr, CUdeviceptr, size_t))                          \
+  R(cuMemcpyHtoDAsync, cuMemcpyHtoDAsync_v2, (CUdeviceptr, const void *, size_t, CUstream))     \
+  R(cuMemcpyDtoHAsync, cuMemcpyDtoHAsync_v2, (void *, CUdeviceptr, size_t, CUstream))           \
+  R(cuMemcpyDtoDAsync, cuMemcpyDtoDAsync_v2, (CUdeviceptr, CUdeviceptr, size_t, CUstream))      \
+  R(cuMemsetD8, cuMemsetD8_v2, (CUdeviceptr, unsigned char, size_t))                            \
+  R(cuMemsetD8Async, cuMemsetD8Async, (CUdeviceptr, unsigned char, size_t, CUstream))           \
+  R(cuStreamCreate, cuStreamCreate, (CUstream *, unsigned))                                     \
+  R(cuStreamDestroy, cuStreamDestroy_v2, (CUstream))                                            \
+  R(cuStreamSynchronize, cuStreamSynchronize, (CUstream))                                       \
+  R(cuStreamQuery, cuStreamQuery, (CUstream))                                                   \
+  R(cuStreamWaitEvent, cuStreamWaitEvent, (CUstream, CUevent, unsigned))                        \
+  R(cuLaunchHostFunc, cuLaunchHostFunc, (CUstream, CUhostFn, void *))                           \
+  R(cuEventCreate, cuEventCreate, (CUevent *, unsigned))                                        \
+  R(cuEventDestroy, cuEventDestroy_v2, (CUevent))                                               \
+  R(cuEventRecord, cuEventRecord, (CUevent, CUstream))                                          \
+  R(cuEventSynchronize, cuEventSynchronize, (CUevent))                                          \
+  R(cuEventQuery, cuEventQuery, (CUevent))                                                      \
+  R(cuEventElapsedTime, cuEventElapsedTime_v2, (float *, CUevent, CUevent))                     \
+  O(cuMemHostAlloc, cuMemHostAlloc, (void **, size_t, unsigned))                                \
+  O(cuMemFreeHost, cuMemFreeHost, (void *))                                                     \
+  O(cuMemHostRegister, cuMemHostRegister_v2, (void *, size_t, unsigned))                        \
+  O(cuMemHostUnregister, cuMemHostUnregister, (void *))                                         \
+  O(cuMemHostGetDevicePointer, cuMemHostGetDevicePointer_v2, (CUdeviceptr *, void *, unsigned)) \
+  O(cuIpcGetMemHandle, cuIpcGetMemHandle, (CUipcMemHandle *, CUdeviceptr))                      \
+  O(cuIpcOpenMemHandle, cuIpcOpenMemHandle_v2, (CUdeviceptr *, CUipcMemHandle, unsigned))       \
+  O(cuIpcCloseMemHandle, cuIpcCloseMemHandle, (CUdeviceptr))
+
+}  // namespace gpuhal::cuda::api

@@ -1,0 +1,689 @@
+// The cuda backend: every plugin entry over the CUDA driver API.
+//
+// Contexts are the devices' primary contexts (retained by context_create,
+// released by context_destroy). Every entry makes its context current on
+// the calling thread first. The plugin remembers what it made in a context
+// (streams, events, allocations, host memory, registrations, IPC mappings)
+// so that context_destroy frees all of it, as the ABI requires. gpuhal's
+// special stream handles (NULL, GPUHAL_STREAM_LEGACY, GPUHAL_STREAM_PER_THREAD)
+// have CUDA's values and pass through unchanged.
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "cuda_driver.hpp"
+#include "plugin_support.hpp"
+
+namespace gpuhal::cuda {
+namespace {
+
+using plugin::fail;
+using plugin::guard;
+using namespace api;
+
+struct CudaContext {
+  int ordinal = 0;
+  CUdevice device = 0;
+  CUcontext cu = nullptr;
+  std::mutex mu;  // guards the sets below
+  std::unordered_set<CUstream> streams;
+  std::unordered_set<CUevent> events;
+  std::unordered_set<CUdeviceptr> allocations;
+  std::unordered_set<void *> host_allocations;
+  std::unordered_set<void *> registrations;
+  std::unordered_set<CUdeviceptr> ipc_mappings;
+};
+
+std::mutex g_mu;  // guards everything below
+int g_init_count = 0;
+int g_device_count = 0;
+std::unordered_map<CudaContext *, std::unique_ptr<CudaContext>> g_contexts;
+
+CudaContext *find(gpuhal_context_t h) {
+  auto *c = reinterpret_cast<CudaContext *>(h);
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_contexts.count(c) ? c : nullptr;
+}
+
+const Driver &drv() {
+  return driver();
+}
+
+gpuhal_status_t bad_context(const char *entry) {
+  return fail(GPUHAL_ERROR_INVALID_HANDLE, std::string(entry) + ": invalid context handle");
+}
+
+// Runs a driver call; on failure returns the translated status from the
+// enclosing entry.
+// Optional entry points this driver lacks report ERROR_NOT_SUPPORTED.
+#define CU_CALL(fn, ...)                                                                           \
+  do {                                                                                             \
+    if (!drv().fn) return fail(GPUHAL_ERROR_NOT_SUPPORTED, #fn " is not provided by this driver"); \
+    const CUresult r_ = drv().fn(__VA_ARGS__);                                                     \
+    if (r_ != CUDA_SUCCESS) return drv().error(r_, #fn);                                           \
+  } while (0)
+
+// Resolves the context and makes it current, or returns from the entry.
+#define WITH_CONTEXT(entry)          \
+  CudaContext *c = find(ctx);        \
+  if (!c) return bad_context(entry); \
+  CU_CALL(cuCtxSetCurrent, c->cu)
+
+CUstream native(gpuhal_stream_t s) {
+  return reinterpret_cast<CUstream>(s);  // NULL, 0x1 and 0x2 mean the same in CUDA
+}
+
+// ---- lifecycle and devices ----------------------------------------------------
+
+gpuhal_status_t init(const gpuhal_init_args_t *args) {
+  return guard("init", [&]() -> gpuhal_status_t {
+    if (!args || args->struct_size < 8) return fail(GPUHAL_ERROR_INVALID_VALUE, "init: missing init arguments");
+    plugin::set_logger(args);
+    plugin::Options opts(args);
+    const std::string library = opts.get("GPUHAL_CUDA_DRIVER").value_or("libcuda.so.1");
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (g_init_count > 0) {
+      if (driver().path != library)
+        return fail(GPUHAL_ERROR_INITIALIZATION_FAILED,
+                    "the cuda plugin is already initialised with the driver " + driver().path + " in this process");
+      ++g_init_count;
+      return GPUHAL_SUCCESS;
+    }
+    std::string why;
+    const gpuhal_status_t st = driver().load(library, &why);
+    if (st != GPUHAL_SUCCESS) return fail(st, why);
+    int count = 0;
+    const CUresult r = driver().cuDeviceGetCount(&count);
+    if (r == CUDA_ERROR_NO_DEVICE || r == CUDA_ERROR_NOT_INITIALIZED)
+      count = 0;  // cuInit said NO_DEVICE
+    else if (r != CUDA_SUCCESS) {
+      const gpuhal_status_t e = driver().error(r, "cuDeviceGetCount");
+      driver().unload();
+      return e;
+    }
+    g_device_count = count;
+    g_init_count = 1;
+    plugin::log(GPUHAL_LOG_DEBUG, "cuda: driver " + library + " version " + std::to_string(driver().version) + ", " +
+                                      std::to_string(count) + " device(s)");
+    return GPUHAL_SUCCESS;
+  });
+}
+
+void shutdown() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_init_count == 0 || --g_init_count > 0) return;
+  g_contexts.clear();
+  driver().unload();
+}
+
+const char *last_error() {
+  return plugin::last_error();
+}
+
+gpuhal_status_t device_count(int32_t *count) {
+  if (!count) return fail(GPUHAL_ERROR_INVALID_VALUE, "device_count: null output pointer");
+  *count = g_device_count;
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t device_properties(int32_t ordinal, gpuhal_device_properties_t *out) {
+  if (!out || out->struct_size < 8)
+    return fail(GPUHAL_ERROR_INVALID_VALUE, "device_properties: null or too small output");
+  if (ordinal < 0 || ordinal >= g_device_count)
+    return fail(GPUHAL_ERROR_INVALID_VALUE, "device_properties: no cuda device " + std::to_string(ordinal));
+  CUdevice dev = 0;
+  CU_CALL(cuDeviceGet, &dev, ordinal);
+  gpuhal_device_properties_t p{};
+  CU_CALL(cuDeviceGetName, p.name, int(sizeof p.name), dev);
+  std::snprintf(p.vendor, sizeof p.vendor, "NVIDIA");
+  size_t total = 0;
+  CU_CALL(cuDeviceTotalMem, &total, dev);
+  p.total_memory = total;
+  int v = 0;
+#define ATTR(field, attribute)                       \
+  CU_CALL(cuDeviceGetAttribute, &v, attribute, dev); \
+  field = decltype(field)(v)
+  ATTR(p.shared_memory_per_block, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
+  ATTR(p.compute_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+  ATTR(p.compute_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  ATTR(p.multiprocessor_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  ATTR(p.warp_size, CU_DEVICE_ATTRIBUTE_WARP_SIZE);
+  ATTR(p.max_threads_per_block, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+  ATTR(p.max_block_dim[0], CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X);
+  ATTR(p.max_block_dim[1], CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y);
+  ATTR(p.max_block_dim[2], CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z);
+  ATTR(p.max_grid_dim[0], CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X);
+  ATTR(p.max_grid_dim[1], CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y);
+  ATTR(p.max_grid_dim[2], CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z);
+  ATTR(p.clock_rate_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE);
+  ATTR(p.can_map_host_memory, CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY);
+  ATTR(p.unified_addressing, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING);
+  ATTR(p.concurrent_kernels, CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS);
+  ATTR(p.pci_domain, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID);
+  ATTR(p.pci_bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID);
+  ATTR(p.pci_device, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID);
+#undef ATTR
+  const uint32_t n = std::min<uint32_t>(out->struct_size, sizeof p);
+  p.abi_version = GPUHAL_ABI_VERSION;
+  p.struct_size = n;
+  std::memcpy(out, &p, n);
+  return GPUHAL_SUCCESS;
+}
+
+// ---- contexts ------------------------------------------------------------------
+
+gpuhal_status_t context_create(int32_t ordinal, gpuhal_context_t *out) {
+  return guard("context_create", [&]() -> gpuhal_status_t {
+    if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "context_create: null output pointer");
+    if (ordinal < 0 || ordinal >= g_device_count)
+      return fail(GPUHAL_ERROR_INVALID_VALUE, "context_create: no cuda device " + std::to_string(ordinal));
+    auto c = std::make_unique<CudaContext>();
+    c->ordinal = ordinal;
+    CU_CALL(cuDeviceGet, &c->device, ordinal);
+    CU_CALL(cuDevicePrimaryCtxRetain, &c->cu, c->device);
+    const CUresult r = drv().cuCtxSetCurrent(c->cu);
+    if (r != CUDA_SUCCESS) {
+      drv().cuDevicePrimaryCtxRelease(c->device);
+      return drv().error(r, "cuCtxSetCurrent");
+    }
+    *out = reinterpret_cast<gpuhal_context_t>(c.get());
+    std::lock_guard<std::mutex> lock(g_mu);
+    g_contexts.emplace(c.get(), std::move(c));
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t context_destroy(gpuhal_context_t ctx) {
+  std::unique_ptr<CudaContext> owned;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    auto it = g_contexts.find(reinterpret_cast<CudaContext *>(ctx));
+    if (it == g_contexts.end()) return bad_context("context_destroy");
+    owned = std::move(it->second);
+    g_contexts.erase(it);
+  }
+  CudaContext *c = owned.get();
+  const Driver &d = drv();
+  // Everything made in the context goes with it; the first failure is
+  // reported after the rest was still released.
+  CUresult first = d.cuCtxSetCurrent(c->cu);
+  const char *first_call = "cuCtxSetCurrent";
+  auto note = [&](CUresult r, const char *call) {
+    if (r != CUDA_SUCCESS && first == CUDA_SUCCESS) {
+      first = r;
+      first_call = call;
+    }
+  };
+  note(d.cuCtxSynchronize(), "cuCtxSynchronize");
+  for (CUstream s : c->streams) note(d.cuStreamDestroy(s), "cuStreamDestroy");
+  for (CUevent e : c->events) note(d.cuEventDestroy(e), "cuEventDestroy");
+  for (CUdeviceptr p : c->ipc_mappings) note(d.cuIpcCloseMemHandle(p), "cuIpcCloseMemHandle");
+  for (CUdeviceptr p : c->allocations) note(d.cuMemFree(p), "cuMemFree");
+  for (void *p : c->registrations) note(d.cuMemHostUnregister(p), "cuMemHostUnregister");
+  for (void *p : c->host_allocations) note(d.cuMemFreeHost(p), "cuMemFreeHost");
+  note(d.cuDevicePrimaryCtxRelease(c->device), "cuDevicePrimaryCtxRelease");
+  return first == CUDA_SUCCESS ? GPUHAL_SUCCESS : d.error(first, first_call);
+}
+
+gpuhal_status_t context_synchronize(gpuhal_context_t ctx) {
+  WITH_CONTEXT("context_synchronize");
+  const CUresult r = drv().cuCtxSynchronize();
+  return r == CUDA_SUCCESS ? GPUHAL_SUCCESS : drv().error(r, "cuCtxSynchronize");
+}
+
+gpuhal_status_t memory_info(gpuhal_context_t ctx, uint64_t *free_bytes, uint64_t *total_bytes) {
+  if (!free_bytes || !total_bytes) return fail(GPUHAL_ERROR_INVALID_VALUE, "memory_info: null output pointer");
+  WITH_CONTEXT("memory_info");
+  size_t f = 0, t = 0;
+  CU_CALL(cuMemGetInfo, &f, &t);
+  *free_bytes = f;
+  *total_bytes = t;
+  return GPUHAL_SUCCESS;
+}
+
+// ---- device memory ---------------------------------------------------------------
+
+gpuhal_status_t mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr_t *out) {
+  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc: null output pointer");
+  if (bytes == 0 || bytes > SIZE_MAX) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc: size must be positive");
+  WITH_CONTEXT("mem_alloc");
+  return guard("mem_alloc", [&]() -> gpuhal_status_t {
+    CUdeviceptr p = 0;
+    CU_CALL(cuMemAlloc, &p, size_t(bytes));
+    try {
+      std::lock_guard<std::mutex> lock(c->mu);
+      c->allocations.insert(p);
+    } catch (...) {
+      drv().cuMemFree(p);
+      throw;
+    }
+    *out = p;
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t mem_free(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
+  WITH_CONTEXT("mem_free");
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    if (!c->allocations.erase(ptr))
+      return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_free: not a live allocation of this context");
+  }
+  CU_CALL(cuMemFree, ptr);
+  return GPUHAL_SUCCESS;
+}
+
+// ---- transfers ---------------------------------------------------------------------
+
+gpuhal_status_t memcpy_sync(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
+                            uint64_t bytes) {
+  WITH_CONTEXT("memcpy_sync");
+  if (bytes == 0) return GPUHAL_SUCCESS;
+  switch (kind) {
+    case GPUHAL_COPY_HOST_TO_DEVICE:
+      CU_CALL(cuMemcpyHtoD, dst, reinterpret_cast<const void *>(uintptr_t(src)), size_t(bytes));
+      return GPUHAL_SUCCESS;
+    case GPUHAL_COPY_DEVICE_TO_HOST:
+      CU_CALL(cuMemcpyDtoH, reinterpret_cast<void *>(uintptr_t(dst)), src, size_t(bytes));
+      return GPUHAL_SUCCESS;
+    case GPUHAL_COPY_DEVICE_TO_DEVICE:
+      CU_CALL(cuMemcpyDtoD, dst, src, size_t(bytes));
+      return GPUHAL_SUCCESS;
+    default:
+      return fail(GPUHAL_ERROR_INVALID_VALUE, "memcpy_sync: unknown copy kind " + std::to_string(kind));
+  }
+}
+
+gpuhal_status_t memcpy_async(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
+                             uint64_t bytes, gpuhal_stream_t stream) {
+  WITH_CONTEXT("memcpy_async");
+  if (bytes == 0) return GPUHAL_SUCCESS;
+  const CUstream s = native(stream);
+  switch (kind) {
+    case GPUHAL_COPY_HOST_TO_DEVICE:
+      CU_CALL(cuMemcpyHtoDAsync, dst, reinterpret_cast<const void *>(uintptr_t(src)), size_t(bytes), s);
+      return GPUHAL_SUCCESS;
+    case GPUHAL_COPY_DEVICE_TO_HOST:
+      CU_CALL(cuMemcpyDtoHAsync, reinterpret_cast<void *>(uintptr_t(dst)), src, size_t(bytes), s);
+      return GPUHAL_SUCCESS;
+    case GPUHAL_COPY_DEVICE_TO_DEVICE:
+      CU_CALL(cuMemcpyDtoDAsync, dst, src, size_t(bytes), s);
+      return GPUHAL_SUCCESS;
+    default:
+      return fail(GPUHAL_ERROR_INVALID_VALUE, "memcpy_async: unknown copy kind " + std::to_string(kind));
+  }
+}
+
+gpuhal_status_t memset_sync(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t value, uint64_t bytes) {
+  WITH_CONTEXT("memset_sync");
+  if (bytes == 0) return GPUHAL_SUCCESS;
+  CU_CALL(cuMemsetD8, dst, value, size_t(bytes));
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t memset_async(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t value, uint64_t bytes,
+                             gpuhal_stream_t stream) {
+  WITH_CONTEXT("memset_async");
+  if (bytes == 0) return GPUHAL_SUCCESS;
+  CU_CALL(cuMemsetD8Async, dst, value, size_t(bytes), native(stream));
+  return GPUHAL_SUCCESS;
+}
+
+// ---- streams and events ---------------------------------------------------------------
+
+gpuhal_status_t stream_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_stream_t *out) {
+  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_create: null output pointer");
+  if (flags & ~GPUHAL_STREAM_NON_BLOCKING) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_create: unknown flags");
+  WITH_CONTEXT("stream_create");
+  return guard("stream_create", [&]() -> gpuhal_status_t {
+    CUstream s = nullptr;
+    CU_CALL(cuStreamCreate, &s, (flags & GPUHAL_STREAM_NON_BLOCKING) ? CU_STREAM_NON_BLOCKING : 0u);
+    std::lock_guard<std::mutex> lock(c->mu);
+    c->streams.insert(s);
+    *out = reinterpret_cast<gpuhal_stream_t>(s);
+    return GPUHAL_SUCCESS;
+  });
+}
+
+// Checks that a created stream belongs to the context (special handles pass).
+bool known_stream(CudaContext *c, gpuhal_stream_t s) {
+  if (!s || s == GPUHAL_STREAM_LEGACY || s == GPUHAL_STREAM_PER_THREAD) return true;
+  std::lock_guard<std::mutex> lock(c->mu);
+  return c->streams.count(native(s)) != 0;
+}
+
+gpuhal_status_t stream_destroy(gpuhal_context_t ctx, gpuhal_stream_t stream) {
+  WITH_CONTEXT("stream_destroy");
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    if (!c->streams.erase(native(stream)))
+      return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_destroy: not a stream created in this context");
+  }
+  CU_CALL(cuStreamDestroy, native(stream));
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t stream_synchronize(gpuhal_context_t ctx, gpuhal_stream_t stream) {
+  WITH_CONTEXT("stream_synchronize");
+  if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_synchronize: invalid stream");
+  CU_CALL(cuStreamSynchronize, native(stream));
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t stream_query(gpuhal_context_t ctx, gpuhal_stream_t stream) {
+  WITH_CONTEXT("stream_query");
+  if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_query: invalid stream");
+  const CUresult r = drv().cuStreamQuery(native(stream));
+  if (r == CUDA_ERROR_NOT_READY) return GPUHAL_NOT_READY;
+  if (r != CUDA_SUCCESS) return drv().error(r, "cuStreamQuery");
+  return GPUHAL_SUCCESS;
+}
+
+bool known_event(CudaContext *c, gpuhal_event_t e) {
+  std::lock_guard<std::mutex> lock(c->mu);
+  return c->events.count(reinterpret_cast<CUevent>(e)) != 0;
+}
+
+gpuhal_status_t stream_wait_event(gpuhal_context_t ctx, gpuhal_stream_t stream, gpuhal_event_t event) {
+  WITH_CONTEXT("stream_wait_event");
+  if (!known_stream(c, stream) || !known_event(c, event))
+    return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_wait_event: invalid stream or event");
+  CU_CALL(cuStreamWaitEvent, native(stream), reinterpret_cast<CUevent>(event), 0u);
+  return GPUHAL_SUCCESS;
+}
+
+struct HostCall {
+  gpuhal_host_fn fn;
+  void *user;
+};
+
+void host_trampoline(void *p) {
+  std::unique_ptr<HostCall> call(static_cast<HostCall *>(p));
+  // cuLaunchHostFunc runs only when the prior work succeeded.
+  call->fn(call->user, GPUHAL_SUCCESS);
+}
+
+gpuhal_status_t stream_add_callback(gpuhal_context_t ctx, gpuhal_stream_t stream, gpuhal_host_fn fn, void *user) {
+  if (!fn) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_add_callback: null function");
+  WITH_CONTEXT("stream_add_callback");
+  if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_add_callback: invalid stream");
+  return guard("stream_add_callback", [&]() -> gpuhal_status_t {
+    auto call = std::make_unique<HostCall>(HostCall{fn, user});
+    CU_CALL(cuLaunchHostFunc, native(stream), host_trampoline, call.get());
+    call.release();  // the trampoline owns it now
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t event_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_event_t *out) {
+  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "event_create: null output pointer");
+  if (flags & ~GPUHAL_EVENT_DISABLE_TIMING) return fail(GPUHAL_ERROR_INVALID_VALUE, "event_create: unknown flags");
+  WITH_CONTEXT("event_create");
+  return guard("event_create", [&]() -> gpuhal_status_t {
+    CUevent e = nullptr;
+    CU_CALL(cuEventCreate, &e, (flags & GPUHAL_EVENT_DISABLE_TIMING) ? CU_EVENT_DISABLE_TIMING : CU_EVENT_DEFAULT);
+    std::lock_guard<std::mutex> lock(c->mu);
+    c->events.insert(e);
+    *out = reinterpret_cast<gpuhal_event_t>(e);
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t event_destroy(gpuhal_context_t ctx, gpuhal_event_t event) {
+  WITH_CONTEXT("event_destroy");
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    if (!c->events.erase(reinterpret_cast<CUevent>(event)))
+      return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_destroy: not an event created in this context");
+  }
+  CU_CALL(cuEventDestroy, reinterpret_cast<CUevent>(event));
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t event_record(gpuhal_context_t ctx, gpuhal_event_t event, gpuhal_stream_t stream) {
+  WITH_CONTEXT("event_record");
+  if (!known_stream(c, stream) || !known_event(c, event))
+    return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_record: invalid stream or event");
+  CU_CALL(cuEventRecord, reinterpret_cast<CUevent>(event), native(stream));
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t event_synchronize(gpuhal_context_t ctx, gpuhal_event_t event) {
+  WITH_CONTEXT("event_synchronize");
+  if (!known_event(c, event)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_synchronize: invalid event");
+  CU_CALL(cuEventSynchronize, reinterpret_cast<CUevent>(event));
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t event_query(gpuhal_context_t ctx, gpuhal_event_t event) {
+  WITH_CONTEXT("event_query");
+  if (!known_event(c, event)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_query: invalid event");
+  const CUresult r = drv().cuEventQuery(reinterpret_cast<CUevent>(event));
+  if (r == CUDA_ERROR_NOT_READY) return GPUHAL_NOT_READY;
+  if (r != CUDA_SUCCESS) return drv().error(r, "cuEventQuery");
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t event_elapsed_ms(gpuhal_context_t ctx, gpuhal_event_t start, gpuhal_event_t end, float *ms) {
+  if (!ms) return fail(GPUHAL_ERROR_INVALID_VALUE, "event_elapsed_ms: null output pointer");
+  WITH_CONTEXT("event_elapsed_ms");
+  if (!known_event(c, start) || !known_event(c, end))
+    return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_elapsed_ms: invalid event");
+  CU_CALL(cuEventElapsedTime, ms, reinterpret_cast<CUevent>(start), reinterpret_cast<CUevent>(end));
+  return GPUHAL_SUCCESS;
+}
+
+// Events + cuStreamWaitEvent; "all prior work" records a private event on
+// the legacy default stream and on every stream the context created.
+gpuhal_status_t stream_barrier(gpuhal_context_t ctx, gpuhal_stream_t stream, const gpuhal_event_t *events,
+                               uint32_t count, uint32_t flags) {
+  if (count && !events) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_barrier: null event list");
+  if (flags & ~GPUHAL_BARRIER_ALL_PRIOR_WORK) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_barrier: unknown flags");
+  WITH_CONTEXT("stream_barrier");
+  if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_barrier: invalid stream");
+  for (uint32_t i = 0; i < count; ++i)
+    if (!known_event(c, events[i])) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_barrier: invalid event");
+  for (uint32_t i = 0; i < count; ++i)
+    CU_CALL(cuStreamWaitEvent, native(stream), reinterpret_cast<CUevent>(events[i]), 0u);
+  if (!(flags & GPUHAL_BARRIER_ALL_PRIOR_WORK)) return GPUHAL_SUCCESS;
+  return guard("stream_barrier", [&]() -> gpuhal_status_t {
+    std::vector<CUstream> sources{api::stream_legacy()};
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      sources.insert(sources.end(), c->streams.begin(), c->streams.end());
+    }
+    for (CUstream src : sources) {
+      if (src == native(stream)) continue;
+      CUevent e = nullptr;
+      CU_CALL(cuEventCreate, &e, CU_EVENT_DISABLE_TIMING);
+      CUresult r = drv().cuEventRecord(e, src);
+      if (r == CUDA_SUCCESS) r = drv().cuStreamWaitEvent(native(stream), e, 0u);
+      drv().cuEventDestroy(e);  // released once the wait is satisfied
+      if (r != CUDA_SUCCESS) return drv().error(r, "cuEventRecord/cuStreamWaitEvent");
+    }
+    return GPUHAL_SUCCESS;
+  });
+}
+
+// ---- host memory -------------------------------------------------------------------------
+
+constexpr uint32_t kHostFlags =
+    GPUHAL_HOST_ALLOC_PORTABLE | GPUHAL_HOST_ALLOC_MAPPED | GPUHAL_HOST_ALLOC_WRITE_COMBINED;
+
+gpuhal_status_t host_alloc(gpuhal_context_t ctx, uint64_t bytes, uint32_t flags, void **out) {
+  if (!out || bytes == 0 || bytes > SIZE_MAX)
+    return fail(GPUHAL_ERROR_INVALID_VALUE, "host_alloc: null output or bad size");
+  if (flags & ~kHostFlags) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_alloc: unknown flags");
+  WITH_CONTEXT("host_alloc");
+  return guard("host_alloc", [&]() -> gpuhal_status_t {
+    // gpuhal's flag bits are CUDA's CU_MEMHOSTALLOC_* bits.
+    void *p = nullptr;
+    CU_CALL(cuMemHostAlloc, &p, size_t(bytes), flags);
+    std::lock_guard<std::mutex> lock(c->mu);
+    c->host_allocations.insert(p);
+    *out = p;
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t host_free(gpuhal_context_t ctx, void *ptr) {
+  WITH_CONTEXT("host_free");
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    if (!c->host_allocations.erase(ptr))
+      return fail(GPUHAL_ERROR_INVALID_VALUE, "host_free: not a host allocation of this context");
+  }
+  CU_CALL(cuMemFreeHost, ptr);
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t host_register(gpuhal_context_t ctx, void *ptr, uint64_t bytes, uint32_t flags) {
+  if (!ptr || bytes == 0 || bytes > SIZE_MAX)
+    return fail(GPUHAL_ERROR_INVALID_VALUE, "host_register: null pointer or bad size");
+  if (flags & ~kHostFlags) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_register: unknown flags");
+  WITH_CONTEXT("host_register");
+  return guard("host_register", [&]() -> gpuhal_status_t {
+    const unsigned cu_flags = ((flags & GPUHAL_HOST_ALLOC_PORTABLE) ? CU_MEMHOSTREGISTER_PORTABLE : 0u) |
+                              ((flags & GPUHAL_HOST_ALLOC_MAPPED) ? CU_MEMHOSTREGISTER_DEVICEMAP : 0u);
+    CU_CALL(cuMemHostRegister, ptr, size_t(bytes), cu_flags);
+    std::lock_guard<std::mutex> lock(c->mu);
+    c->registrations.insert(ptr);
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t host_unregister(gpuhal_context_t ctx, void *ptr) {
+  WITH_CONTEXT("host_unregister");
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    if (!c->registrations.erase(ptr))
+      return fail(GPUHAL_ERROR_NOT_REGISTERED, "host_unregister: not registered in this context");
+  }
+  CU_CALL(cuMemHostUnregister, ptr);
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t host_get_device_pointer(gpuhal_context_t ctx, void *host_ptr, gpuhal_deviceptr_t *out) {
+  if (!host_ptr || !out) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_get_device_pointer: null pointer");
+  WITH_CONTEXT("host_get_device_pointer");
+  CUdeviceptr d = 0;
+  CU_CALL(cuMemHostGetDevicePointer, &d, host_ptr, 0u);
+  *out = d;
+  return GPUHAL_SUCCESS;
+}
+
+// ---- IPC ------------------------------------------------------------------------------------
+
+gpuhal_status_t ipc_get_handle(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpuhal_ipc_handle_t *out,
+                               gpuhal_deviceptr_t *base, uint64_t *bytes) {
+  if (!out || !base || !bytes) return fail(GPUHAL_ERROR_INVALID_VALUE, "ipc_get_handle: null output pointer");
+  WITH_CONTEXT("ipc_get_handle");
+  CUdeviceptr b = 0;
+  size_t size = 0;
+  CU_CALL(cuMemGetAddressRange, &b, &size, ptr);
+  CUipcMemHandle h;
+  CU_CALL(cuIpcGetMemHandle, &h, b);
+  static_assert(sizeof h == sizeof out->bytes, "IPC handle size");
+  std::memcpy(out->bytes, &h, sizeof h);
+  *base = b;
+  *bytes = size;
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t ipc_open(gpuhal_context_t ctx, const gpuhal_ipc_handle_t *handle, gpuhal_deviceptr_t *out,
+                         uint64_t *bytes) {
+  if (!handle || !out || !bytes) return fail(GPUHAL_ERROR_INVALID_VALUE, "ipc_open: null pointer");
+  WITH_CONTEXT("ipc_open");
+  return guard("ipc_open", [&]() -> gpuhal_status_t {
+    CUipcMemHandle h;
+    std::memcpy(&h, handle->bytes, sizeof h);
+    CUdeviceptr p = 0;
+    CU_CALL(cuIpcOpenMemHandle, &p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    CUdeviceptr b = 0;
+    size_t size = 0;
+    const CUresult r = drv().cuMemGetAddressRange(&b, &size, p);
+    if (r != CUDA_SUCCESS) {
+      drv().cuIpcCloseMemHandle(p);
+      return drv().error(r, "cuMemGetAddressRange");
+    }
+    std::lock_guard<std::mutex> lock(c->mu);
+    c->ipc_mappings.insert(p);
+    *out = p;
+    *bytes = size - (p - b);
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t ipc_close(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
+  WITH_CONTEXT("ipc_close");
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    if (!c->ipc_mappings.erase(ptr))
+      return fail(GPUHAL_ERROR_INVALID_VALUE, "ipc_close: not memory opened with ipc_open in this context");
+  }
+  CU_CALL(cuIpcCloseMemHandle, ptr);
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_plugin_table_t make_table() {
+  gpuhal_plugin_table_t t{};
+  t.abi_version = GPUHAL_ABI_VERSION;
+  t.struct_size = sizeof t;
+  t.name = "cuda";
+  t.init = init;
+  t.shutdown = shutdown;
+  t.last_error = last_error;
+  t.device_count = device_count;
+  t.device_properties = device_properties;
+  t.context_create = context_create;
+  t.context_destroy = context_destroy;
+  t.context_synchronize = context_synchronize;
+  t.memory_info = memory_info;
+  t.mem_alloc = mem_alloc;
+  t.mem_free = mem_free;
+  t.memcpy_sync = memcpy_sync;
+  t.memcpy_async = memcpy_async;
+  t.memset_sync = memset_sync;
+  t.memset_async = memset_async;
+  t.stream_create = stream_create;
+  t.stream_destroy = stream_destroy;
+  t.stream_synchronize = stream_synchronize;
+  t.stream_query = stream_query;
+  t.stream_wait_event = stream_wait_event;
+  t.stream_add_callback = stream_add_callback;
+  t.event_create = event_create;
+  t.event_destroy = event_destroy;
+  t.event_record = event_record;
+  t.event_synchronize = event_synchronize;
+  t.event_query = event_query;
+  t.event_elapsed_ms = event_elapsed_ms;
+  t.stream_barrier = stream_barrier;
+  t.host_alloc = host_alloc;
+  t.host_free = host_free;
+  t.host_register = host_register;
+  t.host_unregister = host_unregister;
+  t.host_get_device_pointer = host_get_device_pointer;
+  t.ipc_get_handle = ipc_get_handle;
+  t.ipc_open = ipc_open;
+  t.ipc_close = ipc_close;
+  return t;
+}
+
+// Negotiation runs before the driver is loaded, so the table lists every
+// entry; one whose driver entry point is missing returns ERROR_NOT_SUPPORTED.
+const gpuhal_plugin_table_t g_table = make_table();
+
+}  // namespace
+}  // namespace gpuhal::cuda
+
+extern "C" GPUHAL_PLUGIN_EXPORT gpuhal_status_t gpuhal_plugin_negotiate(uint32_t core_max_abi,
+                                                                        const gpuhal_plugin_table_t **table) {
+  if (!table) return GPUHAL_ERROR_INVALID_VALUE;
+  if (GPUHAL_VERSION_MAJOR(core_max_abi) != GPUHAL_ABI_MAJOR) return GPUHAL_ERROR_ABI_MISMATCH;
+  *table = &gpuhal::cuda::g_table;
+  return GPUHAL_SUCCESS;
+}

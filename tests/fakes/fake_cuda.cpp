@@ -1,0 +1,789 @@
+// A fake CUDA driver (libcuda.so.1) for testing the cuda plugin on machines
+// without an NVIDIA GPU. It implements the driver-API subset the plugin uses
+// on host memory: one device; streams are worker threads running their
+// operations in order; the legacy default stream waits for the blocking
+// streams and they for it; events, stream waits, host functions; pinned and
+// registered host memory; IPC within the process. A test double: never
+// installed.
+//
+// Environment (read by the fake, as a real driver reads its own):
+//   FAKE_CUDA_STUB=1                   cuInit returns CUDA_ERROR_STUB_LIBRARY
+//   FAKE_CUDA_NO_DEVICE=1              cuInit returns CUDA_ERROR_NO_DEVICE
+//   FAKE_CUDA_MEMORY=<bytes>           device capacity (default 256 MiB)
+//   FAKE_CUDA_FAIL=<symbol>:<k>:<code>[,...]
+//                                      the k-th call (from 1) of <symbol>
+//                                      returns CUresult <code> (fault injection)
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using CUresult = int;
+using CUdeviceptr = unsigned long long;
+struct Stream;
+struct Event;
+using CUstream = Stream *;
+using CUevent = Event *;
+
+constexpr CUresult OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, NOT_INITIALIZED = 3, STUB = 34, NO_DEVICE = 100,
+                   INVALID_DEVICE = 101, INVALID_CONTEXT = 201, INVALID_HANDLE = 400, NOT_READY = 600,
+                   ALREADY_REGISTERED = 712, NOT_REGISTERED = 713;
+
+// ---- fault injection -------------------------------------------------------------
+struct Fault {
+  std::string symbol;
+  long k;
+  CUresult code;
+  long calls = 0;
+};
+std::mutex g_fault_mu;
+std::vector<Fault> g_faults = [] {
+  std::vector<Fault> out;
+  const char *spec = std::getenv("FAKE_CUDA_FAIL");
+  std::string s = spec ? spec : "";
+  size_t start = 0;
+  while (start < s.size()) {
+    size_t end = s.find(',', start);
+    if (end == std::string::npos) end = s.size();
+    const std::string item = s.substr(start, end - start);
+    const size_t a = item.find(':'), b = item.rfind(':');
+    if (a != std::string::npos && b != a)
+      out.push_back(
+          {item.substr(0, a), std::atol(item.substr(a + 1, b - a - 1).c_str()), std::atoi(item.substr(b + 1).c_str())});
+    start = end + 1;
+  }
+  return out;
+}();
+
+CUresult injected(const char *symbol) {
+  std::lock_guard<std::mutex> lock(g_fault_mu);
+  CUresult r = OK;
+  for (auto &f : g_faults)  // every entry counts every call of its symbol
+    if (f.symbol == symbol && ++f.calls == f.k && r == OK) r = f.code;
+  return r;
+}
+#define FAULT(sym) \
+  if (CUresult f_ = injected(#sym); f_ != OK) return f_
+
+// ---- state ---------------------------------------------------------------------------
+bool g_initialized = false;
+int g_ctx_refs = 0;
+int g_ctx_token = 0;  // the primary context handle points here
+uint64_t g_capacity = [] {
+  const char *v = std::getenv("FAKE_CUDA_MEMORY");
+  return v ? std::strtoull(v, nullptr, 10) : (uint64_t(256) << 20);
+}();
+
+std::mutex g_mem_mu;
+uint64_t g_used = 0;
+std::map<CUdeviceptr, size_t> g_device;  // allocations
+std::map<uintptr_t, size_t> g_host;      // cuMemHostAlloc
+std::map<uintptr_t, size_t> g_registered;
+
+// ---- streams -------------------------------------------------------------------------
+// Each stream runs submitted operations in order on its own thread. Every
+// operation gets a ticket; `done` is the highest completed ticket.
+struct Stream {
+  bool blocking = true;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::pair<uint64_t, std::function<void()>>> queue;
+  uint64_t submitted = 0, done = 0;
+  bool stop = false;
+  std::thread worker;
+
+  void start() {
+    worker = std::thread([this] {
+      std::unique_lock<std::mutex> lock(mu);
+      for (;;) {
+        cv.wait(lock, [this] { return stop || !queue.empty(); });
+        if (queue.empty()) return;
+        auto op = std::move(queue.front());
+        queue.pop_front();
+        lock.unlock();
+        op.second();
+        lock.lock();
+        done = op.first;
+        cv.notify_all();
+      }
+    });
+  }
+  uint64_t submit(std::function<void()> fn) {
+    std::lock_guard<std::mutex> lock(mu);
+    queue.emplace_back(++submitted, std::move(fn));
+    cv.notify_all();
+    return submitted;
+  }
+  void wait(uint64_t ticket) {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return done >= ticket; });
+  }
+  void drain() { wait(last()); }
+  uint64_t last() {
+    std::lock_guard<std::mutex> lock(mu);
+    return submitted;
+  }
+  bool idle() {
+    std::lock_guard<std::mutex> lock(mu);
+    return done == submitted;
+  }
+  ~Stream() {
+    if (worker.joinable()) finish();  // also at exit, for streams never destroyed
+  }
+  void finish() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      stop = true;
+      cv.notify_all();
+    }
+    worker.join();
+  }
+};
+
+// Streams are shared: events and waiting operations keep a destroyed
+// stream's object alive until they are done with it.
+std::mutex g_streams_mu;
+std::map<Stream *, std::shared_ptr<Stream>> g_streams;
+std::shared_ptr<Stream> g_legacy;  // the legacy default stream, made by cuInit
+
+// The stream object for a handle (the special handles mean the legacy
+// default stream); empty for an unknown handle.
+std::shared_ptr<Stream> lookup(CUstream s) {
+  if (!s || s == reinterpret_cast<CUstream>(1) || s == reinterpret_cast<CUstream>(2)) return g_legacy;
+  std::lock_guard<std::mutex> lock(g_streams_mu);
+  auto it = g_streams.find(s);
+  return it == g_streams.end() ? nullptr : it->second;
+}
+
+bool valid_stream(CUstream s) {
+  return lookup(s) != nullptr;
+}
+
+// Submits `fn` to `s` with CUDA's legacy default-stream rules: work on the
+// default stream waits for all blocking streams, and blocking streams wait
+// for the default stream's work so far.
+CUresult submit(CUstream s, std::function<void()> fn) {
+  const std::shared_ptr<Stream> target = lookup(s);
+  if (!target) return INVALID_HANDLE;
+  std::vector<std::pair<std::shared_ptr<Stream>, uint64_t>> deps;
+  if (target == g_legacy) {
+    std::lock_guard<std::mutex> lock(g_streams_mu);
+    for (auto &o : g_streams)
+      if (o.second->blocking) deps.emplace_back(o.second, o.second->last());
+  } else if (target->blocking) {
+    deps.emplace_back(g_legacy, g_legacy->last());
+  }
+  target->submit([deps, fn = std::move(fn)] {
+    for (auto &d : deps) d.first->wait(d.second);
+    fn();
+  });
+  return OK;
+}
+
+// ---- events ----------------------------------------------------------------------------
+struct Event {
+  bool timing = true;
+  std::mutex mu;
+  std::shared_ptr<Stream> stream;  // of the latest record
+  uint64_t ticket = 0;
+  bool has_time = false;
+  std::chrono::steady_clock::time_point when;
+};
+std::mutex g_events_mu;
+std::map<Event *, std::shared_ptr<Event>> g_events;
+
+std::shared_ptr<Event> find_event(CUevent e) {
+  std::lock_guard<std::mutex> lock(g_events_mu);
+  auto it = g_events.find(e);
+  return it == g_events.end() ? nullptr : it->second;
+}
+
+bool device_range(CUdeviceptr p, size_t n, CUdeviceptr *base = nullptr, size_t *size = nullptr) {
+  std::lock_guard<std::mutex> lock(g_mem_mu);
+  auto it = g_device.upper_bound(p);
+  if (it == g_device.begin()) return false;
+  --it;
+  if (p - it->first > it->second || n > it->second - (p - it->first)) return false;
+  if (base) *base = it->first;
+  if (size) *size = it->second;
+  return true;
+}
+
+// Device-usable memory: allocations, pinned host memory, registered ranges.
+bool accessible(CUdeviceptr p, size_t n) {
+  if (device_range(p, n)) return true;
+  std::lock_guard<std::mutex> lock(g_mem_mu);
+  for (auto *m : {&g_host, &g_registered}) {
+    auto it = m->upper_bound(uintptr_t(p));
+    if (it == m->begin()) continue;
+    --it;
+    if (p - it->first <= it->second && n <= it->second - (p - it->first)) return true;
+  }
+  return false;
+}
+
+CUresult wait_legacy(CUresult submitted) {
+  if (submitted == OK) g_legacy->drain();
+  return submitted;
+}
+
+#define REQUIRE_INIT() \
+  if (!g_initialized) return NOT_INITIALIZED
+
+}  // namespace
+
+extern "C" {
+#define API __attribute__((visibility("default")))
+
+API CUresult cuGetErrorName(CUresult r, const char **s) {
+  if (!s) return INVALID_VALUE;
+  switch (r) {
+    case OK:
+      *s = "CUDA_SUCCESS";
+      return OK;
+    case INVALID_VALUE:
+      *s = "CUDA_ERROR_INVALID_VALUE";
+      return OK;
+    case OUT_OF_MEMORY:
+      *s = "CUDA_ERROR_OUT_OF_MEMORY";
+      return OK;
+    case NOT_INITIALIZED:
+      *s = "CUDA_ERROR_NOT_INITIALIZED";
+      return OK;
+    case STUB:
+      *s = "CUDA_ERROR_STUB_LIBRARY";
+      return OK;
+    case NO_DEVICE:
+      *s = "CUDA_ERROR_NO_DEVICE";
+      return OK;
+    case INVALID_DEVICE:
+      *s = "CUDA_ERROR_INVALID_DEVICE";
+      return OK;
+    case INVALID_CONTEXT:
+      *s = "CUDA_ERROR_INVALID_CONTEXT";
+      return OK;
+    case INVALID_HANDLE:
+      *s = "CUDA_ERROR_INVALID_HANDLE";
+      return OK;
+    case NOT_READY:
+      *s = "CUDA_ERROR_NOT_READY";
+      return OK;
+    case 700:
+      *s = "CUDA_ERROR_ILLEGAL_ADDRESS";
+      return OK;
+    case ALREADY_REGISTERED:
+      *s = "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED";
+      return OK;
+    case NOT_REGISTERED:
+      *s = "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED";
+      return OK;
+    case 999:
+      *s = "CUDA_ERROR_UNKNOWN";
+      return OK;
+    default:
+      *s = nullptr;
+      return INVALID_VALUE;
+  }
+}
+
+API CUresult cuGetErrorString(CUresult r, const char **s) {
+  if (!s) return INVALID_VALUE;
+  switch (r) {
+    case OUT_OF_MEMORY:
+      *s = "out of memory";
+      return OK;
+    case INVALID_VALUE:
+      *s = "invalid argument";
+      return OK;
+    case 700:
+      *s = "an illegal memory access was encountered";
+      return OK;
+    case STUB:
+      *s = "CUDA driver is a stub library";
+      return OK;
+    default:
+      *s = "fake driver error";
+      return OK;
+  }
+}
+
+API CUresult cuInit(unsigned flags) {
+  FAULT(cuInit);
+  if (flags != 0) return INVALID_VALUE;
+  if (std::getenv("FAKE_CUDA_STUB")) return STUB;
+  if (std::getenv("FAKE_CUDA_NO_DEVICE")) return NO_DEVICE;
+  if (!g_initialized) {
+    g_legacy = std::make_shared<Stream>();
+    g_legacy->start();
+    g_initialized = true;
+  }
+  return OK;
+}
+
+API CUresult cuDriverGetVersion(int *v) {
+  if (!v) return INVALID_VALUE;
+  *v = 13000;
+  return OK;
+}
+
+API CUresult cuDeviceGetCount(int *n) {
+  FAULT(cuDeviceGetCount);
+  REQUIRE_INIT();
+  if (!n) return INVALID_VALUE;
+  *n = 1;
+  return OK;
+}
+
+API CUresult cuDeviceGet(int *dev, int ordinal) {
+  REQUIRE_INIT();
+  if (!dev) return INVALID_VALUE;
+  if (ordinal != 0) return INVALID_DEVICE;
+  *dev = 0;
+  return OK;
+}
+
+API CUresult cuDeviceGetName(char *name, int len, int dev) {
+  REQUIRE_INIT();
+  if (!name || len <= 0) return INVALID_VALUE;
+  if (dev != 0) return INVALID_DEVICE;
+  std::snprintf(name, size_t(len), "gpuhal fake CUDA device");
+  return OK;
+}
+
+API CUresult cuDeviceTotalMem_v2(size_t *bytes, int dev) {
+  REQUIRE_INIT();
+  if (!bytes) return INVALID_VALUE;
+  if (dev != 0) return INVALID_DEVICE;
+  *bytes = size_t(g_capacity);
+  return OK;
+}
+
+API CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
+  FAULT(cuDeviceGetAttribute);
+  REQUIRE_INIT();
+  if (!v) return INVALID_VALUE;
+  if (dev != 0) return INVALID_DEVICE;
+  switch (attr) {
+    case 1:
+      *v = 1024;
+      break;
+    case 2:
+    case 3:
+      *v = 1024;
+      break;
+    case 4:
+      *v = 64;
+      break;
+    case 5:
+      *v = 0x7fffffff;
+      break;
+    case 6:
+    case 7:
+      *v = 65535;
+      break;
+    case 8:
+      *v = 48 * 1024;
+      break;
+    case 10:
+      *v = 32;
+      break;
+    case 13:
+      *v = 1500000;
+      break;
+    case 16:
+      *v = 4;
+      break;
+    case 19:
+    case 31:
+    case 41:
+      *v = 1;
+      break;
+    case 33:
+      *v = 0x41;
+      break;
+    case 34:
+      *v = 0;
+      break;
+    case 50:
+      *v = 0;
+      break;
+    case 75:
+      *v = 9;
+      break;
+    case 76:
+      *v = 0;
+      break;
+    default:
+      return INVALID_VALUE;
+  }
+  return OK;
+}
+
+API CUresult cuDevicePrimaryCtxRetain(void **ctx, int dev) {
+  FAULT(cuDevicePrimaryCtxRetain);
+  REQUIRE_INIT();
+  if (!ctx) return INVALID_VALUE;
+  if (dev != 0) return INVALID_DEVICE;
+  ++g_ctx_refs;
+  *ctx = &g_ctx_token;
+  return OK;
+}
+
+API CUresult cuDevicePrimaryCtxRelease_v2(int dev) {
+  REQUIRE_INIT();
+  if (dev != 0) return INVALID_DEVICE;
+  if (g_ctx_refs == 0) return INVALID_CONTEXT;
+  --g_ctx_refs;
+  return OK;
+}
+
+API CUresult cuCtxSetCurrent(void *ctx) {
+  REQUIRE_INIT();
+  return ctx == &g_ctx_token || ctx == nullptr ? OK : INVALID_CONTEXT;
+}
+
+API CUresult cuCtxSynchronize() {
+  FAULT(cuCtxSynchronize);
+  REQUIRE_INIT();
+  std::vector<std::shared_ptr<Stream>> all{g_legacy};
+  {
+    std::lock_guard<std::mutex> lock(g_streams_mu);
+    for (auto &kv : g_streams) all.push_back(kv.second);
+  }
+  for (auto &s : all) s->drain();
+  return OK;
+}
+
+API CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
+  REQUIRE_INIT();
+  if (!free_bytes || !total) return INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(g_mem_mu);
+  *free_bytes = size_t(g_capacity - g_used);
+  *total = size_t(g_capacity);
+  return OK;
+}
+
+API CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
+  FAULT(cuMemAlloc_v2);
+  REQUIRE_INIT();
+  if (!p || bytes == 0) return INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(g_mem_mu);
+  if (bytes > g_capacity - g_used) return OUT_OF_MEMORY;
+  void *mem = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+  if (!mem) return OUT_OF_MEMORY;
+  g_used += bytes;
+  *p = reinterpret_cast<uintptr_t>(mem);
+  g_device[*p] = bytes;
+  return OK;
+}
+
+API CUresult cuMemFree_v2(CUdeviceptr p) {
+  FAULT(cuMemFree_v2);
+  REQUIRE_INIT();
+  std::lock_guard<std::mutex> lock(g_mem_mu);
+  auto it = g_device.find(p);
+  if (it == g_device.end()) return INVALID_VALUE;
+  g_used -= it->second;
+  g_device.erase(it);
+  std::free(reinterpret_cast<void *>(uintptr_t(p)));
+  return OK;
+}
+
+API CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p) {
+  REQUIRE_INIT();
+  CUdeviceptr b;
+  size_t s;
+  if (!device_range(p, 0, &b, &s)) return INVALID_VALUE;
+  if (base) *base = b;
+  if (size) *size = s;
+  return OK;
+}
+
+// ---- transfers ----------------------------------------------------------------------------
+API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream s) {
+  FAULT(cuMemcpyHtoDAsync_v2);
+  REQUIRE_INIT();
+  if (n == 0) return OK;
+  if (!src || !accessible(dst, n)) return INVALID_VALUE;
+  return submit(s, [=] { std::memcpy(reinterpret_cast<void *>(uintptr_t(dst)), src, n); });
+}
+API CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s) {
+  FAULT(cuMemcpyDtoHAsync_v2);
+  REQUIRE_INIT();
+  if (n == 0) return OK;
+  if (!dst || !accessible(src, n)) return INVALID_VALUE;
+  return submit(s, [=] { std::memcpy(dst, reinterpret_cast<const void *>(uintptr_t(src)), n); });
+}
+API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
+  FAULT(cuMemcpyDtoDAsync_v2);
+  REQUIRE_INIT();
+  if (n == 0) return OK;
+  if (!accessible(dst, n) || !accessible(src, n)) return INVALID_VALUE;
+  return submit(s, [=] {
+    std::memmove(reinterpret_cast<void *>(uintptr_t(dst)), reinterpret_cast<const void *>(uintptr_t(src)), n);
+  });
+}
+API CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUstream s) {
+  FAULT(cuMemsetD8Async);
+  REQUIRE_INIT();
+  if (n == 0) return OK;
+  if (!accessible(dst, n)) return INVALID_VALUE;
+  return submit(s, [=] { std::memset(reinterpret_cast<void *>(uintptr_t(dst)), v, n); });
+}
+API CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
+  FAULT(cuMemcpyHtoD_v2);
+  return wait_legacy(cuMemcpyHtoDAsync_v2(dst, src, n, nullptr));
+}
+API CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
+  FAULT(cuMemcpyDtoH_v2);
+  return wait_legacy(cuMemcpyDtoHAsync_v2(dst, src, n, nullptr));
+}
+API CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  FAULT(cuMemcpyDtoD_v2);
+  return wait_legacy(cuMemcpyDtoDAsync_v2(dst, src, n, nullptr));
+}
+API CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char v, size_t n) {
+  FAULT(cuMemsetD8_v2);
+  return wait_legacy(cuMemsetD8Async(dst, v, n, nullptr));
+}
+
+// ---- streams --------------------------------------------------------------------------------
+API CUresult cuStreamCreate(CUstream *out, unsigned flags) {
+  FAULT(cuStreamCreate);
+  REQUIRE_INIT();
+  if (!out || (flags & ~1u)) return INVALID_VALUE;
+  auto s = std::make_shared<Stream>();
+  s->blocking = (flags & 1u) == 0;
+  s->start();
+  std::lock_guard<std::mutex> lock(g_streams_mu);
+  g_streams.emplace(s.get(), s);
+  *out = s.get();
+  return OK;
+}
+API CUresult cuStreamDestroy_v2(CUstream s) {
+  FAULT(cuStreamDestroy_v2);
+  REQUIRE_INIT();
+  std::shared_ptr<Stream> owned;
+  {
+    std::lock_guard<std::mutex> lock(g_streams_mu);
+    auto it = g_streams.find(s);
+    if (!s || it == g_streams.end()) return INVALID_HANDLE;
+    owned = it->second;
+    g_streams.erase(it);
+  }
+  owned->drain();  // pending work still completes
+  owned->finish();
+  return OK;
+}
+std::shared_ptr<Stream> resolve(CUstream s) {
+  return lookup(s);
+}
+API CUresult cuStreamSynchronize(CUstream s) {
+  FAULT(cuStreamSynchronize);
+  REQUIRE_INIT();
+  if (!valid_stream(s)) return INVALID_HANDLE;
+  resolve(s)->drain();
+  return OK;
+}
+API CUresult cuStreamQuery(CUstream s) {
+  FAULT(cuStreamQuery);
+  REQUIRE_INIT();
+  if (!valid_stream(s)) return INVALID_HANDLE;
+  return resolve(s)->idle() ? OK : NOT_READY;
+}
+API CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags) {
+  FAULT(cuStreamWaitEvent);
+  REQUIRE_INIT();
+  const auto ev = find_event(e);
+  if (flags != 0 || !ev || !valid_stream(s)) return INVALID_HANDLE;
+  std::shared_ptr<Stream> src;
+  uint64_t ticket;
+  {
+    std::lock_guard<std::mutex> lock(ev->mu);
+    src = ev->stream;
+    ticket = ev->ticket;
+  }
+  if (!src) return OK;  // never recorded: no-op
+  return submit(s, [src, ticket] { src->wait(ticket); });
+}
+API CUresult cuLaunchHostFunc(CUstream s, void (*fn)(void *), void *user) {
+  FAULT(cuLaunchHostFunc);
+  REQUIRE_INIT();
+  if (!fn) return INVALID_VALUE;
+  return submit(s, [fn, user] { fn(user); });
+}
+
+// ---- events -----------------------------------------------------------------------------------
+API CUresult cuEventCreate(CUevent *out, unsigned flags) {
+  FAULT(cuEventCreate);
+  REQUIRE_INIT();
+  if (!out || (flags & ~3u)) return INVALID_VALUE;
+  auto e = std::make_shared<Event>();
+  e->timing = (flags & 2u) == 0;
+  std::lock_guard<std::mutex> lock(g_events_mu);
+  g_events.emplace(e.get(), e);
+  *out = e.get();
+  return OK;
+}
+API CUresult cuEventDestroy_v2(CUevent e) {
+  FAULT(cuEventDestroy_v2);
+  REQUIRE_INIT();
+  // A pending record keeps the object alive (it holds a reference).
+  std::lock_guard<std::mutex> lock(g_events_mu);
+  return e && g_events.erase(e) ? OK : INVALID_HANDLE;
+}
+API CUresult cuEventRecord(CUevent e, CUstream s) {
+  FAULT(cuEventRecord);
+  REQUIRE_INIT();
+  const auto ev = find_event(e);
+  const auto target = resolve(s);
+  if (!ev || !target) return INVALID_HANDLE;
+  std::lock_guard<std::mutex> lock(ev->mu);
+  CUresult r = submit(s, [ev] {
+    std::lock_guard<std::mutex> l(ev->mu);
+    ev->has_time = true;
+    ev->when = std::chrono::steady_clock::now();
+  });
+  if (r != OK) return r;
+  ev->stream = target;
+  ev->ticket = target->last();
+  ev->has_time = false;
+  return OK;
+}
+API CUresult cuEventSynchronize(CUevent e) {
+  FAULT(cuEventSynchronize);
+  REQUIRE_INIT();
+  const auto ev = find_event(e);
+  if (!ev) return INVALID_HANDLE;
+  std::shared_ptr<Stream> src;
+  uint64_t ticket;
+  {
+    std::lock_guard<std::mutex> lock(ev->mu);
+    src = ev->stream;
+    ticket = ev->ticket;
+  }
+  if (src) src->wait(ticket);
+  return OK;
+}
+API CUresult cuEventQuery(CUevent e) {
+  FAULT(cuEventQuery);
+  REQUIRE_INIT();
+  const auto ev = find_event(e);
+  if (!ev) return INVALID_HANDLE;
+  std::lock_guard<std::mutex> lock(ev->mu);
+  if (!ev->stream) return OK;
+  std::lock_guard<std::mutex> l2(ev->stream->mu);
+  return ev->stream->done >= ev->ticket ? OK : NOT_READY;
+}
+API CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b) {
+  FAULT(cuEventElapsedTime_v2);
+  REQUIRE_INIT();
+  if (!ms) return INVALID_VALUE;
+  const auto ea = find_event(a), eb = find_event(b);
+  if (!ea || !eb) return INVALID_HANDLE;
+  std::scoped_lock both(ea->mu, eb->mu);
+  if (!a->timing || !b->timing) return INVALID_HANDLE;
+  if (!a->stream || !b->stream) return INVALID_HANDLE;
+  if (!a->has_time || !b->has_time) return NOT_READY;
+  *ms = std::chrono::duration<float, std::milli>(b->when - a->when).count();
+  return OK;
+}
+
+// ---- host memory -------------------------------------------------------------------------------
+API CUresult cuMemHostAlloc(void **out, size_t bytes, unsigned flags) {
+  FAULT(cuMemHostAlloc);
+  REQUIRE_INIT();
+  if (!out || bytes == 0 || (flags & ~7u)) return INVALID_VALUE;
+  void *p = std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
+  if (!p) return OUT_OF_MEMORY;
+  std::lock_guard<std::mutex> lock(g_mem_mu);
+  g_host[uintptr_t(p)] = bytes;
+  *out = p;
+  return OK;
+}
+API CUresult cuMemFreeHost(void *p) {
+  FAULT(cuMemFreeHost);
+  REQUIRE_INIT();
+  std::lock_guard<std::mutex> lock(g_mem_mu);
+  if (!g_host.erase(uintptr_t(p))) return INVALID_VALUE;
+  std::free(p);
+  return OK;
+}
+API CUresult cuMemHostRegister_v2(void *p, size_t bytes, unsigned flags) {
+  FAULT(cuMemHostRegister_v2);
+  REQUIRE_INIT();
+  if (!p || bytes == 0 || (flags & ~0xfu)) return INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(g_mem_mu);
+  const uintptr_t a = uintptr_t(p);
+  auto it = g_registered.lower_bound(a);
+  if (it != g_registered.end() && it->first < a + bytes) return ALREADY_REGISTERED;
+  if (it != g_registered.begin() && std::prev(it)->first + std::prev(it)->second > a) return ALREADY_REGISTERED;
+  g_registered[a] = bytes;
+  return OK;
+}
+API CUresult cuMemHostUnregister(void *p) {
+  FAULT(cuMemHostUnregister);
+  REQUIRE_INIT();
+  std::lock_guard<std::mutex> lock(g_mem_mu);
+  return g_registered.erase(uintptr_t(p)) ? OK : NOT_REGISTERED;
+}
+API CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *out, void *p, unsigned flags) {
+  FAULT(cuMemHostGetDevicePointer_v2);
+  REQUIRE_INIT();
+  if (!out || flags != 0) return INVALID_VALUE;
+  if (!accessible(uintptr_t(p), 1)) return INVALID_VALUE;
+  *out = uintptr_t(p);  // unified addressing
+  return OK;
+}
+
+// ---- IPC (within this process) -------------------------------------------------------------------
+struct IpcBytes {
+  char magic[8];
+  CUdeviceptr base;
+  uint64_t size;
+};
+API CUresult cuIpcGetMemHandle(void *handle, CUdeviceptr p) {
+  FAULT(cuIpcGetMemHandle);
+  REQUIRE_INIT();
+  CUdeviceptr base;
+  size_t size;
+  if (!handle || !device_range(p, 0, &base, &size) || base != p) return INVALID_VALUE;
+  IpcBytes b{{'f', 'a', 'k', 'e', 'c', 'u', 'i', 'p'}, base, size};
+  std::memset(handle, 0, 64);
+  std::memcpy(handle, &b, sizeof b);
+  return OK;
+}
+struct Handle64 {
+  char bytes[64];
+};
+API CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *out, Handle64 h, unsigned flags) {
+  FAULT(cuIpcOpenMemHandle_v2);
+  REQUIRE_INIT();
+  IpcBytes b;
+  std::memcpy(&b, h.bytes, sizeof b);
+  if (!out || flags > 1 || std::memcmp(b.magic, "fakecuip", 8) != 0) return INVALID_VALUE;
+  CUdeviceptr base;
+  size_t size;
+  if (!device_range(b.base, 0, &base, &size) || base != b.base || size != b.size) return INVALID_HANDLE;
+  *out = b.base;  // the same process: the same memory
+  return OK;
+}
+API CUresult cuIpcCloseMemHandle(CUdeviceptr p) {
+  FAULT(cuIpcCloseMemHandle);
+  REQUIRE_INIT();
+  return device_range(p, 0) ? OK : INVALID_VALUE;
+}
+
+}  // extern "C"

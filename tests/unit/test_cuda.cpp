@@ -1,0 +1,142 @@
+// The cuda plugin over the fake CUDA driver (tests/fakes/fake_cuda.cpp):
+// the plugin's translation of every hook, fault injection (a failing driver
+// call surfaces as a gpuhal error naming it; the context stays usable) and
+// the out-of-memory retry.
+#include <stdlib.h>
+
+#include "test_support.hpp"
+
+using namespace gpuhal;
+
+#if GPUHAL_TEST_HAVE_CUDA_PLUGIN
+
+namespace {
+
+// Faults must be set before the fake driver is loaded (it reads them once).
+Runtime cuda_runtime(const char *faults = nullptr) {
+  if (faults) setenv("FAKE_CUDA_FAIL", faults, 1);
+  Config c;
+  c.backend = "cuda";
+  c.plugin_path = {GPUHAL_TEST_LIB_DIR};
+  c.set_option("GPUHAL_CUDA_DRIVER", GPUHAL_TEST_FAKE_CUDA);
+  return Runtime::load(c);
+}
+
+}  // namespace
+
+TEST_CASE("cuda backend over the fake driver: devices, arrays, streams, host memory, IPC") {
+  Runtime rt = cuda_runtime();
+  REQUIRE(rt.backend_name() == "cuda");
+  REQUIRE(rt.device_count() == 1);
+  const DeviceProperties &p = rt.device(0).properties();
+  CHECK(p.name == "gpuhal fake CUDA device");
+  CHECK(p.vendor == "NVIDIA");
+  CHECK(p.compute_major == 9);
+  CHECK(p.warp_size == 32);
+  CHECK(p.pci_bus == 0x41);
+  CHECK(rt.supports(Capability::StreamBarrier));
+  CHECK(rt.supports(Capability::MappedHostMemory));
+  CHECK(rt.supports(Capability::Ipc));
+  Context ctx = rt.device(0).primary_context();
+
+  std::vector<float> v(1000);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = float(i);
+  DeviceArray d = to_device(ctx, HostView::of(v, {10, 100}));
+  CHECK(d.copy_to_host().to_vector<float>() == v);
+  CHECK(d.view({Slice(2, 4)}).copy_to_host().to_vector<float>()[0] == 200.0f);
+
+  Stream s = ctx.create_stream();
+  Event start = ctx.create_event(), end = ctx.create_event();
+  start.record(s);
+  d.memset(0, s);
+  end.record(s);
+  end.synchronize();
+  CHECK(Event::elapsed_ms(start, end) >= 0.0f);
+  CHECK(d.copy_to_host().to_vector<float>()[999] == 0.0f);
+
+  HostArray pinned = pinned_array(ctx, {16}, dtypes::int32);
+  MappedArray mapped = mapped_array(ctx, {16}, dtypes::int32);
+  mapped.device.memset(1);
+  CHECK(mapped.host.at<int32_t>({15}) == 0x01010101);
+  { PinnedScope pin(ctx, {HostView::of(v)}); }
+
+  const IpcArrayHandle h = get_ipc_handle(d.view({Slice(5, 7)}));
+  CHECK(h.memory.backend == "cuda");
+  CHECK(h.memory.offset == 500 * sizeof(float));
+  IpcArray opened = open_ipc_array(ctx, IpcArrayHandle::deserialize(h.serialize()));
+  CHECK(opened.array().shape() == Shape{2, 100});
+
+  const MemoryInfo before = ctx.memory_info();
+  CHECK(before.total == p.total_memory);
+  ctx.reset();  // the plugin frees everything of the context
+  DeviceArray again = device_array(ctx, {4});
+  CHECK(again.copy_to_host().size() == 4);
+}
+
+TEST_CASE("cuda: a failing driver call names the call and leaves the context usable") {
+  Runtime rt = cuda_runtime("cuMemcpyHtoD_v2:1:700,cuStreamCreate:1:2,cuEventRecord:1:400,cuMemFree_v2:2:999");
+  Context ctx = rt.device(0).primary_context();
+  std::vector<double> v(64, 1.0);
+  const uint64_t free_before = ctx.memory_info().free;
+  REQUIRE_GPUHAL_ERROR(to_device(ctx, HostView::of(v)), Status::ERROR_DRIVER,
+                       "cuMemcpyHtoD failed: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered)");
+  ctx.flush_deallocations();
+  CHECK(ctx.memory_info().free == free_before);  // the failed transfer's allocation was freed
+  CHECK(to_device(ctx, HostView::of(v)).copy_to_host().to_vector<double>() == v);
+
+  REQUIRE_GPUHAL_ERROR(ctx.create_stream(), Status::ERROR_OUT_OF_MEMORY, "cuStreamCreate failed");
+  Stream s = ctx.create_stream();
+  Event e = ctx.create_event();
+  REQUIRE_GPUHAL_ERROR(e.record(s), Status::ERROR_INVALID_HANDLE, "cuEventRecord failed: CUDA_ERROR_INVALID_HANDLE");
+  e.record(s);
+  e.synchronize();
+
+  // A failing free during a flush goes to the error handler; the rest stay queued.
+  std::vector<std::string> errors;
+  ctx.set_deallocation_error_handler([&](const Error &err) { errors.push_back(err.what()); });
+  { DeviceArray a = device_array(ctx, {8}), b = device_array(ctx, {8}); }
+  ctx.flush_deallocations();
+  REQUIRE(errors.size() == 1);
+  CHECK_THAT(errors[0], Catch::Matchers::Contains("cuMemFree failed: CUDA_ERROR_UNKNOWN"));
+  CHECK(ctx.pending_deallocations() >= 1);
+  CHECK(ctx.flush_deallocations() >= 1);  // the driver works again
+  CHECK(ctx.pending_deallocations() == 0);
+}
+
+TEST_CASE("cuda: out of memory from cuMemAlloc flushes the deferred queue and retries once") {
+  Runtime rt = cuda_runtime("cuMemAlloc_v2:2:2,cuMemAlloc_v2:4:2");
+  Context ctx = rt.device(0).primary_context();
+  { DeviceArray first = device_array(ctx, {1024}); }  // call 1; its free is deferred
+  REQUIRE(ctx.pending_deallocations() == 1);
+  DeviceArray second = device_array(ctx, {1024});  // call 2 fails: flush, call 3 succeeds
+  CHECK(ctx.pending_deallocations() == 0);
+  CHECK(second.copy_to_host().size() == 1024);
+  // Nothing pending: no retry, the error names the call.
+  REQUIRE_GPUHAL_ERROR(device_array(ctx, {16}), Status::ERROR_OUT_OF_MEMORY,
+                       "cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY (out of memory)");
+}
+
+TEST_CASE("cuda: a driver without devices and a stub driver") {
+  SECTION("no device") {
+    setenv("FAKE_CUDA_NO_DEVICE", "1", 1);
+    Config c;
+    c.backend = "cuda";
+    c.plugin_path = {GPUHAL_TEST_LIB_DIR};
+    c.set_option("GPUHAL_CUDA_DRIVER", GPUHAL_TEST_FAKE_CUDA);
+    REQUIRE_GPUHAL_ERROR(Runtime::load(c), Status::ERROR_NO_DEVICE, "cuda");
+  }
+  SECTION("stub") {
+    setenv("FAKE_CUDA_STUB", "1", 1);
+    REQUIRE_GPUHAL_ERROR(cuda_runtime(), Status::ERROR_INITIALIZATION_FAILED, "CUDA_ERROR_STUB_LIBRARY");
+  }
+  SECTION("missing library") {
+    Config c;
+    c.backend = "cuda";
+    c.plugin_path = {GPUHAL_TEST_LIB_DIR};
+    c.set_option("GPUHAL_CUDA_DRIVER", "/nonexistent/libcuda.so.1");
+    REQUIRE_GPUHAL_ERROR(Runtime::load(c), Status::ERROR_INITIALIZATION_FAILED,
+                         "/nonexistent/libcuda.so.1: cannot open shared object file");
+  }
+}
+
+#endif
