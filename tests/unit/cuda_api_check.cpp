@@ -1,0 +1,138 @@
+// Compares the cuda plugin's in-tree driver declarations with NVIDIA's
+// cuda.h: enum and flag values, the IPC handle's size, and for every entry
+// point the exported symbol's arity and parameter and return sizes. All
+// checks are static_asserts: this file compiling is the test.
+#include <cuda.h>
+
+#include <cstdio>
+#include <type_traits>
+
+// cuda.h defines these as macros: keep their values, then make way for the
+// in-tree constants of the same names.
+constexpr unsigned kIpcHandleSize = CU_IPC_HANDLE_SIZE;
+constexpr unsigned kHostAllocPortable = CU_MEMHOSTALLOC_PORTABLE;
+constexpr unsigned kHostAllocDevicemap = CU_MEMHOSTALLOC_DEVICEMAP;
+constexpr unsigned kHostAllocWritecombined = CU_MEMHOSTALLOC_WRITECOMBINED;
+constexpr unsigned kHostRegisterPortable = CU_MEMHOSTREGISTER_PORTABLE;
+constexpr unsigned kHostRegisterDevicemap = CU_MEMHOSTREGISTER_DEVICEMAP;
+#undef CU_IPC_HANDLE_SIZE
+#undef CU_MEMHOSTALLOC_PORTABLE
+#undef CU_MEMHOSTALLOC_DEVICEMAP
+#undef CU_MEMHOSTALLOC_WRITECOMBINED
+#undef CU_MEMHOSTREGISTER_PORTABLE
+#undef CU_MEMHOSTREGISTER_DEVICEMAP
+
+#include "cuda_driver_api.hpp"
+
+namespace {
+
+template <class... T>
+struct list {};
+
+template <class A, class B>
+constexpr bool param_matches() {
+  if constexpr (std::is_pointer<A>::value != std::is_pointer<B>::value) {
+    return false;
+  } else if constexpr (std::is_pointer<A>::value) {
+    using PA = std::remove_cv_t<std::remove_pointer_t<A>>;
+    using PB = std::remove_cv_t<std::remove_pointer_t<B>>;
+    if constexpr (std::is_arithmetic<PA>::value && std::is_arithmetic<PB>::value)
+      return sizeof(PA) == sizeof(PB);
+    else
+      return true;
+  } else {
+    return sizeof(A) == sizeof(B);
+  }
+}
+
+template <class L1, class L2>
+struct params_match : std::false_type {};
+template <class... A, class... B>
+struct params_match<list<A...>, list<B...>> {
+  static constexpr bool value = [] {
+    if constexpr (sizeof...(A) != sizeof...(B))
+      return false;
+    else
+      return (true && ... && param_matches<A, B>());
+  }();
+};
+
+template <class F1, class F2>
+struct same_shape : std::false_type {};
+template <class R1, class... A, class R2, class... B>
+struct same_shape<R1 (*)(A...), R2 (*)(B...)> {
+  static constexpr bool value = sizeof(R1) == sizeof(R2) && params_match<list<A...>, list<B...>>::value;
+};
+
+}  // namespace
+
+namespace gpuhal::cuda::api {
+#define GPUHAL_CHECK_ENTRY(name, symbol, params)                            \
+  static_assert(same_shape<decltype(&::symbol), CUresult(*) params>::value, \
+                #symbol ": the in-tree declaration differs from cuda.h");
+GPUHAL_CUDA_API(GPUHAL_CHECK_ENTRY, GPUHAL_CHECK_ENTRY)
+#undef GPUHAL_CHECK_ENTRY
+
+#define GPUHAL_CHECK_VALUE(v) static_assert(int(v) == int(::v), #v ": value differs from cuda.h");
+GPUHAL_CHECK_VALUE(CUDA_SUCCESS)
+GPUHAL_CHECK_VALUE(CUDA_ERROR_INVALID_VALUE)
+GPUHAL_CHECK_VALUE(CUDA_ERROR_OUT_OF_MEMORY)
+GPUHAL_CHECK_VALUE(CUDA_ERROR_NOT_INITIALIZED)
+GPUHAL_CHECK_VALUE(CUDA_ERROR_DEINITIALIZED)
+GPUHAL_CHECK_VALUE(CUDA_ERROR_STUB_LIBRARY)
+GPUHAL_CHECK_VALUE(CUDA_ERROR_NO_DEVICE)
+GPUHAL_CHECK_VALUE(CUDA_ERROR_INVALID_DEVICE)
+GPUHAL_CHECK_VALUE(CUDA_ERROR_INVALID_CONTEXT)
+GPUHAL_CHECK_VALUE(CUDA_ERROR_INVALID_HANDLE)
+GPUHAL_CHECK_VALUE(CUDA_ERROR_NOT_FOUND)
+GPUHAL_CHECK_VALUE(CUDA_ERROR_NOT_READY)
+GPUHAL_CHECK_VALUE(CUDA_ERROR_ILLEGAL_ADDRESS)
+GPUHAL_CHECK_VALUE(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED)
+GPUHAL_CHECK_VALUE(CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED)
+GPUHAL_CHECK_VALUE(CUDA_ERROR_NOT_SUPPORTED)
+GPUHAL_CHECK_VALUE(CUDA_ERROR_UNKNOWN)
+GPUHAL_CHECK_VALUE(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
+GPUHAL_CHECK_VALUE(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)
+GPUHAL_CHECK_VALUE(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)
+GPUHAL_CHECK_VALUE(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)
+GPUHAL_CHECK_VALUE(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)
+GPUHAL_CHECK_VALUE(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)
+GPUHAL_CHECK_VALUE(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)
+GPUHAL_CHECK_VALUE(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)
+GPUHAL_CHECK_VALUE(CU_DEVICE_ATTRIBUTE_WARP_SIZE)
+GPUHAL_CHECK_VALUE(CU_DEVICE_ATTRIBUTE_CLOCK_RATE)
+GPUHAL_CHECK_VALUE(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+GPUHAL_CHECK_VALUE(CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY)
+GPUHAL_CHECK_VALUE(CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS)
+GPUHAL_CHECK_VALUE(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID)
+GPUHAL_CHECK_VALUE(CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)
+GPUHAL_CHECK_VALUE(CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING)
+GPUHAL_CHECK_VALUE(CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID)
+GPUHAL_CHECK_VALUE(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
+GPUHAL_CHECK_VALUE(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
+GPUHAL_CHECK_VALUE(CU_STREAM_NON_BLOCKING)
+GPUHAL_CHECK_VALUE(CU_EVENT_DEFAULT)
+GPUHAL_CHECK_VALUE(CU_EVENT_DISABLE_TIMING)
+GPUHAL_CHECK_VALUE(CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)
+#undef GPUHAL_CHECK_VALUE
+static_assert(CU_IPC_HANDLE_SIZE == kIpcHandleSize, "CU_IPC_HANDLE_SIZE");
+static_assert(CU_MEMHOSTALLOC_PORTABLE == kHostAllocPortable, "CU_MEMHOSTALLOC_PORTABLE");
+static_assert(CU_MEMHOSTALLOC_DEVICEMAP == kHostAllocDevicemap, "CU_MEMHOSTALLOC_DEVICEMAP");
+static_assert(CU_MEMHOSTALLOC_WRITECOMBINED == kHostAllocWritecombined, "CU_MEMHOSTALLOC_WRITECOMBINED");
+static_assert(CU_MEMHOSTREGISTER_PORTABLE == kHostRegisterPortable, "CU_MEMHOSTREGISTER_PORTABLE");
+static_assert(CU_MEMHOSTREGISTER_DEVICEMAP == kHostRegisterDevicemap, "CU_MEMHOSTREGISTER_DEVICEMAP");
+static_assert(sizeof(CUipcMemHandle) == sizeof(::CUipcMemHandle), "CUipcMemHandle size");
+static_assert(sizeof(CUdeviceptr) == sizeof(::CUdeviceptr), "CUdeviceptr size");
+static_assert(std::is_same<CUcontext, ::CUcontext>::value, "CUcontext");
+static_assert(std::is_same<CUstream, ::CUstream>::value, "CUstream");
+static_assert(std::is_same<CUevent, ::CUevent>::value, "CUevent");
+}  // namespace gpuhal::cuda::api
+
+int main() {
+  int n = 0;
+#define GPUHAL_COUNT(name, symbol, params) ++n;
+  GPUHAL_CUDA_API(GPUHAL_COUNT, GPUHAL_COUNT)
+#undef GPUHAL_COUNT
+  std::printf("%d driver entry points and their constants match cuda.h %d\n", n, CUDA_VERSION);
+  return 0;
+}
