@@ -270,10 +270,14 @@ gpuhal_status_t mem_free(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
   WITH_CONTEXT("mem_free");
   {
     std::lock_guard<std::mutex> lock(c->mu);
-    if (!c->allocations.erase(ptr))
+    if (!c->allocations.count(ptr))
       return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_free: not a live allocation of this context");
   }
   CU_CALL(cuMemFree, ptr);
+  {
+    std::lock_guard<std::mutex> lock(c->mu);  // forgotten only once really released
+    c->allocations.erase(ptr);
+  }
   return GPUHAL_SUCCESS;
 }
 
@@ -360,10 +364,14 @@ gpuhal_status_t stream_destroy(gpuhal_context_t ctx, gpuhal_stream_t stream) {
   WITH_CONTEXT("stream_destroy");
   {
     std::lock_guard<std::mutex> lock(c->mu);
-    if (!c->streams.erase(native(stream)))
+    if (!c->streams.count(native(stream)))
       return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_destroy: not a stream created in this context");
   }
   CU_CALL(cuStreamDestroy, native(stream));
+  {
+    std::lock_guard<std::mutex> lock(c->mu);  // forgotten only once really released
+    c->streams.erase(native(stream));
+  }
   return GPUHAL_SUCCESS;
 }
 
@@ -437,10 +445,14 @@ gpuhal_status_t event_destroy(gpuhal_context_t ctx, gpuhal_event_t event) {
   WITH_CONTEXT("event_destroy");
   {
     std::lock_guard<std::mutex> lock(c->mu);
-    if (!c->events.erase(reinterpret_cast<CUevent>(event)))
+    if (!c->events.count(reinterpret_cast<CUevent>(event)))
       return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_destroy: not an event created in this context");
   }
   CU_CALL(cuEventDestroy, reinterpret_cast<CUevent>(event));
+  {
+    std::lock_guard<std::mutex> lock(c->mu);  // forgotten only once really released
+    c->events.erase(reinterpret_cast<CUevent>(event));
+  }
   return GPUHAL_SUCCESS;
 }
 
@@ -534,10 +546,14 @@ gpuhal_status_t host_free(gpuhal_context_t ctx, void *ptr) {
   WITH_CONTEXT("host_free");
   {
     std::lock_guard<std::mutex> lock(c->mu);
-    if (!c->host_allocations.erase(ptr))
+    if (!c->host_allocations.count(ptr))
       return fail(GPUHAL_ERROR_INVALID_VALUE, "host_free: not a host allocation of this context");
   }
   CU_CALL(cuMemFreeHost, ptr);
+  {
+    std::lock_guard<std::mutex> lock(c->mu);  // forgotten only once really released
+    c->host_allocations.erase(ptr);
+  }
   return GPUHAL_SUCCESS;
 }
 
@@ -560,10 +576,14 @@ gpuhal_status_t host_unregister(gpuhal_context_t ctx, void *ptr) {
   WITH_CONTEXT("host_unregister");
   {
     std::lock_guard<std::mutex> lock(c->mu);
-    if (!c->registrations.erase(ptr))
+    if (!c->registrations.count(ptr))
       return fail(GPUHAL_ERROR_NOT_REGISTERED, "host_unregister: not registered in this context");
   }
   CU_CALL(cuMemHostUnregister, ptr);
+  {
+    std::lock_guard<std::mutex> lock(c->mu);  // forgotten only once really released
+    c->registrations.erase(ptr);
+  }
   return GPUHAL_SUCCESS;
 }
 
@@ -622,10 +642,14 @@ gpuhal_status_t ipc_close(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
   WITH_CONTEXT("ipc_close");
   {
     std::lock_guard<std::mutex> lock(c->mu);
-    if (!c->ipc_mappings.erase(ptr))
+    if (!c->ipc_mappings.count(ptr))
       return fail(GPUHAL_ERROR_INVALID_VALUE, "ipc_close: not memory opened with ipc_open in this context");
   }
   CU_CALL(cuIpcCloseMemHandle, ptr);
+  {
+    std::lock_guard<std::mutex> lock(c->mu);  // forgotten only once really released
+    c->ipc_mappings.erase(ptr);
+  }
   return GPUHAL_SUCCESS;
 }
 

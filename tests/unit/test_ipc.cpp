@@ -84,7 +84,7 @@ TEST_CASE("an IPC export keeps the device pointer and the contents") {
   (void)get_ipc_handle(a);  // a second export reuses the first
 }
 
-TEST_CASE("a deserialised handle maps the same memory; a freed export goes stale") {
+TEST_CASE("a deserialised handle maps the same memory and a freed export goes stale") {
   Context ctx = test::host_context();
   const std::string text = [&] {
     DeviceArray a = device_array(ctx, {16}, dtypes::int32);
