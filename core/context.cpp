@@ -141,6 +141,45 @@ DeviceMemory Context::allocate(uint64_t bytes) const {
   return m;
 }
 
+DeviceMemory Context::allocate_async(uint64_t bytes, const Stream &stream) const {
+  auto &c = *impl_;
+  c.check_alive(c.current_generation(), "allocate_async");
+  if (!stream.impl() || stream.impl()->ctx != impl_)
+    throw Error(Status::ERROR_INVALID_HANDLE, "allocate_async: the stream is empty or belongs to another context");
+  const gpuhal_stream_t s = stream.impl()->live("allocate_async");
+  if (!c.t().mem_alloc_async)
+    throw Error(Status::ERROR_NOT_SUPPORTED,
+                "allocate_async: backend '" + c.lib().name() + "' has no stream-ordered allocation");
+  if (bytes == 0) throw Error(Status::ERROR_INVALID_VALUE, "allocate_async: size must be positive");
+  if (bytes > uint64_t(INT64_MAX))
+    throw Error(Status::ERROR_SIZE_OVERFLOW,
+                "allocate_async: " + std::to_string(bytes) + " bytes exceeds the largest size");
+  auto a = std::make_shared<detail::Allocation>();
+  a->ctx = impl_;
+  a->generation = c.current_generation();
+  a->size = bytes;
+  gpuhal_status_t st = c.t().mem_alloc_async(c.handle, bytes, s, &a->ptr);
+  if (st == GPUHAL_ERROR_OUT_OF_MEMORY && c.deallocs->flush() > 0)
+    st = c.t().mem_alloc_async(c.handle, bytes, s, &a->ptr);
+  if (st != GPUHAL_SUCCESS) a->ptr = 0;
+  c.check(st, "mem_alloc_async");
+  a->free_stream = stream.impl();
+  return DeviceMemory(a);
+}
+
+void Context::enable_peer_access(const Context &peer) const {
+  auto &c = *impl_;
+  c.check_alive(c.current_generation(), "enable_peer_access");
+  if (!peer.impl_) throw Error(Status::ERROR_INVALID_HANDLE, "enable_peer_access: null peer context");
+  peer.impl_->check_alive(peer.impl_->current_generation(), "enable_peer_access");
+  if (peer.impl_->runtime != impl_->runtime || peer.impl_->device == impl_->device)
+    throw Error(Status::ERROR_INVALID_VALUE,
+                "enable_peer_access: the peer must be a context of another device of the same runtime");
+  if (!c.t().context_enable_peer_access)
+    throw Error(Status::ERROR_NOT_SUPPORTED, "enable_peer_access: backend '" + c.lib().name() + "' has no peer access");
+  c.check(c.t().context_enable_peer_access(c.handle, peer.impl_->handle), "context_enable_peer_access");
+}
+
 MemoryManager &Context::memory_manager() const {
   return *impl_->manager;
 }

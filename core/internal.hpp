@@ -120,6 +120,8 @@ struct Allocation {
   // with releaser->release_block(ptr, size, cookie) by the destructor.
   MemoryManager *releaser = nullptr;
   uint64_t cookie = 0;
+  // Stream-ordered memory: freed with mem_free_async on this stream.
+  std::shared_ptr<struct StreamImpl> free_stream;
   ~Allocation();
 };
 

@@ -52,8 +52,11 @@ std::unique_ptr<PluginLibrary> try_backend(const std::string &name, const Config
       a.message = "not on the system loader path (" + a.message + ")";
     attempts.push_back(a);
     if (lib) return lib;
-    // A plugin that exists but is broken says why at the default level.
-    if (a.status != Status::ERROR_PLUGIN_NOT_FOUND)
+    // A plugin that exists but is broken says why at the default level; one
+    // whose vendor driver is not installed only at info level.
+    if (a.status == Status::ERROR_DRIVER_NOT_LOADABLE)
+      logger.write(LogLevel::Info, "backend '" + name + "' at " + path + " has no driver: " + a.message);
+    else if (a.status != Status::ERROR_PLUGIN_NOT_FOUND)
       logger.write(LogLevel::Warn, "backend '" + name + "' at " + path + " is unusable: " + a.message);
   }
   return nullptr;

@@ -13,6 +13,12 @@ Allocation::~Allocation() {
     release_to_manager(*releaser, ptr, size, cookie);
     return;
   }
+  if (free_stream) {  // stream-ordered: no need to wait, nothing to defer
+    const gpuhal_status_t st = ctx->t().mem_free_async(ctx->handle, ptr, free_stream->handle);
+    if (st != GPUHAL_SUCCESS)
+      ctx->logger().write(LogLevel::Error, "mem_free_async failed: " + std::string(ctx->t().last_error()));
+    return;
+  }
   if (!owns_device_memory) return;
   ContextImpl *c = ctx.get();
   const gpuhal_deviceptr_t p = ptr;

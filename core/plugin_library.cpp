@@ -61,6 +61,15 @@ const EntryInfo kIpcGroup[] = {
     GPUHAL_ENTRY(ipc_open),
     GPUHAL_ENTRY(ipc_close),
 };
+// Optional pairs (ABI 1.1).
+const EntryInfo kStreamOrderedGroup[] = {
+    GPUHAL_ENTRY(mem_alloc_async),
+    GPUHAL_ENTRY(mem_free_async),
+};
+const EntryInfo kPeerGroup[] = {
+    GPUHAL_ENTRY(device_can_access_peer),
+    GPUHAL_ENTRY(context_enable_peer_access),
+};
 #undef GPUHAL_ENTRY
 
 // Bytes of the table up to and including the last required entry.
@@ -157,6 +166,15 @@ std::unique_ptr<PluginLibrary> PluginLibrary::open(const std::string &path, cons
   if (present != 0 && present != int(std::size(kIpcGroup)))
     return refuse(Status::ERROR_INVALID_PLUGIN,
                   "the IPC entries (ipc_get_handle, ipc_open, ipc_close) must be all present or all NULL");
+  present = 0;
+  for (const auto &e : kStreamOrderedGroup) present += entry_present(lib->table_, e.offset);
+  if (present == 1)
+    return refuse(Status::ERROR_INVALID_PLUGIN, "mem_alloc_async and mem_free_async must be both present or both NULL");
+  present = 0;
+  for (const auto &e : kPeerGroup) present += entry_present(lib->table_, e.offset);
+  if (present == 1)
+    return refuse(Status::ERROR_INVALID_PLUGIN,
+                  "device_can_access_peer and context_enable_peer_access must be both present or both NULL");
   if (GPUHAL_VERSION_MINOR(t->abi_version) > GPUHAL_ABI_MINOR)
     logger.write(LogLevel::Debug, "plugin " + path + " speaks newer minor ABI " + version_string(t->abi_version) +
                                       "; using the " + core_v + " subset");
@@ -173,8 +191,11 @@ std::unique_ptr<PluginLibrary> PluginLibrary::open(const std::string &path, cons
   args.log = log_trampoline;
   args.log_user = &lib->logger_;
   const gpuhal_status_t ist = lib->table_.init(&args);
+  // A missing vendor driver is reported as such (it is normal on machines
+  // without that vendor's hardware); any other init failure is a failure.
   if (ist != GPUHAL_SUCCESS)
-    return refuse(Status::ERROR_INITIALIZATION_FAILED,
+    return refuse(ist == GPUHAL_ERROR_DRIVER_NOT_LOADABLE ? Status::ERROR_DRIVER_NOT_LOADABLE
+                                                          : Status::ERROR_INITIALIZATION_FAILED,
                   "init failed (" + to_string(static_cast<Status>(ist)) + "): " + lib->table_.last_error());
   lib->initialised_ = true;
   int32_t count = 0;

@@ -121,6 +121,10 @@ bool Runtime::supports(Capability c) const {
       return t.host_alloc != nullptr;
     case Capability::Ipc:
       return t.ipc_get_handle != nullptr;
+    case Capability::StreamOrderedMemory:
+      return t.mem_alloc_async != nullptr;
+    case Capability::PeerAccess:
+      return t.device_can_access_peer != nullptr;
     case Capability::MappedHostMemory: {
       if (!t.host_alloc) return false;
       for (const auto &d : impl_->devices)
@@ -141,6 +145,16 @@ const DeviceProperties &Device::properties() const {
 Runtime Device::runtime() const {
   // The aliasing handle shares ownership of the RuntimeImpl.
   return Runtime(std::shared_ptr<RuntimeImpl>(impl_, impl_->runtime));
+}
+
+bool Device::can_access_peer(const Device &peer) const {
+  if (!impl_ || !peer.impl_) throw Error(Status::ERROR_INVALID_HANDLE, "Device::can_access_peer: empty device");
+  RuntimeImpl *rt = impl_->runtime;
+  if (peer.impl_->runtime != rt || peer.impl_ == impl_ || !rt->table().device_can_access_peer) return false;
+  int32_t out = 0;
+  rt->library->check(rt->table().device_can_access_peer(impl_->ordinal, peer.impl_->ordinal, &out),
+                     "device_can_access_peer");
+  return out != 0;
 }
 
 Context Device::primary_context() const {

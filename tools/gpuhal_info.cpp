@@ -124,7 +124,9 @@ int main(int argc, char **argv) {
         ",\"capabilities\":{\"stream_barrier\":" + (rt.supports(gpuhal::Capability::StreamBarrier) ? "true" : "false") +
         ",\"host_memory\":" + (rt.supports(gpuhal::Capability::HostMemory) ? "true" : "false") +
         ",\"mapped_host_memory\":" + (rt.supports(gpuhal::Capability::MappedHostMemory) ? "true" : "false") +
-        ",\"ipc\":" + (rt.supports(gpuhal::Capability::Ipc) ? "true" : "false") + "},\"devices\":[";
+        ",\"ipc\":" + (rt.supports(gpuhal::Capability::Ipc) ? "true" : "false") +
+        ",\"stream_ordered_memory\":" + (rt.supports(gpuhal::Capability::StreamOrderedMemory) ? "true" : "false") +
+        ",\"peer_access\":" + (rt.supports(gpuhal::Capability::PeerAccess) ? "true" : "false") + "},\"devices\":[";
     for (int i = 0; i < rt.device_count(); ++i) {
       const auto &p = rt.device(i).properties();
       s += std::string(i ? "," : "") + "{\"ordinal\":" + std::to_string(i) + ",\"name\":" + json_string(p.name) +
@@ -145,11 +147,15 @@ int main(int argc, char **argv) {
               rt.plugin_abi_version() >> 16, rt.plugin_abi_version() & 0xffff);
   print_backends_text(backends);
   print_attempts_text(rt.attempts());
-  std::printf("Capabilities: stream barrier %s, host memory %s, mapped host memory %s, ipc %s\n",
-              rt.supports(gpuhal::Capability::StreamBarrier) ? "yes" : "no",
-              rt.supports(gpuhal::Capability::HostMemory) ? "yes" : "no",
-              rt.supports(gpuhal::Capability::MappedHostMemory) ? "yes" : "no",
-              rt.supports(gpuhal::Capability::Ipc) ? "yes" : "no");
+  std::printf(
+      "Capabilities: stream barrier %s, host memory %s, mapped host memory %s, ipc %s, stream-ordered memory %s, "
+      "peer access %s\n",
+      rt.supports(gpuhal::Capability::StreamBarrier) ? "yes" : "no",
+      rt.supports(gpuhal::Capability::HostMemory) ? "yes" : "no",
+      rt.supports(gpuhal::Capability::MappedHostMemory) ? "yes" : "no",
+      rt.supports(gpuhal::Capability::Ipc) ? "yes" : "no",
+      rt.supports(gpuhal::Capability::StreamOrderedMemory) ? "yes" : "no",
+      rt.supports(gpuhal::Capability::PeerAccess) ? "yes" : "no");
   std::printf("Devices: %d\n", rt.device_count());
   for (int i = 0; i < rt.device_count(); ++i) {
     const auto &p = rt.device(i).properties();

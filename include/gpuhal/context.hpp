@@ -65,6 +65,17 @@ class Context {
   // Device allocation of `bytes` (> 0) from the context's memory manager;
   // given back when the last handle goes.
   DeviceMemory allocate(uint64_t bytes) const;
+  // Stream-ordered allocation (CUDA's cuMemAllocAsync; needs
+  // Capability::StreamOrderedMemory): usable by work submitted to `stream`
+  // from now on (other streams must be ordered after it, e.g. with an
+  // event). When the last handle goes it is freed in the order of the same
+  // stream, without synchronising (the memory keeps the stream alive). Not
+  // served by the memory manager: EMM v1 has no stream-ordered allocation.
+  DeviceMemory allocate_async(uint64_t bytes, const Stream &stream) const;
+  // Lets this context's work address `peer`'s memory (both contexts of the
+  // same runtime, on different devices). Enabling it twice is fine.
+  // ERROR_NOT_SUPPORTED without Capability::PeerAccess.
+  void enable_peer_access(const Context &peer) const;
   // The manager serving this context's allocations (see memory_manager.hpp).
   MemoryManager &memory_manager() const;
   // Destroys everything made in this context and starts a fresh one.

@@ -6,7 +6,8 @@
  * language and built with any compiler. No C++ type, exception or STL object
  * ever crosses it.
  *
- * History: 1.0 the first table; 1.1 appended the IPC entries.
+ * History: 1.0 the first table; 1.1 appended the IPC, stream-ordered memory
+ * and peer-access entries.
  *
  * Compatibility rules (frozen):
  *  - Every table and descriptor struct starts with {abi_version, struct_size}.
@@ -280,6 +281,24 @@ typedef struct gpuhal_plugin_table {
   gpuhal_status_t (*ipc_open)(gpuhal_context_t ctx, const gpuhal_ipc_handle_t *handle, gpuhal_deviceptr_t *out,
                               uint64_t *bytes);
   gpuhal_status_t (*ipc_close)(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr);
+
+  /* -- Stream-ordered device memory (OPTIONAL, both or neither; ABI 1.1) --
+   * CUDA's cuMemAllocAsync / cuMemFreeAsync. mem_alloc_async: memory usable
+   * by work submitted to `stream` after the call (other streams must be
+   * ordered after it). mem_free_async: freed once the work submitted to
+   * `stream` before the call has completed; the pointer is invalid for new
+   * work at once. context_destroy frees what is still allocated. */
+  gpuhal_status_t (*mem_alloc_async)(gpuhal_context_t ctx, uint64_t bytes, gpuhal_stream_t stream,
+                                     gpuhal_deviceptr_t *out);
+  gpuhal_status_t (*mem_free_async)(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpuhal_stream_t stream);
+
+  /* -- Peer access (OPTIONAL, both or neither; ABI 1.1) --
+   * device_can_access_peer: *out = 1 when device `ordinal` can address the
+   * memory of device `peer` directly (0 for the same device).
+   * context_enable_peer_access: lets ctx's work address peer's memory;
+   * enabling it again succeeds. */
+  gpuhal_status_t (*device_can_access_peer)(int32_t ordinal, int32_t peer, int32_t *out);
+  gpuhal_status_t (*context_enable_peer_access)(gpuhal_context_t ctx, gpuhal_context_t peer);
 } gpuhal_plugin_table_t;
 
 /* The plugin's only export. Returns GPUHAL_SUCCESS and sets *table, or

@@ -57,10 +57,12 @@ struct DeviceProperties {
 
 // Optional plugin features, answered from the plugin's table.
 enum class Capability {
-  StreamBarrier,     // stream_barrier (events + all prior work in one op)
-  HostMemory,        // pinned / registered host memory
-  MappedHostMemory,  // host memory mapped into the device address space
-  Ipc,               // device memory shared with other processes
+  StreamBarrier,        // stream_barrier (events + all prior work in one op)
+  HostMemory,           // pinned / registered host memory
+  MappedHostMemory,     // host memory mapped into the device address space
+  Ipc,                  // device memory shared with other processes
+  StreamOrderedMemory,  // Context::allocate_async (cuMemAllocAsync)
+  PeerAccess,           // Device::can_access_peer / Context::enable_peer_access
 };
 
 class Device {
@@ -71,6 +73,10 @@ class Device {
   // caller; released when no handle refers to it any more).
   Context primary_context() const;
   class Runtime runtime() const;
+  // True when this device can address `peer`'s memory directly (false for
+  // the same device, for devices of another runtime, and on backends
+  // without Capability::PeerAccess).
+  bool can_access_peer(const Device &peer) const;
 
  private:
   friend class Runtime;

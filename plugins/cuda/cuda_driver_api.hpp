@@ -13,6 +13,7 @@
 struct CUctx_st;
 struct CUstream_st;
 struct CUevent_st;
+struct CUmemPoolHandle_st;
 
 namespace gpuhal::cuda::api {
 
@@ -22,6 +23,8 @@ using CUdeviceptr = unsigned long long;
 using CUcontext = ::CUctx_st *;
 using CUstream = ::CUstream_st *;
 using CUevent = ::CUevent_st *;
+using CUmemoryPool = ::CUmemPoolHandle_st *;
+using CUmemPool_attribute = int;
 using CUdevice_attribute = int;
 using CUhostFn = void (*)(void *userData);
 
@@ -44,6 +47,7 @@ constexpr CUresult CUDA_ERROR_INVALID_HANDLE = 400;
 constexpr CUresult CUDA_ERROR_NOT_FOUND = 500;
 constexpr CUresult CUDA_ERROR_NOT_READY = 600;
 constexpr CUresult CUDA_ERROR_ILLEGAL_ADDRESS = 700;
+constexpr CUresult CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704;
 constexpr CUresult CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712;
 constexpr CUresult CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713;
 constexpr CUresult CUDA_ERROR_NOT_SUPPORTED = 801;
@@ -80,6 +84,7 @@ constexpr unsigned CU_MEMHOSTALLOC_WRITECOMBINED = 0x4;
 constexpr unsigned CU_MEMHOSTREGISTER_PORTABLE = 0x1;
 constexpr unsigned CU_MEMHOSTREGISTER_DEVICEMAP = 0x2;
 constexpr unsigned CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x1;
+constexpr CUmemPool_attribute CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4;
 // Special stream handles (cuda.h: CU_STREAM_LEGACY, CU_STREAM_PER_THREAD).
 inline CUstream stream_legacy() {
   return reinterpret_cast<CUstream>(uintptr_t(0x1));
@@ -136,6 +141,12 @@ inline CUstream stream_per_thread() {
   O(cuMemHostGetDevicePointer, cuMemHostGetDevicePointer_v2, (CUdeviceptr *, void *, unsigned)) \
   O(cuIpcGetMemHandle, cuIpcGetMemHandle, (CUipcMemHandle *, CUdeviceptr))                      \
   O(cuIpcOpenMemHandle, cuIpcOpenMemHandle_v2, (CUdeviceptr *, CUipcMemHandle, unsigned))       \
-  O(cuIpcCloseMemHandle, cuIpcCloseMemHandle, (CUdeviceptr))
+  O(cuIpcCloseMemHandle, cuIpcCloseMemHandle, (CUdeviceptr))                                    \
+  O(cuMemAllocAsync, cuMemAllocAsync, (CUdeviceptr *, size_t, CUstream))                        \
+  O(cuMemFreeAsync, cuMemFreeAsync, (CUdeviceptr, CUstream))                                    \
+  O(cuDeviceGetDefaultMemPool, cuDeviceGetDefaultMemPool, (CUmemoryPool *, CUdevice))           \
+  O(cuMemPoolSetAttribute, cuMemPoolSetAttribute, (CUmemoryPool, CUmemPool_attribute, void *))  \
+  O(cuDeviceCanAccessPeer, cuDeviceCanAccessPeer, (int *, CUdevice, CUdevice))                  \
+  O(cuCtxEnablePeerAccess, cuCtxEnablePeerAccess, (CUcontext, unsigned))
 
 }  // namespace gpuhal::cuda::api

@@ -41,6 +41,7 @@ struct CudaContext {
 std::mutex g_mu;  // guards everything below
 int g_init_count = 0;
 int g_device_count = 0;
+uint64_t g_release_threshold = 0;  // 0: half of each device's memory
 std::unordered_map<CudaContext *, std::unique_ptr<CudaContext>> g_contexts;
 
 CudaContext *find(gpuhal_context_t h) {
@@ -48,6 +49,8 @@ CudaContext *find(gpuhal_context_t h) {
   std::lock_guard<std::mutex> lock(g_mu);
   return g_contexts.count(c) ? c : nullptr;
 }
+
+bool known_stream(CudaContext *c, gpuhal_stream_t s);
 
 const Driver &drv() {
   return driver();
@@ -85,6 +88,10 @@ gpuhal_status_t init(const gpuhal_init_args_t *args) {
     plugin::set_logger(args);
     plugin::Options opts(args);
     const std::string library = opts.get("GPUHAL_CUDA_DRIVER").value_or("libcuda.so.1");
+    std::string bad;
+    uint64_t threshold = 0;
+    if (!opts.get_bytes("GPUHAL_CUDA_POOL_RELEASE_THRESHOLD", &threshold, &bad))
+      return fail(GPUHAL_ERROR_INVALID_CONFIG, bad);
     std::lock_guard<std::mutex> lock(g_mu);
     if (g_init_count > 0) {
       if (driver().path != library)
@@ -106,6 +113,7 @@ gpuhal_status_t init(const gpuhal_init_args_t *args) {
       return e;
     }
     g_device_count = count;
+    g_release_threshold = threshold;
     g_init_count = 1;
     plugin::log(GPUHAL_LOG_DEBUG, "cuda: driver " + library + " version " + std::to_string(driver().version) + ", " +
                                       std::to_string(count) + " device(s)");
@@ -189,6 +197,18 @@ gpuhal_status_t context_create(int32_t ordinal, gpuhal_context_t *out) {
     if (r != CUDA_SUCCESS) {
       drv().cuDevicePrimaryCtxRelease(c->device);
       return drv().error(r, "cuCtxSetCurrent");
+    }
+    // The stream-ordered pool keeps freed memory up to the threshold instead
+    // of returning it to the system at every synchronisation (CUDA's default
+    // threshold is 0).
+    CUmemoryPool pool = nullptr;
+    if (drv().cuDeviceGetDefaultMemPool && drv().cuMemPoolSetAttribute &&
+        drv().cuDeviceGetDefaultMemPool(&pool, c->device) == CUDA_SUCCESS) {
+      size_t total = 0;
+      drv().cuDeviceTotalMem(&total, c->device);
+      uint64_t threshold = g_release_threshold ? g_release_threshold : uint64_t(total) / 2;
+      const CUresult r2 = drv().cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold);
+      if (r2 != CUDA_SUCCESS) plugin::log(GPUHAL_LOG_WARN, "cuda: could not set the memory pool's release threshold");
     }
     *out = reinterpret_cast<gpuhal_context_t>(c.get());
     std::lock_guard<std::mutex> lock(g_mu);
@@ -276,6 +296,42 @@ gpuhal_status_t mem_free(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
   CU_CALL(cuMemFree, ptr);
   {
     std::lock_guard<std::mutex> lock(c->mu);  // forgotten only once really released
+    c->allocations.erase(ptr);
+  }
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t mem_alloc_async(gpuhal_context_t ctx, uint64_t bytes, gpuhal_stream_t stream, gpuhal_deviceptr_t *out) {
+  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc_async: null output pointer");
+  if (bytes == 0 || bytes > SIZE_MAX) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc_async: size must be positive");
+  WITH_CONTEXT("mem_alloc_async");
+  if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "mem_alloc_async: invalid stream");
+  return guard("mem_alloc_async", [&]() -> gpuhal_status_t {
+    CUdeviceptr p = 0;
+    CU_CALL(cuMemAllocAsync, &p, size_t(bytes), native(stream));
+    try {
+      std::lock_guard<std::mutex> lock(c->mu);
+      c->allocations.insert(p);  // cuMemFree frees it too, at context_destroy
+    } catch (...) {
+      drv().cuMemFreeAsync(p, native(stream));
+      throw;
+    }
+    *out = p;
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t mem_free_async(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpuhal_stream_t stream) {
+  WITH_CONTEXT("mem_free_async");
+  if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "mem_free_async: invalid stream");
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    if (!c->allocations.count(ptr))
+      return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_free_async: not a live allocation of this context");
+  }
+  CU_CALL(cuMemFreeAsync, ptr, native(stream));
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
     c->allocations.erase(ptr);
   }
   return GPUHAL_SUCCESS;
@@ -653,6 +709,36 @@ gpuhal_status_t ipc_close(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
   return GPUHAL_SUCCESS;
 }
 
+// ---- peer access ------------------------------------------------------------------------------
+
+gpuhal_status_t device_can_access_peer(int32_t ordinal, int32_t peer, int32_t *out) {
+  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "device_can_access_peer: null output pointer");
+  if (ordinal < 0 || ordinal >= g_device_count || peer < 0 || peer >= g_device_count)
+    return fail(GPUHAL_ERROR_INVALID_VALUE, "device_can_access_peer: no such cuda device");
+  if (ordinal == peer) {
+    *out = 0;
+    return GPUHAL_SUCCESS;
+  }
+  CUdevice a = 0, b = 0;
+  CU_CALL(cuDeviceGet, &a, ordinal);
+  CU_CALL(cuDeviceGet, &b, peer);
+  int can = 0;
+  CU_CALL(cuDeviceCanAccessPeer, &can, a, b);
+  *out = can ? 1 : 0;
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t context_enable_peer_access(gpuhal_context_t ctx, gpuhal_context_t peer) {
+  CudaContext *p = find(peer);
+  if (!p) return bad_context("context_enable_peer_access");
+  WITH_CONTEXT("context_enable_peer_access");
+  if (!drv().cuCtxEnablePeerAccess)
+    return fail(GPUHAL_ERROR_NOT_SUPPORTED, "cuCtxEnablePeerAccess is not provided by this driver");
+  const CUresult r = drv().cuCtxEnablePeerAccess(p->cu, 0u);
+  if (r != CUDA_SUCCESS && r != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) return drv().error(r, "cuCtxEnablePeerAccess");
+  return GPUHAL_SUCCESS;
+}
+
 gpuhal_plugin_table_t make_table() {
   gpuhal_plugin_table_t t{};
   t.abi_version = GPUHAL_ABI_VERSION;
@@ -694,6 +780,10 @@ gpuhal_plugin_table_t make_table() {
   t.ipc_get_handle = ipc_get_handle;
   t.ipc_open = ipc_open;
   t.ipc_close = ipc_close;
+  t.mem_alloc_async = mem_alloc_async;
+  t.mem_free_async = mem_free_async;
+  t.device_can_access_peer = device_can_access_peer;
+  t.context_enable_peer_access = context_enable_peer_access;
   return t;
 }
 

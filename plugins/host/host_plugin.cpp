@@ -249,6 +249,35 @@ gpuhal_status_t mem_free(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
   return GPUHAL_SUCCESS;
 }
 
+// Stream-ordered memory: the allocation is made at once (always early
+// enough); the free runs on the stream after the work submitted before it.
+gpuhal_status_t mem_alloc_async(gpuhal_context_t ctx, uint64_t bytes, gpuhal_stream_t stream, gpuhal_deviceptr_t *out) {
+  HostContext *c = find_context(ctx);
+  if (!c) return bad_context("mem_alloc_async");
+  if (!c->stream(stream)) return bad_stream("mem_alloc_async");
+  return mem_alloc(ctx, bytes, out);
+}
+
+gpuhal_status_t mem_free_async(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpuhal_stream_t stream) {
+  HostContext *c = find_context(ctx);
+  if (!c) return bad_context("mem_free_async");
+  std::shared_ptr<StreamState> s = c->stream(stream);
+  if (!s) return bad_stream("mem_free_async");
+  return guard("mem_free_async", [&]() -> gpuhal_status_t {
+    // Out of the registry now (new work may not use it), unmapped later.
+    const Region r = plugin_state().registry.erase(uintptr_t(ptr), c, RegionKind::Device);
+    if (r.size == 0)
+      return fail(GPUHAL_ERROR_INVALID_VALUE,
+                  "mem_free_async: " + hex(ptr) + " is not a live allocation of this context");
+    HostDevice *d = c->device();
+    c->submit(s, [ptr, r, d](bool) {
+      unmap_device_memory(reinterpret_cast<void *>(uintptr_t(ptr)), r.size, r.fd);
+      d->used.fetch_sub(r.size);
+    });
+    return GPUHAL_SUCCESS;
+  });
+}
+
 // ---- transfers -------------------------------------------------------------------
 
 gpuhal_status_t check_copy(const char *entry, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
@@ -589,6 +618,26 @@ gpuhal_status_t host_get_device_pointer(gpuhal_context_t ctx, void *host_ptr, gp
   return GPUHAL_SUCCESS;
 }
 
+// ---- peer access: every host device addresses the same memory -----------------------
+
+gpuhal_status_t device_can_access_peer(int32_t ordinal, int32_t peer, int32_t *out) {
+  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "device_can_access_peer: null output pointer");
+  if (!device_at(ordinal) || !device_at(peer))
+    return fail(GPUHAL_ERROR_INVALID_VALUE,
+                "device_can_access_peer: no host device " + std::to_string(device_at(ordinal) ? peer : ordinal));
+  *out = ordinal != peer ? 1 : 0;
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t context_enable_peer_access(gpuhal_context_t ctx, gpuhal_context_t peer) {
+  HostContext *c = find_context(ctx);
+  HostContext *p = find_context(peer);
+  if (!c || !p) return bad_context("context_enable_peer_access");
+  if (c->device() == p->device())
+    return fail(GPUHAL_ERROR_INVALID_VALUE, "context_enable_peer_access: both contexts are on the same device");
+  return GPUHAL_SUCCESS;  // nothing to map: all host devices share one address space
+}
+
 const gpuhal_plugin_table_t kTable = [] {
   gpuhal_plugin_table_t t{};
   t.abi_version = GPUHAL_ABI_VERSION;
@@ -630,6 +679,10 @@ const gpuhal_plugin_table_t kTable = [] {
   t.ipc_get_handle = ipc_get_handle;
   t.ipc_open = ipc_open;
   t.ipc_close = ipc_close;
+  t.mem_alloc_async = mem_alloc_async;
+  t.mem_free_async = mem_free_async;
+  t.device_can_access_peer = device_can_access_peer;
+  t.context_enable_peer_access = context_enable_peer_access;
   return t;
 }();
 

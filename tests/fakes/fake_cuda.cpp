@@ -3,13 +3,15 @@
 // on host memory: one device; streams are worker threads running their
 // operations in order; the legacy default stream waits for the blocking
 // streams and they for it; events, stream waits, host functions; pinned and
-// registered host memory; IPC within the process. A test double: never
+// registered host memory; IPC within the process; stream-ordered
+// allocation; peer access between its devices. A test double: never
 // installed.
 //
 // Environment (read by the fake, as a real driver reads its own):
 //   FAKE_CUDA_STUB=1                   cuInit returns CUDA_ERROR_STUB_LIBRARY
 //   FAKE_CUDA_NO_DEVICE=1              cuInit returns CUDA_ERROR_NO_DEVICE
-//   FAKE_CUDA_MEMORY=<bytes>           device capacity (default 256 MiB)
+//   FAKE_CUDA_MEMORY=<bytes>           device capacity (default 256 MiB, shared)
+//   FAKE_CUDA_DEVICES=<n>              number of devices, 1 to 4 (default 1)
 //   FAKE_CUDA_FAIL=<symbol>:<k>:<code>[,...]
 //                                      the k-th call (from 1) of <symbol>
 //                                      returns CUresult <code> (fault injection)
@@ -79,8 +81,27 @@ CUresult injected(const char *symbol) {
 
 // ---- state ---------------------------------------------------------------------------
 bool g_initialized = false;
-int g_ctx_refs = 0;
-int g_ctx_token = 0;  // the primary context handle points here
+constexpr int kMaxDevices = 4;
+int g_ctx_refs[kMaxDevices] = {};
+int g_ctx_token[kMaxDevices] = {};  // device d's primary context handle points at [d]
+int g_pool_token[kMaxDevices] = {};
+uint64_t g_release_threshold[kMaxDevices] = {};
+thread_local int t_current = -1;  // the calling thread's current context's device
+std::mutex g_peer_mu;
+std::set<std::pair<int, int>> g_peer_enabled;
+int g_devices = [] {
+  const char *v = std::getenv("FAKE_CUDA_DEVICES");
+  const int n = v ? std::atoi(v) : 1;
+  return n < 1 ? 1 : n > kMaxDevices ? kMaxDevices : n;
+}();
+bool bad_device(int dev) {
+  return dev < 0 || dev >= g_devices;
+}
+int device_of(void *ctx) {
+  for (int d = 0; d < kMaxDevices; ++d)
+    if (ctx == &g_ctx_token[d]) return d;
+  return -1;
+}
 uint64_t g_capacity = [] {
   const char *v = std::getenv("FAKE_CUDA_MEMORY");
   return v ? std::strtoull(v, nullptr, 10) : (uint64_t(256) << 20);
@@ -342,22 +363,22 @@ API CUresult cuDeviceGetCount(int *n) {
   FAULT(cuDeviceGetCount);
   REQUIRE_INIT();
   if (!n) return INVALID_VALUE;
-  *n = 1;
+  *n = g_devices;
   return OK;
 }
 
 API CUresult cuDeviceGet(int *dev, int ordinal) {
   REQUIRE_INIT();
   if (!dev) return INVALID_VALUE;
-  if (ordinal != 0) return INVALID_DEVICE;
-  *dev = 0;
+  if (bad_device(ordinal)) return INVALID_DEVICE;
+  *dev = ordinal;
   return OK;
 }
 
 API CUresult cuDeviceGetName(char *name, int len, int dev) {
   REQUIRE_INIT();
   if (!name || len <= 0) return INVALID_VALUE;
-  if (dev != 0) return INVALID_DEVICE;
+  if (bad_device(dev)) return INVALID_DEVICE;
   std::snprintf(name, size_t(len), "gpuhal fake CUDA device");
   return OK;
 }
@@ -365,7 +386,7 @@ API CUresult cuDeviceGetName(char *name, int len, int dev) {
 API CUresult cuDeviceTotalMem_v2(size_t *bytes, int dev) {
   REQUIRE_INIT();
   if (!bytes) return INVALID_VALUE;
-  if (dev != 0) return INVALID_DEVICE;
+  if (bad_device(dev)) return INVALID_DEVICE;
   *bytes = size_t(g_capacity);
   return OK;
 }
@@ -374,7 +395,7 @@ API CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
   FAULT(cuDeviceGetAttribute);
   REQUIRE_INIT();
   if (!v) return INVALID_VALUE;
-  if (dev != 0) return INVALID_DEVICE;
+  if (bad_device(dev)) return INVALID_DEVICE;
   switch (attr) {
     case 1:
       *v = 1024;
@@ -435,23 +456,30 @@ API CUresult cuDevicePrimaryCtxRetain(void **ctx, int dev) {
   FAULT(cuDevicePrimaryCtxRetain);
   REQUIRE_INIT();
   if (!ctx) return INVALID_VALUE;
-  if (dev != 0) return INVALID_DEVICE;
-  ++g_ctx_refs;
-  *ctx = &g_ctx_token;
+  if (bad_device(dev)) return INVALID_DEVICE;
+  ++g_ctx_refs[dev];
+  *ctx = &g_ctx_token[dev];
   return OK;
 }
 
 API CUresult cuDevicePrimaryCtxRelease_v2(int dev) {
   REQUIRE_INIT();
-  if (dev != 0) return INVALID_DEVICE;
-  if (g_ctx_refs == 0) return INVALID_CONTEXT;
-  --g_ctx_refs;
+  if (bad_device(dev)) return INVALID_DEVICE;
+  if (g_ctx_refs[dev] == 0) return INVALID_CONTEXT;
+  --g_ctx_refs[dev];
   return OK;
 }
 
 API CUresult cuCtxSetCurrent(void *ctx) {
   REQUIRE_INIT();
-  return ctx == &g_ctx_token || ctx == nullptr ? OK : INVALID_CONTEXT;
+  if (!ctx) {
+    t_current = -1;
+    return OK;
+  }
+  const int d = device_of(ctx);
+  if (d < 0) return INVALID_CONTEXT;
+  t_current = d;
+  return OK;
 }
 
 API CUresult cuCtxSynchronize() {
@@ -786,4 +814,67 @@ API CUresult cuIpcCloseMemHandle(CUdeviceptr p) {
   return device_range(p, 0) ? OK : INVALID_VALUE;
 }
 
+}  // extern "C"
+
+// ---- stream-ordered allocation and peer access ---------------------------------------------------
+extern "C" {
+API CUresult cuMemAllocAsync(CUdeviceptr *p, size_t bytes, CUstream s) {
+  FAULT(cuMemAllocAsync);
+  REQUIRE_INIT();
+  if (!valid_stream(s)) return INVALID_HANDLE;
+  return cuMemAlloc_v2(p, bytes);  // made at once: early enough for any order
+}
+API CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {
+  FAULT(cuMemFreeAsync);
+  REQUIRE_INIT();
+  if (!valid_stream(s) || !device_range(p, 0)) return INVALID_VALUE;
+  return submit(s, [p] {
+    std::lock_guard<std::mutex> lock(g_mem_mu);
+    auto it = g_device.find(p);
+    if (it == g_device.end()) return;
+    g_used -= it->second;
+    g_device.erase(it);
+    std::free(reinterpret_cast<void *>(uintptr_t(p)));
+  });
+}
+API CUresult cuDeviceGetDefaultMemPool(void **pool, int dev) {
+  REQUIRE_INIT();
+  if (!pool) return INVALID_VALUE;
+  if (bad_device(dev)) return INVALID_DEVICE;
+  *pool = &g_pool_token[dev];
+  return OK;
+}
+API CUresult cuMemPoolSetAttribute(void *pool, int attr, void *value) {
+  REQUIRE_INIT();
+  if (!value) return INVALID_VALUE;
+  for (int d = 0; d < kMaxDevices; ++d)
+    if (pool == &g_pool_token[d]) {
+      if (attr != 4) return INVALID_VALUE;  // only the release threshold is faked
+      std::memcpy(&g_release_threshold[d], value, sizeof(uint64_t));
+      return OK;
+    }
+  return INVALID_HANDLE;
+}
+// For the tests: the release threshold the plugin set on device d's pool.
+API uint64_t fake_cuda_release_threshold(int d) {
+  return bad_device(d) ? 0 : g_release_threshold[d];
+}
+API CUresult cuDeviceCanAccessPeer(int *out, int dev, int peer) {
+  FAULT(cuDeviceCanAccessPeer);
+  REQUIRE_INIT();
+  if (!out) return INVALID_VALUE;
+  if (bad_device(dev) || bad_device(peer)) return INVALID_DEVICE;
+  *out = dev != peer;
+  return OK;
+}
+API CUresult cuCtxEnablePeerAccess(void *peer_ctx, unsigned flags) {
+  FAULT(cuCtxEnablePeerAccess);
+  REQUIRE_INIT();
+  const int peer = device_of(peer_ctx);
+  if (flags != 0) return INVALID_VALUE;
+  if (t_current < 0 || peer < 0) return INVALID_CONTEXT;
+  if (peer == t_current) return INVALID_DEVICE;
+  std::lock_guard<std::mutex> lock(g_peer_mu);
+  return g_peer_enabled.insert({t_current, peer}).second ? OK : 704;
+}
 }  // extern "C"

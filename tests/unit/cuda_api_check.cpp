@@ -114,6 +114,8 @@ GPUHAL_CHECK_VALUE(CU_STREAM_NON_BLOCKING)
 GPUHAL_CHECK_VALUE(CU_EVENT_DEFAULT)
 GPUHAL_CHECK_VALUE(CU_EVENT_DISABLE_TIMING)
 GPUHAL_CHECK_VALUE(CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)
+GPUHAL_CHECK_VALUE(CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)
+GPUHAL_CHECK_VALUE(CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)
 #undef GPUHAL_CHECK_VALUE
 static_assert(CU_IPC_HANDLE_SIZE == kIpcHandleSize, "CU_IPC_HANDLE_SIZE");
 static_assert(CU_MEMHOSTALLOC_PORTABLE == kHostAllocPortable, "CU_MEMHOSTALLOC_PORTABLE");
@@ -126,6 +128,7 @@ static_assert(sizeof(CUdeviceptr) == sizeof(::CUdeviceptr), "CUdeviceptr size");
 static_assert(std::is_same<CUcontext, ::CUcontext>::value, "CUcontext");
 static_assert(std::is_same<CUstream, ::CUstream>::value, "CUstream");
 static_assert(std::is_same<CUevent, ::CUevent>::value, "CUevent");
+static_assert(std::is_same<CUmemoryPool, ::CUmemoryPool>::value, "CUmemoryPool");
 }  // namespace gpuhal::cuda::api
 
 int main() {

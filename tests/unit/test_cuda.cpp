@@ -127,14 +127,14 @@ TEST_CASE("cuda: a driver without devices and a stub driver") {
   }
   SECTION("stub") {
     setenv("FAKE_CUDA_STUB", "1", 1);
-    REQUIRE_GPUHAL_ERROR(cuda_runtime(), Status::ERROR_INITIALIZATION_FAILED, "CUDA_ERROR_STUB_LIBRARY");
+    REQUIRE_GPUHAL_ERROR(cuda_runtime(), Status::ERROR_DRIVER_NOT_LOADABLE, "CUDA_ERROR_STUB_LIBRARY");
   }
   SECTION("missing library") {
     Config c;
     c.backend = "cuda";
     c.plugin_path = {GPUHAL_TEST_LIB_DIR};
     c.set_option("GPUHAL_CUDA_DRIVER", "/nonexistent/libcuda.so.1");
-    REQUIRE_GPUHAL_ERROR(Runtime::load(c), Status::ERROR_INITIALIZATION_FAILED,
+    REQUIRE_GPUHAL_ERROR(Runtime::load(c), Status::ERROR_DRIVER_NOT_LOADABLE,
                          "/nonexistent/libcuda.so.1: cannot open shared object file");
   }
 }
