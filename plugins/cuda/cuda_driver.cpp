@@ -57,6 +57,21 @@ gpuhal_status_t Driver::load(const std::string &library, std::string *why) {
     return GPUHAL_ERROR_INITIALIZATION_FAILED;
   }
   if (cuDriverGetVersion(&version) != api::CUDA_SUCCESS) version = 0;
+  if (cuGetProcAddress) {
+    auto *gpa = cuGetProcAddress;
+    auto ask = [&](void **slot, const char *name) {
+      void *p = nullptr;
+      int status = 0;
+      if (gpa(name, &p, api::kDeclaredCudaVersion, api::CU_GET_PROC_ADDRESS_DEFAULT, &status) == api::CUDA_SUCCESS &&
+          p) {
+        *slot = p;
+        ++via_proc_address;
+      }
+    };
+#define GPUHAL_CUDA_ASK(name, symbol, params) ask(reinterpret_cast<void **>(&name), #name);
+    GPUHAL_CUDA_API(GPUHAL_CUDA_ASK, GPUHAL_CUDA_ASK)
+#undef GPUHAL_CUDA_ASK
+  }
   return GPUHAL_SUCCESS;
 }
 

@@ -2,12 +2,13 @@
 //
 // load() dlopens the driver (libcuda.so.1, or the GPUHAL_CUDA_DRIVER path
 // handed down by the core) and resolves every entry of GPUHAL_CUDA_API once:
-// first the versioned symbol cuda.h maps the name to (cuMemAlloc_v2 ...),
-// then the plain name. A missing required symbol fails the load; a missing
-// optional one leaves the pointer NULL (the feature is reported as
-// unsupported). error() turns a CUresult into the plugin's failure, naming
-// the driver call and the driver's own name and text for the code: the one
-// place CUresults are translated.
+// with dlsym, the versioned symbol cuda.h maps the name to first
+// (cuMemAlloc_v2 ...), then the plain name; then, where the driver has
+// cuGetProcAddress, through it (asking for the CUDA version the in-tree
+// declarations follow), which is how NVIDIA wants entry points found. A missing required symbol fails the load; a
+// missing optional one leaves the pointer NULL (the feature is reported as unsupported). error() turns a CUresult into
+// the plugin's failure, naming the driver call and the driver's own name and text for the code: the one place CUresults
+// are translated.
 #pragma once
 
 #include <string>
@@ -25,7 +26,8 @@ struct Driver {
 #undef GPUHAL_CUDA_PTR
   void *handle = nullptr;
   std::string path;
-  int version = 0;  // cuDriverGetVersion
+  int version = 0;           // cuDriverGetVersion
+  int via_proc_address = 0;  // entry points resolved through cuGetProcAddress
 
   // Loads and initialises the driver. On failure returns the status and
   // sets `why` (the dlerror text, a missing symbol, a stub library...).

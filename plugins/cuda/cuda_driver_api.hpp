@@ -85,6 +85,10 @@ constexpr unsigned CU_MEMHOSTREGISTER_PORTABLE = 0x1;
 constexpr unsigned CU_MEMHOSTREGISTER_DEVICEMAP = 0x2;
 constexpr unsigned CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x1;
 constexpr CUmemPool_attribute CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4;
+constexpr uint64_t CU_GET_PROC_ADDRESS_DEFAULT = 0;
+// The CUDA version whose entry-point versions the declarations here follow
+// (what cuGetProcAddress is asked for).
+constexpr int kDeclaredCudaVersion = 12000;
 // Special stream handles (cuda.h: CU_STREAM_LEGACY, CU_STREAM_PER_THREAD).
 inline CUstream stream_legacy() {
   return reinterpret_cast<CUstream>(uintptr_t(0x1));
@@ -147,6 +151,7 @@ inline CUstream stream_per_thread() {
   O(cuDeviceGetDefaultMemPool, cuDeviceGetDefaultMemPool, (CUmemoryPool *, CUdevice))           \
   O(cuMemPoolSetAttribute, cuMemPoolSetAttribute, (CUmemoryPool, CUmemPool_attribute, void *))  \
   O(cuDeviceCanAccessPeer, cuDeviceCanAccessPeer, (int *, CUdevice, CUdevice))                  \
-  O(cuCtxEnablePeerAccess, cuCtxEnablePeerAccess, (CUcontext, unsigned))
+  O(cuCtxEnablePeerAccess, cuCtxEnablePeerAccess, (CUcontext, unsigned))                        \
+  O(cuGetProcAddress, cuGetProcAddress_v2, (const char *, void **, int, uint64_t, int *))
 
 }  // namespace gpuhal::cuda::api

@@ -116,7 +116,9 @@ gpuhal_status_t init(const gpuhal_init_args_t *args) {
     g_release_threshold = threshold;
     g_init_count = 1;
     plugin::log(GPUHAL_LOG_DEBUG, "cuda: driver " + library + " version " + std::to_string(driver().version) + ", " +
-                                      std::to_string(count) + " device(s)");
+                                      std::to_string(count) + " device(s), " +
+                                      std::to_string(driver().via_proc_address) +
+                                      " entry points resolved through cuGetProcAddress");
     return GPUHAL_SUCCESS;
   });
 }

@@ -12,9 +12,12 @@
 //   FAKE_CUDA_NO_DEVICE=1              cuInit returns CUDA_ERROR_NO_DEVICE
 //   FAKE_CUDA_MEMORY=<bytes>           device capacity (default 256 MiB, shared)
 //   FAKE_CUDA_DEVICES=<n>              number of devices, 1 to 4 (default 1)
+//   FAKE_CUDA_NO_PROC_ADDRESS=1        cuGetProcAddress_v2 finds nothing
 //   FAKE_CUDA_FAIL=<symbol>:<k>:<code>[,...]
 //                                      the k-th call (from 1) of <symbol>
 //                                      returns CUresult <code> (fault injection)
+#include <dlfcn.h>
+
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -876,5 +879,38 @@ API CUresult cuCtxEnablePeerAccess(void *peer_ctx, unsigned flags) {
   if (peer == t_current) return INVALID_DEVICE;
   std::lock_guard<std::mutex> lock(g_peer_mu);
   return g_peer_enabled.insert({t_current, peer}).second ? OK : 704;
+}
+}  // extern "C"
+
+extern "C" {
+// Fault injection at run time, for tests: the k-th call of `symbol` from now
+// on returns `code`. fake_cuda_clear_faults() removes every fault.
+API void fake_cuda_fail(const char *symbol, long k, int code) {
+  std::lock_guard<std::mutex> lock(g_fault_mu);
+  g_faults.push_back({symbol, k, code});
+}
+API void fake_cuda_clear_faults() {
+  std::lock_guard<std::mutex> lock(g_fault_mu);
+  g_faults.clear();
+}
+
+// cuGetProcAddress (CUDA 12 form): the versioned export of `name` if there
+// is one, else `name` itself.
+API CUresult cuGetProcAddress_v2(const char *name, void **pfn, int version, unsigned long long flags, int *status) {
+  if (!name || !pfn || version <= 0 || flags != 0) return INVALID_VALUE;
+  *pfn = nullptr;
+  if (status) *status = 1;                                   // CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND
+  if (std::getenv("FAKE_CUDA_NO_PROC_ADDRESS")) return 500;  // CUDA_ERROR_NOT_FOUND
+  Dl_info info;
+  if (!dladdr(reinterpret_cast<void *>(&cuInit), &info)) return 500;
+  void *self = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+  if (!self) return 500;
+  void *p = dlsym(self, (std::string(name) + "_v2").c_str());
+  if (!p) p = dlsym(self, name);
+  dlclose(self);
+  if (!p) return 500;
+  *pfn = p;
+  if (status) *status = 0;
+  return OK;
 }
 }  // extern "C"

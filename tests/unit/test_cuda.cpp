@@ -2,7 +2,10 @@
 // the plugin's translation of every hook, fault injection (a failing driver
 // call surfaces as a gpuhal error naming it; the context stays usable) and
 // the out-of-memory retry.
+#include <dlfcn.h>
 #include <stdlib.h>
+
+#include <functional>
 
 #include "test_support.hpp"
 
@@ -101,6 +104,79 @@ TEST_CASE("cuda: a failing driver call names the call and leaves the context usa
   CHECK(ctx.pending_deallocations() >= 1);
   CHECK(ctx.flush_deallocations() >= 1);  // the driver works again
   CHECK(ctx.pending_deallocations() == 0);
+}
+
+TEST_CASE("cuda: every driver call that fails surfaces as an error naming it and nothing leaks") {
+  Runtime rt = cuda_runtime();
+  Context ctx = rt.device(0).primary_context();
+  void *fake = dlopen(GPUHAL_TEST_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(fake);
+  auto inject = reinterpret_cast<void (*)(const char *, long, int)>(dlsym(fake, "fake_cuda_fail"));
+  auto clear = reinterpret_cast<void (*)()>(dlsym(fake, "fake_cuda_clear_faults"));
+  REQUIRE((inject && clear));
+  std::vector<float> v(256, 1.0f);
+  DeviceArray a = to_device(ctx, HostView::of(v)), b = device_array(ctx, {256}, dtypes::float32);
+  Stream s = ctx.create_stream();
+  Event e0 = ctx.create_event(), e1 = ctx.create_event();
+  e0.record(s);
+  e1.record(s);
+  s.synchronize();
+  const uint64_t free_before = ctx.memory_info().free;
+  HostArray host = HostArray::empty({256}, dtypes::float32);
+  const IpcArrayHandle ipc = get_ipc_handle(a);
+  struct Case {
+    const char *symbol;  // the exported symbol that fails
+    const char *named;   // the name in the message
+    std::function<void()> action;
+  };
+  const std::vector<Case> cases = {
+      {"cuMemAlloc_v2", "cuMemAlloc", [&] { device_array(ctx, {16}); }},
+      {"cuMemcpyHtoD_v2", "cuMemcpyHtoD", [&] { b.copy_from_host(HostView::of(v)); }},
+      {"cuMemcpyDtoH_v2", "cuMemcpyDtoH", [&] { a.copy_to_host(host); }},
+      {"cuMemcpyDtoD_v2", "cuMemcpyDtoD", [&] { b.copy_from_device(a); }},
+      {"cuMemsetD8_v2", "cuMemsetD8", [&] { b.memset(0); }},
+      {"cuMemcpyHtoDAsync_v2", "cuMemcpyHtoDAsync", [&] { b.copy_from_host(HostView::of(v), s); }},
+      {"cuMemcpyDtoHAsync_v2", "cuMemcpyDtoHAsync", [&] { a.copy_to_host(host, s); }},
+      {"cuMemcpyDtoDAsync_v2", "cuMemcpyDtoDAsync", [&] { b.copy_from_device(a, s); }},
+      {"cuMemsetD8Async", "cuMemsetD8Async", [&] { b.memset(0, s); }},
+      {"cuStreamCreate", "cuStreamCreate", [&] { ctx.create_stream(); }},
+      {"cuStreamSynchronize", "cuStreamSynchronize", [&] { s.synchronize(); }},
+      {"cuStreamQuery", "cuStreamQuery", [&] { s.query(); }},
+      {"cuStreamWaitEvent", "cuStreamWaitEvent", [&] { s.wait(e0); }},
+      {"cuLaunchHostFunc", "cuLaunchHostFunc", [&] { s.add_callback([] {}); }},
+      {"cuEventCreate", "cuEventCreate", [&] { ctx.create_event(); }},
+      {"cuEventRecord", "cuEventRecord", [&] { e0.record(s); }},
+      {"cuEventSynchronize", "cuEventSynchronize", [&] { e0.synchronize(); }},
+      {"cuEventQuery", "cuEventQuery", [&] { e0.query(); }},
+      {"cuEventElapsedTime_v2", "cuEventElapsedTime", [&] { Event::elapsed_ms(e0, e1); }},
+      {"cuCtxSynchronize", "cuCtxSynchronize", [&] { ctx.synchronize(); }},
+      {"cuMemHostAlloc", "cuMemHostAlloc", [&] { pinned_array(ctx, {16}); }},
+      {"cuMemHostRegister_v2", "cuMemHostRegister", [&] { register_host(ctx, HostView::of(v)); }},
+      {"cuMemHostGetDevicePointer_v2", "cuMemHostGetDevicePointer", [&] { mapped_array(ctx, {16}); }},
+      {"cuIpcGetMemHandle", "cuIpcGetMemHandle", [&] { get_ipc_handle(b); }},
+      {"cuIpcOpenMemHandle_v2", "cuIpcOpenMemHandle",
+       [&] { open_ipc_array(ctx, IpcArrayHandle::deserialize(ipc.serialize())); }},
+      {"cuMemAllocAsync", "cuMemAllocAsync", [&] { ctx.allocate_async(64, s); }},
+  };
+  for (const auto &c : cases) {
+    INFO("failing " << c.symbol);
+    inject(c.symbol, 1, 999);
+    try {
+      c.action();
+      FAIL("no error from " << c.symbol);
+    } catch (const Error &err) {
+      CHECK(err.status() == Status::ERROR_DRIVER);
+      CHECK_THAT(err.what(), Catch::Matchers::Contains(std::string(c.named) + " failed: CUDA_ERROR_UNKNOWN"));
+    }
+    clear();
+    // The context is still usable.
+    b.copy_from_host(HostView::of(v));
+    CHECK(b.copy_to_host().to_vector<float>() == v);
+  }
+  s.synchronize();
+  ctx.flush_deallocations();
+  CHECK(ctx.memory_info().free == free_before);  // nothing leaked on the device
+  dlclose(fake);
 }
 
 TEST_CASE("cuda: out of memory from cuMemAlloc flushes the deferred queue and retries once") {
