@@ -35,6 +35,14 @@ void ContextImpl::defer_release(uint64_t gen, uint64_t bytes, std::function<gpuh
                  bytes});
 }
 
+void ContextImpl::report_release_failure(gpuhal_status_t status, const char *call) const {
+  try {
+    check(status, call);
+  } catch (const Error &e) {
+    if (deallocs) deallocs->report(e);
+  }
+}
+
 ContextImpl::~ContextImpl() {
   if (manager) {
     // The manager gives back what it holds (into the queue, flushed next).

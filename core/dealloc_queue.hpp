@@ -51,10 +51,12 @@ class DeallocQueue {
   size_t count() const;
   uint64_t bytes() const;
   void set_error_handler(ErrorHandler handler);
+  // Hands `e` to the error handler (for failed releases outside a flush:
+  // destructors of registrations, IPC mappings, stream-ordered memory).
+  void report(const Error &e);
 
  private:
   bool over_limits_locked() const { return items_.size() > max_count_ || bytes_ > max_bytes_; }
-  void report(const Error &e);
 
   const uint64_t max_count_;
   const uint64_t max_bytes_;

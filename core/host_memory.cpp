@@ -44,9 +44,14 @@ void unregister_range(ContextImpl &c, uintptr_t base) {
   auto it = c.registrations.find(base);
   if (it == c.registrations.end())
     throw Error(Status::ERROR_NOT_REGISTERED, "unregister: " + hex(base) + " is not the start of a registered range");
-  if (--it->second.count > 0) return;
-  c.registrations.erase(it);
+  if (it->second.count > 1) {
+    --it->second.count;
+    return;
+  }
+  // Forgotten only once the plugin really unregistered it: after a failure
+  // the range is still registered on both sides (and can be released again).
   c.check(c.t().host_unregister(c.handle, reinterpret_cast<void *>(base)), "host_unregister");
+  c.registrations.erase(it);
 }
 
 // Device array over host memory at device address `dptr`, not owning it.
@@ -81,6 +86,8 @@ HostRegistration &HostRegistration::operator=(HostRegistration &&o) noexcept {
 HostRegistration::~HostRegistration() {
   try {
     release();
+  } catch (const Error &e) {
+    if (ctx_.impl()->deallocs) ctx_.impl()->deallocs->report(e);  // the deallocation error handler
   } catch (const std::exception &e) {
     ctx_.impl()->logger().write(LogLevel::Error, std::string("HostRegistration: ") + e.what());
   }

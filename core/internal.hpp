@@ -78,6 +78,9 @@ struct ContextImpl {
   // Queues `release` (a plugin call for an object of generation `gen`),
   // skipped if the context was reset before it runs.
   void defer_release(uint64_t gen, uint64_t bytes, std::function<gpuhal_status_t()> release, const char *call);
+  // Reports a failed plugin release that happened in a destructor to the
+  // deallocation error handler (nothing may throw from a destructor).
+  void report_release_failure(gpuhal_status_t status, const char *call) const;
 };
 
 // Creates the context for `device` (context_create + its deallocation queue).

@@ -83,9 +83,9 @@ DeviceMemory open_memory(const std::shared_ptr<ContextImpl> &c, const IpcHandle 
   const uint64_t gen = c->current_generation();
   auto close = [c, gen](void *p) {
     if (gen != c->current_generation() || !c->handle) return;  // the reset unmapped it
+    // A failure leaves the mapping to the context's destruction or reset.
     const gpuhal_status_t st = c->t().ipc_close(c->handle, gpuhal_deviceptr_t(reinterpret_cast<uintptr_t>(p)));
-    if (st != GPUHAL_SUCCESS)
-      c->logger().write(LogLevel::Error, "ipc_close failed: " + std::string(c->t().last_error()));
+    if (st != GPUHAL_SUCCESS) c->report_release_failure(st, "ipc_close");
   };
   std::shared_ptr<void> mapping(reinterpret_cast<void *>(uintptr_t(base)), close);
   if (h.offset > bytes || h.size > bytes - h.offset)

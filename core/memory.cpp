@@ -14,9 +14,9 @@ Allocation::~Allocation() {
     return;
   }
   if (free_stream) {  // stream-ordered: no need to wait, nothing to defer
+    // A failure leaves the memory to the context's destruction or reset.
     const gpuhal_status_t st = ctx->t().mem_free_async(ctx->handle, ptr, free_stream->handle);
-    if (st != GPUHAL_SUCCESS)
-      ctx->logger().write(LogLevel::Error, "mem_free_async failed: " + std::string(ctx->t().last_error()));
+    if (st != GPUHAL_SUCCESS) ctx->report_release_failure(st, "mem_free_async");
     return;
   }
   if (!owns_device_memory) return;

@@ -11,6 +11,7 @@
 
 #include "host_context.hpp"
 #include "host_device_memory.hpp"
+#include "host_faults.hpp"
 #include "plugin_support.hpp"
 
 namespace gpuhal::host {
@@ -66,6 +67,9 @@ gpuhal_status_t init(const gpuhal_init_args_t *args) {
     if (!opts.get_int("GPUHAL_HOST_DEVICES", 0, 64, &devices, &error) ||
         !opts.get_bytes("GPUHAL_HOST_MEMORY_LIMIT", &limit, &error))
       return fail(GPUHAL_ERROR_INVALID_CONFIG, error);
+    // The fault setting is re-read at every init and is not part of the key.
+    if (!set_faults(opts.get("GPUHAL_HOST_FAULT").value_or(""), &error))
+      return fail(GPUHAL_ERROR_INVALID_CONFIG, error);
     const std::string key = std::to_string(devices) + "/" + std::to_string(limit);
     std::lock_guard<std::mutex> lock(g_init_mu);
     if (plugin_state_exists()) {
@@ -107,6 +111,7 @@ const char *last_error() {
 }
 
 gpuhal_status_t device_count(int32_t *count) {
+  HOST_FAULT_POINT("device_count");
   if (!count) return fail(GPUHAL_ERROR_INVALID_VALUE, "device_count: null output pointer");
   if (!plugin_state_exists()) return fail(GPUHAL_ERROR_INITIALIZATION_FAILED, "device_count: plugin not initialised");
   *count = int32_t(plugin_state().devices.size());
@@ -120,6 +125,7 @@ HostDevice *device_at(int32_t ordinal) {
 }
 
 gpuhal_status_t device_properties(int32_t ordinal, gpuhal_device_properties_t *out) {
+  HOST_FAULT_POINT("device_properties");
   if (!out || out->struct_size < 8)
     return fail(GPUHAL_ERROR_INVALID_VALUE, "device_properties: null or too small output");
   HostDevice *d = device_at(ordinal);
@@ -152,6 +158,7 @@ gpuhal_status_t device_properties(int32_t ordinal, gpuhal_device_properties_t *o
 // ---- contexts ----------------------------------------------------------------
 
 gpuhal_status_t context_create(int32_t ordinal, gpuhal_context_t *out) {
+  HOST_FAULT_POINT("context_create");
   return guard("context_create", [&]() -> gpuhal_status_t {
     if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "context_create: null output pointer");
     HostDevice *d = device_at(ordinal);
@@ -183,6 +190,7 @@ gpuhal_status_t context_destroy(gpuhal_context_t ctx) {
 }
 
 gpuhal_status_t context_synchronize(gpuhal_context_t ctx) {
+  HOST_FAULT_POINT("context_synchronize");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("context_synchronize");
   if (on_worker_thread()) return would_deadlock("context_synchronize");
@@ -191,6 +199,7 @@ gpuhal_status_t context_synchronize(gpuhal_context_t ctx) {
 }
 
 gpuhal_status_t memory_info(gpuhal_context_t ctx, uint64_t *free_bytes, uint64_t *total_bytes) {
+  HOST_FAULT_POINT("memory_info");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("memory_info");
   if (!free_bytes || !total_bytes) return fail(GPUHAL_ERROR_INVALID_VALUE, "memory_info: null output pointer");
@@ -204,6 +213,7 @@ gpuhal_status_t memory_info(gpuhal_context_t ctx, uint64_t *free_bytes, uint64_t
 // ---- device memory -------------------------------------------------------------
 
 gpuhal_status_t mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr_t *out) {
+  HOST_FAULT_POINT("mem_alloc");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("mem_alloc");
   if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc: null output pointer");
@@ -239,6 +249,7 @@ gpuhal_status_t mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr
 }
 
 gpuhal_status_t mem_free(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
+  HOST_FAULT_POINT("mem_free");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("mem_free");
   const Region r = plugin_state().registry.erase(uintptr_t(ptr), c, RegionKind::Device);
@@ -252,6 +263,7 @@ gpuhal_status_t mem_free(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
 // Stream-ordered memory: the allocation is made at once (always early
 // enough); the free runs on the stream after the work submitted before it.
 gpuhal_status_t mem_alloc_async(gpuhal_context_t ctx, uint64_t bytes, gpuhal_stream_t stream, gpuhal_deviceptr_t *out) {
+  HOST_FAULT_POINT("mem_alloc_async");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("mem_alloc_async");
   if (!c->stream(stream)) return bad_stream("mem_alloc_async");
@@ -259,6 +271,7 @@ gpuhal_status_t mem_alloc_async(gpuhal_context_t ctx, uint64_t bytes, gpuhal_str
 }
 
 gpuhal_status_t mem_free_async(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpuhal_stream_t stream) {
+  HOST_FAULT_POINT("mem_free_async");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("mem_free_async");
   std::shared_ptr<StreamState> s = c->stream(stream);
@@ -315,6 +328,7 @@ gpuhal_status_t copy_on(HostContext *c, const std::shared_ptr<StreamState> &s, g
 
 gpuhal_status_t memcpy_sync(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
                             uint64_t bytes) {
+  HOST_FAULT_POINT("memcpy_sync");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("memcpy_sync");
   if (on_worker_thread()) return would_deadlock("memcpy_sync");
@@ -325,6 +339,7 @@ gpuhal_status_t memcpy_sync(gpuhal_context_t ctx, uint32_t kind, gpuhal_devicept
 
 gpuhal_status_t memcpy_async(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
                              uint64_t bytes, gpuhal_stream_t stream) {
+  HOST_FAULT_POINT("memcpy_async");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("memcpy_async");
   std::shared_ptr<StreamState> s = c->stream(stream);
@@ -350,6 +365,7 @@ gpuhal_status_t set_on(HostContext *c, const std::shared_ptr<StreamState> &s, gp
 }
 
 gpuhal_status_t memset_sync(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t value, uint64_t bytes) {
+  HOST_FAULT_POINT("memset_sync");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("memset_sync");
   if (on_worker_thread()) return would_deadlock("memset_sync");
@@ -358,6 +374,7 @@ gpuhal_status_t memset_sync(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_
 
 gpuhal_status_t memset_async(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t value, uint64_t bytes,
                              gpuhal_stream_t stream) {
+  HOST_FAULT_POINT("memset_async");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("memset_async");
   std::shared_ptr<StreamState> s = c->stream(stream);
@@ -368,6 +385,7 @@ gpuhal_status_t memset_async(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8
 // ---- streams and events ------------------------------------------------------------
 
 gpuhal_status_t stream_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_stream_t *out) {
+  HOST_FAULT_POINT("stream_create");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("stream_create");
   if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_create: null output pointer");
@@ -380,6 +398,7 @@ gpuhal_status_t stream_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_strea
 }
 
 gpuhal_status_t stream_destroy(gpuhal_context_t ctx, gpuhal_stream_t stream) {
+  HOST_FAULT_POINT("stream_destroy");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("stream_destroy");
   if (!stream || stream == GPUHAL_STREAM_LEGACY || stream == GPUHAL_STREAM_PER_THREAD)
@@ -391,6 +410,7 @@ gpuhal_status_t stream_destroy(gpuhal_context_t ctx, gpuhal_stream_t stream) {
 }
 
 gpuhal_status_t stream_synchronize(gpuhal_context_t ctx, gpuhal_stream_t stream) {
+  HOST_FAULT_POINT("stream_synchronize");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("stream_synchronize");
   if (on_worker_thread()) return would_deadlock("stream_synchronize");
@@ -401,6 +421,7 @@ gpuhal_status_t stream_synchronize(gpuhal_context_t ctx, gpuhal_stream_t stream)
 }
 
 gpuhal_status_t stream_query(gpuhal_context_t ctx, gpuhal_stream_t stream) {
+  HOST_FAULT_POINT("stream_query");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("stream_query");
   std::shared_ptr<StreamState> s = c->stream(stream);
@@ -416,6 +437,7 @@ bool event_dep(const std::shared_ptr<HostEvent> &e, Dep *out) {
 }
 
 gpuhal_status_t stream_wait_event(gpuhal_context_t ctx, gpuhal_stream_t stream, gpuhal_event_t event) {
+  HOST_FAULT_POINT("stream_wait_event");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("stream_wait_event");
   std::shared_ptr<StreamState> s = c->stream(stream);
@@ -431,6 +453,7 @@ gpuhal_status_t stream_wait_event(gpuhal_context_t ctx, gpuhal_stream_t stream, 
 }
 
 gpuhal_status_t stream_add_callback(gpuhal_context_t ctx, gpuhal_stream_t stream, gpuhal_host_fn fn, void *user) {
+  HOST_FAULT_POINT("stream_add_callback");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("stream_add_callback");
   std::shared_ptr<StreamState> s = c->stream(stream);
@@ -444,6 +467,7 @@ gpuhal_status_t stream_add_callback(gpuhal_context_t ctx, gpuhal_stream_t stream
 
 gpuhal_status_t stream_barrier(gpuhal_context_t ctx, gpuhal_stream_t stream, const gpuhal_event_t *events,
                                uint32_t count, uint32_t flags) {
+  HOST_FAULT_POINT("stream_barrier");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("stream_barrier");
   std::shared_ptr<StreamState> s = c->stream(stream);
@@ -468,6 +492,7 @@ gpuhal_status_t stream_barrier(gpuhal_context_t ctx, gpuhal_stream_t stream, con
 }
 
 gpuhal_status_t event_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_event_t *out) {
+  HOST_FAULT_POINT("event_create");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("event_create");
   if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "event_create: null output pointer");
@@ -480,6 +505,7 @@ gpuhal_status_t event_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_event_
 }
 
 gpuhal_status_t event_destroy(gpuhal_context_t ctx, gpuhal_event_t event) {
+  HOST_FAULT_POINT("event_destroy");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("event_destroy");
   return c->destroy_event(event) ? GPUHAL_SUCCESS
@@ -487,6 +513,7 @@ gpuhal_status_t event_destroy(gpuhal_context_t ctx, gpuhal_event_t event) {
 }
 
 gpuhal_status_t event_record(gpuhal_context_t ctx, gpuhal_event_t event, gpuhal_stream_t stream) {
+  HOST_FAULT_POINT("event_record");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("event_record");
   std::shared_ptr<StreamState> s = c->stream(stream);
@@ -500,6 +527,7 @@ gpuhal_status_t event_record(gpuhal_context_t ctx, gpuhal_event_t event, gpuhal_
 }
 
 gpuhal_status_t event_synchronize(gpuhal_context_t ctx, gpuhal_event_t event) {
+  HOST_FAULT_POINT("event_synchronize");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("event_synchronize");
   if (on_worker_thread()) return would_deadlock("event_synchronize");
@@ -511,6 +539,7 @@ gpuhal_status_t event_synchronize(gpuhal_context_t ctx, gpuhal_event_t event) {
 }
 
 gpuhal_status_t event_query(gpuhal_context_t ctx, gpuhal_event_t event) {
+  HOST_FAULT_POINT("event_query");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("event_query");
   auto e = c->event(event);
@@ -521,6 +550,7 @@ gpuhal_status_t event_query(gpuhal_context_t ctx, gpuhal_event_t event) {
 }
 
 gpuhal_status_t event_elapsed_ms(gpuhal_context_t ctx, gpuhal_event_t start, gpuhal_event_t end, float *ms) {
+  HOST_FAULT_POINT("event_elapsed_ms");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("event_elapsed_ms");
   if (!ms) return fail(GPUHAL_ERROR_INVALID_VALUE, "event_elapsed_ms: null output pointer");
@@ -546,6 +576,7 @@ constexpr uint32_t kHostFlags =
     GPUHAL_HOST_ALLOC_PORTABLE | GPUHAL_HOST_ALLOC_MAPPED | GPUHAL_HOST_ALLOC_WRITE_COMBINED;
 
 gpuhal_status_t host_alloc(gpuhal_context_t ctx, uint64_t bytes, uint32_t flags, void **out) {
+  HOST_FAULT_POINT("host_alloc");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("host_alloc");
   if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_alloc: null output pointer");
@@ -567,6 +598,7 @@ gpuhal_status_t host_alloc(gpuhal_context_t ctx, uint64_t bytes, uint32_t flags,
 }
 
 gpuhal_status_t host_free(gpuhal_context_t ctx, void *ptr) {
+  HOST_FAULT_POINT("host_free");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("host_free");
   const Region r = plugin_state().registry.erase(reinterpret_cast<uintptr_t>(ptr), c, RegionKind::HostAlloc);
@@ -578,6 +610,7 @@ gpuhal_status_t host_free(gpuhal_context_t ctx, void *ptr) {
 }
 
 gpuhal_status_t host_register(gpuhal_context_t ctx, void *ptr, uint64_t bytes, uint32_t flags) {
+  HOST_FAULT_POINT("host_register");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("host_register");
   if (!ptr || bytes == 0) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_register: null pointer or zero size");
@@ -596,6 +629,7 @@ gpuhal_status_t host_register(gpuhal_context_t ctx, void *ptr, uint64_t bytes, u
 }
 
 gpuhal_status_t host_unregister(gpuhal_context_t ctx, void *ptr) {
+  HOST_FAULT_POINT("host_unregister");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("host_unregister");
   const Region r = plugin_state().registry.erase(reinterpret_cast<uintptr_t>(ptr), c, RegionKind::Registered);
@@ -606,6 +640,7 @@ gpuhal_status_t host_unregister(gpuhal_context_t ctx, void *ptr) {
 }
 
 gpuhal_status_t host_get_device_pointer(gpuhal_context_t ctx, void *host_ptr, gpuhal_deviceptr_t *out) {
+  HOST_FAULT_POINT("host_get_device_pointer");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("host_get_device_pointer");
   if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_get_device_pointer: null output pointer");
@@ -621,6 +656,7 @@ gpuhal_status_t host_get_device_pointer(gpuhal_context_t ctx, void *host_ptr, gp
 // ---- peer access: every host device addresses the same memory -----------------------
 
 gpuhal_status_t device_can_access_peer(int32_t ordinal, int32_t peer, int32_t *out) {
+  HOST_FAULT_POINT("device_can_access_peer");
   if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "device_can_access_peer: null output pointer");
   if (!device_at(ordinal) || !device_at(peer))
     return fail(GPUHAL_ERROR_INVALID_VALUE,
@@ -630,6 +666,7 @@ gpuhal_status_t device_can_access_peer(int32_t ordinal, int32_t peer, int32_t *o
 }
 
 gpuhal_status_t context_enable_peer_access(gpuhal_context_t ctx, gpuhal_context_t peer) {
+  HOST_FAULT_POINT("context_enable_peer_access");
   HostContext *c = find_context(ctx);
   HostContext *p = find_context(peer);
   if (!c || !p) return bad_context("context_enable_peer_access");

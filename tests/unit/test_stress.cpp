@@ -2,9 +2,11 @@
 // through device arrays with asynchronous copies, memsets, cross-stream
 // event waits and host callbacks, checking every result by checksum. On
 // the host backend and on the cuda backend over the fake driver; run under
-// ThreadSanitizer and AddressSanitizer in CI.
+// ThreadSanitizer and AddressSanitizer in CI. Per backend: 4 threads x 40
+// rounds, each round 7 stream operations (H2D, record, wait, D2D, D2H,
+// callback, synchronize), 32 KiB compared byte for byte: 1120 operations and
+// 5 MiB verified.
 #include <atomic>
-#include <numeric>
 #include <thread>
 
 #include "test_support.hpp"
@@ -18,9 +20,9 @@ constexpr int kStreams = 3;
 constexpr int kRounds = 40;
 constexpr int64_t kElems = 4096;
 
-// One thread's work: round r writes r + i into element i on stream k, copies
-// it on to the next stream's array after an event wait, reads it back and
-// checks the sum. Returns the number of wrong results.
+// One thread's work: round r writes a pattern on stream k, copies it on to
+// the next stream's array after an event wait, reads it back and compares
+// every byte. Returns the number of wrong results.
 int worker(const Context &ctx, int id) {
   int wrong = 0;
   std::vector<Stream> streams;
@@ -41,9 +43,8 @@ int worker(const Context &ctx, int id) {
     arrays[size_t(next)].copy_to_host(HostView::of(back), streams[size_t(next)]);
     streams[size_t(next)].add_callback([&callbacks] { ++callbacks; });
     streams[size_t(next)].synchronize();
-    const int64_t want = std::accumulate(src.begin(), src.end(), int64_t(0));
-    if (std::accumulate(back.begin(), back.end(), int64_t(0)) != want || back[17] != src[17]) ++wrong;
-    if (r % 8 == 7) {  // a memset round on a throwaway array, dropped while deferred
+    if (back != src) ++wrong;  // every byte of every round is checked
+    if (r % 8 == 7) {          // a memset round on a throwaway array, dropped while deferred
       DeviceArray scratch = device_array(ctx, {kElems}, dtypes::int64);
       scratch.memset(0xff, streams[size_t(k)]);
       streams[size_t(k)].synchronize();
