@@ -14,9 +14,17 @@ namespace {
 
 constexpr uint64_t kLimit = uint64_t(64) << 20;
 
+// Host memory used by asynchronous work: owned by the caller, who waits for
+// the context before dropping it, also when the workload threw half way
+// (host memory must outlive the stream work that uses it).
+struct Buffers {
+  std::vector<float> v = std::vector<float>(1024);
+  HostArray back;
+};
+
 // Touches every entry of the host plugin that a context's user can reach.
-void workload(const Context &ctx) {
-  std::vector<float> v(1024);
+void workload(const Context &ctx, Buffers &buf) {
+  std::vector<float> &v = buf.v;
   for (size_t i = 0; i < v.size(); ++i) v[i] = float(i);
   (void)ctx.memory_info();
   DeviceArray a = to_device(ctx, HostView::of(v));
@@ -28,7 +36,7 @@ void workload(const Context &ctx) {
   e0.record(s);
   b.copy_from_host(HostView::of(v), s);
   b.memset(1, s);
-  HostArray back = a.copy_to_host(s);
+  buf.back = a.copy_to_host(s);
   s.add_callback([] {});
   e1.record(s);
   Stream t = ctx.create_stream(StreamKind::NonBlocking);
@@ -40,7 +48,7 @@ void workload(const Context &ctx) {
   (void)Event::elapsed_ms(e0, e1);
   t.synchronize();
   s.synchronize();
-  if (back.to_vector<float>() != v) throw std::runtime_error("workload: wrong data");
+  if (buf.back.to_vector<float>() != v) throw std::runtime_error("workload: wrong data");
   { PinnedScope pin(ctx, {HostView::of(v)}); }
   HostArray pinned = pinned_array(ctx, {64});
   MappedArray mapped = mapped_array(ctx, {64});
@@ -82,12 +90,14 @@ TEST_CASE("fault injection: every host plugin entry fails in turn during a workl
     std::vector<std::string> released;  // failures of deferred releases
     ctx.set_deallocation_error_handler([&](const Error &e) { released.push_back(e.what()); });
     std::string thrown;
+    Buffers buf;
     try {
-      workload(ctx);
+      workload(ctx, buf);
       ctx.flush_deallocations();
     } catch (const Error &e) {
       thrown = e.what();
     }
+    ctx.synchronize();  // the buffers may be dropped now
     ctx.flush_deallocations();
     const std::string seen = thrown.empty() ? (released.empty() ? "" : released.front()) : thrown;
     CHECK_THAT(seen, Catch::Matchers::Contains(std::string(entry) + ": fault injected by GPUHAL_HOST_FAULT"));
@@ -95,7 +105,7 @@ TEST_CASE("fault injection: every host plugin entry fails in turn during a workl
     // The context is still usable, and once everything is released the
     // device memory is all back (what a failed release kept is freed by a
     // reset, which must also work).
-    CHECK_NOTHROW(workload(ctx));
+    CHECK_NOTHROW(workload(ctx, buf));
     ctx.synchronize();
     ctx.flush_deallocations();
     ctx.reset();
