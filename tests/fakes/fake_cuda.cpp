@@ -371,6 +371,7 @@ API CUresult cuDeviceGetCount(int *n) {
 }
 
 API CUresult cuDeviceGet(int *dev, int ordinal) {
+  FAULT(cuDeviceGet);
   REQUIRE_INIT();
   if (!dev) return INVALID_VALUE;
   if (bad_device(ordinal)) return INVALID_DEVICE;
@@ -379,6 +380,7 @@ API CUresult cuDeviceGet(int *dev, int ordinal) {
 }
 
 API CUresult cuDeviceGetName(char *name, int len, int dev) {
+  FAULT(cuDeviceGetName);
   REQUIRE_INIT();
   if (!name || len <= 0) return INVALID_VALUE;
   if (bad_device(dev)) return INVALID_DEVICE;
@@ -387,6 +389,7 @@ API CUresult cuDeviceGetName(char *name, int len, int dev) {
 }
 
 API CUresult cuDeviceTotalMem_v2(size_t *bytes, int dev) {
+  FAULT(cuDeviceTotalMem_v2);
   REQUIRE_INIT();
   if (!bytes) return INVALID_VALUE;
   if (bad_device(dev)) return INVALID_DEVICE;
@@ -474,6 +477,7 @@ API CUresult cuDevicePrimaryCtxRelease_v2(int dev) {
 }
 
 API CUresult cuCtxSetCurrent(void *ctx) {
+  FAULT(cuCtxSetCurrent);
   REQUIRE_INIT();
   if (!ctx) {
     t_current = -1;
@@ -498,6 +502,7 @@ API CUresult cuCtxSynchronize() {
 }
 
 API CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
+  FAULT(cuMemGetInfo_v2);
   REQUIRE_INIT();
   if (!free_bytes || !total) return INVALID_VALUE;
   std::lock_guard<std::mutex> lock(g_mem_mu);
@@ -533,6 +538,7 @@ API CUresult cuMemFree_v2(CUdeviceptr p) {
 }
 
 API CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p) {
+  FAULT(cuMemGetAddressRange_v2);
   REQUIRE_INIT();
   CUdeviceptr b;
   size_t s;
