@@ -115,6 +115,27 @@ TEST_CASE("fault injection: every host plugin entry fails in turn during a workl
   WARN(injected << " host plugin entries failed in turn");
 }
 
+TEST_CASE("fault injection: device, context and peer entries of the host plugin") {
+  for (const char *entry : {"device_count", "device_properties", "context_create"}) {
+    INFO("entry " << entry);
+    std::string seen;
+    try {
+      faulty_context(std::string(entry) + ":1");
+    } catch (const Error &e) {
+      seen = e.what();
+    }
+    CHECK_THAT(seen, Catch::Matchers::Contains(std::string(entry) + ": fault injected by GPUHAL_HOST_FAULT"));
+  }
+  Runtime rt = test::host_runtime(
+      {{"GPUHAL_HOST_DEVICES", "2"}, {"GPUHAL_HOST_FAULT", "device_can_access_peer:1,context_enable_peer_access:1"}});
+  REQUIRE_GPUHAL_ERROR(rt.device(0).can_access_peer(rt.device(1)), Status::ERROR_UNKNOWN,
+                       "device_can_access_peer: fault injected");
+  CHECK(rt.device(0).can_access_peer(rt.device(1)));
+  Context c0 = rt.device(0).primary_context(), c1 = rt.device(1).primary_context();
+  REQUIRE_GPUHAL_ERROR(c0.enable_peer_access(c1), Status::ERROR_UNKNOWN, "context_enable_peer_access: fault injected");
+  CHECK_NOTHROW(c0.enable_peer_access(c1));
+}
+
 TEST_CASE("fault injection: a bad GPUHAL_HOST_FAULT is a configuration error") {
   REQUIRE_GPUHAL_ERROR(faulty_context("mem_alloc"), Status::ERROR_INITIALIZATION_FAILED, "expected <entry>:<k>");
   REQUIRE_GPUHAL_ERROR(faulty_context("mem_alloc:0"), Status::ERROR_INITIALIZATION_FAILED, "k >= 1");
