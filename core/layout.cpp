@@ -114,8 +114,9 @@ Layout Layout::make(const Shape &shape, int64_t itemsize, const Strides &strides
     if (shape[d] > 0 && l.strides_[d] < 0)
       low = checked_add(low, checked_mul(l.strides_[d], shape[d] - 1, "array span"), "array span");
   }
+  // -INT64_MIN does not exist: refuse it before negating.
+  if (low == INT64_MIN) throw Error(Status::ERROR_SIZE_OVERFLOW, "array span overflows");
   l.offset_ = empty ? 0 : -low;
-  if (l.offset_ < 0) throw Error(Status::ERROR_SIZE_OVERFLOW, "array span overflows");
   l.finish();
   return l;
 }

@@ -49,6 +49,8 @@ TEST_CASE("make validates shapes, strides, orders and sizes", "[layout][errors]"
   REQUIRE_GPUHAL_ERROR(L({int64_t(1) << 40, int64_t(1) << 40}), Status::ERROR_SIZE_OVERFLOW, "overflows");
   REQUIRE_GPUHAL_ERROR(L({int64_t(1) << 61}), Status::ERROR_SIZE_OVERFLOW, "overflows");
   REQUIRE_GPUHAL_ERROR(L({4}, {INT64_MAX / 2}), Status::ERROR_SIZE_OVERFLOW, "array span");
+  // The lowest element exactly -2^63 bytes away: its negation does not exist (found by fuzz_layout).
+  REQUIRE_GPUHAL_ERROR(Layout::make({2}, 1, {INT64_MIN}), Status::ERROR_SIZE_OVERFLOW, "overflows");
   REQUIRE_GPUHAL_ERROR(L(Shape(65, 1)), Status::ERROR_INVALID_SHAPE, "too many dimensions");
 }
 
