@@ -1,4 +1,6 @@
 // The loader over real plugin files: the host plugin and the fake variants.
+#include <optional>
+
 #include "test_support.hpp"
 
 using namespace gpuhal;
@@ -123,6 +125,25 @@ TEST_CASE("two runtimes over one plugin share it while their settings agree", "[
   CHECK(a.device(0).primary_context() != b.device(0).primary_context());
   REQUIRE_GPUHAL_ERROR(test::host_runtime({{"GPUHAL_HOST_DEVICES", "2"}}), Status::ERROR_INITIALIZATION_FAILED,
                        "already initialised in this process with other settings");
+}
+
+TEST_CASE("runtimes over one plugin unload in any order", "[loader][lifetime]") {
+  for (int first_goes = 0; first_goes < 2; ++first_goes) {
+    std::optional<Runtime> a = test::host_runtime(), b = test::host_runtime();
+    Context ca = a->device(0).primary_context(), cb = b->device(0).primary_context();
+    DeviceArray da = device_array(ca, {8}), db = device_array(cb, {8});
+    (first_goes ? b : a).reset();  // one runtime value goes; its handles keep it alive
+    da.memset(1);
+    db.memset(2);
+    ca = Context(nullptr);
+    da = DeviceArray();                                        // the first runtime (and its context) really goes now
+    CHECK(db.copy_to_host().to_vector<double>().size() == 8);  // the other is untouched
+    (first_goes ? a : b).reset();
+    db.memset(3);  // still alive through its handles
+  }
+  // After everything went the plugin is unloaded and loads again with other settings.
+  Runtime again = test::host_runtime({{"GPUHAL_HOST_DEVICES", "3"}});
+  CHECK(again.device_count() == 3);
 }
 
 TEST_CASE("handles keep the runtime and the plugin alive", "[loader][lifetime]") {
