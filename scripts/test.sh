@@ -23,8 +23,9 @@ if [ "${GPUHAL_SANITIZERS:-1}" != "0" ]; then
   # use_tls=0: LLVM 14's LeakSanitizer crashes in its tracer ("Tracer caught
   # signal 11") while scanning the dynamic TLS of plugins that were dlclosed
   # on Debian 12's glibc. Not treating TLS as roots can only report more
-  # leaks, never hide one.
-  ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS="use_tls=0:suppressions=$PWD/tests/lsan.supp" ctest --test-dir "$build-asan" --output-on-failure -j"$jobs" -R '^(unit|cli|abi|conform)\.'
+  # leaks, never hide one. The fuzz targets load plugins too: same options.
+  export LSAN_OPTIONS="use_tls=0:suppressions=$PWD/tests/lsan.supp"
+  ASAN_OPTIONS=detect_leaks=1 ctest --test-dir "$build-asan" --output-on-failure -j"$jobs" -R '^(unit|cli|abi|conform)\.'
   echo "== ThreadSanitizer"
   cmake -S . -B "$build-tsan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGPUHAL_SANITIZE=thread >/dev/null
   cmake --build "$build-tsan"
