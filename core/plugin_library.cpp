@@ -70,6 +70,12 @@ const EntryInfo kPeerGroup[] = {
     GPUHAL_ENTRY(device_can_access_peer),
     GPUHAL_ENTRY(context_enable_peer_access),
 };
+// Optional, all-or-none group: device code (ABI 1.2).
+const EntryInfo kKernelGroup[] = {
+    GPUHAL_ENTRY(lower_builtin),     GPUHAL_ENTRY(module_compile),    GPUHAL_ENTRY(image_free),
+    GPUHAL_ENTRY(module_load),       GPUHAL_ENTRY(module_unload),     GPUHAL_ENTRY(module_get_kernel),
+    GPUHAL_ENTRY(launch),
+};
 #undef GPUHAL_ENTRY
 
 // Bytes of the table up to and including the last required entry.
@@ -175,6 +181,11 @@ std::unique_ptr<PluginLibrary> PluginLibrary::open(const std::string &path, cons
   if (present == 1)
     return refuse(Status::ERROR_INVALID_PLUGIN,
                   "device_can_access_peer and context_enable_peer_access must be both present or both NULL");
+  present = 0;
+  for (const auto &e : kKernelGroup) present += entry_present(lib->table_, e.offset);
+  if (present != 0 && present != int(std::size(kKernelGroup)))
+    return refuse(Status::ERROR_INVALID_PLUGIN,
+                  "the device-code entries (lower_builtin ... launch) must be all present or all NULL");
   if (GPUHAL_VERSION_MINOR(t->abi_version) > GPUHAL_ABI_MINOR)
     logger.write(LogLevel::Debug, "plugin " + path + " speaks newer minor ABI " + version_string(t->abi_version) +
                                       "; using the " + core_v + " subset");

@@ -10,6 +10,7 @@
 #include "gpuhal/host_array.hpp"
 #include "gpuhal/host_memory.hpp"
 #include "gpuhal/ipc.hpp"
+#include "gpuhal/kernel.hpp"
 #include "gpuhal/layout.hpp"
 #include "gpuhal/memory.hpp"
 #include "gpuhal/memory_manager.hpp"

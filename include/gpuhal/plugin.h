@@ -7,7 +7,8 @@
  * ever crosses it.
  *
  * History: 1.0 the first table; 1.1 appended the IPC, stream-ordered memory
- * and peer-access entries.
+ * and peer-access entries; 1.2 appended device-code lowering, modules and
+ * kernel launch.
  *
  * Compatibility rules (frozen):
  *  - Every table and descriptor struct starts with {abi_version, struct_size}.
@@ -52,7 +53,7 @@ extern "C" {
 #define GPUHAL_VERSION_MINOR(v) (((uint32_t)(v)) & 0xffffu)
 
 #define GPUHAL_ABI_MAJOR 1
-#define GPUHAL_ABI_MINOR 1
+#define GPUHAL_ABI_MINOR 2
 #define GPUHAL_ABI_VERSION GPUHAL_MAKE_VERSION(GPUHAL_ABI_MAJOR, GPUHAL_ABI_MINOR)
 
 /* The one symbol a plugin exports. */
@@ -80,6 +81,8 @@ enum gpuhal_status_code {
 typedef struct gpuhal_context_s *gpuhal_context_t;
 typedef struct gpuhal_stream_s *gpuhal_stream_t;
 typedef struct gpuhal_event_s *gpuhal_event_t;
+typedef struct gpuhal_module_s *gpuhal_module_t;
+typedef struct gpuhal_kernel_s *gpuhal_kernel_t;
 /* Special stream handles every *_async / stream entry accepts (CUDA's
  * values): the legacy default stream, and the calling thread's own default
  * stream (a blocking stream per host thread, created on first use and
@@ -178,6 +181,37 @@ typedef void (*gpuhal_host_fn)(void *user, gpuhal_status_t status);
 typedef struct gpuhal_ipc_handle {
   unsigned char bytes[GPUHAL_IPC_HANDLE_SIZE];
 } gpuhal_ipc_handle_t;
+
+/* ---- Kernels (ABI 1.2) -------------------------------------------------- */
+/* Module image formats (module_compile's output, module_load's input). */
+#define GPUHAL_IMAGE_HOST_SHARED_OBJECT 1u /* an ELF shared object (host) */
+#define GPUHAL_IMAGE_PTX 2u                /* NUL-terminated PTX text (cuda) */
+#define GPUHAL_IMAGE_CUBIN 3u              /* a cubin / fatbin ELF (cuda) */
+#define GPUHAL_IMAGE_HSACO 4u              /* an AMDGPU code object (hsa) */
+
+/* What module_compile gets: the source in the portable kernel dialect (see
+ * kernel_builtins.def) with every builtin already lowered by the plugin's
+ * lower_builtin text (the core prepends the definitions), plus what the core
+ * learnt from scanning it. */
+typedef struct gpuhal_compile_args {
+  uint32_t abi_version;
+  uint32_t struct_size;
+  const char *source;                /* NUL-terminated, lowered */
+  const char *const *kernel_names;   /* the GPUHAL_KERNEL functions, in order */
+  const uint32_t *kernel_uses_barrier; /* per kernel: 1 when it (or a function it may call) has a work-group barrier */
+  uint32_t kernel_count;
+  const char *options;               /* extra compiler options (space separated); may be "" */
+} gpuhal_compile_args_t;
+
+/* A launch: grid in work-groups, block in work-items, per dimension. */
+typedef struct gpuhal_launch_config {
+  uint32_t abi_version;
+  uint32_t struct_size;
+  uint32_t grid[3];
+  uint32_t block[3];
+  uint32_t dynamic_shared_bytes;
+  uint32_t reserved;
+} gpuhal_launch_config_t;
 
 /* ---- The plugin table -------------------------------------------------- */
 typedef struct gpuhal_plugin_table {
@@ -299,6 +333,41 @@ typedef struct gpuhal_plugin_table {
    * enabling it again succeeds. */
   gpuhal_status_t (*device_can_access_peer)(int32_t ordinal, int32_t peer, int32_t *out);
   gpuhal_status_t (*context_enable_peer_access)(gpuhal_context_t ctx, gpuhal_context_t peer);
+
+  /* -- Device code: lowering, modules and launch (OPTIONAL, all or none;
+   *    ABI 1.2) --
+   * lower_builtin: the text that defines one builtin of the portable kernel
+   * dialect for this backend's compiler (`builtin` is a name from
+   * kernel_builtins.def, or "" for the prologue: includes and helpers that
+   * come first). *text is static storage: a complete definition (usually a
+   * #define line). An unknown name fails with GPUHAL_ERROR_NOT_FOUND.
+   * module_compile: compiles a lowered source into an image the plugin
+   * allocates (*image, *bytes, *format) and image_free releases. A compiler
+   * error fails with GPUHAL_ERROR_COMPILATION_FAILED and the compiler's
+   * messages as the last error.
+   * module_load: loads an image (copied or consumed during the call: the
+   * caller may free it afterwards); an image of a format the backend cannot
+   * load fails with GPUHAL_ERROR_INVALID_IMAGE. module_unload: the module's
+   * kernels must have no pending launches (the core synchronises first).
+   * module_get_kernel: GPUHAL_ERROR_NOT_FOUND for an unknown name; the handle
+   * lives as long as its module.
+   * launch: enqueues the kernel on `stream` with args[i] pointing at the value
+   * of parameter i (device pointers as gpuhal_deviceptr_t), as in
+   * cuLaunchKernel. A launch the device cannot run (block too large, too much
+   * shared memory, wrong argument count) fails with GPUHAL_ERROR_INVALID_VALUE
+   * before anything is queued. A kernel that fails while running reports
+   * GPUHAL_ERROR_LAUNCH_FAILED from the next synchronising call. */
+  gpuhal_status_t (*lower_builtin)(const char *builtin, const char **text);
+  gpuhal_status_t (*module_compile)(gpuhal_context_t ctx, const gpuhal_compile_args_t *args, void **image,
+                                    uint64_t *bytes, uint32_t *format);
+  void (*image_free)(void *image);
+  gpuhal_status_t (*module_load)(gpuhal_context_t ctx, const void *image, uint64_t bytes, uint32_t format,
+                                 gpuhal_module_t *out);
+  gpuhal_status_t (*module_unload)(gpuhal_context_t ctx, gpuhal_module_t module);
+  gpuhal_status_t (*module_get_kernel)(gpuhal_context_t ctx, gpuhal_module_t module, const char *name,
+                                       gpuhal_kernel_t *out);
+  gpuhal_status_t (*launch)(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuhal_launch_config_t *config,
+                            void *const *args, uint32_t arg_count, gpuhal_stream_t stream);
 } gpuhal_plugin_table_t;
 
 /* The plugin's only export. Returns GPUHAL_SUCCESS and sets *table, or

@@ -63,6 +63,7 @@ enum class Capability {
   Ipc,                  // device memory shared with other processes
   StreamOrderedMemory,  // Context::allocate_async (cuMemAllocAsync)
   PeerAccess,           // Device::can_access_peer / Context::enable_peer_access
+  Kernels,              // Module::compile / load and Kernel::launch
 };
 
 class Device {
@@ -114,6 +115,10 @@ class Runtime {
   // ERROR_INVALID_VALUE for an ordinal out of range.
   Device device(int ordinal) const;
   bool supports(Capability capability) const;
+  // The backend's lowering of the portable kernel dialect: ("", prologue)
+  // first, then (builtin, its definition) in kernel_builtins.def order; what
+  // `gpuhal-info --lowering` prints. ERROR_NOT_SUPPORTED without kernels.
+  std::vector<std::pair<std::string, std::string>> kernel_lowering() const;
 
  private:
   friend class Device;

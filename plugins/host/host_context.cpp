@@ -1,6 +1,7 @@
 #include "host_context.hpp"
 
 #include "host_device_memory.hpp"
+#include "host_kernels.hpp"
 
 #include <cstdlib>
 
@@ -111,6 +112,10 @@ HostContext::~HostContext() {
   }
   for (auto &s : streams) s->stop();
   default_stream_->stop();
+  {
+    std::lock_guard<std::mutex> lock(modules_mu);
+    modules.clear();  // no launch can be running any more
+  }
   for (auto &kv : plugin_state().registry.take_all(this)) {
     if (kv.second.kind == RegionKind::Device) {
       device_->used.fetch_sub(kv.second.size);
@@ -245,6 +250,19 @@ void HostContext::synchronize() {
   for (const Dep &d : all_prior_work()) progress_->wait(*d.stream, d.ticket);
 }
 
+void HostContext::set_kernel_error(const std::string &message) {
+  std::lock_guard<std::mutex> lock(kernel_error_mu_);
+  if (kernel_error_.empty()) kernel_error_ = message;
+}
+
+bool HostContext::take_kernel_error(std::string *message) {
+  std::lock_guard<std::mutex> lock(kernel_error_mu_);
+  if (kernel_error_.empty()) return false;
+  *message = std::move(kernel_error_);
+  kernel_error_.clear();
+  return true;
+}
+
 // ---- plugin state -------------------------------------------------------------
 
 namespace {
@@ -263,6 +281,13 @@ void create_plugin_state() {
   g_state = new HostPlugin();
 }
 void destroy_plugin_state() {
+  // Contexts first: their streams may still be running kernels on the pool.
+  std::unordered_map<HostContext *, std::unique_ptr<HostContext>> contexts;
+  {
+    std::lock_guard<std::mutex> lock(g_state->contexts_mu);
+    contexts.swap(g_state->contexts);
+  }
+  contexts.clear();
   delete g_state;
   g_state = nullptr;
 }

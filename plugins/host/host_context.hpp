@@ -18,6 +18,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "host_compiler.hpp"
+#include "host_kernel_runner.hpp"
 #include "host_stream.hpp"
 
 namespace gpuhal::host {
@@ -30,6 +32,7 @@ struct HostDevice {
 };
 
 class HostContext;
+struct HostModule;
 
 // Device: mem_alloc memory (page-granular anonymous mappings, replaced by a
 // shared memfd mapping when exported for IPC); IpcOpened: another process's
@@ -113,6 +116,16 @@ class HostContext {
   std::vector<Dep> all_prior_work();
   void synchronize();
 
+  // Loaded modules (module_unload, or the destructor once the streams have
+  // stopped, unload them).
+  std::mutex modules_mu;
+  std::unordered_map<HostModule *, std::unique_ptr<HostModule>> modules;
+  // The first failure of a kernel since the last synchronising call, which
+  // reports it (GPUHAL_ERROR_LAUNCH_FAILED) and clears it: the context stays
+  // usable.
+  void set_kernel_error(const std::string &message);
+  bool take_kernel_error(std::string *message);
+
  private:
   HostDevice *device_;
   std::shared_ptr<Progress> progress_;
@@ -123,6 +136,8 @@ class HostContext {
   // GPUHAL_STREAM_PER_THREAD: one blocking stream per host thread.
   std::unordered_map<std::thread::id, std::shared_ptr<StreamState>> per_thread_;
   std::unordered_map<HostEvent *, std::shared_ptr<HostEvent>> events_;
+  std::mutex kernel_error_mu_;
+  std::string kernel_error_;
 };
 
 // Plugin-wide state, created by init and destroyed by the last shutdown.
@@ -133,6 +148,14 @@ struct HostPlugin {
   std::unordered_map<HostContext *, std::unique_ptr<HostContext>> contexts;
   std::string options_key;  // what init was given (a second init must agree)
   int init_count = 0;
+  // Kernels: settings from the first init; the pool and the fiber stacks
+  // are made on the first launch.
+  CompilerSettings compiler;
+  unsigned threads = 0;  // participants of a launch (0: one per hardware thread)
+  size_t fiber_stack = 64 * 1024;
+  std::mutex kernel_mu;  // guards pool and stacks creation
+  std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<StackPool> stacks;
 };
 
 HostPlugin &plugin_state();

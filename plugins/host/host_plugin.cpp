@@ -12,6 +12,7 @@
 #include "host_context.hpp"
 #include "host_device_memory.hpp"
 #include "host_faults.hpp"
+#include "host_kernels.hpp"
 #include "plugin_support.hpp"
 
 namespace gpuhal::host {
@@ -49,6 +50,14 @@ gpuhal_status_t would_deadlock(const char *entry) {
               std::string(entry) + ": called from a stream callback, where it could wait for itself");
 }
 
+// A kernel that failed since the last synchronising call is reported by the
+// next one (and only once: the context stays usable).
+gpuhal_status_t kernel_failure(HostContext *c) {
+  std::string message;
+  if (c->take_kernel_error(&message)) return fail(GPUHAL_ERROR_LAUNCH_FAILED, message);
+  return GPUHAL_SUCCESS;
+}
+
 gpuhal_status_t bad_stream(const char *entry) {
   return fail(GPUHAL_ERROR_INVALID_HANDLE, std::string(entry) + ": invalid stream handle");
 }
@@ -64,9 +73,16 @@ gpuhal_status_t init(const gpuhal_init_args_t *args) {
     std::string error;
     int64_t devices = 1;
     uint64_t limit = 0;
+    int64_t threads = 0;
+    uint64_t fiber_stack = 64 * 1024;
     if (!opts.get_int("GPUHAL_HOST_DEVICES", 0, 64, &devices, &error) ||
-        !opts.get_bytes("GPUHAL_HOST_MEMORY_LIMIT", &limit, &error))
+        !opts.get_bytes("GPUHAL_HOST_MEMORY_LIMIT", &limit, &error) ||
+        !opts.get_int("GPUHAL_HOST_THREADS", 0, 1024, &threads, &error) ||
+        !opts.get_bytes("GPUHAL_HOST_FIBER_STACK", &fiber_stack, &error))
       return fail(GPUHAL_ERROR_INVALID_CONFIG, error);
+    if (fiber_stack < 16 * 1024 || fiber_stack > (uint64_t(1) << 30))
+      return fail(GPUHAL_ERROR_INVALID_CONFIG, "GPUHAL_HOST_FIBER_STACK=" + std::to_string(fiber_stack) +
+                                                   ": expected between 16K and 1G bytes");
     // The fault setting is re-read at every init and is not part of the key.
     if (!set_faults(opts.get("GPUHAL_HOST_FAULT").value_or(""), &error))
       return fail(GPUHAL_ERROR_INVALID_CONFIG, error);
@@ -86,6 +102,10 @@ gpuhal_status_t init(const gpuhal_init_args_t *args) {
     auto &st = plugin_state();
     st.options_key = key;
     st.init_count = 1;
+    st.threads = unsigned(threads);
+    st.fiber_stack = size_t(fiber_stack);
+    if (auto cxx = opts.get("GPUHAL_HOST_CXX"); cxx && !cxx->empty()) st.compiler.cxx = *cxx;
+    if (auto dir = opts.get("GPUHAL_KERNEL_CACHE"); dir && !dir->empty()) st.compiler.cache_dir = *dir;
     for (int64_t i = 0; i < devices; ++i) {
       auto d = std::make_unique<HostDevice>();
       d->ordinal = int(i);
@@ -104,6 +124,7 @@ void shutdown() {
   if (!plugin_state_exists()) return;
   if (--plugin_state().init_count > 0) return;
   destroy_plugin_state();  // destroys any context left (its streams finish first)
+  remove_private_cache();
 }
 
 const char *last_error() {
@@ -195,7 +216,7 @@ gpuhal_status_t context_synchronize(gpuhal_context_t ctx) {
   if (!c) return bad_context("context_synchronize");
   if (on_worker_thread()) return would_deadlock("context_synchronize");
   c->synchronize();
-  return GPUHAL_SUCCESS;
+  return kernel_failure(c);
 }
 
 gpuhal_status_t memory_info(gpuhal_context_t ctx, uint64_t *free_bytes, uint64_t *total_bytes) {
@@ -417,7 +438,7 @@ gpuhal_status_t stream_synchronize(gpuhal_context_t ctx, gpuhal_stream_t stream)
   std::shared_ptr<StreamState> s = c->stream(stream);
   if (!s) return bad_stream("stream_synchronize");
   s->synchronize();
-  return GPUHAL_SUCCESS;
+  return kernel_failure(c);
 }
 
 gpuhal_status_t stream_query(gpuhal_context_t ctx, gpuhal_stream_t stream) {
@@ -535,7 +556,7 @@ gpuhal_status_t event_synchronize(gpuhal_context_t ctx, gpuhal_event_t event) {
   if (!e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_synchronize: invalid event handle");
   Dep d;
   if (event_dep(e, &d)) d.stream->progress->wait(*d.stream, d.ticket);
-  return GPUHAL_SUCCESS;
+  return kernel_failure(c);
 }
 
 gpuhal_status_t event_query(gpuhal_context_t ctx, gpuhal_event_t event) {
@@ -720,6 +741,13 @@ const gpuhal_plugin_table_t kTable = [] {
   t.mem_free_async = mem_free_async;
   t.device_can_access_peer = device_can_access_peer;
   t.context_enable_peer_access = context_enable_peer_access;
+  t.lower_builtin = lower_builtin;
+  t.module_compile = module_compile;
+  t.image_free = image_free;
+  t.module_load = module_load;
+  t.module_unload = module_unload;
+  t.module_get_kernel = module_get_kernel;
+  t.launch = launch;
   return t;
 }();
 

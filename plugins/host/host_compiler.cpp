@@ -1,0 +1,221 @@
+#include "host_compiler.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <sstream>
+
+#include "plugin_support.hpp"
+
+extern char **environ;
+
+namespace gpuhal::host {
+namespace {
+
+using plugin::fail;
+
+std::mutex g_private_mu;
+std::string g_private_dir;  // made by mkdtemp when no usable cache exists
+
+uint64_t fnv1a(const std::string &s, uint64_t h) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+std::string hex(uint64_t v) {
+  char b[17];
+  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+// The compiler's file: `cxx` itself when it has a slash, else the first
+// executable of that name in PATH ("" when none).
+std::string resolve(const std::string &cxx) {
+  if (cxx.find('/') != std::string::npos) return cxx;
+  const char *path = std::getenv("PATH");
+  std::stringstream ss(path ? path : "/usr/bin:/bin");
+  std::string dir;
+  while (std::getline(ss, dir, ':')) {
+    if (dir.empty()) continue;
+    const std::string f = dir + "/" + cxx;
+    if (::access(f.c_str(), X_OK) == 0) return f;
+  }
+  return "";
+}
+
+bool make_dirs(const std::string &path) {
+  std::string cur;
+  std::stringstream ss(path);
+  std::string part;
+  while (std::getline(ss, part, '/')) {
+    cur += part + "/";
+    if (part.empty()) continue;
+    if (::mkdir(cur.c_str(), 0700) != 0 && errno != EEXIST) return false;
+  }
+  return true;
+}
+
+// A directory we may load code from: ours, not writable by group or others.
+bool safe_dir(const std::string &dir) {
+  struct stat st;
+  return ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::geteuid() &&
+         (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+}
+
+std::string cache_dir(const CompilerSettings &s) {
+  std::string dir = s.cache_dir;
+  if (dir.empty()) {
+    if (const char *x = std::getenv("XDG_CACHE_HOME"); x && *x == '/')
+      dir = std::string(x) + "/gpuhal/kernels";
+    else if (const char *h = std::getenv("HOME"); h && *h == '/')
+      dir = std::string(h) + "/.cache/gpuhal/kernels";
+  }
+  if (!dir.empty() && make_dirs(dir) && safe_dir(dir)) return dir;
+  if (!dir.empty())
+    plugin::log(GPUHAL_LOG_WARN, "host: kernel cache '" + dir +
+                                     "' cannot be created or is writable by others; using a private temporary one");
+  std::lock_guard<std::mutex> lock(g_private_mu);
+  if (g_private_dir.empty()) {
+    const char *tmp = std::getenv("TMPDIR");
+    std::string templ = std::string(tmp && *tmp == '/' ? tmp : "/tmp") + "/gpuhal-kernels-XXXXXX";
+    std::vector<char> buf(templ.begin(), templ.end());
+    buf.push_back('\0');
+    if (!::mkdtemp(buf.data())) return "";
+    g_private_dir = buf.data();
+  }
+  return g_private_dir;
+}
+
+bool read_file(const std::string &path, std::vector<unsigned char> *out) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return false;
+  out->assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  return true;
+}
+
+bool is_elf(const std::vector<unsigned char> &b) {
+  return b.size() > 4 && b[0] == 0x7f && b[1] == 'E' && b[2] == 'L' && b[3] == 'F';
+}
+
+std::string unique_suffix() {
+  std::random_device rd;
+  return std::to_string(::getpid()) + "-" + hex((uint64_t(rd()) << 32) | rd());
+}
+
+}  // namespace
+
+gpuhal_status_t compile_host_module(const CompilerSettings &settings, const std::string &source,
+                                    const std::string &options, std::vector<unsigned char> *image) {
+  const std::string compiler = resolve(settings.cxx);
+  if (compiler.empty())
+    return fail(GPUHAL_ERROR_COMPILATION_FAILED,
+                "host: no C++ compiler '" + settings.cxx + "' in PATH (set GPUHAL_HOST_CXX to one)");
+  struct stat cst {};
+  if (::stat(compiler.c_str(), &cst) != 0)
+    return fail(GPUHAL_ERROR_COMPILATION_FAILED,
+                "host: the C++ compiler '" + compiler + "' cannot be used: " + std::strerror(errno));
+
+  std::vector<std::string> argv = {compiler, "-std=c++17", "-O2", "-fPIC", "-shared", "-w"};
+  {
+    std::stringstream ss(options);
+    std::string o;
+    while (ss >> o) argv.push_back(o);
+  }
+  std::string key = std::to_string(cst.st_size) + ":" + std::to_string(cst.st_mtim.tv_sec) + "." +
+                    std::to_string(cst.st_mtim.tv_nsec) + "\n";
+  for (const auto &a : argv) key += a + "\n";
+  key += source;
+  const std::string name = hex(fnv1a(key, 0xcbf29ce484222325ull)) + hex(fnv1a(key, 0x84222325cbf29ce4ull));
+
+  const std::string dir = cache_dir(settings);
+  if (dir.empty())
+    return fail(GPUHAL_ERROR_COMPILATION_FAILED, "host: no directory for compiled kernels could be made");
+  const std::string so = dir + "/" + name + ".so";
+  if (read_file(so, image) && is_elf(*image)) return GPUHAL_SUCCESS;
+
+  const std::string tag = unique_suffix();
+  const std::string src = dir + "/" + name + "." + tag + ".cpp";
+  const std::string tmp_so = dir + "/" + name + "." + tag + ".so";
+  const std::string log = dir + "/" + name + "." + tag + ".log";
+  {
+    std::ofstream f(src, std::ios::binary);
+    f << source;
+    if (!f) return fail(GPUHAL_ERROR_COMPILATION_FAILED, "host: cannot write " + src);
+  }
+  argv.push_back("-o");
+  argv.push_back(tmp_so);
+  argv.push_back(src);
+  std::vector<char *> cargv;
+  for (auto &a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, compiler.c_str(), &fa, nullptr, cargv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  int status = 0;
+  if (rc == 0)
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  std::vector<unsigned char> out;
+  read_file(log, &out);
+  ::unlink(src.c_str());
+  ::unlink(log.c_str());
+  if (rc != 0) {
+    ::unlink(tmp_so.c_str());
+    return fail(GPUHAL_ERROR_COMPILATION_FAILED, "host: cannot run " + compiler + ": " + std::strerror(rc));
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    ::unlink(tmp_so.c_str());
+    std::string msg(out.begin(), out.end());
+    if (msg.size() > 16384) msg = msg.substr(0, 16384) + "\n[... cut]";
+    return fail(GPUHAL_ERROR_COMPILATION_FAILED,
+                "host: " + compiler + " failed (" +
+                    (WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status))
+                                       : "signal " + std::to_string(WTERMSIG(status))) +
+                    "):\n" + msg);
+  }
+  if (!read_file(tmp_so, image) || !is_elf(*image)) {
+    ::unlink(tmp_so.c_str());
+    return fail(GPUHAL_ERROR_COMPILATION_FAILED, "host: " + compiler + " produced no shared object");
+  }
+  // Atomic publication: another process compiling the same key may win.
+  if (::rename(tmp_so.c_str(), so.c_str()) != 0) ::unlink(tmp_so.c_str());
+  return GPUHAL_SUCCESS;
+}
+
+void remove_private_cache() {
+  std::lock_guard<std::mutex> lock(g_private_mu);
+  if (g_private_dir.empty()) return;
+  // Only files this plugin wrote (<hash>.so): remove them, then the dir.
+  const std::string cmd_dir = g_private_dir;
+  if (DIR *d = ::opendir(cmd_dir.c_str())) {
+    while (struct dirent *e = ::readdir(d)) {
+      const std::string n = e->d_name;
+      if (n == "." || n == "..") continue;
+      ::unlink((cmd_dir + "/" + n).c_str());
+    }
+    ::closedir(d);
+  }
+  ::rmdir(cmd_dir.c_str());
+  g_private_dir.clear();
+}
+
+}  // namespace gpuhal::host

@@ -1,0 +1,40 @@
+// Host backend: compiles generated C++ into a shared object with the system
+// compiler, through a cache on disk.
+//
+// The compiler is GPUHAL_HOST_CXX (default "c++" from PATH), run directly
+// (posix_spawn, no shell) as
+//   <cxx> -std=c++17 -O2 -fPIC -shared -o <out> <src> <options...>
+// Its stdout and stderr are kept and become the error message when it fails.
+// The cache directory is GPUHAL_KERNEL_CACHE, else $XDG_CACHE_HOME/gpuhal/
+// kernels, else $HOME/.cache/gpuhal/kernels; it must be owned by the user and
+// not writable by others (a shared object from it is loaded into the
+// process), else a private temporary directory is used for the process.
+// Entries are keyed by a 128-bit hash of the source, the options, the
+// compiler's path, size and modification time, and written atomically
+// (rename), so concurrent processes can share a cache. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gpuhal/plugin.h"
+
+namespace gpuhal::host {
+
+struct CompilerSettings {
+  std::string cxx = "c++";
+  std::string cache_dir;  // "" = the default place
+};
+
+// Compiles `source` (with `options`, space separated) and returns the shared
+// object's bytes in *image. On failure returns the status (COMPILATION_FAILED
+// with the compiler's output) and leaves the plugin's last error.
+gpuhal_status_t compile_host_module(const CompilerSettings &settings, const std::string &source,
+                                    const std::string &options, std::vector<unsigned char> *image);
+
+// Removes a private temporary cache directory made by this process, if any
+// (called at plugin shutdown).
+void remove_private_cache();
+
+}  // namespace gpuhal::host

@@ -1,0 +1,48 @@
+// The contract between the host plugin and the shared objects it compiles
+// from kernel sources (or loads prebuilt).
+//
+// GPUHAL_HOST_KERNEL_ABI_TEXT is both compiled into the plugin and pasted,
+// as text, into every generated source (host_lowering.cpp), so the two sides
+// cannot drift apart. A module exports:
+//   const uint32_t gpuhal_host_kernel_abi;           == GPUHAL_HOST_KERNEL_ABI_VERSION
+//   const struct gpuhal_host_kernel gpuhal_host_kernels[];  ended by a NULL name
+// run_group runs every work-item of one work-group as a plain loop (kernels
+// without barriers); run_item runs one work-item (a fiber, for kernels with
+// barriers). Both read the arguments from args[i] (pointers to the values).
+#pragma once
+
+#include <stdint.h>
+
+#define GPUHAL_HOST_KERNEL_ABI_VERSION 1
+
+#define GPUHAL_HOST_KERNEL_ABI_TEXT                                                                  \
+  struct gpuhal_host_group {                                                                        \
+    uint32_t group_id[3];                                                                           \
+    uint32_t local_size[3];                                                                         \
+    uint32_t num_groups[3];                                                                         \
+    uint32_t dynamic_shared_bytes;                                                                  \
+    unsigned char *dynamic_shared;                                                                  \
+    void (*barrier)(void *scheduler);                                                               \
+    void *scheduler;                                                                                \
+  };                                                                                                \
+  struct gpuhal_host_item {                                                                         \
+    uint32_t local_id[3];                                                                           \
+    const struct gpuhal_host_group *group;                                                          \
+  };                                                                                                \
+  typedef void (*gpuhal_host_run_group_fn)(const struct gpuhal_host_group *group, void *const *args); \
+  typedef void (*gpuhal_host_run_item_fn)(const struct gpuhal_host_item *item, void *const *args);   \
+  struct gpuhal_host_kernel {                                                                       \
+    const char *name;                                                                               \
+    gpuhal_host_run_group_fn run_group;                                                             \
+    gpuhal_host_run_item_fn run_item;                                                               \
+    uint32_t param_count;                                                                           \
+    const uint32_t *param_sizes;                                                                    \
+    uint32_t uses_barrier;                                                                          \
+  };
+
+extern "C" {
+GPUHAL_HOST_KERNEL_ABI_TEXT
+}
+
+#define GPUHAL_HOST_STRINGIFY_(...) #__VA_ARGS__
+#define GPUHAL_HOST_STRINGIFY(...) GPUHAL_HOST_STRINGIFY_(__VA_ARGS__)

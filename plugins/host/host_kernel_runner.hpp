@@ -1,0 +1,83 @@
+// Host backend: running a kernel launch.
+//
+// Work-groups are spread over a plugin-wide thread pool (the stream's worker
+// takes part). A group of a kernel without barriers runs all its work-items
+// as a plain loop inside the module (run_group). A group of a kernel with
+// barriers runs each work-item as a fiber (Boost.Context, a stack each with
+// a guard page below it): the scheduler resumes the fibers in turn, each
+// runs until its next barrier or its end, and a barrier round ends when all
+// have come back, so every work-item reaches a barrier before any passes
+// it. A work-item that returns early counts as arrived at every later
+// barrier (what OpenCL implementations do; on a GPU it is undefined).
+//
+// Thread safety: ThreadPool::parallel_for may be called from several
+// threads at once (their jobs share the workers).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "host_kernel_abi.hpp"
+
+namespace gpuhal::host {
+
+class ThreadPool {
+ public:
+  // `threads` participants in all (the caller of parallel_for included).
+  explicit ThreadPool(unsigned threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool &) = delete;
+  ThreadPool &operator=(const ThreadPool &) = delete;
+  // Runs fn(i) for every i in [0, count), on the workers and the calling
+  // thread; returns when all calls returned. fn must not throw.
+  void parallel_for(uint64_t count, const std::function<void(uint64_t)> &fn);
+  unsigned size() const { return unsigned(workers_.size()) + 1; }
+
+ private:
+  struct Job;
+  void work();
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Job>> jobs_;
+  bool stop_ = false;
+  std::vector<std::thread> workers_;
+};
+
+// Reusable fiber stacks (mmap'd, guard page at the low end).
+class StackPool {
+ public:
+  explicit StackPool(size_t stack_bytes);
+  ~StackPool();
+  size_t stack_bytes() const { return bytes_; }
+  // Lowest usable address of a stack (the guard page lies below it), or
+  // nullptr when memory is exhausted.
+  void *acquire();
+  void release(void *stack);
+
+ private:
+  size_t bytes_;
+  std::mutex mu_;
+  std::vector<void *> free_;
+};
+
+struct KernelLaunch {
+  const gpuhal_host_kernel *kernel = nullptr;
+  uint32_t grid[3] = {1, 1, 1};
+  uint32_t block[3] = {1, 1, 1};
+  uint32_t dynamic_shared_bytes = 0;
+  std::vector<unsigned char> storage;  // the argument values, copied at launch
+  std::vector<void *> args;            // args[i] points into storage
+};
+
+// Runs every group of `launch`; returns "" or what went wrong (a barrier
+// reached in a kernel compiled as barrier-free, no memory for stacks).
+std::string run_kernel(ThreadPool &pool, StackPool &stacks, const KernelLaunch &launch);
+
+}  // namespace gpuhal::host

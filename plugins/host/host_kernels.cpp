@@ -1,0 +1,275 @@
+#include "host_kernels.hpp"
+
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "host_context.hpp"
+#include "host_faults.hpp"
+#include "host_lowering.hpp"
+#include "plugin_support.hpp"
+
+namespace gpuhal::host {
+
+using plugin::fail;
+using plugin::guard;
+
+namespace {
+
+gpuhal_status_t no_context(const char *entry) {
+  return fail(GPUHAL_ERROR_INVALID_HANDLE, std::string(entry) + ": invalid or destroyed context handle");
+}
+
+HostModule *find_module(HostContext *c, gpuhal_module_t handle) {
+  std::lock_guard<std::mutex> lock(c->modules_mu);
+  auto it = c->modules.find(reinterpret_cast<HostModule *>(handle));
+  return it == c->modules.end() ? nullptr : it->second.get();
+}
+
+bool kernel_of_context(HostContext *c, const gpuhal_host_kernel *k) {
+  std::lock_guard<std::mutex> lock(c->modules_mu);
+  for (const auto &kv : c->modules)
+    for (const auto *x : kv.second->kernels)
+      if (x == k) return true;
+  return false;
+}
+
+void write_all(int fd, const void *data, uint64_t bytes, bool *ok) {
+  const char *p = static_cast<const char *>(data);
+  while (bytes > 0) {
+    const ssize_t n = ::write(fd, p, size_t(std::min<uint64_t>(bytes, 1u << 30)));
+    if (n <= 0) {
+      *ok = false;
+      return;
+    }
+    p += n;
+    bytes -= uint64_t(n);
+  }
+}
+
+}  // namespace
+
+HostModule::~HostModule() {
+  if (dl) dlclose(dl);
+  if (fd >= 0) ::close(fd);
+}
+
+gpuhal_status_t lower_builtin(const char *builtin, const char **text) {
+  HOST_FAULT_POINT("lower_builtin");
+  if (!builtin || !text) return fail(GPUHAL_ERROR_INVALID_VALUE, "lower_builtin: null argument");
+  const char *t = host_lowering(builtin);
+  if (!t) return fail(GPUHAL_ERROR_NOT_FOUND, std::string("lower_builtin: no builtin '") + builtin + "'");
+  *text = t;
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t module_compile(gpuhal_context_t ctx, const gpuhal_compile_args_t *args, void **image, uint64_t *bytes,
+                               uint32_t *format) {
+  HOST_FAULT_POINT("module_compile");
+  return guard("module_compile", [&]() -> gpuhal_status_t {
+    if (!find_context(ctx)) return no_context("module_compile");
+    if (!args || args->struct_size < sizeof(gpuhal_compile_args_t) || !args->source || !image || !bytes || !format ||
+        (args->kernel_count && !args->kernel_names))
+      return fail(GPUHAL_ERROR_INVALID_VALUE, "module_compile: null or short argument");
+    std::string source = args->source;
+    source += "\n";
+    source += host_kernel_entry_points(*args);
+    std::vector<unsigned char> so;
+    const gpuhal_status_t st = compile_host_module(plugin_state().compiler, source, args->options ? args->options : "", &so);
+    if (st != GPUHAL_SUCCESS) return st;
+    void *out = std::malloc(so.size());
+    if (!out) return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "module_compile: out of host memory for the image");
+    std::memcpy(out, so.data(), so.size());
+    *image = out;
+    *bytes = so.size();
+    *format = GPUHAL_IMAGE_HOST_SHARED_OBJECT;
+    return GPUHAL_SUCCESS;
+  });
+}
+
+void image_free(void *image) { std::free(image); }
+
+gpuhal_status_t module_load(gpuhal_context_t ctx, const void *image, uint64_t bytes, uint32_t format,
+                            gpuhal_module_t *out) {
+  HOST_FAULT_POINT("module_load");
+  return guard("module_load", [&]() -> gpuhal_status_t {
+    HostContext *c = find_context(ctx);
+    if (!c) return no_context("module_load");
+    if (!image || !bytes || !out) return fail(GPUHAL_ERROR_INVALID_VALUE, "module_load: null or empty image");
+    if (format != GPUHAL_IMAGE_HOST_SHARED_OBJECT)
+      return fail(GPUHAL_ERROR_INVALID_IMAGE, "module_load: the host backend loads host shared objects only (format " +
+                                                  std::to_string(format) + ")");
+    const auto *b = static_cast<const unsigned char *>(image);
+    if (bytes < 4 || b[0] != 0x7f || b[1] != 'E' || b[2] != 'L' || b[3] != 'F')
+      return fail(GPUHAL_ERROR_INVALID_IMAGE, "module_load: the image is not an ELF shared object");
+    int fd = ::memfd_create("gpuhal-host-module", MFD_CLOEXEC);
+    if (fd < 0) return fail(GPUHAL_ERROR_UNKNOWN, std::string("module_load: memfd_create: ") + std::strerror(errno));
+    bool ok = true;
+    write_all(fd, image, bytes, &ok);
+    if (!ok) {
+      ::close(fd);
+      return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "module_load: cannot write the image to a memfd");
+    }
+    auto m = std::make_unique<HostModule>();
+    // dlopen finds libraries by name first: a /proc/self/fd/<n> path that a
+    // loaded library already has would hand back that library. Move to
+    // another descriptor number until the name is new.
+    std::vector<int> spare;
+    std::string path = "/proc/self/fd/" + std::to_string(fd);
+    for (int tries = 0; tries < 256; ++tries) {
+      void *old = dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+      if (!old) break;
+      dlclose(old);
+      const int other = ::dup(fd);
+      if (other < 0) break;
+      spare.push_back(fd);
+      fd = other;
+      path = "/proc/self/fd/" + std::to_string(fd);
+    }
+    for (int s : spare) ::close(s);
+    m->fd = fd;
+    dlerror();
+    m->dl = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!m->dl) {
+      const char *e = dlerror();
+      return fail(GPUHAL_ERROR_INVALID_IMAGE, std::string("module_load: dlopen: ") + (e ? e : "failed"));
+    }
+    const auto *abi = static_cast<const uint32_t *>(dlsym(m->dl, "gpuhal_host_kernel_abi"));
+    const auto *table = static_cast<const gpuhal_host_kernel *>(dlsym(m->dl, "gpuhal_host_kernels"));
+    if (!abi || !table)
+      return fail(GPUHAL_ERROR_INVALID_IMAGE,
+                  "module_load: not a gpuhal host module (no gpuhal_host_kernel_abi / gpuhal_host_kernels)");
+    if (*abi != GPUHAL_HOST_KERNEL_ABI_VERSION)
+      return fail(GPUHAL_ERROR_INVALID_IMAGE, "module_load: host module ABI " + std::to_string(*abi) +
+                                                  ", this plugin speaks " +
+                                                  std::to_string(GPUHAL_HOST_KERNEL_ABI_VERSION));
+    for (const gpuhal_host_kernel *k = table; k->name; ++k) {
+      if (!k->run_group || !k->run_item || (k->param_count && !k->param_sizes))
+        return fail(GPUHAL_ERROR_INVALID_IMAGE, std::string("module_load: kernel '") + k->name + "' has a broken entry");
+      m->kernels.push_back(k);
+    }
+    HostModule *raw = m.get();
+    {
+      std::lock_guard<std::mutex> lock(c->modules_mu);
+      c->modules.emplace(raw, std::move(m));
+    }
+    *out = reinterpret_cast<gpuhal_module_t>(raw);
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t module_unload(gpuhal_context_t ctx, gpuhal_module_t module) {
+  HOST_FAULT_POINT("module_unload");
+  return guard("module_unload", [&]() -> gpuhal_status_t {
+    HostContext *c = find_context(ctx);
+    if (!c) return no_context("module_unload");
+    std::unique_ptr<HostModule> m;
+    {
+      std::lock_guard<std::mutex> lock(c->modules_mu);
+      auto it = c->modules.find(reinterpret_cast<HostModule *>(module));
+      if (it == c->modules.end())
+        return fail(GPUHAL_ERROR_INVALID_HANDLE, "module_unload: not a module of this context");
+      m = std::move(it->second);
+      c->modules.erase(it);
+    }
+    return GPUHAL_SUCCESS;  // m's destructor dlcloses
+  });
+}
+
+gpuhal_status_t module_get_kernel(gpuhal_context_t ctx, gpuhal_module_t module, const char *name,
+                                  gpuhal_kernel_t *out) {
+  HOST_FAULT_POINT("module_get_kernel");
+  HostContext *c = find_context(ctx);
+  if (!c) return no_context("module_get_kernel");
+  if (!name || !out) return fail(GPUHAL_ERROR_INVALID_VALUE, "module_get_kernel: null argument");
+  HostModule *m = find_module(c, module);
+  if (!m) return fail(GPUHAL_ERROR_INVALID_HANDLE, "module_get_kernel: not a module of this context");
+  for (const auto *k : m->kernels)
+    if (std::strcmp(k->name, name) == 0) {
+      *out = reinterpret_cast<gpuhal_kernel_t>(const_cast<gpuhal_host_kernel *>(k));
+      return GPUHAL_SUCCESS;
+    }
+  return fail(GPUHAL_ERROR_NOT_FOUND, std::string("module_get_kernel: no kernel '") + name + "' in the module");
+}
+
+gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuhal_launch_config_t *config,
+                       void *const *args, uint32_t arg_count, gpuhal_stream_t stream) {
+  HOST_FAULT_POINT("launch");
+  return guard("launch", [&]() -> gpuhal_status_t {
+    HostContext *c = find_context(ctx);
+    if (!c) return no_context("launch");
+    if (!config || config->struct_size < sizeof(gpuhal_launch_config_t))
+      return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: null or short launch configuration");
+    const auto *k = reinterpret_cast<const gpuhal_host_kernel *>(kernel);
+    if (!k || !kernel_of_context(c, k))
+      return fail(GPUHAL_ERROR_INVALID_HANDLE, "launch: not a kernel of a module of this context");
+    auto s = c->stream(stream);
+    if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "launch: invalid stream handle");
+    uint64_t threads = 1;
+    static const uint32_t max_block[3] = {1024, 1024, 64};
+    for (int d = 0; d < 3; ++d) {
+      if (!config->grid[d] || !config->block[d])
+        return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: grid and block sizes must be >= 1");
+      if (config->block[d] > max_block[d])
+        return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: block dimension " + std::to_string(d) + " is " +
+                                                    std::to_string(config->block[d]) + ", at most " +
+                                                    std::to_string(max_block[d]));
+      threads *= config->block[d];
+    }
+    if (threads > 1024)
+      return fail(GPUHAL_ERROR_INVALID_VALUE,
+                  "launch: a block of " + std::to_string(threads) + " work-items, at most 1024");
+    if (config->dynamic_shared_bytes > 64 * 1024)
+      return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: " + std::to_string(config->dynamic_shared_bytes) +
+                                                  " bytes of dynamic shared memory, at most 65536");
+    if (arg_count != k->param_count)
+      return fail(GPUHAL_ERROR_INVALID_VALUE, std::string("launch: kernel '") + k->name + "' takes " +
+                                                  std::to_string(k->param_count) + " argument(s), " +
+                                                  std::to_string(arg_count) + " given");
+    auto L = std::make_shared<KernelLaunch>();
+    L->kernel = k;
+    size_t total = 0;
+    for (uint32_t i = 0; i < arg_count; ++i) {
+      if (!args || !args[i]) return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: argument " + std::to_string(i) + " is null");
+      if (k->param_sizes[i] > 8)
+        return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: parameter " + std::to_string(i) + " of kernel '" + k->name +
+                                                    "' is " + std::to_string(k->param_sizes[i]) +
+                                                    " bytes; arguments are at most 8 bytes");
+      total += 8;
+    }
+    L->storage.resize(total);
+    L->args.resize(arg_count);
+    for (uint32_t i = 0; i < arg_count; ++i) {
+      std::memcpy(L->storage.data() + 8 * i, args[i], k->param_sizes[i]);
+      L->args[i] = L->storage.data() + 8 * i;
+    }
+    for (int d = 0; d < 3; ++d) {
+      L->grid[d] = config->grid[d];
+      L->block[d] = config->block[d];
+    }
+    L->dynamic_shared_bytes = config->dynamic_shared_bytes;
+    auto &st = plugin_state();
+    {
+      std::lock_guard<std::mutex> lock(st.kernel_mu);
+      if (!st.pool) {
+        unsigned n = st.threads ? st.threads : std::max(1u, std::thread::hardware_concurrency());
+        st.pool = std::make_unique<ThreadPool>(n);
+        st.stacks = std::make_unique<StackPool>(st.fiber_stack);
+      }
+    }
+    ThreadPool *pool = st.pool.get();
+    StackPool *stacks = st.stacks.get();
+    c->submit(s, [c, L, pool, stacks](bool ok) {
+      if (!ok) return;
+      const std::string err = run_kernel(*pool, *stacks, *L);
+      if (!err.empty()) c->set_kernel_error(err);
+    });
+    return GPUHAL_SUCCESS;
+  });
+}
+
+}  // namespace gpuhal::host

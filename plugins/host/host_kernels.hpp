@@ -1,0 +1,37 @@
+// Host backend: the device-code entries of the plugin table (lowering,
+// compile, modules, launch).
+//
+// A module is a shared object (compiled here, or prebuilt) loaded from a
+// memfd with dlopen, so no file of it needs to stay on disk. A kernel handle
+// points into the module's gpuhal_host_kernels table; launch checks that it
+// belongs to a module of the context.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gpuhal/plugin.h"
+#include "host_kernel_abi.hpp"
+
+namespace gpuhal::host {
+
+struct HostModule {
+  void *dl = nullptr;
+  int fd = -1;  // the memfd it was loaded from: open while loaded, so its /proc path stays unique
+  std::vector<const gpuhal_host_kernel *> kernels;
+  ~HostModule();
+};
+
+gpuhal_status_t lower_builtin(const char *builtin, const char **text);
+gpuhal_status_t module_compile(gpuhal_context_t ctx, const gpuhal_compile_args_t *args, void **image, uint64_t *bytes,
+                               uint32_t *format);
+void image_free(void *image);
+gpuhal_status_t module_load(gpuhal_context_t ctx, const void *image, uint64_t bytes, uint32_t format,
+                            gpuhal_module_t *out);
+gpuhal_status_t module_unload(gpuhal_context_t ctx, gpuhal_module_t module);
+gpuhal_status_t module_get_kernel(gpuhal_context_t ctx, gpuhal_module_t module, const char *name,
+                                  gpuhal_kernel_t *out);
+gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuhal_launch_config_t *config,
+                       void *const *args, uint32_t arg_count, gpuhal_stream_t stream);
+
+}  // namespace gpuhal::host

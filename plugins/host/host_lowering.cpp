@@ -1,0 +1,156 @@
+#include "host_lowering.hpp"
+
+#include <cstring>
+
+#include "host_kernel_abi.hpp"
+
+namespace gpuhal::host {
+namespace {
+
+// The prologue: C headers, the plugin <-> module structs and the current
+// work-item. All work-items of a work-group run on one OS thread (as fibers
+// when the kernel has barriers), so the current item is a thread_local
+// pointer; the barrier saves it on the fiber's stack and restores it after
+// the switch.
+const char kPrologue[] =
+    "#include <stdint.h>\n"
+    "#include <stddef.h>\n"
+    "#include <math.h>\n"
+    "#include <string.h>\n"
+    "#include <tuple>\n"
+    "#include <type_traits>\n"
+    "#include <utility>\n"
+    "extern \"C\" {\n" GPUHAL_HOST_STRINGIFY(GPUHAL_HOST_KERNEL_ABI_TEXT) "\n}\n"
+    "static thread_local const gpuhal_host_item *__gpuhal_wi;\n"
+    "static inline void __gpuhal_barrier_impl() {\n"
+    "  const gpuhal_host_item *me = __gpuhal_wi;\n"
+    "  __atomic_signal_fence(__ATOMIC_SEQ_CST);\n"
+    "  me->group->barrier(me->group->scheduler);\n"
+    "  __gpuhal_wi = me;\n"
+    "  __atomic_signal_fence(__ATOMIC_SEQ_CST);\n"
+    "}";
+
+struct Builtin {
+  const char *name;
+  const char *text;
+};
+
+// One entry per name in kernel_builtins.def.
+const Builtin kBuiltins[] = {
+    {"GPUHAL_KERNEL", "#define GPUHAL_KERNEL static inline"},
+    {"GPUHAL_DEVICE", "#define GPUHAL_DEVICE static inline"},
+    {"GPUHAL_GLOBAL", "#define GPUHAL_GLOBAL"},
+    {"GPUHAL_RESTRICT", "#define GPUHAL_RESTRICT __restrict__"},
+    {"GPUHAL_CONSTANT", "#define GPUHAL_CONSTANT static const"},
+    {"GPUHAL_LOCAL_MEM_FENCE", "#define GPUHAL_LOCAL_MEM_FENCE 1u"},
+    {"GPUHAL_GLOBAL_MEM_FENCE", "#define GPUHAL_GLOBAL_MEM_FENCE 2u"},
+    {"gpuhal_local_id", "#define gpuhal_local_id(d) (__gpuhal_wi->local_id[(d)])"},
+    {"gpuhal_group_id", "#define gpuhal_group_id(d) (__gpuhal_wi->group->group_id[(d)])"},
+    {"gpuhal_local_size", "#define gpuhal_local_size(d) (__gpuhal_wi->group->local_size[(d)])"},
+    {"gpuhal_num_groups", "#define gpuhal_num_groups(d) (__gpuhal_wi->group->num_groups[(d)])"},
+    {"gpuhal_global_id",
+     "#define gpuhal_global_id(d) (gpuhal_group_id(d) * gpuhal_local_size(d) + gpuhal_local_id(d))"},
+    {"gpuhal_global_size", "#define gpuhal_global_size(d) (gpuhal_num_groups(d) * gpuhal_local_size(d))"},
+    // Every work-item of the group reaches the barrier (each is a fiber that
+    // yields there) before any goes on; the fibers share one OS thread, so a
+    // compiler fence orders shared memory and a thread fence global memory.
+    {"gpuhal_barrier",
+     "#define gpuhal_barrier(flags) (((flags) & 2u) ? __atomic_thread_fence(__ATOMIC_SEQ_CST) : (void)0, "
+     "__gpuhal_barrier_impl())"},
+    // The host's wave is one work-item (warp_size 1): nothing to converge.
+    {"gpuhal_wave_barrier", "#define gpuhal_wave_barrier() __atomic_signal_fence(__ATOMIC_SEQ_CST)"},
+    {"gpuhal_mem_fence", "#define gpuhal_mem_fence(flags) ((void)(flags), __atomic_thread_fence(__ATOMIC_SEQ_CST))"},
+    // Per OS thread = per running work-group (a group runs on one thread).
+    {"GPUHAL_SHARED_ARRAY", "#define GPUHAL_SHARED_ARRAY(T, name, n) alignas(16) static thread_local T name[(n)]"},
+    {"GPUHAL_DYNAMIC_SHARED",
+     "#define GPUHAL_DYNAMIC_SHARED(T, name) T *name = (T *)(__gpuhal_wi->group->dynamic_shared)"},
+    {"gpuhal_dynamic_shared_bytes",
+     "#define gpuhal_dynamic_shared_bytes() (__gpuhal_wi->group->dynamic_shared_bytes)"},
+    {"GPUHAL_LOCAL_ARRAY", "#define GPUHAL_LOCAL_ARRAY(T, name, n) T name[(n)]"},
+};
+
+// Unpacks the arguments by the kernel's own parameter types (a template, so
+// that no parser of C types is needed here) and loops over a group. All in
+// an unnamed namespace: no symbol of the module may be STB_GNU_UNIQUE (which
+// would keep it loaded after dlclose).
+const char kEntryTemplates[] = R"(
+namespace {
+namespace __gpuhal_host {
+template <class T> static inline T arg(void *const p) {
+  if constexpr (std::is_pointer<T>::value) {
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    return (T)(uintptr_t)v;
+  } else {
+    T v;
+    memcpy(&v, p, sizeof v);
+    return v;
+  }
+}
+template <class F> struct sig;
+template <class... P> struct sig<void (*)(P...)> {
+  static constexpr uint32_t count = sizeof...(P);
+  static constexpr uint32_t sizes[sizeof...(P) + 1] = {uint32_t(std::is_pointer<P>::value ? 8 : sizeof(P))..., 0};
+  template <void (*K)(P...), size_t... I>
+  static void group(const gpuhal_host_group *g, void *const *a, std::index_sequence<I...>) {
+    std::tuple<P...> v{arg<P>(a[I])...};
+    (void)v;
+    gpuhal_host_item wi;
+    wi.group = g;
+    __gpuhal_wi = &wi;
+    const uint32_t nx = g->local_size[0], ny = g->local_size[1], nz = g->local_size[2];
+    for (uint32_t z = 0; z < nz; ++z)
+      for (uint32_t y = 0; y < ny; ++y)
+        for (uint32_t x = 0; x < nx; ++x) {
+          wi.local_id[0] = x;
+          wi.local_id[1] = y;
+          wi.local_id[2] = z;
+          K(std::get<I>(v)...);
+        }
+    __gpuhal_wi = nullptr;
+  }
+  template <void (*K)(P...), size_t... I>
+  static void item(const gpuhal_host_item *it, void *const *a, std::index_sequence<I...>) {
+    __gpuhal_wi = it;
+    K(arg<P>(a[I])...);
+  }
+};
+template <auto K> static void run_group(const gpuhal_host_group *g, void *const *a) {
+  using S = sig<decltype(K)>;
+  S::template group<K>(g, a, std::make_index_sequence<S::count>());
+}
+template <auto K> static void run_item(const gpuhal_host_item *it, void *const *a) {
+  using S = sig<decltype(K)>;
+  S::template item<K>(it, a, std::make_index_sequence<S::count>());
+}
+}  // namespace __gpuhal_host
+}  // namespace
+)";
+
+}  // namespace
+
+const char *host_lowering(const char *builtin) {
+  if (!builtin) return nullptr;
+  if (!*builtin) return kPrologue;
+  for (const auto &b : kBuiltins)
+    if (std::strcmp(b.name, builtin) == 0) return b.text;
+  return nullptr;
+}
+
+std::string host_kernel_entry_points(const gpuhal_compile_args_t &args) {
+  std::string s = kEntryTemplates;
+  s += "extern \"C\" __attribute__((visibility(\"default\"))) const uint32_t gpuhal_host_kernel_abi = " +
+       std::to_string(GPUHAL_HOST_KERNEL_ABI_VERSION) + ";\n";
+  s += "extern \"C\" __attribute__((visibility(\"default\"))) const gpuhal_host_kernel gpuhal_host_kernels[] = {\n";
+  for (uint32_t i = 0; i < args.kernel_count; ++i) {
+    const std::string k = args.kernel_names[i];
+    const bool barrier = args.kernel_uses_barrier && args.kernel_uses_barrier[i];
+    s += "  {\"" + k + "\", &__gpuhal_host::run_group<&" + k + ">, &__gpuhal_host::run_item<&" + k +
+         ">, __gpuhal_host::sig<decltype(&" + k + ")>::count, __gpuhal_host::sig<decltype(&" + k + ")>::sizes, " +
+         (barrier ? "1u" : "0u") + "},\n";
+  }
+  s += "  {nullptr, nullptr, nullptr, 0u, nullptr, 0u}};\n";
+  return s;
+}
+
+}  // namespace gpuhal::host

@@ -1,0 +1,542 @@
+// Portable kernels on the host backend: the dialect's builtins, shared /
+// dynamic shared / local / constant memory, barriers (fibers) and
+// barrier-free kernels (loops), the launch API's argument rules, and bad
+// kernels.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <random>
+
+#include "test_support.hpp"
+
+using namespace gpuhal;
+
+namespace {
+
+Context kernel_context(std::vector<std::pair<std::string, std::string>> extra = {}) {
+  extra.emplace_back("GPUHAL_KERNEL_CACHE", GPUHAL_TEST_KERNEL_CACHE);
+  return test::host_context(std::move(extra));
+}
+
+const char *kSaxpy = R"(
+GPUHAL_KERNEL void saxpy(GPUHAL_GLOBAL float *y, GPUHAL_GLOBAL const float *x, float a, int n) {
+  unsigned i = gpuhal_global_id(0);
+  if (i < (unsigned)n) y[i] = a * x[i] + y[i];
+}
+)";
+
+// Numba's docs' reduction: one partial sum per block, shared memory halved
+// each step with a barrier between steps.
+const char *kReduce = R"(
+#define BLOCK 128
+GPUHAL_KERNEL void block_sum(GPUHAL_GLOBAL const double *in, GPUHAL_GLOBAL double *partial, unsigned n) {
+  GPUHAL_SHARED_ARRAY(double, s, BLOCK);
+  unsigned lid = gpuhal_local_id(0);
+  unsigned i = gpuhal_global_id(0);
+  s[lid] = i < n ? in[i] : 0.0;
+  gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+  for (unsigned stride = gpuhal_local_size(0) / 2; stride > 0; stride /= 2) {
+    if (lid < stride) s[lid] += s[lid + stride];
+    gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+  }
+  if (lid == 0) partial[gpuhal_group_id(0)] = s[0];
+}
+)";
+
+// Numba's docs' fast_matmul: tiles of A and B through shared memory.
+const char *kMatmul = R"(
+#define TPB 16
+GPUHAL_KERNEL void matmul(GPUHAL_GLOBAL const float *A, GPUHAL_GLOBAL const float *B, GPUHAL_GLOBAL float *C,
+                          int M, int K, int N) {
+  GPUHAL_SHARED_ARRAY(float, sA, TPB * TPB);
+  GPUHAL_SHARED_ARRAY(float, sB, TPB * TPB);
+  int tx = gpuhal_local_id(0), ty = gpuhal_local_id(1);
+  int col = gpuhal_global_id(0), row = gpuhal_global_id(1);
+  float acc = 0.0f;
+  for (int t = 0; t < (K + TPB - 1) / TPB; ++t) {
+    int ka = t * TPB + tx, kb = t * TPB + ty;
+    sA[ty * TPB + tx] = (row < M && ka < K) ? A[row * K + ka] : 0.0f;
+    sB[ty * TPB + tx] = (col < N && kb < K) ? B[kb * N + col] : 0.0f;
+    gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+    for (int j = 0; j < TPB; ++j) acc += sA[ty * TPB + j] * sB[j * TPB + tx];
+    gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+  }
+  if (row < M && col < N) C[row * N + col] = acc;
+}
+)";
+
+// Each work-item reads what its neighbour wrote to shared memory: right only
+// with the barrier in between. The values depend on the group, so stale data
+// of an earlier group cannot pass for them.
+std::string neighbour_source(bool with_barrier) {
+  return std::string(R"(
+GPUHAL_KERNEL void neighbour(GPUHAL_GLOBAL int *out) {
+  GPUHAL_SHARED_ARRAY(int, s, 64);
+  unsigned lid = gpuhal_local_id(0), n = gpuhal_local_size(0);
+  s[lid] = (int)(gpuhal_group_id(0) * 1000 + lid + 1);
+  )") + (with_barrier ? "gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);" : "/* no barrier */") + R"(
+  out[gpuhal_global_id(0)] = s[(lid + 1) % n];
+}
+)";
+}
+
+int neighbour_mismatches(const Context &ctx, bool with_barrier) {
+  auto k = Module::compile(ctx, neighbour_source(with_barrier)).kernel("neighbour");
+  const unsigned groups = 8, block = 64;
+  auto out = device_array(ctx, {int64_t(groups * block)}, dtypes::int32);
+  out.memset(0);
+  k({groups}, {block})(out);
+  auto h = out.copy_to_host().to_vector<int32_t>();
+  int bad = 0;
+  for (unsigned g = 0; g < groups; ++g)
+    for (unsigned l = 0; l < block; ++l)
+      bad += h[g * block + l] != int32_t(g * 1000 + (l + 1) % block + 1);
+  return bad;
+}
+
+}  // namespace
+
+TEST_CASE("kernel: to_device, saxpy, copy_to_host (the Numba docs' program) for a size not a multiple of the block",
+          "[kernel]") {
+  Context ctx = kernel_context();
+  REQUIRE(ctx.supports(Capability::Kernels));
+  const int n = 1000;
+  std::vector<float> x(n), y(n);
+  for (int i = 0; i < n; ++i) {
+    x[i] = float(i);
+    y[i] = float(2 * i);
+  }
+  Stream s = ctx.create_stream();
+  auto dx = to_device(ctx, HostView::of(x), s);
+  auto dy = to_device(ctx, HostView::of(y), s);
+  Module m = Module::compile(ctx, kSaxpy);
+  CHECK(m.kernel_names() == std::vector<std::string>{"saxpy"});
+  CHECK(m.image_format() == ImageFormat::HostSharedObject);
+  Kernel k = m.kernel("saxpy");
+  CHECK(k.parameter_count() == 4);
+  k({(n + 255) / 256}, {256}, s)(dy, dx, 3.0f, n);
+  std::vector<float> r(n, -1.0f);
+  dy.copy_to_host(HostView::of(r), s);
+  s.synchronize();
+  for (int i = 0; i < n; ++i) REQUIRE(r[size_t(i)] == 3.0f * float(i) + float(2 * i));
+}
+
+TEST_CASE("kernel: block reduction with shared memory and barriers matches a CPU sum", "[kernel]") {
+  Context ctx = kernel_context();
+  Kernel k = Module::compile(ctx, kReduce).kernel("block_sum");
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  for (unsigned n : {1u, 127u, 128u, 1000u, 4099u}) {
+    std::vector<double> in(n);
+    for (auto &v : in) v = dist(rng);
+    const unsigned groups = (n + 127) / 128;
+    auto din = to_device(ctx, HostView::of(in));
+    auto partial = device_array(ctx, {int64_t(groups)}, dtypes::float64);
+    k({groups}, {128})(din, partial, n);
+    auto p = partial.copy_to_host().to_vector<double>();
+    for (unsigned g = 0; g < groups; ++g) {
+      double ref = 0;
+      for (unsigned i = g * 128; i < std::min(n, (g + 1) * 128); ++i) ref += in[i];
+      INFO("n " << n << " group " << g);
+      REQUIRE(std::fabs(p[g] - ref) < 1e-9);
+    }
+  }
+}
+
+TEST_CASE("kernel: tiled matrix multiply with shared memory matches a CPU reference", "[kernel]") {
+  Context ctx = kernel_context();
+  Kernel k = Module::compile(ctx, kMatmul).kernel("matmul");
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  struct Dims {
+    int M, K, N;
+  };
+  for (Dims d : {Dims{16, 16, 16}, Dims{37, 53, 29}, Dims{1, 70, 3}}) {
+    std::vector<float> A(size_t(d.M * d.K)), B(size_t(d.K * d.N)), C(size_t(d.M * d.N), -7.0f);
+    for (auto &v : A) v = dist(rng);
+    for (auto &v : B) v = dist(rng);
+    auto dA = to_device(ctx, HostView::of(A, {d.M, d.K}));
+    auto dB = to_device(ctx, HostView::of(B, {d.K, d.N}));
+    auto dC = device_array(ctx, {d.M, d.N}, dtypes::float32);
+    k({unsigned(d.N + 15) / 16, unsigned(d.M + 15) / 16}, {16, 16})(dA, dB, dC, d.M, d.K, d.N);
+    dC.copy_to_host(HostView::of(C, {d.M, d.N}));
+    for (int r = 0; r < d.M; ++r)
+      for (int c = 0; c < d.N; ++c) {
+        float ref = 0;
+        for (int j = 0; j < d.K; ++j) ref += A[size_t(r * d.K + j)] * B[size_t(j * d.N + c)];
+        INFO(d.M << "x" << d.K << "x" << d.N << " at " << r << "," << c);
+        REQUIRE(std::fabs(C[size_t(r * d.N + c)] - ref) < 1e-4f);
+      }
+  }
+}
+
+TEST_CASE("kernel: work-items see each other's shared-memory writes across a barrier, and do not without it",
+          "[kernel]") {
+  Context ctx = kernel_context();
+  CHECK(neighbour_mismatches(ctx, true) == 0);
+  // Without the barrier the kernel runs as a loop: each work-item reads its
+  // neighbour's slot before the neighbour wrote it.
+  CHECK(neighbour_mismatches(ctx, false) > 0);
+}
+
+TEST_CASE("kernel: dynamic shared memory is sized at launch and all dynamic arrays alias one base", "[kernel]") {
+  Context ctx = kernel_context();
+  Kernel k = Module::compile(ctx, R"(
+GPUHAL_KERNEL void dyn(GPUHAL_GLOBAL float *out, GPUHAL_GLOBAL unsigned *bytes) {
+  GPUHAL_DYNAMIC_SHARED(float, f);
+  GPUHAL_DYNAMIC_SHARED(int, i);
+  unsigned lid = gpuhal_local_id(0), n = gpuhal_local_size(0);
+  f[lid] = (float)(gpuhal_global_id(0)) + 0.5f;
+  gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+  out[gpuhal_global_id(0)] = f[n - 1 - lid];          /* reversed within the group */
+  if (lid == 0) {
+    bytes[gpuhal_group_id(0) * 2] = gpuhal_dynamic_shared_bytes();
+    bytes[gpuhal_group_id(0) * 2 + 1] = (unsigned)i[0];  /* the same bytes as f[0] */
+  }
+}
+)")
+                 .kernel("dyn");
+  const unsigned groups = 5, block = 96;
+  auto out = device_array(ctx, {groups * block}, dtypes::float32);
+  auto bytes = device_array(ctx, {groups * 2}, dtypes::uint32);
+  k({groups}, {block}, ctx.default_stream(), block * 4)(out, bytes);
+  auto o = out.copy_to_host().to_vector<float>();
+  auto b = bytes.copy_to_host().to_vector<uint32_t>();
+  for (unsigned g = 0; g < groups; ++g) {
+    for (unsigned l = 0; l < block; ++l) REQUIRE(o[g * block + l] == float(g * block + (block - 1 - l)) + 0.5f);
+    CHECK(b[g * 2] == block * 4);
+    // i[0] reads the bytes of f[0]: the group's own value for its item 0.
+    const float f0 = float(g * block) + 0.5f;
+    uint32_t bits;
+    std::memcpy(&bits, &f0, 4);
+    CHECK(b[g * 2 + 1] == bits);
+  }
+}
+
+TEST_CASE("kernel: local arrays are private to each work-item, across barriers too", "[kernel]") {
+  Context ctx = kernel_context();
+  Module m = Module::compile(ctx, R"(
+GPUHAL_DEVICE int fill_and_sum(int *a, int n, int seed) {
+  int s = 0;
+  for (int k = 0; k < n; ++k) a[k] = seed * 100 + k;
+  for (int k = 0; k < n; ++k) s += a[k];
+  return s;
+}
+GPUHAL_KERNEL void plain(GPUHAL_GLOBAL int *out) {
+  GPUHAL_LOCAL_ARRAY(int, a, 16);
+  out[gpuhal_global_id(0)] = fill_and_sum(a, 16, (int)gpuhal_global_id(0));
+}
+GPUHAL_KERNEL void across(GPUHAL_GLOBAL int *out) {
+  GPUHAL_LOCAL_ARRAY(int, a, 256);
+  int id = (int)gpuhal_global_id(0);
+  for (int k = 0; k < 256; ++k) a[k] = id * 1000 + k;
+  gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);   /* every other work-item fills its own array meanwhile */
+  int s = 0;
+  for (int k = 0; k < 256; ++k) s += a[k] - id * 1000;
+  out[id] = s == 255 * 256 / 2 ? id : -1;
+}
+)");
+  auto out = device_array(ctx, {256}, dtypes::int32);
+  m.kernel("plain")({4}, {64})(out);
+  auto h = out.copy_to_host().to_vector<int32_t>();
+  for (int i = 0; i < 256; ++i) REQUIRE(h[size_t(i)] == 16 * i * 100 + 120);
+  m.kernel("across")({2}, {128})(out);
+  h = out.copy_to_host().to_vector<int32_t>();
+  for (int i = 0; i < 256; ++i) REQUIRE(h[size_t(i)] == i);
+}
+
+TEST_CASE("kernel: constant arrays are baked from host data exactly (floats, extremes, empty)", "[kernel]") {
+  Context ctx = kernel_context();
+  const std::vector<float> f = {0.1f, -0.0f, std::numeric_limits<float>::infinity(), 1e-45f, 3.4028235e38f};
+  const std::vector<int64_t> i = {std::numeric_limits<int64_t>::min(), -1, 0, std::numeric_limits<int64_t>::max()};
+  const std::vector<uint8_t> u = {0, 255};
+  // F-ordered 2-D data is read in C order (Numba: ascontiguousarray).
+  const std::vector<double> fo = {1, 3, 2, 4};  // [[1,2],[3,4]] in F order
+  ModuleOptions opts;
+  opts.constant("cf", HostView::of(f))
+      .constant("ci", HostView::of(i))
+      .constant("cu", HostView::of(u))
+      .constant("cd", HostView::readonly(fo.data(), {2, 2}, dtypes::float64, {8, 16}))
+      .constant("empty", HostView::readonly(fo.data(), {0}, dtypes::float64));
+  Module m = Module::compile(ctx, R"(
+GPUHAL_KERNEL void read(GPUHAL_GLOBAL float *of, GPUHAL_GLOBAL int64_t *oi, GPUHAL_GLOBAL unsigned char *ou,
+                        GPUHAL_GLOBAL double *od) {
+  unsigned k = gpuhal_global_id(0);
+  if (k < 5) of[k] = cf[k];
+  if (k < 4) oi[k] = ci[k];
+  if (k < 2) ou[k] = cu[k];
+  if (k < 4) od[k] = cd[k];
+}
+)",
+                             opts);
+  CHECK_THAT(m.lowered_source(), Catch::Matchers::Contains("GPUHAL_CONSTANT float cf[5]"));
+  CHECK_THAT(m.lowered_source(), Catch::Matchers::Contains("GPUHAL_CONSTANT double empty[1]"));
+  auto of = device_array(ctx, {5}, dtypes::float32);
+  auto oi = device_array(ctx, {4}, dtypes::int64);
+  auto ou = device_array(ctx, {2}, dtypes::uint8);
+  auto od = device_array(ctx, {4}, dtypes::float64);
+  m.kernel("read")({1}, {8})(of, oi, ou, od);
+  auto hf = of.copy_to_host().to_vector<float>();
+  for (size_t k = 0; k < f.size(); ++k) CHECK(std::memcmp(&hf[k], &f[k], 4) == 0);
+  CHECK(oi.copy_to_host().to_vector<int64_t>() == i);
+  CHECK(ou.copy_to_host().to_vector<uint8_t>() == u);
+  CHECK(od.copy_to_host().to_vector<double>() == std::vector<double>{1, 2, 3, 4});
+
+  REQUIRE_GPUHAL_ERROR(ModuleOptions().constant("1bad", HostView::of(f)), Status::ERROR_INVALID_VALUE,
+                       "not a C identifier");
+  REQUIRE_GPUHAL_ERROR(ModuleOptions().constant("c", HostView::of(f)).constant("c", HostView::of(f)),
+                       Status::ERROR_INVALID_VALUE, "given twice");
+  const std::vector<std::complex<float>> cplx(2);
+  REQUIRE_GPUHAL_ERROR(ModuleOptions().constant("z", HostView::of(cplx)), Status::ERROR_INVALID_DTYPE, "no C type");
+}
+
+TEST_CASE("kernel: 3-D grids and blocks give every work-item its ids and sizes", "[kernel]") {
+  Context ctx = kernel_context();
+  Kernel k = Module::compile(ctx, R"(
+GPUHAL_KERNEL void ids(GPUHAL_GLOBAL unsigned *out) {
+  unsigned x = gpuhal_global_id(0), y = gpuhal_global_id(1), z = gpuhal_global_id(2);
+  unsigned w = gpuhal_global_size(0), h = gpuhal_global_size(1);
+  unsigned *o = out + 4 * ((z * h + y) * w + x);
+  o[0] = x; o[1] = y; o[2] = z;
+  o[3] = gpuhal_num_groups(0) * 100 + gpuhal_num_groups(1) * 10 + gpuhal_num_groups(2)
+       + 1000 * (gpuhal_local_size(0) * 100 + gpuhal_local_size(1) * 10 + gpuhal_local_size(2));
+}
+)")
+                 .kernel("ids");
+  auto out = device_array(ctx, {4 * 6 * 4 * 3, 4}, dtypes::uint32);  // global 6 x 4 x 3... x (2x2x1 blocks)
+  k({3, 2, 3}, {2, 2, 1})(out);
+  auto h = out.copy_to_host().to_vector<uint32_t>();
+  size_t idx = 0;
+  for (unsigned z = 0; z < 3; ++z)
+    for (unsigned y = 0; y < 4; ++y)
+      for (unsigned x = 0; x < 6; ++x, idx += 4) {
+        INFO(x << "," << y << "," << z);
+        REQUIRE(h[idx] == x);
+        REQUIRE(h[idx + 1] == y);
+        REQUIRE(h[idx + 2] == z);
+        REQUIRE(h[idx + 3] == 323u + 1000u * 221u);
+      }
+}
+
+TEST_CASE("kernel: host arrays are copied in and back, mirrored arrays sync lazily, device arrays are not copied",
+          "[kernel]") {
+  Context ctx = kernel_context();
+  Module m = Module::compile(ctx, R"(
+GPUHAL_KERNEL void add(GPUHAL_GLOBAL int *io, GPUHAL_GLOBAL const int *in, int n) {
+  unsigned i = gpuhal_global_id(0);
+  if (i < (unsigned)n) io[i] += in[i];
+}
+)");
+  Kernel k = m.kernel("add");
+  std::vector<int> io(100, 1), in(100, 2);
+  k({4}, {32})(HostView::of(io), HostView::of(in), 100);  // host arrays: back when the launch returns
+  CHECK(io == std::vector<int>(100, 3));
+  CHECK(in == std::vector<int>(100, 2));
+  // A read-only view is copied in but never back.
+  const std::vector<int> ro(100, 5);
+  k({4}, {32})(HostView::of(ro), HostView::of(in), 100);
+  CHECK(ro == std::vector<int>(100, 5));
+
+  MirroredArray mir = MirroredArray::from_host(ctx, HostArray::empty({100}, dtypes::int32));
+  for (int i = 0; i < 100; ++i) mir.get_host().at<int32_t>({i}) = i;
+  mir.mark_changed(Where::host);
+  k({4}, {32})(mir, HostView::of(in), 100);
+  CHECK_FALSE(mir.valid(Where::host));  // the kernel wrote its device side
+  for (int i = 0; i < 100; ++i) REQUIRE(mir.get_host().at<int32_t>({i}) == i + 2);
+
+  auto d = to_device(ctx, HostView::of(io));
+  const uint64_t ptr = d.device_pointer();
+  k({4}, {32})(d, d, 100);
+  CHECK(d.device_pointer() == ptr);
+  CHECK(d.copy_to_host().to_vector<int32_t>() == std::vector<int32_t>(100, 6));
+}
+
+TEST_CASE("kernel: bad kernels and bad launches give clear errors and leave the context usable", "[kernel]") {
+  Context ctx = kernel_context();
+  SECTION("a syntax error shows the compiler's message at the source line") {
+    REQUIRE_GPUHAL_ERROR(Module::compile(ctx, "GPUHAL_KERNEL void k(int n) {\n  int x = ;\n}\n"),
+                         Status::ERROR_COMPILATION_FAILED, "kernel:2");
+  }
+  SECTION("sources that are not kernels") {
+    REQUIRE_GPUHAL_ERROR(Module::compile(ctx, "int f(void) { return 1; }"), Status::ERROR_COMPILATION_FAILED,
+                         "defines no kernel");
+    REQUIRE_GPUHAL_ERROR(Module::compile(ctx, "GPUHAL_KERNEL int k(void) { return 1; }"),
+                         Status::ERROR_COMPILATION_FAILED, "line 1: GPUHAL_KERNEL must be followed by 'void");
+    REQUIRE_GPUHAL_ERROR(Module::compile(ctx, "GPUHAL_KERNEL void k(int n) { }\nGPUHAL_KERNEL void k(int n) { }"),
+                         Status::ERROR_COMPILATION_FAILED, "defined twice");
+    REQUIRE_GPUHAL_ERROR(Module::compile(ctx, "GPUHAL_KERNEL void k(int n) {"), Status::ERROR_COMPILATION_FAILED,
+                         "not closed");
+    REQUIRE_GPUHAL_ERROR(Module::compile(ctx, "GPUHAL_KERNEL void k(float **p) { }"),
+                         Status::ERROR_COMPILATION_FAILED, "pointer-to-pointer");
+  }
+  Module m = Module::compile(ctx, kSaxpy);
+  Kernel k = m.kernel("saxpy");
+  auto x = device_array(ctx, {64}, dtypes::float32);
+  auto y = device_array(ctx, {64}, dtypes::float32);
+  SECTION("unknown kernel") {
+    REQUIRE_GPUHAL_ERROR(m.kernel("sxpy"), Status::ERROR_NOT_FOUND, "no kernel 'sxpy' in the module (it has saxpy)");
+  }
+  SECTION("launch shapes the device cannot run") {
+    REQUIRE_GPUHAL_ERROR(k({1}, {2048})(y, x, 1.0f, 64), Status::ERROR_INVALID_VALUE, "at most 1024");
+    REQUIRE_GPUHAL_ERROR(k({1}, {64, 64})(y, x, 1.0f, 64), Status::ERROR_INVALID_VALUE, "4096 work-items");
+    REQUIRE_GPUHAL_ERROR(k({0}, {64})(y, x, 1.0f, 64), Status::ERROR_INVALID_VALUE, ">= 1");
+    REQUIRE_GPUHAL_ERROR(k({0x7fffffffu}, {4})(y, x, 1.0f, 64), Status::ERROR_INVALID_VALUE, "exceeds 2^32 - 1");
+    REQUIRE_GPUHAL_ERROR(k({1}, {64}, ctx.default_stream(), 1u << 20)(y, x, 1.0f, 64), Status::ERROR_INVALID_VALUE,
+                         "dynamic shared memory");
+  }
+  SECTION("wrong argument count and types") {
+    REQUIRE_GPUHAL_ERROR(k({1}, {64})(y, x, 1.0f), Status::ERROR_INVALID_VALUE,
+                         "takes 4 argument(s) (GPUHAL_GLOBAL float * y, GPUHAL_GLOBAL const float * x, float a, int n), 3 given");
+    auto xi = device_array(ctx, {64}, dtypes::int32);
+    REQUIRE_GPUHAL_ERROR(k({1}, {64})(y, xi, 1.0f, 64), Status::ERROR_INVALID_DTYPE, "argument 2 (x)");
+    REQUIRE_GPUHAL_ERROR(k({1}, {64})(y, 1.0f, 1.0f, 64), Status::ERROR_INVALID_VALUE, "a scalar for the pointer");
+    REQUIRE_GPUHAL_ERROR(k({1}, {64})(y, x, x, 64), Status::ERROR_INVALID_VALUE, "an array for the scalar");
+    REQUIRE_GPUHAL_ERROR(k({1}, {64})(y, x, 1.0f, 64.5), Status::ERROR_INVALID_VALUE, "a float64 value for an int32");
+    REQUIRE_GPUHAL_ERROR(k({1}, {64})(y, x, 1.0f, int64_t(1) << 40), Status::ERROR_INVALID_VALUE, "does not fit");
+    REQUIRE_GPUHAL_ERROR(k({1}, {64})(y, x, 1.0f, uint64_t(1) << 63), Status::ERROR_INVALID_VALUE, "does not fit");
+    auto wide = device_array(ctx, {8, 8}, dtypes::float32);
+    REQUIRE_GPUHAL_ERROR(k({1}, {64})(wide.view({Slice(0, 8, 2)}), x, 1.0f, 64), Status::ERROR_NOT_CONTIGUOUS,
+                         "must be contiguous");
+  }
+  SECTION("handles: empty kernel, another context, after reset") {
+    REQUIRE_GPUHAL_ERROR(Kernel().launch({1}, {1}, {}), Status::ERROR_INVALID_HANDLE, "empty kernel");
+    REQUIRE_GPUHAL_ERROR(Module().kernel("k"), Status::ERROR_INVALID_HANDLE, "empty module");
+    REQUIRE_GPUHAL_ERROR(Module::compile(Context(nullptr), kSaxpy), Status::ERROR_INVALID_HANDLE, "null context");
+    ctx.reset();
+    REQUIRE_GPUHAL_ERROR(k({1}, {64})(y, x, 1.0f, 64), Status::ERROR_CONTEXT_DESTROYED, "");
+    REQUIRE_GPUHAL_ERROR(m.kernel("saxpy"), Status::ERROR_CONTEXT_DESTROYED, "");
+  }
+  // Whatever failed above, the context still compiles and runs kernels.
+  Context live = ctx;
+  Module again = Module::compile(live, kSaxpy);
+  auto a = to_device(live, HostView::of(std::vector<float>(64, 1.0f)));
+  auto b = to_device(live, HostView::of(std::vector<float>(64, 2.0f)));
+  again.kernel("saxpy")({1}, {64})(b, a, 2.0f, 64);
+  CHECK(b.copy_to_host().to_vector<float>() == std::vector<float>(64, 4.0f));
+}
+
+TEST_CASE("kernel: a parameter type gpuhal cannot pass is refused when the kernel is looked up", "[kernel]") {
+  Context ctx = kernel_context();
+  Module m = Module::compile(ctx, R"(
+struct pair { int a, b; };
+GPUHAL_KERNEL void bypointer(GPUHAL_GLOBAL struct pair *p) { p[gpuhal_global_id(0)].a = 1; }
+GPUHAL_KERNEL void byvalue(struct pair p, GPUHAL_GLOBAL int *o) { o[0] = p.a; }
+)");
+  REQUIRE_GPUHAL_ERROR(m.kernel("byvalue"), Status::ERROR_NOT_SUPPORTED, "has type 'struct pair p'");
+  // A pointer to a struct takes any array.
+  auto raw = device_array(ctx, {4, 2}, dtypes::int32);
+  raw.memset(0);
+  m.kernel("bypointer")({1}, {4})(raw);
+  CHECK(raw.copy_to_host().to_vector<int32_t>() == std::vector<int32_t>{1, 0, 1, 0, 1, 0, 1, 0});
+}
+
+TEST_CASE("kernel: a barrier the source scan cannot see is reported as a launch failure, not a silent race",
+          "[kernel]") {
+  Context ctx = kernel_context();
+  // Token pasting hides the barrier from the scan: the kernel runs as a loop.
+  Module m = Module::compile(ctx, R"(
+#define HIDDEN(x) gpuhal_bar##x
+GPUHAL_KERNEL void sneaky(GPUHAL_GLOBAL int *o) { o[gpuhal_global_id(0)] = 1; HIDDEN(rier)(GPUHAL_LOCAL_MEM_FENCE); }
+)");
+  auto o = device_array(ctx, {64}, dtypes::int32);
+  m.kernel("sneaky")({1}, {64})(o);
+  REQUIRE_GPUHAL_ERROR(ctx.synchronize(), Status::ERROR_LAUNCH_FAILED, "compiled as barrier-free");
+  ctx.synchronize();  // reported once; the context goes on
+  m.kernel("sneaky")({1}, {64}, ctx.default_stream())(o);
+  CHECK_THROWS(ctx.default_stream().synchronize());
+}
+
+TEST_CASE("kernel: work-items that return before a barrier count as arrived", "[kernel]") {
+  Context ctx = kernel_context();
+  Kernel k = Module::compile(ctx, R"(
+GPUHAL_KERNEL void early(GPUHAL_GLOBAL int *o, unsigned n) {
+  GPUHAL_SHARED_ARRAY(int, s, 64);
+  unsigned lid = gpuhal_local_id(0);
+  if (gpuhal_global_id(0) >= n) return;
+  s[lid] = (int)lid;
+  gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+  o[gpuhal_global_id(0)] = s[0] + 1;
+}
+)")
+                 .kernel("early");
+  auto o = device_array(ctx, {128}, dtypes::int32);
+  o.memset(0);
+  k({2}, {64})(o, 100u);
+  auto h = o.copy_to_host().to_vector<int32_t>();
+  for (int i = 0; i < 128; ++i) REQUIRE(h[size_t(i)] == (i < 100 ? 1 : 0));
+}
+
+TEST_CASE("kernel: compiled images load again as prebuilt modules and other formats are refused", "[kernel]") {
+  Context ctx = kernel_context();
+  Module m = Module::compile(ctx, kSaxpy);
+  Module pre = Module::load(ctx, ImageFormat::HostSharedObject, m.image().data(), m.image().size());
+  CHECK(pre.kernel_names().empty());
+  Kernel k = pre.kernel("saxpy");
+  CHECK(k.parameter_count() == -1);
+  auto x = to_device(ctx, HostView::of(std::vector<float>(32, 1.0f)));
+  auto y = to_device(ctx, HostView::of(std::vector<float>(32, 1.0f)));
+  k({1}, {32})(y, x, 2.0f, int32_t(32));
+  CHECK(y.copy_to_host().to_vector<float>() == std::vector<float>(32, 3.0f));
+  REQUIRE_GPUHAL_ERROR(pre.kernel("nope"), Status::ERROR_NOT_FOUND, "no kernel 'nope'");
+  REQUIRE_GPUHAL_ERROR(k({1}, {32})(y, x, 2.0f), Status::ERROR_INVALID_VALUE, "takes 4 argument(s), 3 given");
+  const std::string ptx = ".version 8.0\n.target sm_90\n";
+  REQUIRE_GPUHAL_ERROR(Module::load(ctx, ImageFormat::Ptx, ptx.data(), ptx.size()), Status::ERROR_INVALID_IMAGE,
+                       "host shared objects only");
+  REQUIRE_GPUHAL_ERROR(Module::load(ctx, ImageFormat::HostSharedObject, ptx.data(), ptx.size()),
+                       Status::ERROR_INVALID_IMAGE, "not an ELF");
+  REQUIRE_GPUHAL_ERROR(Module::load(ctx, ImageFormat::HostSharedObject, nullptr, 0), Status::ERROR_INVALID_VALUE,
+                       "empty image");
+}
+
+TEST_CASE("kernel: compiled modules are cached by source and options", "[kernel]") {
+  // A compiler wrapper that counts its runs.
+  char dir_template[] = "/tmp/gpuhal-kernel-cache-test-XXXXXX";
+  REQUIRE(mkdtemp(dir_template));
+  const std::string dir = dir_template;
+  const std::string counter = dir + "/runs";
+  const std::string wrapper = dir + "/cxx";
+  {
+    std::ofstream w(wrapper);
+    w << "#!/bin/sh\necho run >> '" << counter << "'\nexec c++ \"$@\"\n";
+  }
+  chmod(wrapper.c_str(), 0755);
+  auto runs = [&] {
+    std::ifstream f(counter);
+    int n = 0;
+    std::string line;
+    while (std::getline(f, line)) ++n;
+    return n;
+  };
+  Context ctx = test::host_context({{"GPUHAL_HOST_CXX", wrapper}, {"GPUHAL_KERNEL_CACHE", dir + "/cache"}});
+  Module::compile(ctx, kSaxpy);
+  CHECK(runs() == 1);
+  Module::compile(ctx, kSaxpy);
+  CHECK(runs() == 1);
+  ModuleOptions o;
+  o.compiler_options = "-O1";
+  Module::compile(ctx, kSaxpy, o);
+  CHECK(runs() == 2);
+  Module::compile(ctx, std::string(kSaxpy) + "\n");
+  CHECK(runs() == 3);
+  std::system(("rm -rf '" + dir + "'").c_str());
+}
+
+TEST_CASE("kernel: the lowering defines every builtin and gpuhal-info can print it", "[kernel]") {
+  Runtime rt = test::host_runtime();
+  REQUIRE(rt.supports(Capability::Kernels));
+  auto lowering = rt.kernel_lowering();
+  REQUIRE(lowering.size() == kernel_builtins().size() + 1);
+  CHECK(lowering[0].first.empty());
+  for (size_t i = 0; i < kernel_builtins().size(); ++i) {
+    CHECK(lowering[i + 1].first == kernel_builtins()[i]);
+    CHECK_THAT(lowering[i + 1].second, Catch::Matchers::Contains(kernel_builtins()[i]));
+  }
+  Context ctx = kernel_context();
+  Module m = Module::compile(ctx, kSaxpy);
+  CHECK_THAT(m.lowered_source(), Catch::Matchers::Contains("#define gpuhal_barrier(flags)"));
+  CHECK_THAT(m.lowered_source(), Catch::Matchers::EndsWith(std::string(kSaxpy) + "\n"));
+}
