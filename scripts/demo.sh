@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Builds gpuhal and runs the demo on the default backend: gpuhal-info, then
-# the to_device -> work on a stream -> copy_to_host round trip.
+# Builds gpuhal and runs the demo on the default backend: gpuhal-info, the
+# to_device -> work on a stream -> copy_to_host round trip, then the kernel
+# examples (Numba's increment_by_one, a block reduction with shared memory and
+# barriers, the tiled matrix multiply).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -10,3 +12,6 @@ cmake --build "$build"
 "$build/bin/gpuhal-info"
 echo
 "$build/bin/roundtrip"
+for example in increment_kernel block_reduction matmul; do
+  "$build/bin/$example"
+done
