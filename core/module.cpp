@@ -402,10 +402,8 @@ void Kernel::launch(Dim3 grid, Dim3 block, const std::vector<KernelArg> &args, c
     throw Error(Status::ERROR_INVALID_VALUE, "Kernel::launch: " + kname + ": a block of " + std::to_string(threads) +
                                                  " work-items, the device allows at most " +
                                                  std::to_string(props.max_threads_per_block));
-  if (props.shared_memory_per_block > 0 && shared_bytes > props.shared_memory_per_block)
-    throw Error(Status::ERROR_INVALID_VALUE, "Kernel::launch: " + kname + ": " + std::to_string(shared_bytes) +
-                                                 " bytes of dynamic shared memory, the device has " +
-                                                 std::to_string(props.shared_memory_per_block) + " per block");
+  // Shared memory is checked by the plugin: only it knows the kernel's
+  // static shared memory and the device's opt-in limit.
 
   // Arguments: check them all before anything is queued.
   const KernelDecl *decl = entry_->decl;

@@ -104,6 +104,16 @@ gpuhal_status_t Driver::status_of(api::CUresult r) {
       return GPUHAL_ERROR_NOT_REGISTERED;
     case api::CUDA_ERROR_STUB_LIBRARY:
       return GPUHAL_ERROR_DRIVER_NOT_LOADABLE;
+    case api::CUDA_ERROR_INVALID_IMAGE:
+    case api::CUDA_ERROR_INVALID_PTX:
+      return GPUHAL_ERROR_INVALID_IMAGE;
+    case api::CUDA_ERROR_NOT_FOUND:
+      return GPUHAL_ERROR_NOT_FOUND;
+    case api::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES:
+      return GPUHAL_ERROR_INVALID_VALUE;
+    case api::CUDA_ERROR_LAUNCH_FAILED:
+    case api::CUDA_ERROR_ILLEGAL_ADDRESS:
+      return GPUHAL_ERROR_LAUNCH_FAILED;
     default:
       return GPUHAL_ERROR_DRIVER;
   }

@@ -14,6 +14,8 @@ struct CUctx_st;
 struct CUstream_st;
 struct CUevent_st;
 struct CUmemPoolHandle_st;
+struct CUmod_st;
+struct CUfunc_st;
 
 namespace gpuhal::cuda::api {
 
@@ -24,6 +26,10 @@ using CUcontext = ::CUctx_st *;
 using CUstream = ::CUstream_st *;
 using CUevent = ::CUevent_st *;
 using CUmemoryPool = ::CUmemPoolHandle_st *;
+using CUmodule = ::CUmod_st *;
+using CUfunction = ::CUfunc_st *;
+using CUjit_option = int;
+using CUfunction_attribute = int;
 using CUmemPool_attribute = int;
 using CUdevice_attribute = int;
 using CUhostFn = void (*)(void *userData);
@@ -42,14 +48,18 @@ constexpr CUresult CUDA_ERROR_DEINITIALIZED = 4;
 constexpr CUresult CUDA_ERROR_STUB_LIBRARY = 34;
 constexpr CUresult CUDA_ERROR_NO_DEVICE = 100;
 constexpr CUresult CUDA_ERROR_INVALID_DEVICE = 101;
+constexpr CUresult CUDA_ERROR_INVALID_IMAGE = 200;
 constexpr CUresult CUDA_ERROR_INVALID_CONTEXT = 201;
+constexpr CUresult CUDA_ERROR_INVALID_PTX = 218;
 constexpr CUresult CUDA_ERROR_INVALID_HANDLE = 400;
 constexpr CUresult CUDA_ERROR_NOT_FOUND = 500;
 constexpr CUresult CUDA_ERROR_NOT_READY = 600;
 constexpr CUresult CUDA_ERROR_ILLEGAL_ADDRESS = 700;
+constexpr CUresult CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701;
 constexpr CUresult CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704;
 constexpr CUresult CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712;
 constexpr CUresult CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713;
+constexpr CUresult CUDA_ERROR_LAUNCH_FAILED = 719;
 constexpr CUresult CUDA_ERROR_NOT_SUPPORTED = 801;
 constexpr CUresult CUDA_ERROR_UNKNOWN = 999;
 
@@ -73,6 +83,14 @@ constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING = 41;
 constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID = 50;
 constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
 constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
+constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97;
+
+// CUfunction_attribute and CUjit_option values
+constexpr CUfunction_attribute CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0;
+constexpr CUfunction_attribute CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1;
+constexpr CUfunction_attribute CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
+constexpr CUjit_option CU_JIT_ERROR_LOG_BUFFER = 5;
+constexpr CUjit_option CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6;
 
 // Flags
 constexpr unsigned CU_STREAM_NON_BLOCKING = 0x1;
@@ -138,6 +156,13 @@ inline CUstream stream_per_thread() {
   R(cuEventSynchronize, cuEventSynchronize, (CUevent))                                          \
   R(cuEventQuery, cuEventQuery, (CUevent))                                                      \
   R(cuEventElapsedTime, cuEventElapsedTime_v2, (float *, CUevent, CUevent))                     \
+  O(cuModuleLoadDataEx, cuModuleLoadDataEx, (CUmodule *, const void *, unsigned, CUjit_option *, void **)) \
+  O(cuModuleUnload, cuModuleUnload, (CUmodule))                                                 \
+  O(cuModuleGetFunction, cuModuleGetFunction, (CUfunction *, CUmodule, const char *))           \
+  O(cuFuncGetAttribute, cuFuncGetAttribute, (int *, CUfunction_attribute, CUfunction))          \
+  O(cuFuncSetAttribute, cuFuncSetAttribute, (CUfunction, CUfunction_attribute, int))            \
+  O(cuLaunchKernel, cuLaunchKernel,                                                             \
+    (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, void **, void **)) \
   O(cuMemHostAlloc, cuMemHostAlloc, (void **, size_t, unsigned))                                \
   O(cuMemFreeHost, cuMemFreeHost, (void *))                                                     \
   O(cuMemHostRegister, cuMemHostRegister_v2, (void *, size_t, unsigned))                        \

@@ -15,34 +15,19 @@
 #include <unordered_set>
 #include <vector>
 
-#include "cuda_driver.hpp"
+#include "cuda_context.hpp"
+#include "cuda_kernels.hpp"
 #include "plugin_support.hpp"
 
 namespace gpuhal::cuda {
+
 namespace {
-
-using plugin::fail;
-using plugin::guard;
-using namespace api;
-
-struct CudaContext {
-  int ordinal = 0;
-  CUdevice device = 0;
-  CUcontext cu = nullptr;
-  std::mutex mu;  // guards the sets below
-  std::unordered_set<CUstream> streams;
-  std::unordered_set<CUevent> events;
-  std::unordered_set<CUdeviceptr> allocations;
-  std::unordered_set<void *> host_allocations;
-  std::unordered_set<void *> registrations;
-  std::unordered_set<CUdeviceptr> ipc_mappings;
-};
-
 std::mutex g_mu;  // guards everything below
 int g_init_count = 0;
 int g_device_count = 0;
 uint64_t g_release_threshold = 0;  // 0: half of each device's memory
 std::unordered_map<CudaContext *, std::unique_ptr<CudaContext>> g_contexts;
+}  // namespace
 
 CudaContext *find(gpuhal_context_t h) {
   auto *c = reinterpret_cast<CudaContext *>(h);
@@ -50,35 +35,11 @@ CudaContext *find(gpuhal_context_t h) {
   return g_contexts.count(c) ? c : nullptr;
 }
 
-bool known_stream(CudaContext *c, gpuhal_stream_t s);
-
-const Driver &drv() {
-  return driver();
-}
-
 gpuhal_status_t bad_context(const char *entry) {
   return fail(GPUHAL_ERROR_INVALID_HANDLE, std::string(entry) + ": invalid context handle");
 }
 
-// Runs a driver call; on failure returns the translated status from the
-// enclosing entry.
-// Optional entry points this driver lacks report ERROR_NOT_SUPPORTED.
-#define CU_CALL(fn, ...)                                                                           \
-  do {                                                                                             \
-    if (!drv().fn) return fail(GPUHAL_ERROR_NOT_SUPPORTED, #fn " is not provided by this driver"); \
-    const CUresult r_ = drv().fn(__VA_ARGS__);                                                     \
-    if (r_ != CUDA_SUCCESS) return drv().error(r_, #fn);                                           \
-  } while (0)
-
-// Resolves the context and makes it current, or returns from the entry.
-#define WITH_CONTEXT(entry)          \
-  CudaContext *c = find(ctx);        \
-  if (!c) return bad_context(entry); \
-  CU_CALL(cuCtxSetCurrent, c->cu)
-
-CUstream native(gpuhal_stream_t s) {
-  return reinterpret_cast<CUstream>(s);  // NULL, 0x1 and 0x2 mean the same in CUDA
-}
+namespace {
 
 // ---- lifecycle and devices ----------------------------------------------------
 
@@ -92,6 +53,7 @@ gpuhal_status_t init(const gpuhal_init_args_t *args) {
     uint64_t threshold = 0;
     if (!opts.get_bytes("GPUHAL_CUDA_POOL_RELEASE_THRESHOLD", &threshold, &bad))
       return fail(GPUHAL_ERROR_INVALID_CONFIG, bad);
+    set_nvrtc_library(opts.get("GPUHAL_NVRTC").value_or(""));
     std::lock_guard<std::mutex> lock(g_mu);
     if (g_init_count > 0) {
       if (driver().path != library)
@@ -241,6 +203,8 @@ gpuhal_status_t context_destroy(gpuhal_context_t ctx) {
     }
   };
   note(d.cuCtxSynchronize(), "cuCtxSynchronize");
+  if (d.cuModuleUnload)
+    for (CUmodule m : c->modules) note(d.cuModuleUnload(m), "cuModuleUnload");
   for (CUstream s : c->streams) note(d.cuStreamDestroy(s), "cuStreamDestroy");
   for (CUevent e : c->events) note(d.cuEventDestroy(e), "cuEventDestroy");
   for (CUdeviceptr p : c->ipc_mappings) note(d.cuIpcCloseMemHandle(p), "cuIpcCloseMemHandle");
@@ -412,11 +376,6 @@ gpuhal_status_t stream_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_strea
 }
 
 // Checks that a created stream belongs to the context (special handles pass).
-bool known_stream(CudaContext *c, gpuhal_stream_t s) {
-  if (!s || s == GPUHAL_STREAM_LEGACY || s == GPUHAL_STREAM_PER_THREAD) return true;
-  std::lock_guard<std::mutex> lock(c->mu);
-  return c->streams.count(native(s)) != 0;
-}
 
 gpuhal_status_t stream_destroy(gpuhal_context_t ctx, gpuhal_stream_t stream) {
   WITH_CONTEXT("stream_destroy");
@@ -786,6 +745,13 @@ gpuhal_plugin_table_t make_table() {
   t.mem_free_async = mem_free_async;
   t.device_can_access_peer = device_can_access_peer;
   t.context_enable_peer_access = context_enable_peer_access;
+  t.lower_builtin = lower_builtin;
+  t.module_compile = module_compile;
+  t.image_free = image_free;
+  t.module_load = module_load;
+  t.module_unload = module_unload;
+  t.module_get_kernel = module_get_kernel;
+  t.launch = launch;
   return t;
 }
 

@@ -4,7 +4,10 @@
 // operations in order; the legacy default stream waits for the blocking
 // streams and they for it; events, stream waits, host functions; pinned and
 // registered host memory; IPC within the process; stream-ordered
-// allocation; peer access between its devices. A test double: never
+// allocation; peer access between its devices; modules from PTX text (the
+// .entry names, parameter sizes and static shared memory are read from it)
+// and kernel launches, which are validated and recorded, not executed
+// (fake_cuda_last_launch describes the latest). A test double: never
 // installed.
 //
 // Environment (read by the fake, as a real driver reads its own):
@@ -21,6 +24,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -307,6 +311,18 @@ API CUresult cuGetErrorName(CUresult r, const char **s) {
     case 700:
       *s = "CUDA_ERROR_ILLEGAL_ADDRESS";
       return OK;
+    case 200:
+      *s = "CUDA_ERROR_INVALID_IMAGE";
+      return OK;
+    case 218:
+      *s = "CUDA_ERROR_INVALID_PTX";
+      return OK;
+    case 500:
+      *s = "CUDA_ERROR_NOT_FOUND";
+      return OK;
+    case 701:
+      *s = "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES";
+      return OK;
     case ALREADY_REGISTERED:
       *s = "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED";
       return OK;
@@ -422,6 +438,9 @@ API CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
       break;
     case 8:
       *v = 48 * 1024;
+      break;
+    case 97:
+      *v = 227 * 1024;
       break;
     case 10:
       *v = 32;
@@ -898,6 +917,187 @@ API void fake_cuda_fail(const char *symbol, long k, int code) {
 API void fake_cuda_clear_faults() {
   std::lock_guard<std::mutex> lock(g_fault_mu);
   g_faults.clear();
+}
+
+// ---- modules and launches ---------------------------------------------------------------
+struct Function {
+  std::string name;
+  std::vector<int> param_sizes;
+  int static_shared = 0;
+  int max_dynamic_shared = 48 * 1024;
+};
+struct Module {
+  std::vector<std::unique_ptr<Function>> functions;
+};
+std::mutex g_module_mu;
+std::set<Module *> g_modules;
+std::string g_last_launch;  // described by fake_cuda_last_launch
+long g_launches = 0;
+
+int ptx_type_size(const std::string &t) {
+  if (t.size() < 3) return 0;
+  return std::atoi(t.c_str() + 2) / 8;  // .u64 .f32 .b8 ...
+}
+
+// Reads the entries of PTX text: ".entry name(" then ".param .<type> x"
+// lines up to ")", and every non-extern ".shared" array's bytes.
+bool parse_ptx(const std::string &ptx, Module *m) {
+  if (ptx.find(".version") == std::string::npos || ptx.find(".target") == std::string::npos) return false;
+  size_t pos = 0;
+  while ((pos = ptx.find(".entry ", pos)) != std::string::npos) {
+    auto f = std::make_unique<Function>();
+    size_t b = pos + 7, e = ptx.find_first_of("( \n", b);
+    f->name = ptx.substr(b, e - b);
+    const size_t close = ptx.find(')', e);
+    const size_t body_end = ptx.find("\n}", close);
+    for (size_t p = ptx.find(".param ", e); p != std::string::npos && p < close; p = ptx.find(".param ", p + 1)) {
+      size_t tb = p + 7;
+      if (ptx.compare(tb, 6, ".align") == 0) tb = ptx.find('.', tb + 6);
+      const size_t te = ptx.find(' ', tb);
+      f->param_sizes.push_back(ptx_type_size(ptx.substr(tb, te - tb)));
+    }
+    for (size_t p = ptx.find(".shared ", close); p != std::string::npos && p < body_end;
+         p = ptx.find(".shared ", p + 1)) {
+      const size_t line = ptx.rfind('\n', p);
+      if (ptx.substr(line, p - line).find(".extern") != std::string::npos) continue;
+      const size_t lb = ptx.find('[', p), le = ptx.find(']', lb);
+      if (lb != std::string::npos && le != std::string::npos && lb < ptx.find('\n', p))
+        f->static_shared += std::atoi(ptx.c_str() + lb + 1);
+    }
+    m->functions.push_back(std::move(f));
+    pos = e;
+  }
+  // Module-scope shared arrays (NVRTC puts them before the entries).
+  const size_t first_entry = ptx.find(".entry ");
+  for (size_t p = ptx.find(".shared "); p != std::string::npos && p < first_entry; p = ptx.find(".shared ", p + 1)) {
+    const size_t line = ptx.rfind('\n', p);
+    const std::string head = ptx.substr(line + 1, p - line - 1);
+    if (head.find(".extern") != std::string::npos || head.find_first_not_of(" \t.visible") != std::string::npos)
+      continue;
+    const size_t lb = ptx.find('[', p), le = ptx.find(']', lb);
+    if (lb != std::string::npos && le != std::string::npos && lb < ptx.find('\n', p))
+      for (auto &f : m->functions) f->static_shared += std::atoi(ptx.c_str() + lb + 1);
+  }
+  return true;
+}
+
+Function *known_function(void *f) {
+  std::lock_guard<std::mutex> lock(g_module_mu);
+  for (Module *m : g_modules)
+    for (auto &x : m->functions)
+      if (x.get() == f) return x.get();
+  return nullptr;
+}
+
+}  // namespace
+extern "C" {
+
+API CUresult cuModuleLoadDataEx(void **out, const void *image, unsigned n, int *keys, void **values) {
+  FAULT(cuModuleLoadDataEx);
+  REQUIRE_INIT();
+  if (!out || !image || (n && (!keys || !values))) return INVALID_VALUE;
+  if (t_current < 0) return INVALID_CONTEXT;
+  auto m = std::make_unique<Module>();
+  const char *text = static_cast<const char *>(image);
+  if (!parse_ptx(text, m.get())) {
+    for (unsigned i = 0; i < n; ++i)
+      if (keys[i] == 5)  // CU_JIT_ERROR_LOG_BUFFER
+        std::snprintf(static_cast<char *>(values[i]), 64, "fake ptxas: not PTX text");
+    return 218;  // CUDA_ERROR_INVALID_PTX
+  }
+  std::lock_guard<std::mutex> lock(g_module_mu);
+  g_modules.insert(m.get());
+  *out = m.release();
+  return OK;
+}
+API CUresult cuModuleUnload(void *mod) {
+  FAULT(cuModuleUnload);
+  REQUIRE_INIT();
+  std::lock_guard<std::mutex> lock(g_module_mu);
+  auto *m = static_cast<Module *>(mod);
+  if (!g_modules.erase(m)) return INVALID_HANDLE;
+  delete m;
+  return OK;
+}
+API CUresult cuModuleGetFunction(void **out, void *mod, const char *name) {
+  FAULT(cuModuleGetFunction);
+  REQUIRE_INIT();
+  if (!out || !name) return INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(g_module_mu);
+  auto *m = static_cast<Module *>(mod);
+  if (!g_modules.count(m)) return INVALID_HANDLE;
+  for (auto &f : m->functions)
+    if (f->name == name) {
+      *out = f.get();
+      return OK;
+    }
+  return 500;  // CUDA_ERROR_NOT_FOUND
+}
+API CUresult cuFuncGetAttribute(int *v, int attr, void *fn) {
+  FAULT(cuFuncGetAttribute);
+  REQUIRE_INIT();
+  Function *f = known_function(fn);
+  if (!v) return INVALID_VALUE;
+  if (!f) return INVALID_HANDLE;
+  switch (attr) {
+    case 0:  // MAX_THREADS_PER_BLOCK
+      *v = 1024;
+      return OK;
+    case 1:  // SHARED_SIZE_BYTES
+      *v = f->static_shared;
+      return OK;
+    case 8:
+      *v = f->max_dynamic_shared;
+      return OK;
+    default:
+      return INVALID_VALUE;
+  }
+}
+API CUresult cuFuncSetAttribute(void *fn, int attr, int value) {
+  FAULT(cuFuncSetAttribute);
+  REQUIRE_INIT();
+  Function *f = known_function(fn);
+  if (!f) return INVALID_HANDLE;
+  if (attr != 8 || value < 0 || value + f->static_shared > 227 * 1024) return INVALID_VALUE;
+  f->max_dynamic_shared = value;
+  return OK;
+}
+API CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                            unsigned shared, CUstream s, void **params, void **extra) {
+  FAULT(cuLaunchKernel);
+  REQUIRE_INIT();
+  if (t_current < 0) return INVALID_CONTEXT;
+  Function *f = known_function(fn);
+  if (!f) return INVALID_HANDLE;
+  if (extra) return INVALID_VALUE;  // not used by the plugin
+  if (!gx || !gy || !gz || !bx || !by || !bz || gy > 65535 || gz > 65535 || bz > 64) return INVALID_VALUE;
+  if (uint64_t(bx) * by * bz > 1024) return INVALID_VALUE;
+  if (shared > unsigned(f->max_dynamic_shared)) return INVALID_VALUE;
+  if (!f->param_sizes.empty() && !params) return INVALID_VALUE;
+  // The record: every parameter's bytes as the kernel would read them.
+  std::string d = f->name + " grid=" + std::to_string(gx) + "," + std::to_string(gy) + "," + std::to_string(gz) +
+                  " block=" + std::to_string(bx) + "," + std::to_string(by) + "," + std::to_string(bz) +
+                  " shared=" + std::to_string(shared) + " params=";
+  for (size_t i = 0; i < f->param_sizes.size(); ++i) {
+    uint64_t v = 0;
+    if (!params[i]) return INVALID_VALUE;
+    std::memcpy(&v, params[i], size_t(f->param_sizes[i]));
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%s%d:0x%llx", i ? "," : "", f->param_sizes[i], static_cast<unsigned long long>(v));
+    d += buf;
+  }
+  {
+    std::lock_guard<std::mutex> lock(g_module_mu);
+    g_last_launch = d;
+    ++g_launches;
+  }
+  return submit(s, [] {});  // ordered on the stream like the real work would be
+}
+// Writes the latest launch's description into buf; returns the number of launches so far.
+API long fake_cuda_last_launch(char *buf, size_t len) {
+  std::lock_guard<std::mutex> lock(g_module_mu);
+  if (buf && len) std::snprintf(buf, len, "%s", g_last_launch.c_str());
+  return g_launches;
 }
 
 // cuGetProcAddress (CUDA 12 form): the versioned export of `name` if there

@@ -1,0 +1,340 @@
+#include "cuda_kernels.hpp"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <vector>
+
+#include "cuda_context.hpp"
+
+namespace gpuhal::cuda {
+namespace {
+
+// ---- NVRTC, loaded on first use ------------------------------------------------
+
+using nvrtcResult = int;
+struct _nvrtcProgram;
+using nvrtcProgram = _nvrtcProgram *;
+constexpr nvrtcResult NVRTC_SUCCESS = 0;
+
+#define GPUHAL_NVRTC_API(X)                                                                                    \
+  X(nvrtcVersion, nvrtcResult, (int *, int *))                                                                 \
+  X(nvrtcGetErrorString, const char *, (nvrtcResult))                                                          \
+  X(nvrtcCreateProgram, nvrtcResult,                                                                           \
+    (nvrtcProgram *, const char *, const char *, int, const char *const *, const char *const *))               \
+  X(nvrtcDestroyProgram, nvrtcResult, (nvrtcProgram *))                                                        \
+  X(nvrtcCompileProgram, nvrtcResult, (nvrtcProgram, int, const char *const *))                                \
+  X(nvrtcGetPTXSize, nvrtcResult, (nvrtcProgram, size_t *))                                                    \
+  X(nvrtcGetPTX, nvrtcResult, (nvrtcProgram, char *))                                                          \
+  X(nvrtcGetProgramLogSize, nvrtcResult, (nvrtcProgram, size_t *))                                             \
+  X(nvrtcGetProgramLog, nvrtcResult, (nvrtcProgram, char *))
+
+struct Nvrtc {
+#define GPUHAL_NVRTC_PTR(name, ret, params) ret(*name) params = nullptr;
+  GPUHAL_NVRTC_API(GPUHAL_NVRTC_PTR)
+#undef GPUHAL_NVRTC_PTR
+  void *handle = nullptr;
+  std::string path;
+  std::string why;  // why it could not be loaded
+  bool tried = false;
+};
+
+std::mutex g_nvrtc_mu;
+Nvrtc g_nvrtc;
+std::string g_nvrtc_library;
+
+// Loads NVRTC once (a failure is remembered and reported each time).
+const Nvrtc *nvrtc(std::string *why) {
+  std::lock_guard<std::mutex> lock(g_nvrtc_mu);
+  if (!g_nvrtc.tried) {
+    g_nvrtc.tried = true;
+    std::vector<std::string> names;
+    if (!g_nvrtc_library.empty())
+      names.push_back(g_nvrtc_library);
+    else
+      names = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so"};
+    std::string tried;
+    for (const auto &n : names) {
+      dlerror();
+      void *h = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (!h) {
+        const char *e = dlerror();
+        tried += "\n  " + n + ": " + (e ? e : "dlopen failed");
+        continue;
+      }
+      g_nvrtc.handle = h;
+      g_nvrtc.path = n;
+      break;
+    }
+    if (!g_nvrtc.handle) {
+      g_nvrtc.why = "NVRTC (the CUDA runtime compiler) could not be loaded; set GPUHAL_NVRTC to libnvrtc.so. Tried:" +
+                    tried;
+    } else {
+#define GPUHAL_NVRTC_SYM(name, ret, params)                                                \
+  if (!(g_nvrtc.name = reinterpret_cast<ret(*) params>(dlsym(g_nvrtc.handle, #name))) && \
+      g_nvrtc.why.empty())                                                                 \
+    g_nvrtc.why = g_nvrtc.path + " has no " #name;
+      GPUHAL_NVRTC_API(GPUHAL_NVRTC_SYM)
+#undef GPUHAL_NVRTC_SYM
+    }
+  }
+  if (!g_nvrtc.why.empty()) {
+    *why = g_nvrtc.why;
+    return nullptr;
+  }
+  return &g_nvrtc;
+}
+
+// ---- the lowering ------------------------------------------------------------------
+
+const char kPrologue[] =
+    "typedef signed char int8_t;\n"
+    "typedef unsigned char uint8_t;\n"
+    "typedef short int16_t;\n"
+    "typedef unsigned short uint16_t;\n"
+    "typedef int int32_t;\n"
+    "typedef unsigned int uint32_t;\n"
+    "typedef long long int64_t;\n"
+    "typedef unsigned long long uint64_t;\n"
+    "typedef long long intptr_t;\n"
+    "typedef unsigned long long uintptr_t;\n"
+    "static __device__ __forceinline__ unsigned __gpuhal_pick(unsigned d, unsigned x, unsigned y, unsigned z) {\n"
+    "  return d == 0u ? x : (d == 1u ? y : z);\n"
+    "}\n"
+    "extern __shared__ __align__(16) unsigned char __gpuhal_dynamic_smem[];\n"
+    "static __device__ __forceinline__ unsigned __gpuhal_dynamic_smem_size() {\n"
+    "  unsigned r;\n"
+    "  asm volatile(\"mov.u32 %0, %%dynamic_smem_size;\" : \"=r\"(r));\n"
+    "  return r;\n"
+    "}";
+
+struct Builtin {
+  const char *name;
+  const char *text;
+};
+
+const Builtin kBuiltins[] = {
+    {"GPUHAL_KERNEL", "#define GPUHAL_KERNEL extern \"C\" __global__"},
+    {"GPUHAL_DEVICE", "#define GPUHAL_DEVICE static __device__ __forceinline__"},
+    {"GPUHAL_GLOBAL", "#define GPUHAL_GLOBAL"},
+    {"GPUHAL_RESTRICT", "#define GPUHAL_RESTRICT __restrict__"},
+    {"GPUHAL_CONSTANT", "#define GPUHAL_CONSTANT __constant__"},
+    {"GPUHAL_LOCAL_MEM_FENCE", "#define GPUHAL_LOCAL_MEM_FENCE 1u"},
+    {"GPUHAL_GLOBAL_MEM_FENCE", "#define GPUHAL_GLOBAL_MEM_FENCE 2u"},
+    {"gpuhal_local_id", "#define gpuhal_local_id(d) __gpuhal_pick((d), threadIdx.x, threadIdx.y, threadIdx.z)"},
+    {"gpuhal_group_id", "#define gpuhal_group_id(d) __gpuhal_pick((d), blockIdx.x, blockIdx.y, blockIdx.z)"},
+    {"gpuhal_local_size", "#define gpuhal_local_size(d) __gpuhal_pick((d), blockDim.x, blockDim.y, blockDim.z)"},
+    {"gpuhal_num_groups", "#define gpuhal_num_groups(d) __gpuhal_pick((d), gridDim.x, gridDim.y, gridDim.z)"},
+    {"gpuhal_global_id",
+     "#define gpuhal_global_id(d) (gpuhal_group_id(d) * gpuhal_local_size(d) + gpuhal_local_id(d))"},
+    {"gpuhal_global_size", "#define gpuhal_global_size(d) (gpuhal_num_groups(d) * gpuhal_local_size(d))"},
+    // __syncthreads is bar.sync 0 and orders shared and global memory within
+    // the block; a global fence flag adds __threadfence before it so that
+    // the writes are visible device-wide.
+    {"gpuhal_barrier",
+     "#define gpuhal_barrier(flags) (((flags) & 2u) ? __threadfence() : (void)0, __syncthreads())"},
+    {"gpuhal_wave_barrier", "#define gpuhal_wave_barrier() __syncwarp()"},
+    {"gpuhal_mem_fence", "#define gpuhal_mem_fence(flags) (((flags) & 2u) ? __threadfence() : __threadfence_block())"},
+    {"GPUHAL_SHARED_ARRAY", "#define GPUHAL_SHARED_ARRAY(T, name, n) __shared__ __align__(16) T name[(n)]"},
+    {"GPUHAL_DYNAMIC_SHARED", "#define GPUHAL_DYNAMIC_SHARED(T, name) T *name = (T *)__gpuhal_dynamic_smem"},
+    {"gpuhal_dynamic_shared_bytes", "#define gpuhal_dynamic_shared_bytes() __gpuhal_dynamic_smem_size()"},
+    {"GPUHAL_LOCAL_ARRAY", "#define GPUHAL_LOCAL_ARRAY(T, name, n) T name[(n)]"},
+};
+
+bool has_arch_option(const std::vector<std::string> &opts) {
+  for (const auto &o : opts)
+    if (o.rfind("--gpu-architecture", 0) == 0 || o.rfind("-arch", 0) == 0) return true;
+  return false;
+}
+
+
+}  // namespace
+
+void set_nvrtc_library(const std::string &path) {
+  std::lock_guard<std::mutex> lock(g_nvrtc_mu);
+  if (g_nvrtc.tried) return;  // the first init's choice stays
+  g_nvrtc_library = path;
+}
+
+gpuhal_status_t lower_builtin(const char *builtin, const char **text) {
+  if (!builtin || !text) return fail(GPUHAL_ERROR_INVALID_VALUE, "lower_builtin: null argument");
+  if (!*builtin) {
+    *text = kPrologue;
+    return GPUHAL_SUCCESS;
+  }
+  for (const auto &b : kBuiltins)
+    if (std::strcmp(b.name, builtin) == 0) {
+      *text = b.text;
+      return GPUHAL_SUCCESS;
+    }
+  return fail(GPUHAL_ERROR_NOT_FOUND, std::string("lower_builtin: no builtin '") + builtin + "'");
+}
+
+gpuhal_status_t module_compile(gpuhal_context_t ctx, const gpuhal_compile_args_t *args, void **image, uint64_t *bytes,
+                               uint32_t *format) {
+  return guard("module_compile", [&]() -> gpuhal_status_t {
+    if (!args || args->struct_size < sizeof(gpuhal_compile_args_t) || !args->source || !image || !bytes || !format)
+      return fail(GPUHAL_ERROR_INVALID_VALUE, "module_compile: null or short argument");
+    WITH_CONTEXT("module_compile");
+    std::string why;
+    const Nvrtc *n = nvrtc(&why);
+    if (!n) return fail(GPUHAL_ERROR_COMPILATION_FAILED, "module_compile: " + why);
+    std::vector<std::string> opts;
+    {
+      std::stringstream ss(args->options ? args->options : "");
+      std::string o;
+      while (ss >> o) opts.push_back(o);
+    }
+    if (!has_arch_option(opts)) {
+      int major = 0, minor = 0;
+      CU_CALL(cuDeviceGetAttribute, &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, c->device);
+      CU_CALL(cuDeviceGetAttribute, &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, c->device);
+      opts.push_back("--gpu-architecture=compute_" + std::to_string(major) + std::to_string(minor));
+    }
+    std::vector<const char *> copts;
+    for (const auto &o : opts) copts.push_back(o.c_str());
+    nvrtcProgram prog = nullptr;
+    nvrtcResult r = n->nvrtcCreateProgram(&prog, args->source, "kernel.cu", 0, nullptr, nullptr);
+    if (r != NVRTC_SUCCESS)
+      return fail(GPUHAL_ERROR_COMPILATION_FAILED,
+                  std::string("module_compile: nvrtcCreateProgram failed: ") + n->nvrtcGetErrorString(r));
+    struct Destroy {
+      const Nvrtc *n;
+      nvrtcProgram *p;
+      ~Destroy() { n->nvrtcDestroyProgram(p); }
+    } destroy{n, &prog};
+    r = n->nvrtcCompileProgram(prog, int(copts.size()), copts.data());
+    if (r != NVRTC_SUCCESS) {
+      size_t log_size = 0;
+      std::string log;
+      if (n->nvrtcGetProgramLogSize(prog, &log_size) == NVRTC_SUCCESS && log_size > 1) {
+        log.resize(log_size);
+        n->nvrtcGetProgramLog(prog, &log[0]);
+        log.resize(std::strlen(log.c_str()));
+      }
+      return fail(GPUHAL_ERROR_COMPILATION_FAILED,
+                  std::string("module_compile: nvrtcCompileProgram failed (") + n->nvrtcGetErrorString(r) + "):\n" + log);
+    }
+    size_t size = 0;
+    if ((r = n->nvrtcGetPTXSize(prog, &size)) != NVRTC_SUCCESS || size == 0)
+      return fail(GPUHAL_ERROR_COMPILATION_FAILED, "module_compile: nvrtcGetPTXSize failed");
+    char *ptx = static_cast<char *>(std::malloc(size));
+    if (!ptx) return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "module_compile: out of host memory for the PTX");
+    if ((r = n->nvrtcGetPTX(prog, ptx)) != NVRTC_SUCCESS) {
+      std::free(ptx);
+      return fail(GPUHAL_ERROR_COMPILATION_FAILED,
+                  std::string("module_compile: nvrtcGetPTX failed: ") + n->nvrtcGetErrorString(r));
+    }
+    *image = ptx;
+    *bytes = std::strlen(ptx);  // the text; module_load adds the NUL the driver wants
+    *format = GPUHAL_IMAGE_PTX;
+    return GPUHAL_SUCCESS;
+  });
+}
+
+void image_free(void *image) { std::free(image); }
+
+gpuhal_status_t module_load(gpuhal_context_t ctx, const void *image, uint64_t bytes, uint32_t format,
+                            gpuhal_module_t *out) {
+  return guard("module_load", [&]() -> gpuhal_status_t {
+    if (!image || !bytes || !out) return fail(GPUHAL_ERROR_INVALID_VALUE, "module_load: null or empty image");
+    if (format != GPUHAL_IMAGE_PTX && format != GPUHAL_IMAGE_CUBIN)
+      return fail(GPUHAL_ERROR_INVALID_IMAGE,
+                  "module_load: the cuda backend loads PTX and cubin images (format " + std::to_string(format) + ")");
+    WITH_CONTEXT("module_load");
+    // PTX must be NUL-terminated for the driver: copy it when it is not.
+    std::string text;
+    const void *data = image;
+    if (format == GPUHAL_IMAGE_PTX && static_cast<const char *>(image)[bytes - 1] != '\0') {
+      text.assign(static_cast<const char *>(image), size_t(bytes));
+      data = text.c_str();
+    }
+    char log[4096] = {};
+    CUjit_option keys[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *values[2] = {log, reinterpret_cast<void *>(uintptr_t(sizeof log - 1))};
+    if (!drv().cuModuleLoadDataEx)
+      return fail(GPUHAL_ERROR_NOT_SUPPORTED, "cuModuleLoadDataEx is not provided by this driver");
+    CUmodule m = nullptr;
+    const CUresult r = drv().cuModuleLoadDataEx(&m, data, 2, keys, values);
+    if (r != CUDA_SUCCESS) {
+      const gpuhal_status_t st = drv().error(r, "cuModuleLoadDataEx");
+      if (log[0]) return fail(st, std::string(plugin::last_error()) + ":\n" + log);
+      return st;
+    }
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      c->modules.insert(m);
+    }
+    *out = reinterpret_cast<gpuhal_module_t>(m);
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t module_unload(gpuhal_context_t ctx, gpuhal_module_t module) {
+  WITH_CONTEXT("module_unload");
+  CUmodule m = reinterpret_cast<CUmodule>(module);
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    if (!c->modules.erase(m)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "module_unload: not a module of this context");
+  }
+  CU_CALL(cuModuleUnload, m);
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t module_get_kernel(gpuhal_context_t ctx, gpuhal_module_t module, const char *name,
+                                  gpuhal_kernel_t *out) {
+  if (!name || !out) return fail(GPUHAL_ERROR_INVALID_VALUE, "module_get_kernel: null argument");
+  WITH_CONTEXT("module_get_kernel");
+  CUmodule m = reinterpret_cast<CUmodule>(module);
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    if (!c->modules.count(m))
+      return fail(GPUHAL_ERROR_INVALID_HANDLE, "module_get_kernel: not a module of this context");
+  }
+  CUfunction f = nullptr;
+  CU_CALL(cuModuleGetFunction, &f, m, name);
+  *out = reinterpret_cast<gpuhal_kernel_t>(f);
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuhal_launch_config_t *config,
+                       void *const *args, uint32_t arg_count, gpuhal_stream_t stream) {
+  if (!config || config->struct_size < sizeof(gpuhal_launch_config_t))
+    return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: null or short launch configuration");
+  if (!kernel) return fail(GPUHAL_ERROR_INVALID_HANDLE, "launch: null kernel");
+  if (arg_count && !args) return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: null argument array");
+  WITH_CONTEXT("launch");
+  if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "launch: invalid stream");
+  CUfunction f = reinterpret_cast<CUfunction>(kernel);
+  // What this kernel can take (registers and static shared memory limit it
+  // below the device's maxima): refused here, before anything is queued.
+  int max_threads = 0, static_shared = 0;
+  CU_CALL(cuFuncGetAttribute, &max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f);
+  CU_CALL(cuFuncGetAttribute, &static_shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f);
+  const uint64_t threads = uint64_t(config->block[0]) * config->block[1] * config->block[2];
+  if (max_threads > 0 && threads > uint64_t(max_threads))
+    return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: a block of " + std::to_string(threads) +
+                                                " threads, this kernel allows at most " + std::to_string(max_threads));
+  int optin = 0, per_block = 0;
+  CU_CALL(cuDeviceGetAttribute, &per_block, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, c->device);
+  if (drv().cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, c->device) !=
+      CUDA_SUCCESS)
+    optin = per_block;
+  const uint64_t shared = uint64_t(static_shared) + config->dynamic_shared_bytes;
+  if (shared > uint64_t(std::max(optin, per_block)))
+    return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: " + std::to_string(static_shared) + " bytes of static and " +
+                                                std::to_string(config->dynamic_shared_bytes) +
+                                                " of dynamic shared memory, the device has " +
+                                                std::to_string(std::max(optin, per_block)) + " per block");
+  // Above the default limit the kernel must opt in.
+  if (shared > uint64_t(per_block))
+    CU_CALL(cuFuncSetAttribute, f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            int(config->dynamic_shared_bytes));
+  CU_CALL(cuLaunchKernel, f, config->grid[0], config->grid[1], config->grid[2], config->block[0], config->block[1],
+          config->block[2], config->dynamic_shared_bytes, native(stream), const_cast<void **>(args), nullptr);
+  return GPUHAL_SUCCESS;
+}
+
+}  // namespace gpuhal::cuda

@@ -1,0 +1,170 @@
+// Portable kernels on the cuda backend: the lowering compiled by the real
+// NVRTC (where installed), the PTX assembled by the real ptxas for sm_80 and
+// sm_90, and launches over the fake driver (validated and recorded there,
+// field by field). Skipped, saying why, where NVRTC or ptxas is missing.
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "kernel_sources.hpp"
+#include "test_support.hpp"
+
+using namespace gpuhal;
+
+#if GPUHAL_TEST_HAVE_CUDA_PLUGIN
+
+namespace {
+
+Context cuda_context() {
+  Config c;
+  c.backend = "cuda";
+  c.plugin_path = {GPUHAL_TEST_LIB_DIR};
+  c.set_option("GPUHAL_CUDA_DRIVER", GPUHAL_TEST_FAKE_CUDA);
+  return Runtime::load(c).device(0).primary_context();
+}
+
+// Compiles with NVRTC, or returns an empty module after printing why it
+// cannot (NVRTC not installed).
+Module compile_or_skip(const Context &ctx, const char *source, const std::string &options = "") {
+  ModuleOptions o;
+  o.compiler_options = options;
+  try {
+    return Module::compile(ctx, source, o);
+  } catch (const Error &e) {
+    if (std::string(e.what()).find("could not be loaded") == std::string::npos) throw;
+    WARN("skipped: NVRTC is not installed here: " << e.what());
+    return Module();
+  }
+}
+
+std::string ptxas() {
+  for (const char *p : {"/usr/local/cuda/bin/ptxas", "/usr/bin/ptxas"})
+    if (::access(p, X_OK) == 0) return p;
+  return "";
+}
+
+// Assembles PTX for `arch` with the real ptxas; returns its exit status.
+int assemble(const std::string &ptx, const std::string &arch) {
+  char path[] = "/tmp/gpuhal-ptx-XXXXXX";
+  const int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  REQUIRE(write(fd, ptx.data(), ptx.size()) == ssize_t(ptx.size()));
+  close(fd);
+  const std::string cmd = ptxas() + " -arch=" + arch + " " + path + " -o /dev/null 2>&1";
+  const int rc = std::system(cmd.c_str());
+  unlink(path);
+  return rc;
+}
+
+std::string last_launch(long *count = nullptr) {
+  void *fake = dlopen(GPUHAL_TEST_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(fake);
+  auto fn = reinterpret_cast<long (*)(char *, size_t)>(dlsym(fake, "fake_cuda_last_launch"));
+  REQUIRE(fn);
+  char buf[1024];
+  const long n = fn(buf, sizeof buf);
+  dlclose(fake);
+  if (count) *count = n;
+  return buf;
+}
+
+std::string hex(uint64_t v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("cuda kernel: the lowered portable kernels compile with NVRTC and assemble with ptxas for sm_80 and sm_90",
+          "[kernel][cuda]") {
+  Context ctx = cuda_context();
+  if (ptxas().empty()) {
+    WARN("skipped: ptxas is not installed here");
+    return;
+  }
+  for (const char *src : {kSaxpy, kReduce, kMatmul, kDynamic}) {
+    for (const char *arch : {"80", "90"}) {
+      Module m = compile_or_skip(ctx, src, std::string("--gpu-architecture=compute_") + arch);
+      if (!m) return;
+      INFO("sm_" << arch << ":\n" << m.image());
+      CHECK(m.image_format() == ImageFormat::Ptx);
+      CHECK_THAT(m.image(), Catch::Matchers::Contains(std::string(".target sm_") + arch));
+      CHECK(assemble(m.image(), std::string("sm_") + arch) == 0);
+      if (src != kSaxpy) CHECK_THAT(m.image(), Catch::Matchers::Contains("bar.sync"));
+    }
+  }
+  // The device's own architecture when no option names one (the fake is 9.0).
+  Module m = compile_or_skip(ctx, kReduce);
+  if (m) CHECK_THAT(m.image(), Catch::Matchers::Contains(".target sm_90"));
+}
+
+TEST_CASE("cuda kernel: launches reach the driver with grid, block, shared bytes and every argument", "[kernel][cuda]") {
+  Context ctx = cuda_context();
+  Module m = compile_or_skip(ctx, kSaxpy);
+  if (!m) return;
+  Kernel k = m.kernel("saxpy");
+  auto x = device_array(ctx, {1000}, dtypes::float32);
+  auto y = device_array(ctx, {1000}, dtypes::float32);
+  Stream s = ctx.create_stream();
+  long before = 0;
+  last_launch(&before);
+  k({4}, {256}, s, 128)(y, x, 3.0f, int64_t(1000));  // the int64 converts to the int parameter
+  s.synchronize();
+  long after = 0;
+  const std::string got = last_launch(&after);
+  CHECK(after == before + 1);
+  CHECK(got == "saxpy grid=4,1,1 block=256,1,1 shared=128 params=8:" + hex(y.device_pointer()) + ",8:" +
+                   hex(x.device_pointer()) + ",4:0x40400000,4:0x3e8");
+
+  // Dynamic shared memory beyond the default 48 KiB opts in; beyond the device's limit is refused.
+  Module d = compile_or_skip(ctx, kDynamic);
+  auto out = device_array(ctx, {256}, dtypes::float32);
+  auto bytes = device_array(ctx, {4}, dtypes::uint32);
+  d.kernel("dyn")({2}, {128}, s, 100 * 1024)(out, bytes);
+  s.synchronize();
+  CHECK_THAT(last_launch(), Catch::Matchers::StartsWith("dyn grid=2,1,1 block=128,1,1 shared=102400 "));
+  REQUIRE_GPUHAL_ERROR(d.kernel("dyn")({2}, {128}, s, 240 * 1024)(out, bytes), Status::ERROR_INVALID_VALUE,
+                       "dynamic shared memory");
+  // The reduction's static shared array (1 KiB) counts against the limit too.
+  Module r = compile_or_skip(ctx, kReduce);
+  auto in = device_array(ctx, {256}, dtypes::float64);
+  auto part = device_array(ctx, {2}, dtypes::float64);
+  REQUIRE_GPUHAL_ERROR(r.kernel("block_sum")({2}, {128}, s, 227 * 1024 - 512)(in, part, 256u),
+                       Status::ERROR_INVALID_VALUE, "1024 bytes of static");
+}
+
+TEST_CASE("cuda kernel: compile errors, unknown kernels and bad images are reported with the driver's words",
+          "[kernel][cuda]") {
+  Context ctx = cuda_context();
+  try {
+    Module::compile(ctx, "GPUHAL_KERNEL void k(int n) {\n  int x = ;\n}\n");
+    FAIL("expected a compilation failure");
+  } catch (const Error &e) {
+    if (std::string(e.what()).find("could not be loaded") != std::string::npos) {
+      WARN("skipped: NVRTC is not installed here");
+      return;
+    }
+    CHECK(e.status() == Status::ERROR_COMPILATION_FAILED);
+    CHECK_THAT(e.what(), Catch::Matchers::Contains("kernel(2): error"));
+  }
+  Module m = Module::compile(ctx, kSaxpy);
+  REQUIRE_GPUHAL_ERROR(m.kernel("nope"), Status::ERROR_NOT_FOUND, "no kernel 'nope'");
+  const std::string junk = "this is not PTX";
+  REQUIRE_GPUHAL_ERROR(Module::load(ctx, ImageFormat::Ptx, junk.data(), junk.size()), Status::ERROR_INVALID_IMAGE,
+                       "CUDA_ERROR_INVALID_PTX");
+  REQUIRE_GPUHAL_ERROR(Module::load(ctx, ImageFormat::HostSharedObject, junk.data(), junk.size()),
+                       Status::ERROR_INVALID_IMAGE, "loads PTX and cubin");
+  // A prebuilt PTX image loads and its kernels are found by name.
+  Module pre = Module::load(ctx, ImageFormat::Ptx, m.image().data(), m.image().size());
+  Kernel k = pre.kernel("saxpy");
+  CHECK(k.parameter_count() == -1);
+  // The context goes on.
+  auto a = to_device(ctx, HostView::of(std::vector<float>(8, 1.0f)));
+  CHECK(a.copy_to_host().to_vector<float>() == std::vector<float>(8, 1.0f));
+}
+
+#endif
