@@ -70,9 +70,10 @@ void print_backends_text(const std::vector<gpuhal::LoadAttempt> &backends) {
 
 int usage(FILE *out) {
   std::fprintf(out,
-               "usage: gpuhal-info [--json]\n"
+               "usage: gpuhal-info [--json | --lowering]\n"
                "Shows the gpuhal backend selected by GPUHAL_BACKEND (or the default order cuda, hsa, host),\n"
                "every plugin candidate tried and why it was or was not used, and the devices.\n"
+               "--lowering prints the backend's text for every builtin of the portable kernel dialect.\n"
                "Set GPUHAL_LOG=debug to see every step of the search.\n");
   return out == stderr ? 2 : 0;
 }
@@ -80,10 +81,12 @@ int usage(FILE *out) {
 }  // namespace
 
 int main(int argc, char **argv) {
-  bool json = false;
+  bool json = false, lowering = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--json"))
       json = true;
+    else if (!std::strcmp(argv[i], "--lowering"))
+      lowering = true;
     else if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h"))
       return usage(stdout);
     else {
@@ -115,6 +118,19 @@ int main(int argc, char **argv) {
     }
   }();
 
+  if (lowering) {
+    try {
+      std::printf("/* The portable kernel dialect lowered for the %s backend (%s) */\n", rt.backend_name().c_str(),
+                  rt.plugin_path().c_str());
+      for (const auto &b : rt.kernel_lowering())
+        std::printf("\n/* %s */\n%s\n", b.first.empty() ? "prologue" : b.first.c_str(), b.second.c_str());
+      return 0;
+    } catch (const gpuhal::Error &e) {
+      std::fprintf(stderr, "gpuhal-info: %s: %s\n", gpuhal::to_string(e.status()).c_str(), e.what());
+      return 1;
+    }
+  }
+
   if (json) {
     std::string s =
         "{\"ok\":true,\"backend\":" + json_string(rt.backend_name()) + ",\"plugin\":" + json_string(rt.plugin_path()) +
@@ -126,7 +142,8 @@ int main(int argc, char **argv) {
         ",\"mapped_host_memory\":" + (rt.supports(gpuhal::Capability::MappedHostMemory) ? "true" : "false") +
         ",\"ipc\":" + (rt.supports(gpuhal::Capability::Ipc) ? "true" : "false") +
         ",\"stream_ordered_memory\":" + (rt.supports(gpuhal::Capability::StreamOrderedMemory) ? "true" : "false") +
-        ",\"peer_access\":" + (rt.supports(gpuhal::Capability::PeerAccess) ? "true" : "false") + "},\"devices\":[";
+        ",\"peer_access\":" + (rt.supports(gpuhal::Capability::PeerAccess) ? "true" : "false") +
+        ",\"kernels\":" + (rt.supports(gpuhal::Capability::Kernels) ? "true" : "false") + "},\"devices\":[";
     for (int i = 0; i < rt.device_count(); ++i) {
       const auto &p = rt.device(i).properties();
       s += std::string(i ? "," : "") + "{\"ordinal\":" + std::to_string(i) + ",\"name\":" + json_string(p.name) +
@@ -149,13 +166,14 @@ int main(int argc, char **argv) {
   print_attempts_text(rt.attempts());
   std::printf(
       "Capabilities: stream barrier %s, host memory %s, mapped host memory %s, ipc %s, stream-ordered memory %s, "
-      "peer access %s\n",
+      "peer access %s, kernels %s\n",
       rt.supports(gpuhal::Capability::StreamBarrier) ? "yes" : "no",
       rt.supports(gpuhal::Capability::HostMemory) ? "yes" : "no",
       rt.supports(gpuhal::Capability::MappedHostMemory) ? "yes" : "no",
       rt.supports(gpuhal::Capability::Ipc) ? "yes" : "no",
       rt.supports(gpuhal::Capability::StreamOrderedMemory) ? "yes" : "no",
-      rt.supports(gpuhal::Capability::PeerAccess) ? "yes" : "no");
+      rt.supports(gpuhal::Capability::PeerAccess) ? "yes" : "no",
+      rt.supports(gpuhal::Capability::Kernels) ? "yes" : "no");
   std::printf("Devices: %d\n", rt.device_count());
   for (int i = 0; i < rt.device_count(); ++i) {
     const auto &p = rt.device(i).properties();

@@ -123,28 +123,38 @@ StackPool::StackPool(size_t stack_bytes) {
 }
 
 StackPool::~StackPool() {
-  for (void *s : free_) ::munmap(static_cast<char *>(s) - page_size(), bytes_ + page_size());
+  for (const Stack &s : free_) {
+    ::munmap(static_cast<char *>(s.base) - page_size(), bytes_ + page_size());
+#ifdef GPUHAL_HOST_TSAN
+    __tsan_destroy_fiber(s.tsan);
+#endif
+  }
 }
 
-void *StackPool::acquire() {
+StackPool::Stack StackPool::acquire() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!free_.empty()) {
-      void *s = free_.back();
+      Stack s = free_.back();
       free_.pop_back();
       return s;
     }
   }
   const size_t p = page_size();
   void *m = ::mmap(nullptr, bytes_ + p, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (m == MAP_FAILED) return nullptr;
+  if (m == MAP_FAILED) return Stack{};
   // The guard page: a stack overflow faults instead of corrupting memory.
   ::mprotect(m, p, PROT_NONE);
-  return static_cast<char *>(m) + p;
+  Stack s;
+  s.base = static_cast<char *>(m) + p;
+#ifdef GPUHAL_HOST_TSAN
+  s.tsan = __tsan_create_fiber(0);
+#endif
+  return s;
 }
 
-void StackPool::release(void *stack) {
-  if (!stack) return;
+void StackPool::release(const Stack &stack) {
+  if (!stack.base) return;
   std::lock_guard<std::mutex> lock(mu_);
   free_.push_back(stack);
 }
@@ -153,16 +163,13 @@ void StackPool::release(void *stack) {
 
 namespace {
 
-struct Launch;
-
 struct Fiber {
   ctx::fcontext_t fc = nullptr;
   gpuhal_host_item item{};
   bool done = false;
-  void *stack = nullptr;
+  StackPool::Stack stack;
   struct Scheduler *sched = nullptr;
   void *asan_fake = nullptr;
-  void *tsan = nullptr;
 };
 
 struct Scheduler {
@@ -225,10 +232,6 @@ void fiber_barrier(void *sched) {
   after_switch(f->asan_fake, &s->main_bottom, &s->main_size);
 }
 
-struct LoopMisuse {
-  std::atomic<bool> *flag;
-};
-
 // A barrier reached in a group run as a loop: the kernel was not seen to
 // use barriers (e.g. hidden behind a macro of another file). Recorded; the
 // launch reports it.
@@ -281,7 +284,7 @@ std::string run_kernel(ThreadPool &pool, StackPool &stacks, const KernelLaunch &
     bool ok = true;
     for (uint32_t i = 0; i < items; ++i) {
       f[i].stack = stacks.acquire();
-      if (!f[i].stack) {
+      if (!f[i].stack.base) {
         ok = false;
         break;
       }
@@ -290,10 +293,7 @@ std::string run_kernel(ThreadPool &pool, StackPool &stacks, const KernelLaunch &
       f[i].item.local_id[1] = (i / L.block[0]) % L.block[1];
       f[i].item.local_id[2] = i / (L.block[0] * L.block[1]);
       f[i].item.group = &g;
-      f[i].fc = ctx::make_fcontext(static_cast<char *>(f[i].stack) + s.stack_bytes, s.stack_bytes, fiber_entry);
-#ifdef GPUHAL_HOST_TSAN
-      f[i].tsan = __tsan_create_fiber(0);
-#endif
+      f[i].fc = ctx::make_fcontext(static_cast<char *>(f[i].stack.base) + s.stack_bytes, s.stack_bytes, fiber_entry);
     }
     if (ok) {
       uint32_t remaining = items;
@@ -301,7 +301,7 @@ std::string run_kernel(ThreadPool &pool, StackPool &stacks, const KernelLaunch &
         for (uint32_t i = 0; i < items; ++i) {
           if (f[i].done) continue;
           s.current = &f[i];
-          before_switch(&s.main_fake, f[i].stack, s.stack_bytes, f[i].tsan);
+          before_switch(&s.main_fake, f[i].stack.base, s.stack_bytes, f[i].stack.tsan);
           ctx::transfer_t t = ctx::jump_fcontext(f[i].fc, &f[i]);
           after_switch(s.main_fake, nullptr, nullptr);
           f[i].fc = t.fctx;
@@ -311,12 +311,7 @@ std::string run_kernel(ThreadPool &pool, StackPool &stacks, const KernelLaunch &
     } else {
       no_memory = true;
     }
-    for (auto &x : f) {
-      stacks.release(x.stack);
-#ifdef GPUHAL_HOST_TSAN
-      if (x.tsan) __tsan_destroy_fiber(x.tsan);
-#endif
-    }
+    for (auto &x : f) stacks.release(x.stack);
   });
   if (no_memory) return "out of memory for work-group fiber stacks or dynamic shared memory";
   if (misuse)

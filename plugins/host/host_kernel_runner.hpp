@@ -50,21 +50,26 @@ class ThreadPool {
   std::vector<std::thread> workers_;
 };
 
-// Reusable fiber stacks (mmap'd, guard page at the low end).
+// Reusable fiber stacks (mmap'd, guard page at the low end). Under
+// ThreadSanitizer each stack keeps its TSan fiber too (making one per
+// work-item and group would dominate the run).
 class StackPool {
  public:
+  struct Stack {
+    void *base = nullptr;  // lowest usable address (the guard page lies below)
+    void *tsan = nullptr;  // the stack's TSan fiber, or nullptr
+  };
   explicit StackPool(size_t stack_bytes);
   ~StackPool();
   size_t stack_bytes() const { return bytes_; }
-  // Lowest usable address of a stack (the guard page lies below it), or
-  // nullptr when memory is exhausted.
-  void *acquire();
-  void release(void *stack);
+  // base is nullptr when memory is exhausted.
+  Stack acquire();
+  void release(const Stack &stack);
 
  private:
   size_t bytes_;
   std::mutex mu_;
-  std::vector<void *> free_;
+  std::vector<Stack> free_;
 };
 
 struct KernelLaunch {
