@@ -49,6 +49,17 @@ void workload(const Context &ctx, Buffers &buf) {
   t.synchronize();
   s.synchronize();
   if (buf.back.to_vector<float>() != v) throw std::runtime_error("workload: wrong data");
+  {
+    Module m = Module::compile(ctx, R"(
+GPUHAL_KERNEL void twice(GPUHAL_GLOBAL float *x, unsigned n) {
+  unsigned i = gpuhal_global_id(0);
+  if (i < n) x[i] *= 2.0f;
+})");
+    m.kernel("twice")({4}, {256}, s)(a, 1024u);
+    HostArray twice = a.copy_to_host(s);
+    s.synchronize();
+    if (twice.to_vector<float>()[1023] != 2046.0f) throw std::runtime_error("workload: wrong kernel result");
+  }
   { PinnedScope pin(ctx, {HostView::of(v)}); }
   HostArray pinned = pinned_array(ctx, {64});
   MappedArray mapped = mapped_array(ctx, {64});
@@ -61,7 +72,9 @@ void workload(const Context &ctx, Buffers &buf) {
 }
 
 Context faulty_context(const std::string &spec) {
-  return test::host_context({{"GPUHAL_HOST_MEMORY_LIMIT", "64M"}, {"GPUHAL_HOST_FAULT", spec}});
+  return test::host_context({{"GPUHAL_HOST_MEMORY_LIMIT", "64M"},
+                             {"GPUHAL_HOST_FAULT", spec},
+                             {"GPUHAL_KERNEL_CACHE", GPUHAL_TEST_KERNEL_CACHE}});
 }
 
 }  // namespace
@@ -82,7 +95,10 @@ TEST_CASE("fault injection: every host plugin entry fails in turn during a workl
                                  "host_unregister",     "host_get_device_pointer",
                                  "ipc_get_handle",      "ipc_open",
                                  "ipc_close",           "mem_alloc_async",
-                                 "mem_free_async"};
+                                 "mem_free_async",      "lower_builtin",
+                                 "module_compile",      "module_load",
+                                 "module_get_kernel",   "launch",
+                                 "module_unload"};
   int injected = 0;
   for (const char *entry : entries) {
     INFO("entry " << entry);
