@@ -153,6 +153,31 @@ StackPool::Stack StackPool::acquire() {
   return s;
 }
 
+bool StackPool::acquire(size_t n, Stack *out) {
+  size_t got = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    while (got < n && !free_.empty()) {
+      out[got++] = free_.back();
+      free_.pop_back();
+    }
+  }
+  for (; got < n; ++got) {
+    out[got] = acquire();
+    if (!out[got].base) {
+      release(got, out);
+      return false;
+    }
+  }
+  return true;
+}
+
+void StackPool::release(size_t n, const Stack *stacks) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < n; ++i)
+    if (stacks[i].base) free_.push_back(stacks[i]);
+}
+
 void StackPool::release(const Stack &stack) {
   if (!stack.base) return;
   std::lock_guard<std::mutex> lock(mu_);
@@ -281,19 +306,20 @@ std::string run_kernel(ThreadPool &pool, StackPool &stacks, const KernelLaunch &
     g.barrier = fiber_barrier;
     g.scheduler = &s;
     std::vector<Fiber> f(items);
-    bool ok = true;
-    for (uint32_t i = 0; i < items; ++i) {
-      f[i].stack = stacks.acquire();
-      if (!f[i].stack.base) {
-        ok = false;
-        break;
-      }
+    std::vector<StackPool::Stack> st(items);
+    const bool ok = stacks.acquire(items, st.data());
+    for (uint32_t i = 0; ok && i < items; ++i) {
+      f[i].stack = st[i];
       f[i].sched = &s;
       f[i].item.local_id[0] = i % L.block[0];
       f[i].item.local_id[1] = (i / L.block[0]) % L.block[1];
       f[i].item.local_id[2] = i / (L.block[0] * L.block[1]);
       f[i].item.group = &g;
-      f[i].fc = ctx::make_fcontext(static_cast<char *>(f[i].stack.base) + s.stack_bytes, s.stack_bytes, fiber_entry);
+      // Staggered tops: stacks at the same page offset would all map to the
+      // same cache sets and evict each other at every switch.
+      const size_t color = (i % 61) * 64;
+      f[i].fc = ctx::make_fcontext(static_cast<char *>(f[i].stack.base) + s.stack_bytes - color,
+                                   s.stack_bytes - color, fiber_entry);
     }
     if (ok) {
       uint32_t remaining = items;
@@ -311,7 +337,7 @@ std::string run_kernel(ThreadPool &pool, StackPool &stacks, const KernelLaunch &
     } else {
       no_memory = true;
     }
-    for (auto &x : f) stacks.release(x.stack);
+    if (ok) stacks.release(items, st.data());
   });
   if (no_memory) return "out of memory for work-group fiber stacks or dynamic shared memory";
   if (misuse)

@@ -65,6 +65,10 @@ class StackPool {
   // base is nullptr when memory is exhausted.
   Stack acquire();
   void release(const Stack &stack);
+  // n stacks under one lock (a work-group's worth); false, with the ones
+  // acquired given back, when memory is exhausted.
+  bool acquire(size_t n, Stack *out);
+  void release(size_t n, const Stack *stacks);
 
  private:
   size_t bytes_;

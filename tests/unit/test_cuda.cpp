@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 
+#include <cstring>
 #include <functional>
 
 #include "test_support.hpp"
@@ -14,6 +15,10 @@ using namespace gpuhal;
 #if GPUHAL_TEST_HAVE_CUDA_PLUGIN
 
 namespace {
+
+const char *const kNoopPtx =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".visible .entry noop(\n\t.param .u64 noop_param_0\n)\n{\n\tret;\n}\n";
 
 // Faults must be set before the fake driver is loaded (it reads them once).
 Runtime cuda_runtime(const char *faults = nullptr) {
@@ -81,7 +86,8 @@ TEST_CASE("cuda: a failing driver call names the call and leaves the context usa
   Context ctx = rt.device(0).primary_context();
   std::vector<double> v(64, 1.0);
   const uint64_t free_before = ctx.memory_info().free;
-  REQUIRE_GPUHAL_ERROR(to_device(ctx, HostView::of(v)), Status::ERROR_DRIVER,
+  // An illegal address is what a faulting kernel leaves behind: a launch failure.
+  REQUIRE_GPUHAL_ERROR(to_device(ctx, HostView::of(v)), Status::ERROR_LAUNCH_FAILED,
                        "cuMemcpyHtoD failed: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered)");
   ctx.flush_deallocations();
   CHECK(ctx.memory_info().free == free_before);  // the failed transfer's allocation was freed
@@ -192,6 +198,17 @@ TEST_CASE("cuda: every driver call that fails surfaces as an error naming it and
       {"cuIpcCloseMemHandle", "cuIpcCloseMemHandle",
        [&] { IpcArray o = open_ipc_array(ctx, IpcArrayHandle::deserialize(ipc.serialize())); }},
       {"cuMemFreeAsync", "cuMemFreeAsync", [&] { DeviceMemory m = ctx.allocate_async(64, s); }},
+      // Device code, from a prebuilt PTX image (no NVRTC needed).
+      {"cuModuleLoadDataEx", "cuModuleLoadDataEx",
+       [&] { Module::load(ctx, ImageFormat::Ptx, kNoopPtx, std::strlen(kNoopPtx)); }},
+      {"cuModuleGetFunction", "cuModuleGetFunction",
+       [&] { Module::load(ctx, ImageFormat::Ptx, kNoopPtx, std::strlen(kNoopPtx)).kernel("noop"); }},
+      {"cuFuncGetAttribute", "cuFuncGetAttribute",
+       [&] { Module::load(ctx, ImageFormat::Ptx, kNoopPtx, std::strlen(kNoopPtx)).kernel("noop")({1}, {1}, s)(b); }},
+      {"cuLaunchKernel", "cuLaunchKernel",
+       [&] { Module::load(ctx, ImageFormat::Ptx, kNoopPtx, std::strlen(kNoopPtx)).kernel("noop")({1}, {1}, s)(b); }},
+      {"cuModuleUnload", "cuModuleUnload",
+       [&] { Module::load(ctx, ImageFormat::Ptx, kNoopPtx, std::strlen(kNoopPtx)); }},
   };
   for (const auto &c : cases) {
     INFO("failing " << c.symbol);
