@@ -277,9 +277,12 @@ gpuhal_status_t module_unload(gpuhal_context_t ctx, gpuhal_module_t module) {
   CUmodule m = reinterpret_cast<CUmodule>(module);
   {
     std::lock_guard<std::mutex> lock(c->mu);
-    if (!c->modules.erase(m)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "module_unload: not a module of this context");
+    if (!c->modules.count(m)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "module_unload: not a module of this context");
   }
+  // Forgotten only once unloaded: after a failure, context_destroy tries again.
   CU_CALL(cuModuleUnload, m);
+  std::lock_guard<std::mutex> lock(c->mu);
+  c->modules.erase(m);
   return GPUHAL_SUCCESS;
 }
 

@@ -1,0 +1,94 @@
+#include "hsa_lowering.hpp"
+
+#include <cstring>
+
+namespace gpuhal::hsa {
+namespace {
+
+// hsa_kernel_dispatch_packet_t offsets: workgroup_size_x/y/z (u16) at 4, 6,
+// 8; grid_size_x/y/z (u32) at 12, 16, 20; group_segment_size (u32) at 28.
+const char kPrologue[] =
+    "typedef char int8_t;\n"
+    "typedef unsigned char uint8_t;\n"
+    "typedef short int16_t;\n"
+    "typedef unsigned short uint16_t;\n"
+    "typedef int int32_t;\n"
+    "typedef unsigned int uint32_t;\n"
+    "typedef long int64_t;\n"
+    "typedef unsigned long uint64_t;\n"
+    "typedef long intptr_t;\n"
+    "typedef unsigned long uintptr_t;\n"
+    "static inline __constant unsigned char *__gpuhal_packet(void) {\n"
+    "  return (__constant unsigned char *)__builtin_amdgcn_dispatch_ptr();\n"
+    "}\n"
+    "static inline unsigned int __gpuhal_local_size(unsigned int d) {\n"
+    "  return d < 3u ? (unsigned int)((__constant unsigned short *)(__gpuhal_packet() + 4))[d] : 1u;\n"
+    "}\n"
+    "static inline unsigned int __gpuhal_grid_size(unsigned int d) {\n"
+    "  return d < 3u ? ((__constant unsigned int *)(__gpuhal_packet() + 12))[d] : 1u;\n"
+    "}\n"
+    "static inline unsigned int __gpuhal_local_id(unsigned int d) {\n"
+    "  return d == 0u ? __builtin_amdgcn_workitem_id_x() : d == 1u ? __builtin_amdgcn_workitem_id_y()\n"
+    "       : d == 2u ? __builtin_amdgcn_workitem_id_z() : 0u;\n"
+    "}\n"
+    "static inline unsigned int __gpuhal_group_id(unsigned int d) {\n"
+    "  return d == 0u ? __builtin_amdgcn_workgroup_id_x() : d == 1u ? __builtin_amdgcn_workgroup_id_y()\n"
+    "       : d == 2u ? __builtin_amdgcn_workgroup_id_z() : 0u;\n"
+    "}\n"
+    "static inline void __gpuhal_barrier(void) {\n"
+    "  __builtin_amdgcn_fence(__ATOMIC_RELEASE, \"workgroup\");\n"
+    "  __builtin_amdgcn_s_barrier();\n"
+    "  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, \"workgroup\");\n"
+    "}\n"
+    "static inline unsigned int __gpuhal_dynamic_lds_bytes(void) {\n"
+    "  return *(__constant unsigned int *)(__gpuhal_packet() + 28) - __builtin_amdgcn_groupstaticsize();\n"
+    "}";
+
+struct Builtin {
+  const char *name;
+  const char *text;
+};
+
+const Builtin kBuiltins[] = {
+    {"GPUHAL_KERNEL", "#define GPUHAL_KERNEL __kernel"},
+    {"GPUHAL_DEVICE", "#define GPUHAL_DEVICE static inline"},
+    {"GPUHAL_GLOBAL", "#define GPUHAL_GLOBAL __global"},
+    {"GPUHAL_RESTRICT", "#define GPUHAL_RESTRICT restrict"},
+    {"GPUHAL_CONSTANT", "#define GPUHAL_CONSTANT __constant"},
+    {"GPUHAL_LOCAL_MEM_FENCE", "#define GPUHAL_LOCAL_MEM_FENCE 1u"},
+    {"GPUHAL_GLOBAL_MEM_FENCE", "#define GPUHAL_GLOBAL_MEM_FENCE 2u"},
+    {"gpuhal_local_id", "#define gpuhal_local_id(d) __gpuhal_local_id(d)"},
+    {"gpuhal_group_id", "#define gpuhal_group_id(d) __gpuhal_group_id(d)"},
+    {"gpuhal_local_size", "#define gpuhal_local_size(d) __gpuhal_local_size(d)"},
+    {"gpuhal_num_groups",
+     "#define gpuhal_num_groups(d) ((__gpuhal_grid_size(d) + __gpuhal_local_size(d) - 1u) / __gpuhal_local_size(d))"},
+    {"gpuhal_global_id",
+     "#define gpuhal_global_id(d) (gpuhal_group_id(d) * gpuhal_local_size(d) + gpuhal_local_id(d))"},
+    {"gpuhal_global_size", "#define gpuhal_global_size(d) __gpuhal_grid_size(d)"},
+    // Work-group scope release / s_barrier / acquire: the fence covers LDS
+    // and global memory alike at that scope, whatever the flags (a bare
+    // s_barrier would give the compiler no ordering for LDS).
+    {"gpuhal_barrier", "#define gpuhal_barrier(flags) ((void)(flags), __gpuhal_barrier())"},
+    {"gpuhal_wave_barrier", "#define gpuhal_wave_barrier() __builtin_amdgcn_wave_barrier()"},
+    {"gpuhal_mem_fence",
+     "#define gpuhal_mem_fence(flags) (((flags) & 2u) ? __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, \"agent\") "
+     ": __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, \"workgroup\"))"},
+    {"GPUHAL_SHARED_ARRAY", "#define GPUHAL_SHARED_ARRAY(T, name, n) __local T name[(n)] __attribute__((aligned(16)))"},
+    {"GPUHAL_DYNAMIC_SHARED",
+     "#define GPUHAL_DYNAMIC_SHARED(T, name) __local T *name = (__local T *)(__local unsigned char *)(unsigned int)"
+     "__builtin_amdgcn_groupstaticsize()"},
+    {"gpuhal_dynamic_shared_bytes", "#define gpuhal_dynamic_shared_bytes() __gpuhal_dynamic_lds_bytes()"},
+    {"GPUHAL_LOCAL_ARRAY", "#define GPUHAL_LOCAL_ARRAY(T, name, n) T name[(n)]"},
+};
+
+}  // namespace
+
+const char *hsa_lowering(const char *builtin) {
+  if (!builtin) return nullptr;
+  if (!*builtin) return kPrologue;
+  for (const auto &b : kBuiltins)
+    if (std::strcmp(b.name, builtin) == 0) return b.text;
+  return nullptr;
+}
+
+}  // namespace gpuhal::hsa
