@@ -112,6 +112,12 @@ class HostContext {
   // the submit mutex so that work submitted meanwhile is ordered after it.
   // Returns false, without running `fn`, when something is pending.
   bool run_inline_if_idle(const std::function<void()> &fn);
+  // The same for work submitted to `s`: runs `fn` here, under the submit
+  // mutex, when `s` and what it would wait for (the legacy default stream's
+  // rules) are idle; false otherwise. Small kernel launches use it: a launch
+  // that has completed when it returns is one valid schedule of an
+  // asynchronous launch, and it saves two thread hand-offs.
+  bool run_inline_if_stream_idle(const std::shared_ptr<StreamState> &s, const std::function<void()> &fn);
   // Dependencies for "all work submitted to this context so far".
   std::vector<Dep> all_prior_work();
   void synchronize();

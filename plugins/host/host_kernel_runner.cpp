@@ -22,6 +22,7 @@
 #endif
 #endif
 #ifdef GPUHAL_HOST_ASAN
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 #ifdef GPUHAL_HOST_TSAN
@@ -124,6 +125,12 @@ StackPool::StackPool(size_t stack_bytes) {
 
 StackPool::~StackPool() {
   for (const Stack &s : free_) {
+#ifdef GPUHAL_HOST_ASAN
+    // Frames of instrumented code that never returned (a fiber's entry
+    // jumps away) left poisoned shadow behind: clear it, or the next
+    // mapping at these addresses would be reported as stack overflow.
+    ASAN_UNPOISON_MEMORY_REGION(s.base, bytes_);
+#endif
     ::munmap(static_cast<char *>(s.base) - page_size(), bytes_ + page_size());
 #ifdef GPUHAL_HOST_TSAN
     __tsan_destroy_fiber(s.tsan);

@@ -20,6 +20,9 @@ using plugin::guard;
 
 namespace {
 
+// Launches of at most this many work-items may run on the calling thread.
+constexpr uint64_t kInlineLaunchItems = 4096;
+
 gpuhal_status_t no_context(const char *entry) {
   return fail(GPUHAL_ERROR_INVALID_HANDLE, std::string(entry) + ": invalid or destroyed context handle");
 }
@@ -263,6 +266,16 @@ gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuha
     }
     ThreadPool *pool = st.pool.get();
     StackPool *stacks = st.stacks.get();
+    // Small launches on an idle stream run here and now: the hand-off to the
+    // stream's worker and back would cost more than the kernel.
+    const uint64_t items = uint64_t(L->grid[0]) * L->grid[1] * L->grid[2] * threads;
+    if (items <= kInlineLaunchItems && !on_worker_thread()) {
+      std::string err;
+      if (c->run_inline_if_stream_idle(s, [&] { err = run_kernel(*pool, *stacks, *L); })) {
+        if (!err.empty()) c->set_kernel_error(err);
+        return GPUHAL_SUCCESS;
+      }
+    }
     c->submit(s, [c, L, pool, stacks](bool ok) {
       if (!ok) return;
       const std::string err = run_kernel(*pool, *stacks, *L);
