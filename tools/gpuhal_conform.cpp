@@ -1,13 +1,16 @@
 // gpuhal-conform: runs the conformance checks against one plugin, for
 // third-party plugin authors. Each check reports pass, fail (with what was
-// wrong) or unsupported (an optional feature the plugin does not claim).
+// wrong) or unsupported (an optional feature the plugin does not claim), or
+// skipped when asked to (--skip CHECK: e.g. kernels.barrier_results over a
+// fake driver that records launches without running them).
 //
-//   gpuhal-conform [--json] PLUGIN     PLUGIN: absolute path or backend name
+//   gpuhal-conform [--json] [--skip CHECK]... PLUGIN     PLUGIN: absolute path or backend name
 //
 // Exit status: 0 when nothing failed, 1 when a check failed or the plugin
 // could not be loaded, 2 on bad usage.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -23,7 +26,7 @@ namespace {
 
 using namespace gpuhal;
 
-enum class Outcome { Pass, Fail, Unsupported };
+enum class Outcome { Pass, Fail, Unsupported, Skipped };
 
 struct Result {
   std::string name;
@@ -248,6 +251,61 @@ void check_reset(Env &env) {
          "the context does not work after a reset");
 }
 
+// Device code: every builtin of the dialect has a definition, lookups of
+// unknown kernels and launches the device cannot run are refused.
+void check_kernel_lowering(Env &env) {
+  if (!env.runtime.supports(Capability::Kernels)) throw NotSupported{"no device-code entries"};
+  const auto lowering = env.runtime.kernel_lowering();
+  EXPECT(lowering.size() == kernel_builtins().size() + 1, "lowering has the wrong number of entries");
+  for (size_t i = 0; i < kernel_builtins().size(); ++i) {
+    const auto &name = kernel_builtins()[i];
+    EXPECT(lowering[i + 1].second.find(name) != std::string::npos,
+           "the lowering of " + name + " does not define it: '" + lowering[i + 1].second + "'");
+  }
+}
+
+// A kernel whose work-items read what their neighbours wrote to shared
+// memory before a barrier: right only if the barrier is a barrier.
+void check_kernel_barrier_results(Env &env) {
+  if (!env.runtime.supports(Capability::Kernels)) throw NotSupported{"no device-code entries"};
+  Module m;
+  try {
+    m = Module::compile(env.ctx, R"(
+GPUHAL_KERNEL void neighbour(GPUHAL_GLOBAL int *out, unsigned n) {
+  GPUHAL_SHARED_ARRAY(int, s, 64);
+  unsigned lid = gpuhal_local_id(0);
+  s[lid] = (int)(gpuhal_group_id(0) * 1000 + lid + 1);
+  gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+  if (gpuhal_global_id(0) < n) out[gpuhal_global_id(0)] = s[(lid + 1) % gpuhal_local_size(0)];
+})");
+  } catch (const Error &e) {
+    // A backend whose compiler is not installed here (NVRTC, amd_comgr).
+    if (std::string(e.what()).find("could not be loaded") != std::string::npos ||
+        std::string(e.what()).find("cannot load") != std::string::npos)
+      throw NotSupported{std::string("no kernel compiler: ") + e.what()};
+    throw;
+  }
+  const unsigned groups = 5, block = 64, n = groups * block - 7;
+  DeviceArray out = device_array(env.ctx, {int64_t(groups * block)}, dtypes::int32);
+  out.memset(0);
+  m.kernel("neighbour")({groups}, {block})(out, n);
+  const auto h = out.copy_to_host().to_vector<int32_t>();
+  for (unsigned g = 0; g < groups; ++g)
+    for (unsigned l = 0; l < block; ++l) {
+      const unsigned i = g * block + l;
+      const int32_t want = i < n ? int32_t(g * 1000 + (l + 1) % block + 1) : 0;
+      EXPECT(h[i] == want, "work-item " + std::to_string(i) + " read " + std::to_string(h[i]) + ", expected " +
+                               std::to_string(want));
+    }
+  bool refused = false;
+  try {
+    m.kernel("no_such_kernel");
+  } catch (const Error &e) {
+    refused = e.status() == Status::ERROR_NOT_FOUND;
+  }
+  EXPECT(refused, "an unknown kernel name was not refused with ERROR_NOT_FOUND");
+}
+
 struct Check {
   const char *name;
   void (*run)(Env &);
@@ -266,6 +324,8 @@ const Check kChecks[] = {
     {"event.elapsed_time", check_event_timing},
     {"stream.barrier", check_barrier},
     {"context.reset", check_reset},
+    {"kernels.lowering", check_kernel_lowering},
+    {"kernels.barrier_results", check_kernel_barrier_results},
 };
 
 std::string json_string(const std::string &s) {
@@ -282,7 +342,7 @@ std::string json_string(const std::string &s) {
 }
 
 const char *outcome_name(Outcome o) {
-  return o == Outcome::Pass ? "pass" : o == Outcome::Fail ? "fail" : "unsupported";
+  return o == Outcome::Pass ? "pass" : o == Outcome::Fail ? "fail" : o == Outcome::Skipped ? "skipped" : "unsupported";
 }
 
 }  // namespace
@@ -290,18 +350,21 @@ const char *outcome_name(Outcome o) {
 int main(int argc, char **argv) {
   bool json = false;
   std::string plugin;
+  std::vector<std::string> skip;  // checks not run, by request (e.g. kernel results on a fake driver)
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--json")) {
       json = true;
+    } else if (!std::strcmp(argv[i], "--skip") && i + 1 < argc) {
+      skip.push_back(argv[++i]);
     } else if (argv[i][0] == '-' || !plugin.empty()) {
-      std::fprintf(stderr, "usage: gpuhal-conform [--json] PLUGIN (an absolute path or a backend name)\n");
+      std::fprintf(stderr, "usage: gpuhal-conform [--json] [--skip CHECK]... PLUGIN (an absolute path or a backend name)\n");
       return 2;
     } else {
       plugin = argv[i];
     }
   }
   if (plugin.empty()) {
-    std::fprintf(stderr, "usage: gpuhal-conform [--json] PLUGIN (an absolute path or a backend name)\n");
+    std::fprintf(stderr, "usage: gpuhal-conform [--json] [--skip CHECK]... PLUGIN (an absolute path or a backend name)\n");
     return 2;
   }
   std::vector<Result> results;
@@ -315,6 +378,10 @@ int main(int argc, char **argv) {
                            std::to_string(rt.plugin_abi_version() & 0xffff) + ", " + std::to_string(rt.device_count()) +
                            " device(s)"});
     for (const auto &c : kChecks) {
+      if (std::find(skip.begin(), skip.end(), c.name) != skip.end()) {
+        results.push_back({c.name, Outcome::Skipped, "skipped by --skip"});
+        continue;
+      }
       try {
         c.run(env);
         results.push_back({c.name, Outcome::Pass, ""});
@@ -330,22 +397,26 @@ int main(int argc, char **argv) {
     results.push_back({"load", Outcome::Fail, to_string(e.status()) + ": " + e.what()});
   }
 
-  int counts[3] = {0, 0, 0};
+  int counts[4] = {0, 0, 0, 0};
   for (const auto &r : results) ++counts[int(r.outcome)];
   if (json) {
     std::string s = "{\"plugin\":" + json_string(plugin) + ",\"results\":[";
     for (size_t i = 0; i < results.size(); ++i)
       s += std::string(i ? "," : "") + "{\"check\":" + json_string(results[i].name) + ",\"outcome\":\"" +
            outcome_name(results[i].outcome) + "\",\"detail\":" + json_string(results[i].detail) + "}";
-    std::printf("%s],\"passed\":%d,\"failed\":%d,\"unsupported\":%d}\n", s.c_str(), counts[0], counts[1], counts[2]);
+    std::printf("%s],\"passed\":%d,\"failed\":%d,\"unsupported\":%d,\"skipped\":%d}\n", s.c_str(), counts[0],
+                counts[1], counts[2], counts[3]);
   } else {
     for (const auto &r : results)
       std::printf("%-12s %-38s %s\n",
                   r.outcome == Outcome::Pass   ? "PASS"
-                  : r.outcome == Outcome::Fail ? "FAIL"
-                                               : "UNSUPPORTED",
+                  : r.outcome == Outcome::Fail    ? "FAIL"
+                  : r.outcome == Outcome::Skipped ? "SKIPPED"
+                                                  : "UNSUPPORTED",
                   r.name.c_str(), r.detail.c_str());
-    std::printf("%d passed, %d failed, %d unsupported\n", counts[0], counts[1], counts[2]);
+    std::printf("%d passed, %d failed, %d unsupported", counts[0], counts[1], counts[2]);
+    if (counts[3]) std::printf(", %d skipped", counts[3]);
+    std::printf("\n");
   }
   std::fflush(stdout);  // before any exit-time sanitizer report
   return counts[1] == 0 ? 0 : 1;
