@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/context/detail/fcontext.hpp>
 #include <new>
@@ -278,7 +279,7 @@ std::string run_kernel(ThreadPool &pool, StackPool &stacks, const KernelLaunch &
   std::atomic<bool> misuse{false}, no_memory{false};
   const bool fibers = L.kernel->uses_barrier != 0;
 
-  pool.parallel_for(groups, [&](uint64_t gi) {
+  auto run_group = [&](uint64_t gi) {
     gpuhal_host_group g{};
     g.group_id[0] = uint32_t(gi % gx);
     g.group_id[1] = uint32_t((gi / gx) % gy);
@@ -345,6 +346,13 @@ std::string run_kernel(ThreadPool &pool, StackPool &stacks, const KernelLaunch &
       no_memory = true;
     }
     if (ok) stacks.release(items, st.data());
+ };
+  // Groups are handed out in chunks (about eight per participant), so that
+  // small groups do not pay a hand-out each.
+  const uint64_t chunk = std::max<uint64_t>(1, groups / (uint64_t(pool.size()) * 8));
+  pool.parallel_for((groups + chunk - 1) / chunk, [&](uint64_t c) {
+    const uint64_t end = std::min(groups, (c + 1) * chunk);
+    for (uint64_t gi = c * chunk; gi < end; ++gi) run_group(gi);
   });
   if (no_memory) return "out of memory for work-group fiber stacks or dynamic shared memory";
   if (misuse)
