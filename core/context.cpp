@@ -11,6 +11,7 @@ namespace detail {
 std::shared_ptr<ContextImpl> create_context(const std::shared_ptr<RuntimeImpl> &runtime, DeviceImpl *device) {
   auto ctx = std::make_shared<ContextImpl>();
   ctx->runtime = runtime;
+  ctx->table = &runtime->table();
   ctx->device = device;
   ctx->check(ctx->t().context_create(device->ordinal, &ctx->handle), "context_create");
   const Config &cfg = runtime->config;
@@ -59,9 +60,8 @@ ContextImpl::~ContextImpl() {
   if (st != GPUHAL_SUCCESS) logger().write(LogLevel::Error, "context_destroy failed: " + std::string(t().last_error()));
 }
 
-void ContextImpl::check_alive(uint64_t gen, const char *what) const {
-  if (gen != current_generation() || !handle)
-    throw Error(Status::ERROR_CONTEXT_DESTROYED,
+void ContextImpl::context_destroyed(const char *what) const {
+  throw Error(Status::ERROR_CONTEXT_DESTROYED,
                 std::string(what) + ": the context of device " + std::to_string(device->ordinal) +
                     " was reset; this object belonged to the old context and can no longer be used");
 }

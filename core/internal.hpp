@@ -66,14 +66,22 @@ struct ContextImpl {
   // Serves every allocation of the context (installed by create_context).
   std::unique_ptr<MemoryManager> manager;
 
+  // The plugin's table (runtime->table(), cached: every call goes through it).
+  const gpuhal_plugin_table_t *table = nullptr;
+
   ~ContextImpl();
-  const gpuhal_plugin_table_t &t() const { return runtime->table(); }
+  const gpuhal_plugin_table_t &t() const { return *table; }
   const PluginLibrary &lib() const { return *runtime->library; }
   const Logger &logger() const { return runtime->library->logger(); }
   void check(gpuhal_status_t status, const char *call) const { lib().check(status, call); }
   // Throws ERROR_CONTEXT_DESTROYED when an object of generation `gen` is used
   // after a reset (or when the reset could not create a new context).
-  void check_alive(uint64_t gen, const char *what) const;
+  // Inline: every call of every object does it.
+  void check_alive(uint64_t gen, const char *what) const {
+    if (__builtin_expect(gen == generation.load(std::memory_order_acquire) && handle != nullptr, 1)) return;
+    context_destroyed(what);
+  }
+  [[noreturn]] void context_destroyed(const char *what) const;
   uint64_t current_generation() const { return generation.load(std::memory_order_acquire); }
   // Queues `release` (a plugin call for an object of generation `gen`),
   // skipped if the context was reset before it runs.
