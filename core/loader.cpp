@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <climits>
+#include <cstdlib>
 
 namespace gpuhal::detail {
 namespace {
@@ -24,10 +26,21 @@ bool file_exists(const std::string &path) {
 
 std::vector<std::string> candidate_paths(const std::string &name, const Config &config) {
   const std::string file = "libgpuhal-" + name + ".so";
-  std::vector<std::string> out;
-  for (const auto &dir : config.plugin_path) out.push_back(dir + "/" + file);
+  std::vector<std::string> dirs = config.plugin_path;
   const std::string own = core_library_directory();
-  if (!own.empty()) out.push_back(own + "/" + file);
+  if (!own.empty()) dirs.push_back(own);
+  // One file reached through two directories is tried once: a plugin whose
+  // init failed is not initialised a second time.
+  std::vector<std::string> out, seen;
+  for (const auto &dir : dirs) {
+    const std::string path = dir + "/" + file;
+    char resolved[PATH_MAX];
+    if (::realpath(path.c_str(), resolved)) {
+      if (std::find(seen.begin(), seen.end(), resolved) != seen.end()) continue;
+      seen.emplace_back(resolved);
+    }
+    out.push_back(path);
+  }
   out.push_back(file);  // bare name: the system loader path
   return out;
 }

@@ -56,7 +56,13 @@ gpuhal_status_t Driver::load(const std::string &library, std::string *why) {
     unload();
     return GPUHAL_ERROR_INITIALIZATION_FAILED;
   }
-  if (cuDriverGetVersion(&version) != api::CUDA_SUCCESS) version = 0;
+  if (const api::CUresult rv = cuDriverGetVersion(&version); rv != api::CUDA_SUCCESS) {
+    // Only reported: the version is informational (entry points are
+    // resolved for the declared version whatever the driver says).
+    version = 0;
+    error(rv, "cuDriverGetVersion");
+    plugin::log(GPUHAL_LOG_WARN, std::string("cuda: ") + plugin::last_error() + "; the driver version is unknown");
+  }
   if (cuGetProcAddress) {
     auto *gpa = cuGetProcAddress;
     auto ask = [&](void **slot, const char *name) {

@@ -165,14 +165,24 @@ gpuhal_status_t context_create(int32_t ordinal, gpuhal_context_t *out) {
     // The stream-ordered pool keeps freed memory up to the threshold instead
     // of returning it to the system at every synchronisation (CUDA's default
     // threshold is 0).
+    // A failure costs performance, not correctness: reported as a warning.
     CUmemoryPool pool = nullptr;
-    if (drv().cuDeviceGetDefaultMemPool && drv().cuMemPoolSetAttribute &&
-        drv().cuDeviceGetDefaultMemPool(&pool, c->device) == CUDA_SUCCESS) {
-      size_t total = 0;
-      drv().cuDeviceTotalMem(&total, c->device);
-      uint64_t threshold = g_release_threshold ? g_release_threshold : uint64_t(total) / 2;
-      const CUresult r2 = drv().cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold);
-      if (r2 != CUDA_SUCCESS) plugin::log(GPUHAL_LOG_WARN, "cuda: could not set the memory pool's release threshold");
+    if (drv().cuDeviceGetDefaultMemPool && drv().cuMemPoolSetAttribute) {
+      CUresult r2 = drv().cuDeviceGetDefaultMemPool(&pool, c->device);
+      const char *call = "cuDeviceGetDefaultMemPool";
+      if (r2 == CUDA_SUCCESS) {
+        size_t total = 0;
+        drv().cuDeviceTotalMem(&total, c->device);
+        uint64_t threshold = g_release_threshold ? g_release_threshold : uint64_t(total) / 2;
+        r2 = drv().cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold);
+        call = "cuMemPoolSetAttribute";
+      }
+      if (r2 != CUDA_SUCCESS) {
+        drv().error(r2, call);
+        plugin::log(GPUHAL_LOG_WARN, std::string("cuda: the stream-ordered memory pool keeps its default release "
+                                                 "threshold: ") +
+                                         plugin::last_error());
+      }
     }
     *out = reinterpret_cast<gpuhal_context_t>(c.get());
     std::lock_guard<std::mutex> lock(g_mu);

@@ -373,6 +373,7 @@ API CUresult cuInit(unsigned flags) {
 }
 
 API CUresult cuDriverGetVersion(int *v) {
+  FAULT(cuDriverGetVersion);
   if (!v) return INVALID_VALUE;
   *v = 13000;
   return OK;
@@ -488,6 +489,7 @@ API CUresult cuDevicePrimaryCtxRetain(void **ctx, int dev) {
 }
 
 API CUresult cuDevicePrimaryCtxRelease_v2(int dev) {
+  FAULT(cuDevicePrimaryCtxRelease_v2);
   REQUIRE_INIT();
   if (bad_device(dev)) return INVALID_DEVICE;
   if (g_ctx_refs[dev] == 0) return INVALID_CONTEXT;
@@ -866,6 +868,7 @@ API CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {
   });
 }
 API CUresult cuDeviceGetDefaultMemPool(void **pool, int dev) {
+  FAULT(cuDeviceGetDefaultMemPool);
   REQUIRE_INIT();
   if (!pool) return INVALID_VALUE;
   if (bad_device(dev)) return INVALID_DEVICE;
@@ -873,6 +876,7 @@ API CUresult cuDeviceGetDefaultMemPool(void **pool, int dev) {
   return OK;
 }
 API CUresult cuMemPoolSetAttribute(void *pool, int attr, void *value) {
+  FAULT(cuMemPoolSetAttribute);
   REQUIRE_INIT();
   if (!value) return INVALID_VALUE;
   for (int d = 0; d < kMaxDevices; ++d)

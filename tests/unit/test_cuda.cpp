@@ -4,6 +4,7 @@
 // the out-of-memory retry.
 #include <dlfcn.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <functional>
@@ -273,4 +274,110 @@ TEST_CASE("cuda: a driver without devices and a stub driver") {
   }
 }
 
+#endif
+
+#if GPUHAL_TEST_HAVE_CUDA_PLUGIN
+namespace {
+
+// Captures what is written to stderr (the core's log) while alive.
+struct StderrCapture {
+  char path[64] = "/tmp/gpuhal-stderr-XXXXXX";
+  int saved = -1, fd = -1;
+  StderrCapture() {
+    fd = mkstemp(path);
+    fflush(stderr);
+    saved = dup(2);
+    dup2(fd, 2);
+  }
+  std::string text() {
+    fflush(stderr);
+    std::string s;
+    char buf[4096];
+    lseek(fd, 0, SEEK_SET);
+    for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) s.append(buf, size_t(n));
+    return s;
+  }
+  ~StderrCapture() {
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    close(fd);
+    unlink(path);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("cuda: faults in initialisation, context setup, teardown and peer calls are reported naming the call") {
+  setenv("FAKE_CUDA_DEVICES", "2", 1);
+  // Held open so that faults set here are seen by the plugin's load of it.
+  void *fake = dlopen(GPUHAL_TEST_FAKE_CUDA, RTLD_NOW | RTLD_LOCAL);
+  REQUIRE(fake);
+  auto inject = reinterpret_cast<void (*)(const char *, long, int)>(dlsym(fake, "fake_cuda_fail"));
+  auto clear = reinterpret_cast<void (*)()>(dlsym(fake, "fake_cuda_clear_faults"));
+  REQUIRE((inject && clear));
+  int injected = 0;
+
+  // Initialisation: the runtime cannot load, and says which call failed.
+  for (const char *sym : {"cuInit", "cuDeviceGetCount"}) {
+    INFO(sym);
+    inject(sym, 1, 999);
+    REQUIRE_GPUHAL_ERROR(cuda_runtime(), Status::ERROR_INITIALIZATION_FAILED, std::string(sym) + " failed");
+    clear();
+    ++injected;
+  }
+  // Informational and tuning calls: warned about, and everything works.
+  for (const char *sym : {"cuDriverGetVersion", "cuDeviceGetDefaultMemPool", "cuMemPoolSetAttribute"}) {
+    INFO(sym);
+    inject(sym, 1, 999);
+    StderrCapture err;
+    {
+      Runtime rt = cuda_runtime();
+      Context ctx = rt.device(0).primary_context();
+      Stream s = ctx.create_stream();
+      DeviceMemory m = ctx.allocate_async(256, s);
+      s.synchronize();
+    }
+    CHECK_THAT(err.text(), Catch::Matchers::Contains(std::string(sym) + " failed: CUDA_ERROR_UNKNOWN"));
+    clear();
+    ++injected;
+  }
+  Runtime rt = cuda_runtime();
+  REQUIRE(rt.device_count() == 2);
+  Context c0 = rt.device(0).primary_context(), c1 = rt.device(1).primary_context();
+  // Peer calls.
+  inject("cuDeviceCanAccessPeer", 1, 999);
+  REQUIRE_GPUHAL_ERROR(rt.device(0).can_access_peer(rt.device(1)), Status::ERROR_DRIVER, "cuDeviceCanAccessPeer failed");
+  clear();
+  inject("cuCtxEnablePeerAccess", 1, 999);
+  REQUIRE_GPUHAL_ERROR(c0.enable_peer_access(c1), Status::ERROR_DRIVER, "cuCtxEnablePeerAccess failed");
+  clear();
+  CHECK(rt.device(0).can_access_peer(rt.device(1)));
+  c0.enable_peer_access(c1);
+  injected += 2;
+  // A kernel's opt-in to more dynamic shared memory.
+  Module m = Module::load(c0, ImageFormat::Ptx, kNoopPtx, std::strlen(kNoopPtx));
+  DeviceArray a = device_array(c0, {4});
+  inject("cuFuncSetAttribute", 1, 999);
+  REQUIRE_GPUHAL_ERROR(m.kernel("noop")({1}, {1}, c0.default_stream(), 100 * 1024)(a), Status::ERROR_DRIVER,
+                       "cuFuncSetAttribute failed");
+  clear();
+  m.kernel("noop")({1}, {1}, c0.default_stream(), 100 * 1024)(a);
+  ++injected;
+  // Teardown: releasing the primary context fails; the failure is logged
+  // and a new context of the device works.
+  {
+    StderrCapture err;
+    inject("cuDevicePrimaryCtxRelease_v2", 1, 999);
+    c1 = Context(nullptr);
+    CHECK_THAT(err.text(), Catch::Matchers::Contains("cuDevicePrimaryCtxRelease failed"));
+    clear();
+    ++injected;
+  }
+  Context again = rt.device(1).primary_context();
+  CHECK(to_device(again, HostView::of(std::vector<float>(4, 2.0f))).copy_to_host().to_vector<float>() ==
+        std::vector<float>(4, 2.0f));
+  WARN(injected << " initialisation, setup, peer, kernel and teardown call sites failed in turn");
+  dlclose(fake);
+}
 #endif
