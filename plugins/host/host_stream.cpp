@@ -4,6 +4,7 @@ namespace gpuhal::host {
 
 namespace {
 thread_local bool t_on_worker = false;
+
 }  // namespace
 
 bool on_worker_thread() {
@@ -36,31 +37,38 @@ void StreamState::start() {
 }
 
 void StreamState::push(Op op) {
+  bool wake;
   {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back(std::move(op));
+    wake = sleeping_;
   }
-  cv_.notify_one();
+  if (wake) cv_.notify_one();  // only a sleeping worker needs the system call
 }
 
 void StreamState::loop() {
   t_on_worker = true;
+  std::deque<Op> batch;
   for (;;) {
-    Op op;
-    bool ok;
     {
       std::unique_lock<std::mutex> lock(mu_);
+      sleeping_ = true;
       cv_.wait(lock, [&] { return !queue_.empty() || stopping_; });
+      sleeping_ = false;
       if (queue_.empty()) return;
-      op = std::move(queue_.front());
-      queue_.pop_front();
-      ok = !discard_;
+      // Everything queued so far, under one lock: submitters and the worker
+      // meet on the mutex once per batch, not once per operation.
+      batch.swap(queue_);
     }
-    if (ok)
-      for (const Dep &d : op.deps) progress->wait(*d.stream, d.ticket);
-    if (op.run) op.run(ok);
-    completed.fetch_add(1, std::memory_order_acq_rel);
-    progress->notify();
+    for (Op &op : batch) {
+      const bool ok = !discard_.load(std::memory_order_acquire);
+      if (ok)
+        for (const Dep &d : op.deps) progress->wait(*d.stream, d.ticket);
+      if (op.run) op.run(ok);
+      completed.fetch_add(1, std::memory_order_acq_rel);
+      progress->notify();
+    }
+    batch.clear();
   }
 }
 
@@ -69,7 +77,7 @@ void StreamState::stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
-    if (own_thread) discard_ = true;
+    if (own_thread) discard_.store(true, std::memory_order_release);
   }
   cv_.notify_all();
   if (!worker_.joinable()) return;

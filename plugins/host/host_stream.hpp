@@ -85,7 +85,8 @@ struct StreamState : std::enable_shared_from_this<StreamState> {
   std::condition_variable cv_;
   std::deque<Op> queue_;
   bool stopping_ = false;
-  bool discard_ = false;
+  std::atomic<bool> discard_{false};  // read per operation, outside the mutex
+  bool sleeping_ = false;             // the worker waits on cv_ (guarded by mu_)
   std::thread worker_;
 };
 
