@@ -130,6 +130,21 @@ void DeviceArray::copy_from_host_impl(const HostView &src, const Stream *stream)
   const char *call = "copy_from_host";
   check_live(ctx_, memory_, call);
   gpuhal_stream_t sh = stream ? stream_handle(ctx_, *stream, call) : nullptr;
+  // The common case first, without building core layouts: the same dtype,
+  // shape and strides on both sides, C-contiguous (so element 0 starts the
+  // span on both). Numba's rules allow exactly this, and it is one copy.
+  if (size() != 0 && src.dtype() == dtype_ && layout_.is_c_contiguous() && src.shape() == layout_.shape() &&
+      src.strides() == layout_.strides() && src.data()) {
+    const gpuhal_deviceptr_t dst = memory_.device_pointer() + uint64_t(layout_.span_begin());
+    const auto host = gpuhal_deviceptr_t(reinterpret_cast<uintptr_t>(src.data()));
+    const auto bytes = uint64_t(layout_.nbytes());
+    const auto &t = ctx_->t();
+    if (!stream)
+      ctx_->check(t.memcpy_sync(ctx_->handle, GPUHAL_COPY_HOST_TO_DEVICE, dst, host, bytes), "memcpy_sync(H2D)");
+    else
+      ctx_->check(t.memcpy_async(ctx_->handle, GPUHAL_COPY_HOST_TO_DEVICE, dst, host, bytes, sh), "memcpy_async(H2D)");
+    return;
+  }
   const Layout dcore = layout_.core();
   if (size() != 0 && !dcore.is_contiguous())
     throw Error(Status::ERROR_NOT_CONTIGUOUS, what(call) + ": destination " + kContiguousMessage);
