@@ -276,6 +276,7 @@ extern "C" {
 #define API __attribute__((visibility("default")))
 
 API CUresult cuGetErrorName(CUresult r, const char **s) {
+  FAULT(cuGetErrorName);
   if (!s) return INVALID_VALUE;
   switch (r) {
     case OK:
@@ -339,6 +340,7 @@ API CUresult cuGetErrorName(CUresult r, const char **s) {
 }
 
 API CUresult cuGetErrorString(CUresult r, const char **s) {
+  FAULT(cuGetErrorString);
   if (!s) return INVALID_VALUE;
   switch (r) {
     case OUT_OF_MEMORY:

@@ -374,6 +374,15 @@ TEST_CASE("cuda: faults in initialisation, context setup, teardown and peer call
     clear();
     ++injected;
   }
+  // The error translation's own calls: without the driver's name and text
+  // the message still names the failing call and carries the CUresult.
+  inject("cuGetErrorName", 1, 999);
+  inject("cuGetErrorString", 1, 999);
+  DeviceArray z = device_array(c0, {16});
+  inject("cuMemsetD8_v2", 1, 999);
+  REQUIRE_GPUHAL_ERROR(z.memset(0), Status::ERROR_DRIVER, "cuMemsetD8 failed: CUresult 999");
+  clear();
+  injected += 2;
   Context again = rt.device(1).primary_context();
   CHECK(to_device(again, HostView::of(std::vector<float>(4, 2.0f))).copy_to_host().to_vector<float>() ==
         std::vector<float>(4, 2.0f));
