@@ -1,7 +1,8 @@
 // Host-backend kernels against the same kernels on PoCL (Debian's CPU
 // OpenCL), side by side in one run: targets H5 (kernel throughput, without
-// and with barriers + shared memory: >= 1.0x PoCL) and H3 (empty-kernel
-// enqueue + finish: <= 0.25x PoCL's time) of the performance method.
+// and with barriers + shared memory: >= 1.0x PoCL), H3 (empty-kernel
+// enqueue + finish: <= 0.25x PoCL's time) and the PoCL half of H2 (a 64 MiB
+// host -> device copy: >= 1.5x PoCL's buffer write) of the performance method.
 //
 // The kernels are one portable source. For PoCL it is lowered here to
 // OpenCL C with the same builtin names (what the hsa backend's lowering
@@ -208,6 +209,33 @@ void BM_pocl_saxpy(benchmark::State &state) { run_pocl(state, "saxpy", kN, kBloc
 void BM_pocl_block_sum(benchmark::State &state) { run_pocl(state, "block_sum", kN, kBlock, 1); }
 void BM_pocl_empty_kernel(benchmark::State &state) { run_pocl(state, "empty", 1, 1, 2); }
 
+// H2: a large host -> device copy, against PoCL's buffer write of the same
+// bytes (and, in gpuhal-bench-copy, single-thread memcpy).
+constexpr size_t kBig = size_t(64) << 20;
+
+void BM_gpuhal_h2d_64MiB(benchmark::State &state) {
+  auto &g = gpuhal_state();
+  static std::vector<uint8_t> src(kBig, 7);
+  static gpuhal::DeviceArray d = gpuhal::device_array(g.ctx, {int64_t(kBig)}, gpuhal::dtypes::uint8);
+  for (auto _ : state) d.copy_from_host(gpuhal::HostView::of(src));
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(kBig));
+}
+
+void BM_pocl_write_64MiB(benchmark::State &state) {
+  auto &p = pocl_state();
+  if (!p.ok) {
+    state.SkipWithError(p.why.c_str());
+    return;
+  }
+  static std::vector<uint8_t> src(kBig, 7);
+  cl_int err = 0;
+  cl_mem buf = clCreateBuffer(p.ctx, CL_MEM_READ_WRITE, kBig, nullptr, &err);
+  clEnqueueWriteBuffer(p.queue, buf, CL_TRUE, 0, kBig, src.data(), 0, nullptr, nullptr);  // first touch
+  for (auto _ : state) clEnqueueWriteBuffer(p.queue, buf, CL_TRUE, 0, kBig, src.data(), 0, nullptr, nullptr);
+  clReleaseMemObject(buf);
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(kBig));
+}
+
 }  // namespace
 
 // Results are checked once before timing: both sides must agree.
@@ -243,6 +271,8 @@ BENCHMARK(BM_gpuhal_block_sum)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_pocl_block_sum)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_gpuhal_empty_kernel)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_pocl_empty_kernel)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_gpuhal_h2d_64MiB)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_pocl_write_64MiB)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 int main(int argc, char **argv) {
   benchmark::Initialize(&argc, argv);

@@ -56,6 +56,42 @@ void write_all(int fd, const void *data, uint64_t bytes, bool *ok) {
 
 }  // namespace
 
+namespace {
+void ensure_pools() {
+  auto &st = plugin_state();
+  std::lock_guard<std::mutex> lock(st.kernel_mu);
+  if (!st.pool) {
+    const unsigned n = st.threads ? st.threads : std::max(1u, std::thread::hardware_concurrency());
+    st.pool = std::make_unique<ThreadPool>(n);
+    st.stacks = std::make_unique<StackPool>(st.fiber_stack);
+  }
+}
+}  // namespace
+
+ThreadPool &shared_pool() {
+  ensure_pools();
+  return *plugin_state().pool;
+}
+
+StackPool &shared_stacks() {
+  ensure_pools();
+  return *plugin_state().stacks;
+}
+
+void copy_bytes(void *dst, const void *src, size_t bytes) {
+  constexpr size_t kParallel = size_t(16) << 20, kChunk = size_t(2) << 20;
+  const auto d = reinterpret_cast<uintptr_t>(dst), s = reinterpret_cast<uintptr_t>(src);
+  const bool overlap = d < s + bytes && s < d + bytes;
+  if (bytes < kParallel || overlap) {
+    std::memmove(dst, src, bytes);
+    return;
+  }
+  shared_pool().parallel_for((bytes + kChunk - 1) / kChunk, [&](uint64_t i) {
+    const size_t off = size_t(i) * kChunk;
+    std::memcpy(static_cast<char *>(dst) + off, static_cast<const char *>(src) + off, std::min(kChunk, bytes - off));
+  });
+}
+
 HostModule::~HostModule() {
   if (dl) dlclose(dl);
   if (fd >= 0) ::close(fd);
@@ -255,17 +291,8 @@ gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuha
       L->block[d] = config->block[d];
     }
     L->dynamic_shared_bytes = config->dynamic_shared_bytes;
-    auto &st = plugin_state();
-    {
-      std::lock_guard<std::mutex> lock(st.kernel_mu);
-      if (!st.pool) {
-        unsigned n = st.threads ? st.threads : std::max(1u, std::thread::hardware_concurrency());
-        st.pool = std::make_unique<ThreadPool>(n);
-        st.stacks = std::make_unique<StackPool>(st.fiber_stack);
-      }
-    }
-    ThreadPool *pool = st.pool.get();
-    StackPool *stacks = st.stacks.get();
+    ThreadPool *pool = &shared_pool();
+    StackPool *stacks = &shared_stacks();
     // Small launches on an idle stream run here and now: the hand-off to the
     // stream's worker and back would cost more than the kernel.
     const uint64_t items = uint64_t(L->grid[0]) * L->grid[1] * L->grid[2] * threads;

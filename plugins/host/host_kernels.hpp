@@ -12,6 +12,7 @@
 
 #include "gpuhal/plugin.h"
 #include "host_kernel_abi.hpp"
+#include "host_kernel_runner.hpp"
 
 namespace gpuhal::host {
 
@@ -21,6 +22,14 @@ struct HostModule {
   std::vector<const gpuhal_host_kernel *> kernels;
   ~HostModule();
 };
+
+// The plugin-wide thread pool and fiber stacks, made on first use.
+ThreadPool &shared_pool();
+StackPool &shared_stacks();
+
+// memmove, spread over the pool for large non-overlapping copies (one
+// thread rarely saturates the memory system).
+void copy_bytes(void *dst, const void *src, size_t bytes);
 
 gpuhal_status_t lower_builtin(const char *builtin, const char **text);
 gpuhal_status_t module_compile(gpuhal_context_t ctx, const gpuhal_compile_args_t *args, void **image, uint64_t *bytes,

@@ -334,14 +334,12 @@ gpuhal_status_t check_copy(const char *entry, uint32_t kind, gpuhal_deviceptr_t 
 gpuhal_status_t copy_on(HostContext *c, const std::shared_ptr<StreamState> &s, gpuhal_deviceptr_t dst,
                         gpuhal_deviceptr_t src, uint64_t bytes, bool wait) {
   auto run = [dst, src, bytes] {
-    std::memmove(reinterpret_cast<void *>(uintptr_t(dst)), reinterpret_cast<const void *>(uintptr_t(src)),
-                 size_t(bytes));
+    copy_bytes(reinterpret_cast<void *>(uintptr_t(dst)), reinterpret_cast<const void *>(uintptr_t(src)),
+               size_t(bytes));
   };
   if (wait && s->is_default && c->run_inline_if_idle(run)) return GPUHAL_SUCCESS;
-  const uint64_t ticket = c->submit(s, [dst, src, bytes](bool ok) {
-    if (ok)
-      std::memmove(reinterpret_cast<void *>(uintptr_t(dst)), reinterpret_cast<const void *>(uintptr_t(src)),
-                   size_t(bytes));
+  const uint64_t ticket = c->submit(s, [run](bool ok) {
+    if (ok) run();
   });
   if (wait) s->progress->wait(*s, ticket);
   return GPUHAL_SUCCESS;

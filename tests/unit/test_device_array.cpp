@@ -245,3 +245,17 @@ TEST_CASE("an empty DeviceArray handle reports misuse", "[array][errors]") {
   REQUIRE_GPUHAL_ERROR(none.copy_from_host(HostView::of(v)), Status::ERROR_INVALID_HANDLE, "empty DeviceArray");
   REQUIRE_GPUHAL_ERROR(HostView::of(v, {3}), Status::ERROR_INVALID_SHAPE, "needs 24 bytes but the vector holds 16");
 }
+
+TEST_CASE("large copies, split over the host backend's threads, arrive byte for byte") {
+  gpuhal::Context ctx = test::host_context();
+  const int64_t n = (int64_t(40) << 20) + 12345;  // not a multiple of the 2 MiB chunks
+  std::vector<uint8_t> src(static_cast<size_t>(n)), back(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) src[size_t(i)] = uint8_t(i * 7 + (i >> 13));
+  gpuhal::DeviceArray d = gpuhal::to_device(ctx, gpuhal::HostView::of(src));
+  gpuhal::DeviceArray e = gpuhal::device_array_like(d);
+  gpuhal::Stream s = ctx.create_stream();
+  e.copy_from_device(d, s);
+  e.copy_to_host(gpuhal::HostView::of(back), s);
+  s.synchronize();
+  CHECK(back == src);
+}
