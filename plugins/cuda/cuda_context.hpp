@@ -7,8 +7,11 @@
 // context_destroy frees all of it, as the ABI requires.
 #pragma once
 
+#include <atomic>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "cuda_driver.hpp"
@@ -18,6 +21,17 @@ namespace gpuhal::cuda {
 
 using plugin::fail;
 using plugin::guard;
+
+// A kernel handle: the function and what launches need to know about it,
+// read from the driver once when the kernel is looked up (no driver query
+// on the launch path).
+struct CudaKernel {
+  CUfunction function = nullptr;
+  CUmodule module = nullptr;
+  int max_threads = 0;    // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+  int static_shared = 0;  // CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
+  std::atomic<int> dynamic_opt_in{0};  // the largest dynamic size opted in so far
+};
 
 struct CudaContext {
   int ordinal = 0;
@@ -31,6 +45,10 @@ struct CudaContext {
   std::unordered_set<void *> registrations;
   std::unordered_set<CUdeviceptr> ipc_mappings;
   std::unordered_set<CUmodule> modules;
+  std::unordered_map<const CudaKernel *, std::unique_ptr<CudaKernel>> kernels;
+  // Device limits read at context creation (for launch checks).
+  int shared_per_block = 0;
+  int shared_optin = 0;
 };
 
 // The live context for a handle, or nullptr.

@@ -283,23 +283,33 @@ gpuhal_status_t module_unload(gpuhal_context_t ctx, gpuhal_module_t module) {
   CU_CALL(cuModuleUnload, m);
   std::lock_guard<std::mutex> lock(c->mu);
   c->modules.erase(m);
+  for (auto it = c->kernels.begin(); it != c->kernels.end();)
+    it = it->second->module == m ? c->kernels.erase(it) : std::next(it);
   return GPUHAL_SUCCESS;
 }
 
 gpuhal_status_t module_get_kernel(gpuhal_context_t ctx, gpuhal_module_t module, const char *name,
                                   gpuhal_kernel_t *out) {
   if (!name || !out) return fail(GPUHAL_ERROR_INVALID_VALUE, "module_get_kernel: null argument");
-  WITH_CONTEXT("module_get_kernel");
-  CUmodule m = reinterpret_cast<CUmodule>(module);
-  {
+  return guard("module_get_kernel", [&]() -> gpuhal_status_t {
+    WITH_CONTEXT("module_get_kernel");
+    CUmodule m = reinterpret_cast<CUmodule>(module);
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      if (!c->modules.count(m))
+        return fail(GPUHAL_ERROR_INVALID_HANDLE, "module_get_kernel: not a module of this context");
+    }
+    auto k = std::make_unique<CudaKernel>();
+    k->module = m;
+    CU_CALL(cuModuleGetFunction, &k->function, m, name);
+    CU_CALL(cuFuncGetAttribute, &k->max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k->function);
+    CU_CALL(cuFuncGetAttribute, &k->static_shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, k->function);
+    const CudaKernel *raw = k.get();
     std::lock_guard<std::mutex> lock(c->mu);
-    if (!c->modules.count(m))
-      return fail(GPUHAL_ERROR_INVALID_HANDLE, "module_get_kernel: not a module of this context");
-  }
-  CUfunction f = nullptr;
-  CU_CALL(cuModuleGetFunction, &f, m, name);
-  *out = reinterpret_cast<gpuhal_kernel_t>(f);
-  return GPUHAL_SUCCESS;
+    c->kernels.emplace(raw, std::move(k));
+    *out = reinterpret_cast<gpuhal_kernel_t>(const_cast<CudaKernel *>(raw));
+    return GPUHAL_SUCCESS;
+  });
 }
 
 gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuhal_launch_config_t *config,
@@ -310,31 +320,36 @@ gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuha
   if (arg_count && !args) return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: null argument array");
   WITH_CONTEXT("launch");
   if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "launch: invalid stream");
-  CUfunction f = reinterpret_cast<CUfunction>(kernel);
+  CudaKernel *k = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    auto it = c->kernels.find(reinterpret_cast<const CudaKernel *>(kernel));
+    if (it == c->kernels.end()) return fail(GPUHAL_ERROR_INVALID_HANDLE, "launch: not a kernel of this context");
+    k = it->second.get();
+  }
   // What this kernel can take (registers and static shared memory limit it
-  // below the device's maxima): refused here, before anything is queued.
-  int max_threads = 0, static_shared = 0;
-  CU_CALL(cuFuncGetAttribute, &max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f);
-  CU_CALL(cuFuncGetAttribute, &static_shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f);
+  // below the device's maxima), from what was read at lookup: refused here,
+  // before anything is queued.
   const uint64_t threads = uint64_t(config->block[0]) * config->block[1] * config->block[2];
-  if (max_threads > 0 && threads > uint64_t(max_threads))
+  if (k->max_threads > 0 && threads > uint64_t(k->max_threads))
     return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: a block of " + std::to_string(threads) +
-                                                " threads, this kernel allows at most " + std::to_string(max_threads));
-  int optin = 0, per_block = 0;
-  CU_CALL(cuDeviceGetAttribute, &per_block, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, c->device);
-  if (drv().cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, c->device) !=
-      CUDA_SUCCESS)
-    optin = per_block;
-  const uint64_t shared = uint64_t(static_shared) + config->dynamic_shared_bytes;
-  if (shared > uint64_t(std::max(optin, per_block)))
-    return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: " + std::to_string(static_shared) + " bytes of static and " +
+                                                " threads, this kernel allows at most " +
+                                                std::to_string(k->max_threads));
+  const uint64_t shared = uint64_t(k->static_shared) + config->dynamic_shared_bytes;
+  if (shared > uint64_t(c->shared_optin))
+    return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: " + std::to_string(k->static_shared) + " bytes of static and " +
                                                 std::to_string(config->dynamic_shared_bytes) +
                                                 " of dynamic shared memory, the device has " +
-                                                std::to_string(std::max(optin, per_block)) + " per block");
-  // Above the default limit the kernel must opt in.
-  if (shared > uint64_t(per_block))
-    CU_CALL(cuFuncSetAttribute, f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            int(config->dynamic_shared_bytes));
+                                                std::to_string(c->shared_optin) + " per block");
+  // Above the default limit the kernel must opt in (once per size reached).
+  const int dynamic = int(config->dynamic_shared_bytes);
+  if (shared > uint64_t(c->shared_per_block) && dynamic > k->dynamic_opt_in.load(std::memory_order_acquire)) {
+    CU_CALL(cuFuncSetAttribute, k->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic);
+    int seen = k->dynamic_opt_in.load(std::memory_order_relaxed);
+    while (seen < dynamic && !k->dynamic_opt_in.compare_exchange_weak(seen, dynamic)) {
+    }
+  }
+  CUfunction f = k->function;
   CU_CALL(cuLaunchKernel, f, config->grid[0], config->grid[1], config->grid[2], config->block[0], config->block[1],
           config->block[2], config->dynamic_shared_bytes, native(stream), const_cast<void **>(args), nullptr);
   return GPUHAL_SUCCESS;

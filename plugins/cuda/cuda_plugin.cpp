@@ -165,6 +165,15 @@ gpuhal_status_t context_create(int32_t ordinal, gpuhal_context_t *out) {
     // The stream-ordered pool keeps freed memory up to the threshold instead
     // of returning it to the system at every synchronisation (CUDA's default
     // threshold is 0).
+    {
+      int v = 0;
+      if (drv().cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, c->device) == CUDA_SUCCESS)
+        c->shared_per_block = v;
+      if (drv().cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, c->device) ==
+          CUDA_SUCCESS)
+        c->shared_optin = v;
+      c->shared_optin = std::max(c->shared_optin, c->shared_per_block);
+    }
     // A failure costs performance, not correctness: reported as a warning.
     CUmemoryPool pool = nullptr;
     if (drv().cuDeviceGetDefaultMemPool && drv().cuMemPoolSetAttribute) {
