@@ -51,6 +51,11 @@ if [ "${GPUHAL_SANITIZERS:-1}" != "0" ]; then
   done
 fi
 
+# The benchmark harness in its smoke mode: every benchmark runs briefly and
+# the target table is printed (numbers from a smoke run are not measurements).
+echo "== benchmarks (smoke)"
+GPUHAL_BUILD_DIR="$build" scripts/bench.sh --smoke
+
 # Last, so that its summary closes the output.
 echo "== test"
 ctest --test-dir "$build" --output-on-failure -j"$jobs"

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Runs every benchmark of the performance method and prints the table of
+# targets (ours, the peer's, ratio, spread, MET / MISSED / WITHIN NOISE);
+# the results and summary.json go to $build/bench/.
+#
+#   scripts/bench.sh           full mode: 10 repetitions, random interleaving (minutes)
+#   scripts/bench.sh --smoke   a few short repetitions: checks that the harness works (CI)
+#
+# The PoCL comparisons (gpuhal-bench-kernels) run in their own process, as
+# PoCL must not share one with amd_comgr. Expects a build with benchmarks
+# (scripts/test.sh or scripts/demo.sh makes one); builds it when missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${GPUHAL_BUILD_DIR:-build}
+smoke=0
+[ "${1:-}" = "--smoke" ] && smoke=1
+if [ ! -x "$build/bin/gpuhal-bench-copy" ]; then
+  scripts/install-deps.sh
+  cmake -S . -B "$build" -G Ninja >/dev/null
+  cmake --build "$build"
+fi
+out="$build/bench"
+rm -rf "$out"
+mkdir -p "$out"
+if [ $smoke = 1 ]; then
+  args=(--benchmark_repetitions=2 --benchmark_min_time=0.01)
+else
+  args=(--benchmark_repetitions=10 --benchmark_enable_random_interleaving=true)
+fi
+export GPUHAL_KERNEL_CACHE="${GPUHAL_KERNEL_CACHE:-$PWD/$build/kernel-cache}"
+for b in dispatch copy pool dealloc kernels; do
+  bin="$build/bin/gpuhal-bench-$b"
+  if [ ! -x "$bin" ]; then
+    echo "gpuhal-bench-$b: not built (for kernels: OpenCL, i.e. pocl-opencl-icd ocl-icd-opencl-dev opencl-c-headers)"
+    continue
+  fi
+  echo "== gpuhal-bench-$b"
+  GPUHAL_BACKEND=host "$bin" "${args[@]}" --benchmark_report_aggregates_only=true \
+    --benchmark_out="$out/$b.json" --benchmark_out_format=json >"$out/$b.txt" 2>&1 || {
+    tail -20 "$out/$b.txt"
+    echo "gpuhal-bench-$b failed" >&2
+    exit 1
+  }
+done
+python3 scripts/bench_table.py "$out" $([ $smoke = 1 ] && echo --smoke)

@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""Turns the benchmarks' JSON (Google Benchmark, aggregates) into the table of
+the performance method's targets: ours, the peer's, the ratio, the spread and
+MET / MISSED / WITHIN NOISE, and writes the same as JSON.
+
+Usage: bench_table.py RESULTS_DIR [--smoke]
+RESULTS_DIR holds <binary>.json files written by scripts/bench.sh.
+"""
+import json
+import os
+import sys
+
+UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
+
+# (target, binary, ours, peer, kind, goal, what)
+#   speed: peer time / our time >= goal (throughput ratio)
+#   time:  our time / peer time <= goal
+#   added: our ns - peer ns <= goal
+#   abs:   our ns <= goal (no peer)
+# A name with "#counter" reads that counter (seconds per item) instead of the time.
+TARGETS = [
+    ("D1", "dispatch", "BM_core_stream_query", "BM_direct_stream_query", "added", 2.0,
+     "core -> plugin dispatch, no-op entry"),
+    ("H1 4 KiB", "copy", "BM_HostBackendH2D/4096", "BM_Memcpy/4096", "speed", 0.95, "host copy vs memcpy"),
+    ("H1 64 KiB", "copy", "BM_HostBackendH2D/65536", "BM_Memcpy/65536", "speed", 0.95, "host copy vs memcpy"),
+    ("H1 1 MiB", "copy", "BM_HostBackendH2D/1048576", "BM_Memcpy/1048576", "speed", 0.95, "host copy vs memcpy"),
+    ("H2 memcpy", "copy", "BM_HostBackendH2D/67108864", "BM_Memcpy/67108864", "speed", 1.0,
+     "64 MiB host copy vs single-thread memcpy"),
+    ("H2 PoCL", "kernels", "BM_gpuhal_h2d_64MiB/real_time", "BM_pocl_write_64MiB/real_time", "speed", 1.5,
+     "64 MiB host copy vs PoCL buffer write"),
+    ("H3", "kernels", "BM_gpuhal_empty_kernel/real_time", "BM_pocl_empty_kernel/real_time", "time", 0.25,
+     "empty kernel enqueue + finish vs PoCL"),
+    ("H4", "copy", "BM_AsyncSubmit/manual_time#ns_per_submit", "BM_DirectCall", "added", 200.0,
+     "async submit vs a direct call"),
+    ("H5 plain", "kernels", "BM_gpuhal_saxpy/real_time", "BM_pocl_saxpy/real_time", "speed", 1.0,
+     "barrier-free kernel vs PoCL"),
+    ("H5 barriers", "kernels", "BM_gpuhal_block_sum/real_time", "BM_pocl_block_sum/real_time", "speed", 1.0,
+     "barrier + shared-memory kernel vs PoCL"),
+] + [
+    ("A1 %s" % label, "pool", "BM_Pool/%d" % size, "BM_RawBackend/%d" % size, "time", 0.02,
+     "pool alloc+free vs the backend's")
+    for label, size in (("256 B", 256), ("4 KiB", 4096), ("64 KiB", 65536), ("1 MiB", 1048576), ("4 MiB", 4194304))
+] + [
+    ("A5", "dealloc", "BM_DeferredFree/iterations:50/manual_time#ns_per_free", None, "abs", 100.0, "deferred free enqueue"),
+]
+
+
+def load(results_dir):
+    """{binary: {run_name: {"median": ns, "cv": fraction, counters...}}}"""
+    out = {}
+    for name in os.listdir(results_dir):
+        if not name.endswith(".json"):
+            continue
+        with open(os.path.join(results_dir, name)) as f:
+            data = json.load(f)
+        runs = {}
+        for b in data.get("benchmarks", []):
+            if b.get("run_type") != "aggregate" or "error_occurred" in b:
+                continue
+            agg = b.get("aggregate_name")
+            entry = runs.setdefault(b["run_name"], {})
+            scale = UNIT_NS.get(b.get("time_unit", "ns"), 1.0)
+            if agg == "median":
+                entry["median"] = b["real_time"] * scale
+                for key, value in b.items():
+                    if key.startswith("ns_per_"):
+                        entry[key] = value * 1e9  # an inverted rate: seconds per item
+            elif agg == "cv":
+                entry["cv"] = b["real_time"]  # a fraction
+        out[name[: -len(".json")]] = runs
+    return out
+
+
+def value(runs, spec):
+    name, _, counter = spec.partition("#")
+    run = runs.get(name)
+    if not run or "median" not in run:
+        return None, None
+    return (run[counter] if counter else run["median"]), run.get("cv", 0.0)
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__)
+        return 2
+    results_dir, smoke = sys.argv[1], "--smoke" in sys.argv[2:]
+    data = load(results_dir)
+    rows = []
+    for target, binary, ours, peer, kind, goal, what in TARGETS:
+        runs = data.get(binary)
+        row = {"target": target, "what": what, "goal": goal, "kind": kind}
+        if runs is None:
+            row.update(status="NOT RUN", note="gpuhal-bench-%s not built or not run" % binary)
+            rows.append(row)
+            continue
+        o, o_cv = value(runs, ours)
+        p, p_cv = value(runs, peer) if peer else (None, 0.0)
+        if o is None or (peer and p is None):
+            row.update(status="NOT RUN", note="no result (skipped: %s)" % (peer if o is not None else ours))
+            rows.append(row)
+            continue
+        spread = max(o_cv or 0.0, p_cv or 0.0)
+        if kind == "speed":
+            ratio, met = p / o, p / o >= goal
+            slack = abs(ratio - goal) / goal
+        elif kind == "time":
+            ratio, met = o / p, o / p <= goal
+            slack = abs(ratio - goal) / goal
+        elif kind == "added":
+            ratio, met = o - p, o - p <= goal
+            slack = abs(ratio - goal) / max(o, 1e-9)
+        else:
+            ratio, met = o, o <= goal
+            slack = abs(o - goal) / max(o, 1e-9)
+        status = "MET" if met else ("WITHIN NOISE" if slack <= spread else "MISSED")
+        row.update(ours_ns=o, peer_ns=p, ratio=ratio, spread=spread, status=status)
+        rows.append(row)
+
+    def fmt_ns(v):
+        if v is None:
+            return "-"
+        for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+            if v >= scale:
+                return "%.3g %s" % (v / scale, unit)
+        return "%.3g ns" % v
+
+    goal_text = {"speed": ">= %gx", "time": "<= %gx", "added": "+<= %g ns", "abs": "<= %g ns"}
+    print("%-12s %-12s %-12s %-12s %-10s %-7s %-13s %s" %
+          ("target", "ours", "peer", "ratio", "goal", "spread", "status", "what"))
+    for r in rows:
+        if "ratio" not in r:
+            print("%-12s %-12s %-12s %-12s %-10s %-7s %-13s %s (%s)" %
+                  (r["target"], "-", "-", "-", goal_text[r["kind"]] % r["goal"], "-", r["status"], r["what"],
+                   r["note"]))
+            continue
+        ratio = ("%+.1f ns" % r["ratio"]) if r["kind"] == "added" else \
+            (fmt_ns(r["ratio"]) if r["kind"] == "abs" else "%.3gx" % r["ratio"])
+        print("%-12s %-12s %-12s %-12s %-10s %-7s %-13s %s" %
+              (r["target"], fmt_ns(r["ours_ns"]), fmt_ns(r["peer_ns"]), ratio, goal_text[r["kind"]] % r["goal"],
+               "%.0f%%" % (100 * r["spread"]), r["status"], r["what"]))
+    if smoke:
+        print("smoke mode: a few short repetitions to keep the harness working; these numbers are not measurements")
+    with open(os.path.join(results_dir, "summary.json"), "w") as f:
+        json.dump({"smoke": smoke, "targets": rows}, f, indent=1)
+    print("written: %s" % os.path.join(results_dir, "summary.json"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
