@@ -186,7 +186,8 @@ Selection select_backend(const Config &config, const Logger &logger) {
   }
   if (sel.library->device_count() == 0)
     throw Error(Status::ERROR_NO_DEVICE,
-                "backend '" + sel.library->name() + "' (" + sel.library->path() + ") reports no devices");
+                "backend '" + sel.library->name() + "' (" + sel.library->path() + ") reports no devices" +
+                    (sel.library->no_device_reason().empty() ? "" : ": " + sel.library->no_device_reason()));
   sel.attempts.back().selected = true;
   return sel;
 }

@@ -72,9 +72,8 @@ const EntryInfo kPeerGroup[] = {
 };
 // Optional, all-or-none group: device code (ABI 1.2).
 const EntryInfo kKernelGroup[] = {
-    GPUHAL_ENTRY(lower_builtin),     GPUHAL_ENTRY(module_compile),    GPUHAL_ENTRY(image_free),
-    GPUHAL_ENTRY(module_load),       GPUHAL_ENTRY(module_unload),     GPUHAL_ENTRY(module_get_kernel),
-    GPUHAL_ENTRY(launch),
+    GPUHAL_ENTRY(lower_builtin), GPUHAL_ENTRY(module_compile),    GPUHAL_ENTRY(image_free), GPUHAL_ENTRY(module_load),
+    GPUHAL_ENTRY(module_unload), GPUHAL_ENTRY(module_get_kernel), GPUHAL_ENTRY(launch),
 };
 #undef GPUHAL_ENTRY
 
@@ -218,6 +217,15 @@ std::unique_ptr<PluginLibrary> PluginLibrary::open(const std::string &path, cons
   attempt->device_count = count;
   attempt->status = Status::SUCCESS;
   attempt->message = "ABI " + version_string(t->abi_version) + ", " + std::to_string(count) + " device(s)";
+  // A plugin whose vendor runtime loaded but cannot reach any device says
+  // why in its message (e.g. hsa_init's status without /dev/kfd).
+  if (count == 0) {
+    const char *why = lib->table_.last_error();
+    if (why && *why) {
+      lib->no_device_reason_ = why;
+      attempt->message += " (" + lib->no_device_reason_ + ")";
+    }
+  }
   logger.write(LogLevel::Debug, "plugin " + path + ": loaded backend '" + lib->name_ + "', " + attempt->message);
   return lib;
 }

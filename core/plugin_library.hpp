@@ -34,6 +34,8 @@ class PluginLibrary {
   uint32_t abi_version() const { return abi_version_; }
   const Logger &logger() const { return logger_; }
   int device_count() const { return device_count_; }
+  // Why a plugin reports no devices, when it said ("" otherwise).
+  const std::string &no_device_reason() const { return no_device_reason_; }
 
   // Throws gpuhal::Error when `status` is a failure: "<backend>: <call>: <the
   // plugin's message>" with the plugin's status code.
@@ -48,6 +50,7 @@ class PluginLibrary {
   gpuhal_plugin_table_t table_{};
   std::string path_;
   std::string name_;
+  std::string no_device_reason_;
   uint32_t abi_version_ = 0;
   int device_count_ = 0;
   bool initialised_ = false;

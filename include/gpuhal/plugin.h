@@ -228,6 +228,9 @@ typedef struct gpuhal_plugin_table {
   void (*shutdown)(void);
   /* The calling thread's message for its last failed call; never NULL. */
   const char *(*last_error)(void);
+  /* A plugin whose vendor runtime loaded but reaches no device (hsa_init
+   * failing without /dev/kfd, cuInit's CUDA_ERROR_NO_DEVICE) answers 0 and
+   * may leave the reason as its last_error() message: the core shows it. */
   gpuhal_status_t (*device_count)(int32_t *count);
   /* `props->struct_size` is set by the caller: fill at most that much. */
   gpuhal_status_t (*device_properties)(int32_t ordinal, gpuhal_device_properties_t *props);

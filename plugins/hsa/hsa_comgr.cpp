@@ -30,24 +30,24 @@ std::mutex g_mu;  // comgr's actions are serialised
 
 }  // namespace
 
-#define GPUHAL_COMGR_API(X)                                                         \
-  X(amd_comgr_status_string, Status, (Status, const char **))                     \
-  X(amd_comgr_create_data, Status, (int, Data *))                                 \
-  X(amd_comgr_release_data, Status, (Data))                                       \
-  X(amd_comgr_set_data, Status, (Data, size_t, const char *))                     \
-  X(amd_comgr_set_data_name, Status, (Data, const char *))                        \
-  X(amd_comgr_get_data, Status, (Data, size_t *, char *))                         \
-  X(amd_comgr_create_data_set, Status, (DataSet *))                               \
-  X(amd_comgr_destroy_data_set, Status, (DataSet))                                \
-  X(amd_comgr_data_set_add, Status, (DataSet, Data))                              \
-  X(amd_comgr_action_data_count, Status, (DataSet, int, size_t *))                \
-  X(amd_comgr_action_data_get_data, Status, (DataSet, int, size_t, Data *))       \
-  X(amd_comgr_create_action_info, Status, (ActionInfo *))                         \
-  X(amd_comgr_destroy_action_info, Status, (ActionInfo))                          \
-  X(amd_comgr_action_info_set_isa_name, Status, (ActionInfo, const char *))       \
-  X(amd_comgr_action_info_set_language, Status, (ActionInfo, int))                \
+#define GPUHAL_COMGR_API(X)                                                             \
+  X(amd_comgr_status_string, Status, (Status, const char **))                           \
+  X(amd_comgr_create_data, Status, (int, Data *))                                       \
+  X(amd_comgr_release_data, Status, (Data))                                             \
+  X(amd_comgr_set_data, Status, (Data, size_t, const char *))                           \
+  X(amd_comgr_set_data_name, Status, (Data, const char *))                              \
+  X(amd_comgr_get_data, Status, (Data, size_t *, char *))                               \
+  X(amd_comgr_create_data_set, Status, (DataSet *))                                     \
+  X(amd_comgr_destroy_data_set, Status, (DataSet))                                      \
+  X(amd_comgr_data_set_add, Status, (DataSet, Data))                                    \
+  X(amd_comgr_action_data_count, Status, (DataSet, int, size_t *))                      \
+  X(amd_comgr_action_data_get_data, Status, (DataSet, int, size_t, Data *))             \
+  X(amd_comgr_create_action_info, Status, (ActionInfo *))                               \
+  X(amd_comgr_destroy_action_info, Status, (ActionInfo))                                \
+  X(amd_comgr_action_info_set_isa_name, Status, (ActionInfo, const char *))             \
+  X(amd_comgr_action_info_set_language, Status, (ActionInfo, int))                      \
   X(amd_comgr_action_info_set_option_list, Status, (ActionInfo, const char **, size_t)) \
-  X(amd_comgr_action_info_set_logging, Status, (ActionInfo, bool))                \
+  X(amd_comgr_action_info_set_logging, Status, (ActionInfo, bool))                      \
   X(amd_comgr_do_action, Status, (int, ActionInfo, DataSet, DataSet))
 
 struct Comgr::Api {
@@ -66,7 +66,7 @@ Comgr::Comgr(const std::string &library) {
     return;
   }
   api_ = new Api();
-#define GPUHAL_COMGR_SYM(name, ret, params)                                                        \
+#define GPUHAL_COMGR_SYM(name, ret, params)                                                   \
   if (!(api_->name = reinterpret_cast<ret(*) params>(dlsym(handle_, #name))) && why_.empty()) \
     why_ = lib + " has no " #name;
   GPUHAL_COMGR_API(GPUHAL_COMGR_SYM)
@@ -95,7 +95,6 @@ struct Session {
 };
 
 }  // namespace
-
 
 namespace {
 

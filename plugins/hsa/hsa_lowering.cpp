@@ -50,7 +50,7 @@ struct Builtin {
 };
 
 const Builtin kBuiltins[] = {
-    {"GPUHAL_KERNEL", "#define GPUHAL_KERNEL __kernel"},
+    {"GPUHAL_KERNEL", "#define GPUHAL_KERNEL __kernel __attribute__((amdgpu_flat_work_group_size(1, 1024)))"},
     {"GPUHAL_DEVICE", "#define GPUHAL_DEVICE static inline"},
     {"GPUHAL_GLOBAL", "#define GPUHAL_GLOBAL __global"},
     {"GPUHAL_RESTRICT", "#define GPUHAL_RESTRICT restrict"},

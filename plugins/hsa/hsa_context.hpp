@@ -1,0 +1,207 @@
+// The hsa plugin's objects and the helpers its entry files share
+// (hsa_plugin.cpp: devices, contexts, memory; hsa_streams.cpp: streams,
+// transfers, events; hsa_kernels.cpp: device code).
+//
+// Stream model. A stream is an AQL queue plus the completion signal of the
+// last operation submitted to it. Every operation depends on that signal, so
+// a stream's work runs in order and its last signal reaching 0 means all of
+// it completed:
+//  - packets on the stream's queue (kernel dispatches, event markers,
+//    barriers) carry the barrier bit, which orders them after the queue's
+//    earlier packets; when the previous operation was not a packet (an async
+//    copy, a host operation) or other streams must be waited for, barrier-AND
+//    packets carrying those signals go first (five per packet, chained);
+//  - copies are hsa_amd_memory_async_copy calls whose dependency list holds
+//    the same signals;
+//  - host operations (callbacks, memsets, the second half of a copy into
+//    pageable memory) run on the context's host-operation thread, in
+//    submission order, each after its dependency signal reached 0.
+// Signals are reference-counted: an operation keeps the signals it depends
+// on until it has completed (a packet must not outlive a signal it names);
+// completed operations are reaped by the next submission or synchronisation
+// on their stream.
+//
+// Locking: one mutex per context guards its streams, events, allocations
+// and modules, and is held while submitting (the legacy default stream
+// reads every blocking stream's last signal). Waits happen without it.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "hsa_code_object.hpp"
+#include "hsa_runtime.hpp"
+#include "plugin_support.hpp"
+
+namespace gpuhal::hsa {
+
+using plugin::fail;
+using plugin::guard;
+
+// One hsa_signal_t, destroyed with the last reference.
+struct Signal {
+  hsa_signal_t handle{};
+  Signal() = default;
+  Signal(const Signal &) = delete;
+  Signal &operator=(const Signal &) = delete;
+  ~Signal() {
+    if (handle.handle) rt().hsa_signal_destroy(handle);
+  }
+  // Completion signals start at 1; the operation sets them to 0.
+  bool done() const { return rt().hsa_signal_load_scacquire(handle) == 0; }
+  void wait() const;  // until the value is 0
+};
+using SignalRef = std::shared_ptr<Signal>;
+// A new signal with `initial` value.
+gpuhal_status_t make_signal(int64_t initial, SignalRef *out);
+
+// A GPU agent the plugin reports as a device, and what was learnt of it at
+// init.
+struct Device {
+  hsa_agent_t agent{};
+  std::string isa_name;                 // HSA_AGENT_INFO_NAME: "gfx90a"
+  hsa_amd_memory_pool_t device_pool{};  // coarse-grained global: device arrays
+  uint64_t device_pool_size = 0;
+  uint64_t lds_size = 0;  // the group segment pool's size
+  uint32_t max_workgroup_size = 0;
+  uint16_t max_workgroup_dim[3] = {0, 0, 0};
+  uint32_t queue_max_size = 0;
+  gpuhal_device_properties_t props{};
+};
+
+// The host side: the CPU agent and its pools.
+struct HostAgent {
+  hsa_agent_t agent{};
+  hsa_amd_memory_pool_t system_pool{};   // fine-grained: pinned and mapped host memory, staging
+  hsa_amd_memory_pool_t kernarg_pool{};  // fine-grained with KERNARG_INIT: kernel arguments
+  bool has_kernarg_pool = false;
+};
+
+// A submitted operation, kept until its completion signal reached 0.
+struct Op {
+  SignalRef done;
+  std::vector<SignalRef> keep;    // signals its packets or copies name
+  std::function<void()> on_reap;  // frees staging buffers and kernarg memory
+};
+
+struct HsaContext;
+
+struct HsaStream {
+  HsaContext *ctx = nullptr;
+  bool blocking = true;  // synchronises with the legacy default stream
+  bool legacy = false;
+  hsa_queue_t *queue = nullptr;
+  SignalRef last;              // the last operation's completion signal
+  bool last_on_queue = false;  // ...and it was a packet on `queue`
+  std::deque<Op> inflight;
+};
+
+struct HsaEvent {
+  bool timing = true;
+  SignalRef signal;  // the marker packet of the last record; null before
+};
+
+struct HsaKernel {
+  uint64_t object = 0;  // HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT
+  uint32_t kernarg_size = 0;
+  uint32_t group_segment_size = 0;
+  uint32_t private_segment_size = 0;
+  KernelMetadata md;
+};
+
+struct HsaModule {
+  hsa_executable_t executable{};
+  hsa_code_object_reader_t reader{};
+  CodeObjectMetadata md;
+  std::unordered_map<std::string, std::unique_ptr<HsaKernel>> kernels;
+};
+
+// A host operation for the context's host-operation thread.
+struct HostOp {
+  SignalRef dep;   // may be null
+  SignalRef done;  // set to 0 after fn ran
+  std::function<void()> fn;
+};
+
+struct Registration {
+  uint64_t bytes = 0;
+  void *agent_ptr = nullptr;
+  bool locked = false;  // hsa_amd_memory_lock (else hsa_memory_register)
+};
+
+struct HsaContext {
+  int ordinal = 0;
+  Device *device = nullptr;
+  std::mutex mu;  // guards everything below except the host-operation queue
+  std::unique_ptr<HsaStream> legacy;
+  std::unordered_map<HsaStream *, std::unique_ptr<HsaStream>> streams;
+  std::unordered_map<std::thread::id, std::unique_ptr<HsaStream>> per_thread;
+  std::unordered_map<HsaEvent *, std::unique_ptr<HsaEvent>> events;
+  std::map<uintptr_t, uint64_t> allocations;       // device memory: base -> bytes
+  std::map<uintptr_t, uint64_t> host_allocations;  // pinned host memory: base -> bytes
+  std::map<uintptr_t, Registration> registrations;
+  std::unordered_map<HsaModule *, std::unique_ptr<HsaModule>> modules;
+  uint64_t allocated_bytes = 0;
+
+  // The host-operation thread (started on first use).
+  std::mutex host_mu;
+  std::condition_variable host_cv;
+  std::deque<HostOp> host_ops;
+  bool host_stop = false;
+  std::thread host_thread;
+  void *fill_scratch = nullptr;  // 8 pinned bytes for memset edges (host thread only)
+
+  // A queue error reported by the runtime's callback: returned once by the
+  // next synchronising call.
+  std::mutex error_mu;
+  std::string queue_error;
+};
+
+// The live context for a handle, or nullptr.
+HsaContext *find(gpuhal_context_t handle);
+gpuhal_status_t bad_context(const char *entry);
+HostAgent &host_agent();
+
+// ---- submission (hsa_streams.cpp); `c->mu` held unless stated -----------------
+// The stream for a handle (NULL / LEGACY / PER_THREAD or one of c's), or nullptr.
+HsaStream *resolve_stream(HsaContext *c, gpuhal_stream_t s);
+gpuhal_status_t create_queue(HsaContext *c, HsaStream *s);
+void destroy_stream(HsaStream *s);  // after it was drained
+// Packets on s's queue: barrier-AND packets for `extra` (and for the
+// previous operation when it was not a packet), then `packet` (64 bytes,
+// its header last). Records the operation with `done` as s's last signal.
+gpuhal_status_t submit_packet(HsaStream *s, const void *packet, SignalRef done, std::vector<SignalRef> extra,
+                              std::function<void()> on_reap);
+// The signals a new operation on s must wait for: s's last and, for the
+// legacy default stream's semantics, other streams' (completed ones left out).
+std::vector<SignalRef> dependencies(HsaStream *s, bool include_last = true);
+void reap(HsaStream *s);
+// Allocates a host buffer from the fine-grained system pool, accessible to
+// the context's GPU.
+gpuhal_status_t alloc_system(HsaContext *c, uint64_t bytes, void **out);
+// Reports (once) the queue error the runtime reported, or success.
+gpuhal_status_t take_queue_error(HsaContext *c, const char *entry);
+// Waits for every stream of c and the host-operation thread (c->mu not held).
+gpuhal_status_t synchronize_context(HsaContext *c);
+void stop_host_thread(HsaContext *c);
+// Queues a host operation after `dep` on s; `done` becomes s's last signal
+// (c->mu held).
+gpuhal_status_t submit_host_op(HsaStream *s, std::function<void()> fn, std::function<void()> on_reap);
+// The transfer, stream and event entries of the table (hsa_streams.cpp).
+void fill_stream_entries(gpuhal_plugin_table_t *t);
+
+}  // namespace gpuhal::hsa
+
+// Resolves the context or returns from the entry.
+#define WITH_CONTEXT(entry)  \
+  HsaContext *c = find(ctx); \
+  if (!c) return bad_context(entry)

@@ -1,0 +1,287 @@
+// The hsa plugin's device code: the portable dialect lowered to OpenCL C
+// (hsa_lowering.cpp), compiled for the context's GPU by amd_comgr
+// (hsa_comgr.cpp, loaded at the first compilation and kept: LLVM-based
+// libraries are not safe to unload), code objects loaded into HSA
+// executables, and launches as kernel dispatch packets.
+//
+// Launches: the kernel's argument layout comes from the code object's
+// metadata (hsa_code_object.cpp); each launch fills a kernarg buffer from
+// the kernarg pool (zeroed, so hidden arguments read 0) and writes one
+// dispatch packet whose group segment size is the kernel's static LDS plus
+// the launch's dynamic shared memory. The buffer is freed once the dispatch
+// completed.
+#include "hsa_kernels.hpp"
+
+#include <cstring>
+#include <memory>
+#include <sstream>
+
+#include "hsa_comgr.hpp"
+#include "hsa_context.hpp"
+#include "hsa_lowering.hpp"
+
+namespace gpuhal::hsa {
+
+namespace {
+std::mutex g_comgr_mu;
+std::string g_comgr_library;
+Comgr *g_comgr = nullptr;  // never unloaded (see above)
+
+const Comgr *comgr(std::string *why) {
+  std::lock_guard<std::mutex> lock(g_comgr_mu);
+  if (!g_comgr) g_comgr = new Comgr(g_comgr_library);
+  if (!g_comgr->ok()) {
+    *why = "amd_comgr could not be loaded (" + g_comgr->why() +
+           "); install libamd-comgr2 or set GPUHAL_AMD_COMGR to libamd_comgr.so";
+    return nullptr;
+  }
+  return g_comgr;
+}
+}  // namespace
+
+void set_comgr_library(const std::string &path) {
+  std::lock_guard<std::mutex> lock(g_comgr_mu);
+  if (!g_comgr) g_comgr_library = path;
+}
+
+namespace {
+
+gpuhal_status_t lower_builtin(const char *builtin, const char **text) {
+  if (!builtin || !text) return fail(GPUHAL_ERROR_INVALID_VALUE, "lower_builtin: null argument");
+  const char *t = hsa_lowering(builtin);
+  if (!t) return fail(GPUHAL_ERROR_NOT_FOUND, std::string("lower_builtin: no builtin '") + builtin + "'");
+  *text = t;
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t module_compile(gpuhal_context_t ctx, const gpuhal_compile_args_t *args, void **image, uint64_t *bytes,
+                               uint32_t *format) {
+  return guard("module_compile", [&]() -> gpuhal_status_t {
+    if (!args || args->struct_size < sizeof(gpuhal_compile_args_t) || !args->source || !image || !bytes || !format)
+      return fail(GPUHAL_ERROR_INVALID_VALUE, "module_compile: null or short argument");
+    WITH_CONTEXT("module_compile");
+    std::string why;
+    const Comgr *cg = comgr(&why);
+    if (!cg) return fail(GPUHAL_ERROR_COMPILATION_FAILED, "module_compile: " + why);
+    std::vector<std::string> opts{"-O3"};
+    {
+      std::stringstream ss(args->options ? args->options : "");
+      std::string o;
+      while (ss >> o) opts.push_back(o);
+    }
+    std::vector<char> code;
+    std::string log;
+    const std::string isa = "amdgcn-amd-amdhsa--" + c->device->isa_name;
+    if (!cg->compile(args->source, isa, opts, &code, &log))
+      return fail(GPUHAL_ERROR_COMPILATION_FAILED, "module_compile: amd_comgr failed for " + isa + ":\n" + log);
+    void *out = std::malloc(code.size());
+    if (!out) return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "module_compile: out of host memory for the code object");
+    std::memcpy(out, code.data(), code.size());
+    *image = out;
+    *bytes = code.size();
+    *format = GPUHAL_IMAGE_HSACO;
+    return GPUHAL_SUCCESS;
+  });
+}
+
+void image_free(void *image) {
+  std::free(image);
+}
+
+gpuhal_status_t module_load(gpuhal_context_t ctx, const void *image, uint64_t bytes, uint32_t format,
+                            gpuhal_module_t *out) {
+  return guard("module_load", [&]() -> gpuhal_status_t {
+    if (!image || !bytes || !out) return fail(GPUHAL_ERROR_INVALID_VALUE, "module_load: null or empty image");
+    if (format != GPUHAL_IMAGE_HSACO)
+      return fail(GPUHAL_ERROR_INVALID_IMAGE,
+                  "module_load: the hsa backend loads AMDGPU code objects (format " + std::to_string(format) + ")");
+    WITH_CONTEXT("module_load");
+    auto m = std::make_unique<HsaModule>();
+    std::string why;
+    if (!read_code_object_metadata(image, bytes, &m->md, &why))
+      return fail(GPUHAL_ERROR_INVALID_IMAGE, "module_load: " + why);
+    HSA_CALL(hsa_code_object_reader_create_from_memory, image, size_t(bytes), &m->reader);
+    auto release = [&](hsa_status_t s, const char *call) {
+      const gpuhal_status_t st = rt().error(s, call);
+      if (m->executable.handle) rt().hsa_executable_destroy(m->executable);
+      rt().hsa_code_object_reader_destroy(m->reader);
+      return st;
+    };
+    hsa_status_t s =
+        rt().hsa_executable_create_alt(HSA_PROFILE_FULL, HSA_DEFAULT_FLOAT_ROUNDING_MODE_DEFAULT, "", &m->executable);
+    if (s != HSA_STATUS_SUCCESS) return release(s, "hsa_executable_create_alt");
+    s = rt().hsa_executable_load_agent_code_object(m->executable, c->device->agent, m->reader, "", nullptr);
+    if (s != HSA_STATUS_SUCCESS) return release(s, "hsa_executable_load_agent_code_object");
+    s = rt().hsa_executable_freeze(m->executable, "");
+    if (s != HSA_STATUS_SUCCESS) return release(s, "hsa_executable_freeze");
+    std::lock_guard<std::mutex> lock(c->mu);
+    *out = reinterpret_cast<gpuhal_module_t>(m.get());
+    c->modules.emplace(m.get(), std::move(m));
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t module_unload(gpuhal_context_t ctx, gpuhal_module_t module) {
+  WITH_CONTEXT("module_unload");
+  std::lock_guard<std::mutex> lock(c->mu);
+  auto it = c->modules.find(reinterpret_cast<HsaModule *>(module));
+  if (it == c->modules.end()) return fail(GPUHAL_ERROR_INVALID_HANDLE, "module_unload: not a module of this context");
+  // Forgotten only once destroyed: after a failure, context_destroy tries again.
+  HSA_CALL(hsa_executable_destroy, it->second->executable);
+  rt().hsa_code_object_reader_destroy(it->second->reader);
+  c->modules.erase(it);
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t module_get_kernel(gpuhal_context_t ctx, gpuhal_module_t module, const char *name,
+                                  gpuhal_kernel_t *out) {
+  if (!name || !out) return fail(GPUHAL_ERROR_INVALID_VALUE, "module_get_kernel: null argument");
+  return guard("module_get_kernel", [&]() -> gpuhal_status_t {
+    WITH_CONTEXT("module_get_kernel");
+    std::lock_guard<std::mutex> lock(c->mu);
+    auto it = c->modules.find(reinterpret_cast<HsaModule *>(module));
+    if (it == c->modules.end())
+      return fail(GPUHAL_ERROR_INVALID_HANDLE, "module_get_kernel: not a module of this context");
+    HsaModule *m = it->second.get();
+    if (auto k = m->kernels.find(name); k != m->kernels.end()) {
+      *out = reinterpret_cast<gpuhal_kernel_t>(k->second.get());
+      return GPUHAL_SUCCESS;
+    }
+    const KernelMetadata *md = nullptr;
+    for (const auto &k : m->md.kernels)
+      if (k.name == name) md = &k;
+    if (!md)
+      return fail(GPUHAL_ERROR_NOT_FOUND, std::string("module_get_kernel: no kernel '") + name + "' in the module");
+    auto k = std::make_unique<HsaKernel>();
+    k->md = *md;
+    hsa_executable_symbol_t sym{};
+    hsa_agent_t agent = c->device->agent;
+    HSA_CALL(hsa_executable_get_symbol_by_name, m->executable, md->symbol.c_str(), &agent, &sym);
+    HSA_CALL(hsa_executable_symbol_get_info, sym, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT, &k->object);
+    HSA_CALL(hsa_executable_symbol_get_info, sym, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE,
+             &k->kernarg_size);
+    HSA_CALL(hsa_executable_symbol_get_info, sym, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE,
+             &k->group_segment_size);
+    HSA_CALL(hsa_executable_symbol_get_info, sym, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE,
+             &k->private_segment_size);
+    if (k->kernarg_size < md->kernarg_size)
+      return fail(GPUHAL_ERROR_INVALID_IMAGE, std::string("module_get_kernel: ") + name +
+                                                  ": the runtime's kernarg segment is smaller than the metadata's");
+    *out = reinterpret_cast<gpuhal_kernel_t>(k.get());
+    m->kernels.emplace(name, std::move(k));
+    return GPUHAL_SUCCESS;
+  });
+}
+
+// The kernel handle if it belongs to a module of c (c->mu held).
+HsaKernel *find_kernel(HsaContext *c, gpuhal_kernel_t kernel) {
+  for (auto &m : c->modules)
+    for (auto &k : m.second->kernels)
+      if (reinterpret_cast<gpuhal_kernel_t>(k.second.get()) == kernel) return k.second.get();
+  return nullptr;
+}
+
+gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuhal_launch_config_t *config,
+                       void *const *args, uint32_t arg_count, gpuhal_stream_t stream) {
+  if (!config || config->struct_size < sizeof(gpuhal_launch_config_t))
+    return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: null or short launch configuration");
+  if (!kernel) return fail(GPUHAL_ERROR_INVALID_HANDLE, "launch: null kernel");
+  if (arg_count && !args) return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: null argument array");
+  WITH_CONTEXT("launch");
+  return guard("launch", [&]() -> gpuhal_status_t {
+    std::lock_guard<std::mutex> lock(c->mu);
+    HsaStream *s = resolve_stream(c, stream);
+    if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "launch: invalid stream");
+    HsaKernel *k = find_kernel(c, kernel);
+    if (!k) return fail(GPUHAL_ERROR_INVALID_HANDLE, "launch: not a kernel of this context");
+    const Device &d = *c->device;
+    // What the device and this kernel can take, refused before anything is
+    // queued.
+    if (arg_count != k->md.explicit_count())
+      return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: " + std::to_string(arg_count) + " arguments for " + k->md.name +
+                                                  ", which takes " + std::to_string(k->md.explicit_count()));
+    uint64_t threads = 1;
+    for (int i = 0; i < 3; ++i) {
+      if (config->grid[i] == 0 || config->block[i] == 0)
+        return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: a zero grid or block dimension");
+      if (config->block[i] > d.max_workgroup_dim[i])
+        return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: block dimension " + std::to_string(i) + " is " +
+                                                    std::to_string(config->block[i]) + ", the device allows " +
+                                                    std::to_string(d.max_workgroup_dim[i]));
+      if (uint64_t(config->grid[i]) * config->block[i] > UINT32_MAX)
+        return fail(GPUHAL_ERROR_INVALID_VALUE,
+                    "launch: more than 2^32 - 1 work-items in dimension " + std::to_string(i));
+      threads *= config->block[i];
+    }
+    const uint64_t max_threads = k->md.max_flat_workgroup_size
+                                     ? std::min<uint64_t>(k->md.max_flat_workgroup_size, d.max_workgroup_size)
+                                     : d.max_workgroup_size;
+    if (threads > max_threads)
+      return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: a block of " + std::to_string(threads) +
+                                                  " work-items, this kernel allows at most " +
+                                                  std::to_string(max_threads));
+    const uint64_t group = uint64_t(k->group_segment_size) + config->dynamic_shared_bytes;
+    if (d.lds_size && group > d.lds_size)
+      return fail(GPUHAL_ERROR_INVALID_VALUE,
+                  "launch: " + std::to_string(k->group_segment_size) + " bytes of static and " +
+                      std::to_string(config->dynamic_shared_bytes) + " of dynamic shared memory, the device has " +
+                      std::to_string(d.lds_size) + " per work-group");
+    // The kernel arguments, at the offsets the compiler chose.
+    void *kernarg = nullptr;
+    const size_t kernarg_bytes = std::max<size_t>(16, (size_t(k->kernarg_size) + 15) & ~size_t(15));
+    HSA_CALL(hsa_amd_memory_pool_allocate, host_agent().kernarg_pool, kernarg_bytes, 0u, &kernarg);
+    auto free_kernarg = [kernarg] { rt().hsa_amd_memory_pool_free(kernarg); };
+    hsa_agent_t agent = d.agent;
+    if (const hsa_status_t st = rt().hsa_amd_agents_allow_access(1, &agent, nullptr, kernarg);
+        st != HSA_STATUS_SUCCESS) {
+      free_kernarg();
+      return rt().error(st, "hsa_amd_agents_allow_access");
+    }
+    std::memset(kernarg, 0, kernarg_bytes);
+    uint32_t i = 0;
+    for (const KernelArg &a : k->md.args) {
+      if (a.value_kind.compare(0, 7, "hidden_") == 0) continue;
+      if (!args[i]) {
+        free_kernarg();
+        return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: argument " + std::to_string(i) + " is a null pointer");
+      }
+      std::memcpy(static_cast<char *>(kernarg) + a.offset, args[i], a.size);
+      ++i;
+    }
+    SignalRef done;
+    if (const gpuhal_status_t st = make_signal(1, &done); st != GPUHAL_SUCCESS) {
+      free_kernarg();
+      return st;
+    }
+    hsa_kernel_dispatch_packet_t p{};
+    p.header = packet_header(HSA_PACKET_TYPE_KERNEL_DISPATCH);
+    const uint16_t dims = config->grid[2] * config->block[2] > 1 ? 3 : config->grid[1] * config->block[1] > 1 ? 2 : 1;
+    p.setup = uint16_t(dims << HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS);
+    p.workgroup_size_x = uint16_t(config->block[0]);
+    p.workgroup_size_y = uint16_t(config->block[1]);
+    p.workgroup_size_z = uint16_t(config->block[2]);
+    p.grid_size_x = config->grid[0] * config->block[0];
+    p.grid_size_y = config->grid[1] * config->block[1];
+    p.grid_size_z = config->grid[2] * config->block[2];
+    p.private_segment_size = k->private_segment_size;
+    p.group_segment_size = uint32_t(group);
+    p.kernel_object = k->object;
+    p.kernarg_address = kernarg;
+    p.completion_signal = done->handle;
+    return submit_packet(s, &p, done, {}, free_kernarg);
+  });
+}
+
+}  // namespace
+
+void fill_kernel_entries(gpuhal_plugin_table_t *t) {
+  t->lower_builtin = lower_builtin;
+  t->module_compile = module_compile;
+  t->image_free = image_free;
+  t->module_load = module_load;
+  t->module_unload = module_unload;
+  t->module_get_kernel = module_get_kernel;
+  t->launch = launch;
+}
+
+}  // namespace gpuhal::hsa

@@ -1,0 +1,570 @@
+// The hsa backend: every plugin entry over AMD's ROCr HSA runtime.
+//
+// Devices are the GPU agents; the CPU agent's fine-grained pool serves
+// pinned and mapped host memory. init never fails for a runtime that loads
+// but cannot start (hsa_init failing without /dev/kfd): the plugin then
+// reports zero devices and leaves hsa_init's status as its message, which
+// the core shows. Contexts own what was made in them (streams, events,
+// allocations, host memory, registrations, modules); context_destroy
+// releases all of it.
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "hsa_context.hpp"
+#include "hsa_kernels.hpp"
+#include "plugin_support.hpp"
+
+namespace gpuhal::hsa {
+
+namespace {
+std::mutex g_mu;  // guards everything below
+int g_init_count = 0;
+std::vector<Device> g_devices;
+HostAgent g_host;
+std::string g_no_device_reason;  // hsa_init's failure, reported by device_count
+std::unordered_map<HsaContext *, std::unique_ptr<HsaContext>> g_contexts;
+}  // namespace
+
+HsaContext *find(gpuhal_context_t h) {
+  auto *c = reinterpret_cast<HsaContext *>(h);
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_contexts.count(c) ? c : nullptr;
+}
+
+gpuhal_status_t bad_context(const char *entry) {
+  return fail(GPUHAL_ERROR_INVALID_HANDLE, std::string(entry) + ": invalid context handle");
+}
+
+HostAgent &host_agent() {
+  return g_host;
+}
+
+namespace {
+
+// ---- discovery -----------------------------------------------------------------------
+
+struct Discovery {
+  std::vector<hsa_agent_t> gpus;
+  std::vector<hsa_agent_t> cpus;
+};
+
+hsa_status_t collect_agent(hsa_agent_t agent, void *data) {
+  auto *d = static_cast<Discovery *>(data);
+  hsa_device_type_t type = -1;
+  if (rt().hsa_agent_get_info(agent, HSA_AGENT_INFO_DEVICE, &type) != HSA_STATUS_SUCCESS) return HSA_STATUS_SUCCESS;
+  if (type == HSA_DEVICE_TYPE_GPU) d->gpus.push_back(agent);
+  if (type == HSA_DEVICE_TYPE_CPU) d->cpus.push_back(agent);
+  return HSA_STATUS_SUCCESS;
+}
+
+struct PoolScan {
+  std::vector<hsa_amd_memory_pool_t> pools;
+};
+hsa_status_t collect_pool(hsa_amd_memory_pool_t pool, void *data) {
+  static_cast<PoolScan *>(data)->pools.push_back(pool);
+  return HSA_STATUS_SUCCESS;
+}
+
+template <class T>
+hsa_status_t pool_info(hsa_amd_memory_pool_t pool, hsa_amd_memory_pool_info_t what, T *out) {
+  return rt().hsa_amd_memory_pool_get_info(pool, what, out);
+}
+
+// gfx90a -> 9.0, gfx1030 -> 10.3 (the last two characters are minor and
+// stepping, in hex).
+void parse_gfx(const std::string &name, int32_t *major, int32_t *minor) {
+  *major = *minor = 0;
+  if (name.compare(0, 3, "gfx") != 0 || name.size() < 6) return;
+  const std::string digits = name.substr(3);
+  try {
+    *major = std::stoi(digits.substr(0, digits.size() - 2));
+    *minor = std::stoi(digits.substr(digits.size() - 2, 1), nullptr, 16);
+  } catch (...) {
+    *major = *minor = 0;
+  }
+}
+
+gpuhal_status_t describe_device(hsa_agent_t agent, Device *d) {
+  d->agent = agent;
+  char name[64] = {0};
+  HSA_CALL(hsa_agent_get_info, agent, HSA_AGENT_INFO_NAME, name);
+  d->isa_name.assign(name, strnlen(name, sizeof name));
+  gpuhal_device_properties_t &p = d->props;
+  char product[64] = {0}, vendor[64] = {0};
+  if (rt().hsa_agent_get_info(agent, HSA_AMD_AGENT_INFO_PRODUCT_NAME, product) != HSA_STATUS_SUCCESS || !product[0])
+    std::snprintf(product, sizeof product, "%s", d->isa_name.c_str());
+  HSA_CALL(hsa_agent_get_info, agent, HSA_AGENT_INFO_VENDOR_NAME, vendor);
+  std::snprintf(p.name, sizeof p.name, "%.63s (%s)", product, d->isa_name.c_str());
+  std::snprintf(p.vendor, sizeof p.vendor, "%.63s", vendor);
+  uint32_t wavefront = 0, cus = 0, clock = 0, bdf = 0, domain = 0;
+  hsa_dim3_t grid{};
+  HSA_CALL(hsa_agent_get_info, agent, HSA_AGENT_INFO_WAVEFRONT_SIZE, &wavefront);
+  HSA_CALL(hsa_agent_get_info, agent, HSA_AGENT_INFO_WORKGROUP_MAX_SIZE, &d->max_workgroup_size);
+  HSA_CALL(hsa_agent_get_info, agent, HSA_AGENT_INFO_WORKGROUP_MAX_DIM, d->max_workgroup_dim);
+  HSA_CALL(hsa_agent_get_info, agent, HSA_AGENT_INFO_GRID_MAX_DIM, &grid);
+  HSA_CALL(hsa_agent_get_info, agent, HSA_AGENT_INFO_QUEUE_MAX_SIZE, &d->queue_max_size);
+  // AMD's extensions are informational: a runtime without one leaves 0.
+  rt().hsa_agent_get_info(agent, HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT, &cus);
+  rt().hsa_agent_get_info(agent, HSA_AMD_AGENT_INFO_MAX_CLOCK_FREQUENCY, &clock);
+  rt().hsa_agent_get_info(agent, HSA_AMD_AGENT_INFO_BDFID, &bdf);
+  rt().hsa_agent_get_info(agent, HSA_AMD_AGENT_INFO_DOMAIN, &domain);
+  PoolScan scan;
+  HSA_CALL(hsa_amd_agent_iterate_memory_pools, agent, collect_pool, &scan);
+  bool have_device_pool = false;
+  for (hsa_amd_memory_pool_t pool : scan.pools) {
+    hsa_amd_segment_t segment = -1;
+    uint32_t flags = 0;
+    size_t size = 0;
+    bool alloc_allowed = false;
+    if (pool_info(pool, HSA_AMD_MEMORY_POOL_INFO_SEGMENT, &segment) != HSA_STATUS_SUCCESS) continue;
+    pool_info(pool, HSA_AMD_MEMORY_POOL_INFO_SIZE, &size);
+    if (segment == HSA_AMD_SEGMENT_GROUP) d->lds_size = size;
+    if (segment != HSA_AMD_SEGMENT_GLOBAL) continue;
+    pool_info(pool, HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS, &flags);
+    pool_info(pool, HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED, &alloc_allowed);
+    if (!have_device_pool && alloc_allowed && (flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED)) {
+      d->device_pool = pool;
+      d->device_pool_size = size;
+      have_device_pool = true;
+    }
+  }
+  if (!have_device_pool)
+    return fail(GPUHAL_ERROR_DRIVER, "GPU agent " + d->isa_name + " has no coarse-grained global memory pool");
+  if (d->max_workgroup_size == 0 || wavefront == 0)
+    return fail(GPUHAL_ERROR_DRIVER, "GPU agent " + d->isa_name + " reports no work-group or wavefront size");
+  p.total_memory = d->device_pool_size;
+  p.shared_memory_per_block = d->lds_size;
+  parse_gfx(d->isa_name, &p.compute_major, &p.compute_minor);
+  p.multiprocessor_count = int32_t(cus);
+  p.warp_size = int32_t(wavefront);
+  p.max_threads_per_block = int32_t(d->max_workgroup_size);
+  for (int i = 0; i < 3; ++i) p.max_block_dim[i] = d->max_workgroup_dim[i];
+  // Grid sizes in HSA count work-items; gpuhal's count work-groups.
+  const uint32_t g[3] = {grid.x, grid.y, grid.z};
+  for (int i = 0; i < 3; ++i)
+    p.max_grid_dim[i] = int32_t(std::min<uint64_t>(INT32_MAX, g[i] / std::max<uint32_t>(1, d->max_workgroup_dim[i])));
+  p.clock_rate_khz = int32_t(clock * 1000);
+  p.can_map_host_memory = 1;
+  p.unified_addressing = 1;
+  p.concurrent_kernels = 1;
+  p.pci_domain = int32_t(domain);
+  p.pci_bus = int32_t((bdf >> 8) & 0xff);
+  p.pci_device = int32_t((bdf >> 3) & 0x1f);
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t describe_host(hsa_agent_t agent) {
+  g_host = HostAgent();
+  g_host.agent = agent;
+  PoolScan scan;
+  HSA_CALL(hsa_amd_agent_iterate_memory_pools, agent, collect_pool, &scan);
+  bool have_system = false;
+  for (hsa_amd_memory_pool_t pool : scan.pools) {
+    hsa_amd_segment_t segment = -1;
+    uint32_t flags = 0;
+    bool alloc_allowed = false;
+    if (pool_info(pool, HSA_AMD_MEMORY_POOL_INFO_SEGMENT, &segment) != HSA_STATUS_SUCCESS ||
+        segment != HSA_AMD_SEGMENT_GLOBAL)
+      continue;
+    pool_info(pool, HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS, &flags);
+    pool_info(pool, HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED, &alloc_allowed);
+    if (!alloc_allowed || !(flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED)) continue;
+    if ((flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT) && !g_host.has_kernarg_pool) {
+      g_host.kernarg_pool = pool;
+      g_host.has_kernarg_pool = true;
+    }
+    if (!have_system) {
+      g_host.system_pool = pool;
+      have_system = true;
+    }
+  }
+  if (!have_system) return fail(GPUHAL_ERROR_DRIVER, "the CPU agent has no fine-grained global memory pool");
+  if (!g_host.has_kernarg_pool) g_host.kernarg_pool = g_host.system_pool;
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t discover() {
+  Discovery d;
+  HSA_CALL(hsa_iterate_agents, collect_agent, &d);
+  if (d.gpus.empty()) return GPUHAL_SUCCESS;
+  if (d.cpus.empty()) return fail(GPUHAL_ERROR_DRIVER, "the HSA runtime reports GPU agents but no CPU agent");
+  if (const gpuhal_status_t st = describe_host(d.cpus[0]); st != GPUHAL_SUCCESS) return st;
+  std::vector<Device> devices(d.gpus.size());
+  for (size_t i = 0; i < d.gpus.size(); ++i)
+    if (const gpuhal_status_t st = describe_device(d.gpus[i], &devices[i]); st != GPUHAL_SUCCESS) return st;
+  g_devices = std::move(devices);
+  return GPUHAL_SUCCESS;
+}
+
+// ---- lifecycle and devices -----------------------------------------------------------
+
+gpuhal_status_t init(const gpuhal_init_args_t *args) {
+  return guard("init", [&]() -> gpuhal_status_t {
+    if (!args || args->struct_size < 8) return fail(GPUHAL_ERROR_INVALID_VALUE, "init: missing init arguments");
+    plugin::set_logger(args);
+    plugin::Options opts(args);
+    const std::string library = opts.get("GPUHAL_HSA_RUNTIME").value_or("libhsa-runtime64.so.1");
+    set_comgr_library(opts.get("GPUHAL_AMD_COMGR").value_or(""));
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (g_init_count > 0) {
+      if (runtime().path != library)
+        return fail(GPUHAL_ERROR_INITIALIZATION_FAILED,
+                    "the hsa plugin is already initialised with the runtime " + runtime().path + " in this process");
+      ++g_init_count;
+      return GPUHAL_SUCCESS;
+    }
+    std::string why;
+    if (const gpuhal_status_t st = runtime().load(library, &why); st != GPUHAL_SUCCESS) return fail(st, why);
+    g_devices.clear();
+    g_no_device_reason.clear();
+    if (runtime().start(&why) != GPUHAL_SUCCESS) {
+      // The runtime is installed but cannot reach a GPU: zero devices, and
+      // hsa_init's status is the reason the core shows.
+      g_no_device_reason = why;
+      plugin::log(GPUHAL_LOG_DEBUG, "hsa: " + why);
+    } else if (const gpuhal_status_t st = discover(); st != GPUHAL_SUCCESS) {
+      const std::string msg = plugin::last_error();
+      runtime().unload();
+      return fail(st, msg);
+    }
+    g_init_count = 1;
+    plugin::log(GPUHAL_LOG_DEBUG,
+                "hsa: runtime " + library + ", " + std::to_string(g_devices.size()) + " GPU agent(s)");
+    return GPUHAL_SUCCESS;
+  });
+}
+
+void shutdown() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_init_count == 0 || --g_init_count > 0) return;
+  g_contexts.clear();
+  g_devices.clear();
+  runtime().unload();
+}
+
+const char *last_error() {
+  return plugin::last_error();
+}
+
+gpuhal_status_t device_count(int32_t *count) {
+  if (!count) return fail(GPUHAL_ERROR_INVALID_VALUE, "device_count: null output pointer");
+  *count = int32_t(g_devices.size());
+  if (g_devices.empty() && !g_no_device_reason.empty()) fail(GPUHAL_SUCCESS, g_no_device_reason);
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t device_properties(int32_t ordinal, gpuhal_device_properties_t *out) {
+  if (!out || out->struct_size < 8)
+    return fail(GPUHAL_ERROR_INVALID_VALUE, "device_properties: null or too small output");
+  if (ordinal < 0 || size_t(ordinal) >= g_devices.size())
+    return fail(GPUHAL_ERROR_INVALID_VALUE, "device_properties: no hsa device " + std::to_string(ordinal));
+  gpuhal_device_properties_t p = g_devices[size_t(ordinal)].props;
+  const uint32_t n = std::min<uint32_t>(out->struct_size, sizeof p);
+  p.abi_version = GPUHAL_ABI_VERSION;
+  p.struct_size = n;
+  std::memcpy(out, &p, n);
+  return GPUHAL_SUCCESS;
+}
+
+// ---- contexts --------------------------------------------------------------------------
+
+gpuhal_status_t context_create(int32_t ordinal, gpuhal_context_t *out) {
+  return guard("context_create", [&]() -> gpuhal_status_t {
+    if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "context_create: null output pointer");
+    if (ordinal < 0 || size_t(ordinal) >= g_devices.size())
+      return fail(GPUHAL_ERROR_INVALID_VALUE, "context_create: no hsa device " + std::to_string(ordinal));
+    auto c = std::make_unique<HsaContext>();
+    c->ordinal = ordinal;
+    c->device = &g_devices[size_t(ordinal)];
+    c->legacy = std::make_unique<HsaStream>();
+    c->legacy->ctx = c.get();
+    c->legacy->legacy = true;
+    if (const gpuhal_status_t st = create_queue(c.get(), c->legacy.get()); st != GPUHAL_SUCCESS) return st;
+    if (const gpuhal_status_t st = alloc_system(c.get(), 8, &c->fill_scratch); st != GPUHAL_SUCCESS) {
+      destroy_stream(c->legacy.get());
+      return st;
+    }
+    *out = reinterpret_cast<gpuhal_context_t>(c.get());
+    std::lock_guard<std::mutex> lock(g_mu);
+    g_contexts.emplace(c.get(), std::move(c));
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t context_destroy(gpuhal_context_t ctx) {
+  std::unique_ptr<HsaContext> owned;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    auto it = g_contexts.find(reinterpret_cast<HsaContext *>(ctx));
+    if (it == g_contexts.end()) return bad_context("context_destroy");
+    owned = std::move(it->second);
+    g_contexts.erase(it);
+  }
+  HsaContext *c = owned.get();
+  // Everything made in the context goes with it; the first failure is
+  // reported after the rest was still released.
+  gpuhal_status_t first = synchronize_context(c);
+  std::string first_msg = first == GPUHAL_SUCCESS ? "" : plugin::last_error();
+  auto note = [&](hsa_status_t s, const char *call) {
+    if (s != HSA_STATUS_SUCCESS && first == GPUHAL_SUCCESS) {
+      first = rt().error(s, call);
+      first_msg = plugin::last_error();
+    }
+  };
+  stop_host_thread(c);
+  std::lock_guard<std::mutex> lock(c->mu);
+  for (auto &kv : c->streams) destroy_stream(kv.second.get());
+  for (auto &kv : c->per_thread) destroy_stream(kv.second.get());
+  destroy_stream(c->legacy.get());
+  c->events.clear();
+  for (auto &kv : c->modules) {
+    if (rt().hsa_executable_destroy) note(rt().hsa_executable_destroy(kv.second->executable), "hsa_executable_destroy");
+    if (rt().hsa_code_object_reader_destroy)
+      note(rt().hsa_code_object_reader_destroy(kv.second->reader), "hsa_code_object_reader_destroy");
+  }
+  for (auto &kv : c->allocations)
+    note(rt().hsa_amd_memory_pool_free(reinterpret_cast<void *>(kv.first)), "hsa_amd_memory_pool_free");
+  for (auto &kv : c->registrations) {
+    void *p = reinterpret_cast<void *>(kv.first);
+    if (kv.second.locked)
+      note(rt().hsa_amd_memory_unlock(p), "hsa_amd_memory_unlock");
+    else
+      note(rt().hsa_memory_deregister(p, size_t(kv.second.bytes)), "hsa_memory_deregister");
+  }
+  for (auto &kv : c->host_allocations)
+    note(rt().hsa_amd_memory_pool_free(reinterpret_cast<void *>(kv.first)), "hsa_amd_memory_pool_free");
+  if (c->fill_scratch) note(rt().hsa_amd_memory_pool_free(c->fill_scratch), "hsa_amd_memory_pool_free");
+  if (first != GPUHAL_SUCCESS) return fail(first, first_msg);
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t context_synchronize(gpuhal_context_t ctx) {
+  WITH_CONTEXT("context_synchronize");
+  return synchronize_context(c);
+}
+
+gpuhal_status_t memory_info(gpuhal_context_t ctx, uint64_t *free_bytes, uint64_t *total_bytes) {
+  if (!free_bytes || !total_bytes) return fail(GPUHAL_ERROR_INVALID_VALUE, "memory_info: null output pointer");
+  WITH_CONTEXT("memory_info");
+  // ROCr 5.x has no free-memory query: free is the pool's size less what
+  // this process's contexts on the device hold.
+  uint64_t used = 0;
+  {
+    std::lock_guard<std::mutex> glock(g_mu);
+    for (auto &kv : g_contexts)
+      if (kv.first->device == c->device) {
+        std::lock_guard<std::mutex> lock(kv.first->mu);
+        used += kv.first->allocated_bytes;
+      }
+  }
+  *total_bytes = c->device->device_pool_size;
+  *free_bytes = used >= *total_bytes ? 0 : *total_bytes - used;
+  return GPUHAL_SUCCESS;
+}
+
+// ---- device memory ------------------------------------------------------------------------
+
+gpuhal_status_t mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr_t *out) {
+  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc: null output pointer");
+  if (bytes == 0 || bytes > SIZE_MAX) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc: size must be positive");
+  WITH_CONTEXT("mem_alloc");
+  return guard("mem_alloc", [&]() -> gpuhal_status_t {
+    void *p = nullptr;
+    HSA_CALL(hsa_amd_memory_pool_allocate, c->device->device_pool, size_t(bytes), 0u, &p);
+    try {
+      std::lock_guard<std::mutex> lock(c->mu);
+      c->allocations.emplace(reinterpret_cast<uintptr_t>(p), bytes);
+      c->allocated_bytes += bytes;
+    } catch (...) {
+      rt().hsa_amd_memory_pool_free(p);
+      throw;
+    }
+    *out = reinterpret_cast<uintptr_t>(p);
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t mem_free(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
+  WITH_CONTEXT("mem_free");
+  uint64_t bytes = 0;
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    auto it = c->allocations.find(uintptr_t(ptr));
+    if (it == c->allocations.end())
+      return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_free: not a live allocation of this context");
+    bytes = it->second;
+  }
+  HSA_CALL(hsa_amd_memory_pool_free, reinterpret_cast<void *>(uintptr_t(ptr)));
+  std::lock_guard<std::mutex> lock(c->mu);  // forgotten only once really released
+  c->allocations.erase(uintptr_t(ptr));
+  c->allocated_bytes -= bytes;
+  return GPUHAL_SUCCESS;
+}
+
+// ---- host memory ----------------------------------------------------------------------------
+
+constexpr uint32_t kHostFlags =
+    GPUHAL_HOST_ALLOC_PORTABLE | GPUHAL_HOST_ALLOC_MAPPED | GPUHAL_HOST_ALLOC_WRITE_COMBINED;
+
+// The registration or pinned allocation overlapping [p, p + n), if any.
+bool overlaps_pinned(HsaContext *c, uintptr_t p, uint64_t n) {
+  auto hit = [&](const auto &m) {
+    auto it = m.upper_bound(p + n - 1);
+    if (it == m.begin()) return false;
+    --it;
+    const uint64_t size = [&] {
+      if constexpr (std::is_same<std::decay_t<decltype(it->second)>, Registration>::value)
+        return it->second.bytes;
+      else
+        return it->second;
+    }();
+    return it->first + size > p;
+  };
+  return hit(c->registrations) || hit(c->host_allocations);
+}
+
+// Pinned, mapped host memory from the fine-grained system pool: the GPU
+// reads and writes it at the same address (HSA's unified address space), so
+// every allocation is both portable and mapped; write-combining is a hint
+// ROCr does not offer and is ignored.
+gpuhal_status_t host_alloc(gpuhal_context_t ctx, uint64_t bytes, uint32_t flags, void **out) {
+  if (!out || bytes == 0 || bytes > SIZE_MAX)
+    return fail(GPUHAL_ERROR_INVALID_VALUE, "host_alloc: null output or bad size");
+  if (flags & ~kHostFlags) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_alloc: unknown flags");
+  WITH_CONTEXT("host_alloc");
+  return guard("host_alloc", [&]() -> gpuhal_status_t {
+    void *p = nullptr;
+    if (const gpuhal_status_t st = alloc_system(c, bytes, &p); st != GPUHAL_SUCCESS) return st;
+    try {
+      std::lock_guard<std::mutex> lock(c->mu);
+      c->host_allocations.emplace(reinterpret_cast<uintptr_t>(p), bytes);
+    } catch (...) {
+      rt().hsa_amd_memory_pool_free(p);
+      throw;
+    }
+    *out = p;
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t host_free(gpuhal_context_t ctx, void *ptr) {
+  WITH_CONTEXT("host_free");
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    if (!c->host_allocations.count(reinterpret_cast<uintptr_t>(ptr)))
+      return fail(GPUHAL_ERROR_INVALID_VALUE, "host_free: not a host allocation of this context");
+  }
+  HSA_CALL(hsa_amd_memory_pool_free, ptr);
+  std::lock_guard<std::mutex> lock(c->mu);
+  c->host_allocations.erase(reinterpret_cast<uintptr_t>(ptr));
+  return GPUHAL_SUCCESS;
+}
+
+// Page-locks with hsa_amd_memory_lock for the context's GPU (the agent
+// pointer is what host_get_device_pointer answers); a runtime without it
+// falls back to hsa_memory_register, what numba.roc's register() called.
+gpuhal_status_t host_register(gpuhal_context_t ctx, void *ptr, uint64_t bytes, uint32_t flags) {
+  if (!ptr || bytes == 0 || bytes > SIZE_MAX || reinterpret_cast<uintptr_t>(ptr) + bytes < bytes)
+    return fail(GPUHAL_ERROR_INVALID_VALUE, "host_register: null pointer or bad size");
+  if (flags & ~kHostFlags) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_register: unknown flags");
+  WITH_CONTEXT("host_register");
+  return guard("host_register", [&]() -> gpuhal_status_t {
+    std::lock_guard<std::mutex> lock(c->mu);
+    if (overlaps_pinned(c, reinterpret_cast<uintptr_t>(ptr), bytes))
+      return fail(GPUHAL_ERROR_ALREADY_REGISTERED, "host_register: the range overlaps registered or pinned memory");
+    Registration r;
+    r.bytes = bytes;
+    if (rt().hsa_amd_memory_lock && rt().hsa_amd_memory_unlock) {
+      hsa_agent_t agent = c->device->agent;
+      HSA_CALL(hsa_amd_memory_lock, ptr, size_t(bytes), &agent, 1, &r.agent_ptr);
+      r.locked = true;
+    } else {
+      if (!rt().hsa_memory_deregister)
+        return fail(GPUHAL_ERROR_NOT_SUPPORTED, "host_register: the HSA runtime has no way to register memory");
+      HSA_CALL(hsa_memory_register, ptr, size_t(bytes));
+      r.agent_ptr = ptr;
+    }
+    c->registrations.emplace(reinterpret_cast<uintptr_t>(ptr), r);
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t host_unregister(gpuhal_context_t ctx, void *ptr) {
+  WITH_CONTEXT("host_unregister");
+  std::lock_guard<std::mutex> lock(c->mu);
+  auto it = c->registrations.find(reinterpret_cast<uintptr_t>(ptr));
+  if (it == c->registrations.end())
+    return fail(GPUHAL_ERROR_NOT_REGISTERED, "host_unregister: not registered in this context");
+  if (it->second.locked)
+    HSA_CALL(hsa_amd_memory_unlock, ptr);
+  else
+    HSA_CALL(hsa_memory_deregister, ptr, size_t(it->second.bytes));
+  c->registrations.erase(it);
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t host_get_device_pointer(gpuhal_context_t ctx, void *host_ptr, gpuhal_deviceptr_t *out) {
+  if (!host_ptr || !out) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_get_device_pointer: null pointer");
+  WITH_CONTEXT("host_get_device_pointer");
+  std::lock_guard<std::mutex> lock(c->mu);
+  const uintptr_t p = reinterpret_cast<uintptr_t>(host_ptr);
+  if (auto it = c->host_allocations.upper_bound(p); it != c->host_allocations.begin()) {
+    --it;
+    if (p < it->first + it->second) {
+      *out = p;  // fine-grained system memory: the same address on the GPU
+      return GPUHAL_SUCCESS;
+    }
+  }
+  if (auto it = c->registrations.upper_bound(p); it != c->registrations.begin()) {
+    --it;
+    if (p < it->first + it->second.bytes) {
+      *out = reinterpret_cast<uintptr_t>(it->second.agent_ptr) + (p - it->first);
+      return GPUHAL_SUCCESS;
+    }
+  }
+  return fail(GPUHAL_ERROR_INVALID_VALUE, "host_get_device_pointer: not pinned or registered memory of this context");
+}
+
+gpuhal_plugin_table_t make_table() {
+  gpuhal_plugin_table_t t{};
+  t.abi_version = GPUHAL_ABI_VERSION;
+  t.struct_size = sizeof t;
+  t.name = "hsa";
+  t.init = init;
+  t.shutdown = shutdown;
+  t.last_error = last_error;
+  t.device_count = device_count;
+  t.device_properties = device_properties;
+  t.context_create = context_create;
+  t.context_destroy = context_destroy;
+  t.context_synchronize = context_synchronize;
+  t.memory_info = memory_info;
+  t.mem_alloc = mem_alloc;
+  t.mem_free = mem_free;
+  fill_stream_entries(&t);
+  t.host_alloc = host_alloc;
+  t.host_free = host_free;
+  t.host_register = host_register;
+  t.host_unregister = host_unregister;
+  t.host_get_device_pointer = host_get_device_pointer;
+  fill_kernel_entries(&t);
+  return t;
+}
+
+const gpuhal_plugin_table_t g_table = make_table();
+
+}  // namespace
+}  // namespace gpuhal::hsa
+
+extern "C" GPUHAL_PLUGIN_EXPORT gpuhal_status_t gpuhal_plugin_negotiate(uint32_t core_max_abi,
+                                                                        const gpuhal_plugin_table_t **table) {
+  if (!table) return GPUHAL_ERROR_INVALID_VALUE;
+  if (GPUHAL_VERSION_MAJOR(core_max_abi) != GPUHAL_ABI_MAJOR) return GPUHAL_ERROR_ABI_MISMATCH;
+  *table = &gpuhal::hsa::g_table;
+  return GPUHAL_SUCCESS;
+}

@@ -1,0 +1,141 @@
+#include "hsa_runtime.hpp"
+
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "plugin_support.hpp"
+
+namespace gpuhal::hsa {
+
+Runtime &runtime() {
+  static Runtime r;
+  return r;
+}
+
+gpuhal_status_t Runtime::load(const std::string &library, std::string *why) {
+  path = library;
+  dlerror();
+  handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char *e = dlerror();
+    *why = "cannot load the HSA runtime " + library + ": " + (e ? e : "unknown error");
+    return GPUHAL_ERROR_DRIVER_NOT_LOADABLE;
+  }
+  std::string missing;
+#define GPUHAL_HSA_REQUIRED(ret, name, params)                     \
+  if (!(*reinterpret_cast<void **>(&name) = dlsym(handle, #name))) \
+    missing += std::string(missing.empty() ? "" : ", ") + #name;
+#define GPUHAL_HSA_OPTIONAL(ret, name, params) *reinterpret_cast<void **>(&name) = dlsym(handle, #name);
+  GPUHAL_HSA_API(GPUHAL_HSA_REQUIRED, GPUHAL_HSA_OPTIONAL)
+#undef GPUHAL_HSA_REQUIRED
+#undef GPUHAL_HSA_OPTIONAL
+  if (!missing.empty()) {
+    *why = "the HSA runtime " + library + " lacks required entry points: " + missing;
+    unload();
+    return GPUHAL_ERROR_DRIVER_NOT_LOADABLE;
+  }
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t Runtime::start(std::string *why) {
+  const hsa_status_t s = hsa_init();
+  if (s != HSA_STATUS_SUCCESS) {
+    *why = "hsa_init failed: " + describe(s);
+    if (s == HSA_STATUS_ERROR_OUT_OF_RESOURCES) *why += " (no usable /dev/kfd: no AMD GPU or no access to it)";
+    return status_of(s) == GPUHAL_ERROR_DRIVER ? GPUHAL_ERROR_INITIALIZATION_FAILED : status_of(s);
+  }
+  initialised = true;
+  return GPUHAL_SUCCESS;
+}
+
+void Runtime::unload() {
+  if (initialised && hsa_shut_down) hsa_shut_down();
+  if (handle) dlclose(handle);
+  *this = Runtime();
+}
+
+namespace {
+const char *status_name(hsa_status_t s) {
+  switch (s) {
+#define NAME(x) \
+  case x:       \
+    return #x;
+    NAME(HSA_STATUS_SUCCESS)
+    NAME(HSA_STATUS_INFO_BREAK)
+    NAME(HSA_STATUS_ERROR)
+    NAME(HSA_STATUS_ERROR_INVALID_ARGUMENT)
+    NAME(HSA_STATUS_ERROR_INVALID_QUEUE_CREATION)
+    NAME(HSA_STATUS_ERROR_INVALID_ALLOCATION)
+    NAME(HSA_STATUS_ERROR_INVALID_AGENT)
+    NAME(HSA_STATUS_ERROR_INVALID_SIGNAL)
+    NAME(HSA_STATUS_ERROR_INVALID_QUEUE)
+    NAME(HSA_STATUS_ERROR_OUT_OF_RESOURCES)
+    NAME(HSA_STATUS_ERROR_INVALID_PACKET_FORMAT)
+    NAME(HSA_STATUS_ERROR_NOT_INITIALIZED)
+    NAME(HSA_STATUS_ERROR_INVALID_ISA)
+    NAME(HSA_STATUS_ERROR_INVALID_CODE_OBJECT)
+    NAME(HSA_STATUS_ERROR_INVALID_EXECUTABLE)
+    NAME(HSA_STATUS_ERROR_INVALID_SYMBOL_NAME)
+    NAME(HSA_STATUS_ERROR_EXCEPTION)
+    NAME(HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER)
+    NAME(HSA_STATUS_ERROR_FATAL)
+#undef NAME
+    default:
+      return nullptr;
+  }
+}
+}  // namespace
+
+std::string Runtime::describe(hsa_status_t s) const {
+  const char *name = status_name(s);
+  char code[16];
+  std::snprintf(code, sizeof code, "0x%x", unsigned(s));
+  std::string msg = name ? std::string(name) + " (" + code + ")" : std::string("hsa_status_t ") + code;
+  const char *text = nullptr;
+  if (hsa_status_string && hsa_status_string(s, &text) == HSA_STATUS_SUCCESS && text) {
+    std::string t = text;
+    // ROCr's texts repeat the name: "HSA_STATUS_ERROR_...: The runtime...".
+    if (name && t.compare(0, std::strlen(name), name) == 0) t.erase(0, std::strlen(name));
+    while (!t.empty() && (t[0] == ':' || t[0] == ' ')) t.erase(0, 1);
+    if (!t.empty()) msg += ": " + t;
+  }
+  return msg;
+}
+
+gpuhal_status_t Runtime::status_of(hsa_status_t s) {
+  switch (s) {
+    case HSA_STATUS_SUCCESS:
+      return GPUHAL_SUCCESS;
+    case HSA_STATUS_ERROR_INVALID_ARGUMENT:
+      return GPUHAL_ERROR_INVALID_VALUE;
+    case HSA_STATUS_ERROR_OUT_OF_RESOURCES:
+    case HSA_STATUS_ERROR_INVALID_ALLOCATION:
+      return GPUHAL_ERROR_OUT_OF_MEMORY;
+    case HSA_STATUS_ERROR_INVALID_AGENT:
+    case HSA_STATUS_ERROR_INVALID_SIGNAL:
+    case HSA_STATUS_ERROR_INVALID_QUEUE:
+      return GPUHAL_ERROR_INVALID_HANDLE;
+    case HSA_STATUS_ERROR_NOT_INITIALIZED:
+      return GPUHAL_ERROR_INITIALIZATION_FAILED;
+    case HSA_STATUS_ERROR_INVALID_ISA:
+    case HSA_STATUS_ERROR_INVALID_CODE_OBJECT:
+    case HSA_STATUS_ERROR_INVALID_EXECUTABLE:
+    case HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER:
+      return GPUHAL_ERROR_INVALID_IMAGE;
+    case HSA_STATUS_ERROR_INVALID_SYMBOL_NAME:
+      return GPUHAL_ERROR_NOT_FOUND;
+    case HSA_STATUS_ERROR_EXCEPTION:
+    case HSA_STATUS_ERROR_INVALID_PACKET_FORMAT:
+      return GPUHAL_ERROR_LAUNCH_FAILED;
+    default:
+      return GPUHAL_ERROR_DRIVER;
+  }
+}
+
+gpuhal_status_t Runtime::error(hsa_status_t s, const char *call) const {
+  return plugin::fail(status_of(s), std::string(call) + " failed: " + describe(s));
+}
+
+}  // namespace gpuhal::hsa

@@ -1,0 +1,704 @@
+// The hsa plugin's streams, transfers and events (see hsa_context.hpp for
+// the stream model).
+#include <cstring>
+#include <thread>
+
+#include "hsa_context.hpp"
+
+namespace gpuhal::hsa {
+
+// ---- signals -----------------------------------------------------------------------------
+
+void Signal::wait() const {
+  // The wait may return early (the specification allows it): re-check.
+  while (rt().hsa_signal_wait_scacquire(handle, HSA_SIGNAL_CONDITION_EQ, 0, UINT64_MAX, HSA_WAIT_STATE_BLOCKED) != 0) {
+  }
+}
+
+gpuhal_status_t make_signal(int64_t initial, SignalRef *out) {
+  auto s = std::make_shared<Signal>();
+  HSA_CALL(hsa_signal_create, initial, 0u, nullptr, &s->handle);
+  *out = std::move(s);
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t alloc_system(HsaContext *c, uint64_t bytes, void **out) {
+  void *p = nullptr;
+  HSA_CALL(hsa_amd_memory_pool_allocate, host_agent().system_pool, size_t(bytes), 0u, &p);
+  hsa_agent_t agent = c->device->agent;
+  const hsa_status_t s = rt().hsa_amd_agents_allow_access(1, &agent, nullptr, p);
+  if (s != HSA_STATUS_SUCCESS) {
+    rt().hsa_amd_memory_pool_free(p);
+    return rt().error(s, "hsa_amd_agents_allow_access");
+  }
+  *out = p;
+  return GPUHAL_SUCCESS;
+}
+
+namespace {
+
+void note_error(HsaContext *c, const std::string &what) {
+  std::lock_guard<std::mutex> lock(c->error_mu);
+  if (c->queue_error.empty()) c->queue_error = what;
+}
+
+// The runtime's queue error callback (a kernel fault, a malformed packet).
+void queue_error_callback(hsa_status_t status, hsa_queue_t *, void *data) {
+  note_error(static_cast<HsaContext *>(data), "the HSA queue reported an error: " + rt().describe(status));
+}
+
+// Writes one 64-byte AQL packet: the body first, then the header and setup
+// with a release store, then the doorbell. Waits while the queue is full.
+void write_packet(hsa_queue_t *q, const void *packet) {
+  const uint64_t index = rt().hsa_queue_add_write_index_scacq_screl(q, 1);
+  while (index - rt().hsa_queue_load_read_index_scacquire(q) >= q->size) std::this_thread::yield();
+  auto *slot = static_cast<uint8_t *>(q->base_address) + (index & (q->size - 1)) * 64;
+  std::memcpy(slot + 4, static_cast<const uint8_t *>(packet) + 4, 60);
+  uint32_t header_and_setup;
+  std::memcpy(&header_and_setup, packet, 4);
+  __atomic_store_n(reinterpret_cast<uint32_t *>(slot), header_and_setup, __ATOMIC_RELEASE);
+  rt().hsa_signal_store_screlease(q->doorbell_signal, hsa_signal_value_t(index));
+}
+
+hsa_barrier_and_packet_t barrier_packet(const hsa_signal_t *deps, size_t n, hsa_signal_t completion) {
+  hsa_barrier_and_packet_t b{};
+  b.header = packet_header(HSA_PACKET_TYPE_BARRIER_AND);
+  for (size_t k = 0; k < n && k < 5; ++k) b.dep_signal[k] = deps[k];
+  b.completion_signal = completion;
+  return b;
+}
+
+void host_thread_main(HsaContext *c) {
+  for (;;) {
+    HostOp op;
+    {
+      std::unique_lock<std::mutex> lock(c->host_mu);
+      c->host_cv.wait(lock, [&] { return c->host_stop || !c->host_ops.empty(); });
+      if (c->host_ops.empty()) return;  // stopping, and drained
+      op = std::move(c->host_ops.front());
+      c->host_ops.pop_front();
+    }
+    if (op.dep) op.dep->wait();
+    try {
+      op.fn();
+    } catch (const std::exception &e) {
+      note_error(c, std::string("a host operation failed: ") + e.what());
+    } catch (...) {
+      note_error(c, "a host operation failed");
+    }
+    rt().hsa_signal_store_screlease(op.done->handle, 0);
+  }
+}
+
+}  // namespace
+
+gpuhal_status_t take_queue_error(HsaContext *c, const char *entry) {
+  std::string msg;
+  {
+    std::lock_guard<std::mutex> lock(c->error_mu);
+    msg.swap(c->queue_error);
+  }
+  if (msg.empty()) return GPUHAL_SUCCESS;
+  return fail(GPUHAL_ERROR_LAUNCH_FAILED, std::string(entry) + ": " + msg);
+}
+
+gpuhal_status_t create_queue(HsaContext *c, HsaStream *s) {
+  const uint32_t size = std::max<uint32_t>(64, std::min<uint32_t>(c->device->queue_max_size, 1024));
+  HSA_CALL(hsa_queue_create, c->device->agent, size, HSA_QUEUE_TYPE_MULTI, queue_error_callback, c, UINT32_MAX,
+           UINT32_MAX, &s->queue);
+  if (s->queue->size == 0 || (s->queue->size & (s->queue->size - 1)) || !s->queue->base_address) {
+    rt().hsa_queue_destroy(s->queue);
+    s->queue = nullptr;
+    return fail(GPUHAL_ERROR_DRIVER, "hsa_queue_create returned a queue without a power-of-two size or a ring");
+  }
+  // Event timing reads the packets' timestamps, which the packet processor
+  // writes only for queues with profiling enabled.
+  if (rt().hsa_amd_profiling_set_profiler_enabled) {
+    const hsa_status_t st = rt().hsa_amd_profiling_set_profiler_enabled(s->queue, 1);
+    if (st != HSA_STATUS_SUCCESS)
+      plugin::log(GPUHAL_LOG_WARN, "hsa: event timing is unavailable on a stream: " + rt().describe(st));
+  }
+  return GPUHAL_SUCCESS;
+}
+
+void destroy_stream(HsaStream *s) {
+  if (!s) return;
+  for (Op &op : s->inflight)
+    if (op.on_reap) op.on_reap();
+  s->inflight.clear();
+  s->last.reset();
+  if (s->queue) rt().hsa_queue_destroy(s->queue);
+  s->queue = nullptr;
+}
+
+void reap(HsaStream *s) {
+  while (!s->inflight.empty() && s->inflight.front().done->done()) {
+    if (s->inflight.front().on_reap) s->inflight.front().on_reap();
+    s->inflight.pop_front();
+  }
+}
+
+HsaStream *resolve_stream(HsaContext *c, gpuhal_stream_t handle) {
+  if (!handle || handle == GPUHAL_STREAM_LEGACY) return c->legacy.get();
+  if (handle == GPUHAL_STREAM_PER_THREAD) {
+    auto &slot = c->per_thread[std::this_thread::get_id()];
+    if (!slot) {
+      auto s = std::make_unique<HsaStream>();
+      s->ctx = c;
+      if (create_queue(c, s.get()) != GPUHAL_SUCCESS) {
+        c->per_thread.erase(std::this_thread::get_id());
+        return nullptr;
+      }
+      slot = std::move(s);
+    }
+    return slot.get();
+  }
+  auto it = c->streams.find(reinterpret_cast<HsaStream *>(handle));
+  return it == c->streams.end() ? nullptr : it->second.get();
+}
+
+std::vector<SignalRef> dependencies(HsaStream *s, bool include_last) {
+  std::vector<SignalRef> deps;
+  auto add = [&](const SignalRef &r) {
+    if (r && !r->done()) deps.push_back(r);
+  };
+  if (include_last) add(s->last);
+  HsaContext *c = s->ctx;
+  if (s->legacy) {
+    // The legacy default stream waits for every blocking stream...
+    for (auto &kv : c->streams)
+      if (kv.second->blocking) add(kv.second->last);
+    for (auto &kv : c->per_thread) add(kv.second->last);
+  } else if (s->blocking) {
+    add(c->legacy->last);  // ...and they wait for it.
+  }
+  return deps;
+}
+
+gpuhal_status_t submit_packet(HsaStream *s, const void *packet, SignalRef done, std::vector<SignalRef> extra,
+                              std::function<void()> on_reap) {
+  reap(s);
+  std::vector<SignalRef> deps = dependencies(s, !s->last_on_queue);
+  for (auto &e : extra)
+    if (e && !e->done()) deps.push_back(std::move(e));
+  std::vector<hsa_signal_t> handles;
+  handles.reserve(deps.size());
+  for (const auto &d : deps) handles.push_back(d->handle);
+  Op op;
+  op.done = done;
+  op.keep = std::move(deps);
+  op.on_reap = std::move(on_reap);
+  s->inflight.push_back(std::move(op));  // before the packets: reserve first, then publish
+  // Barrier-AND packets take five signals each; with the barrier bit set
+  // they complete in order, so a chain of them waits for all.
+  for (size_t i = 0; i < handles.size(); i += 5) {
+    const hsa_barrier_and_packet_t b = barrier_packet(handles.data() + i, handles.size() - i, hsa_signal_t{0});
+    write_packet(s->queue, &b);
+  }
+  write_packet(s->queue, packet);
+  s->last = std::move(done);
+  s->last_on_queue = true;
+  return GPUHAL_SUCCESS;
+}
+
+namespace {
+
+// An async copy after s's dependencies. on_reap runs once it completed (or
+// at once when it could not be submitted).
+gpuhal_status_t submit_copy(HsaStream *s, void *dst, hsa_agent_t dst_agent, const void *src, hsa_agent_t src_agent,
+                            uint64_t bytes, std::function<void()> on_reap) {
+  reap(s);
+  SignalRef done;
+  gpuhal_status_t st = make_signal(1, &done);
+  if (st == GPUHAL_SUCCESS) {
+    std::vector<SignalRef> deps = dependencies(s);
+    std::vector<hsa_signal_t> handles;
+    for (const auto &d : deps) handles.push_back(d->handle);
+    const hsa_status_t hs =
+        rt().hsa_amd_memory_async_copy(dst, dst_agent, src, src_agent, size_t(bytes), uint32_t(handles.size()),
+                                       handles.empty() ? nullptr : handles.data(), done->handle);
+    if (hs == HSA_STATUS_SUCCESS) {
+      Op op;
+      op.done = done;
+      op.keep = std::move(deps);
+      op.on_reap = std::move(on_reap);
+      s->inflight.push_back(std::move(op));
+      s->last = std::move(done);
+      s->last_on_queue = false;
+      return GPUHAL_SUCCESS;
+    }
+    st = rt().error(hs, "hsa_amd_memory_async_copy");
+  }
+  if (on_reap) on_reap();
+  return st;
+}
+
+// A marker on s's queue after s's work and `extra`: what event records,
+// event waits and barriers are.
+gpuhal_status_t submit_marker(HsaStream *s, std::vector<SignalRef> extra, SignalRef *out) {
+  SignalRef done;
+  if (const gpuhal_status_t st = make_signal(1, &done); st != GPUHAL_SUCCESS) return st;
+  const hsa_barrier_and_packet_t b = barrier_packet(nullptr, 0, done->handle);
+  if (out) *out = done;
+  return submit_packet(s, &b, done, std::move(extra), nullptr);
+}
+
+void start_host_thread(HsaContext *c) {
+  std::lock_guard<std::mutex> lock(c->host_mu);
+  if (!c->host_thread.joinable()) c->host_thread = std::thread(host_thread_main, c);
+}
+
+}  // namespace
+
+gpuhal_status_t submit_host_op(HsaStream *s, std::function<void()> fn, std::function<void()> on_reap) {
+  reap(s);
+  std::vector<SignalRef> deps = dependencies(s);
+  SignalRef dep;
+  if (deps.size() == 1) {
+    dep = deps[0];
+  } else if (deps.size() > 1) {
+    // One signal for the host thread to wait on: a marker after them all.
+    if (const gpuhal_status_t st = submit_marker(s, deps, &dep); st != GPUHAL_SUCCESS) {
+      if (on_reap) on_reap();
+      return st;
+    }
+  }
+  SignalRef done;
+  if (const gpuhal_status_t st = make_signal(1, &done); st != GPUHAL_SUCCESS) {
+    if (on_reap) on_reap();
+    return st;
+  }
+  start_host_thread(s->ctx);
+  {
+    std::lock_guard<std::mutex> lock(s->ctx->host_mu);
+    s->ctx->host_ops.push_back(HostOp{dep, done, std::move(fn)});
+  }
+  s->ctx->host_cv.notify_one();
+  Op op;
+  op.done = done;
+  if (dep) op.keep.push_back(dep);
+  op.on_reap = std::move(on_reap);
+  s->inflight.push_back(std::move(op));
+  s->last = std::move(done);
+  s->last_on_queue = false;
+  return GPUHAL_SUCCESS;
+}
+
+void stop_host_thread(HsaContext *c) {
+  {
+    std::lock_guard<std::mutex> lock(c->host_mu);
+    c->host_stop = true;
+  }
+  c->host_cv.notify_all();
+  if (c->host_thread.joinable()) c->host_thread.join();
+}
+
+gpuhal_status_t synchronize_context(HsaContext *c) {
+  std::vector<SignalRef> lasts;
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    auto add = [&](HsaStream *s) {
+      if (s && s->last) lasts.push_back(s->last);
+    };
+    add(c->legacy.get());
+    for (auto &kv : c->streams) add(kv.second.get());
+    for (auto &kv : c->per_thread) add(kv.second.get());
+  }
+  for (const auto &s : lasts) s->wait();
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    reap(c->legacy.get());
+    for (auto &kv : c->streams) reap(kv.second.get());
+    for (auto &kv : c->per_thread) reap(kv.second.get());
+  }
+  return take_queue_error(c, "context_synchronize");
+}
+
+namespace {
+
+// ---- transfers ------------------------------------------------------------------------------
+
+// The address the copy engines can use for host range [p, p + n) when it
+// lies in pinned or registered memory of c, or nullptr (pageable memory).
+void *pinned_address(HsaContext *c, uintptr_t p, uint64_t n) {
+  if (auto it = c->host_allocations.upper_bound(p); it != c->host_allocations.begin()) {
+    --it;
+    if (p >= it->first && p - it->first + n <= it->second) return reinterpret_cast<void *>(p);
+  }
+  if (auto it = c->registrations.upper_bound(p); it != c->registrations.begin()) {
+    --it;
+    if (p >= it->first && p - it->first + n <= it->second.bytes)
+      return static_cast<char *>(it->second.agent_ptr) + (p - it->first);
+  }
+  return nullptr;
+}
+
+// Enqueues a copy on s (c->mu held). Pageable host memory goes through a
+// pinned staging buffer: the source is copied into it at once (the caller
+// may reuse it on return, as with CUDA's pageable copies); a destination is
+// filled from it by a host operation after the device-to-host copy.
+gpuhal_status_t enqueue_copy(HsaContext *c, HsaStream *s, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
+                             uint64_t bytes) {
+  const hsa_agent_t gpu = c->device->agent, cpu = host_agent().agent;
+  void *d = reinterpret_cast<void *>(uintptr_t(dst));
+  const void *sp = reinterpret_cast<const void *>(uintptr_t(src));
+  switch (kind) {
+    case GPUHAL_COPY_DEVICE_TO_DEVICE:
+      return submit_copy(s, d, gpu, sp, gpu, bytes, nullptr);
+    case GPUHAL_COPY_HOST_TO_DEVICE: {
+      if (void *pinned = pinned_address(c, uintptr_t(src), bytes))
+        return submit_copy(s, d, gpu, pinned, cpu, bytes, nullptr);
+      void *stage = nullptr;
+      if (const gpuhal_status_t st = alloc_system(c, bytes, &stage); st != GPUHAL_SUCCESS) return st;
+      std::memcpy(stage, sp, size_t(bytes));
+      return submit_copy(s, d, gpu, stage, cpu, bytes, [stage] { rt().hsa_amd_memory_pool_free(stage); });
+    }
+    case GPUHAL_COPY_DEVICE_TO_HOST: {
+      if (void *pinned = pinned_address(c, uintptr_t(dst), bytes))
+        return submit_copy(s, pinned, cpu, sp, gpu, bytes, nullptr);
+      void *stage = nullptr;
+      if (const gpuhal_status_t st = alloc_system(c, bytes, &stage); st != GPUHAL_SUCCESS) return st;
+      auto free_stage = [stage] { rt().hsa_amd_memory_pool_free(stage); };
+      if (const gpuhal_status_t st = submit_copy(s, stage, cpu, sp, gpu, bytes, nullptr); st != GPUHAL_SUCCESS) {
+        free_stage();
+        return st;
+      }
+      return submit_host_op(
+          s, [d, stage, bytes] { std::memcpy(d, stage, size_t(bytes)); }, free_stage);
+    }
+    default:
+      return fail(GPUHAL_ERROR_INVALID_VALUE, "unknown copy kind " + std::to_string(kind));
+  }
+}
+
+// Waits for s's last operation (c->mu not held), then reaps.
+gpuhal_status_t wait_stream(HsaContext *c, HsaStream *s, SignalRef last, const char *entry) {
+  if (last) last->wait();
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    reap(s);
+  }
+  return take_queue_error(c, entry);
+}
+
+gpuhal_status_t memcpy_async(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
+                             uint64_t bytes, gpuhal_stream_t stream) {
+  WITH_CONTEXT("memcpy_async");
+  return guard("memcpy_async", [&]() -> gpuhal_status_t {
+    if (bytes == 0) return GPUHAL_SUCCESS;
+    std::lock_guard<std::mutex> lock(c->mu);
+    HsaStream *s = resolve_stream(c, stream);
+    if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "memcpy_async: invalid stream");
+    return enqueue_copy(c, s, kind, dst, src, bytes);
+  });
+}
+
+gpuhal_status_t memcpy_sync(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
+                            uint64_t bytes) {
+  WITH_CONTEXT("memcpy_sync");
+  return guard("memcpy_sync", [&]() -> gpuhal_status_t {
+    if (bytes == 0) return GPUHAL_SUCCESS;
+    SignalRef last;
+    HsaStream *s = c->legacy.get();
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      if (const gpuhal_status_t st = enqueue_copy(c, s, kind, dst, src, bytes); st != GPUHAL_SUCCESS) return st;
+      last = s->last;
+    }
+    return wait_stream(c, s, last, "memcpy_sync");
+  });
+}
+
+// hsa_amd_memory_fill writes 32-bit words at 4-byte aligned addresses; the
+// up to three bytes before and after go through the pinned scratch buffer.
+void fill_bytes(HsaContext *c, uintptr_t dst, uint8_t value, uint64_t bytes) {
+  auto check = [](hsa_status_t s, const char *call) {
+    if (s != HSA_STATUS_SUCCESS) throw std::runtime_error(std::string(call) + " failed: " + rt().describe(s));
+  };
+  std::memset(c->fill_scratch, value, 8);
+  auto edge = [&](uintptr_t at, uint64_t n) {
+    if (n == 0) return;
+    SignalRef done;
+    if (make_signal(1, &done) != GPUHAL_SUCCESS) throw std::runtime_error(plugin::last_error());
+    check(rt().hsa_amd_memory_async_copy(reinterpret_cast<void *>(at), c->device->agent, c->fill_scratch,
+                                         host_agent().agent, size_t(n), 0, nullptr, done->handle),
+          "hsa_amd_memory_async_copy");
+    done->wait();
+  };
+  const uint64_t head = std::min<uint64_t>(bytes, (4 - (dst & 3)) & 3);
+  const uint64_t words = (bytes - head) / 4;
+  const uint64_t tail = bytes - head - words * 4;
+  edge(dst, head);
+  if (words) {
+    const uint32_t pattern = uint32_t(value) * 0x01010101u;
+    check(rt().hsa_amd_memory_fill(reinterpret_cast<void *>(dst + head), pattern, size_t(words)),
+          "hsa_amd_memory_fill");
+  }
+  edge(dst + head + words * 4, tail);
+}
+
+gpuhal_status_t memset_async(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t value, uint64_t bytes,
+                             gpuhal_stream_t stream) {
+  WITH_CONTEXT("memset_async");
+  return guard("memset_async", [&]() -> gpuhal_status_t {
+    if (bytes == 0) return GPUHAL_SUCCESS;
+    std::lock_guard<std::mutex> lock(c->mu);
+    HsaStream *s = resolve_stream(c, stream);
+    if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "memset_async: invalid stream");
+    return submit_host_op(
+        s, [c, dst, value, bytes] { fill_bytes(c, uintptr_t(dst), value, bytes); }, nullptr);
+  });
+}
+
+gpuhal_status_t memset_sync(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t value, uint64_t bytes) {
+  WITH_CONTEXT("memset_sync");
+  return guard("memset_sync", [&]() -> gpuhal_status_t {
+    if (bytes == 0) return GPUHAL_SUCCESS;
+    SignalRef last;
+    HsaStream *s = c->legacy.get();
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      const gpuhal_status_t st = submit_host_op(
+          s, [c, dst, value, bytes] { fill_bytes(c, uintptr_t(dst), value, bytes); }, nullptr);
+      if (st != GPUHAL_SUCCESS) return st;
+      last = s->last;
+    }
+    return wait_stream(c, s, last, "memset_sync");
+  });
+}
+
+// ---- streams --------------------------------------------------------------------------------
+
+gpuhal_status_t stream_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_stream_t *out) {
+  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_create: null output pointer");
+  if (flags & ~GPUHAL_STREAM_NON_BLOCKING) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_create: unknown flags");
+  WITH_CONTEXT("stream_create");
+  return guard("stream_create", [&]() -> gpuhal_status_t {
+    auto s = std::make_unique<HsaStream>();
+    s->ctx = c;
+    s->blocking = !(flags & GPUHAL_STREAM_NON_BLOCKING);
+    if (const gpuhal_status_t st = create_queue(c, s.get()); st != GPUHAL_SUCCESS) return st;
+    std::lock_guard<std::mutex> lock(c->mu);
+    *out = reinterpret_cast<gpuhal_stream_t>(s.get());
+    HsaStream *raw = s.get();
+    try {
+      c->streams.emplace(raw, std::move(s));
+    } catch (...) {
+      destroy_stream(raw);
+      throw;
+    }
+    return GPUHAL_SUCCESS;
+  });
+}
+
+// Pending work still completes: the call waits for it, then releases the
+// stream's queue.
+gpuhal_status_t stream_destroy(gpuhal_context_t ctx, gpuhal_stream_t stream) {
+  WITH_CONTEXT("stream_destroy");
+  std::unique_ptr<HsaStream> owned;
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    auto it = c->streams.find(reinterpret_cast<HsaStream *>(stream));
+    if (it == c->streams.end())
+      return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_destroy: not a stream created in this context");
+    owned = std::move(it->second);
+    c->streams.erase(it);
+  }
+  if (owned->last) owned->last->wait();
+  destroy_stream(owned.get());
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t stream_synchronize(gpuhal_context_t ctx, gpuhal_stream_t stream) {
+  WITH_CONTEXT("stream_synchronize");
+  SignalRef last;
+  HsaStream *s = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    s = resolve_stream(c, stream);
+    if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_synchronize: invalid stream");
+    last = s->last;
+  }
+  return wait_stream(c, s, last, "stream_synchronize");
+}
+
+gpuhal_status_t stream_query(gpuhal_context_t ctx, gpuhal_stream_t stream) {
+  WITH_CONTEXT("stream_query");
+  std::lock_guard<std::mutex> lock(c->mu);
+  HsaStream *s = resolve_stream(c, stream);
+  if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_query: invalid stream");
+  return !s->last || s->last->done() ? GPUHAL_SUCCESS : GPUHAL_NOT_READY;
+}
+
+HsaEvent *find_event(HsaContext *c, gpuhal_event_t e) {
+  auto it = c->events.find(reinterpret_cast<HsaEvent *>(e));
+  return it == c->events.end() ? nullptr : it->second.get();
+}
+
+gpuhal_status_t stream_wait_event(gpuhal_context_t ctx, gpuhal_stream_t stream, gpuhal_event_t event) {
+  WITH_CONTEXT("stream_wait_event");
+  return guard("stream_wait_event", [&]() -> gpuhal_status_t {
+    std::lock_guard<std::mutex> lock(c->mu);
+    HsaStream *s = resolve_stream(c, stream);
+    HsaEvent *e = find_event(c, event);
+    if (!s || !e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_wait_event: invalid stream or event");
+    if (!e->signal || e->signal->done()) return GPUHAL_SUCCESS;
+    return submit_marker(s, {e->signal}, nullptr);
+  });
+}
+
+// Barrier-AND packets on the stream's queue carrying the events' signals
+// (and, for all prior work, every stream's last signal), five per packet.
+gpuhal_status_t stream_barrier(gpuhal_context_t ctx, gpuhal_stream_t stream, const gpuhal_event_t *events,
+                               uint32_t count, uint32_t flags) {
+  if (count && !events) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_barrier: null event list");
+  if (flags & ~GPUHAL_BARRIER_ALL_PRIOR_WORK) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_barrier: unknown flags");
+  WITH_CONTEXT("stream_barrier");
+  return guard("stream_barrier", [&]() -> gpuhal_status_t {
+    std::lock_guard<std::mutex> lock(c->mu);
+    HsaStream *s = resolve_stream(c, stream);
+    if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_barrier: invalid stream");
+    std::vector<SignalRef> extra;
+    for (uint32_t i = 0; i < count; ++i) {
+      HsaEvent *e = find_event(c, events[i]);
+      if (!e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_barrier: invalid event");
+      if (e->signal && !e->signal->done()) extra.push_back(e->signal);
+    }
+    if (flags & GPUHAL_BARRIER_ALL_PRIOR_WORK) {
+      auto add = [&](HsaStream *o) {
+        if (o != s && o->last && !o->last->done()) extra.push_back(o->last);
+      };
+      add(c->legacy.get());
+      for (auto &kv : c->streams) add(kv.second.get());
+      for (auto &kv : c->per_thread) add(kv.second.get());
+    }
+    if (extra.empty()) return GPUHAL_SUCCESS;
+    return submit_marker(s, std::move(extra), nullptr);
+  });
+}
+
+gpuhal_status_t stream_add_callback(gpuhal_context_t ctx, gpuhal_stream_t stream, gpuhal_host_fn fn, void *user) {
+  if (!fn) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_add_callback: null function");
+  WITH_CONTEXT("stream_add_callback");
+  return guard("stream_add_callback", [&]() -> gpuhal_status_t {
+    std::lock_guard<std::mutex> lock(c->mu);
+    HsaStream *s = resolve_stream(c, stream);
+    if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_add_callback: invalid stream");
+    return submit_host_op(
+        s, [fn, user] { fn(user, GPUHAL_SUCCESS); }, nullptr);
+  });
+}
+
+// ---- events ---------------------------------------------------------------------------------
+
+gpuhal_status_t event_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_event_t *out) {
+  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "event_create: null output pointer");
+  if (flags & ~GPUHAL_EVENT_DISABLE_TIMING) return fail(GPUHAL_ERROR_INVALID_VALUE, "event_create: unknown flags");
+  WITH_CONTEXT("event_create");
+  return guard("event_create", [&]() -> gpuhal_status_t {
+    auto e = std::make_unique<HsaEvent>();
+    e->timing = !(flags & GPUHAL_EVENT_DISABLE_TIMING);
+    std::lock_guard<std::mutex> lock(c->mu);
+    *out = reinterpret_cast<gpuhal_event_t>(e.get());
+    c->events.emplace(e.get(), std::move(e));
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t event_destroy(gpuhal_context_t ctx, gpuhal_event_t event) {
+  WITH_CONTEXT("event_destroy");
+  std::lock_guard<std::mutex> lock(c->mu);
+  if (!c->events.erase(reinterpret_cast<HsaEvent *>(event)))
+    return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_destroy: not an event created in this context");
+  return GPUHAL_SUCCESS;  // a pending marker keeps its signal until it completed
+}
+
+gpuhal_status_t event_record(gpuhal_context_t ctx, gpuhal_event_t event, gpuhal_stream_t stream) {
+  WITH_CONTEXT("event_record");
+  return guard("event_record", [&]() -> gpuhal_status_t {
+    std::lock_guard<std::mutex> lock(c->mu);
+    HsaStream *s = resolve_stream(c, stream);
+    HsaEvent *e = find_event(c, event);
+    if (!s || !e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_record: invalid stream or event");
+    SignalRef marker;
+    if (const gpuhal_status_t st = submit_marker(s, {}, &marker); st != GPUHAL_SUCCESS) return st;
+    e->signal = std::move(marker);
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t event_synchronize(gpuhal_context_t ctx, gpuhal_event_t event) {
+  WITH_CONTEXT("event_synchronize");
+  SignalRef sig;
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    HsaEvent *e = find_event(c, event);
+    if (!e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_synchronize: invalid event");
+    sig = e->signal;
+  }
+  if (sig) sig->wait();
+  return take_queue_error(c, "event_synchronize");
+}
+
+gpuhal_status_t event_query(gpuhal_context_t ctx, gpuhal_event_t event) {
+  WITH_CONTEXT("event_query");
+  std::lock_guard<std::mutex> lock(c->mu);
+  HsaEvent *e = find_event(c, event);
+  if (!e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_query: invalid event");
+  return !e->signal || e->signal->done() ? GPUHAL_SUCCESS : GPUHAL_NOT_READY;
+}
+
+// The markers' timestamps (written by the packet processor on queues with
+// profiling enabled), from the end of one to the end of the other.
+gpuhal_status_t event_elapsed_ms(gpuhal_context_t ctx, gpuhal_event_t start, gpuhal_event_t end, float *ms) {
+  if (!ms) return fail(GPUHAL_ERROR_INVALID_VALUE, "event_elapsed_ms: null output pointer");
+  WITH_CONTEXT("event_elapsed_ms");
+  SignalRef a, b;
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    HsaEvent *ea = find_event(c, start), *eb = find_event(c, end);
+    if (!ea || !eb) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_elapsed_ms: invalid event");
+    if (!ea->timing || !eb->timing)
+      return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_elapsed_ms: an event was created with timing disabled");
+    if (!ea->signal || !eb->signal)
+      return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_elapsed_ms: an event was never recorded");
+    a = ea->signal;
+    b = eb->signal;
+  }
+  if (!a->done() || !b->done()) return GPUHAL_NOT_READY;
+  if (!rt().hsa_amd_profiling_get_dispatch_time)
+    return fail(GPUHAL_ERROR_NOT_SUPPORTED, "event_elapsed_ms: the HSA runtime has no dispatch timestamps");
+  hsa_amd_profiling_dispatch_time_t ta{}, tb{};
+  HSA_CALL(hsa_amd_profiling_get_dispatch_time, c->device->agent, a->handle, &ta);
+  HSA_CALL(hsa_amd_profiling_get_dispatch_time, c->device->agent, b->handle, &tb);
+  uint64_t frequency = 0;
+  HSA_CALL(hsa_system_get_info, HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY, &frequency);
+  if (frequency == 0)
+    return fail(GPUHAL_ERROR_DRIVER, "event_elapsed_ms: the runtime reports a zero timestamp frequency");
+  *ms = float((double(tb.end) - double(ta.end)) * 1000.0 / double(frequency));
+  return GPUHAL_SUCCESS;
+}
+
+}  // namespace
+
+void fill_stream_entries(gpuhal_plugin_table_t *t) {
+  t->memcpy_sync = memcpy_sync;
+  t->memcpy_async = memcpy_async;
+  t->memset_sync = memset_sync;
+  t->memset_async = memset_async;
+  t->stream_create = stream_create;
+  t->stream_destroy = stream_destroy;
+  t->stream_synchronize = stream_synchronize;
+  t->stream_query = stream_query;
+  t->stream_wait_event = stream_wait_event;
+  t->stream_add_callback = stream_add_callback;
+  t->event_create = event_create;
+  t->event_destroy = event_destroy;
+  t->event_record = event_record;
+  t->event_synchronize = event_synchronize;
+  t->event_query = event_query;
+  t->event_elapsed_ms = event_elapsed_ms;
+  t->stream_barrier = stream_barrier;
+}
+
+}  // namespace gpuhal::hsa

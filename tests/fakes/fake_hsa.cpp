@@ -1,0 +1,951 @@
+// A fake HSA runtime (libhsa-runtime64.so.1) for testing the hsa plugin on
+// machines without an AMD GPU. A test double: never installed.
+//
+// It implements the subset the plugin uses on host memory: a CPU agent and
+// FAKE_HSA_GPUS (default 1) GPU agents ("gfx90a"); pools (coarse-grained
+// device memory, fine-grained system memory with KERNARG_INIT, the group
+// segment); signals; user-mode AQL queues, each with a consumer thread that
+// processes barrier-AND packets (waiting for their dependencies) and
+// validates and records kernel dispatch packets (they are not executed: the
+// fake has no GPU ISA interpreter); async copies on a copy thread after
+// their dependency signals; code objects (kernel descriptors read from the
+// ELF's *.kd symbols); profiling timestamps.
+//
+// What the fake checks that the real runtime would (or that would fault on
+// a GPU): copies only between pool memory and locked/registered host
+// memory (pageable memory must be staged), dispatches naming loaded kernel
+// objects, kernargs in the kernarg pool, group and private segment sizes
+// covering the kernel's, work-group sizes within limits. A bad packet is
+// reported through the queue's error callback (and its signal still
+// completes, so tests do not hang).
+//
+// Environment: FAKE_HSA_INIT_FAIL=<status> makes hsa_init fail;
+// FAKE_HSA_GPUS=<n>; FAKE_HSA_MEMORY=<bytes per GPU>;
+// FAKE_HSA_FAIL=sym:k:status[,...] makes the k-th call of sym fail.
+// Test hooks: fake_hsa_last_dispatch, fake_hsa_dispatch_count,
+// fake_hsa_live_objects.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "hsa_api.hpp"
+
+#define EXPORT extern "C" __attribute__((visibility("default")))
+
+using namespace gpuhal::hsa::api;
+
+namespace {
+
+// ---- fault injection -------------------------------------------------------------------
+struct Fault {
+  std::string symbol;
+  long k;
+  hsa_status_t code;
+  long calls = 0;
+};
+std::mutex g_fault_mu;
+std::vector<Fault> g_faults = [] {
+  std::vector<Fault> out;
+  const char *spec = std::getenv("FAKE_HSA_FAIL");
+  std::string s = spec ? spec : "";
+  size_t start = 0;
+  while (start < s.size()) {
+    size_t end = s.find(',', start);
+    if (end == std::string::npos) end = s.size();
+    const std::string item = s.substr(start, end - start);
+    const size_t a = item.find(':'), b = item.rfind(':');
+    if (a != std::string::npos && b != a)
+      out.push_back({item.substr(0, a), std::atol(item.substr(a + 1, b - a - 1).c_str()),
+                     hsa_status_t(std::strtol(item.substr(b + 1).c_str(), nullptr, 0))});
+    start = end + 1;
+  }
+  return out;
+}();
+
+hsa_status_t injected(const char *symbol) {
+  std::lock_guard<std::mutex> lock(g_fault_mu);
+  hsa_status_t r = HSA_STATUS_SUCCESS;
+  for (auto &f : g_faults)
+    if (f.symbol == symbol && ++f.calls == f.k && r == HSA_STATUS_SUCCESS) r = f.code;
+  return r;
+}
+#define FAULT(sym) \
+  if (hsa_status_t f_ = injected(#sym); f_ != HSA_STATUS_SUCCESS) return f_
+
+uint64_t env_u64(const char *name, uint64_t fallback) {
+  const char *v = std::getenv(name);
+  return v && *v ? std::strtoull(v, nullptr, 0) : fallback;
+}
+
+uint64_t now_ns() {
+  return uint64_t(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
+// ---- agents and pools -----------------------------------------------------------------
+constexpr uint64_t kCpuAgent = 1;
+constexpr uint64_t kGpuAgentBase = 2;
+constexpr uint64_t kSystemPool = 0x100, kDevicePoolBase = 0x200, kGroupPoolBase = 0x300;
+constexpr uint32_t kLdsBytes = 64 * 1024;
+
+std::mutex g_mu;  // guards the state below (not the signals)
+int g_init = 0;
+const uint64_t g_gpus = env_u64("FAKE_HSA_GPUS", 1);
+const uint64_t g_device_memory = env_u64("FAKE_HSA_MEMORY", uint64_t(16) << 30);
+
+bool is_gpu(hsa_agent_t a) {
+  return a.handle >= kGpuAgentBase && a.handle < kGpuAgentBase + g_gpus;
+}
+bool is_agent(hsa_agent_t a) {
+  return a.handle == kCpuAgent || is_gpu(a);
+}
+
+struct Allocation {
+  uint64_t size;
+  uint64_t pool;
+};
+std::map<uintptr_t, Allocation> g_allocations;
+std::map<uint64_t, uint64_t> g_pool_used;
+std::map<uintptr_t, uint64_t> g_locked;      // hsa_amd_memory_lock
+std::map<uintptr_t, uint64_t> g_registered;  // hsa_memory_register
+
+// The range [p, p + n) lies in one entry of m.
+template <class M, class F>
+bool in_map(const M &m, uintptr_t p, uint64_t n, F size_of) {
+  auto it = m.upper_bound(p);
+  if (it == m.begin()) return false;
+  --it;
+  return p >= it->first && p - it->first + n <= size_of(it->second);
+}
+bool in_allocation(uintptr_t p, uint64_t n, uint64_t *pool = nullptr) {
+  auto it = g_allocations.upper_bound(p);
+  if (it == g_allocations.begin()) return false;
+  --it;
+  if (p < it->first || p - it->first + n > it->second.size) return false;
+  if (pool) *pool = it->second.pool;
+  return true;
+}
+bool in_host_accessible(uintptr_t p, uint64_t n) {
+  auto self = [](uint64_t s) { return s; };
+  return in_map(g_locked, p, n, self) || in_map(g_registered, p, n, self);
+}
+
+// ---- signals ----------------------------------------------------------------------------
+struct FSignal {
+  std::atomic<int64_t> value{0};
+  uint64_t start_ts = 0, end_ts = 0;
+};
+std::mutex g_sig_mu;  // with g_sig_cv: every signal's waiters
+std::condition_variable g_sig_cv;
+std::set<FSignal *> g_signals;
+
+FSignal *sig(hsa_signal_t s) {
+  auto *p = reinterpret_cast<FSignal *>(s.handle);
+  std::lock_guard<std::mutex> lock(g_sig_mu);
+  return g_signals.count(p) ? p : nullptr;
+}
+void signal_set(FSignal *s, int64_t v) {
+  {
+    std::lock_guard<std::mutex> lock(g_sig_mu);
+    s->value.store(v);
+  }
+  g_sig_cv.notify_all();
+}
+void signal_add(FSignal *s, int64_t d) {
+  {
+    std::lock_guard<std::mutex> lock(g_sig_mu);
+    s->value.fetch_add(d);
+  }
+  g_sig_cv.notify_all();
+}
+bool satisfied(int64_t v, hsa_signal_condition_t c, int64_t x) {
+  switch (c) {
+    case HSA_SIGNAL_CONDITION_EQ:
+      return v == x;
+    case HSA_SIGNAL_CONDITION_NE:
+      return v != x;
+    case HSA_SIGNAL_CONDITION_LT:
+      return v < x;
+    default:
+      return v >= x;
+  }
+}
+// Waits (or until `stop`) for the condition.
+int64_t signal_wait(FSignal *s, hsa_signal_condition_t c, int64_t x, const std::atomic<bool> *stop = nullptr) {
+  std::unique_lock<std::mutex> lock(g_sig_mu);
+  g_sig_cv.wait(lock, [&] { return satisfied(s->value.load(), c, x) || (stop && stop->load()); });
+  return s->value.load();
+}
+
+// ---- code objects -------------------------------------------------------------------------
+struct KernelObject {
+  std::string name;
+  uint32_t group = 0, priv = 0, kernarg = 0;
+};
+struct Reader {
+  std::vector<uint8_t> bytes;
+};
+struct Executable {
+  bool frozen = false;
+  std::vector<std::unique_ptr<KernelObject>> kernels;
+};
+std::set<Reader *> g_readers;
+std::set<Executable *> g_executables;
+std::set<const KernelObject *> g_kernel_objects;
+
+template <class T>
+bool rd(const std::vector<uint8_t> &b, uint64_t off, T *out) {
+  if (off > b.size() || sizeof(T) > b.size() - off) return false;
+  std::memcpy(out, b.data() + off, sizeof(T));
+  return true;
+}
+
+// The kernel descriptors (*.kd symbols of 64 bytes) of an ELF code object.
+bool read_kernels(const std::vector<uint8_t> &b, std::vector<std::unique_ptr<KernelObject>> *out) {
+  uint64_t shoff = 0;
+  uint16_t shentsize = 0, shnum = 0;
+  if (!rd(b, 40, &shoff) || !rd(b, 58, &shentsize) || !rd(b, 60, &shnum) || shentsize < 64) return false;
+  auto section = [&](uint32_t i, uint32_t *type, uint64_t *addr, uint64_t *off, uint64_t *size, uint32_t *link) {
+    const uint64_t h = shoff + uint64_t(i) * shentsize;
+    return rd(b, h + 4, type) && rd(b, h + 16, addr) && rd(b, h + 24, off) && rd(b, h + 32, size) &&
+           rd(b, h + 40, link);
+  };
+  for (uint32_t i = 0; i < shnum; ++i) {
+    uint32_t type = 0, link = 0;
+    uint64_t addr = 0, off = 0, size = 0;
+    if (!section(i, &type, &addr, &off, &size, &link)) return false;
+    if (type != 2 /* SHT_SYMTAB */) continue;
+    uint32_t st = 0, sl = 0;
+    uint64_t saddr = 0, soff = 0, ssize = 0;
+    if (!section(link, &st, &saddr, &soff, &ssize, &sl)) return false;
+    for (uint64_t at = off; at + 24 <= off + size; at += 24) {
+      uint32_t name = 0;
+      uint16_t shndx = 0;
+      uint64_t value = 0, symsize = 0;
+      if (!rd(b, at, &name) || !rd(b, at + 6, &shndx) || !rd(b, at + 8, &value) || !rd(b, at + 16, &symsize))
+        return false;
+      if (name >= ssize || soff + name >= b.size()) continue;
+      const char *n = reinterpret_cast<const char *>(b.data() + soff + name);
+      const std::string sname(n, strnlen(n, size_t(b.size() - (soff + name))));
+      if (symsize != 64 || sname.size() < 4 || sname.compare(sname.size() - 3, 3, ".kd") != 0) continue;
+      uint32_t t2 = 0, l2 = 0;
+      uint64_t a2 = 0, o2 = 0, s2 = 0;
+      if (!section(shndx, &t2, &a2, &o2, &s2, &l2) || value < a2) return false;
+      const uint64_t kd = o2 + (value - a2);
+      auto k = std::make_unique<KernelObject>();
+      k->name = sname;
+      if (!rd(b, kd, &k->group) || !rd(b, kd + 4, &k->priv) || !rd(b, kd + 8, &k->kernarg)) return false;
+      out->push_back(std::move(k));
+    }
+  }
+  return true;
+}
+
+// ---- dispatch records ---------------------------------------------------------------------
+std::mutex g_dispatch_mu;
+hsa_kernel_dispatch_packet_t g_last_dispatch{};
+std::vector<uint8_t> g_last_kernarg;
+uint64_t g_dispatch_count = 0;
+
+// ---- queues -------------------------------------------------------------------------------
+struct FQueue {
+  hsa_queue_t q{};  // first: the handle the plugin sees
+  std::atomic<uint64_t> write_index{0};
+  std::atomic<uint64_t> read_index{0};
+  std::atomic<bool> stop{false};
+  bool profiling = false;
+  hsa_queue_callback callback = nullptr;
+  void *data = nullptr;
+  hsa_agent_t agent{};
+  uint8_t *ring = nullptr;
+  std::thread consumer;
+};
+std::set<FQueue *> g_queues;
+
+void report(FQueue *q, hsa_status_t st) {
+  if (q->callback) q->callback(st, &q->q, q->data);
+}
+
+// Checks a dispatch packet as a packet processor would before running it.
+hsa_status_t check_dispatch(FQueue *q, const hsa_kernel_dispatch_packet_t &p) {
+  const unsigned dims = p.setup & 3;
+  if (dims < 1 || dims > 3) return HSA_STATUS_ERROR_INVALID_PACKET_FORMAT;
+  const uint64_t wg = uint64_t(p.workgroup_size_x) * p.workgroup_size_y * p.workgroup_size_z;
+  if (wg == 0 || wg > 1024 || !p.grid_size_x || !p.grid_size_y || !p.grid_size_z)
+    return HSA_STATUS_ERROR_INVALID_PACKET_FORMAT;
+  if ((dims < 2 && (p.grid_size_y != 1 || p.workgroup_size_y != 1)) ||
+      (dims < 3 && (p.grid_size_z != 1 || p.workgroup_size_z != 1)))
+    return HSA_STATUS_ERROR_INVALID_PACKET_FORMAT;
+  std::lock_guard<std::mutex> lock(g_mu);
+  const auto *k = reinterpret_cast<const KernelObject *>(p.kernel_object);
+  if (!g_kernel_objects.count(k)) return HSA_STATUS_ERROR_INVALID_CODE_OBJECT;
+  if (p.group_segment_size < k->group || p.group_segment_size > kLdsBytes || p.private_segment_size < k->priv)
+    return HSA_STATUS_ERROR_INVALID_PACKET_FORMAT;
+  uint64_t pool = 0;
+  if (k->kernarg &&
+      (!in_allocation(reinterpret_cast<uintptr_t>(p.kernarg_address), k->kernarg, &pool) || pool != kSystemPool))
+    return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  (void)q;
+  return HSA_STATUS_SUCCESS;
+}
+
+void complete(FQueue *q, hsa_signal_t s, uint64_t start) {
+  if (!s.handle) return;
+  FSignal *f = sig(s);
+  if (!f) return report(q, HSA_STATUS_ERROR_INVALID_SIGNAL);
+  if (q->profiling) {
+    f->start_ts = start;
+    f->end_ts = now_ns();
+  }
+  signal_add(f, -1);
+}
+
+void consume(FQueue *q) {
+  FSignal *doorbell = reinterpret_cast<FSignal *>(q->q.doorbell_signal.handle);
+  for (;;) {
+    const uint64_t index = q->read_index.load();
+    signal_wait(doorbell, HSA_SIGNAL_CONDITION_GTE, int64_t(index), &q->stop);
+    if (q->stop.load() && doorbell->value.load() < int64_t(index)) return;
+    uint8_t *slot = q->ring + (index & (q->q.size - 1)) * 64;
+    const uint32_t first = __atomic_load_n(reinterpret_cast<uint32_t *>(slot), __ATOMIC_ACQUIRE);
+    const uint16_t type = first & 0xff;
+    const uint64_t start = now_ns();
+    if (type == HSA_PACKET_TYPE_INVALID) {  // the doorbell ran ahead of the header: look again
+      std::this_thread::yield();
+      continue;
+    }
+    if (!((first >> HSA_PACKET_HEADER_BARRIER) & 1)) report(q, HSA_STATUS_ERROR_INVALID_PACKET_FORMAT);
+    if (type == HSA_PACKET_TYPE_BARRIER_AND) {
+      hsa_barrier_and_packet_t p;
+      std::memcpy(&p, slot, sizeof p);
+      for (const hsa_signal_t &d : p.dep_signal) {
+        if (!d.handle) continue;
+        FSignal *f = sig(d);
+        if (!f) {
+          report(q, HSA_STATUS_ERROR_INVALID_SIGNAL);
+          continue;
+        }
+        signal_wait(f, HSA_SIGNAL_CONDITION_EQ, 0);
+      }
+      complete(q, p.completion_signal, start);
+    } else if (type == HSA_PACKET_TYPE_KERNEL_DISPATCH) {
+      hsa_kernel_dispatch_packet_t p;
+      std::memcpy(&p, slot, sizeof p);
+      const hsa_status_t st = check_dispatch(q, p);
+      if (st != HSA_STATUS_SUCCESS) {
+        report(q, st);
+      } else {
+        std::lock_guard<std::mutex> lock(g_dispatch_mu);
+        g_last_dispatch = p;
+        const auto *k = reinterpret_cast<const KernelObject *>(p.kernel_object);
+        const auto *args = static_cast<const uint8_t *>(p.kernarg_address);
+        g_last_kernarg.assign(args, args + k->kernarg);
+        ++g_dispatch_count;
+      }
+      complete(q, p.completion_signal, start);
+    } else {
+      report(q, HSA_STATUS_ERROR_INVALID_PACKET_FORMAT);
+    }
+    __atomic_store_n(reinterpret_cast<uint32_t *>(slot), uint32_t(HSA_PACKET_TYPE_INVALID), __ATOMIC_RELEASE);
+    q->read_index.store(index + 1);
+  }
+}
+
+// ---- the copy engine --------------------------------------------------------------------
+struct CopyJob {
+  void *dst;
+  const void *src;
+  size_t size;
+  std::vector<FSignal *> deps;
+  FSignal *done;
+};
+std::mutex g_copy_mu;
+std::condition_variable g_copy_cv;
+std::deque<CopyJob> g_copies;
+std::thread g_copy_thread;
+bool g_copy_stop = false;
+
+void copy_main() {
+  for (;;) {
+    CopyJob job;
+    {
+      std::unique_lock<std::mutex> lock(g_copy_mu);
+      g_copy_cv.wait(lock, [] { return g_copy_stop || !g_copies.empty(); });
+      if (g_copies.empty()) return;
+      job = g_copies.front();
+      g_copies.pop_front();
+    }
+    for (FSignal *d : job.deps) signal_wait(d, HSA_SIGNAL_CONDITION_EQ, 0);
+    const uint64_t start = now_ns();
+    std::memmove(job.dst, job.src, job.size);
+    job.done->start_ts = start;
+    job.done->end_ts = now_ns();
+    signal_add(job.done, -1);
+  }
+}
+
+const char *status_text(hsa_status_t s) {
+  switch (s) {
+    case HSA_STATUS_SUCCESS:
+      return "HSA_STATUS_SUCCESS: The function has been executed successfully.";
+    case HSA_STATUS_ERROR_INVALID_ARGUMENT:
+      return "HSA_STATUS_ERROR_INVALID_ARGUMENT: One of the actual arguments does not meet a precondition stated "
+             "in the documentation of the corresponding formal argument.";
+    case HSA_STATUS_ERROR_OUT_OF_RESOURCES:
+      return "HSA_STATUS_ERROR_OUT_OF_RESOURCES: The runtime failed to allocate the necessary resources.";
+    case HSA_STATUS_ERROR_NOT_INITIALIZED:
+      return "HSA_STATUS_ERROR_NOT_INITIALIZED: An API other than hsa_init has been invoked while the reference "
+             "count of the HSA runtime is zero.";
+    case HSA_STATUS_ERROR_INVALID_CODE_OBJECT:
+      return "HSA_STATUS_ERROR_INVALID_CODE_OBJECT: The code object is invalid.";
+    case HSA_STATUS_ERROR_INVALID_PACKET_FORMAT:
+      return "HSA_STATUS_ERROR_INVALID_PACKET_FORMAT: The AQL packet is malformed.";
+    default:
+      return nullptr;
+  }
+}
+
+#define NEED_INIT \
+  if (g_init == 0) return HSA_STATUS_ERROR_NOT_INITIALIZED
+
+}  // namespace
+
+// ---- the API ----------------------------------------------------------------------------------
+
+EXPORT hsa_status_t hsa_init() {
+  if (const char *f = std::getenv("FAKE_HSA_INIT_FAIL")) return hsa_status_t(std::strtol(f, nullptr, 0));
+  FAULT(hsa_init);
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_init++ == 0) {
+    std::lock_guard<std::mutex> clock(g_copy_mu);
+    g_copy_stop = false;
+    g_copy_thread = std::thread(copy_main);
+  }
+  return HSA_STATUS_SUCCESS;
+}
+
+EXPORT hsa_status_t hsa_shut_down() {
+  std::thread t;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (g_init == 0) return HSA_STATUS_ERROR_NOT_INITIALIZED;
+    if (--g_init > 0) return HSA_STATUS_SUCCESS;
+    std::lock_guard<std::mutex> clock(g_copy_mu);
+    g_copy_stop = true;
+    t = std::move(g_copy_thread);
+  }
+  g_copy_cv.notify_all();
+  if (t.joinable()) t.join();
+  return HSA_STATUS_SUCCESS;
+}
+
+EXPORT hsa_status_t hsa_status_string(hsa_status_t s, const char **out) {
+  if (!out) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  const char *t = status_text(s);
+  if (!t) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  *out = t;
+  return HSA_STATUS_SUCCESS;
+}
+
+EXPORT hsa_status_t hsa_system_get_info(hsa_system_info_t what, void *value) {
+  NEED_INIT;
+  if (!value || what != HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  *static_cast<uint64_t *>(value) = 1000000000ull;  // the fake's timestamps are nanoseconds
+  return HSA_STATUS_SUCCESS;
+}
+
+EXPORT hsa_status_t hsa_iterate_agents(AgentCallback cb, void *data) {
+  NEED_INIT;
+  FAULT(hsa_iterate_agents);
+  if (!cb) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  if (hsa_status_t s = cb(hsa_agent_t{kCpuAgent}, data); s != HSA_STATUS_SUCCESS) return s;
+  for (uint64_t i = 0; i < g_gpus; ++i)
+    if (hsa_status_t s = cb(hsa_agent_t{kGpuAgentBase + i}, data); s != HSA_STATUS_SUCCESS) return s;
+  return HSA_STATUS_SUCCESS;
+}
+
+EXPORT hsa_status_t hsa_agent_get_info(hsa_agent_t agent, hsa_agent_info_t what, void *value) {
+  NEED_INIT;
+  FAULT(hsa_agent_get_info);
+  if (!is_agent(agent) || !value) return HSA_STATUS_ERROR_INVALID_AGENT;
+  const bool gpu = is_gpu(agent);
+  auto str = [&](const char *s) {
+    std::memset(value, 0, 64);
+    std::strncpy(static_cast<char *>(value), s, 63);
+    return HSA_STATUS_SUCCESS;
+  };
+  auto u32 = [&](uint32_t v) {
+    *static_cast<uint32_t *>(value) = v;
+    return HSA_STATUS_SUCCESS;
+  };
+  switch (what) {
+    case HSA_AGENT_INFO_NAME:
+      return str(gpu ? "gfx90a" : "gpuhal fake CPU");
+    case HSA_AGENT_INFO_VENDOR_NAME:
+      return str(gpu ? "AMD" : "CPU");
+    case HSA_AGENT_INFO_DEVICE:
+      return u32(gpu ? uint32_t(HSA_DEVICE_TYPE_GPU) : uint32_t(HSA_DEVICE_TYPE_CPU));
+    case HSA_AMD_AGENT_INFO_PRODUCT_NAME:
+      return str(gpu ? "gpuhal fake HSA GPU" : "gpuhal fake CPU");
+    default:
+      break;
+  }
+  if (!gpu) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  switch (what) {
+    case HSA_AGENT_INFO_WAVEFRONT_SIZE:
+      return u32(64);
+    case HSA_AGENT_INFO_WORKGROUP_MAX_SIZE:
+      return u32(1024);
+    case HSA_AGENT_INFO_WORKGROUP_MAX_DIM: {
+      uint16_t *d = static_cast<uint16_t *>(value);
+      d[0] = d[1] = d[2] = 1024;
+      return HSA_STATUS_SUCCESS;
+    }
+    case HSA_AGENT_INFO_GRID_MAX_DIM: {
+      hsa_dim3_t *d = static_cast<hsa_dim3_t *>(value);
+      d->x = d->y = d->z = UINT32_MAX;
+      return HSA_STATUS_SUCCESS;
+    }
+    case HSA_AGENT_INFO_QUEUE_MAX_SIZE:
+      return u32(131072);
+    case HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT:
+      return u32(104);
+    case HSA_AMD_AGENT_INFO_MAX_CLOCK_FREQUENCY:
+      return u32(1700);
+    case HSA_AMD_AGENT_INFO_BDFID:
+      return u32(uint32_t((0x43 + agent.handle - kGpuAgentBase) << 8));
+    case HSA_AMD_AGENT_INFO_DOMAIN:
+      return u32(0);
+    default:
+      return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  }
+}
+
+EXPORT hsa_status_t hsa_amd_agent_iterate_memory_pools(hsa_agent_t agent, PoolCallback cb, void *data) {
+  NEED_INIT;
+  FAULT(hsa_amd_agent_iterate_memory_pools);
+  if (!is_agent(agent) || !cb) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  if (!is_gpu(agent)) return cb(hsa_amd_memory_pool_t{kSystemPool}, data);
+  const uint64_t i = agent.handle - kGpuAgentBase;
+  if (hsa_status_t s = cb(hsa_amd_memory_pool_t{kDevicePoolBase + i}, data); s != HSA_STATUS_SUCCESS) return s;
+  return cb(hsa_amd_memory_pool_t{kGroupPoolBase + i}, data);
+}
+
+EXPORT hsa_status_t hsa_amd_memory_pool_get_info(hsa_amd_memory_pool_t pool, hsa_amd_memory_pool_info_t what,
+                                                 void *value) {
+  NEED_INIT;
+  if (!value) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  const bool system = pool.handle == kSystemPool;
+  const bool device = pool.handle >= kDevicePoolBase && pool.handle < kDevicePoolBase + g_gpus;
+  const bool group = pool.handle >= kGroupPoolBase && pool.handle < kGroupPoolBase + g_gpus;
+  if (!system && !device && !group) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  switch (what) {
+    case HSA_AMD_MEMORY_POOL_INFO_SEGMENT:
+      *static_cast<hsa_amd_segment_t *>(value) = group ? HSA_AMD_SEGMENT_GROUP : HSA_AMD_SEGMENT_GLOBAL;
+      return HSA_STATUS_SUCCESS;
+    case HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS:
+      *static_cast<uint32_t *>(value) =
+          system   ? HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED | HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT
+          : device ? HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED
+                   : 0u;
+      return HSA_STATUS_SUCCESS;
+    case HSA_AMD_MEMORY_POOL_INFO_SIZE:
+      *static_cast<size_t *>(value) = group ? kLdsBytes : device ? g_device_memory : (uint64_t(64) << 30);
+      return HSA_STATUS_SUCCESS;
+    case HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED:
+      *static_cast<bool *>(value) = !group;
+      return HSA_STATUS_SUCCESS;
+    default:
+      return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  }
+}
+
+EXPORT hsa_status_t hsa_amd_memory_pool_allocate(hsa_amd_memory_pool_t pool, size_t size, uint32_t flags, void **ptr) {
+  NEED_INIT;
+  FAULT(hsa_amd_memory_pool_allocate);
+  const bool system = pool.handle == kSystemPool;
+  const bool device = pool.handle >= kDevicePoolBase && pool.handle < kDevicePoolBase + g_gpus;
+  if ((!system && !device) || !ptr || size == 0 || flags != 0) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (device && g_pool_used[pool.handle] + size > g_device_memory) return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
+  void *p = nullptr;
+  if (posix_memalign(&p, 4096, size) != 0) return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
+  std::memset(p, 0xCD, size);  // not zeroed, as on a GPU
+  g_allocations[reinterpret_cast<uintptr_t>(p)] = {size, pool.handle};
+  g_pool_used[pool.handle] += size;
+  *ptr = p;
+  return HSA_STATUS_SUCCESS;
+}
+
+EXPORT hsa_status_t hsa_amd_memory_pool_free(void *ptr) {
+  NEED_INIT;
+  FAULT(hsa_amd_memory_pool_free);
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto it = g_allocations.find(reinterpret_cast<uintptr_t>(ptr));
+  if (it == g_allocations.end()) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  g_pool_used[it->second.pool] -= it->second.size;
+  g_allocations.erase(it);
+  std::free(ptr);
+  return HSA_STATUS_SUCCESS;
+}
+
+EXPORT hsa_status_t hsa_amd_agents_allow_access(uint32_t n, const hsa_agent_t *agents, const uint32_t *flags,
+                                                const void *ptr) {
+  NEED_INIT;
+  FAULT(hsa_amd_agents_allow_access);
+  if (n == 0 || !agents || flags) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  for (uint32_t i = 0; i < n; ++i)
+    if (!is_agent(agents[i])) return HSA_STATUS_ERROR_INVALID_AGENT;
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_allocations.count(reinterpret_cast<uintptr_t>(ptr)) ? HSA_STATUS_SUCCESS : HSA_STATUS_ERROR_INVALID_ARGUMENT;
+}
+
+EXPORT hsa_status_t hsa_amd_memory_lock(void *host, size_t size, hsa_agent_t *agents, int n, void **agent_ptr) {
+  NEED_INIT;
+  FAULT(hsa_amd_memory_lock);
+  if (!host || size == 0 || !agent_ptr || (n > 0 && !agents)) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  for (int i = 0; i < n; ++i)
+    if (!is_gpu(agents[i])) return HSA_STATUS_ERROR_INVALID_AGENT;
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!g_locked.emplace(reinterpret_cast<uintptr_t>(host), size).second) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  *agent_ptr = host;  // host memory is directly addressable in the fake
+  return HSA_STATUS_SUCCESS;
+}
+
+EXPORT hsa_status_t hsa_amd_memory_unlock(void *host) {
+  NEED_INIT;
+  FAULT(hsa_amd_memory_unlock);
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_locked.erase(reinterpret_cast<uintptr_t>(host)) ? HSA_STATUS_SUCCESS : HSA_STATUS_ERROR_INVALID_ARGUMENT;
+}
+
+EXPORT hsa_status_t hsa_memory_register(void *p, size_t size) {
+  NEED_INIT;
+  FAULT(hsa_memory_register);
+  if (!p || size == 0) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_registered[reinterpret_cast<uintptr_t>(p)] = size;
+  return HSA_STATUS_SUCCESS;
+}
+
+EXPORT hsa_status_t hsa_memory_deregister(void *p, size_t) {
+  NEED_INIT;
+  FAULT(hsa_memory_deregister);
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_registered.erase(reinterpret_cast<uintptr_t>(p)) ? HSA_STATUS_SUCCESS : HSA_STATUS_ERROR_INVALID_ARGUMENT;
+}
+
+EXPORT hsa_status_t hsa_signal_create(hsa_signal_value_t initial, uint32_t, const hsa_agent_t *, hsa_signal_t *out) {
+  NEED_INIT;
+  FAULT(hsa_signal_create);
+  if (!out) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  auto *s = new FSignal;
+  s->value.store(initial);
+  std::lock_guard<std::mutex> lock(g_sig_mu);
+  g_signals.insert(s);
+  out->handle = reinterpret_cast<uint64_t>(s);
+  return HSA_STATUS_SUCCESS;
+}
+
+EXPORT hsa_status_t hsa_signal_destroy(hsa_signal_t s) {
+  auto *p = reinterpret_cast<FSignal *>(s.handle);
+  {
+    std::lock_guard<std::mutex> lock(g_sig_mu);
+    if (!g_signals.erase(p)) return HSA_STATUS_ERROR_INVALID_SIGNAL;
+  }
+  delete p;
+  return HSA_STATUS_SUCCESS;
+}
+
+EXPORT hsa_signal_value_t hsa_signal_load_scacquire(hsa_signal_t s) {
+  FSignal *f = sig(s);
+  return f ? f->value.load() : 0;
+}
+
+EXPORT void hsa_signal_store_screlease(hsa_signal_t s, hsa_signal_value_t v) {
+  if (FSignal *f = sig(s)) signal_set(f, v);
+}
+
+EXPORT hsa_signal_value_t hsa_signal_wait_scacquire(hsa_signal_t s, hsa_signal_condition_t c, hsa_signal_value_t x,
+                                                    uint64_t, hsa_wait_state_t) {
+  FSignal *f = sig(s);
+  return f ? signal_wait(f, c, x) : 0;
+}
+
+EXPORT hsa_status_t hsa_queue_create(hsa_agent_t agent, uint32_t size, hsa_queue_type32_t type,
+                                     hsa_queue_callback callback, void *data, uint32_t, uint32_t, hsa_queue_t **out) {
+  NEED_INIT;
+  FAULT(hsa_queue_create);
+  if (!is_gpu(agent)) return HSA_STATUS_ERROR_INVALID_AGENT;
+  if (!out || size == 0 || (size & (size - 1)) || size > 131072 || type > HSA_QUEUE_TYPE_SINGLE)
+    return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  auto *q = new FQueue;
+  void *ring = nullptr;
+  if (posix_memalign(&ring, 64, size_t(size) * 64) != 0) {
+    delete q;
+    return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
+  }
+  q->ring = static_cast<uint8_t *>(ring);
+  for (uint32_t i = 0; i < size; ++i) {
+    std::memset(q->ring + size_t(i) * 64, 0, 64);
+    q->ring[size_t(i) * 64] = HSA_PACKET_TYPE_INVALID;
+  }
+  hsa_signal_create(-1, 0, nullptr, &q->q.doorbell_signal);
+  q->q.type = type;
+  q->q.base_address = ring;
+  q->q.size = size;
+  q->q.id = reinterpret_cast<uintptr_t>(q);
+  q->callback = callback;
+  q->data = data;
+  q->agent = agent;
+  q->consumer = std::thread(consume, q);
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_queues.insert(q);
+  *out = &q->q;
+  return HSA_STATUS_SUCCESS;
+}
+
+EXPORT hsa_status_t hsa_queue_destroy(hsa_queue_t *queue) {
+  auto *q = reinterpret_cast<FQueue *>(queue);
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (!g_queues.erase(q)) return HSA_STATUS_ERROR_INVALID_QUEUE;
+  }
+  {
+    std::lock_guard<std::mutex> lock(g_sig_mu);
+    q->stop.store(true);
+  }
+  g_sig_cv.notify_all();
+  q->consumer.join();
+  hsa_signal_destroy(q->q.doorbell_signal);
+  std::free(q->ring);
+  delete q;
+  return HSA_STATUS_SUCCESS;
+}
+
+EXPORT uint64_t hsa_queue_add_write_index_scacq_screl(const hsa_queue_t *queue, uint64_t v) {
+  return reinterpret_cast<FQueue *>(const_cast<hsa_queue_t *>(queue))->write_index.fetch_add(v);
+}
+
+EXPORT uint64_t hsa_queue_load_read_index_scacquire(const hsa_queue_t *queue) {
+  return reinterpret_cast<FQueue *>(const_cast<hsa_queue_t *>(queue))->read_index.load();
+}
+
+EXPORT hsa_status_t hsa_amd_profiling_set_profiler_enabled(hsa_queue_t *queue, int enable) {
+  NEED_INIT;
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto *q = reinterpret_cast<FQueue *>(queue);
+  if (!g_queues.count(q)) return HSA_STATUS_ERROR_INVALID_QUEUE;
+  q->profiling = enable != 0;  // before any packet (the plugin enables it at creation)
+  return HSA_STATUS_SUCCESS;
+}
+
+EXPORT hsa_status_t hsa_amd_profiling_get_dispatch_time(hsa_agent_t agent, hsa_signal_t s,
+                                                        hsa_amd_profiling_dispatch_time_t *t) {
+  NEED_INIT;
+  FSignal *f = sig(s);
+  if (!is_gpu(agent) || !t) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  if (!f) return HSA_STATUS_ERROR_INVALID_SIGNAL;
+  t->start = f->start_ts;
+  t->end = f->end_ts;
+  return HSA_STATUS_SUCCESS;
+}
+
+EXPORT hsa_status_t hsa_amd_memory_async_copy(void *dst, hsa_agent_t dst_agent, const void *src, hsa_agent_t src_agent,
+                                              size_t size, uint32_t ndeps, const hsa_signal_t *deps,
+                                              hsa_signal_t completion) {
+  NEED_INIT;
+  FAULT(hsa_amd_memory_async_copy);
+  if (!dst || !src || !is_agent(dst_agent) || !is_agent(src_agent) || (ndeps && !deps))
+    return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  CopyJob job{dst, src, size, {}, sig(completion)};
+  if (!job.done) return HSA_STATUS_ERROR_INVALID_SIGNAL;
+  for (uint32_t i = 0; i < ndeps; ++i) {
+    FSignal *d = sig(deps[i]);
+    if (!d) return HSA_STATUS_ERROR_INVALID_SIGNAL;
+    job.deps.push_back(d);
+  }
+  {
+    // Both sides must be memory the copy engines can reach: pool memory or
+    // locked / registered host memory (pageable memory faults on a GPU).
+    std::lock_guard<std::mutex> lock(g_mu);
+    for (auto [p, agent] : {std::make_pair(uintptr_t(dst), dst_agent), std::make_pair(uintptr_t(src), src_agent)})
+      if (!in_allocation(p, size) && !(agent.handle == kCpuAgent && in_host_accessible(p, size)))
+        return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  }
+  {
+    std::lock_guard<std::mutex> lock(g_copy_mu);
+    g_copies.push_back(std::move(job));
+  }
+  g_copy_cv.notify_one();
+  return HSA_STATUS_SUCCESS;
+}
+
+EXPORT hsa_status_t hsa_amd_memory_fill(void *ptr, uint32_t value, size_t count) {
+  NEED_INIT;
+  FAULT(hsa_amd_memory_fill);
+  if (!ptr || (reinterpret_cast<uintptr_t>(ptr) & 3)) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (!in_allocation(reinterpret_cast<uintptr_t>(ptr), uint64_t(count) * 4)) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  }
+  auto *w = static_cast<uint32_t *>(ptr);
+  for (size_t i = 0; i < count; ++i) w[i] = value;
+  return HSA_STATUS_SUCCESS;
+}
+
+EXPORT hsa_status_t hsa_code_object_reader_create_from_memory(const void *bytes, size_t size,
+                                                              hsa_code_object_reader_t *out) {
+  NEED_INIT;
+  FAULT(hsa_code_object_reader_create_from_memory);
+  if (!bytes || !size || !out) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  const auto *b = static_cast<const uint8_t *>(bytes);
+  if (size < 64 ||
+      std::memcmp(b,
+                  "\x7f"
+                  "ELF",
+                  4) != 0 ||
+      b[18] != 224)
+    return HSA_STATUS_ERROR_INVALID_CODE_OBJECT;
+  auto *r = new Reader{std::vector<uint8_t>(b, b + size)};
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_readers.insert(r);
+  out->handle = reinterpret_cast<uint64_t>(r);
+  return HSA_STATUS_SUCCESS;
+}
+
+EXPORT hsa_status_t hsa_code_object_reader_destroy(hsa_code_object_reader_t reader) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto *r = reinterpret_cast<Reader *>(reader.handle);
+  if (!g_readers.erase(r)) return HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER;
+  delete r;
+  return HSA_STATUS_SUCCESS;
+}
+
+EXPORT hsa_status_t hsa_executable_create_alt(hsa_profile_t, hsa_default_float_rounding_mode_t, const char *,
+                                              hsa_executable_t *out) {
+  NEED_INIT;
+  FAULT(hsa_executable_create_alt);
+  if (!out) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  auto *e = new Executable;
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_executables.insert(e);
+  out->handle = reinterpret_cast<uint64_t>(e);
+  return HSA_STATUS_SUCCESS;
+}
+
+EXPORT hsa_status_t hsa_executable_load_agent_code_object(hsa_executable_t exec, hsa_agent_t agent,
+                                                          hsa_code_object_reader_t reader, const char *,
+                                                          hsa_loaded_code_object_t *) {
+  NEED_INIT;
+  FAULT(hsa_executable_load_agent_code_object);
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto *e = reinterpret_cast<Executable *>(exec.handle);
+  auto *r = reinterpret_cast<Reader *>(reader.handle);
+  if (!g_executables.count(e)) return HSA_STATUS_ERROR_INVALID_EXECUTABLE;
+  if (!g_readers.count(r)) return HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER;
+  if (!is_gpu(agent)) return HSA_STATUS_ERROR_INVALID_AGENT;
+  if (e->frozen) return HSA_STATUS_ERROR_INVALID_EXECUTABLE;
+  std::vector<std::unique_ptr<KernelObject>> kernels;
+  if (!read_kernels(r->bytes, &kernels)) return HSA_STATUS_ERROR_INVALID_CODE_OBJECT;
+  for (auto &k : kernels) {
+    g_kernel_objects.insert(k.get());
+    e->kernels.push_back(std::move(k));
+  }
+  return HSA_STATUS_SUCCESS;
+}
+
+EXPORT hsa_status_t hsa_executable_freeze(hsa_executable_t exec, const char *) {
+  NEED_INIT;
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto *e = reinterpret_cast<Executable *>(exec.handle);
+  if (!g_executables.count(e)) return HSA_STATUS_ERROR_INVALID_EXECUTABLE;
+  e->frozen = true;
+  return HSA_STATUS_SUCCESS;
+}
+
+EXPORT hsa_status_t hsa_executable_destroy(hsa_executable_t exec) {
+  FAULT(hsa_executable_destroy);
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto *e = reinterpret_cast<Executable *>(exec.handle);
+  if (!g_executables.erase(e)) return HSA_STATUS_ERROR_INVALID_EXECUTABLE;
+  for (auto &k : e->kernels) g_kernel_objects.erase(k.get());
+  delete e;
+  return HSA_STATUS_SUCCESS;
+}
+
+EXPORT hsa_status_t hsa_executable_get_symbol_by_name(hsa_executable_t exec, const char *name, const hsa_agent_t *agent,
+                                                      hsa_executable_symbol_t *out) {
+  NEED_INIT;
+  FAULT(hsa_executable_get_symbol_by_name);
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto *e = reinterpret_cast<Executable *>(exec.handle);
+  if (!g_executables.count(e) || !e->frozen) return HSA_STATUS_ERROR_INVALID_EXECUTABLE;
+  if (!name || !out || !agent || !is_gpu(*agent)) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  for (auto &k : e->kernels)
+    if (k->name == name) {
+      out->handle = reinterpret_cast<uint64_t>(k.get());
+      return HSA_STATUS_SUCCESS;
+    }
+  return HSA_STATUS_ERROR_INVALID_SYMBOL_NAME;
+}
+
+EXPORT hsa_status_t hsa_executable_symbol_get_info(hsa_executable_symbol_t symbol, hsa_executable_symbol_info_t what,
+                                                   void *value) {
+  NEED_INIT;
+  std::lock_guard<std::mutex> lock(g_mu);
+  const auto *k = reinterpret_cast<const KernelObject *>(symbol.handle);
+  if (!g_kernel_objects.count(k) || !value) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  switch (what) {
+    case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT:
+      *static_cast<uint64_t *>(value) = reinterpret_cast<uint64_t>(k);
+      return HSA_STATUS_SUCCESS;
+    case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE:
+      *static_cast<uint32_t *>(value) = k->kernarg;
+      return HSA_STATUS_SUCCESS;
+    case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE:
+      *static_cast<uint32_t *>(value) = k->group;
+      return HSA_STATUS_SUCCESS;
+    case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE:
+      *static_cast<uint32_t *>(value) = k->priv;
+      return HSA_STATUS_SUCCESS;
+    default:
+      return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  }
+}
+
+// ---- test hooks ----------------------------------------------------------------------------
+
+// The last valid dispatch packet and up to `cap` bytes of its kernel
+// arguments; returns how many dispatches were recorded.
+EXPORT uint64_t fake_hsa_last_dispatch(hsa_kernel_dispatch_packet_t *packet, void *kernarg, size_t cap,
+                                       size_t *kernarg_size) {
+  std::lock_guard<std::mutex> lock(g_dispatch_mu);
+  if (packet) *packet = g_last_dispatch;
+  if (kernarg) std::memcpy(kernarg, g_last_kernarg.data(), std::min(cap, g_last_kernarg.size()));
+  if (kernarg_size) *kernarg_size = g_last_kernarg.size();
+  return g_dispatch_count;
+}
+
+// Live allocations, signals, queues and executables (leak checks).
+EXPORT void fake_hsa_live_objects(size_t *allocations, size_t *signals, size_t *queues, size_t *executables) {
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (allocations) *allocations = g_allocations.size() + g_locked.size() + g_registered.size();
+    if (queues) *queues = g_queues.size();
+    if (executables) *executables = g_executables.size() + g_readers.size();
+  }
+  std::lock_guard<std::mutex> lock(g_sig_mu);
+  if (signals) *signals = g_signals.size();
+}

@@ -1,0 +1,312 @@
+// The hsa plugin over the fake HSA runtime (tests/fakes/fake_hsa.cpp):
+// devices from agents, memory from pools, copies staged for pageable
+// memory, streams as chains of completion signals over AQL queues, barrier
+// packets, kernel dispatch packets checked field by field (the fake records
+// them; it does not run GPU code), fault injection and leak checks against
+// the fake's live-object counts.
+#include <dlfcn.h>
+#include <stdlib.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "hsa_api.hpp"
+#include "test_support.hpp"
+
+using namespace gpuhal;
+namespace api = gpuhal::hsa::api;
+
+#if GPUHAL_TEST_HAVE_HSA_PLUGIN
+
+namespace {
+
+// Keeps the fake runtime loaded for the test's whole life (its hooks stay
+// callable after the plugin unloaded it). Faults must be set before the
+// first load: the fake reads them once.
+struct FakeHsa {
+  void *handle = nullptr;
+  explicit FakeHsa(const char *faults = nullptr) {
+    if (faults) setenv("FAKE_HSA_FAIL", faults, 1);
+    handle = dlopen(GPUHAL_TEST_FAKE_HSA, RTLD_NOW | RTLD_LOCAL);
+    REQUIRE(handle);
+  }
+  ~FakeHsa() { dlclose(handle); }
+  template <class F>
+  F *fn(const char *name) const {
+    void *p = dlsym(handle, name);
+    REQUIRE(p);
+    return reinterpret_cast<F *>(p);
+  }
+  struct Live {
+    size_t allocations = 0, signals = 0, queues = 0, executables = 0;
+  };
+  Live live() const {
+    Live l;
+    fn<void(size_t *, size_t *, size_t *, size_t *)>("fake_hsa_live_objects")(&l.allocations, &l.signals, &l.queues,
+                                                                              &l.executables);
+    return l;
+  }
+  uint64_t last_dispatch(api::hsa_kernel_dispatch_packet_t *p, std::vector<uint8_t> *kernarg) const {
+    size_t size = 0;
+    std::vector<uint8_t> buf(4096);
+    const uint64_t n = fn<uint64_t(api::hsa_kernel_dispatch_packet_t *, void *, size_t, size_t *)>(
+        "fake_hsa_last_dispatch")(p, buf.data(), buf.size(), &size);
+    if (kernarg) kernarg->assign(buf.begin(), buf.begin() + std::min(size, buf.size()));
+    return n;
+  }
+};
+
+Runtime hsa_runtime() {
+  Config c;
+  c.backend = "hsa";
+  c.plugin_path = {GPUHAL_TEST_LIB_DIR};
+  c.set_option("GPUHAL_HSA_RUNTIME", GPUHAL_TEST_FAKE_HSA);
+  return Runtime::load(c);
+}
+
+// Compiles with the real amd_comgr, or returns an empty module after saying
+// why it cannot (amd_comgr not installed).
+Module compile_or_skip(const Context &ctx, const char *source) {
+  try {
+    return Module::compile(ctx, source);
+  } catch (const Error &e) {
+    if (std::string(e.what()).find("could not be loaded") == std::string::npos) throw;
+    WARN("skipped: amd_comgr is not installed here: " << e.what());
+    return Module();
+  }
+}
+
+template <class T>
+T at(const std::vector<uint8_t> &bytes, size_t offset) {
+  T v{};
+  REQUIRE(offset + sizeof v <= bytes.size());
+  std::memcpy(&v, bytes.data() + offset, sizeof v);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("hsa backend over the fake runtime: agents, pools, staged and pinned copies, memsets, no leaks") {
+  FakeHsa fake;
+  {
+    Runtime rt = hsa_runtime();
+    REQUIRE(rt.backend_name() == "hsa");
+    REQUIRE(rt.device_count() == 1);
+    const DeviceProperties &p = rt.device(0).properties();
+    CHECK(p.name == "gpuhal fake HSA GPU (gfx90a)");
+    CHECK(p.vendor == "AMD");
+    CHECK(p.compute_major == 9);
+    CHECK(p.compute_minor == 0);
+    CHECK(p.warp_size == 64);
+    CHECK(p.max_threads_per_block == 1024);
+    CHECK(p.shared_memory_per_block == 65536);
+    CHECK(p.pci_bus == 0x43);
+    CHECK(rt.supports(Capability::StreamBarrier));
+    CHECK(rt.supports(Capability::MappedHostMemory));
+    CHECK(rt.supports(Capability::Kernels));
+    CHECK_FALSE(rt.supports(Capability::Ipc));
+    Context ctx = rt.device(0).primary_context();
+    const MemoryInfo before = ctx.memory_info();
+    CHECK(before.total == (uint64_t(16) << 30));
+
+    // Pageable host memory goes through staging buffers (the fake refuses
+    // copies from memory that is neither pool memory nor locked).
+    std::vector<int32_t> v(10007);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = int32_t(i * 7 - 3);
+    DeviceArray d = to_device(ctx, HostView::of(v));
+    CHECK(ctx.memory_info().free == before.free - d.nbytes());
+    CHECK(d.copy_to_host().to_vector<int32_t>() == v);
+    // Byte memsets at unaligned offsets and lengths (fill words plus edges).
+    DeviceArray bytes = device_array(ctx, {103}, dtypes::uint8);
+    bytes.memset(0x11);
+    bytes.view({Slice(1, 102)}).memset(0xEE);
+    auto b = bytes.copy_to_host().to_vector<uint8_t>();
+    CHECK(b[0] == 0x11);
+    CHECK(b[1] == 0xEE);
+    CHECK(b[101] == 0xEE);
+    CHECK(b[102] == 0x11);
+    // Pinned (fine-grained system pool) and registered memory are copied
+    // directly, on a stream.
+    Stream s = ctx.create_stream();
+    HostArray pinned = pinned_array(ctx, {10007}, dtypes::int32);
+    std::memcpy(pinned.data(), v.data(), v.size() * 4);
+    DeviceArray d2 = device_array_like(d);
+    d2.copy_from_host(pinned.view(), s);
+    std::vector<int32_t> out(v.size());
+    {
+      HostRegistration reg = register_host(ctx, HostView::of(out));
+      d2.copy_to_host(HostView::of(out), s);
+      s.synchronize();
+    }
+    CHECK(out == v);
+    // Device to device, then a stream-ordered memset seen by a later copy.
+    DeviceArray d3 = device_array_like(d);
+    d3.copy_from_device(d2, s);
+    d3.view({Slice(0, 2)}).memset(0, s);
+    s.synchronize();
+    auto r = d3.copy_to_host().to_vector<int32_t>();
+    CHECK(r[0] == 0);
+    CHECK(r[1] == 0);
+    CHECK(r[2] == v[2]);
+    CHECK(r.back() == v.back());
+  }
+  // Everything the plugin made was released.
+  const auto l = fake.live();
+  CHECK(l.allocations == 0);
+  CHECK(l.signals == 0);
+  CHECK(l.queues == 0);
+  CHECK(l.executables == 0);
+}
+
+TEST_CASE("hsa backend: a stream barrier over seven events chains barrier-AND packets, five signals each") {
+  FakeHsa fake;
+  Runtime rt = hsa_runtime();
+  Context ctx = rt.device(0).primary_context();
+  std::atomic<int> finished{0};
+  std::vector<Stream> streams;
+  std::vector<Event> events;
+  for (int i = 0; i < 7; ++i) {
+    streams.push_back(ctx.create_stream(StreamKind::NonBlocking));
+    streams.back().add_callback([&finished, i] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2 + 3 * i));
+      ++finished;
+    });
+    events.push_back(streams.back().record());
+  }
+  Stream c = ctx.create_stream(StreamKind::NonBlocking);
+  int seen = -1;
+  c.wait(events);
+  c.add_callback([&] { seen = finished.load(); });
+  c.synchronize();
+  CHECK(seen == 7);
+  // The legacy default stream waits for blocking streams (and not for
+  // non-blocking ones); a synchronous copy sees a blocking stream's memset.
+  Stream blocking = ctx.create_stream();
+  DeviceArray d = device_array(ctx, {64}, dtypes::uint8);
+  d.memset(1);
+  blocking.add_callback([] { std::this_thread::sleep_for(std::chrono::milliseconds(20)); });
+  d.memset(9, blocking);
+  CHECK(d.copy_to_host().to_vector<uint8_t>() == std::vector<uint8_t>(64, 9));
+}
+
+TEST_CASE("hsa kernel: dispatch packets are validated and recorded field by field", "[kernel][hsa]") {
+  FakeHsa fake;
+  {
+    Runtime rt = hsa_runtime();
+    Context ctx = rt.device(0).primary_context();
+    Module m = compile_or_skip(ctx, R"(
+GPUHAL_KERNEL void scale(GPUHAL_GLOBAL float *out, unsigned n, float a, GPUHAL_GLOBAL const int *in) {
+  GPUHAL_SHARED_ARRAY(int, tile, 64);
+  unsigned i = gpuhal_global_id(0);
+  tile[gpuhal_local_id(0)] = i < n ? in[i] : 0;
+  gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+  if (i < n) out[i] = a * (float)tile[gpuhal_local_id(0)];
+})");
+    if (!m) return;
+    CHECK(m.image_format() == ImageFormat::Hsaco);
+    DeviceArray out = device_array(ctx, {1000}, dtypes::float32);
+    DeviceArray in = device_array(ctx, {1000}, dtypes::int32);
+    const uint64_t before = fake.last_dispatch(nullptr, nullptr);
+    m.kernel("scale")({4, 3}, {64, 2}, ctx.default_stream(), 256)(out, 1000u, 2.5f, in);
+    ctx.synchronize();
+    api::hsa_kernel_dispatch_packet_t p{};
+    std::vector<uint8_t> args;
+    REQUIRE(fake.last_dispatch(&p, &args) == before + 1);
+    CHECK((p.header & 0xff) == api::HSA_PACKET_TYPE_KERNEL_DISPATCH);
+    CHECK(((p.header >> api::HSA_PACKET_HEADER_BARRIER) & 1) == 1);
+    CHECK(((p.header >> api::HSA_PACKET_HEADER_SCACQUIRE_FENCE_SCOPE) & 3) == api::HSA_FENCE_SCOPE_SYSTEM);
+    CHECK(((p.header >> api::HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE) & 3) == api::HSA_FENCE_SCOPE_SYSTEM);
+    CHECK(p.setup == 2);  // two dimensions
+    CHECK(p.workgroup_size_x == 64);
+    CHECK(p.workgroup_size_y == 2);
+    CHECK(p.workgroup_size_z == 1);
+    CHECK(p.grid_size_x == 256);  // work-items: groups x block
+    CHECK(p.grid_size_y == 6);
+    CHECK(p.grid_size_z == 1);
+    CHECK(p.group_segment_size == 64 * 4 + 256);  // the static tile plus the dynamic bytes
+    CHECK(p.kernel_object != 0);
+    CHECK(p.kernarg_address != nullptr);
+    CHECK(p.completion_signal.handle != 0);
+    // Arguments at the offsets of the code object's metadata: pointers 8
+    // bytes, aligned; the scalars converted to the parameter types.
+    REQUIRE(args.size() == 24);  // the kernarg segment: 8 + 4 + 4 + 8
+    CHECK(at<uint64_t>(args, 0) == out.device_pointer());
+    CHECK(at<uint32_t>(args, 8) == 1000u);
+    CHECK(at<float>(args, 12) == 2.5f);
+    CHECK(at<uint64_t>(args, 16) == in.device_pointer());
+
+    // What the device or the kernel cannot take is refused before anything
+    // is queued, with the limit in the message.
+    REQUIRE_GPUHAL_ERROR(m.kernel("scale")({1}, {2048})(out, 1000u, 2.5f, in), Status::ERROR_INVALID_VALUE, "block");
+    REQUIRE_GPUHAL_ERROR(m.kernel("scale")({1}, {64}, ctx.default_stream(), 65536)(out, 1000u, 2.5f, in),
+                         Status::ERROR_INVALID_VALUE, "shared memory");
+    REQUIRE_GPUHAL_ERROR(m.kernel("nope"), Status::ERROR_NOT_FOUND, "nope");
+    ctx.synchronize();
+    CHECK(fake.last_dispatch(nullptr, nullptr) == before + 1);
+    // Malformed code objects are refused with ERROR_INVALID_IMAGE.
+    const std::string image = m.image();
+    REQUIRE_GPUHAL_ERROR(Module::load(ctx, ImageFormat::Hsaco, "not an ELF", 10), Status::ERROR_INVALID_IMAGE,
+                         "not an ELF file");
+    REQUIRE_GPUHAL_ERROR(Module::load(ctx, ImageFormat::Hsaco, image.data(), image.size() / 3),
+                         Status::ERROR_INVALID_IMAGE, "module_load");
+    REQUIRE_GPUHAL_ERROR(Module::load(ctx, ImageFormat::Ptx, image.data(), image.size()), Status::ERROR_INVALID_IMAGE,
+                         "AMDGPU code objects");
+    // The image loads again as a second module, and launches.
+    Module again = Module::load(ctx, ImageFormat::Hsaco, image.data(), image.size());
+    again.kernel("scale")({1}, {64})(out, 10u, 1.0f, in);
+    ctx.synchronize();
+    CHECK(fake.last_dispatch(nullptr, nullptr) == before + 2);
+  }
+  const auto l = fake.live();
+  CHECK(l.allocations == 0);  // kernargs, staging buffers, arrays
+  CHECK(l.signals == 0);
+  CHECK(l.executables == 0);
+}
+
+TEST_CASE("hsa backend: a failing runtime call names itself and the context stays usable") {
+  // The first async copy fails, the third pool allocation runs out, the
+  // first lock fails.
+  FakeHsa fake("hsa_amd_memory_async_copy:1:0x1008,hsa_amd_memory_lock:1:0x1001");
+  {
+    Runtime rt = hsa_runtime();
+    Context ctx = rt.device(0).primary_context();
+    std::vector<uint8_t> v(5000, 7);
+    REQUIRE_GPUHAL_ERROR(to_device(ctx, HostView::of(v)), Status::ERROR_OUT_OF_MEMORY,
+                         "hsa_amd_memory_async_copy failed: HSA_STATUS_ERROR_OUT_OF_RESOURCES (0x1008)");
+    CHECK(to_device(ctx, HostView::of(v)).copy_to_host().to_vector<uint8_t>() == v);
+    REQUIRE_GPUHAL_ERROR(register_host(ctx, HostView::of(v)), Status::ERROR_INVALID_VALUE,
+                         "hsa_amd_memory_lock failed: HSA_STATUS_ERROR_INVALID_ARGUMENT");
+    {
+      HostRegistration reg = register_host(ctx, HostView::of(v));
+      CHECK(to_device(ctx, HostView::of(v)).copy_to_host().to_vector<uint8_t>() == v);  // copied without staging
+    }
+    // Pinned memory is locked already: the plugin refuses to lock it again.
+    HostArray pinned = pinned_array(ctx, {64}, dtypes::uint8);
+    REQUIRE_GPUHAL_ERROR(register_host(ctx, pinned.view()), Status::ERROR_ALREADY_REGISTERED,
+                         "overlaps registered or pinned memory");
+    // Events: timing needs timing events, both recorded.
+    Stream s = ctx.create_stream();
+    Event plain = ctx.create_event(false), timed = ctx.create_event();
+    plain.record(s);
+    timed.record(s);
+    s.synchronize();
+    REQUIRE_GPUHAL_ERROR(Event::elapsed_ms(plain, timed), Status::ERROR_INVALID_HANDLE, "timing disabled");
+    REQUIRE_GPUHAL_ERROR(Event::elapsed_ms(ctx.create_event(), timed), Status::ERROR_INVALID_HANDLE, "never recorded");
+    CHECK(Event::elapsed_ms(timed, timed) == 0.0f);
+  }
+  const auto l = fake.live();
+  CHECK(l.allocations == 0);
+  CHECK(l.signals == 0);
+}
+
+TEST_CASE("hsa backend: an hsa_init failure is zero devices with hsa_init's status") {
+  setenv("FAKE_HSA_INIT_FAIL", "0x1008", 1);
+  FakeHsa fake;
+  REQUIRE_GPUHAL_ERROR(hsa_runtime(), Status::ERROR_NO_DEVICE,
+                       "reports no devices: hsa_init failed: HSA_STATUS_ERROR_OUT_OF_RESOURCES (0x1008)");
+  unsetenv("FAKE_HSA_INIT_FAIL");
+}
+
+#endif
