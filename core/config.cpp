@@ -16,7 +16,7 @@ namespace {
 
 const char *const kPathVariables[] = {"GPUHAL_PLUGIN_PATH", "GPUHAL_CUDA_DRIVER", "GPUHAL_HSA_RUNTIME",
                                       "GPUHAL_MEMORY_MANAGER", "GPUHAL_HOST_CXX", "GPUHAL_KERNEL_CACHE",
-                                      "GPUHAL_NVRTC"};
+                                      "GPUHAL_NVRTC", "GPUHAL_AMD_COMGR"};
 
 [[noreturn]] void bad(const std::string &name, const std::string &value, const std::string &why) {
   throw Error(Status::ERROR_INVALID_CONFIG, name + "='" + value + "': " + why);

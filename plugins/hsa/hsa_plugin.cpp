@@ -51,12 +51,14 @@ namespace {
 struct Discovery {
   std::vector<hsa_agent_t> gpus;
   std::vector<hsa_agent_t> cpus;
+  hsa_status_t failed = HSA_STATUS_SUCCESS;  // hsa_agent_get_info's failure, which stops the walk
 };
 
 hsa_status_t collect_agent(hsa_agent_t agent, void *data) {
   auto *d = static_cast<Discovery *>(data);
   hsa_device_type_t type = -1;
-  if (rt().hsa_agent_get_info(agent, HSA_AGENT_INFO_DEVICE, &type) != HSA_STATUS_SUCCESS) return HSA_STATUS_SUCCESS;
+  if (const hsa_status_t s = rt().hsa_agent_get_info(agent, HSA_AGENT_INFO_DEVICE, &type); s != HSA_STATUS_SUCCESS)
+    return d->failed = s;
   if (type == HSA_DEVICE_TYPE_GPU) d->gpus.push_back(agent);
   if (type == HSA_DEVICE_TYPE_CPU) d->cpus.push_back(agent);
   return HSA_STATUS_SUCCESS;
@@ -190,7 +192,9 @@ gpuhal_status_t describe_host(hsa_agent_t agent) {
 
 gpuhal_status_t discover() {
   Discovery d;
-  HSA_CALL(hsa_iterate_agents, collect_agent, &d);
+  const hsa_status_t s = rt().hsa_iterate_agents(collect_agent, &d);
+  if (d.failed != HSA_STATUS_SUCCESS) return rt().error(d.failed, "hsa_agent_get_info");
+  if (s != HSA_STATUS_SUCCESS) return rt().error(s, "hsa_iterate_agents");
   if (d.gpus.empty()) return GPUHAL_SUCCESS;
   if (d.cpus.empty()) return fail(GPUHAL_ERROR_DRIVER, "the HSA runtime reports GPU agents but no CPU agent");
   if (const gpuhal_status_t st = describe_host(d.cpus[0]); st != GPUHAL_SUCCESS) return st;

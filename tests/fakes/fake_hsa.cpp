@@ -927,13 +927,25 @@ EXPORT hsa_status_t hsa_executable_symbol_get_info(hsa_executable_symbol_t symbo
 
 // ---- test hooks ----------------------------------------------------------------------------
 
+// Makes the k-th call (from now) of `symbol` fail with `status`.
+EXPORT void fake_hsa_fail(const char *symbol, long k, int status) {
+  std::lock_guard<std::mutex> lock(g_fault_mu);
+  g_faults.push_back({symbol, k, hsa_status_t(status)});
+}
+
+EXPORT void fake_hsa_clear_faults() {
+  std::lock_guard<std::mutex> lock(g_fault_mu);
+  g_faults.clear();
+}
+
 // The last valid dispatch packet and up to `cap` bytes of its kernel
 // arguments; returns how many dispatches were recorded.
 EXPORT uint64_t fake_hsa_last_dispatch(hsa_kernel_dispatch_packet_t *packet, void *kernarg, size_t cap,
                                        size_t *kernarg_size) {
   std::lock_guard<std::mutex> lock(g_dispatch_mu);
   if (packet) *packet = g_last_dispatch;
-  if (kernarg) std::memcpy(kernarg, g_last_kernarg.data(), std::min(cap, g_last_kernarg.size()));
+  if (kernarg && !g_last_kernarg.empty())
+    std::memcpy(kernarg, g_last_kernarg.data(), std::min(cap, g_last_kernarg.size()));
   if (kernarg_size) *kernarg_size = g_last_kernarg.size();
   return g_dispatch_count;
 }

@@ -309,4 +309,105 @@ TEST_CASE("hsa backend: an hsa_init failure is zero devices with hsa_init's stat
   unsetenv("FAKE_HSA_INIT_FAIL");
 }
 
+TEST_CASE(
+    "hsa: every runtime call that fails surfaces as an error naming it, the context stays usable, nothing leaks") {
+  FakeHsa fake;
+  auto inject = fake.fn<void(const char *, long, int)>("fake_hsa_fail");
+  auto clear = fake.fn<void()>("fake_hsa_clear_faults");
+  {
+    Runtime rt = hsa_runtime();
+    Context ctx = rt.device(0).primary_context();
+    std::vector<float> v(256, 1.0f);
+    DeviceArray a = to_device(ctx, HostView::of(v)), b = device_array(ctx, {256}, dtypes::float32);
+    Stream s = ctx.create_stream();
+    Event e0 = ctx.create_event(), e1 = ctx.create_event();
+    e0.record(s);
+    e1.record(s);
+    s.synchronize();
+    HostArray host = HostArray::empty({256}, dtypes::float32);
+    std::vector<std::string> released;  // failures of releases, via the error handler
+    ctx.set_deallocation_error_handler([&](const Error &err) { released.push_back(err.what()); });
+    struct Case {
+      const char *symbol;
+      std::function<void()> action;
+    };
+    const std::vector<Case> cases = {
+        {"hsa_amd_memory_pool_allocate", [&] { device_array(ctx, {16}); }},
+        {"hsa_amd_memory_async_copy", [&] { b.copy_from_host(HostView::of(v)); }},
+        {"hsa_amd_memory_async_copy", [&] { a.copy_to_host(host); }},
+        {"hsa_amd_memory_async_copy", [&] { b.copy_from_device(a, s); }},
+        {"hsa_amd_memory_fill", [&] { b.memset(0); }},
+        {"hsa_amd_memory_fill",
+         [&] {
+           b.memset(0, s);
+           s.synchronize();
+         }},
+        {"hsa_signal_create", [&] { s.add_callback([] {}); }},
+        {"hsa_signal_create", [&] { e0.record(s); }},
+        {"hsa_queue_create", [&] { ctx.create_stream(); }},
+        {"hsa_amd_agents_allow_access", [&] { pinned_array(ctx, {16}); }},
+        {"hsa_amd_memory_lock", [&] { register_host(ctx, HostView::of(v)); }},
+        {"hsa_amd_memory_unlock", [&] { PinnedScope pin(ctx, {HostView::of(v)}); }},
+        {"hsa_amd_memory_pool_free",
+         [&] {
+           { DeviceArray t = device_array(ctx, {4}); }
+           ctx.flush_deallocations();
+         }},
+        {"hsa_amd_memory_pool_free",
+         [&] {
+           { HostArray t = pinned_array(ctx, {4}); }
+           ctx.flush_deallocations();
+         }},
+    };
+    for (const auto &c : cases) {
+      INFO("failing " << c.symbol);
+      inject(c.symbol, 1, 0x1000);
+      released.clear();
+      std::string seen;
+      try {
+        c.action();
+        if (!released.empty()) seen = released.front();
+      } catch (const Error &err) {
+        seen = err.what();
+      }
+      CHECK_THAT(seen, Catch::Matchers::Contains(std::string(c.symbol) + " failed: HSA_STATUS_ERROR (0x1000)"));
+      clear();
+      // The context is still usable.
+      b.copy_from_host(HostView::of(v));
+      CHECK(b.copy_to_host().to_vector<float>() == v);
+    }
+    s.synchronize();
+    ctx.flush_deallocations();
+    WARN(cases.size() << " runtime call sites failed in turn");
+  }
+  const auto l = fake.live();
+  CHECK(l.allocations == 0);
+  CHECK(l.signals == 0);
+  CHECK(l.queues == 0);
+}
+
+TEST_CASE("hsa: failures while discovering agents and creating a context name the runtime call") {
+  FakeHsa fake;
+  auto inject = fake.fn<void(const char *, long, int)>("fake_hsa_fail");
+  auto clear = fake.fn<void()>("fake_hsa_clear_faults");
+  for (const char *symbol : {"hsa_iterate_agents", "hsa_agent_get_info", "hsa_amd_agent_iterate_memory_pools"}) {
+    INFO("failing " << symbol);
+    inject(symbol, 1, 0x1000);
+    REQUIRE_GPUHAL_ERROR(hsa_runtime(), Status::ERROR_INITIALIZATION_FAILED,
+                         std::string(symbol) + " failed: HSA_STATUS_ERROR (0x1000)");
+    clear();
+  }
+  Runtime rt = hsa_runtime();
+  for (const char *symbol : {"hsa_queue_create", "hsa_amd_memory_pool_allocate"}) {
+    INFO("failing " << symbol);
+    inject(symbol, 1, 0x1000);
+    REQUIRE_GPUHAL_ERROR(rt.device(0).primary_context(), Status::ERROR_DRIVER,
+                         std::string(symbol) + " failed: HSA_STATUS_ERROR (0x1000)");
+    clear();
+  }
+  Context ctx = rt.device(0).primary_context();
+  CHECK(to_device(ctx, HostView::of(std::vector<int>{1, 2, 3})).copy_to_host().to_vector<int>() ==
+        std::vector<int>{1, 2, 3});
+}
+
 #endif

@@ -164,9 +164,12 @@ TEST_CASE("probe reports every known backend and the one asked for", "[loader][p
   const auto backends = Runtime::probe(c);
   REQUIRE(backends.size() == 4);
   CHECK(backends[0].backend == "cuda");  // built, but its driver is missing here
-  CHECK(backends[1].backend == "hsa");
-  CHECK(backends[1].status == Status::ERROR_PLUGIN_NOT_FOUND);
-  CHECK_THAT(backends[1].message, Catch::Matchers::Contains(GPUHAL_TEST_LIB_DIR));
+  CHECK(backends[1].backend == "hsa");   // built; no HSA runtime, or Debian's ROCr without /dev/kfd
+  INFO("hsa: " << backends[1].message);
+  CHECK(((backends[1].status == Status::ERROR_DRIVER_NOT_LOADABLE &&
+          backends[1].message.find("libhsa-runtime64.so.1") != std::string::npos) ||
+         (backends[1].status == Status::ERROR_NO_DEVICE &&
+          backends[1].message.find("hsa_init failed") != std::string::npos)));
   CHECK(backends[2].backend == "host");
   CHECK(backends[2].status == Status::SUCCESS);
   CHECK(backends[2].device_count == 1);
