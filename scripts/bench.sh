@@ -28,14 +28,32 @@ else
   args=(--benchmark_repetitions=10 --benchmark_enable_random_interleaving=true)
 fi
 export GPUHAL_KERNEL_CACHE="${GPUHAL_KERNEL_CACHE:-$PWD/$build/kernel-cache}"
-for b in dispatch copy pool dealloc kernels; do
+# The CUDA benchmarks (T1, P1, L1) run on the real driver when one loads,
+# else over the test suite's fake driver, which only keeps the harness
+# working (its numbers mean nothing).
+cuda_env=(GPUHAL_BACKEND=cuda)
+if GPUHAL_BACKEND=cuda "$build/bin/gpuhal-info" >/dev/null 2>&1; then
+  echo real >"$out/cuda-driver.txt"
+elif [ -e "$build/fakes/cuda/libcuda.so.1" ]; then
+  echo fake >"$out/cuda-driver.txt"
+  cuda_env+=(GPUHAL_CUDA_DRIVER="$PWD/$build/fakes/cuda/libcuda.so.1")
+else
+  echo none >"$out/cuda-driver.txt"
+fi
+[ $smoke = 1 ] && export GPUHAL_BENCH_SMOKE=1
+for b in dispatch copy pool dealloc kernels cuda; do
   bin="$build/bin/gpuhal-bench-$b"
   if [ ! -x "$bin" ]; then
     echo "gpuhal-bench-$b: not built (for kernels: OpenCL, i.e. pocl-opencl-icd ocl-icd-opencl-dev opencl-c-headers)"
     continue
   fi
   echo "== gpuhal-bench-$b"
-  GPUHAL_BACKEND=host "$bin" "${args[@]}" --benchmark_report_aggregates_only=true \
+  backend_env=(GPUHAL_BACKEND=host)
+  if [ $b = cuda ]; then
+    [ "$(cat "$out/cuda-driver.txt")" = none ] && { echo "gpuhal-bench-cuda: no CUDA driver, real or fake"; continue; }
+    backend_env=("${cuda_env[@]}")
+  fi
+  env "${backend_env[@]}" "$bin" "${args[@]}" --benchmark_report_aggregates_only=true \
     --benchmark_out="$out/$b.json" --benchmark_out_format=json >"$out/$b.txt" 2>&1 || {
     tail -20 "$out/$b.txt"
     echo "gpuhal-bench-$b failed" >&2

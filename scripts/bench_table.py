@@ -45,6 +45,26 @@ TARGETS = [
 ]
 
 
+
+
+def cuda_targets(smoke):
+    """T1, P1 and L1 (gpuhal-bench-cuda); its sizes are smaller in smoke mode."""
+    t1 = 8 << 20 if smoke else 512 << 20
+    p1 = 8 << 20 if smoke else 64 << 20
+    return [
+        ("T1 H2D", "cuda", "BM_gpuhal_pinned_h2d/%d/real_time" % t1, "BM_raw_pinned_h2d/%d/real_time" % t1, "speed",
+         0.99, "pinned H2D vs raw cuMemcpyHtoDAsync"),
+        ("T1 D2H", "cuda", "BM_gpuhal_pinned_d2h/%d/real_time" % t1, "BM_raw_pinned_d2h/%d/real_time" % t1, "speed",
+         0.99, "pinned D2H vs raw cuMemcpyDtoHAsync"),
+        ("P1 %d MiB" % (p1 >> 20), "cuda", "BM_gpuhal_pageable_h2d/%d/real_time" % p1,
+         "BM_raw_pageable_h2d/%d/real_time" % p1, "speed", 2.0, "pageable H2D (staged) vs the driver's"),
+        ("P1 1 MiB", "cuda", "BM_gpuhal_pageable_h2d/1048576/real_time", "BM_raw_pageable_h2d/1048576/real_time",
+         "speed", 1.0, "pageable H2D (staged) vs the driver's"),
+        ("L1", "cuda", "BM_gpuhal_launch/manual_time#ns_per_launch", "BM_raw_launch/manual_time#ns_per_launch",
+         "time", 1.05, "launch submit vs raw cuLaunchKernel"),
+    ]
+
+
 def load(results_dir):
     """{binary: {run_name: {"median": ns, "cv": fraction, counters...}}}"""
     out = {}
@@ -85,8 +105,12 @@ def main():
         return 2
     results_dir, smoke = sys.argv[1], "--smoke" in sys.argv[2:]
     data = load(results_dir)
+    driver_note = os.path.join(results_dir, "cuda-driver.txt")
+    fake_driver = os.path.exists(driver_note) and open(driver_note).read().strip() == "fake"
     rows = []
-    for target, binary, ours, peer, kind, goal, what in TARGETS:
+    for target, binary, ours, peer, kind, goal, what in TARGETS + cuda_targets(smoke):
+        if binary == "cuda" and fake_driver:
+            what += " [fake driver: not a measurement]"
         runs = data.get(binary)
         row = {"target": target, "what": what, "goal": goal, "kind": kind}
         if runs is None:

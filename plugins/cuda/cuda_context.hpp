@@ -8,11 +8,13 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "cuda_driver.hpp"
 #include "plugin_support.hpp"
@@ -28,8 +30,8 @@ using plugin::guard;
 struct CudaKernel {
   CUfunction function = nullptr;
   CUmodule module = nullptr;
-  int max_threads = 0;    // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
-  int static_shared = 0;  // CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
+  int max_threads = 0;                 // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+  int static_shared = 0;               // CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
   std::atomic<int> dynamic_opt_in{0};  // the largest dynamic size opted in so far
 };
 
@@ -46,6 +48,17 @@ struct CudaContext {
   std::unordered_set<CUdeviceptr> ipc_mappings;
   std::unordered_set<CUmodule> modules;
   std::unordered_map<const CudaKernel *, std::unique_ptr<CudaKernel>> kernels;
+  // Pinned and registered host ranges (base -> bytes), for is_pinned.
+  std::map<uintptr_t, size_t> pinned_ranges;
+  // The pinned chunks pageable copies are staged through (cuda_staging.hpp),
+  // made on the first such copy; guarded by staging_mu.
+  struct StagingSlot {
+    void *buffer = nullptr;
+    CUevent done = nullptr;
+    bool used = false;
+  };
+  std::mutex staging_mu;
+  std::vector<StagingSlot> staging;
   // Device limits read at context creation (for launch checks).
   int shared_per_block = 0;
   int shared_optin = 0;
@@ -55,7 +68,9 @@ struct CudaContext {
 CudaContext *find(gpuhal_context_t handle);
 gpuhal_status_t bad_context(const char *entry);
 
-inline const Driver &drv() { return driver(); }
+inline const Driver &drv() {
+  return driver();
+}
 
 inline CUstream native(gpuhal_stream_t s) {
   return reinterpret_cast<CUstream>(s);  // NULL, 0x1 and 0x2 mean the same in CUDA

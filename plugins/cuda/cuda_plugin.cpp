@@ -17,6 +17,7 @@
 
 #include "cuda_context.hpp"
 #include "cuda_kernels.hpp"
+#include "cuda_staging.hpp"
 #include "plugin_support.hpp"
 
 namespace gpuhal::cuda {
@@ -224,6 +225,7 @@ gpuhal_status_t context_destroy(gpuhal_context_t ctx) {
   note(d.cuCtxSynchronize(), "cuCtxSynchronize");
   if (d.cuModuleUnload)
     for (CUmodule m : c->modules) note(d.cuModuleUnload(m), "cuModuleUnload");
+  release_staging(c);
   for (CUstream s : c->streams) note(d.cuStreamDestroy(s), "cuStreamDestroy");
   for (CUevent e : c->events) note(d.cuEventDestroy(e), "cuEventDestroy");
   for (CUdeviceptr p : c->ipc_mappings) note(d.cuIpcCloseMemHandle(p), "cuIpcCloseMemHandle");
@@ -329,9 +331,19 @@ gpuhal_status_t memcpy_sync(gpuhal_context_t ctx, uint32_t kind, gpuhal_devicept
   WITH_CONTEXT("memcpy_sync");
   if (bytes == 0) return GPUHAL_SUCCESS;
   switch (kind) {
-    case GPUHAL_COPY_HOST_TO_DEVICE:
-      CU_CALL(cuMemcpyHtoD, dst, reinterpret_cast<const void *>(uintptr_t(src)), size_t(bytes));
+    case GPUHAL_COPY_HOST_TO_DEVICE: {
+      const void *host = reinterpret_cast<const void *>(uintptr_t(src));
+      if (bytes >= kStageMinBytes && !is_pinned(c, host, size_t(bytes))) {
+        // Staged on the legacy default stream (where cuMemcpyHtoD is ordered), then waited for.
+        if (const gpuhal_status_t st = staged_h2d(c, dst, host, size_t(bytes), api::stream_legacy());
+            st != GPUHAL_SUCCESS)
+          return st;
+        CU_CALL(cuStreamSynchronize, api::stream_legacy());
+        return GPUHAL_SUCCESS;
+      }
+      CU_CALL(cuMemcpyHtoD, dst, host, size_t(bytes));
       return GPUHAL_SUCCESS;
+    }
     case GPUHAL_COPY_DEVICE_TO_HOST:
       CU_CALL(cuMemcpyDtoH, reinterpret_cast<void *>(uintptr_t(dst)), src, size_t(bytes));
       return GPUHAL_SUCCESS;
@@ -349,9 +361,13 @@ gpuhal_status_t memcpy_async(gpuhal_context_t ctx, uint32_t kind, gpuhal_devicep
   if (bytes == 0) return GPUHAL_SUCCESS;
   const CUstream s = native(stream);
   switch (kind) {
-    case GPUHAL_COPY_HOST_TO_DEVICE:
-      CU_CALL(cuMemcpyHtoDAsync, dst, reinterpret_cast<const void *>(uintptr_t(src)), size_t(bytes), s);
+    case GPUHAL_COPY_HOST_TO_DEVICE: {
+      const void *host = reinterpret_cast<const void *>(uintptr_t(src));
+      if (bytes >= kStageMinBytes && !is_pinned(c, host, size_t(bytes)))
+        return guard("memcpy_async", [&] { return staged_h2d(c, dst, host, size_t(bytes), s); });
+      CU_CALL(cuMemcpyHtoDAsync, dst, host, size_t(bytes), s);
       return GPUHAL_SUCCESS;
+    }
     case GPUHAL_COPY_DEVICE_TO_HOST:
       CU_CALL(cuMemcpyDtoHAsync, reinterpret_cast<void *>(uintptr_t(dst)), src, size_t(bytes), s);
       return GPUHAL_SUCCESS;
@@ -573,6 +589,7 @@ gpuhal_status_t host_alloc(gpuhal_context_t ctx, uint64_t bytes, uint32_t flags,
     CU_CALL(cuMemHostAlloc, &p, size_t(bytes), flags);
     std::lock_guard<std::mutex> lock(c->mu);
     c->host_allocations.insert(p);
+    c->pinned_ranges[reinterpret_cast<uintptr_t>(p)] = size_t(bytes);
     *out = p;
     return GPUHAL_SUCCESS;
   });
@@ -589,6 +606,7 @@ gpuhal_status_t host_free(gpuhal_context_t ctx, void *ptr) {
   {
     std::lock_guard<std::mutex> lock(c->mu);  // forgotten only once really released
     c->host_allocations.erase(ptr);
+    c->pinned_ranges.erase(reinterpret_cast<uintptr_t>(ptr));
   }
   return GPUHAL_SUCCESS;
 }
@@ -604,6 +622,7 @@ gpuhal_status_t host_register(gpuhal_context_t ctx, void *ptr, uint64_t bytes, u
     CU_CALL(cuMemHostRegister, ptr, size_t(bytes), cu_flags);
     std::lock_guard<std::mutex> lock(c->mu);
     c->registrations.insert(ptr);
+    c->pinned_ranges[reinterpret_cast<uintptr_t>(ptr)] = size_t(bytes);
     return GPUHAL_SUCCESS;
   });
 }
@@ -619,6 +638,7 @@ gpuhal_status_t host_unregister(gpuhal_context_t ctx, void *ptr) {
   {
     std::lock_guard<std::mutex> lock(c->mu);  // forgotten only once really released
     c->registrations.erase(ptr);
+    c->pinned_ranges.erase(reinterpret_cast<uintptr_t>(ptr));
   }
   return GPUHAL_SUCCESS;
 }

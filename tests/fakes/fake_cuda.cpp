@@ -21,6 +21,7 @@
 //                                      returns CUresult <code> (fault injection)
 #include <dlfcn.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -248,6 +249,8 @@ bool device_range(CUdeviceptr p, size_t n, CUdeviceptr *base = nullptr, size_t *
   if (size) *size = it->second;
   return true;
 }
+
+std::atomic<uint64_t> g_pageable_h2d_bytes{0};
 
 // Device-usable memory: allocations, pinned host memory, registered ranges.
 bool accessible(CUdeviceptr p, size_t n) {
@@ -577,6 +580,14 @@ API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CU
   REQUIRE_INIT();
   if (n == 0) return OK;
   if (!src || !accessible(dst, n)) return INVALID_VALUE;
+  if (!accessible(uintptr_t(src), n)) {
+    // Pageable memory: the driver stages it, reading the source before it
+    // returns (counted for the tests of the plugin's own staging).
+    g_pageable_h2d_bytes += n;
+    auto copy = std::make_shared<std::vector<uint8_t>>(static_cast<const uint8_t *>(src),
+                                                       static_cast<const uint8_t *>(src) + n);
+    return submit(s, [=] { std::memcpy(reinterpret_cast<void *>(uintptr_t(dst)), copy->data(), n); });
+  }
   return submit(s, [=] { std::memcpy(reinterpret_cast<void *>(uintptr_t(dst)), src, n); });
 }
 API CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s) {
@@ -890,6 +901,11 @@ API CUresult cuMemPoolSetAttribute(void *pool, int attr, void *value) {
   return INVALID_HANDLE;
 }
 // For the tests: the release threshold the plugin set on device d's pool.
+// Bytes copied host-to-device from pageable memory so far.
+API uint64_t fake_cuda_pageable_h2d_bytes() {
+  return g_pageable_h2d_bytes.load();
+}
+
 API uint64_t fake_cuda_release_threshold(int d) {
   return bad_device(d) ? 0 : g_release_threshold[d];
 }

@@ -347,7 +347,8 @@ TEST_CASE("cuda: faults in initialisation, context setup, teardown and peer call
   Context c0 = rt.device(0).primary_context(), c1 = rt.device(1).primary_context();
   // Peer calls.
   inject("cuDeviceCanAccessPeer", 1, 999);
-  REQUIRE_GPUHAL_ERROR(rt.device(0).can_access_peer(rt.device(1)), Status::ERROR_DRIVER, "cuDeviceCanAccessPeer failed");
+  REQUIRE_GPUHAL_ERROR(rt.device(0).can_access_peer(rt.device(1)), Status::ERROR_DRIVER,
+                       "cuDeviceCanAccessPeer failed");
   clear();
   inject("cuCtxEnablePeerAccess", 1, 999);
   REQUIRE_GPUHAL_ERROR(c0.enable_peer_access(c1), Status::ERROR_DRIVER, "cuCtxEnablePeerAccess failed");
@@ -389,4 +390,40 @@ TEST_CASE("cuda: faults in initialisation, context setup, teardown and peer call
   WARN(injected << " initialisation, setup, peer, kernel and teardown call sites failed in turn");
   dlclose(fake);
 }
+TEST_CASE("cuda: pageable host-to-device copies of 1 MiB and more go through the plugin's pinned chunks") {
+  Runtime rt = cuda_runtime();
+  Context ctx = rt.device(0).primary_context();
+  void *fake = dlopen(GPUHAL_TEST_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(fake);
+  auto pageable = reinterpret_cast<uint64_t (*)()>(dlsym(fake, "fake_cuda_pageable_h2d_bytes"));
+  REQUIRE(pageable);
+  const size_t n = (size_t(40) << 20) + 12345;  // five chunks and a part, over three slots
+  std::vector<uint8_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = uint8_t(i * 7 + (i >> 12));
+  const std::vector<uint8_t> expect = v;
+  Stream s = ctx.create_stream();
+  const uint64_t before = pageable();
+  DeviceArray d = device_array(ctx, {int64_t(n)}, dtypes::uint8);
+  d.copy_from_host(HostView::of(v), s);
+  std::fill(v.begin(), v.end(), uint8_t(0));  // the call returned: the source may be reused at once
+  s.synchronize();
+  CHECK(d.copy_to_host().to_vector<uint8_t>() == expect);
+  CHECK(pageable() == before);  // nothing went through the driver's pageable path
+  // Synchronous copies too, on the legacy default stream.
+  d.copy_from_host(HostView::of(v));
+  CHECK(d.copy_to_host().to_vector<uint8_t>() == std::vector<uint8_t>(n, 0));
+  CHECK(pageable() == before);
+  // Below 1 MiB the driver's own path is used; pinned sources are copied directly.
+  std::vector<uint8_t> small(1000, 5);
+  CHECK(to_device(ctx, HostView::of(small)).copy_to_host().to_vector<uint8_t>() == small);
+  CHECK(pageable() == before + 1000);
+  HostArray pinned = pinned_array(ctx, {int64_t(4) << 20}, dtypes::uint8);
+  std::memset(pinned.data(), 9, size_t(4) << 20);
+  d.view({Slice(0, int64_t(4) << 20)}).copy_from_host(pinned.view(), s);
+  s.synchronize();
+  CHECK(d.view({Slice(0, 8)}).copy_to_host().to_vector<uint8_t>() == std::vector<uint8_t>(8, 9));
+  CHECK(pageable() == before + 1000);
+  dlclose(fake);
+}
+
 #endif
