@@ -48,7 +48,7 @@ namespace gpuhal {
 namespace detail {
 struct ModuleImpl;
 struct KernelEntry;
-}
+}  // namespace detail
 
 struct Dim3 {
   uint32_t x = 1, y = 1, z = 1;
@@ -82,10 +82,10 @@ struct ModuleOptions {
 class KernelArg {
  public:
   enum class Kind { Device, Mirrored, Host, Scalar };
-  KernelArg(const DeviceArray &a) : kind_(Kind::Device), device_(a) {}      // NOLINT
+  KernelArg(const DeviceArray &a) : kind_(Kind::Device), device_(a) {}        // NOLINT
   KernelArg(const MirroredArray &a) : kind_(Kind::Mirrored), mirrored_(a) {}  // NOLINT
-  KernelArg(const HostView &v) : kind_(Kind::Host), host_(v) {}              // NOLINT
-  KernelArg(const HostArray &a) : kind_(Kind::Host), host_(a.view()) {}      // NOLINT
+  KernelArg(const HostView &v) : kind_(Kind::Host), host_(v) {}               // NOLINT
+  KernelArg(const HostArray &a) : kind_(Kind::Host), host_(a.view()) {}       // NOLINT
   template <class T, class = std::enable_if_t<std::is_arithmetic<T>::value && !std::is_same<T, bool>::value>>
   KernelArg(T value) : kind_(Kind::Scalar), dtype_(dtype_of<T>()) {  // NOLINT
     static_assert(sizeof(T) <= sizeof scalar_, "scalar too large");
@@ -93,14 +93,29 @@ class KernelArg {
   }
 
   Kind kind() const { return kind_; }
-  const DeviceArray &device() const { return device_; }
+  const DeviceArray &device() const { return device_ref_ ? *device_ref_ : device_; }
   const MirroredArray &mirrored() const { return mirrored_; }
   const HostView &host() const { return host_; }
   DType scalar_dtype() const { return dtype_; }
   const unsigned char *scalar_bytes() const { return scalar_; }
 
  private:
+  friend class ConfiguredKernel;
+  // A device array argument that refers to the caller's array instead of
+  // copying it (its layout): only for kernel(...)(args...), whose
+  // arguments outlive the launch call.
+  static KernelArg borrow(const DeviceArray &a) {
+    KernelArg k(Kind::Device);
+    k.device_ref_ = &a;
+    return k;
+  }
+  explicit KernelArg(Kind kind) : kind_(kind) {}
+  template <class T>
+  static KernelArg borrow(const T &v) {
+    return KernelArg(v);
+  }
   Kind kind_;
+  const DeviceArray *device_ref_ = nullptr;
   DeviceArray device_;
   MirroredArray mirrored_;
   HostView host_;
@@ -156,6 +171,9 @@ class Kernel {
   // is queued then and the context stays usable.
   void launch(Dim3 grid, Dim3 block, const std::vector<KernelArg> &args, const Stream &stream,
               uint32_t shared_bytes = 0) const;
+  // The same with `count` arguments at `args`.
+  void launch(Dim3 grid, Dim3 block, const KernelArg *args, size_t count, const Stream &stream,
+              uint32_t shared_bytes = 0) const;
   // On the context's default stream.
   void launch(Dim3 grid, Dim3 block, const std::vector<KernelArg> &args, uint32_t shared_bytes = 0) const;
 
@@ -177,7 +195,13 @@ class ConfiguredKernel {
  public:
   template <class... A>
   void operator()(const A &...args) const {
-    kernel_.launch(grid_, block_, std::vector<KernelArg>{KernelArg(args)...}, stream_, shared_);
+    if constexpr (sizeof...(A) == 0) {
+      kernel_.launch(grid_, block_, nullptr, 0, stream_, shared_);
+    } else {
+      // On the stack, device arrays borrowed: nothing allocated per launch.
+      const KernelArg list[] = {KernelArg::borrow(args)...};
+      kernel_.launch(grid_, block_, list, sizeof...(A), stream_, shared_);
+    }
   }
 
  private:

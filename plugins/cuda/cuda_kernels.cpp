@@ -19,16 +19,16 @@ struct _nvrtcProgram;
 using nvrtcProgram = _nvrtcProgram *;
 constexpr nvrtcResult NVRTC_SUCCESS = 0;
 
-#define GPUHAL_NVRTC_API(X)                                                                                    \
-  X(nvrtcVersion, nvrtcResult, (int *, int *))                                                                 \
-  X(nvrtcGetErrorString, const char *, (nvrtcResult))                                                          \
-  X(nvrtcCreateProgram, nvrtcResult,                                                                           \
-    (nvrtcProgram *, const char *, const char *, int, const char *const *, const char *const *))               \
-  X(nvrtcDestroyProgram, nvrtcResult, (nvrtcProgram *))                                                        \
-  X(nvrtcCompileProgram, nvrtcResult, (nvrtcProgram, int, const char *const *))                                \
-  X(nvrtcGetPTXSize, nvrtcResult, (nvrtcProgram, size_t *))                                                    \
-  X(nvrtcGetPTX, nvrtcResult, (nvrtcProgram, char *))                                                          \
-  X(nvrtcGetProgramLogSize, nvrtcResult, (nvrtcProgram, size_t *))                                             \
+#define GPUHAL_NVRTC_API(X)                                                                      \
+  X(nvrtcVersion, nvrtcResult, (int *, int *))                                                   \
+  X(nvrtcGetErrorString, const char *, (nvrtcResult))                                            \
+  X(nvrtcCreateProgram, nvrtcResult,                                                             \
+    (nvrtcProgram *, const char *, const char *, int, const char *const *, const char *const *)) \
+  X(nvrtcDestroyProgram, nvrtcResult, (nvrtcProgram *))                                          \
+  X(nvrtcCompileProgram, nvrtcResult, (nvrtcProgram, int, const char *const *))                  \
+  X(nvrtcGetPTXSize, nvrtcResult, (nvrtcProgram, size_t *))                                      \
+  X(nvrtcGetPTX, nvrtcResult, (nvrtcProgram, char *))                                            \
+  X(nvrtcGetProgramLogSize, nvrtcResult, (nvrtcProgram, size_t *))                               \
   X(nvrtcGetProgramLog, nvrtcResult, (nvrtcProgram, char *))
 
 struct Nvrtc {
@@ -69,12 +69,11 @@ const Nvrtc *nvrtc(std::string *why) {
       break;
     }
     if (!g_nvrtc.handle) {
-      g_nvrtc.why = "NVRTC (the CUDA runtime compiler) could not be loaded; set GPUHAL_NVRTC to libnvrtc.so. Tried:" +
-                    tried;
+      g_nvrtc.why =
+          "NVRTC (the CUDA runtime compiler) could not be loaded; set GPUHAL_NVRTC to libnvrtc.so. Tried:" + tried;
     } else {
-#define GPUHAL_NVRTC_SYM(name, ret, params)                                                \
-  if (!(g_nvrtc.name = reinterpret_cast<ret(*) params>(dlsym(g_nvrtc.handle, #name))) && \
-      g_nvrtc.why.empty())                                                                 \
+#define GPUHAL_NVRTC_SYM(name, ret, params)                                                                   \
+  if (!(g_nvrtc.name = reinterpret_cast<ret(*) params>(dlsym(g_nvrtc.handle, #name))) && g_nvrtc.why.empty()) \
     g_nvrtc.why = g_nvrtc.path + " has no " #name;
       GPUHAL_NVRTC_API(GPUHAL_NVRTC_SYM)
 #undef GPUHAL_NVRTC_SYM
@@ -133,8 +132,7 @@ const Builtin kBuiltins[] = {
     // __syncthreads is bar.sync 0 and orders shared and global memory within
     // the block; a global fence flag adds __threadfence before it so that
     // the writes are visible device-wide.
-    {"gpuhal_barrier",
-     "#define gpuhal_barrier(flags) (((flags) & 2u) ? __threadfence() : (void)0, __syncthreads())"},
+    {"gpuhal_barrier", "#define gpuhal_barrier(flags) (((flags) & 2u) ? __threadfence() : (void)0, __syncthreads())"},
     {"gpuhal_wave_barrier", "#define gpuhal_wave_barrier() __syncwarp()"},
     {"gpuhal_mem_fence", "#define gpuhal_mem_fence(flags) (((flags) & 2u) ? __threadfence() : __threadfence_block())"},
     {"GPUHAL_SHARED_ARRAY", "#define GPUHAL_SHARED_ARRAY(T, name, n) __shared__ __align__(16) T name[(n)]"},
@@ -148,7 +146,6 @@ bool has_arch_option(const std::vector<std::string> &opts) {
     if (o.rfind("--gpu-architecture", 0) == 0 || o.rfind("-arch", 0) == 0) return true;
   return false;
 }
-
 
 }  // namespace
 
@@ -214,8 +211,8 @@ gpuhal_status_t module_compile(gpuhal_context_t ctx, const gpuhal_compile_args_t
         n->nvrtcGetProgramLog(prog, &log[0]);
         log.resize(std::strlen(log.c_str()));
       }
-      return fail(GPUHAL_ERROR_COMPILATION_FAILED,
-                  std::string("module_compile: nvrtcCompileProgram failed (") + n->nvrtcGetErrorString(r) + "):\n" + log);
+      return fail(GPUHAL_ERROR_COMPILATION_FAILED, std::string("module_compile: nvrtcCompileProgram failed (") +
+                                                       n->nvrtcGetErrorString(r) + "):\n" + log);
     }
     size_t size = 0;
     if ((r = n->nvrtcGetPTXSize(prog, &size)) != NVRTC_SUCCESS || size == 0)
@@ -234,7 +231,9 @@ gpuhal_status_t module_compile(gpuhal_context_t ctx, const gpuhal_compile_args_t
   });
 }
 
-void image_free(void *image) { std::free(image); }
+void image_free(void *image) {
+  std::free(image);
+}
 
 gpuhal_status_t module_load(gpuhal_context_t ctx, const void *image, uint64_t bytes, uint32_t format,
                             gpuhal_module_t *out) {
@@ -319,10 +318,13 @@ gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuha
   if (!kernel) return fail(GPUHAL_ERROR_INVALID_HANDLE, "launch: null kernel");
   if (arg_count && !args) return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: null argument array");
   WITH_CONTEXT("launch");
-  if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "launch: invalid stream");
   CudaKernel *k = nullptr;
   {
+    // One lock for both lookups: the launch path's only one in the plugin.
     std::lock_guard<std::mutex> lock(c->mu);
+    const bool special = !stream || stream == GPUHAL_STREAM_LEGACY || stream == GPUHAL_STREAM_PER_THREAD;
+    if (!special && !c->streams.count(native(stream)))
+      return fail(GPUHAL_ERROR_INVALID_HANDLE, "launch: invalid stream");
     auto it = c->kernels.find(reinterpret_cast<const CudaKernel *>(kernel));
     if (it == c->kernels.end()) return fail(GPUHAL_ERROR_INVALID_HANDLE, "launch: not a kernel of this context");
     k = it->second.get();
