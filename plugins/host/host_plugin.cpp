@@ -81,8 +81,8 @@ gpuhal_status_t init(const gpuhal_init_args_t *args) {
         !opts.get_bytes("GPUHAL_HOST_FIBER_STACK", &fiber_stack, &error))
       return fail(GPUHAL_ERROR_INVALID_CONFIG, error);
     if (fiber_stack < 16 * 1024 || fiber_stack > (uint64_t(1) << 30))
-      return fail(GPUHAL_ERROR_INVALID_CONFIG, "GPUHAL_HOST_FIBER_STACK=" + std::to_string(fiber_stack) +
-                                                   ": expected between 16K and 1G bytes");
+      return fail(GPUHAL_ERROR_INVALID_CONFIG,
+                  "GPUHAL_HOST_FIBER_STACK=" + std::to_string(fiber_stack) + ": expected between 16K and 1G bytes");
     // The fault setting is re-read at every init and is not part of the key.
     if (!set_faults(opts.get("GPUHAL_HOST_FAULT").value_or(""), &error))
       return fail(GPUHAL_ERROR_INVALID_CONFIG, error);
@@ -334,8 +334,7 @@ gpuhal_status_t check_copy(const char *entry, uint32_t kind, gpuhal_deviceptr_t 
 gpuhal_status_t copy_on(HostContext *c, const std::shared_ptr<StreamState> &s, gpuhal_deviceptr_t dst,
                         gpuhal_deviceptr_t src, uint64_t bytes, bool wait) {
   auto run = [dst, src, bytes] {
-    copy_bytes(reinterpret_cast<void *>(uintptr_t(dst)), reinterpret_cast<const void *>(uintptr_t(src)),
-               size_t(bytes));
+    copy_bytes(reinterpret_cast<void *>(uintptr_t(dst)), reinterpret_cast<const void *>(uintptr_t(src)), size_t(bytes));
   };
   if (wait && s->is_default && c->run_inline_if_idle(run)) return GPUHAL_SUCCESS;
   const uint64_t ticket = c->submit(s, [run](bool ok) {
@@ -371,13 +370,18 @@ gpuhal_status_t memcpy_async(gpuhal_context_t ctx, uint32_t kind, gpuhal_devicep
 gpuhal_status_t set_on(HostContext *c, const std::shared_ptr<StreamState> &s, gpuhal_deviceptr_t dst, uint8_t value,
                        uint64_t bytes, bool wait) {
   if (bytes == 0) return GPUHAL_SUCCESS;
-  if (!plugin_state().registry.device_accessible(uintptr_t(dst), bytes))
+  if (bytes >> 56 || !plugin_state().registry.device_accessible(uintptr_t(dst), bytes))
     return fail(GPUHAL_ERROR_INVALID_VALUE,
                 "memset: [" + hex(dst) + ", +" + std::to_string(bytes) + ") is not inside one device allocation");
   auto run = [dst, value, bytes] { std::memset(reinterpret_cast<void *>(uintptr_t(dst)), value, size_t(bytes)); };
   if (wait && s->is_default && c->run_inline_if_idle(run)) return GPUHAL_SUCCESS;
-  const uint64_t ticket = c->submit(s, [dst, value, bytes](bool ok) {
-    if (ok) std::memset(reinterpret_cast<void *>(uintptr_t(dst)), value, size_t(bytes));
+  // Two 8-byte captures: small enough for std::function to hold without an
+  // allocation (the value rides in the top byte; sizes stay below 2^56).
+  const uint64_t packed = bytes | (uint64_t(value) << 56);
+  const uint64_t ticket = c->submit(s, [dst, packed](bool ok) {
+    if (ok)
+      std::memset(reinterpret_cast<void *>(uintptr_t(dst)), int(packed >> 56),
+                  size_t(packed & ((uint64_t(1) << 56) - 1)));
   });
   if (wait) s->progress->wait(*s, ticket);
   return GPUHAL_SUCCESS;

@@ -1,5 +1,7 @@
 #include "host_stream.hpp"
 
+#include <chrono>
+
 namespace gpuhal::host {
 
 namespace {
@@ -41,6 +43,7 @@ void StreamState::push(Op op) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back(std::move(op));
+    has_work_.store(true, std::memory_order_release);
     wake = sleeping_;
   }
   if (wake) cv_.notify_one();  // only a sleeping worker needs the system call
@@ -48,8 +51,20 @@ void StreamState::push(Op op) {
 
 void StreamState::loop() {
   t_on_worker = true;
-  std::deque<Op> batch;
+  std::vector<Op> batch;
   for (;;) {
+    // Spin a little before sleeping: a submitter in a burst then finds the
+    // worker awake and makes no system call to wake it (the cost of an
+    // asynchronous submit is then a lock and a push).
+    if (!has_work_.load(std::memory_order_acquire)) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicroseconds);
+      for (unsigned i = 1; !has_work_.load(std::memory_order_acquire); ++i) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+        if (i % 64 == 0 && std::chrono::steady_clock::now() >= until) break;
+      }
+    }
     {
       std::unique_lock<std::mutex> lock(mu_);
       sleeping_ = true;
@@ -59,6 +74,7 @@ void StreamState::loop() {
       // Everything queued so far, under one lock: submitters and the worker
       // meet on the mutex once per batch, not once per operation.
       batch.swap(queue_);
+      has_work_.store(false, std::memory_order_relaxed);
     }
     for (Op &op : batch) {
       const bool ok = !discard_.load(std::memory_order_acquire);

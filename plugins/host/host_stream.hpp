@@ -83,10 +83,12 @@ struct StreamState : std::enable_shared_from_this<StreamState> {
   void loop();
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Op> queue_;
+  std::vector<Op> queue_;  // swapped with the worker's batch: both keep their capacity
   bool stopping_ = false;
-  std::atomic<bool> discard_{false};  // read per operation, outside the mutex
-  bool sleeping_ = false;             // the worker waits on cv_ (guarded by mu_)
+  std::atomic<bool> discard_{false};   // read per operation, outside the mutex
+  bool sleeping_ = false;              // the worker waits on cv_ (guarded by mu_)
+  std::atomic<bool> has_work_{false};  // queue_ is not empty (read while spinning)
+  static constexpr int kSpinMicroseconds = 20;
   std::thread worker_;
 };
 
