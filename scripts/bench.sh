@@ -36,7 +36,8 @@ if GPUHAL_BACKEND=cuda "$build/bin/gpuhal-info" >/dev/null 2>&1; then
   echo real >"$out/cuda-driver.txt"
 elif [ -e "$build/fakes/cuda/libcuda.so.1" ]; then
   echo fake >"$out/cuda-driver.txt"
-  cuda_env+=(GPUHAL_CUDA_DRIVER="$PWD/$build/fakes/cuda/libcuda.so.1")
+  # Room for T1's 512 MiB buffers (the fake's device memory is host memory).
+  cuda_env+=(GPUHAL_CUDA_DRIVER="$PWD/$build/fakes/cuda/libcuda.so.1" FAKE_CUDA_MEMORY=8589934592)
 else
   echo none >"$out/cuda-driver.txt"
 fi
