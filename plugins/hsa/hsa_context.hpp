@@ -47,22 +47,26 @@ namespace gpuhal::hsa {
 using plugin::fail;
 using plugin::guard;
 
-// One hsa_signal_t, destroyed with the last reference.
+// One hsa_signal_t. With the last reference it goes back to a process-wide
+// pool (creating a signal costs a kernel call on ROCr; operations make one
+// each), from which make_signal takes it again; the pool is destroyed at
+// shutdown. Only completed signals are released: every operation keeps the
+// signals its packets or copies name until it has completed.
 struct Signal {
   hsa_signal_t handle{};
   Signal() = default;
   Signal(const Signal &) = delete;
   Signal &operator=(const Signal &) = delete;
-  ~Signal() {
-    if (handle.handle) rt().hsa_signal_destroy(handle);
-  }
+  ~Signal();
   // Completion signals start at 1; the operation sets them to 0.
   bool done() const { return rt().hsa_signal_load_scacquire(handle) == 0; }
   void wait() const;  // until the value is 0
 };
 using SignalRef = std::shared_ptr<Signal>;
-// A new signal with `initial` value.
+// A signal with `initial` value (a pooled one when there is one).
 gpuhal_status_t make_signal(int64_t initial, SignalRef *out);
+// Destroys the pooled signals (shutdown).
+void drain_signal_pool();
 
 // A GPU agent the plugin reports as a device, and what was learnt of it at
 // init.
@@ -164,6 +168,8 @@ struct HsaContext {
   // next synchronising call.
   std::mutex error_mu;
   std::string queue_error;
+
+  ~HsaContext();  // joins the host-operation thread if still running
 };
 
 // The live context for a handle, or nullptr.

@@ -243,11 +243,21 @@ gpuhal_status_t init(const gpuhal_init_args_t *args) {
   });
 }
 
+gpuhal_status_t context_destroy(gpuhal_context_t ctx);
+
 void shutdown() {
-  std::lock_guard<std::mutex> lock(g_mu);
+  std::unique_lock<std::mutex> lock(g_mu);
   if (g_init_count == 0 || --g_init_count > 0) return;
+  // Contexts are destroyed before shutdown (the ABI's rule); any left are
+  // torn down as context_destroy would.
+  std::vector<HsaContext *> left;
+  for (auto &kv : g_contexts) left.push_back(kv.first);
+  lock.unlock();
+  for (HsaContext *c : left) context_destroy(reinterpret_cast<gpuhal_context_t>(c));
+  lock.lock();
   g_contexts.clear();
   g_devices.clear();
+  drain_signal_pool();
   runtime().unload();
 }
 

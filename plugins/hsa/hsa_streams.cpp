@@ -15,11 +15,52 @@ void Signal::wait() const {
   }
 }
 
+namespace {
+std::mutex g_signal_mu;
+std::vector<hsa_signal_t> g_free_signals;  // completed signals, ready for reuse
+constexpr size_t kMaxPooledSignals = 4096;
+}  // namespace
+
+Signal::~Signal() {
+  if (!handle.handle) return;
+  {
+    std::lock_guard<std::mutex> lock(g_signal_mu);
+    if (g_free_signals.size() < kMaxPooledSignals) {
+      g_free_signals.push_back(handle);
+      return;
+    }
+  }
+  rt().hsa_signal_destroy(handle);
+}
+
 gpuhal_status_t make_signal(int64_t initial, SignalRef *out) {
   auto s = std::make_shared<Signal>();
-  HSA_CALL(hsa_signal_create, initial, 0u, nullptr, &s->handle);
+  {
+    std::lock_guard<std::mutex> lock(g_signal_mu);
+    if (!g_free_signals.empty()) {
+      s->handle = g_free_signals.back();
+      g_free_signals.pop_back();
+    }
+  }
+  if (s->handle.handle)
+    rt().hsa_signal_store_screlease(s->handle, initial);
+  else
+    HSA_CALL(hsa_signal_create, initial, 0u, nullptr, &s->handle);
   *out = std::move(s);
   return GPUHAL_SUCCESS;
+}
+
+void drain_signal_pool() {
+  std::vector<hsa_signal_t> free;
+  {
+    std::lock_guard<std::mutex> lock(g_signal_mu);
+    free.swap(g_free_signals);
+  }
+  for (hsa_signal_t h : free) rt().hsa_signal_destroy(h);
+}
+
+HsaContext::~HsaContext() {
+  stop_host_thread(this);
 }
 
 gpuhal_status_t alloc_system(HsaContext *c, uint64_t bytes, void **out) {

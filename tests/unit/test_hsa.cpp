@@ -342,8 +342,13 @@ TEST_CASE(
            b.memset(0, s);
            s.synchronize();
          }},
-        {"hsa_signal_create", [&] { s.add_callback([] {}); }},
-        {"hsa_signal_create", [&] { e0.record(s); }},
+        // Signals are pooled: holding many events drains the pool until one
+        // has to be created.
+        {"hsa_signal_create",
+         [&] {
+           std::vector<Event> held;
+           for (int k = 0; k < 10000; ++k) held.push_back(s.record());
+         }},
         {"hsa_queue_create", [&] { ctx.create_stream(); }},
         {"hsa_amd_agents_allow_access", [&] { pinned_array(ctx, {16}); }},
         {"hsa_amd_memory_lock", [&] { register_host(ctx, HostView::of(v)); }},
