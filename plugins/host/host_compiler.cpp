@@ -128,7 +128,7 @@ gpuhal_status_t compile_host_module(const CompilerSettings &settings, const std:
     return fail(GPUHAL_ERROR_COMPILATION_FAILED,
                 "host: the C++ compiler '" + compiler + "' cannot be used: " + std::strerror(errno));
 
-  std::vector<std::string> argv = {compiler, "-std=c++17", "-O2", "-fPIC", "-shared", "-w"};
+  std::vector<std::string> argv = {compiler, "-std=c++17", "-O3", "-fPIC", "-shared", "-w"};
   {
     std::stringstream ss(options);
     std::string o;

@@ -9,11 +9,14 @@
 // run_group runs every work-item of one work-group as a plain loop (kernels
 // without barriers); run_item runs one work-item (a fiber, for kernels with
 // barriers). Both read the arguments from args[i] (pointers to the values).
+// run_group_loops, when not NULL, runs a whole work-group of a kernel with
+// barriers as work-item loops (host_workitem_loops.hpp); it needs
+// group->scratch to hold local_items * loops_scratch_per_item + 64 bytes.
 #pragma once
 
 #include <stdint.h>
 
-#define GPUHAL_HOST_KERNEL_ABI_VERSION 1
+#define GPUHAL_HOST_KERNEL_ABI_VERSION 2
 
 #define GPUHAL_HOST_KERNEL_ABI_TEXT                                                                  \
   struct gpuhal_host_group {                                                                        \
@@ -24,6 +27,7 @@
     unsigned char *dynamic_shared;                                                                  \
     void (*barrier)(void *scheduler);                                                               \
     void *scheduler;                                                                                \
+    unsigned char *scratch;                                                                         \
   };                                                                                                \
   struct gpuhal_host_item {                                                                         \
     uint32_t local_id[3];                                                                           \
@@ -38,6 +42,8 @@
     uint32_t param_count;                                                                           \
     const uint32_t *param_sizes;                                                                    \
     uint32_t uses_barrier;                                                                          \
+    gpuhal_host_run_group_fn run_group_loops;                                                       \
+    uint32_t loops_scratch_per_item;                                                                \
   };
 
 extern "C" {

@@ -268,7 +268,9 @@ void fiber_barrier(void *sched) {
 // A barrier reached in a group run as a loop: the kernel was not seen to
 // use barriers (e.g. hidden behind a macro of another file). Recorded; the
 // launch reports it.
-void loop_barrier(void *flag) { static_cast<std::atomic<bool> *>(flag)->store(true, std::memory_order_relaxed); }
+void loop_barrier(void *flag) {
+  static_cast<std::atomic<bool> *>(flag)->store(true, std::memory_order_relaxed);
+}
 
 }  // namespace
 
@@ -279,7 +281,12 @@ std::string run_kernel(ThreadPool &pool, StackPool &stacks, const KernelLaunch &
   std::atomic<bool> misuse{false}, no_memory{false};
   const bool fibers = L.kernel->uses_barrier != 0;
 
-  auto run_group = [&](uint64_t gi) {
+  const bool loops = L.kernel->run_group_loops != nullptr;
+  // Work-item loops keep per-work-item variables in scratch memory: one
+  // buffer per chunk of groups (a chunk runs on one thread).
+  const uint64_t scratch_bytes = loops ? uint64_t(items) * L.kernel->loops_scratch_per_item + 64 : 0;
+
+  auto run_group = [&](uint64_t gi, unsigned char *scratch) {
     gpuhal_host_group g{};
     g.group_id[0] = uint32_t(gi % gx);
     g.group_id[1] = uint32_t((gi / gx) % gy);
@@ -296,7 +303,15 @@ std::string run_kernel(ThreadPool &pool, StackPool &stacks, const KernelLaunch &
         no_memory = true;
         return;
       }
-      g.dynamic_shared = reinterpret_cast<unsigned char *>((reinterpret_cast<uintptr_t>(dyn.get()) + 15) & ~uintptr_t(15));
+      g.dynamic_shared =
+          reinterpret_cast<unsigned char *>((reinterpret_cast<uintptr_t>(dyn.get()) + 15) & ~uintptr_t(15));
+    }
+    if (loops) {
+      g.barrier = loop_barrier;
+      g.scheduler = &misuse;
+      g.scratch = scratch;
+      L.kernel->run_group_loops(&g, L.args.data());
+      return;
     }
     if (!fibers) {
       g.barrier = loop_barrier;
@@ -326,8 +341,8 @@ std::string run_kernel(ThreadPool &pool, StackPool &stacks, const KernelLaunch &
       // Staggered tops: stacks at the same page offset would all map to the
       // same cache sets and evict each other at every switch.
       const size_t color = (i % 61) * 64;
-      f[i].fc = ctx::make_fcontext(static_cast<char *>(f[i].stack.base) + s.stack_bytes - color,
-                                   s.stack_bytes - color, fiber_entry);
+      f[i].fc = ctx::make_fcontext(static_cast<char *>(f[i].stack.base) + s.stack_bytes - color, s.stack_bytes - color,
+                                   fiber_entry);
     }
     if (ok) {
       uint32_t remaining = items;
@@ -346,15 +361,23 @@ std::string run_kernel(ThreadPool &pool, StackPool &stacks, const KernelLaunch &
       no_memory = true;
     }
     if (ok) stacks.release(items, st.data());
- };
+  };
   // Groups are handed out in chunks (about eight per participant), so that
   // small groups do not pay a hand-out each.
   const uint64_t chunk = std::max<uint64_t>(1, groups / (uint64_t(pool.size()) * 8));
   pool.parallel_for((groups + chunk - 1) / chunk, [&](uint64_t c) {
+    std::unique_ptr<unsigned char[]> scratch;
+    if (scratch_bytes) {
+      scratch.reset(new (std::nothrow) unsigned char[scratch_bytes]);
+      if (!scratch) {
+        no_memory = true;
+        return;
+      }
+    }
     const uint64_t end = std::min(groups, (c + 1) * chunk);
-    for (uint64_t gi = c * chunk; gi < end; ++gi) run_group(gi);
+    for (uint64_t gi = c * chunk; gi < end; ++gi) run_group(gi, scratch.get());
   });
-  if (no_memory) return "out of memory for work-group fiber stacks or dynamic shared memory";
+  if (no_memory) return "out of memory for work-group fiber stacks, work-item variables or dynamic shared memory";
   if (misuse)
     return std::string("kernel '") + L.kernel->name +
            "' reached gpuhal_barrier but was compiled as barrier-free (its barrier was not visible in the source)";

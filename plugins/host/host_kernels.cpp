@@ -11,6 +11,7 @@
 #include "host_context.hpp"
 #include "host_faults.hpp"
 #include "host_lowering.hpp"
+#include "host_workitem_loops.hpp"
 #include "plugin_support.hpp"
 
 namespace gpuhal::host {
@@ -114,11 +115,34 @@ gpuhal_status_t module_compile(gpuhal_context_t ctx, const gpuhal_compile_args_t
     if (!args || args->struct_size < sizeof(gpuhal_compile_args_t) || !args->source || !image || !bytes || !format ||
         (args->kernel_count && !args->kernel_names))
       return fail(GPUHAL_ERROR_INVALID_VALUE, "module_compile: null or short argument");
-    std::string source = args->source;
-    source += "\n";
-    source += host_kernel_entry_points(*args);
+    const std::string options = args->options ? args->options : "";
+    std::vector<std::string> barrier_kernels;
+    for (uint32_t i = 0; i < args->kernel_count; ++i)
+      if (args->kernel_uses_barrier && args->kernel_uses_barrier[i]) barrier_kernels.push_back(args->kernel_names[i]);
+    WorkItemLoops loops;
+    if (plugin_state().work_item_loops) loops = make_work_item_loops(args->source, barrier_kernels);
+    for (const auto &k : loops.kernels)
+      plugin::log(GPUHAL_LOG_DEBUG, "host: kernel '" + k + "' runs as work-item loops");
+    for (const auto &k : loops.skipped)
+      plugin::log(GPUHAL_LOG_DEBUG, "host: kernel '" + k.first + "' runs its work-items as fibers: " + k.second);
     std::vector<unsigned char> so;
-    const gpuhal_status_t st = compile_host_module(plugin_state().compiler, source, args->options ? args->options : "", &so);
+    gpuhal_status_t st = GPUHAL_ERROR_COMPILATION_FAILED;
+    if (!loops.kernels.empty()) {
+      // The rewrite is checked by the compiler: should it not compile (a
+      // construct the pass misread), the kernels keep their fibers and any
+      // error shown is about the user's own source.
+      st = compile_host_module(
+          plugin_state().compiler,
+          std::string(args->source) + "\n" + loops.text + host_kernel_entry_points(*args, loops.kernels), options, &so);
+      if (st != GPUHAL_SUCCESS)
+        plugin::log(GPUHAL_LOG_INFO,
+                    "host: the work-item loops did not compile; the module's barrier kernels run as "
+                    "fibers: " +
+                        std::string(plugin::last_error()).substr(0, 2000));
+    }
+    if (st != GPUHAL_SUCCESS)
+      st = compile_host_module(plugin_state().compiler,
+                               std::string(args->source) + "\n" + host_kernel_entry_points(*args, {}), options, &so);
     if (st != GPUHAL_SUCCESS) return st;
     void *out = std::malloc(so.size());
     if (!out) return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "module_compile: out of host memory for the image");
@@ -130,7 +154,9 @@ gpuhal_status_t module_compile(gpuhal_context_t ctx, const gpuhal_compile_args_t
   });
 }
 
-void image_free(void *image) { std::free(image); }
+void image_free(void *image) {
+  std::free(image);
+}
 
 gpuhal_status_t module_load(gpuhal_context_t ctx, const void *image, uint64_t bytes, uint32_t format,
                             gpuhal_module_t *out) {
@@ -188,7 +214,8 @@ gpuhal_status_t module_load(gpuhal_context_t ctx, const void *image, uint64_t by
                                                   std::to_string(GPUHAL_HOST_KERNEL_ABI_VERSION));
     for (const gpuhal_host_kernel *k = table; k->name; ++k) {
       if (!k->run_group || !k->run_item || (k->param_count && !k->param_sizes))
-        return fail(GPUHAL_ERROR_INVALID_IMAGE, std::string("module_load: kernel '") + k->name + "' has a broken entry");
+        return fail(GPUHAL_ERROR_INVALID_IMAGE,
+                    std::string("module_load: kernel '") + k->name + "' has a broken entry");
       m->kernels.push_back(k);
     }
     HostModule *raw = m.get();
@@ -273,7 +300,8 @@ gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuha
     L->kernel = k;
     size_t total = 0;
     for (uint32_t i = 0; i < arg_count; ++i) {
-      if (!args || !args[i]) return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: argument " + std::to_string(i) + " is null");
+      if (!args || !args[i])
+        return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: argument " + std::to_string(i) + " is null");
       if (k->param_sizes[i] > 8)
         return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: parameter " + std::to_string(i) + " of kernel '" + k->name +
                                                     "' is " + std::to_string(k->param_sizes[i]) +

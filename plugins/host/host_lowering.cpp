@@ -1,5 +1,6 @@
 #include "host_lowering.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "host_kernel_abi.hpp"
@@ -64,8 +65,7 @@ const Builtin kBuiltins[] = {
     {"GPUHAL_SHARED_ARRAY", "#define GPUHAL_SHARED_ARRAY(T, name, n) alignas(16) static thread_local T name[(n)]"},
     {"GPUHAL_DYNAMIC_SHARED",
      "#define GPUHAL_DYNAMIC_SHARED(T, name) T *name = (T *)(__gpuhal_wi->group->dynamic_shared)"},
-    {"gpuhal_dynamic_shared_bytes",
-     "#define gpuhal_dynamic_shared_bytes() (__gpuhal_wi->group->dynamic_shared_bytes)"},
+    {"gpuhal_dynamic_shared_bytes", "#define gpuhal_dynamic_shared_bytes() (__gpuhal_wi->group->dynamic_shared_bytes)"},
     {"GPUHAL_LOCAL_ARRAY", "#define GPUHAL_LOCAL_ARRAY(T, name, n) T name[(n)]"},
 };
 
@@ -109,6 +109,10 @@ template <class... P> struct sig<void (*)(P...)> {
         }
     __gpuhal_wi = nullptr;
   }
+  template <void (*W)(const gpuhal_host_group *, P...), size_t... I>
+  static void loops(const gpuhal_host_group *g, void *const *a, std::index_sequence<I...>) {
+    W(g, arg<P>(a[I])...);
+  }
   template <void (*K)(P...), size_t... I>
   static void item(const gpuhal_host_item *it, void *const *a, std::index_sequence<I...>) {
     __gpuhal_wi = it;
@@ -118,6 +122,10 @@ template <class... P> struct sig<void (*)(P...)> {
 template <auto K> static void run_group(const gpuhal_host_group *g, void *const *a) {
   using S = sig<decltype(K)>;
   S::template group<K>(g, a, std::make_index_sequence<S::count>());
+}
+template <auto K, auto W> static void run_loops(const gpuhal_host_group *g, void *const *a) {
+  using S = sig<decltype(K)>;
+  S::template loops<W>(g, a, std::make_index_sequence<S::count>());
 }
 template <auto K> static void run_item(const gpuhal_host_item *it, void *const *a) {
   using S = sig<decltype(K)>;
@@ -137,7 +145,7 @@ const char *host_lowering(const char *builtin) {
   return nullptr;
 }
 
-std::string host_kernel_entry_points(const gpuhal_compile_args_t &args) {
+std::string host_kernel_entry_points(const gpuhal_compile_args_t &args, const std::vector<std::string> &loops) {
   std::string s = kEntryTemplates;
   s += "extern \"C\" __attribute__((visibility(\"default\"))) const uint32_t gpuhal_host_kernel_abi = " +
        std::to_string(GPUHAL_HOST_KERNEL_ABI_VERSION) + ";\n";
@@ -145,11 +153,15 @@ std::string host_kernel_entry_points(const gpuhal_compile_args_t &args) {
   for (uint32_t i = 0; i < args.kernel_count; ++i) {
     const std::string k = args.kernel_names[i];
     const bool barrier = args.kernel_uses_barrier && args.kernel_uses_barrier[i];
+    const bool has_loops = std::find(loops.begin(), loops.end(), k) != loops.end();
     s += "  {\"" + k + "\", &__gpuhal_host::run_group<&" + k + ">, &__gpuhal_host::run_item<&" + k +
          ">, __gpuhal_host::sig<decltype(&" + k + ")>::count, __gpuhal_host::sig<decltype(&" + k + ")>::sizes, " +
-         (barrier ? "1u" : "0u") + "},\n";
+         (barrier ? "1u" : "0u") + ", " +
+         (has_loops ? "&__gpuhal_host::run_loops<&" + k + ", &" + k + "__gpuhal_loops>, " + k + "__gpuhal_loops_scratch"
+                    : std::string("nullptr, 0u")) +
+         "},\n";
   }
-  s += "  {nullptr, nullptr, nullptr, 0u, nullptr, 0u}};\n";
+  s += "  {nullptr, nullptr, nullptr, 0u, nullptr, 0u, nullptr, 0u}};\n";
   return s;
 }
 

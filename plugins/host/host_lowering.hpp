@@ -14,7 +14,8 @@ namespace gpuhal::host {
 const char *host_lowering(const char *builtin);
 
 // The C++ text that exports gpuhal_host_kernels for the given kernels
-// (appended after the lowered source).
-std::string host_kernel_entry_points(const gpuhal_compile_args_t &args);
+// (appended after the lowered source). `loops`: the kernels for which the
+// source defines work-item loops (host_workitem_loops.hpp).
+std::string host_kernel_entry_points(const gpuhal_compile_args_t &args, const std::vector<std::string> &loops);
 
 }  // namespace gpuhal::host

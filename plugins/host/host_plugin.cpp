@@ -75,10 +75,12 @@ gpuhal_status_t init(const gpuhal_init_args_t *args) {
     uint64_t limit = 0;
     int64_t threads = 0;
     uint64_t fiber_stack = 64 * 1024;
+    int64_t loops = 1;
     if (!opts.get_int("GPUHAL_HOST_DEVICES", 0, 64, &devices, &error) ||
         !opts.get_bytes("GPUHAL_HOST_MEMORY_LIMIT", &limit, &error) ||
         !opts.get_int("GPUHAL_HOST_THREADS", 0, 1024, &threads, &error) ||
-        !opts.get_bytes("GPUHAL_HOST_FIBER_STACK", &fiber_stack, &error))
+        !opts.get_bytes("GPUHAL_HOST_FIBER_STACK", &fiber_stack, &error) ||
+        !opts.get_int("GPUHAL_HOST_WORK_ITEM_LOOPS", 0, 1, &loops, &error))
       return fail(GPUHAL_ERROR_INVALID_CONFIG, error);
     if (fiber_stack < 16 * 1024 || fiber_stack > (uint64_t(1) << 30))
       return fail(GPUHAL_ERROR_INVALID_CONFIG,
@@ -104,6 +106,7 @@ gpuhal_status_t init(const gpuhal_init_args_t *args) {
     st.init_count = 1;
     st.threads = unsigned(threads);
     st.fiber_stack = size_t(fiber_stack);
+    st.work_item_loops = loops != 0;
     if (auto cxx = opts.get("GPUHAL_HOST_CXX"); cxx && !cxx->empty()) st.compiler.cxx = *cxx;
     if (auto dir = opts.get("GPUHAL_KERNEL_CACHE"); dir && !dir->empty()) st.compiler.cache_dir = *dir;
     for (int64_t i = 0; i < devices; ++i) {

@@ -67,3 +67,111 @@ GPUHAL_KERNEL void dyn(GPUHAL_GLOBAL float *out, GPUHAL_GLOBAL unsigned *bytes) 
 )";
 
 }  // namespace
+
+// Barrier kernels that exercise every construct of the host backend's
+// work-item loops (plugins/host/host_workitem_loops.hpp): a barrier loop
+// with per-work-item variables carried across barriers (a value, a private
+// array, a rematerialised chain), early returns, and a device function
+// reading the work-item's id. (Outside the anonymous namespace: not every
+// test file uses them.)
+inline const char *const kRotateRounds = R"(
+GPUHAL_DEVICE unsigned lane(void) { return gpuhal_local_id(0); }
+GPUHAL_KERNEL void rotate_rounds(GPUHAL_GLOBAL int *out, unsigned n, int rounds) {
+  GPUHAL_SHARED_ARRAY(int, s, 64);
+  unsigned lid = gpuhal_local_id(0), gid = gpuhal_global_id(0);
+  unsigned twice = lid * 2u, next = twice + 1u;
+  int acc = 0;
+  int priv[2];
+  priv[0] = (int)lane();
+  priv[1] = (int)next;
+  s[lid] = (int)gid;
+  gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+  if (gid >= n) return;
+  for (int r = 0; r < rounds; ++r) {
+    int v = s[(lid + 1) % 64];
+    gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+    s[lid] = v;
+    acc += v;
+    gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+  }
+  out[gid] = acc * 4 + (priv[0] - (int)lid) + (priv[1] - (int)twice - 1);
+}
+)";
+
+// if / else, while and do-while around barriers, a 3-D block, a block that
+// shadows a per-work-item variable, a shared counter read by a loop header.
+inline const char *const kBranches = R"(
+GPUHAL_KERNEL void branches(GPUHAL_GLOBAL int *out, int mode) {
+  GPUHAL_SHARED_ARRAY(int, s, 256);
+  GPUHAL_SHARED_ARRAY(int, count, 1);
+  unsigned x = gpuhal_local_id(0), y = gpuhal_local_id(1), z = gpuhal_local_id(2);
+  unsigned lin = (z * gpuhal_local_size(1) + y) * gpuhal_local_size(0) + x;
+  unsigned total = gpuhal_local_size(0) * gpuhal_local_size(1) * gpuhal_local_size(2);
+  int v = (int)lin;
+  if (lin == 0) count[0] = 3;
+  s[lin] = v;
+  gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+  if (mode > 0) {
+    int w = s[total - 1 - lin];
+    gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+    s[lin] = w;
+  } else {
+    gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+    s[lin] = -v;
+  }
+  gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE | GPUHAL_GLOBAL_MEM_FENCE);
+  while (count[0] > 0) {
+    v += s[(lin + 1) % total];
+    gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+    if (lin == 0) count[0] -= 1;
+    gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+  }
+  int rounds = 0;
+  do {
+    {
+      int v = 1000; /* shadows the outer v in this block only */
+      s[lin] = v;
+    }
+    gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+    rounds++;
+  } while (rounds < 2);
+  out[gpuhal_group_id(0) * total + lin] = v + s[lin] + rounds * 100000;
+}
+)";
+
+// A barrier loop inside a barrier loop, bounds from parameters, a pointer
+// that lives across barriers.
+inline const char *const kNestedLoops = R"(
+GPUHAL_KERNEL void nested_loops(GPUHAL_GLOBAL int *out, GPUHAL_GLOBAL const int *in, int outer, int inner) {
+  GPUHAL_SHARED_ARRAY(int, s, 128);
+  unsigned lid = gpuhal_local_id(0);
+  GPUHAL_GLOBAL const int *mine = in + gpuhal_global_id(0);
+  int acc = 0;
+  for (int i = 0; i < outer; ++i) {
+    for (int j = 0; j < inner; j++) {
+      s[lid] = *mine + i * j;
+      gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+      acc += s[gpuhal_local_size(0) - 1 - lid];
+      gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+    }
+  }
+  out[gpuhal_global_id(0)] = acc;
+}
+)";
+
+// Work-item 0 returns, and in the last group every work-item does: loop
+// conditions around barriers must be read from a work-item still running.
+inline const char *const kCountdown = R"(
+GPUHAL_KERNEL void countdown(GPUHAL_GLOBAL int *out, unsigned n) {
+  unsigned gid = gpuhal_global_id(0);
+  if (gid >= n || gpuhal_local_id(0) == 0) return;
+  int k = 3, steps = 0;
+  gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+  while (k > 0) {
+    gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+    k--;
+    steps++;
+  }
+  out[gid] = steps;
+}
+)";

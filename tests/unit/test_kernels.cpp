@@ -32,7 +32,8 @@ GPUHAL_KERNEL void neighbour(GPUHAL_GLOBAL int *out) {
   GPUHAL_SHARED_ARRAY(int, s, 64);
   unsigned lid = gpuhal_local_id(0), n = gpuhal_local_size(0);
   s[lid] = (int)(gpuhal_group_id(0) * 1000 + lid + 1);
-  )") + (with_barrier ? "gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);" : "/* no barrier */") + R"(
+  )") + (with_barrier ? "gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);" : "/* no barrier */") +
+         R"(
   out[gpuhal_global_id(0)] = s[(lid + 1) % n];
 }
 )";
@@ -47,8 +48,7 @@ int neighbour_mismatches(const Context &ctx, bool with_barrier) {
   auto h = out.copy_to_host().to_vector<int32_t>();
   int bad = 0;
   for (unsigned g = 0; g < groups; ++g)
-    for (unsigned l = 0; l < block; ++l)
-      bad += h[g * block + l] != int32_t(g * 1000 + (l + 1) % block + 1);
+    for (unsigned l = 0; l < block; ++l) bad += h[g * block + l] != int32_t(g * 1000 + (l + 1) % block + 1);
   return bad;
 }
 
@@ -310,8 +310,8 @@ TEST_CASE("kernel: bad kernels and bad launches give clear errors and leave the 
                          Status::ERROR_COMPILATION_FAILED, "defined twice");
     REQUIRE_GPUHAL_ERROR(Module::compile(ctx, "GPUHAL_KERNEL void k(int n) {"), Status::ERROR_COMPILATION_FAILED,
                          "not closed");
-    REQUIRE_GPUHAL_ERROR(Module::compile(ctx, "GPUHAL_KERNEL void k(float **p) { }"),
-                         Status::ERROR_COMPILATION_FAILED, "pointer-to-pointer");
+    REQUIRE_GPUHAL_ERROR(Module::compile(ctx, "GPUHAL_KERNEL void k(float **p) { }"), Status::ERROR_COMPILATION_FAILED,
+                         "pointer-to-pointer");
   }
   Module m = Module::compile(ctx, kSaxpy);
   Kernel k = m.kernel("saxpy");
@@ -329,8 +329,9 @@ TEST_CASE("kernel: bad kernels and bad launches give clear errors and leave the 
                          "dynamic shared memory");
   }
   SECTION("wrong argument count and types") {
-    REQUIRE_GPUHAL_ERROR(k({1}, {64})(y, x, 1.0f), Status::ERROR_INVALID_VALUE,
-                         "takes 4 argument(s) (GPUHAL_GLOBAL float * y, GPUHAL_GLOBAL const float * x, float a, int n), 3 given");
+    REQUIRE_GPUHAL_ERROR(
+        k({1}, {64})(y, x, 1.0f), Status::ERROR_INVALID_VALUE,
+        "takes 4 argument(s) (GPUHAL_GLOBAL float * y, GPUHAL_GLOBAL const float * x, float a, int n), 3 given");
     auto xi = device_array(ctx, {64}, dtypes::int32);
     REQUIRE_GPUHAL_ERROR(k({1}, {64})(y, xi, 1.0f, 64), Status::ERROR_INVALID_DTYPE, "argument 2 (x)");
     REQUIRE_GPUHAL_ERROR(k({1}, {64})(y, 1.0f, 1.0f, 64), Status::ERROR_INVALID_VALUE, "a scalar for the pointer");
@@ -479,4 +480,90 @@ TEST_CASE("kernel: the lowering defines every builtin and gpuhal-info can print 
   Module m = Module::compile(ctx, kSaxpy);
   CHECK_THAT(m.lowered_source(), Catch::Matchers::Contains("#define gpuhal_barrier(flags)"));
   CHECK_THAT(m.lowered_source(), Catch::Matchers::EndsWith(std::string(kSaxpy) + "\n"));
+}
+
+// The host backend runs these as work-item loops (as fibers with
+// GPUHAL_HOST_WORK_ITEM_LOOPS=0: ctest runs the [kernel] and [loops] tests
+// both ways); each result is checked against a simulation on the CPU.
+TEST_CASE("kernel: barrier loops, early returns and values carried across barriers match a CPU simulation", "[loops]") {
+  Context ctx = kernel_context();
+  Kernel k = Module::compile(ctx, kRotateRounds).kernel("rotate_rounds");
+  const unsigned groups = 3, block = 64, n = 150;
+  auto out = device_array(ctx, {groups * block}, dtypes::int32);
+  out.memset(0xff);
+  for (int rounds : {0, 1, 5}) {
+    k({groups}, {block})(out, n, rounds);
+    auto h = out.copy_to_host().to_vector<int32_t>();
+    for (unsigned g = 0; g < groups; ++g) {
+      // Work-items past n returned after filling their slot; their slots keep it.
+      std::vector<int> s(block), acc(block, 0), v(block);
+      for (unsigned l = 0; l < block; ++l) s[l] = int(g * block + l);
+      for (int r = 0; r < rounds; ++r) {
+        for (unsigned l = 0; l < block; ++l) v[l] = s[(l + 1) % block];
+        for (unsigned l = 0; l < block; ++l)
+          if (g * block + l < n) {
+            s[l] = v[l];
+            acc[l] += v[l];
+          }
+      }
+      for (unsigned l = 0; l < block; ++l) {
+        INFO("rounds " << rounds << " group " << g << " item " << l);
+        REQUIRE(h[g * block + l] == (g * block + l < n ? acc[l] * 4 : -1));
+      }
+    }
+  }
+}
+
+TEST_CASE("kernel: if / else, while and do-while around barriers in a 3-D block match a CPU simulation", "[loops]") {
+  Context ctx = kernel_context();
+  Kernel k = Module::compile(ctx, kBranches).kernel("branches");
+  const unsigned groups = 3, total = 4 * 4 * 2;
+  auto out = device_array(ctx, {groups * total}, dtypes::int32);
+  for (int mode : {1, 0}) {
+    out.memset(0);
+    k({groups}, {4, 4, 2})(out, mode);
+    auto h = out.copy_to_host().to_vector<int32_t>();
+    for (unsigned g = 0; g < groups; ++g)
+      for (unsigned lin = 0; lin < total; ++lin) {
+        const unsigned nb = (lin + 1) % total;
+        const int s_nb = mode > 0 ? int(total - 1 - nb) : -int(nb);
+        const int v = int(lin) + 3 * s_nb;
+        INFO("mode " << mode << " group " << g << " item " << lin);
+        REQUIRE(h[g * total + lin] == v + 1000 + 2 * 100000);
+      }
+  }
+}
+
+TEST_CASE("kernel: a barrier loop nested in a barrier loop matches a CPU simulation", "[loops]") {
+  Context ctx = kernel_context();
+  Kernel k = Module::compile(ctx, kNestedLoops).kernel("nested_loops");
+  const unsigned groups = 2, block = 128;
+  std::vector<int32_t> in(groups * block);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = int32_t(i * 7 % 101);
+  auto din = to_device(ctx, HostView::of(in));
+  auto out = device_array(ctx, {groups * block}, dtypes::int32);
+  const int outer = 3, inner = 4;
+  k({groups}, {block})(out, din, outer, inner);
+  auto h = out.copy_to_host().to_vector<int32_t>();
+  for (unsigned g = 0; g < groups; ++g)
+    for (unsigned l = 0; l < block; ++l) {
+      int acc = 0;
+      for (int i = 0; i < outer; ++i)
+        for (int j = 0; j < inner; ++j) acc += in[g * block + (block - 1 - l)] + i * j;
+      REQUIRE(h[g * block + l] == acc);
+    }
+}
+
+TEST_CASE("kernel: loop conditions around barriers are read from a work-item that has not returned", "[loops]") {
+  Context ctx = kernel_context();
+  Kernel k = Module::compile(ctx, kCountdown).kernel("countdown");
+  const unsigned groups = 3, block = 64, n = 100;
+  auto out = device_array(ctx, {groups * block}, dtypes::int32);
+  out.memset(0xff);
+  k({groups}, {block})(out, n);
+  auto h = out.copy_to_host().to_vector<int32_t>();
+  for (unsigned i = 0; i < groups * block; ++i) {
+    INFO("item " << i);
+    REQUIRE(h[i] == (i < n && i % block != 0 ? 3 : -1));
+  }
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +16,11 @@ inline gpuhal::Runtime host_runtime(std::vector<std::pair<std::string, std::stri
   gpuhal::Config c;
   c.backend = "host";
   c.plugin_path = {GPUHAL_TEST_LIB_DIR};
+  // ctest runs the kernel tests once more with the host backend's work-item
+  // loops off (fibers only), and once with debug logging to catch a rewrite
+  // that did not compile.
+  if (const char *v = std::getenv("GPUHAL_HOST_WORK_ITEM_LOOPS")) c.set_option("GPUHAL_HOST_WORK_ITEM_LOOPS", v);
+  if (const char *v = std::getenv("GPUHAL_LOG"); v && std::string(v) == "debug") c.log_level = gpuhal::LogLevel::Debug;
   for (auto &kv : options) c.set_option(kv.first, kv.second);
   return gpuhal::Runtime::load(c);
 }

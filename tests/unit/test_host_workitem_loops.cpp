@@ -1,0 +1,167 @@
+// The host backend's rewrite of barrier kernels into work-item loops
+// (plugins/host/host_workitem_loops.cpp), as a pure function: which kernels
+// it takes, which it leaves to fibers and why. What the rewritten kernels
+// compute is checked by the [loops] and [kernel] tests in test_kernels.cpp.
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "host_workitem_loops.hpp"
+#include "kernel_sources.hpp"
+
+using gpuhal::host::make_work_item_loops;
+
+namespace {
+
+std::string skip_reason(const std::string &source, const std::string &kernel) {
+  auto r = make_work_item_loops(source, {kernel});
+  REQUIRE(r.kernels.empty());
+  REQUIRE(r.skipped.size() == 1);
+  CHECK(r.skipped[0].first == kernel);
+  CHECK(r.text.empty());
+  return r.skipped[0].second;
+}
+
+}  // namespace
+
+TEST_CASE("work-item loops: the test suite's barrier kernels are all rewritten", "[loops-rewrite]") {
+  const std::pair<const char *, const char *> kernels[] = {{kReduce, "block_sum"},  {kMatmul, "matmul"},
+                                                           {kDynamic, "dyn"},       {kRotateRounds, "rotate_rounds"},
+                                                           {kBranches, "branches"}, {kNestedLoops, "nested_loops"}};
+  for (const auto &k : kernels) {
+    INFO(k.second);
+    auto r = make_work_item_loops(k.first, {k.second});
+    for (const auto &s : r.skipped) INFO(s.first << ": " << s.second);
+    REQUIRE(r.skipped.empty());
+    REQUIRE(r.kernels == std::vector<std::string>{k.second});
+    CHECK(r.text.find(std::string("static void ") + k.second + "__gpuhal_loops(const gpuhal_host_group *") !=
+          std::string::npos);
+    CHECK(r.text.find(std::string(k.second) + "__gpuhal_loops_scratch") != std::string::npos);
+    // The builtins are redefined for the loops and restored after them.
+    CHECK(r.text.find("#pragma push_macro(\"gpuhal_local_id\")") != std::string::npos);
+    CHECK(r.text.find("#pragma pop_macro(\"gpuhal_local_id\")") != std::string::npos);
+  }
+}
+
+TEST_CASE("work-item loops: ids stay loop indices, values carried across barriers get per-item slots",
+          "[loops-rewrite]") {
+  auto r = make_work_item_loops(kReduce, {"block_sum"});
+  REQUIRE(r.kernels.size() == 1);
+  // lid = gpuhal_local_id(0) is evaluated again in every loop: no scratch.
+  CHECK(r.text.find("unsigned lid = (gpuhal_local_id(0));") != std::string::npos);
+  CHECK(r.text.find("__gpuhal_s0") == std::string::npos);
+  CHECK(r.text.find("block_sum__gpuhal_loops_scratch = 0;") != std::string::npos);
+  // The reduction's loop header stays at group level, around the loops:
+  // init once, condition and step as the representative work-item sees them.
+  CHECK(r.text.find("for (unsigned stride = gpuhal_local_size(0) / 2; ; ) {") != std::string::npos);
+  CHECK(r.text.find("__gpuhal_c = (stride > 0);") != std::string::npos);
+  CHECK(r.text.find("stride /= 2;") != std::string::npos);
+
+  r = make_work_item_loops(kMatmul, {"matmul"});
+  REQUIRE(r.kernels.size() == 1);
+  // acc is written by every work-item in every tile: one slot each.
+  CHECK(r.text.find("typedef std::remove_const_t<float> matmul__gpuhal_t0;") != std::string::npos);
+  CHECK(r.text.find("auto &acc = __gpuhal_s0[__gpuhal_i]; acc = 0.0f;") != std::string::npos);
+  CHECK(r.text.find("auto &acc = __gpuhal_s0[__gpuhal_i];\n") != std::string::npos);
+
+  r = make_work_item_loops(kRotateRounds, {"rotate_rounds"});
+  REQUIRE(r.kernels.size() == 1);
+  // return marks the work-item done; a device function reads the thread-local item.
+  CHECK(r.text.find("{ __gpuhal_done[__gpuhal_i] = 1; goto __gpuhal_next") != std::string::npos);
+  CHECK(r.text.find("if (__gpuhal_done[__gpuhal_i]) continue;") != std::string::npos);
+  CHECK(r.text.find("__gpuhal_item.local_id[0] = __gpuhal_x;") != std::string::npos);
+  CHECK(r.text.find("typedef std::remove_const_t<int> rotate_rounds__gpuhal_t1[2];") != std::string::npos);
+}
+
+TEST_CASE("work-item loops: kernels the rewrite cannot prove right keep their fibers, with the reason",
+          "[loops-rewrite]") {
+  CHECK_THAT(skip_reason(R"(
+GPUHAL_DEVICE void sync_all(void) { gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE); }
+GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *o) { o[0] = 1; sync_all(); gpuhal_barrier(1); }
+)",
+                         "k"),
+             Catch::Contains("outside kernel bodies"));
+  CHECK_THAT(skip_reason(R"(
+#define SYNC gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE)
+GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *o) { o[0] = 1; SYNC; }
+)",
+                         "k"),
+             Catch::Contains("outside kernel bodies"));
+  CHECK_THAT(skip_reason(R"(
+GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *o) {
+  int i = 0;
+again:
+  o[i] = 1;
+  gpuhal_barrier(1);
+  if (++i < 2) goto again;
+}
+)",
+                         "k"),
+             Catch::Contains("goto"));
+  CHECK_THAT(skip_reason(R"(
+GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *o, int n) { n += (int)gpuhal_local_id(0); gpuhal_barrier(1); o[0] = n; }
+)",
+                         "k"),
+             Catch::Contains("parameter 'n'"));
+  CHECK_THAT(skip_reason(R"(
+GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *o) {
+  for (int i = 0; i < 4; ++i) { if (o[i]) break; gpuhal_barrier(1); }
+}
+)",
+                         "k"),
+             Catch::Contains("break"));
+  CHECK_THAT(skip_reason(R"(
+GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *o) {
+  for (int i = 0; i < 4; ++i) { gpuhal_barrier(1); i += o[0]; }
+}
+)",
+                         "k"),
+             Catch::Contains("loop variable 'i'"));
+  CHECK_THAT(skip_reason(R"(
+GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *o) { auto a = o[gpuhal_local_id(0)]; gpuhal_barrier(1); o[1] = a; }
+)",
+                         "k"),
+             Catch::Contains("cannot read"));
+  CHECK_THAT(skip_reason(R"(
+GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *o) { int a = (gpuhal_barrier(1), 2); o[0] = a; }
+)",
+                         "k"),
+             Catch::Contains("expression"));
+  CHECK_THAT(skip_reason(R"(
+GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *o) {
+  int i = 0;
+  gpuhal_barrier(1);
+  while (i++ < 3) { gpuhal_barrier(1); }
+  o[0] = i;
+}
+)",
+                         "k"),
+             Catch::Contains("writes the per-work-item 'i'"));
+  CHECK_THAT(skip_reason(R"(
+GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *o) {
+#if 1
+  o[0] = 1;
+#endif
+  gpuhal_barrier(1);
+}
+)",
+                         "k"),
+             Catch::Contains("preprocessor"));
+  // A kernel the core marked but whose definition has another shape.
+  CHECK_THAT(skip_reason("GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *o) { gpuhal_barrier(1); }", "other"),
+             Catch::Contains("not of the form"));
+}
+
+TEST_CASE("work-item loops: only the user's source after the core's marker is read", "[loops-rewrite]") {
+  // The lowering's own definitions (before the marker) mention the builtins
+  // and gpuhal_barrier; they must not count as uses outside kernel bodies.
+  const std::string source =
+      std::string("#define gpuhal_barrier(f) __gpuhal_barrier_impl()\n") + "#line 1 \"kernel\"\n" + kReduce;
+  auto r = make_work_item_loops(source, {"block_sum"});
+  CHECK(r.skipped.empty());
+  CHECK(r.kernels == std::vector<std::string>{"block_sum"});
+  // No barrier kernels: nothing to do.
+  r = make_work_item_loops(kSaxpy, {});
+  CHECK(r.text.empty());
+  CHECK(r.kernels.empty());
+}
