@@ -270,7 +270,22 @@ class Rewriter {
     }
     if (!stack.empty()) throw Unsupported{"unbalanced brackets"};
   }
-  size_t partner(size_t i) const { return match_[i - bb_]; }
+  size_t partner(size_t i) const {
+    if (i < bb_ || i >= be_ || !std::strchr("([{)]}", t_[i].s[0]) || t_[i].s.size() != 1)
+      throw Unsupported{"a bracket was expected"};
+    return match_[i - bb_];
+  }
+
+  // Statements nest at most this deep (the parse is recursive).
+  static constexpr int kMaxDepth = 200;
+  struct Deeper {
+    explicit Deeper(int *d) : d_(d) {
+      if (++*d_ > kMaxDepth) throw Unsupported{"statements nested too deeply"};
+    }
+    ~Deeper() { --*d_; }
+    int *d_;
+  };
+  mutable int depth_ = 0;
 
   bool has_barrier(size_t b, size_t e) const {
     for (size_t i = b; i < e; ++i)
@@ -318,6 +333,8 @@ class Rewriter {
   // ---- parsing ------------------------------------------------------------------
 
   Stmt parse(size_t &i, size_t end, int loop_depth) {
+    if (i >= end) throw Unsupported{"a statement is missing"};
+    Deeper deeper(&depth_);
     Stmt s;
     s.b = i;
     const std::string &w = t_[i].s;
@@ -404,17 +421,23 @@ class Rewriter {
   }
 
   size_t extent(size_t i, size_t end) const {
+    if (i >= end) throw Unsupported{"a statement is missing"};
+    Deeper deeper(&depth_);
     const std::string &w = t_[i].s;
+    auto paren = [&](size_t at) {
+      if (at >= end || t_[at].s != "(") throw Unsupported{"'" + w + "' without '('"};
+      return partner(at);
+    };
     if (w == "{") return partner(i) + 1;
     if (w == "if") {
-      size_t j = extent(partner(i + 1) + 1, end);
+      size_t j = extent(paren(i + 1) + 1, end);
       if (j < end && t_[j].s == "else") j = extent(j + 1, end);
       return j;
     }
-    if (w == "for" || w == "while" || w == "switch") return extent(partner(i + 1) + 1, end);
+    if (w == "for" || w == "while" || w == "switch") return extent(paren(i + 1) + 1, end);
     if (w == "do") {
       size_t j = extent(i + 1, end);  // body, then while ( ... ) ;
-      if (j + 1 < end && t_[j + 1].s == "(") return partner(j + 1) + 2;
+      if (j + 1 < end && t_[j + 1].s == "(") return std::min(end, partner(j + 1) + 2);
       return end;
     }
     size_t j = i;
