@@ -32,9 +32,14 @@ bool on_worker_thread();
 
 // Context-wide completion signal: workers notify after each operation,
 // waiters (dependencies, synchronize calls) wait on it.
+// Completion of stream operations, shared by a context's streams. wait()
+// spins for a few microseconds, then sleeps on the condition variable;
+// notify() (after each completion) wakes sleepers only when there are any.
 struct Progress {
   std::mutex mu;
   std::condition_variable cv;
+  std::atomic<int> waiters{0};
+  static constexpr int kSpinMicroseconds = 5;
   void wait(const StreamState &stream, uint64_t ticket);
   void notify();
 };
@@ -62,7 +67,9 @@ struct StreamState : std::enable_shared_from_this<StreamState> {
   // Tickets handed out; incremented only under the context's submit mutex,
   // read anywhere.
   std::atomic<uint64_t> enqueued{0};
-  std::atomic<uint64_t> completed{0};
+  // Written by the worker: on a cache line of its own, away from what
+  // submitters write.
+  alignas(64) std::atomic<uint64_t> completed{0};
 
   bool idle() const { return completed.load(std::memory_order_acquire) >= enqueued_snapshot(); }
   uint64_t enqueued_snapshot() const { return enqueued.load(std::memory_order_acquire); }
@@ -81,7 +88,8 @@ struct StreamState : std::enable_shared_from_this<StreamState> {
 
  private:
   void loop();
-  std::mutex mu_;
+  // What a submitter and the worker both write, on its own cache line.
+  alignas(64) std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Op> queue_;  // swapped with the worker's batch: both keep their capacity
   bool stopping_ = false;
@@ -89,6 +97,7 @@ struct StreamState : std::enable_shared_from_this<StreamState> {
   bool sleeping_ = false;              // the worker waits on cv_ (guarded by mu_)
   std::atomic<bool> has_work_{false};  // queue_ is not empty (read while spinning)
   static constexpr int kSpinMicroseconds = 20;
+  static constexpr int kGatherPauses = 16;
   std::thread worker_;
 };
 
