@@ -7,13 +7,27 @@ namespace gpuhal::detail {
 DeallocQueue::DeallocQueue(uint64_t max_count, uint64_t max_bytes, Synchronize sync, ErrorHandler handler)
     : max_count_(max_count), max_bytes_(max_bytes), sync_(std::move(sync)), handler_(std::move(handler)) {}
 
+namespace {
+thread_local bool t_in_callback = false;
+}  // namespace
+
+DeallocQueue::CallbackScope::CallbackScope() : outer_(t_in_callback) {
+  t_in_callback = true;
+}
+DeallocQueue::CallbackScope::~CallbackScope() {
+  t_in_callback = outer_;
+}
+bool DeallocQueue::in_callback() {
+  return t_in_callback;
+}
+
 void DeallocQueue::add(Item item) {
   bool flush_now;
   {
     std::lock_guard<std::mutex> lock(mu_);
     bytes_ += item.bytes;
     items_.push_back(std::move(item));
-    flush_now = defer_depth_ == 0 && over_limits_locked();
+    flush_now = defer_depth_ == 0 && !t_in_callback && over_limits_locked();
   }
   if (flush_now) flush();
 }

@@ -36,8 +36,24 @@ class DeallocQueue {
 
   DeallocQueue(uint64_t max_count, uint64_t max_bytes, Synchronize sync, ErrorHandler handler);
 
-  // Queues `item`; flushes when over a limit and not deferred.
+  // Queues `item`; flushes when over a limit and not deferred, and not on a
+  // thread running a stream callback (the flush synchronises and calls the
+  // driver, which a callback must not do: the item waits for the next flush
+  // on another thread).
   void add(Item item);
+
+  // Marks the calling thread as running a stream callback while alive.
+  class CallbackScope {
+   public:
+    CallbackScope();
+    ~CallbackScope();
+    CallbackScope(const CallbackScope &) = delete;
+    CallbackScope &operator=(const CallbackScope &) = delete;
+
+   private:
+    bool outer_;
+  };
+  static bool in_callback();
   // Runs the queue unless deferred (or `force`). Returns the number of
   // releases that ran successfully.
   size_t flush(bool force = false);

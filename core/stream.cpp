@@ -41,11 +41,19 @@ struct CallbackBox {
   detail::Logger logger;
 };
 
-// Runs on a backend thread. Nothing may escape into the plugin's C code.
+// Runs on a backend thread, or on the thread that found the stream failed.
+// A callback whose stream failed is not run: it is released (its captures
+// destroyed), as CUDA's cuLaunchHostFunc never runs it. Releases made while
+// it runs or is destroyed are queued, not flushed here. Nothing may escape
+// into the plugin's C code.
 void run_callback(void *user, gpuhal_status_t status) {
+  detail::DeallocQueue::CallbackScope in_callback;
   std::unique_ptr<CallbackBox> box(static_cast<CallbackBox *>(user));
-  if (status != GPUHAL_SUCCESS)
-    box->logger.write(LogLevel::Warn, "stream callback runs after a stream error: " + to_string(Status(status)));
+  if (status != GPUHAL_SUCCESS) {
+    box->logger.write(LogLevel::Warn,
+                      "stream callback released without running: its stream failed (" + to_string(Status(status)) + ")");
+    return;  // box goes here, with the captures
+  }
   try {
     box->fn();
   } catch (const std::exception &e) {

@@ -172,7 +172,11 @@ typedef struct gpuhal_device_properties {
 
 /* Host callback run in stream order. `status` is GPUHAL_SUCCESS unless the
  * stream failed. It must not call stream or event entries of the same
- * context that block. */
+ * context that block. A plugin calls every callback it accepted exactly
+ * once: with GPUHAL_SUCCESS when it runs in order, or with an error status
+ * to release one that will never run (the stream or context failed, or the
+ * context is destroyed); the core then frees it without running the
+ * user's function. */
 typedef void (*gpuhal_host_fn)(void *user, gpuhal_status_t status);
 
 /* An inter-process memory handle: opaque bytes (CUDA's CUipcMemHandle is

@@ -32,7 +32,12 @@ struct CudaKernel {
   CUmodule module = nullptr;
   int max_threads = 0;                 // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
   int static_shared = 0;               // CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
-  std::atomic<int> dynamic_opt_in{0};  // the largest dynamic size opted in so far
+  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES is one value per function
+  // and the last cuFuncSetAttribute wins: raised only under opt_in_mu, to the
+  // largest size any launch needed, so that a slower thread's smaller value
+  // never lands after a larger one. dynamic_opt_in is what the driver holds.
+  std::mutex opt_in_mu;
+  std::atomic<int> dynamic_opt_in{0};
 };
 
 struct CudaContext {
@@ -45,7 +50,11 @@ struct CudaContext {
   std::unordered_set<CUdeviceptr> allocations;
   std::unordered_set<void *> host_allocations;
   std::unordered_set<void *> registrations;
-  std::unordered_set<CUdeviceptr> ipc_mappings;
+  // cuIpcOpenMemHandle of a handle already open in the context returns the
+  // same pointer and counts a reference: each open is closed once.
+  std::unordered_map<CUdeviceptr, int> ipc_mappings;
+  // Memory of the default stream-ordered pool (not exportable by IPC).
+  std::unordered_set<CUdeviceptr> pool_allocations;
   std::unordered_set<CUmodule> modules;
   std::unordered_map<const CudaKernel *, std::unique_ptr<CudaKernel>> kernels;
   // Pinned and registered host ranges (base -> bytes), for is_pinned.
@@ -62,6 +71,7 @@ struct CudaContext {
   // Device limits read at context creation (for launch checks).
   int shared_per_block = 0;
   int shared_optin = 0;
+  CUmemoryPool pool = nullptr;  // the device's default pool (nullptr: none)
 };
 
 // The live context for a handle, or nullptr.
@@ -72,15 +82,52 @@ inline const Driver &drv() {
   return driver();
 }
 
+// True on the thread running a host function (cuLaunchHostFunc): "The host
+// function must not make any CUDA API calls", so every entry refuses there.
+bool on_callback_thread();
+// True in a child process forked after the driver was initialised: CUDA is
+// not fork-safe (the driver's and the plugin's threads are not there).
+bool in_forked_child();
+
+// Makes a context current on the calling thread for one entry and puts the
+// caller's back after (cuCtxPushCurrent / cuCtxPopCurrent): the thread's
+// context stack is shared with every other CUDA user in the process (the
+// CUDA runtime, PyTorch, CuPy, Numba), so gpuhal never leaves it changed.
+// Nothing is pushed when the context is already current. enter() also
+// refuses a host-function thread and a forked child.
+class ScopedContext {
+ public:
+  ScopedContext() = default;
+  ScopedContext(const ScopedContext &) = delete;
+  ScopedContext &operator=(const ScopedContext &) = delete;
+  ~ScopedContext();
+  gpuhal_status_t enter(CUcontext cu, const char *entry);
+
+ private:
+  bool pushed_ = false;
+};
+
+// The refusal of an entry on a host-function thread or in a forked child,
+// or GPUHAL_SUCCESS (for entries that call the driver without a context).
+gpuhal_status_t check_thread(const char *entry);
+
 inline CUstream native(gpuhal_stream_t s) {
   return reinterpret_cast<CUstream>(s);  // NULL, 0x1 and 0x2 mean the same in CUDA
 }
 
-// True for the special stream handles and the streams created in c.
+// True for a stream made outside gpuhal (Context::external_stream) in c's
+// context, as the driver tells (cuStreamGetCtx).
+bool external_stream_of(CudaContext *c, gpuhal_stream_t s);
+
+// True for the special stream handles, the streams created in c and
+// streams of c's context made outside gpuhal.
 inline bool known_stream(CudaContext *c, gpuhal_stream_t s) {
   if (!s || s == GPUHAL_STREAM_LEGACY || s == GPUHAL_STREAM_PER_THREAD) return true;
-  std::lock_guard<std::mutex> lock(c->mu);
-  return c->streams.count(native(s)) != 0;
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    if (c->streams.count(native(s)) != 0) return true;
+  }
+  return external_stream_of(c, s);
 }
 
 }  // namespace gpuhal::cuda
@@ -95,8 +142,12 @@ inline bool known_stream(CudaContext *c, gpuhal_stream_t s) {
     if (r_ != CUDA_SUCCESS) return drv().error(r_, #fn);                                           \
   } while (0)
 
-// Resolves the context and makes it current, or returns from the entry.
-#define WITH_CONTEXT(entry)          \
-  CudaContext *c = find(ctx);        \
-  if (!c) return bad_context(entry); \
-  CU_CALL(cuCtxSetCurrent, c->cu)
+// Resolves the context and makes it current for the rest of the entry (the
+// caller's context comes back when the entry returns), or returns.
+#define WITH_CONTEXT(entry)                                               \
+  CudaContext *c = find(ctx);                                             \
+  if (!c) return bad_context(entry);                                      \
+  ScopedContext scoped_context_;                                          \
+  if (const gpuhal_status_t enter_ = scoped_context_.enter(c->cu, entry); \
+      enter_ != GPUHAL_SUCCESS)                                           \
+  return enter_

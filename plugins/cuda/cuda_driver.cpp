@@ -82,7 +82,8 @@ gpuhal_status_t Driver::load(const std::string &library, std::string *why) {
 }
 
 void Driver::unload() {
-  if (handle) dlclose(handle);
+  // The driver is never dlclosed: its own threads may still run (the CUDA
+  // runtime never unloads it either). A later load() finds it loaded.
   *this = Driver();
 }
 
@@ -117,11 +118,32 @@ gpuhal_status_t Driver::status_of(api::CUresult r) {
       return GPUHAL_ERROR_NOT_FOUND;
     case api::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES:
       return GPUHAL_ERROR_INVALID_VALUE;
-    case api::CUDA_ERROR_LAUNCH_FAILED:
-    case api::CUDA_ERROR_ILLEGAL_ADDRESS:
-      return GPUHAL_ERROR_LAUNCH_FAILED;
+    case api::CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
+      return GPUHAL_ERROR_UNSUPPORTED_TOOLCHAIN;
+    case api::CUDA_ERROR_NOT_PERMITTED:
+      return GPUHAL_ERROR_NOT_PERMITTED;
     default:
+      if (is_sticky(r)) return GPUHAL_ERROR_LAUNCH_FAILED;
       return GPUHAL_ERROR_DRIVER;
+  }
+}
+
+bool Driver::is_sticky(api::CUresult r) {
+  // cuda.h: "This leaves the process in an inconsistent state and any further
+  // CUDA work will return the same error."
+  switch (r) {
+    case api::CUDA_ERROR_ILLEGAL_ADDRESS:
+    case api::CUDA_ERROR_LAUNCH_TIMEOUT:
+    case api::CUDA_ERROR_ASSERT:
+    case api::CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case api::CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case api::CUDA_ERROR_MISALIGNED_ADDRESS:
+    case api::CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case api::CUDA_ERROR_INVALID_PC:
+    case api::CUDA_ERROR_LAUNCH_FAILED:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -131,6 +153,9 @@ gpuhal_status_t Driver::error(api::CUresult r, const char *call) const {
   if (!cuGetErrorString || cuGetErrorString(r, &text) != api::CUDA_SUCCESS || !text) text = nullptr;
   std::string msg = std::string(call) + " failed: " + (name ? name : "CUresult " + std::to_string(r));
   if (text) msg += std::string(" (") + text + ")";
+  if (is_sticky(r))
+    msg += "; a kernel faulted and the context is unusable until Context::reset() (every call of it returns this "
+           "error until then)";
   return plugin::fail(status_of(r), msg);
 }
 

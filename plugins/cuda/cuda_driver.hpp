@@ -32,12 +32,15 @@ struct Driver {
   // Loads and initialises the driver. On failure returns the status and
   // sets `why` (the dlerror text, a missing symbol, a stub library...).
   gpuhal_status_t load(const std::string &library, std::string *why);
+  // Forgets the entry points; the library stays loaded (never dlclosed).
   void unload();
 
   // The gpuhal status for `r`, with the thread's message set to
   // "<call>: <CUDA_ERROR_NAME> (<driver text>)".
   gpuhal_status_t error(api::CUresult r, const char *call) const;
   static gpuhal_status_t status_of(api::CUresult r);
+  // The errors after which the context is unusable until it is reset.
+  static bool is_sticky(api::CUresult r);
 };
 
 // The process-wide driver (loaded by init, unloaded by the last shutdown).

@@ -51,15 +51,24 @@ constexpr CUresult CUDA_ERROR_INVALID_DEVICE = 101;
 constexpr CUresult CUDA_ERROR_INVALID_IMAGE = 200;
 constexpr CUresult CUDA_ERROR_INVALID_CONTEXT = 201;
 constexpr CUresult CUDA_ERROR_INVALID_PTX = 218;
+constexpr CUresult CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222;
 constexpr CUresult CUDA_ERROR_INVALID_HANDLE = 400;
 constexpr CUresult CUDA_ERROR_NOT_FOUND = 500;
 constexpr CUresult CUDA_ERROR_NOT_READY = 600;
 constexpr CUresult CUDA_ERROR_ILLEGAL_ADDRESS = 700;
 constexpr CUresult CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701;
+constexpr CUresult CUDA_ERROR_LAUNCH_TIMEOUT = 702;
 constexpr CUresult CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704;
+constexpr CUresult CUDA_ERROR_ASSERT = 710;
 constexpr CUresult CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712;
 constexpr CUresult CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713;
+constexpr CUresult CUDA_ERROR_HARDWARE_STACK_ERROR = 714;
+constexpr CUresult CUDA_ERROR_ILLEGAL_INSTRUCTION = 715;
+constexpr CUresult CUDA_ERROR_MISALIGNED_ADDRESS = 716;
+constexpr CUresult CUDA_ERROR_INVALID_ADDRESS_SPACE = 717;
+constexpr CUresult CUDA_ERROR_INVALID_PC = 718;
 constexpr CUresult CUDA_ERROR_LAUNCH_FAILED = 719;
+constexpr CUresult CUDA_ERROR_NOT_PERMITTED = 800;
 constexpr CUresult CUDA_ERROR_NOT_SUPPORTED = 801;
 constexpr CUresult CUDA_ERROR_UNKNOWN = 999;
 
@@ -103,6 +112,8 @@ constexpr unsigned CU_MEMHOSTREGISTER_PORTABLE = 0x1;
 constexpr unsigned CU_MEMHOSTREGISTER_DEVICEMAP = 0x2;
 constexpr unsigned CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x1;
 constexpr CUmemPool_attribute CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4;
+constexpr CUmemPool_attribute CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT = 5;
+constexpr CUmemPool_attribute CU_MEMPOOL_ATTR_USED_MEM_CURRENT = 7;
 constexpr uint64_t CU_GET_PROC_ADDRESS_DEFAULT = 0;
 // The CUDA version whose entry-point versions the declarations here follow
 // (what cuGetProcAddress is asked for).
@@ -131,6 +142,9 @@ inline CUstream stream_per_thread() {
   R(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, (CUcontext *, CUdevice))                \
   R(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2, (CUdevice))                        \
   R(cuCtxSetCurrent, cuCtxSetCurrent, (CUcontext))                                              \
+  R(cuCtxGetCurrent, cuCtxGetCurrent, (CUcontext *))                                            \
+  R(cuCtxPushCurrent, cuCtxPushCurrent_v2, (CUcontext))                                         \
+  R(cuCtxPopCurrent, cuCtxPopCurrent_v2, (CUcontext *))                                         \
   R(cuCtxSynchronize, cuCtxSynchronize, ())                                                     \
   R(cuMemGetInfo, cuMemGetInfo_v2, (size_t *, size_t *))                                        \
   R(cuMemAlloc, cuMemAlloc_v2, (CUdeviceptr *, size_t))                                         \
@@ -175,6 +189,10 @@ inline CUstream stream_per_thread() {
   O(cuMemFreeAsync, cuMemFreeAsync, (CUdeviceptr, CUstream))                                    \
   O(cuDeviceGetDefaultMemPool, cuDeviceGetDefaultMemPool, (CUmemoryPool *, CUdevice))           \
   O(cuMemPoolSetAttribute, cuMemPoolSetAttribute, (CUmemoryPool, CUmemPool_attribute, void *))  \
+  O(cuMemPoolGetAttribute, cuMemPoolGetAttribute, (CUmemoryPool, CUmemPool_attribute, void *))  \
+  O(cuMemPoolTrimTo, cuMemPoolTrimTo, (CUmemoryPool, size_t))                                   \
+  O(cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset_v2, (CUdevice))                            \
+  O(cuStreamGetCtx, cuStreamGetCtx, (CUstream, CUcontext *))                                    \
   O(cuDeviceCanAccessPeer, cuDeviceCanAccessPeer, (int *, CUdevice, CUdevice))                  \
   O(cuCtxEnablePeerAccess, cuCtxEnablePeerAccess, (CUcontext, unsigned))                        \
   O(cuGetProcAddress, cuGetProcAddress_v2, (const char *, void **, int, uint64_t, int *))

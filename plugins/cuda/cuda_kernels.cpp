@@ -2,12 +2,14 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <vector>
 
 #include "cuda_context.hpp"
+#include "cuda_thread_rules.hpp"
 
 namespace gpuhal::cuda {
 namespace {
@@ -30,31 +32,56 @@ constexpr nvrtcResult NVRTC_SUCCESS = 0;
   X(nvrtcGetPTX, nvrtcResult, (nvrtcProgram, char *))                                            \
   X(nvrtcGetProgramLogSize, nvrtcResult, (nvrtcProgram, size_t *))                               \
   X(nvrtcGetProgramLog, nvrtcResult, (nvrtcProgram, char *))
+// Optional (NVRTC 11.2 and later): the architectures this NVRTC compiles for.
+#define GPUHAL_NVRTC_OPTIONAL_API(X)                  \
+  X(nvrtcGetNumSupportedArchs, nvrtcResult, (int *)) \
+  X(nvrtcGetSupportedArchs, nvrtcResult, (int *))
 
 struct Nvrtc {
 #define GPUHAL_NVRTC_PTR(name, ret, params) ret(*name) params = nullptr;
   GPUHAL_NVRTC_API(GPUHAL_NVRTC_PTR)
+  GPUHAL_NVRTC_OPTIONAL_API(GPUHAL_NVRTC_PTR)
 #undef GPUHAL_NVRTC_PTR
   void *handle = nullptr;
   std::string path;
   std::string why;  // why it could not be loaded
   bool tried = false;
+  int major = 0, minor = 0;  // nvrtcVersion
+  std::vector<int> archs;    // supported compute capabilities (10 * major + minor), ascending
 };
 
 std::mutex g_nvrtc_mu;
 Nvrtc g_nvrtc;
 std::string g_nvrtc_library;
 
-// Loads NVRTC once (a failure is remembered and reported each time).
+std::string cuda_version(int v) {
+  return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
+}
+
+// The libraries tried, newest first. PTX from NVRTC N needs a driver of
+// CUDA N or newer (an older one refuses it with
+// CUDA_ERROR_UNSUPPORTED_PTX_VERSION), so with a known driver version the
+// search starts at the driver's major and goes down.
+std::vector<std::string> nvrtc_candidates(int driver_version) {
+  const int top = driver_version > 0 ? driver_version / 1000 : 13;
+  std::vector<std::string> names;
+  for (int major = top; major >= 11; --major) names.push_back("libnvrtc.so." + std::to_string(major));
+  names.push_back("libnvrtc.so");
+  for (int major = top; major >= 11; --major)
+    names.push_back("/usr/local/cuda/lib64/libnvrtc.so." + std::to_string(major));
+  return names;
+}
+
+// Loads NVRTC once (a failure is remembered and reported each time): the
+// newest whose major is at most the driver's, or GPUHAL_NVRTC as given.
 const Nvrtc *nvrtc(std::string *why) {
   std::lock_guard<std::mutex> lock(g_nvrtc_mu);
   if (!g_nvrtc.tried) {
     g_nvrtc.tried = true;
-    std::vector<std::string> names;
-    if (!g_nvrtc_library.empty())
-      names.push_back(g_nvrtc_library);
-    else
-      names = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so"};
+    const int driver_version = driver().version;
+    const bool forced = !g_nvrtc_library.empty();
+    const std::vector<std::string> names = forced ? std::vector<std::string>{g_nvrtc_library}
+                                                  : nvrtc_candidates(driver_version);
     std::string tried;
     for (const auto &n : names) {
       dlerror();
@@ -64,19 +91,50 @@ const Nvrtc *nvrtc(std::string *why) {
         tried += "\n  " + n + ": " + (e ? e : "dlopen failed");
         continue;
       }
+      auto version = reinterpret_cast<nvrtcResult (*)(int *, int *)>(dlsym(h, "nvrtcVersion"));
+      int major = 0, minor = 0;
+      if (!version || version(&major, &minor) != NVRTC_SUCCESS) {
+        tried += "\n  " + n + ": not an NVRTC (no nvrtcVersion)";
+        dlclose(h);
+        continue;
+      }
+      if (!forced && driver_version > 0 && major > driver_version / 1000) {
+        tried += "\n  " + n + ": NVRTC " + std::to_string(major) + "." + std::to_string(minor) +
+                 " is newer than the CUDA " + cuda_version(driver_version) +
+                 " driver, which would refuse its PTX (CUDA_ERROR_UNSUPPORTED_PTX_VERSION)";
+        dlclose(h);
+        continue;
+      }
       g_nvrtc.handle = h;
       g_nvrtc.path = n;
+      g_nvrtc.major = major;
+      g_nvrtc.minor = minor;
       break;
     }
     if (!g_nvrtc.handle) {
-      g_nvrtc.why =
-          "NVRTC (the CUDA runtime compiler) could not be loaded; set GPUHAL_NVRTC to libnvrtc.so. Tried:" + tried;
+      g_nvrtc.why = "no usable NVRTC (the CUDA runtime compiler) for the CUDA " +
+                    (driver_version > 0 ? cuda_version(driver_version) : std::string("(unknown version)")) +
+                    " driver could be loaded; install the NVRTC of the driver's CUDA version or older, or set "
+                    "GPUHAL_NVRTC to one. Tried:" +
+                    tried;
     } else {
 #define GPUHAL_NVRTC_SYM(name, ret, params)                                                                   \
   if (!(g_nvrtc.name = reinterpret_cast<ret(*) params>(dlsym(g_nvrtc.handle, #name))) && g_nvrtc.why.empty()) \
     g_nvrtc.why = g_nvrtc.path + " has no " #name;
       GPUHAL_NVRTC_API(GPUHAL_NVRTC_SYM)
 #undef GPUHAL_NVRTC_SYM
+#define GPUHAL_NVRTC_OPT(name, ret, params) g_nvrtc.name = reinterpret_cast<ret(*) params>(dlsym(g_nvrtc.handle, #name));
+      GPUHAL_NVRTC_OPTIONAL_API(GPUHAL_NVRTC_OPT)
+#undef GPUHAL_NVRTC_OPT
+      int count = 0;
+      if (g_nvrtc.nvrtcGetNumSupportedArchs && g_nvrtc.nvrtcGetSupportedArchs &&
+          g_nvrtc.nvrtcGetNumSupportedArchs(&count) == NVRTC_SUCCESS && count > 0) {
+        g_nvrtc.archs.resize(size_t(count));
+        if (g_nvrtc.nvrtcGetSupportedArchs(g_nvrtc.archs.data()) != NVRTC_SUCCESS) g_nvrtc.archs.clear();
+        std::sort(g_nvrtc.archs.begin(), g_nvrtc.archs.end());
+      }
+      plugin::log(GPUHAL_LOG_DEBUG, "cuda: NVRTC " + std::to_string(g_nvrtc.major) + "." +
+                                        std::to_string(g_nvrtc.minor) + " from " + g_nvrtc.path);
     }
   }
   if (!g_nvrtc.why.empty()) {
@@ -84,6 +142,35 @@ const Nvrtc *nvrtc(std::string *why) {
     return nullptr;
   }
   return &g_nvrtc;
+}
+
+std::string nvrtc_name(const Nvrtc *n) {
+  return "NVRTC " + std::to_string(n->major) + "." + std::to_string(n->minor);
+}
+
+// The architecture to compile for: the device's own when NVRTC has it; the
+// newest NVRTC has below it when the device is newer (the driver
+// JIT-compiles PTX of an older architecture for newer devices); an error
+// naming both when the device is older than all NVRTC supports.
+gpuhal_status_t choose_arch(const Nvrtc *n, int cc, std::string *arch) {
+  int chosen = cc;
+  if (!n->archs.empty()) {
+    if (cc < n->archs.front())
+      return fail(GPUHAL_ERROR_COMPILATION_FAILED,
+                  "module_compile: the device has compute capability " + std::to_string(cc / 10) + "." +
+                      std::to_string(cc % 10) + ", and " + nvrtc_name(n) + " (" + n->path + ") supports compute_" +
+                      std::to_string(n->archs.front()) + " to compute_" + std::to_string(n->archs.back()) +
+                      "; install an older NVRTC that still supports the device and set GPUHAL_NVRTC to it");
+    chosen = n->archs.front();
+    for (int a : n->archs)
+      if (a <= cc) chosen = a;
+    if (chosen != cc)
+      plugin::log(GPUHAL_LOG_DEBUG, "cuda: " + nvrtc_name(n) + " has no compute_" + std::to_string(cc) +
+                                        "; compiling for compute_" + std::to_string(chosen) +
+                                        " (the driver JIT-compiles it for the device)");
+  }
+  *arch = "compute_" + std::to_string(chosen);
+  return GPUHAL_SUCCESS;
 }
 
 // ---- the lowering ------------------------------------------------------------------
@@ -188,7 +275,9 @@ gpuhal_status_t module_compile(gpuhal_context_t ctx, const gpuhal_compile_args_t
       int major = 0, minor = 0;
       CU_CALL(cuDeviceGetAttribute, &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, c->device);
       CU_CALL(cuDeviceGetAttribute, &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, c->device);
-      opts.push_back("--gpu-architecture=compute_" + std::to_string(major) + std::to_string(minor));
+      std::string arch;
+      if (const gpuhal_status_t st = choose_arch(n, 10 * major + minor, &arch); st != GPUHAL_SUCCESS) return st;
+      opts.push_back("--gpu-architecture=" + arch);
     }
     std::vector<const char *> copts;
     for (const auto &o : opts) copts.push_back(o.c_str());
@@ -235,6 +324,35 @@ void image_free(void *image) {
   std::free(image);
 }
 
+namespace {
+// What to say when the driver refuses PTX as too new: the versions of the
+// driver and of the NVRTC that made it (if gpuhal's) and the PTX's own.
+std::string toolchain_mismatch(const void *image, uint64_t bytes, uint32_t format) {
+  std::string ptx_version = "?", target = "?";
+  if (format == GPUHAL_IMAGE_PTX) {
+    const std::string text(static_cast<const char *>(image), size_t(std::min<uint64_t>(bytes, 4096)));
+    auto field = [&](const char *key) {
+      const size_t p = text.find(key);
+      if (p == std::string::npos) return std::string("?");
+      const size_t b = p + std::strlen(key), e = text.find_first_of(" \t\r\n,", b);
+      return text.substr(b, e == std::string::npos ? std::string::npos : e - b);
+    };
+    ptx_version = field(".version ");
+    target = field(".target ");
+  }
+  std::string nvrtc_text;
+  {
+    std::lock_guard<std::mutex> lock(g_nvrtc_mu);
+    if (g_nvrtc.handle) nvrtc_text = ", made by " + nvrtc_name(&g_nvrtc) + " (" + g_nvrtc.path + ")";
+  }
+  std::string arch = target;
+  if (arch.rfind("sm_", 0) == 0) arch = "compute_" + arch.substr(3);
+  return "the CUDA " + cuda_version(driver().version) + " driver is older than the toolchain of this image (PTX ISA " +
+         ptx_version + " for " + arch + nvrtc_text +
+         "): update the NVIDIA driver, or use an NVRTC no newer than the driver (GPUHAL_NVRTC)";
+}
+}  // namespace
+
 gpuhal_status_t module_load(gpuhal_context_t ctx, const void *image, uint64_t bytes, uint32_t format,
                             gpuhal_module_t *out) {
   return guard("module_load", [&]() -> gpuhal_status_t {
@@ -259,8 +377,10 @@ gpuhal_status_t module_load(gpuhal_context_t ctx, const void *image, uint64_t by
     const CUresult r = drv().cuModuleLoadDataEx(&m, data, 2, keys, values);
     if (r != CUDA_SUCCESS) {
       const gpuhal_status_t st = drv().error(r, "cuModuleLoadDataEx");
-      if (log[0]) return fail(st, std::string(plugin::last_error()) + ":\n" + log);
-      return st;
+      std::string message = plugin::last_error();
+      if (r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION) message += "; " + toolchain_mismatch(image, bytes, format);
+      if (log[0]) message += std::string(":\n") + log;
+      return fail(st, message);
     }
     {
       std::lock_guard<std::mutex> lock(c->mu);
@@ -321,13 +441,17 @@ gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuha
   CudaKernel *k = nullptr;
   {
     // One lock for both lookups: the launch path's only one in the plugin.
-    std::lock_guard<std::mutex> lock(c->mu);
-    const bool special = !stream || stream == GPUHAL_STREAM_LEGACY || stream == GPUHAL_STREAM_PER_THREAD;
-    if (!special && !c->streams.count(native(stream)))
+    bool stream_known = true;
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      const bool special = !stream || stream == GPUHAL_STREAM_LEGACY || stream == GPUHAL_STREAM_PER_THREAD;
+      stream_known = special || c->streams.count(native(stream)) != 0;
+      auto it = c->kernels.find(reinterpret_cast<const CudaKernel *>(kernel));
+      if (it == c->kernels.end()) return fail(GPUHAL_ERROR_INVALID_HANDLE, "launch: not a kernel of this context");
+      k = it->second.get();
+    }
+    if (!stream_known && !external_stream_of(c, stream))
       return fail(GPUHAL_ERROR_INVALID_HANDLE, "launch: invalid stream");
-    auto it = c->kernels.find(reinterpret_cast<const CudaKernel *>(kernel));
-    if (it == c->kernels.end()) return fail(GPUHAL_ERROR_INVALID_HANDLE, "launch: not a kernel of this context");
-    k = it->second.get();
   }
   // What this kernel can take (registers and static shared memory limit it
   // below the device's maxima), from what was read at lookup: refused here,
@@ -346,15 +470,20 @@ gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuha
   // Above the default limit the kernel must opt in (once per size reached).
   const int dynamic = int(config->dynamic_shared_bytes);
   if (shared > uint64_t(c->shared_per_block) && dynamic > k->dynamic_opt_in.load(std::memory_order_acquire)) {
-    CU_CALL(cuFuncSetAttribute, k->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic);
-    int seen = k->dynamic_opt_in.load(std::memory_order_relaxed);
-    while (seen < dynamic && !k->dynamic_opt_in.compare_exchange_weak(seen, dynamic)) {
+    // Read, raise and record under one lock: the driver keeps the last value set.
+    std::lock_guard<std::mutex> lock(k->opt_in_mu);
+    if (dynamic > k->dynamic_opt_in.load(std::memory_order_relaxed)) {
+      CU_CALL(cuFuncSetAttribute, k->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic);
+      k->dynamic_opt_in.store(dynamic, std::memory_order_release);
     }
   }
   CUfunction f = k->function;
-  CU_CALL(cuLaunchKernel, f, config->grid[0], config->grid[1], config->grid[2], config->block[0], config->block[1],
-          config->block[2], config->dynamic_shared_bytes, native(stream), const_cast<void **>(args), nullptr);
-  return GPUHAL_SUCCESS;
+  const CUresult r = drv().cuLaunchKernel
+                        ? drv().cuLaunchKernel(f, config->grid[0], config->grid[1], config->grid[2], config->block[0],
+                                               config->block[1], config->block[2], config->dynamic_shared_bytes,
+                                               native(stream), const_cast<void **>(args), nullptr)
+                        : CUDA_ERROR_NOT_SUPPORTED;
+  return r == CUDA_SUCCESS ? GPUHAL_SUCCESS : context_error(c, r, "cuLaunchKernel");
 }
 
 }  // namespace gpuhal::cuda

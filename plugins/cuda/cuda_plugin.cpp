@@ -2,7 +2,8 @@
 //
 // Contexts are the devices' primary contexts (retained by context_create,
 // released by context_destroy). Every entry makes its context current on
-// the calling thread first. The plugin remembers what it made in a context
+// the calling thread for its own duration and restores the caller's
+// (cuda_thread_rules.hpp has the rules on threads, callbacks and fork). The plugin remembers what it made in a context
 // (streams, events, allocations, host memory, registrations, IPC mappings)
 // so that context_destroy frees all of it, as the ABI requires. gpuhal's
 // special stream handles (NULL, GPUHAL_STREAM_LEGACY, GPUHAL_STREAM_PER_THREAD)
@@ -18,6 +19,7 @@
 #include "cuda_context.hpp"
 #include "cuda_kernels.hpp"
 #include "cuda_staging.hpp"
+#include "cuda_thread_rules.hpp"
 #include "plugin_support.hpp"
 
 namespace gpuhal::cuda {
@@ -42,11 +44,22 @@ gpuhal_status_t bad_context(const char *entry) {
 
 namespace {
 
+// Bytes the default pool reserves but does not use (0 when unknown).
+uint64_t pool_idle_bytes(CudaContext *c) {
+  if (!c->pool || !drv().cuMemPoolGetAttribute) return 0;
+  uint64_t reserved = 0, used = 0;
+  if (drv().cuMemPoolGetAttribute(c->pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) != CUDA_SUCCESS ||
+      drv().cuMemPoolGetAttribute(c->pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used) != CUDA_SUCCESS)
+    return 0;
+  return reserved > used ? reserved - used : 0;
+}
+
 // ---- lifecycle and devices ----------------------------------------------------
 
 gpuhal_status_t init(const gpuhal_init_args_t *args) {
   return guard("init", [&]() -> gpuhal_status_t {
     if (!args || args->struct_size < 8) return fail(GPUHAL_ERROR_INVALID_VALUE, "init: missing init arguments");
+    if (const gpuhal_status_t st = check_thread("init"); st != GPUHAL_SUCCESS) return st;
     plugin::set_logger(args);
     plugin::Options opts(args);
     const std::string library = opts.get("GPUHAL_CUDA_DRIVER").value_or("libcuda.so.1");
@@ -78,6 +91,7 @@ gpuhal_status_t init(const gpuhal_init_args_t *args) {
     g_device_count = count;
     g_release_threshold = threshold;
     g_init_count = 1;
+    pin_plugin_and_watch_fork();
     plugin::log(GPUHAL_LOG_DEBUG, "cuda: driver " + library + " version " + std::to_string(driver().version) + ", " +
                                       std::to_string(count) + " device(s), " +
                                       std::to_string(driver().via_proc_address) +
@@ -108,6 +122,7 @@ gpuhal_status_t device_properties(int32_t ordinal, gpuhal_device_properties_t *o
     return fail(GPUHAL_ERROR_INVALID_VALUE, "device_properties: null or too small output");
   if (ordinal < 0 || ordinal >= g_device_count)
     return fail(GPUHAL_ERROR_INVALID_VALUE, "device_properties: no cuda device " + std::to_string(ordinal));
+  if (const gpuhal_status_t st = check_thread("device_properties"); st != GPUHAL_SUCCESS) return st;
   CUdevice dev = 0;
   CU_CALL(cuDeviceGet, &dev, ordinal);
   gpuhal_device_properties_t p{};
@@ -154,14 +169,15 @@ gpuhal_status_t context_create(int32_t ordinal, gpuhal_context_t *out) {
     if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "context_create: null output pointer");
     if (ordinal < 0 || ordinal >= g_device_count)
       return fail(GPUHAL_ERROR_INVALID_VALUE, "context_create: no cuda device " + std::to_string(ordinal));
+    if (const gpuhal_status_t st = check_thread("context_create"); st != GPUHAL_SUCCESS) return st;
     auto c = std::make_unique<CudaContext>();
     c->ordinal = ordinal;
     CU_CALL(cuDeviceGet, &c->device, ordinal);
     CU_CALL(cuDevicePrimaryCtxRetain, &c->cu, c->device);
-    const CUresult r = drv().cuCtxSetCurrent(c->cu);
-    if (r != CUDA_SUCCESS) {
+    ScopedContext scoped;
+    if (const gpuhal_status_t st = scoped.enter(c->cu, "context_create"); st != GPUHAL_SUCCESS) {
       drv().cuDevicePrimaryCtxRelease(c->device);
-      return drv().error(r, "cuCtxSetCurrent");
+      return st;
     }
     // The stream-ordered pool keeps freed memory up to the threshold instead
     // of returning it to the system at every synchronisation (CUDA's default
@@ -186,6 +202,7 @@ gpuhal_status_t context_create(int32_t ordinal, gpuhal_context_t *out) {
         uint64_t threshold = g_release_threshold ? g_release_threshold : uint64_t(total) / 2;
         r2 = drv().cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold);
         call = "cuMemPoolSetAttribute";
+        c->pool = pool;
       }
       if (r2 != CUDA_SUCCESS) {
         drv().error(r2, call);
@@ -212,23 +229,46 @@ gpuhal_status_t context_destroy(gpuhal_context_t ctx) {
   }
   CudaContext *c = owned.get();
   const Driver &d = drv();
+  ScopedContext scoped;
+  if (const gpuhal_status_t st = scoped.enter(c->cu, "context_destroy"); st != GPUHAL_SUCCESS) {
+    release_callbacks(c, GPUHAL_ERROR_CONTEXT_DESTROYED);
+    return st;
+  }
   // Everything made in the context goes with it; the first failure is
   // reported after the rest was still released.
-  CUresult first = d.cuCtxSetCurrent(c->cu);
-  const char *first_call = "cuCtxSetCurrent";
+  CUresult first = CUDA_SUCCESS;
+  const char *first_call = "";
   auto note = [&](CUresult r, const char *call) {
     if (r != CUDA_SUCCESS && first == CUDA_SUCCESS) {
       first = r;
       first_call = call;
     }
   };
-  note(d.cuCtxSynchronize(), "cuCtxSynchronize");
+  const CUresult synced = d.cuCtxSynchronize();
+  // Callbacks still queued will never run: after a successful synchronize
+  // none is left; after a sticky error the driver drops them.
+  release_callbacks(c, synced == CUDA_SUCCESS ? GPUHAL_ERROR_CONTEXT_DESTROYED : GPUHAL_ERROR_LAUNCH_FAILED);
+  if (Driver::is_sticky(synced)) {
+    // The context is dead: every call of it would return the error. The
+    // primary context is reset, which destroys everything made in it (the
+    // driver's only way back; cuda.h leaves it to the caller to make sure
+    // no one else still uses the device, and no one can use a dead context).
+    d.error(synced, "cuCtxSynchronize");
+    plugin::log(GPUHAL_LOG_WARN, std::string("cuda: ") + plugin::last_error() +
+                                     "; resetting the device's primary context (cuDevicePrimaryCtxReset)");
+    c->staging.clear();
+    if (d.cuDevicePrimaryCtxReset) note(d.cuDevicePrimaryCtxReset(c->device), "cuDevicePrimaryCtxReset");
+    note(d.cuDevicePrimaryCtxRelease(c->device), "cuDevicePrimaryCtxRelease");
+    return first == CUDA_SUCCESS ? GPUHAL_SUCCESS : d.error(first, first_call);
+  }
+  note(synced, "cuCtxSynchronize");
   if (d.cuModuleUnload)
     for (CUmodule m : c->modules) note(d.cuModuleUnload(m), "cuModuleUnload");
   release_staging(c);
   for (CUstream s : c->streams) note(d.cuStreamDestroy(s), "cuStreamDestroy");
   for (CUevent e : c->events) note(d.cuEventDestroy(e), "cuEventDestroy");
-  for (CUdeviceptr p : c->ipc_mappings) note(d.cuIpcCloseMemHandle(p), "cuIpcCloseMemHandle");
+  for (const auto &m : c->ipc_mappings)
+    for (int i = 0; i < m.second; ++i) note(d.cuIpcCloseMemHandle(m.first), "cuIpcCloseMemHandle");
   for (CUdeviceptr p : c->allocations) note(d.cuMemFree(p), "cuMemFree");
   for (void *p : c->registrations) note(d.cuMemHostUnregister(p), "cuMemHostUnregister");
   for (void *p : c->host_allocations) note(d.cuMemFreeHost(p), "cuMemFreeHost");
@@ -239,7 +279,7 @@ gpuhal_status_t context_destroy(gpuhal_context_t ctx) {
 gpuhal_status_t context_synchronize(gpuhal_context_t ctx) {
   WITH_CONTEXT("context_synchronize");
   const CUresult r = drv().cuCtxSynchronize();
-  return r == CUDA_SUCCESS ? GPUHAL_SUCCESS : drv().error(r, "cuCtxSynchronize");
+  return r == CUDA_SUCCESS ? GPUHAL_SUCCESS : context_error(c, r, "cuCtxSynchronize");
 }
 
 gpuhal_status_t memory_info(gpuhal_context_t ctx, uint64_t *free_bytes, uint64_t *total_bytes) {
@@ -247,12 +287,16 @@ gpuhal_status_t memory_info(gpuhal_context_t ctx, uint64_t *free_bytes, uint64_t
   WITH_CONTEXT("memory_info");
   size_t f = 0, t = 0;
   CU_CALL(cuMemGetInfo, &f, &t);
-  *free_bytes = f;
+  // What the stream-ordered pool holds unused is not free to the driver but
+  // is to gpuhal: stream-ordered allocations reuse it, and mem_alloc trims
+  // the pool before it reports out of memory.
+  *free_bytes = std::min<uint64_t>(t, uint64_t(f) + pool_idle_bytes(c));
   *total_bytes = t;
   return GPUHAL_SUCCESS;
 }
 
 // ---- device memory ---------------------------------------------------------------
+
 
 gpuhal_status_t mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr_t *out) {
   if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc: null output pointer");
@@ -260,7 +304,12 @@ gpuhal_status_t mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr
   WITH_CONTEXT("mem_alloc");
   return guard("mem_alloc", [&]() -> gpuhal_status_t {
     CUdeviceptr p = 0;
-    CU_CALL(cuMemAlloc, &p, size_t(bytes));
+    CUresult r = drv().cuMemAlloc(&p, size_t(bytes));
+    // The pool's reserve is out of cuMemAlloc's reach: given back, then once more.
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && drv().cuMemPoolTrimTo && pool_idle_bytes(c) > 0 &&
+        drv().cuMemPoolTrimTo(c->pool, 0) == CUDA_SUCCESS)
+      r = drv().cuMemAlloc(&p, size_t(bytes));
+    if (r != CUDA_SUCCESS) return context_error(c, r, "cuMemAlloc");
     try {
       std::lock_guard<std::mutex> lock(c->mu);
       c->allocations.insert(p);
@@ -284,6 +333,7 @@ gpuhal_status_t mem_free(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
   {
     std::lock_guard<std::mutex> lock(c->mu);  // forgotten only once really released
     c->allocations.erase(ptr);
+    c->pool_allocations.erase(ptr);
   }
   return GPUHAL_SUCCESS;
 }
@@ -299,6 +349,7 @@ gpuhal_status_t mem_alloc_async(gpuhal_context_t ctx, uint64_t bytes, gpuhal_str
     try {
       std::lock_guard<std::mutex> lock(c->mu);
       c->allocations.insert(p);  // cuMemFree frees it too, at context_destroy
+      c->pool_allocations.insert(p);
     } catch (...) {
       drv().cuMemFreeAsync(p, native(stream));
       throw;
@@ -320,6 +371,7 @@ gpuhal_status_t mem_free_async(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpu
   {
     std::lock_guard<std::mutex> lock(c->mu);
     c->allocations.erase(ptr);
+    c->pool_allocations.erase(ptr);
   }
   return GPUHAL_SUCCESS;
 }
@@ -430,8 +482,8 @@ gpuhal_status_t stream_destroy(gpuhal_context_t ctx, gpuhal_stream_t stream) {
 gpuhal_status_t stream_synchronize(gpuhal_context_t ctx, gpuhal_stream_t stream) {
   WITH_CONTEXT("stream_synchronize");
   if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_synchronize: invalid stream");
-  CU_CALL(cuStreamSynchronize, native(stream));
-  return GPUHAL_SUCCESS;
+  const CUresult r = drv().cuStreamSynchronize(native(stream));
+  return r == CUDA_SUCCESS ? GPUHAL_SUCCESS : context_error(c, r, "cuStreamSynchronize");
 }
 
 gpuhal_status_t stream_query(gpuhal_context_t ctx, gpuhal_stream_t stream) {
@@ -439,7 +491,7 @@ gpuhal_status_t stream_query(gpuhal_context_t ctx, gpuhal_stream_t stream) {
   if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_query: invalid stream");
   const CUresult r = drv().cuStreamQuery(native(stream));
   if (r == CUDA_ERROR_NOT_READY) return GPUHAL_NOT_READY;
-  if (r != CUDA_SUCCESS) return drv().error(r, "cuStreamQuery");
+  if (r != CUDA_SUCCESS) return context_error(c, r, "cuStreamQuery");
   return GPUHAL_SUCCESS;
 }
 
@@ -456,27 +508,11 @@ gpuhal_status_t stream_wait_event(gpuhal_context_t ctx, gpuhal_stream_t stream, 
   return GPUHAL_SUCCESS;
 }
 
-struct HostCall {
-  gpuhal_host_fn fn;
-  void *user;
-};
-
-void host_trampoline(void *p) {
-  std::unique_ptr<HostCall> call(static_cast<HostCall *>(p));
-  // cuLaunchHostFunc runs only when the prior work succeeded.
-  call->fn(call->user, GPUHAL_SUCCESS);
-}
-
 gpuhal_status_t stream_add_callback(gpuhal_context_t ctx, gpuhal_stream_t stream, gpuhal_host_fn fn, void *user) {
   if (!fn) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_add_callback: null function");
   WITH_CONTEXT("stream_add_callback");
   if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_add_callback: invalid stream");
-  return guard("stream_add_callback", [&]() -> gpuhal_status_t {
-    auto call = std::make_unique<HostCall>(HostCall{fn, user});
-    CU_CALL(cuLaunchHostFunc, native(stream), host_trampoline, call.get());
-    call.release();  // the trampoline owns it now
-    return GPUHAL_SUCCESS;
-  });
+  return guard("stream_add_callback", [&] { return queue_callback(c, native(stream), fn, user); });
 }
 
 gpuhal_status_t event_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_event_t *out) {
@@ -519,8 +555,8 @@ gpuhal_status_t event_record(gpuhal_context_t ctx, gpuhal_event_t event, gpuhal_
 gpuhal_status_t event_synchronize(gpuhal_context_t ctx, gpuhal_event_t event) {
   WITH_CONTEXT("event_synchronize");
   if (!known_event(c, event)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_synchronize: invalid event");
-  CU_CALL(cuEventSynchronize, reinterpret_cast<CUevent>(event));
-  return GPUHAL_SUCCESS;
+  const CUresult r = drv().cuEventSynchronize(reinterpret_cast<CUevent>(event));
+  return r == CUDA_SUCCESS ? GPUHAL_SUCCESS : context_error(c, r, "cuEventSynchronize");
 }
 
 gpuhal_status_t event_query(gpuhal_context_t ctx, gpuhal_event_t event) {
@@ -528,7 +564,7 @@ gpuhal_status_t event_query(gpuhal_context_t ctx, gpuhal_event_t event) {
   if (!known_event(c, event)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_query: invalid event");
   const CUresult r = drv().cuEventQuery(reinterpret_cast<CUevent>(event));
   if (r == CUDA_ERROR_NOT_READY) return GPUHAL_NOT_READY;
-  if (r != CUDA_SUCCESS) return drv().error(r, "cuEventQuery");
+  if (r != CUDA_SUCCESS) return context_error(c, r, "cuEventQuery");
   return GPUHAL_SUCCESS;
 }
 
@@ -661,6 +697,13 @@ gpuhal_status_t ipc_get_handle(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpu
   CUdeviceptr b = 0;
   size_t size = 0;
   CU_CALL(cuMemGetAddressRange, &b, &size, ptr);
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    if (c->pool_allocations.count(b))
+      return fail(GPUHAL_ERROR_NOT_SUPPORTED,
+                  "ipc_get_handle: memory from allocate_async (the device's default stream-ordered pool) cannot be "
+                  "exported: cuIpcGetMemHandle refuses it; share memory from allocate() instead");
+  }
   CUipcMemHandle h;
   CU_CALL(cuIpcGetMemHandle, &h, b);
   static_assert(sizeof h == sizeof out->bytes, "IPC handle size");
@@ -687,7 +730,7 @@ gpuhal_status_t ipc_open(gpuhal_context_t ctx, const gpuhal_ipc_handle_t *handle
       return drv().error(r, "cuMemGetAddressRange");
     }
     std::lock_guard<std::mutex> lock(c->mu);
-    c->ipc_mappings.insert(p);
+    ++c->ipc_mappings[p];  // one reference per open, as the driver counts them
     *out = p;
     *bytes = size - (p - b);
     return GPUHAL_SUCCESS;
@@ -704,7 +747,8 @@ gpuhal_status_t ipc_close(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
   CU_CALL(cuIpcCloseMemHandle, ptr);
   {
     std::lock_guard<std::mutex> lock(c->mu);  // forgotten only once really released
-    c->ipc_mappings.erase(ptr);
+    auto it = c->ipc_mappings.find(ptr);
+    if (it != c->ipc_mappings.end() && --it->second == 0) c->ipc_mappings.erase(it);
   }
   return GPUHAL_SUCCESS;
 }
@@ -719,6 +763,7 @@ gpuhal_status_t device_can_access_peer(int32_t ordinal, int32_t peer, int32_t *o
     *out = 0;
     return GPUHAL_SUCCESS;
   }
+  if (const gpuhal_status_t st = check_thread("device_can_access_peer"); st != GPUHAL_SUCCESS) return st;
   CUdevice a = 0, b = 0;
   CU_CALL(cuDeviceGet, &a, ordinal);
   CU_CALL(cuDeviceGet, &b, peer);

@@ -1,0 +1,447 @@
+// The CUDA driver's documented contracts, held by the fake driver
+// (tests/fakes/fake_cuda.cpp quotes each rule from cuda.h) and kept by the
+// cuda backend: PTX versus driver versions, sticky errors and their
+// recovery, host functions, the caller's current context, IPC reference
+// counts, the stream-ordered pool's reserve, external streams, the
+// per-function dynamic shared memory limit, and the process's lifetime
+// (docs/backends/cuda.md lists them with these tests).
+//
+// Each case runs in its own process (the fake reads its settings when it
+// is loaded).
+#include <dlfcn.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <thread>
+
+#include "test_support.hpp"
+
+using namespace gpuhal;
+
+#if GPUHAL_TEST_HAVE_CUDA_PLUGIN
+
+namespace {
+
+const char *const kNoopPtx =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".visible .entry noop(\n\t.param .u64 noop_param_0\n)\n{\n\tret;\n}\n";
+
+Runtime cuda_runtime(std::vector<std::pair<std::string, std::string>> options = {}) {
+  Config c;
+  c.backend = "cuda";
+  c.plugin_path = {GPUHAL_TEST_LIB_DIR};
+  c.set_option("GPUHAL_CUDA_DRIVER", GPUHAL_TEST_FAKE_CUDA);
+  for (auto &kv : options) c.set_option(kv.first, kv.second);
+  return Runtime::load(c);
+}
+
+// A symbol of the loaded fake driver (its API or its test hooks).
+template <class F>
+F fake_symbol(const char *name) {
+  void *fake = dlopen(GPUHAL_TEST_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(fake);
+  void *p = dlsym(fake, name);
+  dlclose(fake);
+  REQUIRE(p);
+  return reinterpret_cast<F>(p);
+}
+
+const char *const kSaxpy = R"(
+GPUHAL_KERNEL void saxpy(GPUHAL_GLOBAL float *y, GPUHAL_GLOBAL const float *x, float a, int n) {
+  const int i = (int)gpuhal_global_id(0);
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+)";
+
+bool nvrtc13_installed() {
+  void *h = dlopen("libnvrtc.so.13", RTLD_NOW | RTLD_LOCAL);
+  if (!h) return false;
+  dlclose(h);
+  return true;
+}
+
+void *current_cuda_context() {
+  void *cur = reinterpret_cast<void *>(1);
+  REQUIRE(fake_symbol<int (*)(void **)>("cuCtxGetCurrent")(&cur) == 0);
+  return cur;
+}
+
+}  // namespace
+
+// ---- 1. PTX versus driver version ----------------------------------------------------------
+
+TEST_CASE("cuda contract: an NVRTC newer than the driver is not used, and the error names both versions",
+          "[cuda][contract]") {
+  if (!nvrtc13_installed()) {
+    WARN("skipped: NVRTC 13 is not installed here");
+    return;
+  }
+  setenv("FAKE_CUDA_DRIVER_VERSION", "12040", 1);
+  Context ctx = cuda_runtime().device(0).primary_context();
+  try {
+    Module m = Module::compile(ctx, kSaxpy);
+    // An NVRTC 12 was found: its PTX must be one a 12.4 driver reads.
+    CHECK_THAT(m.image(), !Catch::Matchers::Contains(".version 9."));
+  } catch (const Error &e) {
+    INFO(e.what());
+    CHECK(e.status() == Status::ERROR_COMPILATION_FAILED);
+    CHECK_THAT(e.what(), Catch::Matchers::Contains("CUDA 12.4"));
+    CHECK_THAT(e.what(), Catch::Matchers::Contains("NVRTC 13.0"));
+  }
+}
+
+TEST_CASE("cuda contract: PTX the driver is too old for is refused as UNSUPPORTED_TOOLCHAIN naming driver, NVRTC and "
+          "architecture",
+          "[cuda][contract]") {
+  if (!nvrtc13_installed()) {
+    WARN("skipped: NVRTC 13 is not installed here");
+    return;
+  }
+  setenv("FAKE_CUDA_DRIVER_VERSION", "12040", 1);
+  Context ctx = cuda_runtime({{"GPUHAL_NVRTC", "libnvrtc.so.13"}}).device(0).primary_context();  // forced
+  REQUIRE_GPUHAL_ERROR(Module::compile(ctx, kSaxpy), Status::ERROR_UNSUPPORTED_TOOLCHAIN,
+                       "CUDA_ERROR_UNSUPPORTED_PTX_VERSION");
+  try {
+    Module::compile(ctx, kSaxpy);
+  } catch (const Error &e) {
+    CHECK_THAT(e.what(), Catch::Matchers::Contains("CUDA 12.4 driver"));
+    CHECK_THAT(e.what(), Catch::Matchers::Contains("NVRTC 13.0"));
+    CHECK_THAT(e.what(), Catch::Matchers::Contains("compute_90"));
+  }
+  // The context is unharmed.
+  auto a = to_device(ctx, HostView::of(std::vector<int>(4, 7)));
+  CHECK(a.copy_to_host().to_vector<int>() == std::vector<int>(4, 7));
+}
+
+TEST_CASE("cuda contract: a device older than NVRTC supports is an error naming the architecture and NVRTC",
+          "[cuda][contract]") {
+  if (!nvrtc13_installed()) {
+    WARN("skipped: NVRTC 13 is not installed here");
+    return;
+  }
+  setenv("FAKE_CUDA_CC", "70", 1);  // Volta: NVRTC 13 dropped compute_70
+  Context ctx = cuda_runtime().device(0).primary_context();
+  REQUIRE_GPUHAL_ERROR(Module::compile(ctx, kSaxpy), Status::ERROR_COMPILATION_FAILED,
+                       "compute capability 7.0");
+  try {
+    Module::compile(ctx, kSaxpy);
+  } catch (const Error &e) {
+    CHECK_THAT(e.what(), Catch::Matchers::Contains("NVRTC 13.0"));
+    CHECK_THAT(e.what(), Catch::Matchers::Contains("supports compute_75"));
+  }
+}
+
+TEST_CASE("cuda contract: a device newer than NVRTC knows gets PTX for the newest architecture NVRTC has",
+          "[cuda][contract]") {
+  if (!nvrtc13_installed()) {
+    WARN("skipped: NVRTC 13 is not installed here");
+    return;
+  }
+  setenv("FAKE_CUDA_CC", "150", 1);  // a compute capability 15.0 no NVRTC 13.0 knows
+  Context ctx = cuda_runtime().device(0).primary_context();
+  Module m = Module::compile(ctx, kSaxpy);  // the driver JIT-compiles PTX for newer devices
+  CHECK_THAT(m.image(), Catch::Matchers::Contains(".target sm_"));
+  auto x = device_array(ctx, {64}, dtypes::float32), y = device_array(ctx, {64}, dtypes::float32);
+  m.kernel("saxpy")({1}, {64})(y, x, 2.0f, 64);
+  ctx.synchronize();
+}
+
+// ---- 2. sticky errors ---------------------------------------------------------------------------
+
+TEST_CASE("cuda contract: a kernel fault is sticky, every sticky code is LAUNCH_FAILED saying to reset, and reset "
+          "recovers",
+          "[cuda][contract]") {
+  Runtime rt = cuda_runtime();
+  Context ctx = rt.device(0).primary_context();
+  auto fault_next_launch = fake_symbol<void (*)(int)>("fake_cuda_fault_next_launch");
+  const std::vector<float> v(256, 3.0f);
+  const uint64_t free_before = ctx.memory_info().free;
+  const std::pair<int, const char *> codes[] = {
+      {700, "CUDA_ERROR_ILLEGAL_ADDRESS"},      {702, "CUDA_ERROR_LAUNCH_TIMEOUT"},
+      {710, "CUDA_ERROR_ASSERT"},               {714, "CUDA_ERROR_HARDWARE_STACK_ERROR"},
+      {715, "CUDA_ERROR_ILLEGAL_INSTRUCTION"},  {716, "CUDA_ERROR_MISALIGNED_ADDRESS"},
+      {717, "CUDA_ERROR_INVALID_ADDRESS_SPACE"}, {718, "CUDA_ERROR_INVALID_PC"},
+      {719, "CUDA_ERROR_LAUNCH_FAILED"}};
+  for (const auto &code : codes) {
+    INFO("CUresult " << code.first);
+    Module m = Module::load(ctx, ImageFormat::Ptx, kNoopPtx, std::strlen(kNoopPtx));
+    DeviceArray live = to_device(ctx, HostView::of(v));
+    Stream s = ctx.create_stream();
+    fault_next_launch(code.first);
+    m.kernel("noop").launch({1}, {32}, {KernelArg(uint64_t(0))}, s);
+    // A callback behind the faulting kernel never runs; its capture is
+    // released when the context is reset.
+    auto token = std::make_shared<int>(0);
+    std::atomic<bool> ran{false};
+    s.add_callback([token, &ran] { ran = true; });
+    REQUIRE_GPUHAL_ERROR(s.synchronize(), Status::ERROR_LAUNCH_FAILED, code.second);
+    REQUIRE_GPUHAL_ERROR(s.synchronize(), Status::ERROR_LAUNCH_FAILED, "Context::reset()");
+    // Every later call of the context reports it.
+    REQUIRE_GPUHAL_ERROR(device_array(ctx, {4}), Status::ERROR_LAUNCH_FAILED, code.second);
+    REQUIRE_GPUHAL_ERROR(live.copy_to_host(), Status::ERROR_LAUNCH_FAILED, code.second);
+    REQUIRE_GPUHAL_ERROR(ctx.synchronize(), Status::ERROR_LAUNCH_FAILED, code.second);
+    ctx.reset();  // recovers: the primary context is reset
+    CHECK_FALSE(ran);
+    CHECK(token.use_count() == 1);
+    CHECK(fake_symbol<int (*)(int)>("fake_cuda_sticky_error")(0) == 0);
+    DeviceArray again = to_device(ctx, HostView::of(v));
+    CHECK(again.copy_to_host().to_vector<float>() == v);
+    Module m2 = Module::load(ctx, ImageFormat::Ptx, kNoopPtx, std::strlen(kNoopPtx));
+    m2.kernel("noop").launch({1}, {32}, {KernelArg(uint64_t(0))});
+    ctx.synchronize();
+  }
+  ctx.flush_deallocations();
+  CHECK(ctx.memory_info().free == free_before);  // nothing of the failed contexts is left
+}
+
+// ---- 3. host functions ----------------------------------------------------------------------------
+
+TEST_CASE("cuda contract: gpuhal called inside a stream callback is refused with NOT_PERMITTED, never calling the "
+          "driver there",
+          "[cuda][contract]") {
+  Runtime rt = cuda_runtime();
+  Context ctx = rt.device(0).primary_context();
+  Stream s = ctx.create_stream();
+  std::string what;
+  Status status = Status::SUCCESS;
+  s.add_callback([&] {
+    try {
+      (void)ctx.memory_info();
+    } catch (const Error &e) {
+      status = e.status();
+      what = e.what();
+    }
+  });
+  s.synchronize();
+  CHECK(status == Status::ERROR_NOT_PERMITTED);
+  CHECK_THAT(what, Catch::Matchers::Contains("stream callback"));
+  // The stream and context go on.
+  s.synchronize();
+  CHECK(ctx.memory_info().total > 0);
+}
+
+TEST_CASE("cuda contract: device memory released inside a stream callback is freed later on a gpuhal thread",
+          "[cuda][contract]") {
+  Runtime rt = cuda_runtime({{"GPUHAL_MAX_PENDING_DEALLOCS_COUNT", "1"}});  // every release would flush
+  Context ctx = rt.device(0).primary_context();
+  std::vector<std::string> errors;
+  ctx.set_deallocation_error_handler([&](const Error &e) { errors.push_back(e.what()); });
+  const uint64_t free_before = ctx.memory_info().free;
+  Stream s = ctx.create_stream();
+  std::atomic<bool> go{false};
+  s.add_callback([&go] {
+    while (!go) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  {
+    DeviceArray a = device_array(ctx, {1 << 16}, dtypes::float32);
+    DeviceArray b = device_array(ctx, {1 << 16}, dtypes::float32);
+    s.add_callback([a, b] {});  // the last references die on the driver's thread
+  }
+  go = true;
+  s.synchronize();
+  ctx.flush_deallocations();
+  CHECK(errors.empty());
+  CHECK(ctx.pending_deallocations() == 0);
+  CHECK(ctx.memory_info().free == free_before);
+}
+
+// ---- 4. the caller's current context --------------------------------------------------------------
+
+TEST_CASE("cuda contract: gpuhal leaves the calling thread's current context as it found it", "[cuda][contract]") {
+  setenv("FAKE_CUDA_DEVICES", "2", 1);
+  Runtime rt = cuda_runtime();
+  REQUIRE(rt.device_count() == 2);
+  // Another library's context (device 1's primary context) is current.
+  void *other = nullptr;
+  REQUIRE(fake_symbol<int (*)(void **, int)>("cuDevicePrimaryCtxRetain")(&other, 1) == 0);
+  REQUIRE(fake_symbol<int (*)(void *)>("cuCtxSetCurrent")(other) == 0);
+  Context ctx = rt.device(0).primary_context();
+  CHECK(current_cuda_context() == other);
+  std::vector<float> v(64, 1.5f);
+  DeviceArray d = to_device(ctx, HostView::of(v));
+  CHECK(current_cuda_context() == other);
+  Stream s = ctx.create_stream();
+  Event e = ctx.create_event();
+  d.memset(0, s);
+  e.record(s);
+  e.synchronize();
+  CHECK(current_cuda_context() == other);
+  Module m = Module::load(ctx, ImageFormat::Ptx, kNoopPtx, std::strlen(kNoopPtx));
+  m.kernel("noop").launch({1}, {32}, {KernelArg(uint64_t(0))}, s);
+  s.synchronize();
+  CHECK(current_cuda_context() == other);
+  CHECK(d.copy_to_host().to_vector<float>() == std::vector<float>(64, 0.0f));
+  (void)ctx.memory_info();
+  ctx.reset();
+  CHECK(current_cuda_context() == other);
+  // With nothing current, nothing is left current.
+  REQUIRE(fake_symbol<int (*)(void *)>("cuCtxSetCurrent")(nullptr) == 0);
+  REQUIRE(current_cuda_context() == nullptr);
+  DeviceArray d2 = to_device(ctx, HostView::of(v));
+  CHECK(d2.copy_to_host().to_vector<float>() == v);
+  CHECK(current_cuda_context() == nullptr);
+  fake_symbol<int (*)(int)>("cuDevicePrimaryCtxRelease_v2")(1);
+}
+
+// ---- 5. IPC reference counts ----------------------------------------------------------------------
+
+TEST_CASE("cuda contract: one handle opened twice is two references, each closed once, and pool memory is not exported",
+          "[cuda][contract]") {
+  Runtime rt = cuda_runtime();
+  Context ctx = rt.device(0).primary_context();
+  auto references = fake_symbol<long (*)()>("fake_cuda_ipc_open_references");
+  std::vector<std::string> errors;
+  ctx.set_deallocation_error_handler([&](const Error &e) { errors.push_back(e.what()); });
+  DeviceArray d = to_device(ctx, HostView::of(std::vector<int>(100, 5)));
+  // As if received from another process (the core refuses its own exports).
+  const IpcArrayHandle h = IpcArrayHandle::deserialize(get_ipc_handle(d).serialize());
+  {
+    IpcArray first = open_ipc_array(ctx, h);
+    IpcArray second = open_ipc_array(ctx, h);
+    CHECK(references() == 2);
+    CHECK(first.array().device_pointer() == second.array().device_pointer());
+    first.close();
+    CHECK(references() == 1);
+    CHECK(second.array().copy_to_host().to_vector<int>() == std::vector<int>(100, 5));  // still mapped
+  }
+  CHECK(references() == 0);
+  {
+    IpcArray a = open_ipc_array(ctx, h), b = open_ipc_array(ctx, h);
+    ctx.reset();  // closes both references
+    CHECK(references() == 0);
+  }
+  CHECK(errors.empty());
+  Stream s = ctx.create_stream();
+  DeviceMemory pooled = ctx.allocate_async(4096, s);
+  REQUIRE_GPUHAL_ERROR(get_ipc_handle(pooled, 0, 4096), Status::ERROR_NOT_SUPPORTED, "allocate_async");
+}
+
+// ---- 6. the stream-ordered pool's reserve ---------------------------------------------------------
+
+TEST_CASE("cuda contract: memory the stream-ordered pool holds counts as free and is trimmed before an allocation "
+          "fails",
+          "[cuda][contract]") {
+  setenv("FAKE_CUDA_MEMORY", std::to_string(64 << 20).c_str(), 1);
+  Runtime rt = cuda_runtime();
+  Context ctx = rt.device(0).primary_context();
+  auto pool_idle = fake_symbol<uint64_t (*)(int)>("fake_cuda_pool_idle");
+  const uint64_t free_before = ctx.memory_info().free;
+  Stream s = ctx.create_stream();
+  { DeviceMemory m = ctx.allocate_async(40 << 20, s); }
+  ctx.flush_deallocations();
+  s.synchronize();
+  REQUIRE(pool_idle(0) > 0);  // the pool keeps it (up to its threshold)
+  CHECK(ctx.memory_info().free == free_before);
+  DeviceMemory big = ctx.allocate(48 << 20);  // needs what the pool holds
+  CHECK(pool_idle(0) == 0);
+  CHECK(big.size() >= (48u << 20));
+}
+
+// ---- 7. streams made outside gpuhal ----------------------------------------------------------------
+
+TEST_CASE("cuda contract: an external CUstream works with every stream entry", "[cuda][contract]") {
+  Runtime rt = cuda_runtime();
+  Context ctx = rt.device(0).primary_context();
+  // Another library makes a stream in the device's primary context.
+  void *primary = nullptr;
+  REQUIRE(fake_symbol<int (*)(void **, int)>("cuDevicePrimaryCtxRetain")(&primary, 0) == 0);
+  REQUIRE(fake_symbol<int (*)(void *)>("cuCtxPushCurrent_v2")(primary) == 0);
+  void *native = nullptr;
+  REQUIRE(fake_symbol<int (*)(void **, unsigned)>("cuStreamCreate")(&native, 0) == 0);
+  void *popped = nullptr;
+  REQUIRE(fake_symbol<int (*)(void **)>("cuCtxPopCurrent_v2")(&popped) == 0);
+  {
+    Stream ext = ctx.external_stream(static_cast<gpuhal_stream_t>(native));
+    DeviceArray d = device_array(ctx, {256}, dtypes::uint8);
+    d.memset(9, ext);
+    ext.synchronize();
+    CHECK(ext.query());
+    std::atomic<int> calls{0};
+    ext.add_callback([&] { ++calls; });
+    Event e = ctx.create_event(), e2 = ctx.create_event();
+    e.record(ext);
+    Stream mine = ctx.create_stream();
+    e2.record(mine);
+    ext.wait(e2);
+    ext.wait({e, e2});
+    ext.wait_for_all_prior_work();
+    mine.wait(e);
+    Module m = Module::load(ctx, ImageFormat::Ptx, kNoopPtx, std::strlen(kNoopPtx));
+    m.kernel("noop").launch({1}, {32}, {KernelArg(uint64_t(0))}, ext);
+    DeviceMemory pooled = ctx.allocate_async(1024, ext);
+    ext.synchronize();
+    CHECK(calls == 1);
+    CHECK(d.copy_to_host().to_vector<uint8_t>() == std::vector<uint8_t>(256, 9));
+    // A handle that is no stream of this context is refused.
+    int junk = 0;
+    Stream bad = ctx.external_stream(reinterpret_cast<gpuhal_stream_t>(&junk));
+    REQUIRE_GPUHAL_ERROR(bad.synchronize(), Status::ERROR_INVALID_HANDLE, "stream_synchronize");
+  }
+  ctx.synchronize();
+  REQUIRE(fake_symbol<int (*)(void *)>("cuCtxPushCurrent_v2")(primary) == 0);
+  CHECK(fake_symbol<int (*)(void *)>("cuStreamDestroy_v2")(native) == 0);
+  REQUIRE(fake_symbol<int (*)(void **)>("cuCtxPopCurrent_v2")(&popped) == 0);
+  fake_symbol<int (*)(int)>("cuDevicePrimaryCtxRelease_v2")(0);
+}
+
+// ---- 8. per-function dynamic shared memory ----------------------------------------------------------
+
+TEST_CASE("cuda contract: launches of one kernel with different dynamic shared sizes from two threads never leave "
+          "its limit too low",
+          "[cuda][contract]") {
+  Runtime rt = cuda_runtime();
+  Context ctx = rt.device(0).primary_context();
+  Module m = Module::load(ctx, ImageFormat::Ptx, kNoopPtx, std::strlen(kNoopPtx));
+  Kernel k = m.kernel("noop");
+  // Thread A's opt-in to 60 KiB reaches the driver late, after thread B's 100 KiB.
+  fake_symbol<void (*)(int, int)>("fake_cuda_slow_func_set_attribute")(60 * 1024, 300);
+  std::thread a([&] { k.launch({1}, {32}, {KernelArg(uint64_t(0))}, 60 * 1024); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  k.launch({1}, {32}, {KernelArg(uint64_t(0))}, 100 * 1024);
+  a.join();
+  k.launch({1}, {32}, {KernelArg(uint64_t(0))}, 100 * 1024);  // the limit must still allow it
+  ctx.synchronize();
+}
+
+// ---- 9. process lifetime --------------------------------------------------------------------------
+
+TEST_CASE("cuda contract: the driver is never unloaded, and a forked child gets a clear error instead of a hang",
+          "[cuda][contract]") {
+  {
+    Runtime rt = cuda_runtime();
+    (void)rt.device(0).primary_context().memory_info();
+  }
+  void *still = dlopen(GPUHAL_TEST_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
+  CHECK(still != nullptr);  // its threads may still run: never dlclosed
+  if (still) dlclose(still);
+
+  Runtime rt = cuda_runtime();
+  Context ctx = rt.device(0).primary_context();
+  const std::vector<float> big(1 << 20, 1.0f);  // 4 MiB: a staged copy, through the copy threads
+  DeviceArray d = to_device(ctx, HostView::of(big));
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    alarm(20);  // a hang ends the child with SIGALRM
+    int rc = 3;
+    try {
+      (void)to_device(ctx, HostView::of(big));
+    } catch (const Error &e) {
+      rc = e.status() == Status::ERROR_NOT_SUPPORTED && std::strstr(e.what(), "fork") ? 0 : 2;
+    }
+    _exit(rc);
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  if (WIFEXITED(status)) CHECK(WEXITSTATUS(status) == 0);
+  CHECK(d.copy_to_host().to_vector<float>() == big);  // the parent goes on
+}
+
+#endif
