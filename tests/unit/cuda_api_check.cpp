@@ -4,8 +4,11 @@
 // checks are static_asserts: this file compiling is the test.
 #include <cuda.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <type_traits>
+
+#include "gpuhal/plugin.h"
 
 // cuda.h defines these as macros: keep their values, then make way for the
 // in-tree constants of the same names.
@@ -15,6 +18,9 @@ constexpr unsigned kHostAllocDevicemap = CU_MEMHOSTALLOC_DEVICEMAP;
 constexpr unsigned kHostAllocWritecombined = CU_MEMHOSTALLOC_WRITECOMBINED;
 constexpr unsigned kHostRegisterPortable = CU_MEMHOSTREGISTER_PORTABLE;
 constexpr unsigned kHostRegisterDevicemap = CU_MEMHOSTREGISTER_DEVICEMAP;
+// The special stream handles, as integers (cuda.h casts them to CUstream).
+const uintptr_t kStreamLegacy = reinterpret_cast<uintptr_t>(CU_STREAM_LEGACY);
+const uintptr_t kStreamPerThread = reinterpret_cast<uintptr_t>(CU_STREAM_PER_THREAD);
 #undef CU_IPC_HANDLE_SIZE
 #undef CU_MEMHOSTALLOC_PORTABLE
 #undef CU_MEMHOSTALLOC_DEVICEMAP
@@ -29,21 +35,56 @@ namespace {
 template <class... T>
 struct list {};
 
+template <class T, class = void>
+struct is_complete : std::false_type {};
+template <class T>
+struct is_complete<T, decltype(void(sizeof(T)))> : std::true_type {};
+
+template <class A, class B>
+constexpr bool param_matches();
+
+// What two pointer parameters point to: the same kind of thing, checked all
+// the way down (a CUcontext * is not a CUstream *; a struct is the same
+// struct, or one of the same size where the in-tree one mirrors it).
+template <class PA, class PB>
+constexpr bool pointee_matches() {
+  if constexpr (std::is_void<PA>::value || std::is_void<PB>::value) {
+    return std::is_void<PA>::value && std::is_void<PB>::value;
+  } else if constexpr (std::is_pointer<PA>::value || std::is_pointer<PB>::value) {
+    return param_matches<PA, PB>();
+  } else if constexpr (std::is_function<PA>::value || std::is_function<PB>::value) {
+    return std::is_same<PA, PB>::value;  // callbacks: the same signature
+  } else if constexpr (std::is_class<PA>::value || std::is_class<PB>::value) {
+    if constexpr (std::is_same<PA, PB>::value)
+      return true;
+    else if constexpr (std::is_class<PA>::value && std::is_class<PB>::value && is_complete<PA>::value &&
+                       is_complete<PB>::value)
+      return sizeof(PA) == sizeof(PB);
+    else
+      return false;
+  } else {
+    return sizeof(PA) == sizeof(PB);  // arithmetic and enums
+  }
+}
+
 template <class A, class B>
 constexpr bool param_matches() {
   if constexpr (std::is_pointer<A>::value != std::is_pointer<B>::value) {
     return false;
   } else if constexpr (std::is_pointer<A>::value) {
-    using PA = std::remove_cv_t<std::remove_pointer_t<A>>;
-    using PB = std::remove_cv_t<std::remove_pointer_t<B>>;
-    if constexpr (std::is_arithmetic<PA>::value && std::is_arithmetic<PB>::value)
-      return sizeof(PA) == sizeof(PB);
-    else
-      return true;
+    return pointee_matches<std::remove_cv_t<std::remove_pointer_t<A>>, std::remove_cv_t<std::remove_pointer_t<B>>>();
+  } else if constexpr (std::is_class<A>::value || std::is_class<B>::value) {
+    return std::is_class<A>::value && std::is_class<B>::value && sizeof(A) == sizeof(B);
   } else {
     return sizeof(A) == sizeof(B);
   }
 }
+
+// The check itself tells struct pointers apart: a wrong one fails it.
+static_assert(!param_matches<::CUcontext *, ::CUstream *>(), "a CUcontext * must not pass for a CUstream *");
+static_assert(!param_matches<::CUipcMemHandle *, ::CUdeviceptr *>(), "a struct pointer must not pass for an integer's");
+static_assert(!param_matches<void *, ::CUcontext>(), "void * must not pass for a handle");
+static_assert(param_matches<const char **, const char **>(), "const char ** matches itself");
 
 template <class L1, class L2>
 struct params_match : std::false_type {};
@@ -116,6 +157,17 @@ GPUHAL_CHECK_VALUE(CU_EVENT_DISABLE_TIMING)
 GPUHAL_CHECK_VALUE(CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)
 GPUHAL_CHECK_VALUE(CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)
 GPUHAL_CHECK_VALUE(CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)
+GPUHAL_CHECK_VALUE(CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)
+GPUHAL_CHECK_VALUE(CU_MEMPOOL_ATTR_USED_MEM_CURRENT)
+GPUHAL_CHECK_VALUE(CUDA_ERROR_UNSUPPORTED_PTX_VERSION)
+GPUHAL_CHECK_VALUE(CUDA_ERROR_LAUNCH_TIMEOUT)
+GPUHAL_CHECK_VALUE(CUDA_ERROR_ASSERT)
+GPUHAL_CHECK_VALUE(CUDA_ERROR_HARDWARE_STACK_ERROR)
+GPUHAL_CHECK_VALUE(CUDA_ERROR_ILLEGAL_INSTRUCTION)
+GPUHAL_CHECK_VALUE(CUDA_ERROR_MISALIGNED_ADDRESS)
+GPUHAL_CHECK_VALUE(CUDA_ERROR_INVALID_ADDRESS_SPACE)
+GPUHAL_CHECK_VALUE(CUDA_ERROR_INVALID_PC)
+GPUHAL_CHECK_VALUE(CUDA_ERROR_NOT_PERMITTED)
 GPUHAL_CHECK_VALUE(CU_GET_PROC_ADDRESS_DEFAULT)
 GPUHAL_CHECK_VALUE(CUDA_ERROR_INVALID_IMAGE)
 GPUHAL_CHECK_VALUE(CUDA_ERROR_INVALID_PTX)
@@ -134,6 +186,13 @@ static_assert(CU_MEMHOSTALLOC_DEVICEMAP == kHostAllocDevicemap, "CU_MEMHOSTALLOC
 static_assert(CU_MEMHOSTALLOC_WRITECOMBINED == kHostAllocWritecombined, "CU_MEMHOSTALLOC_WRITECOMBINED");
 static_assert(CU_MEMHOSTREGISTER_PORTABLE == kHostRegisterPortable, "CU_MEMHOSTREGISTER_PORTABLE");
 static_assert(CU_MEMHOSTREGISTER_DEVICEMAP == kHostRegisterDevicemap, "CU_MEMHOSTREGISTER_DEVICEMAP");
+// The identities the plugin relies on: gpuhal's host-memory flags are passed
+// to cuMemHostAlloc as they are, and its special stream handles to every
+// stream entry.
+static_assert(GPUHAL_HOST_ALLOC_PORTABLE == kHostAllocPortable, "GPUHAL_HOST_ALLOC_PORTABLE != CU_MEMHOSTALLOC_PORTABLE");
+static_assert(GPUHAL_HOST_ALLOC_MAPPED == kHostAllocDevicemap, "GPUHAL_HOST_ALLOC_MAPPED != CU_MEMHOSTALLOC_DEVICEMAP");
+static_assert(GPUHAL_HOST_ALLOC_WRITE_COMBINED == kHostAllocWritecombined,
+              "GPUHAL_HOST_ALLOC_WRITE_COMBINED != CU_MEMHOSTALLOC_WRITECOMBINED");
 static_assert(sizeof(CUipcMemHandle) == sizeof(::CUipcMemHandle), "CUipcMemHandle size");
 static_assert(sizeof(CUdeviceptr) == sizeof(::CUdeviceptr), "CUdeviceptr size");
 static_assert(std::is_same<CUcontext, ::CUcontext>::value, "CUcontext");
@@ -145,6 +204,14 @@ static_assert(std::is_same<CUfunction, ::CUfunction>::value, "CUfunction");
 }  // namespace gpuhal::cuda::api
 
 int main() {
+  // Pointer values are not constant expressions: checked when run.
+  if (reinterpret_cast<uintptr_t>(GPUHAL_STREAM_LEGACY) != kStreamLegacy ||
+      reinterpret_cast<uintptr_t>(GPUHAL_STREAM_PER_THREAD) != kStreamPerThread ||
+      reinterpret_cast<uintptr_t>(gpuhal::cuda::api::stream_legacy()) != kStreamLegacy ||
+      reinterpret_cast<uintptr_t>(gpuhal::cuda::api::stream_per_thread()) != kStreamPerThread) {
+    std::printf("the special stream handles differ from CU_STREAM_LEGACY / CU_STREAM_PER_THREAD\n");
+    return 1;
+  }
   int n = 0;
 #define GPUHAL_COUNT(name, symbol, params) ++n;
   GPUHAL_CUDA_API(GPUHAL_COUNT, GPUHAL_COUNT)
