@@ -59,11 +59,10 @@ GPUHAL_KERNEL void saxpy(GPUHAL_GLOBAL float *y, GPUHAL_GLOBAL const float *x, f
 }
 )";
 
+// Kept loaded once found: unloading NVRTC leaks its runtime's buffers
+// (the plugin loads the same library again and never unloads it either).
 bool nvrtc13_installed() {
-  void *h = dlopen("libnvrtc.so.13", RTLD_NOW | RTLD_LOCAL);
-  if (!h) return false;
-  dlclose(h);
-  return true;
+  return dlopen("libnvrtc.so.13", RTLD_NOW | RTLD_LOCAL) != nullptr;
 }
 
 void *current_cuda_context() {
