@@ -227,7 +227,12 @@ TEST_CASE("cuda contract: gpuhal called inside a stream callback is refused with
 
 TEST_CASE("cuda contract: device memory released inside a stream callback is freed later on a gpuhal thread",
           "[cuda][contract]") {
-  Runtime rt = cuda_runtime({{"GPUHAL_MAX_PENDING_DEALLOCS_COUNT", "1"}});  // every release would flush
+  Config cfg;
+  cfg.backend = "cuda";
+  cfg.plugin_path = {GPUHAL_TEST_LIB_DIR};
+  cfg.set_option("GPUHAL_CUDA_DRIVER", GPUHAL_TEST_FAKE_CUDA);
+  cfg.max_pending_deallocs_count = 1;  // a second pending release would flush
+  Runtime rt = Runtime::load(cfg);
   Context ctx = rt.device(0).primary_context();
   std::vector<std::string> errors;
   ctx.set_deallocation_error_handler([&](const Error &e) { errors.push_back(e.what()); });
@@ -244,6 +249,8 @@ TEST_CASE("cuda contract: device memory released inside a stream callback is fre
   }
   go = true;
   s.synchronize();
+  CHECK(errors.empty());
+  CHECK(ctx.pending_deallocations() == 2);  // queued there, not flushed there
   ctx.flush_deallocations();
   CHECK(errors.empty());
   CHECK(ctx.pending_deallocations() == 0);
