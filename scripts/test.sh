@@ -12,6 +12,7 @@ build=${GPUHAL_BUILD_DIR:-build}
 jobs=$(nproc)
 
 echo "== build"
+scripts/fetch-nvrtc12.sh "$build"
 cmake -S . -B "$build" -G Ninja -DGPUHAL_BUILD_TESTS=ON -DGPUHAL_WERROR=ON >/dev/null
 cmake --build "$build"
 

@@ -98,9 +98,11 @@ gpuhal_status_t queue_callback(CudaContext *c, CUstream stream, gpuhal_host_fn f
   }
   const CUresult r = drv().cuLaunchHostFunc(stream, trampoline, call);
   if (r != CUDA_SUCCESS) {
-    std::lock_guard<std::mutex> lock(g_calls_mu);
-    g_calls.erase(call);  // never queued: the caller keeps `user`
-    return context_error(c, r, "cuLaunchHostFunc");
+    {
+      std::lock_guard<std::mutex> lock(g_calls_mu);
+      g_calls.erase(call);  // never queued: the caller keeps `user`
+    }
+    return context_error(c, r, "cuLaunchHostFunc");  // (releases the others after a sticky error)
   }
   return GPUHAL_SUCCESS;
 }

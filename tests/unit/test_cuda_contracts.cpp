@@ -151,6 +151,60 @@ TEST_CASE("cuda contract: a device newer than NVRTC knows gets PTX for the newes
   ctx.synchronize();
 }
 
+// With NVRTC 12 on the loader's path (ctest registers these with it; run
+// alone they skip): the search picks the NVRTC of the driver's major.
+namespace {
+bool nvrtc12_installed() {
+  return dlopen("libnvrtc.so.12", RTLD_NOW | RTLD_LOCAL) != nullptr;  // kept loaded (see above)
+}
+}  // namespace
+
+TEST_CASE("cuda contract with NVRTC 12: the NVRTC of a CUDA 12 driver is found and its PTX loads", "[cuda][contract]") {
+  if (!nvrtc12_installed()) {
+    WARN("skipped: NVRTC 12 is not on the loader's path");
+    return;
+  }
+  setenv("FAKE_CUDA_DRIVER_VERSION", "12040", 1);
+  Context ctx = cuda_runtime().device(0).primary_context();
+  Module m = Module::compile(ctx, kSaxpy);
+  CHECK_THAT(m.image(), Catch::Matchers::Contains(".version 8.4"));
+  auto x = device_array(ctx, {64}, dtypes::float32), y = device_array(ctx, {64}, dtypes::float32);
+  m.kernel("saxpy")({1}, {64})(y, x, 2.0f, 64);
+  ctx.synchronize();
+}
+
+TEST_CASE("cuda contract with NVRTC 12: NVRTC 12 compiles for Volta, which NVRTC 13 dropped", "[cuda][contract]") {
+  if (!nvrtc12_installed()) {
+    WARN("skipped: NVRTC 12 is not on the loader's path");
+    return;
+  }
+  setenv("FAKE_CUDA_DRIVER_VERSION", "12040", 1);
+  setenv("FAKE_CUDA_CC", "70", 1);
+  Context ctx = cuda_runtime().device(0).primary_context();
+  Module m = Module::compile(ctx, kSaxpy);
+  CHECK_THAT(m.image(), Catch::Matchers::Contains(".target sm_70"));
+  auto x = device_array(ctx, {64}, dtypes::float32), y = device_array(ctx, {64}, dtypes::float32);
+  m.kernel("saxpy")({1}, {64})(y, x, 2.0f, 64);
+  ctx.synchronize();
+}
+
+TEST_CASE("cuda contract with NVRTC 12: NVRTC 12.4 PTX on a CUDA 12.2 driver is UNSUPPORTED_TOOLCHAIN naming both",
+          "[cuda][contract]") {
+  if (!nvrtc12_installed()) {
+    WARN("skipped: NVRTC 12 is not on the loader's path");
+    return;
+  }
+  setenv("FAKE_CUDA_DRIVER_VERSION", "12020", 1);
+  Context ctx = cuda_runtime().device(0).primary_context();
+  REQUIRE_GPUHAL_ERROR(Module::compile(ctx, kSaxpy), Status::ERROR_UNSUPPORTED_TOOLCHAIN, "CUDA 12.2 driver");
+  try {
+    Module::compile(ctx, kSaxpy);
+  } catch (const Error &e) {
+    CHECK_THAT(e.what(), Catch::Matchers::Contains("NVRTC 12.4"));
+    CHECK_THAT(e.what(), Catch::Matchers::Contains("PTX ISA 8.4"));
+  }
+}
+
 // ---- 2. sticky errors ---------------------------------------------------------------------------
 
 TEST_CASE("cuda contract: a kernel fault is sticky, every sticky code is LAUNCH_FAILED saying to reset, and reset "
@@ -172,6 +226,12 @@ TEST_CASE("cuda contract: a kernel fault is sticky, every sticky code is LAUNCH_
     Module m = Module::load(ctx, ImageFormat::Ptx, kNoopPtx, std::strlen(kNoopPtx));
     DeviceArray live = to_device(ctx, HostView::of(v));
     Stream s = ctx.create_stream();
+    // The stream waits (a host function) until the faulting kernel and the
+    // callback behind it are both queued.
+    std::atomic<bool> go{false};
+    s.add_callback([&go] {
+      while (!go) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    });
     fault_next_launch(code.first);
     m.kernel("noop").launch({1}, {32}, {KernelArg(uint64_t(0))}, s);
     // A callback behind the faulting kernel never runs; its capture is
@@ -179,12 +239,14 @@ TEST_CASE("cuda contract: a kernel fault is sticky, every sticky code is LAUNCH_
     auto token = std::make_shared<int>(0);
     std::atomic<bool> ran{false};
     s.add_callback([token, &ran] { ran = true; });
+    go = true;
     REQUIRE_GPUHAL_ERROR(s.synchronize(), Status::ERROR_LAUNCH_FAILED, code.second);
     REQUIRE_GPUHAL_ERROR(s.synchronize(), Status::ERROR_LAUNCH_FAILED, "Context::reset()");
     // Every later call of the context reports it.
     REQUIRE_GPUHAL_ERROR(device_array(ctx, {4}), Status::ERROR_LAUNCH_FAILED, code.second);
     REQUIRE_GPUHAL_ERROR(live.copy_to_host(), Status::ERROR_LAUNCH_FAILED, code.second);
     REQUIRE_GPUHAL_ERROR(ctx.synchronize(), Status::ERROR_LAUNCH_FAILED, code.second);
+    REQUIRE_GPUHAL_ERROR(s.add_callback([token] {}), Status::ERROR_LAUNCH_FAILED, "cuLaunchHostFunc");
     ctx.reset();  // recovers: the primary context is reset
     CHECK_FALSE(ran);
     CHECK(token.use_count() == 1);
