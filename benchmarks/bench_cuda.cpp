@@ -74,7 +74,16 @@ Env &env() {
     resolve(h, "cuModuleGetFunction", &v.raw.cuModuleGetFunction);
     resolve(h, "cuLaunchKernel", &v.raw.cuLaunchKernel);
     v.module = gpuhal::Module::load(v.ctx, gpuhal::ImageFormat::Ptx, kNoopPtx, std::strlen(kNoopPtx));
-    (void)v.ctx.memory_info();  // makes the context current on this thread for the raw calls
+    // The raw side sets up as a CUDA program does: device 0's primary
+    // context (the one gpuhal uses) current on this thread. gpuhal leaves the
+    // thread's current context alone, and finds its own current here.
+    CUresult (*retain)(void **, int) = nullptr;
+    CUresult (*set_current)(void *) = nullptr;
+    resolve(h, "cuDevicePrimaryCtxRetain", &retain);
+    resolve(h, "cuCtxSetCurrent", &set_current);
+    void *primary = nullptr;
+    if (retain(&primary, 0) != 0 || set_current(primary) != 0)
+      throw std::runtime_error("raw cuDevicePrimaryCtxRetain / cuCtxSetCurrent failed");
     CUmodule m = nullptr;
     if (v.raw.cuModuleLoadDataEx(&m, kNoopPtx, 0, nullptr, nullptr) != 0 || v.raw.cuModuleGetFunction(&v.raw_noop, m, "noop") != 0)
       throw std::runtime_error("raw cuModuleLoadDataEx / cuModuleGetFunction failed");

@@ -66,19 +66,24 @@ Runtime Runtime::load(const Config &config) {
 }
 
 Runtime Runtime::get() {
-  static std::mutex mutex;
-  static std::shared_ptr<RuntimeImpl> runtime;
-  static std::unique_ptr<Error> failure;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (runtime) return Runtime(runtime);
-  if (failure) throw *failure;
-  try {
-    runtime = load(Config::from_environment()).impl_;
-  } catch (const Error &e) {
-    failure = std::make_unique<Error>(e);
-    throw;
-  }
-  return Runtime(runtime);
+  // The process's runtime, or why it could not be loaded. Made inside the
+  // static's initialiser, so that its destructor is registered after those
+  // of the plugin and the vendor runtime it loads: at exit it shuts them
+  // down while their own statics (threads, pools) still exist.
+  struct ProcessRuntime {
+    std::shared_ptr<detail::RuntimeImpl> runtime;
+    std::unique_ptr<Error> failure;
+    ProcessRuntime() {
+      try {
+        runtime = load(Config::from_environment()).impl_;
+      } catch (const Error &e) {
+        failure = std::make_unique<Error>(e);
+      }
+    }
+  };
+  static const ProcessRuntime process;  // thread-safe initialisation, once
+  if (process.failure) throw *process.failure;
+  return Runtime(process.runtime);
 }
 
 std::vector<LoadAttempt> Runtime::probe(const Config &config) {

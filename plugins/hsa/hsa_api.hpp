@@ -54,6 +54,27 @@ struct hsa_amd_profiling_dispatch_time_t {
   uint64_t end;
 };
 
+// System events (hsa_ext_amd.h): ROCr calls abort() on a GPU memory fault
+// unless the application registered a handler for them.
+using hsa_amd_event_type_t = int32_t;
+constexpr hsa_amd_event_type_t HSA_AMD_GPU_MEMORY_FAULT_EVENT = 0;
+struct hsa_amd_gpu_memory_fault_info_t {
+  hsa_agent_t agent;
+  uint64_t virtual_address;
+  uint32_t fault_reason_mask;  // hsa_amd_memory_fault_reason_t bits
+};
+struct hsa_amd_event_t {
+  hsa_amd_event_type_t event_type;
+  union {
+    hsa_amd_gpu_memory_fault_info_t memory_fault;
+  };
+};
+constexpr uint32_t HSA_AMD_MEMORY_FAULT_PAGE_NOT_PRESENT = 1u << 0;
+constexpr uint32_t HSA_AMD_MEMORY_FAULT_READ_ONLY = 1u << 1;
+constexpr uint32_t HSA_AMD_MEMORY_FAULT_NX = 1u << 2;
+constexpr uint32_t HSA_AMD_MEMORY_FAULT_HOST_ONLY = 1u << 3;
+using hsa_amd_system_event_callback_t = hsa_status_t (*)(const hsa_amd_event_t *, void *);
+
 // A user-mode queue (the large model: 64-bit addresses).
 struct hsa_queue_t {
   hsa_queue_type32_t type;
@@ -226,7 +247,8 @@ using PoolCallback = hsa_status_t (*)(hsa_amd_memory_pool_t, void *);
   O(hsa_status_t, hsa_executable_destroy, (hsa_executable_t))                                                    \
   O(hsa_status_t, hsa_executable_get_symbol_by_name,                                                             \
     (hsa_executable_t, const char *, const hsa_agent_t *, hsa_executable_symbol_t *))                            \
-  O(hsa_status_t, hsa_executable_symbol_get_info, (hsa_executable_symbol_t, hsa_executable_symbol_info_t, void *))
+  O(hsa_status_t, hsa_executable_symbol_get_info, (hsa_executable_symbol_t, hsa_executable_symbol_info_t, void *)) \
+  O(hsa_status_t, hsa_amd_register_system_event_handler, (hsa_amd_system_event_callback_t, void *))
 
 // The packet header for a packet of `type`: system-scope acquire and
 // release (host memory and other agents see the results), and the barrier

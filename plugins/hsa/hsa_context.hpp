@@ -24,6 +24,18 @@
 // Locking: one mutex per context guards its streams, events, allocations
 // and modules, and is held while submitting (the legacy default stream
 // reads every blocking stream's last signal). Waits happen without it.
+//
+// Errors (ROCr's rules, hsa_ext_amd.h): a failed async copy sets its
+// completion signal negative; a queue that errs is suspended and the
+// completion signals of its packets are never decremented (or, in newer
+// ROCr, set negative); a GPU memory fault goes to the process's system
+// event handler. So every wait is for "less than 1", a negative value is
+// an error, and waits give up when the context has failed: the queue error
+// callback and the system event handler mark the context failed
+// (fail_context), and a waiter sees that within one wait slice. A failed
+// context stays failed until it is destroyed (Context::reset()): every
+// synchronising call and every submission returns ERROR_LAUNCH_FAILED
+// naming the first failure.
 #pragma once
 
 #include <atomic>
@@ -58,15 +70,24 @@ struct Signal {
   Signal(const Signal &) = delete;
   Signal &operator=(const Signal &) = delete;
   ~Signal();
-  // Completion signals start at 1; the operation sets them to 0.
-  bool done() const { return rt().hsa_signal_load_scacquire(handle) == 0; }
-  void wait() const;  // until the value is 0
+  // Completion signals start at 1; the operation sets them to 0, or to a
+  // negative value when it failed. Done means either.
+  bool done() const { return rt().hsa_signal_load_scacquire(handle) < 1; }
+  bool failed() const { return rt().hsa_signal_load_scacquire(handle) < 0; }
+  // Until the value is below 1, or `give_up` is set (checked once per wait
+  // slice, see set_wait_slice).
+  void wait(const std::atomic<bool> *give_up = nullptr) const;
 };
 using SignalRef = std::shared_ptr<Signal>;
 // A signal with `initial` value (a pooled one when there is one).
 gpuhal_status_t make_signal(int64_t initial, SignalRef *out);
 // Destroys the pooled signals (shutdown).
 void drain_signal_pool();
+// Keeps a signal that may still be written by the runtime out of the pool
+// for ever (an operation of a failed context that never completed).
+void quarantine_signal(SignalRef s);
+// The length of one wait slice, from the runtime's timestamp frequency.
+void set_wait_slice(uint64_t timestamp_frequency);
 
 // A GPU agent the plugin reports as a device, and what was learnt of it at
 // init.
@@ -95,6 +116,7 @@ struct Op {
   SignalRef done;
   std::vector<SignalRef> keep;    // signals its packets or copies name
   std::function<void()> on_reap;  // frees staging buffers and kernarg memory
+  const char *what = "";          // for errors: "hsa_amd_memory_async_copy", "a kernel dispatch" ...
 };
 
 struct HsaContext;
@@ -132,8 +154,9 @@ struct HsaModule {
 // A host operation for the context's host-operation thread.
 struct HostOp {
   SignalRef dep;   // may be null
-  SignalRef done;  // set to 0 after fn ran
+  SignalRef done;  // set to 0 after fn ran (-1 when it failed or did not run)
   std::function<void()> fn;
+  std::function<void()> on_skip;  // instead of fn when the context failed (may be empty)
 };
 
 struct Registration {
@@ -164,10 +187,13 @@ struct HsaContext {
   std::thread host_thread;
   void *fill_scratch = nullptr;  // 8 pinned bytes for memset edges (host thread only)
 
-  // A queue error reported by the runtime's callback: returned once by the
-  // next synchronising call.
+  // Set (once) by fail_context: the first failure, under error_mu.
+  std::atomic<bool> failed{false};
   std::mutex error_mu;
-  std::string queue_error;
+  std::string failure;
+  // An ordinary error of a host operation (a runtime call that failed):
+  // returned once by the next synchronising call.
+  std::string pending_error;
 
   ~HsaContext();  // joins the host-operation thread if still running
 };
@@ -186,7 +212,7 @@ void destroy_stream(HsaStream *s);  // after it was drained
 // previous operation when it was not a packet), then `packet` (64 bytes,
 // its header last). Records the operation with `done` as s's last signal.
 gpuhal_status_t submit_packet(HsaStream *s, const void *packet, SignalRef done, std::vector<SignalRef> extra,
-                              std::function<void()> on_reap);
+                              std::function<void()> on_reap, const char *what);
 // The signals a new operation on s must wait for: s's last and, for the
 // legacy default stream's semantics, other streams' (completed ones left out).
 std::vector<SignalRef> dependencies(HsaStream *s, bool include_last = true);
@@ -194,14 +220,21 @@ void reap(HsaStream *s);
 // Allocates a host buffer from the fine-grained system pool, accessible to
 // the context's GPU.
 gpuhal_status_t alloc_system(HsaContext *c, uint64_t bytes, void **out);
-// Reports (once) the queue error the runtime reported, or success.
-gpuhal_status_t take_queue_error(HsaContext *c, const char *entry);
+// Marks c failed with `what` (the first failure is kept). Any thread.
+void fail_context(HsaContext *c, const std::string &what);
+// ERROR_LAUNCH_FAILED naming c's failure and `entry` when c failed (every
+// time), or its pending host-operation error (once), else success.
+gpuhal_status_t context_failure(HsaContext *c, const char *entry);
+// Calls fn for every live context (the system event handler's lookup).
+void for_each_context(const std::function<void(HsaContext *)> &fn);
 // Waits for every stream of c and the host-operation thread (c->mu not held).
 gpuhal_status_t synchronize_context(HsaContext *c);
 void stop_host_thread(HsaContext *c);
 // Queues a host operation after `dep` on s; `done` becomes s's last signal
 // (c->mu held).
-gpuhal_status_t submit_host_op(HsaStream *s, std::function<void()> fn, std::function<void()> on_reap);
+// on_skip runs instead of fn when the context failed before fn could run.
+gpuhal_status_t submit_host_op(HsaStream *s, std::function<void()> fn, std::function<void()> on_reap,
+                               std::function<void()> on_skip = nullptr);
 // The transfer, stream and event entries of the table (hsa_streams.cpp).
 void fill_stream_entries(gpuhal_plugin_table_t *t);
 

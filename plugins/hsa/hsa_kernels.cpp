@@ -268,7 +268,7 @@ gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuha
     p.kernel_object = k->object;
     p.kernarg_address = kernarg;
     p.completion_signal = done->handle;
-    return submit_packet(s, &p, done, {}, free_kernarg);
+    return submit_packet(s, &p, done, {}, free_kernarg, "a kernel dispatch");
   });
 }
 

@@ -9,17 +9,32 @@ namespace gpuhal::hsa {
 
 // ---- signals -----------------------------------------------------------------------------
 
-void Signal::wait() const {
-  // The wait may return early (the specification allows it): re-check.
-  while (rt().hsa_signal_wait_scacquire(handle, HSA_SIGNAL_CONDITION_EQ, 0, UINT64_MAX, HSA_WAIT_STATE_BLOCKED) != 0) {
-  }
-}
-
 namespace {
 std::mutex g_signal_mu;
 std::vector<hsa_signal_t> g_free_signals;  // completed signals, ready for reuse
+std::vector<SignalRef> g_quarantined;      // never completed: never reused
 constexpr size_t kMaxPooledSignals = 4096;
+std::atomic<uint64_t> g_wait_slice{10'000'000};  // timestamp ticks (10 ms at 1 GHz)
 }  // namespace
+
+void set_wait_slice(uint64_t timestamp_frequency) {
+  if (timestamp_frequency) g_wait_slice = std::max<uint64_t>(1, timestamp_frequency / 100);  // 10 ms
+}
+
+void Signal::wait(const std::atomic<bool> *give_up) const {
+  // "Less than 1": a failed operation leaves its signal negative, not 0.
+  // The wait may return early (the specification allows it): re-check.
+  // With `give_up`, a wait slice at a time, so that a failure that will
+  // never complete the signal (a suspended queue) ends the wait.
+  const uint64_t timeout = give_up ? g_wait_slice.load() : UINT64_MAX;
+  while (rt().hsa_signal_wait_scacquire(handle, HSA_SIGNAL_CONDITION_LT, 1, timeout, HSA_WAIT_STATE_BLOCKED) >= 1)
+    if (give_up && give_up->load()) return;
+}
+
+void quarantine_signal(SignalRef s) {
+  std::lock_guard<std::mutex> lock(g_signal_mu);
+  g_quarantined.push_back(std::move(s));
+}
 
 Signal::~Signal() {
   if (!handle.handle) return;
@@ -52,11 +67,18 @@ gpuhal_status_t make_signal(int64_t initial, SignalRef *out) {
 
 void drain_signal_pool() {
   std::vector<hsa_signal_t> free;
+  std::vector<SignalRef> quarantined;
   {
     std::lock_guard<std::mutex> lock(g_signal_mu);
     free.swap(g_free_signals);
+    quarantined.swap(g_quarantined);
   }
   for (hsa_signal_t h : free) rt().hsa_signal_destroy(h);
+  // The runtime is shutting down: nothing writes these any more.
+  for (auto &q : quarantined) {
+    rt().hsa_signal_destroy(q->handle);
+    q->handle = hsa_signal_t{0};
+  }
 }
 
 HsaContext::~HsaContext() {
@@ -80,25 +102,33 @@ namespace {
 
 void note_error(HsaContext *c, const std::string &what) {
   std::lock_guard<std::mutex> lock(c->error_mu);
-  if (c->queue_error.empty()) c->queue_error = what;
+  if (c->pending_error.empty()) c->pending_error = what;
 }
 
-// The runtime's queue error callback (a kernel fault, a malformed packet).
+// The runtime's queue error callback (a kernel fault, a malformed packet):
+// the queue is suspended and its packets will never complete.
 void queue_error_callback(hsa_status_t status, hsa_queue_t *, void *data) {
-  note_error(static_cast<HsaContext *>(data), "the HSA queue reported an error: " + rt().describe(status));
+  fail_context(static_cast<HsaContext *>(data), "the HSA queue reported an error: " + rt().describe(status) +
+                                                    " (the queue is suspended: its work will not complete)");
 }
 
 // Writes one 64-byte AQL packet: the body first, then the header and setup
-// with a release store, then the doorbell. Waits while the queue is full.
-void write_packet(hsa_queue_t *q, const void *packet) {
+// with a release store, then the doorbell. Waits while the queue is full;
+// gives up (false) when the context failed meanwhile (a suspended queue
+// never frees a slot).
+bool write_packet(hsa_queue_t *q, const void *packet, const std::atomic<bool> &failed) {
   const uint64_t index = rt().hsa_queue_add_write_index_scacq_screl(q, 1);
-  while (index - rt().hsa_queue_load_read_index_scacquire(q) >= q->size) std::this_thread::yield();
+  while (index - rt().hsa_queue_load_read_index_scacquire(q) >= q->size) {
+    if (failed.load()) return false;
+    std::this_thread::yield();
+  }
   auto *slot = static_cast<uint8_t *>(q->base_address) + (index & (q->size - 1)) * 64;
   std::memcpy(slot + 4, static_cast<const uint8_t *>(packet) + 4, 60);
   uint32_t header_and_setup;
   std::memcpy(&header_and_setup, packet, 4);
   __atomic_store_n(reinterpret_cast<uint32_t *>(slot), header_and_setup, __ATOMIC_RELEASE);
   rt().hsa_signal_store_screlease(q->doorbell_signal, hsa_signal_value_t(index));
+  return true;
 }
 
 hsa_barrier_and_packet_t barrier_packet(const hsa_signal_t *deps, size_t n, hsa_signal_t completion) {
@@ -119,7 +149,17 @@ void host_thread_main(HsaContext *c) {
       op = std::move(c->host_ops.front());
       c->host_ops.pop_front();
     }
-    if (op.dep) op.dep->wait();
+    if (op.dep) op.dep->wait(&c->failed);
+    if (c->failed.load() || (op.dep && op.dep->failed())) {
+      // What it waited for failed, or never will complete: it does not run,
+      // and its own signal says so to what waits for it.
+      if (op.dep && op.dep->failed()) fail_context(c, "an operation a host operation waited for failed");
+      if (op.on_skip) op.on_skip();
+      rt().hsa_signal_store_screlease(op.done->handle, -1);
+      continue;
+    }
+    // A host operation whose runtime call failed is an ordinary error: the
+    // next synchronising call returns it once, and the stream goes on.
     try {
       op.fn();
     } catch (const std::exception &e) {
@@ -133,14 +173,39 @@ void host_thread_main(HsaContext *c) {
 
 }  // namespace
 
-gpuhal_status_t take_queue_error(HsaContext *c, const char *entry) {
-  std::string msg;
+void fail_context(HsaContext *c, const std::string &what) {
   {
     std::lock_guard<std::mutex> lock(c->error_mu);
-    msg.swap(c->queue_error);
+    if (!c->failure.empty()) return;
+    c->failure = what;
   }
-  if (msg.empty()) return GPUHAL_SUCCESS;
-  return fail(GPUHAL_ERROR_LAUNCH_FAILED, std::string(entry) + ": " + msg);
+  c->failed.store(true);
+  plugin::log(GPUHAL_LOG_ERROR, "hsa: " + what);
+}
+
+namespace {
+// Submissions to a failed context are refused (its queues may be suspended).
+gpuhal_status_t refuse_if_failed(HsaContext *c, const char *what) {
+  return c->failed.load() ? context_failure(c, what) : GPUHAL_SUCCESS;
+}
+}  // namespace
+
+gpuhal_status_t context_failure(HsaContext *c, const char *entry) {
+  std::string what;
+  if (!c->failed.load()) {
+    {
+      std::lock_guard<std::mutex> lock(c->error_mu);
+      what.swap(c->pending_error);
+    }
+    if (what.empty()) return GPUHAL_SUCCESS;
+    return fail(GPUHAL_ERROR_LAUNCH_FAILED, std::string(entry) + ": " + what);
+  }
+  {
+    std::lock_guard<std::mutex> lock(c->error_mu);
+    what = c->failure;
+  }
+  return fail(GPUHAL_ERROR_LAUNCH_FAILED, std::string(entry) + ": " + what +
+                                              "; the context is unusable until Context::reset()");
 }
 
 gpuhal_status_t create_queue(HsaContext *c, HsaStream *s) {
@@ -164,8 +229,17 @@ gpuhal_status_t create_queue(HsaContext *c, HsaStream *s) {
 
 void destroy_stream(HsaStream *s) {
   if (!s) return;
-  for (Op &op : s->inflight)
-    if (op.on_reap) op.on_reap();
+  for (Op &op : s->inflight) {
+    if (op.done->done()) {
+      if (op.on_reap) op.on_reap();
+      continue;
+    }
+    // It never completed (its context failed): the runtime may still write
+    // its signal and its buffers (a copy engine), so they are kept, not
+    // reused or freed.
+    quarantine_signal(op.done);
+    if (op.on_reap) new std::function<void()>(std::move(op.on_reap));  // deliberately never run
+  }
   s->inflight.clear();
   s->last.reset();
   if (s->queue) rt().hsa_queue_destroy(s->queue);
@@ -174,7 +248,10 @@ void destroy_stream(HsaStream *s) {
 
 void reap(HsaStream *s) {
   while (!s->inflight.empty() && s->inflight.front().done->done()) {
-    if (s->inflight.front().on_reap) s->inflight.front().on_reap();
+    Op &op = s->inflight.front();
+    if (op.done->failed())
+      fail_context(s->ctx, std::string(op.what) + " failed (its completion signal went negative)");
+    if (op.on_reap) op.on_reap();
     s->inflight.pop_front();
   }
 }
@@ -217,8 +294,12 @@ std::vector<SignalRef> dependencies(HsaStream *s, bool include_last) {
 }
 
 gpuhal_status_t submit_packet(HsaStream *s, const void *packet, SignalRef done, std::vector<SignalRef> extra,
-                              std::function<void()> on_reap) {
+                              std::function<void()> on_reap, const char *what) {
   reap(s);
+  if (const gpuhal_status_t st = refuse_if_failed(s->ctx, what); st != GPUHAL_SUCCESS) {
+    if (on_reap) on_reap();
+    return st;
+  }
   std::vector<SignalRef> deps = dependencies(s, !s->last_on_queue);
   for (auto &e : extra)
     if (e && !e->done()) deps.push_back(std::move(e));
@@ -229,17 +310,19 @@ gpuhal_status_t submit_packet(HsaStream *s, const void *packet, SignalRef done, 
   op.done = done;
   op.keep = std::move(deps);
   op.on_reap = std::move(on_reap);
+  op.what = what;
   s->inflight.push_back(std::move(op));  // before the packets: reserve first, then publish
   // Barrier-AND packets take five signals each; with the barrier bit set
   // they complete in order, so a chain of them waits for all.
-  for (size_t i = 0; i < handles.size(); i += 5) {
+  bool written = true;
+  for (size_t i = 0; i < handles.size() && written; i += 5) {
     const hsa_barrier_and_packet_t b = barrier_packet(handles.data() + i, handles.size() - i, hsa_signal_t{0});
-    write_packet(s->queue, &b);
+    written = write_packet(s->queue, &b, s->ctx->failed);
   }
-  write_packet(s->queue, packet);
+  if (written) written = write_packet(s->queue, packet, s->ctx->failed);
   s->last = std::move(done);
   s->last_on_queue = true;
-  return GPUHAL_SUCCESS;
+  return written ? GPUHAL_SUCCESS : refuse_if_failed(s->ctx, what);
 }
 
 namespace {
@@ -250,7 +333,8 @@ gpuhal_status_t submit_copy(HsaStream *s, void *dst, hsa_agent_t dst_agent, cons
                             uint64_t bytes, std::function<void()> on_reap) {
   reap(s);
   SignalRef done;
-  gpuhal_status_t st = make_signal(1, &done);
+  gpuhal_status_t st = refuse_if_failed(s->ctx, "hsa_amd_memory_async_copy");
+  if (st == GPUHAL_SUCCESS) st = make_signal(1, &done);
   if (st == GPUHAL_SUCCESS) {
     std::vector<SignalRef> deps = dependencies(s);
     std::vector<hsa_signal_t> handles;
@@ -263,6 +347,7 @@ gpuhal_status_t submit_copy(HsaStream *s, void *dst, hsa_agent_t dst_agent, cons
       op.done = done;
       op.keep = std::move(deps);
       op.on_reap = std::move(on_reap);
+      op.what = "hsa_amd_memory_async_copy";
       s->inflight.push_back(std::move(op));
       s->last = std::move(done);
       s->last_on_queue = false;
@@ -281,7 +366,7 @@ gpuhal_status_t submit_marker(HsaStream *s, std::vector<SignalRef> extra, Signal
   if (const gpuhal_status_t st = make_signal(1, &done); st != GPUHAL_SUCCESS) return st;
   const hsa_barrier_and_packet_t b = barrier_packet(nullptr, 0, done->handle);
   if (out) *out = done;
-  return submit_packet(s, &b, done, std::move(extra), nullptr);
+  return submit_packet(s, &b, done, std::move(extra), nullptr, "a barrier packet");
 }
 
 void start_host_thread(HsaContext *c) {
@@ -291,8 +376,13 @@ void start_host_thread(HsaContext *c) {
 
 }  // namespace
 
-gpuhal_status_t submit_host_op(HsaStream *s, std::function<void()> fn, std::function<void()> on_reap) {
+gpuhal_status_t submit_host_op(HsaStream *s, std::function<void()> fn, std::function<void()> on_reap,
+                               std::function<void()> on_skip) {
   reap(s);
+  if (const gpuhal_status_t st = refuse_if_failed(s->ctx, "a host operation"); st != GPUHAL_SUCCESS) {
+    if (on_reap) on_reap();
+    return st;
+  }
   std::vector<SignalRef> deps = dependencies(s);
   SignalRef dep;
   if (deps.size() == 1) {
@@ -312,13 +402,14 @@ gpuhal_status_t submit_host_op(HsaStream *s, std::function<void()> fn, std::func
   start_host_thread(s->ctx);
   {
     std::lock_guard<std::mutex> lock(s->ctx->host_mu);
-    s->ctx->host_ops.push_back(HostOp{dep, done, std::move(fn)});
+    s->ctx->host_ops.push_back(HostOp{dep, done, std::move(fn), std::move(on_skip)});
   }
   s->ctx->host_cv.notify_one();
   Op op;
   op.done = done;
   if (dep) op.keep.push_back(dep);
   op.on_reap = std::move(on_reap);
+  op.what = "a host operation";
   s->inflight.push_back(std::move(op));
   s->last = std::move(done);
   s->last_on_queue = false;
@@ -345,14 +436,14 @@ gpuhal_status_t synchronize_context(HsaContext *c) {
     for (auto &kv : c->streams) add(kv.second.get());
     for (auto &kv : c->per_thread) add(kv.second.get());
   }
-  for (const auto &s : lasts) s->wait();
+  for (const auto &s : lasts) s->wait(&c->failed);
   {
     std::lock_guard<std::mutex> lock(c->mu);
     reap(c->legacy.get());
     for (auto &kv : c->streams) reap(kv.second.get());
     for (auto &kv : c->per_thread) reap(kv.second.get());
   }
-  return take_queue_error(c, "context_synchronize");
+  return context_failure(c, "context_synchronize");
 }
 
 namespace {
@@ -414,12 +505,12 @@ gpuhal_status_t enqueue_copy(HsaContext *c, HsaStream *s, uint32_t kind, gpuhal_
 
 // Waits for s's last operation (c->mu not held), then reaps.
 gpuhal_status_t wait_stream(HsaContext *c, HsaStream *s, SignalRef last, const char *entry) {
-  if (last) last->wait();
+  if (last) last->wait(&c->failed);
   {
     std::lock_guard<std::mutex> lock(c->mu);
     reap(s);
   }
-  return take_queue_error(c, entry);
+  return context_failure(c, entry);
 }
 
 gpuhal_status_t memcpy_async(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
@@ -464,7 +555,12 @@ void fill_bytes(HsaContext *c, uintptr_t dst, uint8_t value, uint64_t bytes) {
     check(rt().hsa_amd_memory_async_copy(reinterpret_cast<void *>(at), c->device->agent, c->fill_scratch,
                                          host_agent().agent, size_t(n), 0, nullptr, done->handle),
           "hsa_amd_memory_async_copy");
-    done->wait();
+    done->wait(&c->failed);
+    if (!done->done()) {  // the context failed: the copy may still write the scratch buffer
+      quarantine_signal(done);
+      throw std::runtime_error("the context failed while a memset's edge bytes were copied");
+    }
+    if (done->failed()) throw std::runtime_error("hsa_amd_memory_async_copy of a memset's edge bytes failed");
   };
   const uint64_t head = std::min<uint64_t>(bytes, (4 - (dst & 3)) & 3);
   const uint64_t words = (bytes - head) / 4;
@@ -545,9 +641,13 @@ gpuhal_status_t stream_destroy(gpuhal_context_t ctx, gpuhal_stream_t stream) {
     owned = std::move(it->second);
     c->streams.erase(it);
   }
-  if (owned->last) owned->last->wait();
+  if (owned->last) owned->last->wait(&c->failed);
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    reap(owned.get());
+  }
   destroy_stream(owned.get());
-  return GPUHAL_SUCCESS;
+  return context_failure(c, "stream_destroy");
 }
 
 gpuhal_status_t stream_synchronize(gpuhal_context_t ctx, gpuhal_stream_t stream) {
@@ -568,7 +668,9 @@ gpuhal_status_t stream_query(gpuhal_context_t ctx, gpuhal_stream_t stream) {
   std::lock_guard<std::mutex> lock(c->mu);
   HsaStream *s = resolve_stream(c, stream);
   if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_query: invalid stream");
-  return !s->last || s->last->done() ? GPUHAL_SUCCESS : GPUHAL_NOT_READY;
+  if (s->last && !s->last->done() && !c->failed.load()) return GPUHAL_NOT_READY;
+  reap(s);
+  return context_failure(c, "stream_query");
 }
 
 HsaEvent *find_event(HsaContext *c, gpuhal_event_t e) {
@@ -625,8 +727,10 @@ gpuhal_status_t stream_add_callback(gpuhal_context_t ctx, gpuhal_stream_t stream
     std::lock_guard<std::mutex> lock(c->mu);
     HsaStream *s = resolve_stream(c, stream);
     if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_add_callback: invalid stream");
+    // A callback the failed context will not run is released (the core
+    // frees it without running it).
     return submit_host_op(
-        s, [fn, user] { fn(user, GPUHAL_SUCCESS); }, nullptr);
+        s, [fn, user] { fn(user, GPUHAL_SUCCESS); }, nullptr, [fn, user] { fn(user, GPUHAL_ERROR_LAUNCH_FAILED); });
   });
 }
 
@@ -677,8 +781,9 @@ gpuhal_status_t event_synchronize(gpuhal_context_t ctx, gpuhal_event_t event) {
     if (!e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_synchronize: invalid event");
     sig = e->signal;
   }
-  if (sig) sig->wait();
-  return take_queue_error(c, "event_synchronize");
+  if (sig) sig->wait(&c->failed);
+  if (sig && sig->failed()) fail_context(c, "the work an event waited for failed");
+  return context_failure(c, "event_synchronize");
 }
 
 gpuhal_status_t event_query(gpuhal_context_t ctx, gpuhal_event_t event) {

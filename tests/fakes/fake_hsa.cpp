@@ -15,15 +15,35 @@
 // a GPU): copies only between pool memory and locked/registered host
 // memory (pageable memory must be staged), dispatches naming loaded kernel
 // objects, kernargs in the kernarg pool, group and private segment sizes
-// covering the kernel's, work-group sizes within limits. A bad packet is
-// reported through the queue's error callback (and its signal still
-// completes, so tests do not hang).
+// covering the kernel's, work-group sizes within limits.
+//
+// ROCr's unpleasant rules, kept as ROCr keeps them:
+//  - hsa_amd_memory_async_copy (hsa_ext_amd.h): "The runtime indicates that
+//    an error has occurred during the copy operation by setting the value of
+//    the completion signal to a negative number."
+//  - A queue that hits an error (a malformed packet, a barrier-AND whose
+//    dependency went negative: "If any of the dependent signals have a
+//    negative value, the barrier-AND packet ... an error") is reported
+//    through the queue's error callback and suspended: neither the failing
+//    packet's completion signal nor any later one is ever decremented (ROCr
+//    before it learnt to set them negative; FAKE_HSA_NEGATIVE_ON_ERROR=1
+//    gives the newer behaviour, the failing packet's signal set to -1).
+//  - A GPU memory-access fault calls the handler registered with
+//    hsa_amd_register_system_event_handler (HSA_AMD_GPU_MEMORY_FAULT_EVENT,
+//    one handler per process: a second registration is HSA_STATUS_ERROR);
+//    without one ROCr prints "Memory access fault by GPU" and abort()s the
+//    process. The faulting queue is suspended.
+//  - The runtime's own threads live until hsa_shut_down; the fake's state
+//    is never destroyed at exit, so a program that shuts down late (from
+//    static destructors) still finds it.
 //
 // Environment: FAKE_HSA_INIT_FAIL=<status> makes hsa_init fail;
 // FAKE_HSA_GPUS=<n>; FAKE_HSA_MEMORY=<bytes per GPU>;
 // FAKE_HSA_FAIL=sym:k:status[,...] makes the k-th call of sym fail.
 // Test hooks: fake_hsa_last_dispatch, fake_hsa_dispatch_count,
-// fake_hsa_live_objects.
+// fake_hsa_live_objects, fake_hsa_fail_next_copy (its signal goes negative),
+// fake_hsa_fail_next_packet (the queue errors on it),
+// fake_hsa_memory_fault_next_packet (a memory fault at an address).
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -53,7 +73,7 @@ struct Fault {
   hsa_status_t code;
   long calls = 0;
 };
-std::mutex g_fault_mu;
+std::mutex &g_fault_mu = *new std::mutex;
 std::vector<Fault> g_faults = [] {
   std::vector<Fault> out;
   const char *spec = std::getenv("FAKE_HSA_FAIL");
@@ -99,7 +119,7 @@ constexpr uint64_t kGpuAgentBase = 2;
 constexpr uint64_t kSystemPool = 0x100, kDevicePoolBase = 0x200, kGroupPoolBase = 0x300;
 constexpr uint32_t kLdsBytes = 64 * 1024;
 
-std::mutex g_mu;  // guards the state below (not the signals)
+std::mutex &g_mu = *new std::mutex;  // guards the state below (not the signals)
 int g_init = 0;
 const uint64_t g_gpus = env_u64("FAKE_HSA_GPUS", 1);
 const uint64_t g_device_memory = env_u64("FAKE_HSA_MEMORY", uint64_t(16) << 30);
@@ -115,10 +135,10 @@ struct Allocation {
   uint64_t size;
   uint64_t pool;
 };
-std::map<uintptr_t, Allocation> g_allocations;
-std::map<uint64_t, uint64_t> g_pool_used;
-std::map<uintptr_t, uint64_t> g_locked;      // hsa_amd_memory_lock
-std::map<uintptr_t, uint64_t> g_registered;  // hsa_memory_register
+std::map<uintptr_t, Allocation> &g_allocations = *new std::map<uintptr_t, Allocation>;
+std::map<uint64_t, uint64_t> &g_pool_used = *new std::map<uint64_t, uint64_t>;
+std::map<uintptr_t, uint64_t> &g_locked = *new std::map<uintptr_t, uint64_t>;      // hsa_amd_memory_lock
+std::map<uintptr_t, uint64_t> &g_registered = *new std::map<uintptr_t, uint64_t>;  // hsa_memory_register
 
 // The range [p, p + n) lies in one entry of m.
 template <class M, class F>
@@ -146,9 +166,9 @@ struct FSignal {
   std::atomic<int64_t> value{0};
   uint64_t start_ts = 0, end_ts = 0;
 };
-std::mutex g_sig_mu;  // with g_sig_cv: every signal's waiters
-std::condition_variable g_sig_cv;
-std::set<FSignal *> g_signals;
+std::mutex &g_sig_mu = *new std::mutex;  // with g_sig_cv: every signal's waiters
+std::condition_variable &g_sig_cv = *new std::condition_variable;
+std::set<FSignal *> &g_signals = *new std::set<FSignal *>;
 
 FSignal *sig(hsa_signal_t s) {
   auto *p = reinterpret_cast<FSignal *>(s.handle);
@@ -187,6 +207,20 @@ int64_t signal_wait(FSignal *s, hsa_signal_condition_t c, int64_t x, const std::
   g_sig_cv.wait(lock, [&] { return satisfied(s->value.load(), c, x) || (stop && stop->load()); });
   return s->value.load();
 }
+// The same with a timeout (the runtime's hint, honoured: a waiter that gave
+// up gets the current value).
+int64_t signal_wait_for(FSignal *s, hsa_signal_condition_t c, int64_t x, std::chrono::nanoseconds timeout) {
+  std::unique_lock<std::mutex> lock(g_sig_mu);
+  g_sig_cv.wait_for(lock, timeout, [&] { return satisfied(s->value.load(), c, x); });
+  return s->value.load();
+}
+
+// Failure injection for the tests (see the header).
+std::atomic<bool> g_fail_next_copy{false}, g_fail_next_packet{false};
+std::atomic<uint64_t> g_fault_address{0};
+hsa_amd_system_event_callback_t g_event_handler = nullptr;
+void *g_event_data = nullptr;
+const bool g_negative_on_error = std::getenv("FAKE_HSA_NEGATIVE_ON_ERROR") != nullptr;
 
 // ---- code objects -------------------------------------------------------------------------
 struct KernelObject {
@@ -200,9 +234,9 @@ struct Executable {
   bool frozen = false;
   std::vector<std::unique_ptr<KernelObject>> kernels;
 };
-std::set<Reader *> g_readers;
-std::set<Executable *> g_executables;
-std::set<const KernelObject *> g_kernel_objects;
+std::set<Reader *> &g_readers = *new std::set<Reader *>;
+std::set<Executable *> &g_executables = *new std::set<Executable *>;
+std::set<const KernelObject *> &g_kernel_objects = *new std::set<const KernelObject *>;
 
 template <class T>
 bool rd(const std::vector<uint8_t> &b, uint64_t off, T *out) {
@@ -253,9 +287,9 @@ bool read_kernels(const std::vector<uint8_t> &b, std::vector<std::unique_ptr<Ker
 }
 
 // ---- dispatch records ---------------------------------------------------------------------
-std::mutex g_dispatch_mu;
+std::mutex &g_dispatch_mu = *new std::mutex;
 hsa_kernel_dispatch_packet_t g_last_dispatch{};
-std::vector<uint8_t> g_last_kernarg;
+std::vector<uint8_t> &g_last_kernarg = *new std::vector<uint8_t>;
 uint64_t g_dispatch_count = 0;
 
 // ---- queues -------------------------------------------------------------------------------
@@ -270,11 +304,19 @@ struct FQueue {
   hsa_agent_t agent{};
   uint8_t *ring = nullptr;
   std::thread consumer;
+  bool suspended = false;  // after an error: nothing more is processed (consumer thread only)
 };
-std::set<FQueue *> g_queues;
+std::set<FQueue *> &g_queues = *new std::set<FQueue *>;
 
+// A queue error: reported through the callback, and the queue is suspended.
 void report(FQueue *q, hsa_status_t st) {
+  q->suspended = true;
   if (q->callback) q->callback(st, &q->q, q->data);
+}
+void report_packet(FQueue *q, hsa_status_t st, hsa_signal_t completion) {
+  if (g_negative_on_error && completion.handle)
+    if (FSignal *f = sig(completion)) signal_set(f, -1);
+  report(q, st);
 }
 
 // Checks a dispatch packet as a packet processor would before running it.
@@ -311,12 +353,36 @@ void complete(FQueue *q, hsa_signal_t s, uint64_t start) {
   signal_add(f, -1);
 }
 
+// The memory fault of the test hook, as ROCr handles one: the registered
+// system event handler, or abort().
+void memory_fault(FQueue *q, uint64_t address) {
+  if (!g_event_handler) {
+    std::fprintf(stderr,
+                 "Memory access fault by GPU node-%llu (Agent handle: 0x%llx) on address 0x%llx. Reason: Page not "
+                 "present or supervisor privilege.\n",
+                 static_cast<unsigned long long>(q->agent.handle), static_cast<unsigned long long>(q->agent.handle),
+                 static_cast<unsigned long long>(address));
+    std::abort();
+  }
+  hsa_amd_event_t e{};
+  e.event_type = HSA_AMD_GPU_MEMORY_FAULT_EVENT;
+  e.memory_fault.agent = q->agent;
+  e.memory_fault.virtual_address = address;
+  e.memory_fault.fault_reason_mask = HSA_AMD_MEMORY_FAULT_PAGE_NOT_PRESENT;
+  q->suspended = true;
+  g_event_handler(&e, g_event_data);
+}
+
 void consume(FQueue *q) {
   FSignal *doorbell = reinterpret_cast<FSignal *>(q->q.doorbell_signal.handle);
   for (;;) {
     const uint64_t index = q->read_index.load();
     signal_wait(doorbell, HSA_SIGNAL_CONDITION_GTE, int64_t(index), &q->stop);
     if (q->stop.load() && doorbell->value.load() < int64_t(index)) return;
+    if (q->suspended) {  // an errored queue processes nothing more
+      signal_wait(doorbell, HSA_SIGNAL_CONDITION_LT, INT64_MIN, &q->stop);
+      return;
+    }
     uint8_t *slot = q->ring + (index & (q->q.size - 1)) * 64;
     const uint32_t first = __atomic_load_n(reinterpret_cast<uint32_t *>(slot), __ATOMIC_ACQUIRE);
     const uint16_t type = first & 0xff;
@@ -325,27 +391,46 @@ void consume(FQueue *q) {
       std::this_thread::yield();
       continue;
     }
-    if (!((first >> HSA_PACKET_HEADER_BARRIER) & 1)) report(q, HSA_STATUS_ERROR_INVALID_PACKET_FORMAT);
+    hsa_signal_t completion{};
+    std::memcpy(&completion, slot + 56, sizeof completion);  // the same offset in both packet types
+    if (const uint64_t address = g_fault_address.exchange(0)) {
+      memory_fault(q, address);
+      continue;
+    }
+    if (g_fail_next_packet.exchange(false) || !((first >> HSA_PACKET_HEADER_BARRIER) & 1)) {
+      report_packet(q, HSA_STATUS_ERROR_INVALID_PACKET_FORMAT, completion);
+      continue;
+    }
     if (type == HSA_PACKET_TYPE_BARRIER_AND) {
       hsa_barrier_and_packet_t p;
       std::memcpy(&p, slot, sizeof p);
+      bool failed = false;
       for (const hsa_signal_t &d : p.dep_signal) {
         if (!d.handle) continue;
         FSignal *f = sig(d);
         if (!f) {
-          report(q, HSA_STATUS_ERROR_INVALID_SIGNAL);
-          continue;
+          failed = true;
+          report_packet(q, HSA_STATUS_ERROR_INVALID_SIGNAL, p.completion_signal);
+          break;
         }
-        signal_wait(f, HSA_SIGNAL_CONDITION_EQ, 0);
+        if (signal_wait(f, HSA_SIGNAL_CONDITION_LT, 1, &q->stop) < 0) {  // a failed dependency
+          failed = true;
+          report_packet(q, HSA_STATUS_ERROR, p.completion_signal);
+          break;
+        }
+        if (q->stop.load()) return;
       }
+      if (failed) continue;
       complete(q, p.completion_signal, start);
     } else if (type == HSA_PACKET_TYPE_KERNEL_DISPATCH) {
       hsa_kernel_dispatch_packet_t p;
       std::memcpy(&p, slot, sizeof p);
       const hsa_status_t st = check_dispatch(q, p);
       if (st != HSA_STATUS_SUCCESS) {
-        report(q, st);
-      } else {
+        report_packet(q, st, p.completion_signal);
+        continue;
+      }
+      {
         std::lock_guard<std::mutex> lock(g_dispatch_mu);
         g_last_dispatch = p;
         const auto *k = reinterpret_cast<const KernelObject *>(p.kernel_object);
@@ -355,7 +440,8 @@ void consume(FQueue *q) {
       }
       complete(q, p.completion_signal, start);
     } else {
-      report(q, HSA_STATUS_ERROR_INVALID_PACKET_FORMAT);
+      report_packet(q, HSA_STATUS_ERROR_INVALID_PACKET_FORMAT, completion);
+      continue;
     }
     __atomic_store_n(reinterpret_cast<uint32_t *>(slot), uint32_t(HSA_PACKET_TYPE_INVALID), __ATOMIC_RELEASE);
     q->read_index.store(index + 1);
@@ -370,10 +456,10 @@ struct CopyJob {
   std::vector<FSignal *> deps;
   FSignal *done;
 };
-std::mutex g_copy_mu;
-std::condition_variable g_copy_cv;
-std::deque<CopyJob> g_copies;
-std::thread g_copy_thread;
+std::mutex &g_copy_mu = *new std::mutex;
+std::condition_variable &g_copy_cv = *new std::condition_variable;
+std::deque<CopyJob> &g_copies = *new std::deque<CopyJob>;
+std::thread *g_copy_thread = nullptr;  // the runtime's thread: joined by the last hsa_shut_down, never destroyed at exit
 bool g_copy_stop = false;
 
 void copy_main() {
@@ -386,7 +472,13 @@ void copy_main() {
       job = g_copies.front();
       g_copies.pop_front();
     }
-    for (FSignal *d : job.deps) signal_wait(d, HSA_SIGNAL_CONDITION_EQ, 0);
+    bool failed = g_fail_next_copy.exchange(false);
+    for (FSignal *d : job.deps)
+      if (signal_wait(d, HSA_SIGNAL_CONDITION_LT, 1) < 0) failed = true;  // a failed dependency fails the copy
+    if (failed) {
+      signal_set(job.done, -1);  // "setting the value of the completion signal to a negative number"
+      continue;
+    }
     const uint64_t start = now_ns();
     std::memmove(job.dst, job.src, job.size);
     job.done->start_ts = start;
@@ -430,23 +522,28 @@ EXPORT hsa_status_t hsa_init() {
   if (g_init++ == 0) {
     std::lock_guard<std::mutex> clock(g_copy_mu);
     g_copy_stop = false;
-    g_copy_thread = std::thread(copy_main);
+    g_copy_thread = new std::thread(copy_main);
   }
   return HSA_STATUS_SUCCESS;
 }
 
 EXPORT hsa_status_t hsa_shut_down() {
-  std::thread t;
+  std::thread *t = nullptr;
   {
     std::lock_guard<std::mutex> lock(g_mu);
     if (g_init == 0) return HSA_STATUS_ERROR_NOT_INITIALIZED;
     if (--g_init > 0) return HSA_STATUS_SUCCESS;
+    g_event_handler = nullptr;  // the runtime's state goes, its handlers with it
+    g_event_data = nullptr;
     std::lock_guard<std::mutex> clock(g_copy_mu);
     g_copy_stop = true;
-    t = std::move(g_copy_thread);
+    std::swap(t, g_copy_thread);
   }
   g_copy_cv.notify_all();
-  if (t.joinable()) t.join();
+  if (t) {
+    t->join();
+    delete t;
+  }
   return HSA_STATUS_SUCCESS;
 }
 
@@ -677,10 +774,14 @@ EXPORT void hsa_signal_store_screlease(hsa_signal_t s, hsa_signal_value_t v) {
   if (FSignal *f = sig(s)) signal_set(f, v);
 }
 
+// The timeout hint is in timestamp ticks (HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY:
+// 1 GHz here); UINT64_MAX waits for ever.
 EXPORT hsa_signal_value_t hsa_signal_wait_scacquire(hsa_signal_t s, hsa_signal_condition_t c, hsa_signal_value_t x,
-                                                    uint64_t, hsa_wait_state_t) {
+                                                    uint64_t timeout, hsa_wait_state_t) {
   FSignal *f = sig(s);
-  return f ? signal_wait(f, c, x) : 0;
+  if (!f) return 0;
+  if (timeout == UINT64_MAX) return signal_wait(f, c, x);
+  return signal_wait_for(f, c, x, std::chrono::nanoseconds(std::min<uint64_t>(timeout, uint64_t(INT64_MAX))));
 }
 
 EXPORT hsa_status_t hsa_queue_create(hsa_agent_t agent, uint32_t size, hsa_queue_type32_t type,
@@ -928,6 +1029,27 @@ EXPORT hsa_status_t hsa_executable_symbol_get_info(hsa_executable_symbol_t symbo
 // ---- test hooks ----------------------------------------------------------------------------
 
 // Makes the k-th call (from now) of `symbol` fail with `status`.
+EXPORT hsa_status_t hsa_amd_register_system_event_handler(hsa_amd_system_event_callback_t callback, void *data) {
+  NEED_INIT;
+  FAULT(hsa_amd_register_system_event_handler);
+  if (!callback) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_event_handler) return HSA_STATUS_ERROR;  // "An event handler has already been registered"
+  g_event_handler = callback;
+  g_event_data = data;
+  return HSA_STATUS_SUCCESS;
+}
+
+EXPORT void fake_hsa_fail_next_copy() {
+  g_fail_next_copy = true;
+}
+EXPORT void fake_hsa_fail_next_packet() {
+  g_fail_next_packet = true;
+}
+EXPORT void fake_hsa_memory_fault_next_packet(uint64_t address) {
+  g_fault_address = address;
+}
+
 EXPORT void fake_hsa_fail(const char *symbol, long k, int status) {
   std::lock_guard<std::mutex> lock(g_fault_mu);
   g_faults.push_back({symbol, k, hsa_status_t(status)});

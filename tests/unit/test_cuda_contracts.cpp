@@ -151,15 +151,16 @@ TEST_CASE("cuda contract: a device newer than NVRTC knows gets PTX for the newes
   ctx.synchronize();
 }
 
-// With NVRTC 12 on the loader's path (ctest registers these with it; run
-// alone they skip): the search picks the NVRTC of the driver's major.
+// With NVRTC 12 on the loader's path (ctest registers these [nvrtc12] cases
+// with it, when scripts/fetch-nvrtc12.sh could fetch it; run without it they
+// skip): the search picks the NVRTC of the driver's major.
 namespace {
 bool nvrtc12_installed() {
   return dlopen("libnvrtc.so.12", RTLD_NOW | RTLD_LOCAL) != nullptr;  // kept loaded (see above)
 }
 }  // namespace
 
-TEST_CASE("cuda contract with NVRTC 12: the NVRTC of a CUDA 12 driver is found and its PTX loads", "[cuda][contract]") {
+TEST_CASE("cuda contract with NVRTC 12: the NVRTC of a CUDA 12 driver is found and its PTX loads", "[cuda][contract][nvrtc12]") {
   if (!nvrtc12_installed()) {
     WARN("skipped: NVRTC 12 is not on the loader's path");
     return;
@@ -173,7 +174,7 @@ TEST_CASE("cuda contract with NVRTC 12: the NVRTC of a CUDA 12 driver is found a
   ctx.synchronize();
 }
 
-TEST_CASE("cuda contract with NVRTC 12: NVRTC 12 compiles for Volta, which NVRTC 13 dropped", "[cuda][contract]") {
+TEST_CASE("cuda contract with NVRTC 12: NVRTC 12 compiles for Volta, which NVRTC 13 dropped", "[cuda][contract][nvrtc12]") {
   if (!nvrtc12_installed()) {
     WARN("skipped: NVRTC 12 is not on the loader's path");
     return;
@@ -189,7 +190,7 @@ TEST_CASE("cuda contract with NVRTC 12: NVRTC 12 compiles for Volta, which NVRTC
 }
 
 TEST_CASE("cuda contract with NVRTC 12: NVRTC 12.4 PTX on a CUDA 12.2 driver is UNSUPPORTED_TOOLCHAIN naming both",
-          "[cuda][contract]") {
+          "[cuda][contract][nvrtc12]") {
   if (!nvrtc12_installed()) {
     WARN("skipped: NVRTC 12 is not on the loader's path");
     return;

@@ -1,0 +1,151 @@
+// ROCr's documented contracts, held by the fake runtime
+// (tests/fakes/fake_hsa.cpp quotes each rule from hsa.h / hsa_ext_amd.h) and
+// kept by the hsa backend: errors never hang (a failed copy's negative
+// signal, a suspended queue whose signals never complete), and a GPU memory
+// fault is an error instead of ROCr's abort(). docs/backends/hsa.md lists
+// them with these tests.
+//
+// Each case runs in its own process; every wait that could hang runs under
+// a watchdog, so a hang is a failed check, not a stuck test.
+#include <dlfcn.h>
+#include <stdlib.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <future>
+#include <thread>
+
+#include "test_support.hpp"
+
+using namespace gpuhal;
+
+#if GPUHAL_TEST_HAVE_HSA_PLUGIN
+
+namespace {
+
+Runtime hsa_runtime() {
+  Config c;
+  c.backend = "hsa";
+  c.plugin_path = {GPUHAL_TEST_LIB_DIR};
+  c.set_option("GPUHAL_HSA_RUNTIME", GPUHAL_TEST_FAKE_HSA);
+  return Runtime::load(c);
+}
+
+// A test hook of the fake runtime (kept loaded for the process's life).
+template <class F>
+F *hook(const char *name) {
+  static void *fake = dlopen(GPUHAL_TEST_FAKE_HSA, RTLD_NOW | RTLD_LOCAL);
+  REQUIRE(fake);
+  void *p = dlsym(fake, name);
+  REQUIRE(p);
+  return reinterpret_cast<F *>(p);
+}
+
+// Runs fn, rethrowing what it throws; a hang past 20 s ends the process
+// with a message (the thread cannot be stopped).
+template <class F>
+void within_20s(const char *what, F fn) {
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> result = done->get_future();
+  std::thread([done, fn]() mutable {
+    try {
+      fn();
+      done->set_value();
+    } catch (...) {
+      done->set_exception(std::current_exception());
+    }
+  }).detach();
+  if (result.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+    std::fprintf(stderr, "HANG: %s did not return within 20 s\n", what);
+    std::fflush(stderr);
+    std::_Exit(3);
+  }
+  result.get();
+}
+
+}  // namespace
+
+TEST_CASE("hsa contract: a copy whose completion signal goes negative is an error, not a hang, and reset recovers",
+          "[hsa][contract]") {
+  Runtime rt = hsa_runtime();
+  Context ctx = rt.device(0).primary_context();
+  const std::vector<float> v(4096, 2.0f);
+  DeviceArray d = to_device(ctx, HostView::of(v));
+  hook<void()>("fake_hsa_fail_next_copy")();
+  REQUIRE_GPUHAL_ERROR(within_20s("a blocking copy", [&] { d.copy_from_host(HostView::of(v)); }),
+                       Status::ERROR_LAUNCH_FAILED, "hsa_amd_memory_async_copy failed");
+  // The context stays failed, saying so, until it is reset.
+  REQUIRE_GPUHAL_ERROR(within_20s("Context::synchronize", [&] { ctx.synchronize(); }), Status::ERROR_LAUNCH_FAILED,
+                       "Context::reset()");
+  REQUIRE_GPUHAL_ERROR(d.copy_to_host(), Status::ERROR_LAUNCH_FAILED, "hsa_amd_memory_async_copy failed");
+  within_20s("Context::reset", [&] { ctx.reset(); });
+  DeviceArray again = to_device(ctx, HostView::of(v));
+  CHECK(again.copy_to_host().to_vector<float>() == v);
+}
+
+TEST_CASE("hsa contract: a queue error suspends the queue, and every waiter returns LAUNCH_FAILED naming it",
+          "[hsa][contract]") {
+  Runtime rt = hsa_runtime();
+  Context ctx = rt.device(0).primary_context();
+  const std::vector<int> v(1000, 7);
+  DeviceArray d = to_device(ctx, HostView::of(v));
+  Stream s = ctx.create_stream();
+  // The stream is held by a host operation until a waiter is blocked on it.
+  std::atomic<bool> go{false};
+  s.add_callback([&go] {
+    while (!go) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  Event e = ctx.create_event();
+  hook<void()>("fake_hsa_fail_next_packet")();
+  e.record(s);  // its packets: the first one processed errs, the queue is suspended
+  std::atomic<bool> callback_ran{false};
+  auto token = std::make_shared<int>(0);
+  s.add_callback([&callback_ran, token] { callback_ran = true; });  // behind the error: never runs
+  Status waiter = Status::SUCCESS;
+  std::string waiter_message;
+  std::thread blocked([&] {
+    try {
+      s.synchronize();
+    } catch (const Error &err) {
+      waiter = err.status();
+      waiter_message = err.what();
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  go = true;
+  within_20s("a blocked Stream::synchronize", [&] { blocked.join(); });
+  CHECK(waiter == Status::ERROR_LAUNCH_FAILED);
+  CHECK_THAT(waiter_message, Catch::Matchers::Contains("the HSA queue reported an error"));
+  REQUIRE_GPUHAL_ERROR(within_20s("Event::synchronize", [&] { e.synchronize(); }), Status::ERROR_LAUNCH_FAILED,
+                       "HSA_STATUS_ERROR_INVALID_PACKET_FORMAT");
+  REQUIRE_GPUHAL_ERROR(within_20s("a blocking copy", [&] { (void)d.copy_to_host(); }), Status::ERROR_LAUNCH_FAILED,
+                       "the HSA queue reported an error");
+  REQUIRE_GPUHAL_ERROR(within_20s("Context::synchronize", [&] { ctx.synchronize(); }), Status::ERROR_LAUNCH_FAILED,
+                       "Context::reset()");
+  REQUIRE_GPUHAL_ERROR(ctx.create_stream().synchronize(), Status::ERROR_LAUNCH_FAILED, "Context::reset()");
+  within_20s("Context::reset (teardown of the suspended queue)", [&] { ctx.reset(); });
+  CHECK_FALSE(callback_ran);
+  CHECK(token.use_count() == 1);  // released, not run
+  DeviceArray again = to_device(ctx, HostView::of(v));
+  CHECK(again.copy_to_host().to_vector<int>() == v);
+}
+
+TEST_CASE("hsa contract: a GPU memory fault is LAUNCH_FAILED naming the address, not ROCr's abort()",
+          "[hsa][contract]") {
+  Runtime rt = hsa_runtime();
+  Context ctx = rt.device(0).primary_context();
+  Stream s = ctx.create_stream();
+  Event e = ctx.create_event();
+  hook<void(uint64_t)>("fake_hsa_memory_fault_next_packet")(0xdead0000ull);
+  e.record(s);  // without a system event handler the fake aborts here, as ROCr does
+  REQUIRE_GPUHAL_ERROR(within_20s("Stream::synchronize", [&] { s.synchronize(); }), Status::ERROR_LAUNCH_FAILED,
+                       "GPU memory access fault at address 0xdead0000 (page not present)");
+  within_20s("Context::reset", [&] { ctx.reset(); });
+  const std::vector<double> v(64, 1.25);
+  CHECK(to_device(ctx, HostView::of(v)).copy_to_host().to_vector<double>() == v);
+}
+
+#endif
