@@ -220,7 +220,12 @@ gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuha
       return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: a block of " + std::to_string(threads) +
                                                   " work-items, this kernel allows at most " +
                                                   std::to_string(max_threads));
-    const uint64_t group = uint64_t(k->group_segment_size) + config->dynamic_shared_bytes;
+    // The dynamic part starts 16-byte aligned after the static part (the
+    // lowering's __gpuhal_dynamic_lds_base): the padding is allocated too.
+    const uint64_t group =
+        config->dynamic_shared_bytes
+            ? ((uint64_t(k->group_segment_size) + 15) & ~uint64_t(15)) + config->dynamic_shared_bytes
+            : uint64_t(k->group_segment_size);
     if (d.lds_size && group > d.lds_size)
       return fail(GPUHAL_ERROR_INVALID_VALUE,
                   "launch: " + std::to_string(k->group_segment_size) + " bytes of static and " +

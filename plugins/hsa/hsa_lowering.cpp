@@ -40,8 +40,14 @@ const char kPrologue[] =
     "  __builtin_amdgcn_s_barrier();\n"
     "  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, \"workgroup\");\n"
     "}\n"
+    // The dynamic part starts on a 16-byte boundary after the static part
+    // (as CUDA's __align__(16) extern array does); the launcher adds the
+    // same padding to the group segment size.
+    "static inline unsigned int __gpuhal_dynamic_lds_base(void) {\n"
+    "  return (__builtin_amdgcn_groupstaticsize() + 15u) & ~15u;\n"
+    "}\n"
     "static inline unsigned int __gpuhal_dynamic_lds_bytes(void) {\n"
-    "  return *(__constant unsigned int *)(__gpuhal_packet() + 28) - __builtin_amdgcn_groupstaticsize();\n"
+    "  return *(__constant unsigned int *)(__gpuhal_packet() + 28) - __gpuhal_dynamic_lds_base();\n"
     "}";
 
 struct Builtin {
@@ -75,8 +81,8 @@ const Builtin kBuiltins[] = {
      ": __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, \"workgroup\"))"},
     {"GPUHAL_SHARED_ARRAY", "#define GPUHAL_SHARED_ARRAY(T, name, n) __local T name[(n)] __attribute__((aligned(16)))"},
     {"GPUHAL_DYNAMIC_SHARED",
-     "#define GPUHAL_DYNAMIC_SHARED(T, name) __local T *name = (__local T *)(__local unsigned char *)(unsigned int)"
-     "__builtin_amdgcn_groupstaticsize()"},
+     "#define GPUHAL_DYNAMIC_SHARED(T, name) __local T *name = (__local T *)(__local unsigned char *)"
+     "__gpuhal_dynamic_lds_base()"},
     {"gpuhal_dynamic_shared_bytes", "#define gpuhal_dynamic_shared_bytes() __gpuhal_dynamic_lds_bytes()"},
     {"GPUHAL_LOCAL_ARRAY", "#define GPUHAL_LOCAL_ARRAY(T, name, n) T name[(n)]"},
 };
