@@ -52,7 +52,10 @@ gpuhal_status_t Runtime::start(std::string *why) {
 
 void Runtime::unload() {
   if (initialised && hsa_shut_down) hsa_shut_down();
-  if (handle) dlclose(handle);
+  // ROCr is never dlclosed: its threads and the system event handler the
+  // plugin registered with it may outlive the runtime object, and its
+  // statics must outlive every late caller (as with the CUDA driver). A
+  // later load() finds it loaded.
   *this = Runtime();
 }
 

@@ -32,6 +32,7 @@ struct Runtime {
   // hsa_init; on failure returns the status and sets `why` to the runtime's
   // own words (e.g. HSA_STATUS_ERROR_OUT_OF_RESOURCES without /dev/kfd).
   gpuhal_status_t start(std::string *why);
+  // hsa_shut_down when started; the library stays loaded (never dlclosed).
   void unload();
 
   // "<call> failed: <HSA_STATUS_NAME> (0x....): <runtime text>" as the
