@@ -21,16 +21,15 @@ struct ActionInfo {
 };
 using Status = int;
 constexpr Status kSuccess = 0;
-constexpr int kLanguageOpenCl12 = 0x1;
-constexpr int kDataSource = 0x1, kDataLog = 0x5, kDataBc = 0x6, kDataRelocatable = 0x7, kDataExecutable = 0x8;
-constexpr int kActionCompileSourceToBc = 0x2, kActionCodegenBcToRelocatable = 0x6,
-              kActionLinkRelocatableToExecutable = 0x9, kActionDisassembleExecutableToSource = 0xC;
 
 std::mutex g_mu;  // comgr's actions are serialised
 
 }  // namespace
 
 #define GPUHAL_COMGR_API(X)                                                             \
+  X(amd_comgr_get_version, void, (size_t *, size_t *))                                  \
+  X(amd_comgr_get_isa_count, Status, (size_t *))                                        \
+  X(amd_comgr_get_isa_name, Status, (size_t, const char **))                            \
   X(amd_comgr_status_string, Status, (Status, const char **))                           \
   X(amd_comgr_create_data, Status, (int, Data *))                                       \
   X(amd_comgr_release_data, Status, (Data))                                             \
@@ -57,12 +56,24 @@ struct Comgr::Api {
 };
 
 Comgr::Comgr(const std::string &library) {
-  const std::string lib = library.empty() ? "libamd_comgr.so.2" : library;
-  dlerror();
-  handle_ = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle_) {
+  // Interface 3 first: ROCm 7 installs it; Debian 12 has only 2.
+  const std::vector<std::string> names =
+      library.empty() ? std::vector<std::string>{"libamd_comgr.so.3", "libamd_comgr.so.2"}
+                      : std::vector<std::string>{library};
+  std::string tried;
+  std::string lib;
+  for (const auto &n : names) {
+    dlerror();
+    handle_ = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle_) {
+      lib = n;
+      break;
+    }
     const char *e = dlerror();
-    why_ = "cannot load amd_comgr (" + lib + "): " + (e ? e : "dlopen failed");
+    tried += (tried.empty() ? "" : "; ") + n + ": " + (e ? e : "dlopen failed");
+  }
+  if (!handle_) {
+    why_ = "cannot load amd_comgr (" + tried + ")";
     return;
   }
   api_ = new Api();
@@ -71,6 +82,33 @@ Comgr::Comgr(const std::string &library) {
     why_ = lib + " has no " #name;
   GPUHAL_COMGR_API(GPUHAL_COMGR_SYM)
 #undef GPUHAL_COMGR_SYM
+  if (!why_.empty()) return;
+  size_t major = 0, minor = 0;
+  api_->amd_comgr_get_version(&major, &minor);
+  description_ = "amd_comgr " + std::to_string(major) + "." + std::to_string(minor) + " (" + lib + ")";
+  if (major == 2)
+    interface_ = &kComgrInterface2;
+  else if (major == 3)
+    interface_ = &kComgrInterface3;
+  else {
+    why_ = description_ + " has an interface gpuhal does not know (it knows majors 2 and 3)";
+    return;
+  }
+  size_t count = 0;
+  if (api_->amd_comgr_get_isa_count(&count) != kSuccess) {
+    why_ = description_ + ": amd_comgr_get_isa_count failed";
+    return;
+  }
+  for (size_t i = 0; i < count; ++i) {
+    const char *name = nullptr;
+    if (api_->amd_comgr_get_isa_name(i, &name) == kSuccess && name) isas_.push_back(name);
+  }
+}
+
+bool Comgr::knows_isa(const std::string &isa) const {
+  for (const auto &n : isas_)
+    if (n == isa || n.rfind(isa + ":", 0) == 0) return true;  // "...--gfx90a" or "...--gfx90a:xnack+"
+  return false;
 }
 
 Comgr::~Comgr() {
@@ -150,47 +188,62 @@ bool Comgr::compile(const std::string &source, const std::string &isa, const std
     *log = why_;
     return false;
   }
-  std::lock_guard<std::mutex> lock(g_mu);
-  const Api *a = api_;
-  Session s{a, {}, {}, {0}};
-  DataSet in = s.set(), bc = s.set(), reloc = s.set(), exe = s.set();
-  Data src{0};
-  if (a->amd_comgr_create_data(kDataSource, &src) != kSuccess) {
-    *log = "amd_comgr_create_data failed";
+  if (!knows_isa(isa)) {
+    *log = describe() + " cannot compile for " + isa + ": it does not know that ISA (a newer amd_comgr, such as " +
+           "ROCm's libamd_comgr.so.3, may; GPUHAL_AMD_COMGR selects one)";
     return false;
   }
-  s.datas.push_back(src);
-  a->amd_comgr_set_data(src, source.size(), source.data());
-  a->amd_comgr_set_data_name(src, "kernel.cl");
-  a->amd_comgr_data_set_add(in, src);
-  a->amd_comgr_create_action_info(&s.info);
-  a->amd_comgr_action_info_set_isa_name(s.info, isa.c_str());
-  a->amd_comgr_action_info_set_language(s.info, kLanguageOpenCl12);
-  a->amd_comgr_action_info_set_logging(s.info, true);
+  std::lock_guard<std::mutex> lock(g_mu);
+  const Api *a = api_;
+  const ComgrInterface &v = *interface_;
+  Session s{a, {}, {}, {0}};
+  // Every call's status is checked: the first failure names the call.
+  std::string failed;
+  auto check = [&](Status st, const char *call) {
+    if (st != kSuccess && failed.empty()) failed = std::string(call) + " failed (" + status_text(a, st) + ")";
+    return st == kSuccess;
+  };
+  DataSet in{0}, bc{0}, reloc{0}, exe{0};
+  for (DataSet *set : {&in, &bc, &reloc, &exe})
+    if (check(a->amd_comgr_create_data_set(set), "amd_comgr_create_data_set")) s.sets.push_back(*set);
+  Data src{0};
+  if (check(a->amd_comgr_create_data(v.data_source, &src), "amd_comgr_create_data")) s.datas.push_back(src);
+  if (failed.empty()) check(a->amd_comgr_set_data(src, source.size(), source.data()), "amd_comgr_set_data");
+  if (failed.empty()) check(a->amd_comgr_set_data_name(src, "kernel.cl"), "amd_comgr_set_data_name");
+  if (failed.empty()) check(a->amd_comgr_data_set_add(in, src), "amd_comgr_data_set_add");
+  if (failed.empty()) check(a->amd_comgr_create_action_info(&s.info), "amd_comgr_create_action_info");
+  if (failed.empty()) check(a->amd_comgr_action_info_set_isa_name(s.info, isa.c_str()), "amd_comgr_action_info_set_isa_name");
+  if (failed.empty())
+    check(a->amd_comgr_action_info_set_language(s.info, v.language_opencl_1_2), "amd_comgr_action_info_set_language");
+  if (failed.empty()) check(a->amd_comgr_action_info_set_logging(s.info, true), "amd_comgr_action_info_set_logging");
   std::vector<const char *> opts;
   for (const auto &o : options) opts.push_back(o.c_str());
-  a->amd_comgr_action_info_set_option_list(s.info, opts.data(), opts.size());
+  if (failed.empty())
+    check(a->amd_comgr_action_info_set_option_list(s.info, opts.data(), opts.size()),
+          "amd_comgr_action_info_set_option_list");
+  if (!failed.empty()) {
+    *log = describe() + ": " + failed + " (for " + isa + ")";
+    return false;
+  }
   const struct {
     int action;
     DataSet from, to;
     const char *what;
-  } steps[] = {{kActionCompileSourceToBc, in, bc, "compile"},
-               {kActionCodegenBcToRelocatable, bc, reloc, "codegen"},
-               {kActionLinkRelocatableToExecutable, reloc, exe, "link"}};
+  } steps[] = {{v.action_compile_source_to_bc, in, bc, "compile"},
+               {v.action_codegen_bc_to_relocatable, bc, reloc, "codegen"},
+               {v.action_link_relocatable_to_executable, reloc, exe, "link"}};
   for (const auto &step : steps) {
     const Status st = a->amd_comgr_do_action(step.action, s.info, step.from, step.to);
-    const std::string messages = texts(a, step.to, kDataLog);
+    const std::string messages = texts(a, step.to, v.data_log);
     if (st != kSuccess) {
-      *log = std::string("amd_comgr ") + step.what + " failed (" + status_text(a, st) + "):\n" + messages;
+      *log = describe() + " " + step.what + " failed (" + status_text(a, st) + "):\n" + messages;
       return false;
     }
   }
-  if (!first_data(a, exe, kDataExecutable, code_object)) {
-    *log = "amd_comgr produced no executable";
+  if (!first_data(a, exe, v.data_executable, code_object)) {
+    *log = describe() + " produced no executable";
     return false;
   }
-  (void)kDataBc;
-  (void)kDataRelocatable;
   return true;
 }
 
@@ -202,23 +255,24 @@ bool Comgr::disassemble(const std::vector<char> &code_object, const std::string 
   }
   std::lock_guard<std::mutex> lock(g_mu);
   const Api *a = api_;
+  const ComgrInterface &v = *interface_;
   Session s{a, {}, {}, {0}};
   DataSet in = s.set(), out = s.set();
   Data exe{0};
-  a->amd_comgr_create_data(kDataExecutable, &exe);
-  s.datas.push_back(exe);
-  a->amd_comgr_set_data(exe, code_object.size(), code_object.data());
-  a->amd_comgr_set_data_name(exe, "kernel.co");
-  a->amd_comgr_data_set_add(in, exe);
-  a->amd_comgr_create_action_info(&s.info);
-  a->amd_comgr_action_info_set_isa_name(s.info, isa.c_str());
-  const Status st = a->amd_comgr_do_action(kActionDisassembleExecutableToSource, s.info, in, out);
+  Status st = a->amd_comgr_create_data(v.data_executable, &exe);
+  if (st == kSuccess) s.datas.push_back(exe);
+  if (st == kSuccess) st = a->amd_comgr_set_data(exe, code_object.size(), code_object.data());
+  if (st == kSuccess) st = a->amd_comgr_set_data_name(exe, "kernel.co");
+  if (st == kSuccess) st = a->amd_comgr_data_set_add(in, exe);
+  if (st == kSuccess) st = a->amd_comgr_create_action_info(&s.info);
+  if (st == kSuccess) st = a->amd_comgr_action_info_set_isa_name(s.info, isa.c_str());
+  if (st == kSuccess) st = a->amd_comgr_do_action(v.action_disassemble_executable_to_source, s.info, in, out);
   if (st != kSuccess) {
-    *log = "amd_comgr disassemble failed (" + status_text(a, st) + ")";
+    *log = describe() + " disassemble failed (" + status_text(a, st) + ")";
     return false;
   }
   std::vector<char> t;
-  if (!first_data(a, out, kDataSource, &t)) {
+  if (!first_data(a, out, v.data_source, &t)) {
     *log = "amd_comgr produced no disassembly";
     return false;
   }

@@ -32,7 +32,7 @@ const Comgr *comgr(std::string *why) {
   if (!g_comgr) g_comgr = new Comgr(g_comgr_library);
   if (!g_comgr->ok()) {
     *why = "amd_comgr could not be loaded (" + g_comgr->why() +
-           "); install libamd-comgr2 or set GPUHAL_AMD_COMGR to libamd_comgr.so";
+           "); install amd_comgr (ROCm, or Debian's libamd-comgr2) or set GPUHAL_AMD_COMGR to it";
     return nullptr;
   }
   return g_comgr;

@@ -2,7 +2,8 @@
 // machines without an AMD GPU. A test double: never installed.
 //
 // It implements the subset the plugin uses on host memory: a CPU agent and
-// FAKE_HSA_GPUS (default 1) GPU agents ("gfx90a"); pools (coarse-grained
+// FAKE_HSA_GPUS (default 1) GPU agents ("gfx90a"), or one per ISA named in
+// FAKE_HSA_ISAS (code objects load only on their own ISA); pools (coarse-grained
 // device memory, fine-grained system memory with KERNARG_INIT, the group
 // segment); signals; user-mode AQL queues, each with a consumer thread that
 // processes barrier-AND packets (waiting for their dependencies) and
@@ -42,7 +43,8 @@
 // FAKE_HSA_FAIL=sym:k:status[,...] makes the k-th call of sym fail.
 // Test hooks: fake_hsa_last_dispatch, fake_hsa_dispatch_count,
 // fake_hsa_live_objects, fake_hsa_fail_next_copy (its signal goes negative),
-// fake_hsa_fail_next_packet (the queue errors on it),
+// fake_hsa_fail_next_packet (the next packet errs when it runs, after its
+// dependencies),
 // fake_hsa_memory_fault_next_packet (a memory fault at an address).
 #include <atomic>
 #include <chrono>
@@ -121,7 +123,23 @@ constexpr uint32_t kLdsBytes = 64 * 1024;
 
 std::mutex &g_mu = *new std::mutex;  // guards the state below (not the signals)
 int g_init = 0;
-const uint64_t g_gpus = env_u64("FAKE_HSA_GPUS", 1);
+// FAKE_HSA_ISAS=gfx90a,gfx942,... names each GPU agent's ISA (one agent
+// each); else FAKE_HSA_GPUS agents of gfx90a.
+const std::vector<std::string> &g_isas = *new std::vector<std::string>([] {
+  std::vector<std::string> out;
+  if (const char *v = std::getenv("FAKE_HSA_ISAS"); v && *v) {
+    std::string list = v;
+    for (size_t start = 0; start <= list.size();) {
+      size_t end = list.find(',', start);
+      if (end == std::string::npos) end = list.size();
+      if (end > start) out.push_back(list.substr(start, end - start));
+      start = end + 1;
+    }
+  }
+  if (out.empty()) out.assign(size_t(env_u64("FAKE_HSA_GPUS", 1)), "gfx90a");
+  return out;
+}());
+const uint64_t g_gpus = g_isas.size();
 const uint64_t g_device_memory = env_u64("FAKE_HSA_MEMORY", uint64_t(16) << 30);
 
 bool is_gpu(hsa_agent_t a) {
@@ -397,7 +415,7 @@ void consume(FQueue *q) {
       memory_fault(q, address);
       continue;
     }
-    if (g_fail_next_packet.exchange(false) || !((first >> HSA_PACKET_HEADER_BARRIER) & 1)) {
+    if (!((first >> HSA_PACKET_HEADER_BARRIER) & 1)) {
       report_packet(q, HSA_STATUS_ERROR_INVALID_PACKET_FORMAT, completion);
       continue;
     }
@@ -421,11 +439,16 @@ void consume(FQueue *q) {
         if (q->stop.load()) return;
       }
       if (failed) continue;
+      if (g_fail_next_packet.exchange(false)) {  // the test hook: this packet errs when it runs
+        report_packet(q, HSA_STATUS_ERROR_INVALID_PACKET_FORMAT, p.completion_signal);
+        continue;
+      }
       complete(q, p.completion_signal, start);
     } else if (type == HSA_PACKET_TYPE_KERNEL_DISPATCH) {
       hsa_kernel_dispatch_packet_t p;
       std::memcpy(&p, slot, sizeof p);
-      const hsa_status_t st = check_dispatch(q, p);
+      const hsa_status_t st = g_fail_next_packet.exchange(false) ? HSA_STATUS_ERROR_INVALID_PACKET_FORMAT
+                                                                 : check_dispatch(q, p);
       if (st != HSA_STATUS_SUCCESS) {
         report_packet(q, st, p.completion_signal);
         continue;
@@ -588,7 +611,7 @@ EXPORT hsa_status_t hsa_agent_get_info(hsa_agent_t agent, hsa_agent_info_t what,
   };
   switch (what) {
     case HSA_AGENT_INFO_NAME:
-      return str(gpu ? "gfx90a" : "gpuhal fake CPU");
+      return str(gpu ? g_isas[size_t(agent.handle - kGpuAgentBase)].c_str() : "gpuhal fake CPU");
     case HSA_AGENT_INFO_VENDOR_NAME:
       return str(gpu ? "AMD" : "CPU");
     case HSA_AGENT_INFO_DEVICE:
@@ -958,6 +981,17 @@ EXPORT hsa_status_t hsa_executable_load_agent_code_object(hsa_executable_t exec,
   if (!g_readers.count(r)) return HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER;
   if (!is_gpu(agent)) return HSA_STATUS_ERROR_INVALID_AGENT;
   if (e->frozen) return HSA_STATUS_ERROR_INVALID_EXECUTABLE;
+  // A code object runs only on the ISA it was built for (EF_AMDGPU_MACH in
+  // the ELF header's e_flags, LLVM's values).
+  uint32_t flags = 0;
+  if (!rd(r->bytes, 48, &flags)) return HSA_STATUS_ERROR_INVALID_CODE_OBJECT;
+  const std::pair<uint32_t, const char *> machs[] = {{0x2c, "gfx900"},  {0x2f, "gfx906"},  {0x30, "gfx908"},
+                                                     {0x3f, "gfx90a"},  {0x4c, "gfx942"},  {0x36, "gfx1030"},
+                                                     {0x41, "gfx1100"}, {0x4e, "gfx1201"}};
+  const char *built_for = nullptr;
+  for (const auto &m : machs)
+    if ((flags & 0xffu) == m.first) built_for = m.second;
+  if (!built_for || g_isas[size_t(agent.handle - kGpuAgentBase)] != built_for) return HSA_STATUS_ERROR_INVALID_ISA;
   std::vector<std::unique_ptr<KernelObject>> kernels;
   if (!read_kernels(r->bytes, &kernels)) return HSA_STATUS_ERROR_INVALID_CODE_OBJECT;
   for (auto &k : kernels) {

@@ -44,26 +44,40 @@ F *hook(const char *name) {
   return reinterpret_cast<F *>(p);
 }
 
-// Runs fn, rethrowing what it throws; a hang past 20 s ends the process
-// with a message (the thread cannot be stopped).
+// Runs fn on a thread, throwing again the gpuhal::Error it threw (as a
+// fresh copy: nothing of the worker's exception is shared); a hang past
+// 20 s ends the process with a message (the thread cannot be stopped).
 template <class F>
 void within_20s(const char *what, F fn) {
-  auto done = std::make_shared<std::promise<void>>();
-  std::future<void> result = done->get_future();
+  struct Outcome {
+    bool failed = false;
+    Status status = Status::SUCCESS;
+    std::string message;
+  };
+  auto done = std::make_shared<std::promise<Outcome>>();
+  std::future<Outcome> result = done->get_future();
   std::thread([done, fn]() mutable {
+    Outcome o;
     try {
       fn();
-      done->set_value();
-    } catch (...) {
-      done->set_exception(std::current_exception());
+    } catch (const Error &e) {
+      o.failed = true;
+      o.status = e.status();
+      o.message = e.what();
+    } catch (const std::exception &e) {
+      o.failed = true;
+      o.status = Status::ERROR_UNKNOWN;
+      o.message = std::string("not a gpuhal::Error: ") + e.what();
     }
+    done->set_value(std::move(o));
   }).detach();
   if (result.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
     std::fprintf(stderr, "HANG: %s did not return within 20 s\n", what);
     std::fflush(stderr);
     std::_Exit(3);
   }
-  result.get();
+  const Outcome o = result.get();
+  if (o.failed) throw Error(o.status, o.message);
 }
 
 }  // namespace
@@ -93,14 +107,19 @@ TEST_CASE("hsa contract: a queue error suspends the queue, and every waiter retu
   const std::vector<int> v(1000, 7);
   DeviceArray d = to_device(ctx, HostView::of(v));
   Stream s = ctx.create_stream();
-  // The stream is held by a host operation until a waiter is blocked on it.
-  std::atomic<bool> go{false};
-  s.add_callback([&go] {
-    while (!go) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // The stream is held by a host operation until a waiter is blocked on it
+  // (released however the test ends: a failed check must not hang it).
+  auto go = std::make_shared<std::atomic<bool>>(false);
+  struct Release {
+    std::shared_ptr<std::atomic<bool>> go;
+    ~Release() { *go = true; }
+  } release{go};
+  s.add_callback([go] {
+    while (!*go) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   });
   Event e = ctx.create_event();
   hook<void()>("fake_hsa_fail_next_packet")();
-  e.record(s);  // its packets: the first one processed errs, the queue is suspended
+  e.record(s);  // its marker errs when it runs (after the host operation), the queue is suspended
   std::atomic<bool> callback_ran{false};
   auto token = std::make_shared<int>(0);
   s.add_callback([&callback_ran, token] { callback_ran = true; });  // behind the error: never runs
@@ -115,7 +134,7 @@ TEST_CASE("hsa contract: a queue error suspends the queue, and every waiter retu
     }
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  go = true;
+  *go = true;
   within_20s("a blocked Stream::synchronize", [&] { blocked.join(); });
   CHECK(waiter == Status::ERROR_LAUNCH_FAILED);
   CHECK_THAT(waiter_message, Catch::Matchers::Contains("the HSA queue reported an error"));
@@ -188,6 +207,49 @@ GPUHAL_KERNEL void mixed(GPUHAL_GLOBAL double *out, GPUHAL_GLOBAL unsigned *base
   std::memcpy(&p, whole, sizeof p);
   CHECK(p.group_segment == 1040 + 64 * 8);
   CHECK_THAT(m.lowered_source(), Catch::Matchers::Contains("(__builtin_amdgcn_groupstaticsize() + 15u) & ~15u"));
+}
+
+TEST_CASE("hsa contract: each agent builds for its own ISA, and an ISA the comgr does not know names both",
+          "[hsa][contract][kernel]") {
+  setenv("FAKE_HSA_ISAS", "gfx90a,gfx942,gfx1100,gfx1030", 1);
+  Runtime rt = hsa_runtime();
+  REQUIRE(rt.device_count() == 4);
+  const char *source = R"(
+GPUHAL_KERNEL void fill(GPUHAL_GLOBAL int *out, int v) { out[gpuhal_global_id(0)] = v; }
+)";
+  Context first = rt.device(0).primary_context(), last = rt.device(3).primary_context();
+  Module m0, m3;
+  try {
+    m0 = Module::compile(first, source);
+  } catch (const Error &e) {
+    if (std::string(e.what()).find("cannot load amd_comgr") == std::string::npos) throw;
+    WARN("skipped: amd_comgr is not installed here");
+    return;
+  }
+  m3 = Module::compile(last, source);  // gfx1030: its own code object (the fake loads a code object only on its ISA)
+  DeviceArray a0 = device_array(first, {64}, dtypes::int32), a3 = device_array(last, {64}, dtypes::int32);
+  m0.kernel("fill")({1}, {64})(a0, 1);
+  m3.kernel("fill")({1}, {64})(a3, 3);
+  first.synchronize();
+  last.synchronize();
+  // gfx90a's code object does not load on the gfx1030 agent.
+  REQUIRE_GPUHAL_ERROR(Module::load(last, ImageFormat::Hsaco, m0.image().data(), m0.image().size()),
+                       Status::ERROR_INVALID_IMAGE, "HSA_STATUS_ERROR_INVALID_ISA");
+  // ISAs newer than the installed comgr: an error naming the ISA and the comgr.
+  for (int d : {1, 2}) {
+    Context ctx = rt.device(d).primary_context();
+    const std::string isa = d == 1 ? "gfx942" : "gfx1100";
+    try {
+      Module::compile(ctx, source);
+      SUCCEED("this amd_comgr knows " << isa);
+    } catch (const Error &e) {
+      INFO(e.what());
+      CHECK(e.status() == Status::ERROR_COMPILATION_FAILED);
+      CHECK_THAT(e.what(), Catch::Matchers::Contains("amdgcn-amd-amdhsa--" + isa));
+      CHECK_THAT(e.what(), Catch::Matchers::Contains("does not know that ISA"));
+      CHECK_THAT(e.what(), Catch::Matchers::Contains("(libamd_comgr.so."));  // "amd_comgr 2.4 (libamd_comgr.so.2)"
+    }
+  }
 }
 
 #endif
