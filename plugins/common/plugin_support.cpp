@@ -6,7 +6,17 @@
 namespace gpuhal::plugin {
 namespace {
 
-thread_local std::string t_last_error;
+// The calling thread's message. A thread's thread_local objects are
+// destroyed before the process's static objects, so on the main thread a
+// plugin entry called from a static destructor (a context destroyed at
+// exit) would write into a destroyed string: after its destruction the
+// message is no longer kept (t_gone, trivially destructible, says so).
+thread_local bool t_gone = false;
+struct LastError {
+  std::string text;
+  ~LastError() { t_gone = true; }
+};
+thread_local LastError t_last_error;
 
 gpuhal_log_fn g_log = nullptr;
 void *g_log_user = nullptr;
@@ -15,15 +25,15 @@ int32_t g_log_level = GPUHAL_LOG_WARN;
 }  // namespace
 
 gpuhal_status_t fail(gpuhal_status_t status, const std::string &message) {
-  t_last_error = message;
+  if (!t_gone) t_last_error.text = message;
   return status;
 }
 
 const char *last_error() {
-  return t_last_error.c_str();
+  return t_gone ? "(the message is lost: the thread is exiting)" : t_last_error.text.c_str();
 }
 void clear_error() {
-  t_last_error.clear();
+  if (!t_gone) t_last_error.text.clear();
 }
 
 Options::Options(const gpuhal_init_args_t *args) {

@@ -121,6 +121,20 @@ struct Op {
 
 struct HsaContext;
 
+// A stream's kernel-argument memory: one allocation from the kernarg pool,
+// made on the first launch and handed out in launch order; a launch's
+// bytes are reused once its dispatch completed (hsa_kernargs.cpp).
+struct KernargRing {
+  void *base = nullptr;
+  size_t size = 0;
+  size_t head = 0;  // where the next launch's bytes go
+  struct Live {
+    SignalRef done;  // the dispatch's completion signal
+    size_t offset, bytes;
+  };
+  std::deque<Live> live;  // launch order
+};
+
 struct HsaStream {
   HsaContext *ctx = nullptr;
   bool blocking = true;  // synchronises with the legacy default stream
@@ -129,6 +143,7 @@ struct HsaStream {
   SignalRef last;              // the last operation's completion signal
   bool last_on_queue = false;  // ...and it was a packet on `queue`
   std::deque<Op> inflight;
+  KernargRing kernargs;
 };
 
 struct HsaEvent {
@@ -187,6 +202,16 @@ struct HsaContext {
   std::thread host_thread;
   void *fill_scratch = nullptr;  // 8 pinned bytes for memset edges (host thread only)
 
+  // The pinned chunks pageable copies are staged through (hsa_staging.cpp),
+  // made on first use; guarded by mu. `busy` is the last operation that
+  // reads or fills the chunk.
+  struct StagingChunk {
+    void *buffer = nullptr;
+    SignalRef busy;
+  };
+  std::vector<StagingChunk> staging;
+  size_t next_chunk = 0;
+
   // Set (once) by fail_context: the first failure, under error_mu.
   std::atomic<bool> failed{false};
   std::mutex error_mu;
@@ -213,6 +238,23 @@ void destroy_stream(HsaStream *s);  // after it was drained
 // its header last). Records the operation with `done` as s's last signal.
 gpuhal_status_t submit_packet(HsaStream *s, const void *packet, SignalRef done, std::vector<SignalRef> extra,
                               std::function<void()> on_reap, const char *what);
+// An async copy after s's dependencies; on_reap runs once it completed (or
+// at once when it could not be submitted).
+gpuhal_status_t submit_copy(HsaStream *s, void *dst, hsa_agent_t dst_agent, const void *src, hsa_agent_t src_agent,
+                            uint64_t bytes, std::function<void()> on_reap);
+// Copies through the context's staging chunks (hsa_staging.cpp; c->mu held).
+gpuhal_status_t staged_copy_to_device(HsaStream *s, void *dst, const void *src, uint64_t bytes);
+gpuhal_status_t staged_copy_to_host(HsaStream *s, void *dst, const void *src, uint64_t bytes);
+// Frees the staging chunks (context_destroy, after it synchronised).
+void release_staging(HsaContext *c);
+// `bytes` of kernel-argument memory on s for a dispatch completing `done`
+// (c->mu held); *out is nullptr when the launch needs its own allocation
+// (more than a quarter of the ring). give_back_kernargs undoes the last
+// take (its dispatch was not submitted); release_kernargs frees the ring
+// (destroy_stream).
+gpuhal_status_t take_kernargs(HsaStream *s, size_t bytes, const SignalRef &done, void **out);
+void give_back_kernargs(HsaStream *s);
+void release_kernargs(HsaStream *s);
 // The signals a new operation on s must wait for: s's last and, for the
 // legacy default stream's semantics, other streams' (completed ones left out).
 std::vector<SignalRef> dependencies(HsaStream *s, bool include_last = true);

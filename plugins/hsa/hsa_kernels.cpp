@@ -231,16 +231,25 @@ gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuha
                   "launch: " + std::to_string(k->group_segment_size) + " bytes of static and " +
                       std::to_string(config->dynamic_shared_bytes) + " of dynamic shared memory, the device has " +
                       std::to_string(d.lds_size) + " per work-group");
-    // The kernel arguments, at the offsets the compiler chose.
-    void *kernarg = nullptr;
+    // The kernel arguments, at the offsets the compiler chose: from the
+    // stream's ring (hsa_kernargs.cpp), or their own allocation when large.
+    SignalRef done;
+    if (const gpuhal_status_t st = make_signal(1, &done); st != GPUHAL_SUCCESS) return st;
     const size_t kernarg_bytes = std::max<size_t>(16, (size_t(k->kernarg_size) + 15) & ~size_t(15));
-    HSA_CALL(hsa_amd_memory_pool_allocate, host_agent().kernarg_pool, kernarg_bytes, 0u, &kernarg);
-    auto free_kernarg = [kernarg] { rt().hsa_amd_memory_pool_free(kernarg); };
-    hsa_agent_t agent = d.agent;
-    if (const hsa_status_t st = rt().hsa_amd_agents_allow_access(1, &agent, nullptr, kernarg);
-        st != HSA_STATUS_SUCCESS) {
-      free_kernarg();
-      return rt().error(st, "hsa_amd_agents_allow_access");
+    void *kernarg = nullptr;
+    if (const gpuhal_status_t st = take_kernargs(s, kernarg_bytes, done, &kernarg); st != GPUHAL_SUCCESS) return st;
+    std::function<void()> free_kernarg = [s] { give_back_kernargs(s); };  // until submitted
+    std::function<void()> on_reap;  // the ring's bytes come back with the dispatch's completion
+    if (!kernarg) {
+      HSA_CALL(hsa_amd_memory_pool_allocate, host_agent().kernarg_pool, kernarg_bytes, 0u, &kernarg);
+      free_kernarg = [kernarg] { rt().hsa_amd_memory_pool_free(kernarg); };
+      on_reap = free_kernarg;
+      hsa_agent_t agent = d.agent;
+      if (const hsa_status_t st = rt().hsa_amd_agents_allow_access(1, &agent, nullptr, kernarg);
+          st != HSA_STATUS_SUCCESS) {
+        free_kernarg();
+        return rt().error(st, "hsa_amd_agents_allow_access");
+      }
     }
     std::memset(kernarg, 0, kernarg_bytes);
     uint32_t i = 0;
@@ -252,11 +261,6 @@ gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuha
       }
       std::memcpy(static_cast<char *>(kernarg) + a.offset, args[i], a.size);
       ++i;
-    }
-    SignalRef done;
-    if (const gpuhal_status_t st = make_signal(1, &done); st != GPUHAL_SUCCESS) {
-      free_kernarg();
-      return st;
     }
     hsa_kernel_dispatch_packet_t p{};
     p.header = packet_header(HSA_PACKET_TYPE_KERNEL_DISPATCH);
@@ -273,7 +277,12 @@ gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuha
     p.kernel_object = k->object;
     p.kernarg_address = kernarg;
     p.completion_signal = done->handle;
-    return submit_packet(s, &p, done, {}, free_kernarg, "a kernel dispatch");
+    // A refused submission runs on_reap at once; the ring's bytes go back
+    // only when nothing was queued (a failed context keeps them).
+    const size_t queued = s->inflight.size();
+    const gpuhal_status_t st = submit_packet(s, &p, done, {}, on_reap, "a kernel dispatch");
+    if (st != GPUHAL_SUCCESS && s->inflight.size() == queued && !on_reap) give_back_kernargs(s);
+    return st;
   });
 }
 

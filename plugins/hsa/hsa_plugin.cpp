@@ -413,6 +413,7 @@ gpuhal_status_t context_destroy(gpuhal_context_t ctx) {
   for (auto &kv : c->streams) destroy_stream(kv.second.get());
   for (auto &kv : c->per_thread) destroy_stream(kv.second.get());
   destroy_stream(c->legacy.get());
+  release_staging(c);
   c->events.clear();
   for (auto &kv : c->modules) {
     if (rt().hsa_executable_destroy) note(rt().hsa_executable_destroy(kv.second->executable), "hsa_executable_destroy");

@@ -243,6 +243,7 @@ void destroy_stream(HsaStream *s) {
   s->inflight.clear();
   s->last.reset();
   if (s->queue) rt().hsa_queue_destroy(s->queue);
+  release_kernargs(s);
   s->queue = nullptr;
 }
 
@@ -325,8 +326,6 @@ gpuhal_status_t submit_packet(HsaStream *s, const void *packet, SignalRef done, 
   return written ? GPUHAL_SUCCESS : refuse_if_failed(s->ctx, what);
 }
 
-namespace {
-
 // An async copy after s's dependencies. on_reap runs once it completed (or
 // at once when it could not be submitted).
 gpuhal_status_t submit_copy(HsaStream *s, void *dst, hsa_agent_t dst_agent, const void *src, hsa_agent_t src_agent,
@@ -358,6 +357,8 @@ gpuhal_status_t submit_copy(HsaStream *s, void *dst, hsa_agent_t dst_agent, cons
   if (on_reap) on_reap();
   return st;
 }
+
+namespace {
 
 // A marker on s's queue after s's work and `extra`: what event records,
 // event waits and barriers are.
@@ -465,10 +466,8 @@ void *pinned_address(HsaContext *c, uintptr_t p, uint64_t n) {
   return nullptr;
 }
 
-// Enqueues a copy on s (c->mu held). Pageable host memory goes through a
-// pinned staging buffer: the source is copied into it at once (the caller
-// may reuse it on return, as with CUDA's pageable copies); a destination is
-// filled from it by a host operation after the device-to-host copy.
+// Enqueues a copy on s (c->mu held). Pageable host memory goes through the
+// context's staging chunks (hsa_staging.cpp).
 gpuhal_status_t enqueue_copy(HsaContext *c, HsaStream *s, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
                              uint64_t bytes) {
   const hsa_agent_t gpu = c->device->agent, cpu = host_agent().agent;
@@ -477,27 +476,14 @@ gpuhal_status_t enqueue_copy(HsaContext *c, HsaStream *s, uint32_t kind, gpuhal_
   switch (kind) {
     case GPUHAL_COPY_DEVICE_TO_DEVICE:
       return submit_copy(s, d, gpu, sp, gpu, bytes, nullptr);
-    case GPUHAL_COPY_HOST_TO_DEVICE: {
+    case GPUHAL_COPY_HOST_TO_DEVICE:
       if (void *pinned = pinned_address(c, uintptr_t(src), bytes))
         return submit_copy(s, d, gpu, pinned, cpu, bytes, nullptr);
-      void *stage = nullptr;
-      if (const gpuhal_status_t st = alloc_system(c, bytes, &stage); st != GPUHAL_SUCCESS) return st;
-      std::memcpy(stage, sp, size_t(bytes));
-      return submit_copy(s, d, gpu, stage, cpu, bytes, [stage] { rt().hsa_amd_memory_pool_free(stage); });
-    }
-    case GPUHAL_COPY_DEVICE_TO_HOST: {
+      return staged_copy_to_device(s, d, sp, bytes);
+    case GPUHAL_COPY_DEVICE_TO_HOST:
       if (void *pinned = pinned_address(c, uintptr_t(dst), bytes))
         return submit_copy(s, pinned, cpu, sp, gpu, bytes, nullptr);
-      void *stage = nullptr;
-      if (const gpuhal_status_t st = alloc_system(c, bytes, &stage); st != GPUHAL_SUCCESS) return st;
-      auto free_stage = [stage] { rt().hsa_amd_memory_pool_free(stage); };
-      if (const gpuhal_status_t st = submit_copy(s, stage, cpu, sp, gpu, bytes, nullptr); st != GPUHAL_SUCCESS) {
-        free_stage();
-        return st;
-      }
-      return submit_host_op(
-          s, [d, stage, bytes] { std::memcpy(d, stage, size_t(bytes)); }, free_stage);
-    }
+      return staged_copy_to_host(s, d, sp, bytes);
     default:
       return fail(GPUHAL_ERROR_INVALID_VALUE, "unknown copy kind " + std::to_string(kind));
   }

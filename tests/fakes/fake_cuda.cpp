@@ -134,7 +134,23 @@ int g_pool_token[kMaxDevices] = {};
 uint64_t g_release_threshold[kMaxDevices] = {};
 uint64_t g_pool_idle[kMaxDevices] = {};  // freed into the pool, held (guarded by g_mem_mu)
 // The calling thread's context stack (device numbers of primary contexts).
-thread_local std::vector<int> t_stack;
+// Trivially destructible, as the driver's own per-thread state behaves: a
+// program's static destructors still call the driver on the main thread
+// after its thread_local objects were destroyed.
+struct ContextStack {
+  int items[64];
+  int depth;
+  bool empty() const { return depth == 0; }
+  int back() const { return items[depth - 1]; }
+  int &back() { return items[depth - 1]; }
+  bool push_back(int d) {
+    if (depth == 64) return false;
+    items[depth++] = d;
+    return true;
+  }
+  void pop_back() { --depth; }
+};
+thread_local ContextStack t_stack{};
 int current() {
   return t_stack.empty() ? -1 : t_stack.back();
 }
@@ -602,7 +618,7 @@ API CUresult cuCtxSetCurrent(void *ctx) {
   const int d = device_of(ctx);
   if (d < 0) return INVALID_CONTEXT;
   if (t_stack.empty())
-    t_stack.push_back(d);
+    (void)t_stack.push_back(d);
   else
     t_stack.back() = d;  // "replace the top of that stack"
   return OK;
@@ -621,7 +637,7 @@ API CUresult cuCtxPushCurrent_v2(void *ctx) {
   REQUIRE_INIT();
   const int d = device_of(ctx);
   if (d < 0) return INVALID_CONTEXT;
-  t_stack.push_back(d);
+  if (!t_stack.push_back(d)) return OUT_OF_MEMORY;  // the driver's stack is bounded too
   return OK;
 }
 

@@ -39,7 +39,8 @@
 //    static destructors) still finds it.
 //
 // Environment: FAKE_HSA_INIT_FAIL=<status> makes hsa_init fail;
-// FAKE_HSA_GPUS=<n>; FAKE_HSA_MEMORY=<bytes per GPU>;
+// FAKE_HSA_GPUS=<n>; FAKE_HSA_ISAS=<isa>[,...]; FAKE_HSA_MEMORY=<bytes per GPU>;
+// FAKE_HSA_SYSTEM_MEMORY=<pinned system memory limit>;
 // FAKE_HSA_FAIL=sym:k:status[,...] makes the k-th call of sym fail.
 // Test hooks: fake_hsa_last_dispatch, fake_hsa_dispatch_count,
 // fake_hsa_live_objects, fake_hsa_fail_next_copy (its signal goes negative),
@@ -141,6 +142,10 @@ const std::vector<std::string> &g_isas = *new std::vector<std::string>([] {
 }());
 const uint64_t g_gpus = g_isas.size();
 const uint64_t g_device_memory = env_u64("FAKE_HSA_MEMORY", uint64_t(16) << 30);
+// FAKE_HSA_SYSTEM_MEMORY: how much fine-grained (pinned) system memory can be
+// allocated at once (default: no limit).
+const uint64_t g_system_memory = env_u64("FAKE_HSA_SYSTEM_MEMORY", UINT64_MAX);
+std::atomic<uint64_t> g_system_allocations{0};  // hsa_amd_memory_pool_allocate calls on it (each a kernel call on ROCr)
 
 bool is_gpu(hsa_agent_t a) {
   return a.handle >= kGpuAgentBase && a.handle < kGpuAgentBase + g_gpus;
@@ -699,6 +704,9 @@ EXPORT hsa_status_t hsa_amd_memory_pool_allocate(hsa_amd_memory_pool_t pool, siz
   if ((!system && !device) || !ptr || size == 0 || flags != 0) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   std::lock_guard<std::mutex> lock(g_mu);
   if (device && g_pool_used[pool.handle] + size > g_device_memory) return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
+  // Fine-grained system memory is pinned: there is only so much of it.
+  if (system && g_pool_used[pool.handle] + size > g_system_memory) return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
+  if (system) ++g_system_allocations;
   void *p = nullptr;
   if (posix_memalign(&p, 4096, size) != 0) return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
   std::memset(p, 0xCD, size);  // not zeroed, as on a GPU
@@ -1072,6 +1080,10 @@ EXPORT hsa_status_t hsa_amd_register_system_event_handler(hsa_amd_system_event_c
   g_event_handler = callback;
   g_event_data = data;
   return HSA_STATUS_SUCCESS;
+}
+
+EXPORT uint64_t fake_hsa_system_pool_allocations() {
+  return g_system_allocations.load();
 }
 
 EXPORT void fake_hsa_fail_next_copy() {
