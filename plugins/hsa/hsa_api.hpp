@@ -53,6 +53,10 @@ struct hsa_amd_profiling_dispatch_time_t {
   uint64_t start;
   uint64_t end;
 };
+struct hsa_amd_profiling_async_copy_time_t {
+  uint64_t start;
+  uint64_t end;
+};
 
 // System events (hsa_ext_amd.h): ROCr calls abort() on a GPU memory fault
 // unless the application registered a handler for them.
@@ -237,6 +241,8 @@ using PoolCallback = hsa_status_t (*)(hsa_amd_memory_pool_t, void *);
   O(hsa_status_t, hsa_amd_profiling_set_profiler_enabled, (hsa_queue_t *, int))                                  \
   O(hsa_status_t, hsa_amd_profiling_get_dispatch_time,                                                           \
     (hsa_agent_t, hsa_signal_t, hsa_amd_profiling_dispatch_time_t *))                                            \
+  O(hsa_status_t, hsa_amd_profiling_async_copy_enable, (bool))                                                   \
+  O(hsa_status_t, hsa_amd_profiling_get_async_copy_time, (hsa_signal_t, hsa_amd_profiling_async_copy_time_t *))  \
   O(hsa_status_t, hsa_code_object_reader_create_from_memory, (const void *, size_t, hsa_code_object_reader_t *)) \
   O(hsa_status_t, hsa_code_object_reader_destroy, (hsa_code_object_reader_t))                                    \
   O(hsa_status_t, hsa_executable_create_alt,                                                                     \

@@ -146,9 +146,15 @@ struct HsaStream {
   KernargRing kernargs;
 };
 
+// An event is the completion signal of what its last record queued: a
+// barrier-AND marker, or, for an event with timing, a 4-byte device copy
+// whose start and end ROCr stamps (hsa_amd_profiling_get_async_copy_time):
+// ROCr documents timestamps for dispatch packets and async copies, not for
+// barrier packets.
 struct HsaEvent {
   bool timing = true;
-  SignalRef signal;  // the marker packet of the last record; null before
+  SignalRef signal;  // null before the first record
+  bool timed_copy = false;
 };
 
 struct HsaKernel {
@@ -211,6 +217,7 @@ struct HsaContext {
   };
   std::vector<StagingChunk> staging;
   size_t next_chunk = 0;
+  void *event_scratch = nullptr;  // 8 device bytes timed events copy (guarded by mu)
 
   // Set (once) by fail_context: the first failure, under error_mu.
   std::atomic<bool> failed{false};

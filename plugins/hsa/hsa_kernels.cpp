@@ -181,6 +181,37 @@ HsaKernel *find_kernel(HsaContext *c, gpuhal_kernel_t kernel) {
   return nullptr;
 }
 
+// The hidden kernel arguments the code object's metadata lists, which the
+// launcher fills (code object v5, the ROCm 6 default: the kernel reads its
+// work-group counts, sizes and remainders, the grid's dimensions and the
+// dynamic LDS size from them instead of the dispatch packet). Global
+// offsets stay 0; buffers for printf, hostcall, multi-grid sync and the
+// device heap are services this backend does not provide (left 0).
+void fill_hidden_arguments(const HsaKernel &k, const gpuhal_launch_config_t &config, uint64_t group_segment,
+                           void *kernarg) {
+  const int dims = config.grid[2] * config.block[2] > 1 ? 3 : config.grid[1] * config.block[1] > 1 ? 2 : 1;
+  const uint64_t static_lds = (uint64_t(k.group_segment_size) + 15) & ~uint64_t(15);
+  for (const KernelArg &a : k.md.args) {
+    const std::string &kind = a.value_kind;
+    if (kind.compare(0, 7, "hidden_") != 0 || a.size == 0 || a.size > 8) continue;
+    const int axis = kind.back() - 'x';
+    uint64_t v = 0;
+    if (kind.rfind("hidden_block_count_", 0) == 0 && axis >= 0 && axis < 3)
+      v = config.grid[axis];  // in work-groups: the grid is a whole number of them
+    else if (kind.rfind("hidden_group_size_", 0) == 0 && axis >= 0 && axis < 3)
+      v = config.block[axis];
+    else if (kind.rfind("hidden_remainder_", 0) == 0)
+      v = 0;  // grid sizes are multiples of the group size
+    else if (kind == "hidden_grid_dims")
+      v = uint64_t(dims);
+    else if (kind == "hidden_dynamic_lds_size")
+      v = group_segment > static_lds ? group_segment - static_lds : 0;
+    else
+      continue;
+    std::memcpy(static_cast<char *>(kernarg) + a.offset, &v, a.size);  // little-endian: the low bytes
+  }
+}
+
 gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuhal_launch_config_t *config,
                        void *const *args, uint32_t arg_count, gpuhal_stream_t stream) {
   if (!config || config->struct_size < sizeof(gpuhal_launch_config_t))
@@ -252,6 +283,7 @@ gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuha
       }
     }
     std::memset(kernarg, 0, kernarg_bytes);
+    fill_hidden_arguments(*k, *config, group, kernarg);
     uint32_t i = 0;
     for (const KernelArg &a : k->md.args) {
       if (a.value_kind.compare(0, 7, "hidden_") == 0) continue;

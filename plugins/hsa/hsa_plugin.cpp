@@ -432,6 +432,7 @@ gpuhal_status_t context_destroy(gpuhal_context_t ctx) {
   for (auto &kv : c->host_allocations)
     note(rt().hsa_amd_memory_pool_free(reinterpret_cast<void *>(kv.first)), "hsa_amd_memory_pool_free");
   if (c->fill_scratch) note(rt().hsa_amd_memory_pool_free(c->fill_scratch), "hsa_amd_memory_pool_free");
+  if (c->event_scratch) note(rt().hsa_amd_memory_pool_free(c->event_scratch), "hsa_amd_memory_pool_free");
   if (first != GPUHAL_SUCCESS) return fail(first, first_msg);
   return GPUHAL_SUCCESS;
 }

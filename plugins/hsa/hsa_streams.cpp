@@ -744,6 +744,20 @@ gpuhal_status_t event_destroy(gpuhal_context_t ctx, gpuhal_event_t event) {
   return GPUHAL_SUCCESS;  // a pending marker keeps its signal until it completed
 }
 
+// True when ROCr stamps async copies for us (enabled once per process,
+// before the first timed copy, as hsa_ext_amd.h requires).
+bool copy_timing_available() {
+  static const bool enabled = [] {
+    if (!rt().hsa_amd_profiling_async_copy_enable || !rt().hsa_amd_profiling_get_async_copy_time) return false;
+    const hsa_status_t st = rt().hsa_amd_profiling_async_copy_enable(true);
+    if (st != HSA_STATUS_SUCCESS)
+      plugin::log(GPUHAL_LOG_WARN, "hsa: async copy profiling could not be enabled (" + rt().describe(st) +
+                                       "): events are timed from barrier packets, which ROCr does not document");
+    return st == HSA_STATUS_SUCCESS;
+  }();
+  return enabled;
+}
+
 gpuhal_status_t event_record(gpuhal_context_t ctx, gpuhal_event_t event, gpuhal_stream_t stream) {
   WITH_CONTEXT("event_record");
   return guard("event_record", [&]() -> gpuhal_status_t {
@@ -751,9 +765,21 @@ gpuhal_status_t event_record(gpuhal_context_t ctx, gpuhal_event_t event, gpuhal_
     HsaStream *s = resolve_stream(c, stream);
     HsaEvent *e = find_event(c, event);
     if (!s || !e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_record: invalid stream or event");
+    if (e->timing && copy_timing_available()) {
+      if (!c->event_scratch)
+        HSA_CALL(hsa_amd_memory_pool_allocate, c->device->device_pool, 256, 0u, &c->event_scratch);
+      const hsa_agent_t gpu = c->device->agent;
+      char *scratch = static_cast<char *>(c->event_scratch);
+      if (const gpuhal_status_t st = submit_copy(s, scratch + 4, gpu, scratch, gpu, 4, nullptr); st != GPUHAL_SUCCESS)
+        return st;
+      e->signal = s->last;
+      e->timed_copy = true;
+      return GPUHAL_SUCCESS;
+    }
     SignalRef marker;
     if (const gpuhal_status_t st = submit_marker(s, {}, &marker); st != GPUHAL_SUCCESS) return st;
     e->signal = std::move(marker);
+    e->timed_copy = false;
     return GPUHAL_SUCCESS;
   });
 }
@@ -786,6 +812,7 @@ gpuhal_status_t event_elapsed_ms(gpuhal_context_t ctx, gpuhal_event_t start, gpu
   if (!ms) return fail(GPUHAL_ERROR_INVALID_VALUE, "event_elapsed_ms: null output pointer");
   WITH_CONTEXT("event_elapsed_ms");
   SignalRef a, b;
+  bool copies = false;
   {
     std::lock_guard<std::mutex> lock(c->mu);
     HsaEvent *ea = find_event(c, start), *eb = find_event(c, end);
@@ -796,18 +823,30 @@ gpuhal_status_t event_elapsed_ms(gpuhal_context_t ctx, gpuhal_event_t start, gpu
       return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_elapsed_ms: an event was never recorded");
     a = ea->signal;
     b = eb->signal;
+    copies = ea->timed_copy && eb->timed_copy;
   }
   if (!a->done() || !b->done()) return GPUHAL_NOT_READY;
-  if (!rt().hsa_amd_profiling_get_dispatch_time)
-    return fail(GPUHAL_ERROR_NOT_SUPPORTED, "event_elapsed_ms: the HSA runtime has no dispatch timestamps");
-  hsa_amd_profiling_dispatch_time_t ta{}, tb{};
-  HSA_CALL(hsa_amd_profiling_get_dispatch_time, c->device->agent, a->handle, &ta);
-  HSA_CALL(hsa_amd_profiling_get_dispatch_time, c->device->agent, b->handle, &tb);
+  uint64_t end_a = 0, end_b = 0;
+  if (copies) {
+    hsa_amd_profiling_async_copy_time_t ta{}, tb{};
+    HSA_CALL(hsa_amd_profiling_get_async_copy_time, a->handle, &ta);
+    HSA_CALL(hsa_amd_profiling_get_async_copy_time, b->handle, &tb);
+    end_a = ta.end;
+    end_b = tb.end;
+  } else {
+    if (!rt().hsa_amd_profiling_get_dispatch_time)
+      return fail(GPUHAL_ERROR_NOT_SUPPORTED, "event_elapsed_ms: the HSA runtime has no dispatch timestamps");
+    hsa_amd_profiling_dispatch_time_t ta{}, tb{};
+    HSA_CALL(hsa_amd_profiling_get_dispatch_time, c->device->agent, a->handle, &ta);
+    HSA_CALL(hsa_amd_profiling_get_dispatch_time, c->device->agent, b->handle, &tb);
+    end_a = ta.end;
+    end_b = tb.end;
+  }
   uint64_t frequency = 0;
   HSA_CALL(hsa_system_get_info, HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY, &frequency);
   if (frequency == 0)
     return fail(GPUHAL_ERROR_DRIVER, "event_elapsed_ms: the runtime reports a zero timestamp frequency");
-  *ms = float((double(tb.end) - double(ta.end)) * 1000.0 / double(frequency));
+  *ms = float((double(end_b) - double(end_a)) * 1000.0 / double(frequency));
   return GPUHAL_SUCCESS;
 }
 

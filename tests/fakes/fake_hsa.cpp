@@ -10,7 +10,8 @@
 // validates and records kernel dispatch packets (they are not executed: the
 // fake has no GPU ISA interpreter); async copies on a copy thread after
 // their dependency signals; code objects (kernel descriptors read from the
-// ELF's *.kd symbols); profiling timestamps.
+// ELF's *.kd symbols); profiling timestamps (dispatch packets and, when
+// enabled, async copies only: what ROCr documents).
 //
 // What the fake checks that the real runtime would (or that would fault on
 // a GPU): copies only between pool memory and locked/registered host
@@ -62,6 +63,7 @@
 #include <vector>
 
 #include "hsa_api.hpp"
+#include "hsa_code_object.hpp"
 
 #define EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -249,6 +251,10 @@ const bool g_negative_on_error = std::getenv("FAKE_HSA_NEGATIVE_ON_ERROR") != nu
 struct KernelObject {
   std::string name;
   uint32_t group = 0, priv = 0, kernarg = 0;
+  // The hidden arguments the code object's metadata lists (code object v5:
+  // block counts, group sizes, remainders, grid dimensions, dynamic LDS
+  // size...), which the launcher must fill; checked at dispatch.
+  std::vector<gpuhal::hsa::KernelArg> hidden;
 };
 struct Reader {
   std::vector<uint8_t> bytes;
@@ -361,15 +367,42 @@ hsa_status_t check_dispatch(FQueue *q, const hsa_kernel_dispatch_packet_t &p) {
   if (k->kernarg &&
       (!in_allocation(reinterpret_cast<uintptr_t>(p.kernarg_address), k->kernarg, &pool) || pool != kSystemPool))
     return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  // The hidden arguments hold what the packet says (a kernel reading them
+  // would compute with zeros otherwise: refused here as a queue error).
+  const auto *args = static_cast<const uint8_t *>(p.kernarg_address);
+  const uint32_t grid[3] = {p.grid_size_x, p.grid_size_y, p.grid_size_z};
+  const uint16_t group[3] = {p.workgroup_size_x, p.workgroup_size_y, p.workgroup_size_z};
+  for (const auto &h : k->hidden) {
+    uint64_t got = 0, want = 0;
+    if (h.offset + h.size > k->kernarg || h.size > 8) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+    std::memcpy(&got, args + h.offset, h.size);
+    const std::string &kind = h.value_kind;
+    const int axis = kind.back() - 'x';
+    if (kind.rfind("hidden_block_count_", 0) == 0)
+      want = (grid[axis] + group[axis] - 1) / group[axis];
+    else if (kind.rfind("hidden_group_size_", 0) == 0)
+      want = group[axis];
+    else if (kind.rfind("hidden_remainder_", 0) == 0)
+      want = grid[axis] % group[axis];
+    else if (kind == "hidden_grid_dims")
+      want = dims;
+    else if (kind == "hidden_dynamic_lds_size")
+      want = p.group_segment_size - std::min<uint32_t>(p.group_segment_size, (k->group + 15u) & ~15u);
+    else
+      continue;  // offsets, queue and buffer pointers: 0 or the runtime's business
+    if (got != want) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  }
   (void)q;
   return HSA_STATUS_SUCCESS;
 }
 
-void complete(FQueue *q, hsa_signal_t s, uint64_t start) {
+// hsa_amd_profiling_get_dispatch_time: "the completion signal of the
+// dispatch packet" -- only dispatch packets are stamped.
+void complete(FQueue *q, hsa_signal_t s, uint64_t start, bool dispatch) {
   if (!s.handle) return;
   FSignal *f = sig(s);
   if (!f) return report(q, HSA_STATUS_ERROR_INVALID_SIGNAL);
-  if (q->profiling) {
+  if (q->profiling && dispatch) {
     f->start_ts = start;
     f->end_ts = now_ns();
   }
@@ -448,7 +481,7 @@ void consume(FQueue *q) {
         report_packet(q, HSA_STATUS_ERROR_INVALID_PACKET_FORMAT, p.completion_signal);
         continue;
       }
-      complete(q, p.completion_signal, start);
+      complete(q, p.completion_signal, start, false);
     } else if (type == HSA_PACKET_TYPE_KERNEL_DISPATCH) {
       hsa_kernel_dispatch_packet_t p;
       std::memcpy(&p, slot, sizeof p);
@@ -466,7 +499,7 @@ void consume(FQueue *q) {
         g_last_kernarg.assign(args, args + k->kernarg);
         ++g_dispatch_count;
       }
-      complete(q, p.completion_signal, start);
+      complete(q, p.completion_signal, start, true);
     } else {
       report_packet(q, HSA_STATUS_ERROR_INVALID_PACKET_FORMAT, completion);
       continue;
@@ -483,7 +516,9 @@ struct CopyJob {
   size_t size;
   std::vector<FSignal *> deps;
   FSignal *done;
+  bool profiled = false;
 };
+std::atomic<bool> g_copy_profiling{false};  // hsa_amd_profiling_async_copy_enable
 std::mutex &g_copy_mu = *new std::mutex;
 std::condition_variable &g_copy_cv = *new std::condition_variable;
 std::deque<CopyJob> &g_copies = *new std::deque<CopyJob>;
@@ -509,8 +544,10 @@ void copy_main() {
     }
     const uint64_t start = now_ns();
     std::memmove(job.dst, job.src, job.size);
-    job.done->start_ts = start;
-    job.done->end_ts = now_ns();
+    if (job.profiled) {  // "if the async copy profiling is enabled prior to the call"
+      job.done->start_ts = start;
+      job.done->end_ts = now_ns();
+    }
     signal_add(job.done, -1);
   }
 }
@@ -901,7 +938,7 @@ EXPORT hsa_status_t hsa_amd_memory_async_copy(void *dst, hsa_agent_t dst_agent, 
   FAULT(hsa_amd_memory_async_copy);
   if (!dst || !src || !is_agent(dst_agent) || !is_agent(src_agent) || (ndeps && !deps))
     return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-  CopyJob job{dst, src, size, {}, sig(completion)};
+  CopyJob job{dst, src, size, {}, sig(completion), g_copy_profiling.load()};
   if (!job.done) return HSA_STATUS_ERROR_INVALID_SIGNAL;
   for (uint32_t i = 0; i < ndeps; ++i) {
     FSignal *d = sig(deps[i]);
@@ -921,6 +958,24 @@ EXPORT hsa_status_t hsa_amd_memory_async_copy(void *dst, hsa_agent_t dst_agent, 
     g_copies.push_back(std::move(job));
   }
   g_copy_cv.notify_one();
+  return HSA_STATUS_SUCCESS;
+}
+
+EXPORT hsa_status_t hsa_amd_profiling_async_copy_enable(bool enable) {
+  NEED_INIT;
+  FAULT(hsa_amd_profiling_async_copy_enable);
+  g_copy_profiling = enable;
+  return HSA_STATUS_SUCCESS;
+}
+
+EXPORT hsa_status_t hsa_amd_profiling_get_async_copy_time(hsa_signal_t s, hsa_amd_profiling_async_copy_time_t *t) {
+  NEED_INIT;
+  FAULT(hsa_amd_profiling_get_async_copy_time);
+  FSignal *f = sig(s);
+  if (!t) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  if (!f) return HSA_STATUS_ERROR_INVALID_SIGNAL;
+  t->start = f->start_ts;
+  t->end = f->end_ts;
   return HSA_STATUS_SUCCESS;
 }
 
@@ -1002,6 +1057,14 @@ EXPORT hsa_status_t hsa_executable_load_agent_code_object(hsa_executable_t exec,
   if (!built_for || g_isas[size_t(agent.handle - kGpuAgentBase)] != built_for) return HSA_STATUS_ERROR_INVALID_ISA;
   std::vector<std::unique_ptr<KernelObject>> kernels;
   if (!read_kernels(r->bytes, &kernels)) return HSA_STATUS_ERROR_INVALID_CODE_OBJECT;
+  gpuhal::hsa::CodeObjectMetadata md;
+  std::string why;
+  if (gpuhal::hsa::read_code_object_metadata(r->bytes.data(), r->bytes.size(), &md, &why))
+    for (auto &k : kernels)
+      for (const auto &km : md.kernels)
+        if (km.symbol == k->name)
+          for (const auto &a : km.args)
+            if (a.value_kind.rfind("hidden_", 0) == 0) k->hidden.push_back(a);
   for (auto &k : kernels) {
     g_kernel_objects.insert(k.get());
     e->kernels.push_back(std::move(k));

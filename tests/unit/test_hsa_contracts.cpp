@@ -117,7 +117,7 @@ TEST_CASE("hsa contract: a queue error suspends the queue, and every waiter retu
   s.add_callback([go] {
     while (!*go) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   });
-  Event e = ctx.create_event();
+  Event e = ctx.create_event(false);  // without timing: a marker packet on the stream's queue
   hook<void()>("fake_hsa_fail_next_packet")();
   e.record(s);  // its marker errs when it runs (after the host operation), the queue is suspended
   std::atomic<bool> callback_ran{false};
@@ -157,7 +157,7 @@ TEST_CASE("hsa contract: a GPU memory fault is LAUNCH_FAILED naming the address,
   Runtime rt = hsa_runtime();
   Context ctx = rt.device(0).primary_context();
   Stream s = ctx.create_stream();
-  Event e = ctx.create_event();
+  Event e = ctx.create_event(false);  // without timing: a marker packet on the stream's queue
   hook<void(uint64_t)>("fake_hsa_memory_fault_next_packet")(0xdead0000ull);
   e.record(s);  // without a system event handler the fake aborts here, as ROCr does
   REQUIRE_GPUHAL_ERROR(within_20s("Stream::synchronize", [&] { s.synchronize(); }), Status::ERROR_LAUNCH_FAILED,
@@ -311,6 +311,79 @@ GPUHAL_KERNEL void put(GPUHAL_GLOBAL unsigned *out, unsigned v) { out[0] = v; }
   uint32_t v = 0;
   std::memcpy(&v, args.data() + 8, 4);
   CHECK(v == 10000u);
+}
+
+TEST_CASE("hsa contract: a code object v5 kernel gets every hidden argument its metadata lists", "[hsa][contract][kernel]") {
+  Runtime rt = hsa_runtime();
+  Context ctx = rt.device(0).primary_context();
+  // Reading the implicit arguments makes the compiler list them (code
+  // object v5 layout: block counts, group sizes, remainders, grid dims).
+  ModuleOptions options;
+  options.compiler_options = "-mcode-object-version=5";
+  Module m;
+  try {
+    m = Module::compile(ctx, R"(
+GPUHAL_KERNEL void implicit(GPUHAL_GLOBAL unsigned *out) {
+  __constant unsigned *words = (__constant unsigned *)__builtin_amdgcn_implicitarg_ptr();
+  out[0] = words[0] + words[1] + words[2];
+}
+)",
+                        options);
+  } catch (const Error &e) {
+    if (std::string(e.what()).find("cannot load amd_comgr") == std::string::npos) throw;
+    WARN("skipped: amd_comgr is not installed here");
+    return;
+  }
+  CHECK(static_cast<unsigned char>(m.image()[8]) == 3);  // EI_ABIVERSION 3: code object v5
+  DeviceArray out = device_array(ctx, {1}, dtypes::uint32);
+  m.kernel("implicit")({3, 2}, {64, 4}, ctx.default_stream(), 256)(out);
+  ctx.synchronize();  // the fake checks every hidden argument against the packet (a queue error if wrong)
+  unsigned char whole[64] = {};
+  std::vector<unsigned char> args(512);
+  size_t size = 0;
+  hook<uint64_t(void *, void *, size_t, size_t *)>("fake_hsa_last_dispatch")(whole, args.data(), args.size(), &size);
+  REQUIRE(size >= 74);
+  auto u32 = [&](size_t at) {
+    uint32_t v;
+    std::memcpy(&v, args.data() + at, 4);
+    return v;
+  };
+  auto u16 = [&](size_t at) {
+    uint16_t v;
+    std::memcpy(&v, args.data() + at, 2);
+    return v;
+  };
+  CHECK(u32(8) == 3);    // hidden_block_count_x
+  CHECK(u32(12) == 2);   // hidden_block_count_y
+  CHECK(u32(16) == 1);   // hidden_block_count_z
+  CHECK(u16(20) == 64);  // hidden_group_size_x
+  CHECK(u16(22) == 4);   // hidden_group_size_y
+  CHECK(u16(24) == 1);   // hidden_group_size_z
+  CHECK(u16(72) == 2);   // hidden_grid_dims
+}
+
+TEST_CASE("hsa contract: event timing works when only dispatch packets and async copies carry timestamps",
+          "[hsa][contract]") {
+  Runtime rt = hsa_runtime();
+  Context ctx = rt.device(0).primary_context();
+  DeviceArray from = device_array(ctx, {8 << 20}, dtypes::uint8), to = device_array(ctx, {8 << 20}, dtypes::uint8);
+  Stream s = ctx.create_stream();
+  Event a = ctx.create_event(), b = ctx.create_event();
+  const auto t0 = std::chrono::steady_clock::now();
+  a.record(s);
+  for (int i = 0; i < 4; ++i) to.copy_from_device(from, s);
+  b.record(s);
+  b.synchronize();
+  const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const float ms = Event::elapsed_ms(a, b);
+  CHECK(ms > 0.0f);
+  CHECK(ms <= wall_ms + 0.001);
+  // Events without timing stay markers; asking them for time is refused.
+  Event quiet = ctx.create_event(false);
+  quiet.record(s);
+  REQUIRE_GPUHAL_ERROR(Event::elapsed_ms(a, quiet), Status::ERROR_INVALID_HANDLE, "timing disabled");
+  s.wait(quiet);
+  s.synchronize();
 }
 
 #endif
