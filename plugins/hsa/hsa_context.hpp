@@ -274,8 +274,14 @@ void fail_context(HsaContext *c, const std::string &what);
 // ERROR_LAUNCH_FAILED naming c's failure and `entry` when c failed (every
 // time), or its pending host-operation error (once), else success.
 gpuhal_status_t context_failure(HsaContext *c, const char *entry);
-// Calls fn for every live context (the system event handler's lookup).
+// Calls fn for every registered context (the system event handler's lookup;
+// hsa_faults.cpp). Contexts are registered from creation to destruction.
 void for_each_context(const std::function<void(HsaContext *)> &fn);
+void register_context(HsaContext *c);
+void unregister_context(HsaContext *c);
+// After the runtime started: the wait slice from its clock, and the system
+// event handler that keeps memory faults from aborting the process.
+void watch_faults();
 // Waits for every stream of c and the host-operation thread (c->mu not held).
 gpuhal_status_t synchronize_context(HsaContext *c);
 void stop_host_thread(HsaContext *c);
@@ -284,8 +290,18 @@ void stop_host_thread(HsaContext *c);
 // on_skip runs instead of fn when the context failed before fn could run.
 gpuhal_status_t submit_host_op(HsaStream *s, std::function<void()> fn, std::function<void()> on_reap,
                                std::function<void()> on_skip = nullptr);
-// The transfer, stream and event entries of the table (hsa_streams.cpp).
+// A marker on s's queue after s's work and `extra` (c->mu held).
+gpuhal_status_t submit_marker(HsaStream *s, std::vector<SignalRef> extra, SignalRef *out);
+// Waits for s's last operation `last` (c->mu not held), then reaps; the
+// context's failure, if any.
+gpuhal_status_t wait_stream(HsaContext *c, HsaStream *s, SignalRef last, const char *entry);
+// The event of a handle in c, or nullptr (c->mu held).
+HsaEvent *find_event(HsaContext *c, gpuhal_event_t e);
+// The entries of the table: streams (hsa_streams.cpp, which calls the
+// other two), transfers (hsa_transfers.cpp), events (hsa_events.cpp).
 void fill_stream_entries(gpuhal_plugin_table_t *t);
+void fill_transfer_entries(gpuhal_plugin_table_t *t);
+void fill_event_entries(gpuhal_plugin_table_t *t);
 
 }  // namespace gpuhal::hsa
 

@@ -1,5 +1,7 @@
-// The hsa plugin's streams, transfers and events (see hsa_context.hpp for
-// the stream model).
+// The hsa plugin's streams: signals, queues, submission (packets, copies,
+// host operations), failure of a context, and the stream entries (see
+// hsa_context.hpp for the stream model; transfers are in hsa_transfers.cpp,
+// events in hsa_events.cpp).
 #include <cstring>
 #include <thread>
 
@@ -358,8 +360,6 @@ gpuhal_status_t submit_copy(HsaStream *s, void *dst, hsa_agent_t dst_agent, cons
   return st;
 }
 
-namespace {
-
 // A marker on s's queue after s's work and `extra`: what event records,
 // event waits and barriers are.
 gpuhal_status_t submit_marker(HsaStream *s, std::vector<SignalRef> extra, SignalRef *out) {
@@ -369,6 +369,8 @@ gpuhal_status_t submit_marker(HsaStream *s, std::vector<SignalRef> extra, Signal
   if (out) *out = done;
   return submit_packet(s, &b, done, std::move(extra), nullptr, "a barrier packet");
 }
+
+namespace {
 
 void start_host_thread(HsaContext *c) {
   std::lock_guard<std::mutex> lock(c->host_mu);
@@ -447,48 +449,6 @@ gpuhal_status_t synchronize_context(HsaContext *c) {
   return context_failure(c, "context_synchronize");
 }
 
-namespace {
-
-// ---- transfers ------------------------------------------------------------------------------
-
-// The address the copy engines can use for host range [p, p + n) when it
-// lies in pinned or registered memory of c, or nullptr (pageable memory).
-void *pinned_address(HsaContext *c, uintptr_t p, uint64_t n) {
-  if (auto it = c->host_allocations.upper_bound(p); it != c->host_allocations.begin()) {
-    --it;
-    if (p >= it->first && p - it->first + n <= it->second) return reinterpret_cast<void *>(p);
-  }
-  if (auto it = c->registrations.upper_bound(p); it != c->registrations.begin()) {
-    --it;
-    if (p >= it->first && p - it->first + n <= it->second.bytes)
-      return static_cast<char *>(it->second.agent_ptr) + (p - it->first);
-  }
-  return nullptr;
-}
-
-// Enqueues a copy on s (c->mu held). Pageable host memory goes through the
-// context's staging chunks (hsa_staging.cpp).
-gpuhal_status_t enqueue_copy(HsaContext *c, HsaStream *s, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
-                             uint64_t bytes) {
-  const hsa_agent_t gpu = c->device->agent, cpu = host_agent().agent;
-  void *d = reinterpret_cast<void *>(uintptr_t(dst));
-  const void *sp = reinterpret_cast<const void *>(uintptr_t(src));
-  switch (kind) {
-    case GPUHAL_COPY_DEVICE_TO_DEVICE:
-      return submit_copy(s, d, gpu, sp, gpu, bytes, nullptr);
-    case GPUHAL_COPY_HOST_TO_DEVICE:
-      if (void *pinned = pinned_address(c, uintptr_t(src), bytes))
-        return submit_copy(s, d, gpu, pinned, cpu, bytes, nullptr);
-      return staged_copy_to_device(s, d, sp, bytes);
-    case GPUHAL_COPY_DEVICE_TO_HOST:
-      if (void *pinned = pinned_address(c, uintptr_t(dst), bytes))
-        return submit_copy(s, pinned, cpu, sp, gpu, bytes, nullptr);
-      return staged_copy_to_host(s, d, sp, bytes);
-    default:
-      return fail(GPUHAL_ERROR_INVALID_VALUE, "unknown copy kind " + std::to_string(kind));
-  }
-}
-
 // Waits for s's last operation (c->mu not held), then reaps.
 gpuhal_status_t wait_stream(HsaContext *c, HsaStream *s, SignalRef last, const char *entry) {
   if (last) last->wait(&c->failed);
@@ -499,96 +459,13 @@ gpuhal_status_t wait_stream(HsaContext *c, HsaStream *s, SignalRef last, const c
   return context_failure(c, entry);
 }
 
-gpuhal_status_t memcpy_async(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
-                             uint64_t bytes, gpuhal_stream_t stream) {
-  WITH_CONTEXT("memcpy_async");
-  return guard("memcpy_async", [&]() -> gpuhal_status_t {
-    if (bytes == 0) return GPUHAL_SUCCESS;
-    std::lock_guard<std::mutex> lock(c->mu);
-    HsaStream *s = resolve_stream(c, stream);
-    if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "memcpy_async: invalid stream");
-    return enqueue_copy(c, s, kind, dst, src, bytes);
-  });
+
+HsaEvent *find_event(HsaContext *c, gpuhal_event_t e) {
+  auto it = c->events.find(reinterpret_cast<HsaEvent *>(e));
+  return it == c->events.end() ? nullptr : it->second.get();
 }
 
-gpuhal_status_t memcpy_sync(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
-                            uint64_t bytes) {
-  WITH_CONTEXT("memcpy_sync");
-  return guard("memcpy_sync", [&]() -> gpuhal_status_t {
-    if (bytes == 0) return GPUHAL_SUCCESS;
-    SignalRef last;
-    HsaStream *s = c->legacy.get();
-    {
-      std::lock_guard<std::mutex> lock(c->mu);
-      if (const gpuhal_status_t st = enqueue_copy(c, s, kind, dst, src, bytes); st != GPUHAL_SUCCESS) return st;
-      last = s->last;
-    }
-    return wait_stream(c, s, last, "memcpy_sync");
-  });
-}
-
-// hsa_amd_memory_fill writes 32-bit words at 4-byte aligned addresses; the
-// up to three bytes before and after go through the pinned scratch buffer.
-void fill_bytes(HsaContext *c, uintptr_t dst, uint8_t value, uint64_t bytes) {
-  auto check = [](hsa_status_t s, const char *call) {
-    if (s != HSA_STATUS_SUCCESS) throw std::runtime_error(std::string(call) + " failed: " + rt().describe(s));
-  };
-  std::memset(c->fill_scratch, value, 8);
-  auto edge = [&](uintptr_t at, uint64_t n) {
-    if (n == 0) return;
-    SignalRef done;
-    if (make_signal(1, &done) != GPUHAL_SUCCESS) throw std::runtime_error(plugin::last_error());
-    check(rt().hsa_amd_memory_async_copy(reinterpret_cast<void *>(at), c->device->agent, c->fill_scratch,
-                                         host_agent().agent, size_t(n), 0, nullptr, done->handle),
-          "hsa_amd_memory_async_copy");
-    done->wait(&c->failed);
-    if (!done->done()) {  // the context failed: the copy may still write the scratch buffer
-      quarantine_signal(done);
-      throw std::runtime_error("the context failed while a memset's edge bytes were copied");
-    }
-    if (done->failed()) throw std::runtime_error("hsa_amd_memory_async_copy of a memset's edge bytes failed");
-  };
-  const uint64_t head = std::min<uint64_t>(bytes, (4 - (dst & 3)) & 3);
-  const uint64_t words = (bytes - head) / 4;
-  const uint64_t tail = bytes - head - words * 4;
-  edge(dst, head);
-  if (words) {
-    const uint32_t pattern = uint32_t(value) * 0x01010101u;
-    check(rt().hsa_amd_memory_fill(reinterpret_cast<void *>(dst + head), pattern, size_t(words)),
-          "hsa_amd_memory_fill");
-  }
-  edge(dst + head + words * 4, tail);
-}
-
-gpuhal_status_t memset_async(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t value, uint64_t bytes,
-                             gpuhal_stream_t stream) {
-  WITH_CONTEXT("memset_async");
-  return guard("memset_async", [&]() -> gpuhal_status_t {
-    if (bytes == 0) return GPUHAL_SUCCESS;
-    std::lock_guard<std::mutex> lock(c->mu);
-    HsaStream *s = resolve_stream(c, stream);
-    if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "memset_async: invalid stream");
-    return submit_host_op(
-        s, [c, dst, value, bytes] { fill_bytes(c, uintptr_t(dst), value, bytes); }, nullptr);
-  });
-}
-
-gpuhal_status_t memset_sync(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t value, uint64_t bytes) {
-  WITH_CONTEXT("memset_sync");
-  return guard("memset_sync", [&]() -> gpuhal_status_t {
-    if (bytes == 0) return GPUHAL_SUCCESS;
-    SignalRef last;
-    HsaStream *s = c->legacy.get();
-    {
-      std::lock_guard<std::mutex> lock(c->mu);
-      const gpuhal_status_t st = submit_host_op(
-          s, [c, dst, value, bytes] { fill_bytes(c, uintptr_t(dst), value, bytes); }, nullptr);
-      if (st != GPUHAL_SUCCESS) return st;
-      last = s->last;
-    }
-    return wait_stream(c, s, last, "memset_sync");
-  });
-}
+namespace {
 
 // ---- streams --------------------------------------------------------------------------------
 
@@ -659,10 +536,6 @@ gpuhal_status_t stream_query(gpuhal_context_t ctx, gpuhal_stream_t stream) {
   return context_failure(c, "stream_query");
 }
 
-HsaEvent *find_event(HsaContext *c, gpuhal_event_t e) {
-  auto it = c->events.find(reinterpret_cast<HsaEvent *>(e));
-  return it == c->events.end() ? nullptr : it->second.get();
-}
 
 gpuhal_status_t stream_wait_event(gpuhal_context_t ctx, gpuhal_stream_t stream, gpuhal_event_t event) {
   WITH_CONTEXT("stream_wait_event");
@@ -720,155 +593,17 @@ gpuhal_status_t stream_add_callback(gpuhal_context_t ctx, gpuhal_stream_t stream
   });
 }
 
-// ---- events ---------------------------------------------------------------------------------
-
-gpuhal_status_t event_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_event_t *out) {
-  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "event_create: null output pointer");
-  if (flags & ~GPUHAL_EVENT_DISABLE_TIMING) return fail(GPUHAL_ERROR_INVALID_VALUE, "event_create: unknown flags");
-  WITH_CONTEXT("event_create");
-  return guard("event_create", [&]() -> gpuhal_status_t {
-    auto e = std::make_unique<HsaEvent>();
-    e->timing = !(flags & GPUHAL_EVENT_DISABLE_TIMING);
-    std::lock_guard<std::mutex> lock(c->mu);
-    *out = reinterpret_cast<gpuhal_event_t>(e.get());
-    c->events.emplace(e.get(), std::move(e));
-    return GPUHAL_SUCCESS;
-  });
-}
-
-gpuhal_status_t event_destroy(gpuhal_context_t ctx, gpuhal_event_t event) {
-  WITH_CONTEXT("event_destroy");
-  std::lock_guard<std::mutex> lock(c->mu);
-  if (!c->events.erase(reinterpret_cast<HsaEvent *>(event)))
-    return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_destroy: not an event created in this context");
-  return GPUHAL_SUCCESS;  // a pending marker keeps its signal until it completed
-}
-
-// True when ROCr stamps async copies for us (enabled once per process,
-// before the first timed copy, as hsa_ext_amd.h requires).
-bool copy_timing_available() {
-  static const bool enabled = [] {
-    if (!rt().hsa_amd_profiling_async_copy_enable || !rt().hsa_amd_profiling_get_async_copy_time) return false;
-    const hsa_status_t st = rt().hsa_amd_profiling_async_copy_enable(true);
-    if (st != HSA_STATUS_SUCCESS)
-      plugin::log(GPUHAL_LOG_WARN, "hsa: async copy profiling could not be enabled (" + rt().describe(st) +
-                                       "): events are timed from barrier packets, which ROCr does not document");
-    return st == HSA_STATUS_SUCCESS;
-  }();
-  return enabled;
-}
-
-gpuhal_status_t event_record(gpuhal_context_t ctx, gpuhal_event_t event, gpuhal_stream_t stream) {
-  WITH_CONTEXT("event_record");
-  return guard("event_record", [&]() -> gpuhal_status_t {
-    std::lock_guard<std::mutex> lock(c->mu);
-    HsaStream *s = resolve_stream(c, stream);
-    HsaEvent *e = find_event(c, event);
-    if (!s || !e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_record: invalid stream or event");
-    if (e->timing && copy_timing_available()) {
-      if (!c->event_scratch)
-        HSA_CALL(hsa_amd_memory_pool_allocate, c->device->device_pool, 256, 0u, &c->event_scratch);
-      const hsa_agent_t gpu = c->device->agent;
-      char *scratch = static_cast<char *>(c->event_scratch);
-      if (const gpuhal_status_t st = submit_copy(s, scratch + 4, gpu, scratch, gpu, 4, nullptr); st != GPUHAL_SUCCESS)
-        return st;
-      e->signal = s->last;
-      e->timed_copy = true;
-      return GPUHAL_SUCCESS;
-    }
-    SignalRef marker;
-    if (const gpuhal_status_t st = submit_marker(s, {}, &marker); st != GPUHAL_SUCCESS) return st;
-    e->signal = std::move(marker);
-    e->timed_copy = false;
-    return GPUHAL_SUCCESS;
-  });
-}
-
-gpuhal_status_t event_synchronize(gpuhal_context_t ctx, gpuhal_event_t event) {
-  WITH_CONTEXT("event_synchronize");
-  SignalRef sig;
-  {
-    std::lock_guard<std::mutex> lock(c->mu);
-    HsaEvent *e = find_event(c, event);
-    if (!e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_synchronize: invalid event");
-    sig = e->signal;
-  }
-  if (sig) sig->wait(&c->failed);
-  if (sig && sig->failed()) fail_context(c, "the work an event waited for failed");
-  return context_failure(c, "event_synchronize");
-}
-
-gpuhal_status_t event_query(gpuhal_context_t ctx, gpuhal_event_t event) {
-  WITH_CONTEXT("event_query");
-  std::lock_guard<std::mutex> lock(c->mu);
-  HsaEvent *e = find_event(c, event);
-  if (!e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_query: invalid event");
-  return !e->signal || e->signal->done() ? GPUHAL_SUCCESS : GPUHAL_NOT_READY;
-}
-
-// The markers' timestamps (written by the packet processor on queues with
-// profiling enabled), from the end of one to the end of the other.
-gpuhal_status_t event_elapsed_ms(gpuhal_context_t ctx, gpuhal_event_t start, gpuhal_event_t end, float *ms) {
-  if (!ms) return fail(GPUHAL_ERROR_INVALID_VALUE, "event_elapsed_ms: null output pointer");
-  WITH_CONTEXT("event_elapsed_ms");
-  SignalRef a, b;
-  bool copies = false;
-  {
-    std::lock_guard<std::mutex> lock(c->mu);
-    HsaEvent *ea = find_event(c, start), *eb = find_event(c, end);
-    if (!ea || !eb) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_elapsed_ms: invalid event");
-    if (!ea->timing || !eb->timing)
-      return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_elapsed_ms: an event was created with timing disabled");
-    if (!ea->signal || !eb->signal)
-      return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_elapsed_ms: an event was never recorded");
-    a = ea->signal;
-    b = eb->signal;
-    copies = ea->timed_copy && eb->timed_copy;
-  }
-  if (!a->done() || !b->done()) return GPUHAL_NOT_READY;
-  uint64_t end_a = 0, end_b = 0;
-  if (copies) {
-    hsa_amd_profiling_async_copy_time_t ta{}, tb{};
-    HSA_CALL(hsa_amd_profiling_get_async_copy_time, a->handle, &ta);
-    HSA_CALL(hsa_amd_profiling_get_async_copy_time, b->handle, &tb);
-    end_a = ta.end;
-    end_b = tb.end;
-  } else {
-    if (!rt().hsa_amd_profiling_get_dispatch_time)
-      return fail(GPUHAL_ERROR_NOT_SUPPORTED, "event_elapsed_ms: the HSA runtime has no dispatch timestamps");
-    hsa_amd_profiling_dispatch_time_t ta{}, tb{};
-    HSA_CALL(hsa_amd_profiling_get_dispatch_time, c->device->agent, a->handle, &ta);
-    HSA_CALL(hsa_amd_profiling_get_dispatch_time, c->device->agent, b->handle, &tb);
-    end_a = ta.end;
-    end_b = tb.end;
-  }
-  uint64_t frequency = 0;
-  HSA_CALL(hsa_system_get_info, HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY, &frequency);
-  if (frequency == 0)
-    return fail(GPUHAL_ERROR_DRIVER, "event_elapsed_ms: the runtime reports a zero timestamp frequency");
-  *ms = float((double(end_b) - double(end_a)) * 1000.0 / double(frequency));
-  return GPUHAL_SUCCESS;
-}
-
 }  // namespace
 
 void fill_stream_entries(gpuhal_plugin_table_t *t) {
-  t->memcpy_sync = memcpy_sync;
-  t->memcpy_async = memcpy_async;
-  t->memset_sync = memset_sync;
-  t->memset_async = memset_async;
+  fill_transfer_entries(t);
+  fill_event_entries(t);
   t->stream_create = stream_create;
   t->stream_destroy = stream_destroy;
   t->stream_synchronize = stream_synchronize;
   t->stream_query = stream_query;
   t->stream_wait_event = stream_wait_event;
   t->stream_add_callback = stream_add_callback;
-  t->event_create = event_create;
-  t->event_destroy = event_destroy;
-  t->event_record = event_record;
-  t->event_synchronize = event_synchronize;
-  t->event_query = event_query;
-  t->event_elapsed_ms = event_elapsed_ms;
   t->stream_barrier = stream_barrier;
 }
 

@@ -1,0 +1,97 @@
+// The cuda plugin's host memory: pinned and mapped allocations
+// (cuMemHostAlloc; gpuhal's flag bits are CUDA's) and registrations
+// (cuMemHostRegister), remembered per context for is_pinned and for
+// context_destroy.
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cuda_context.hpp"
+#include "cuda_entries.hpp"
+#include "plugin_support.hpp"
+
+namespace gpuhal::cuda {
+
+// ---- host memory -------------------------------------------------------------------------
+
+constexpr uint32_t kHostFlags =
+    GPUHAL_HOST_ALLOC_PORTABLE | GPUHAL_HOST_ALLOC_MAPPED | GPUHAL_HOST_ALLOC_WRITE_COMBINED;
+
+gpuhal_status_t host_alloc(gpuhal_context_t ctx, uint64_t bytes, uint32_t flags, void **out) {
+  if (!out || bytes == 0 || bytes > SIZE_MAX)
+    return fail(GPUHAL_ERROR_INVALID_VALUE, "host_alloc: null output or bad size");
+  if (flags & ~kHostFlags) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_alloc: unknown flags");
+  WITH_CONTEXT("host_alloc");
+  return guard("host_alloc", [&]() -> gpuhal_status_t {
+    // gpuhal's flag bits are CUDA's CU_MEMHOSTALLOC_* bits.
+    void *p = nullptr;
+    CU_CALL(cuMemHostAlloc, &p, size_t(bytes), flags);
+    std::lock_guard<std::mutex> lock(c->mu);
+    c->host_allocations.insert(p);
+    c->pinned_ranges[reinterpret_cast<uintptr_t>(p)] = size_t(bytes);
+    *out = p;
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t host_free(gpuhal_context_t ctx, void *ptr) {
+  WITH_CONTEXT("host_free");
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    if (!c->host_allocations.count(ptr))
+      return fail(GPUHAL_ERROR_INVALID_VALUE, "host_free: not a host allocation of this context");
+  }
+  CU_CALL(cuMemFreeHost, ptr);
+  {
+    std::lock_guard<std::mutex> lock(c->mu);  // forgotten only once really released
+    c->host_allocations.erase(ptr);
+    c->pinned_ranges.erase(reinterpret_cast<uintptr_t>(ptr));
+  }
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t host_register(gpuhal_context_t ctx, void *ptr, uint64_t bytes, uint32_t flags) {
+  if (!ptr || bytes == 0 || bytes > SIZE_MAX)
+    return fail(GPUHAL_ERROR_INVALID_VALUE, "host_register: null pointer or bad size");
+  if (flags & ~kHostFlags) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_register: unknown flags");
+  WITH_CONTEXT("host_register");
+  return guard("host_register", [&]() -> gpuhal_status_t {
+    const unsigned cu_flags = ((flags & GPUHAL_HOST_ALLOC_PORTABLE) ? CU_MEMHOSTREGISTER_PORTABLE : 0u) |
+                              ((flags & GPUHAL_HOST_ALLOC_MAPPED) ? CU_MEMHOSTREGISTER_DEVICEMAP : 0u);
+    CU_CALL(cuMemHostRegister, ptr, size_t(bytes), cu_flags);
+    std::lock_guard<std::mutex> lock(c->mu);
+    c->registrations.insert(ptr);
+    c->pinned_ranges[reinterpret_cast<uintptr_t>(ptr)] = size_t(bytes);
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t host_unregister(gpuhal_context_t ctx, void *ptr) {
+  WITH_CONTEXT("host_unregister");
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    if (!c->registrations.count(ptr))
+      return fail(GPUHAL_ERROR_NOT_REGISTERED, "host_unregister: not registered in this context");
+  }
+  CU_CALL(cuMemHostUnregister, ptr);
+  {
+    std::lock_guard<std::mutex> lock(c->mu);  // forgotten only once really released
+    c->registrations.erase(ptr);
+    c->pinned_ranges.erase(reinterpret_cast<uintptr_t>(ptr));
+  }
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t host_get_device_pointer(gpuhal_context_t ctx, void *host_ptr, gpuhal_deviceptr_t *out) {
+  if (!host_ptr || !out) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_get_device_pointer: null pointer");
+  WITH_CONTEXT("host_get_device_pointer");
+  CUdeviceptr d = 0;
+  CU_CALL(cuMemHostGetDevicePointer, &d, host_ptr, 0u);
+  *out = d;
+  return GPUHAL_SUCCESS;
+}
+
+
+}  // namespace gpuhal::cuda

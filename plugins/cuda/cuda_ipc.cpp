@@ -1,0 +1,83 @@
+// The cuda plugin's IPC: cuIpcGetMemHandle on an allocation's base,
+// cuIpcOpenMemHandle with one reference per open (the driver counts opens of
+// a handle already open in the context and returns the same pointer), and
+// stream-ordered pool memory refused for export.
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cuda_context.hpp"
+#include "cuda_entries.hpp"
+#include "plugin_support.hpp"
+
+namespace gpuhal::cuda {
+
+// ---- IPC ------------------------------------------------------------------------------------
+
+gpuhal_status_t ipc_get_handle(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpuhal_ipc_handle_t *out,
+                               gpuhal_deviceptr_t *base, uint64_t *bytes) {
+  if (!out || !base || !bytes) return fail(GPUHAL_ERROR_INVALID_VALUE, "ipc_get_handle: null output pointer");
+  WITH_CONTEXT("ipc_get_handle");
+  CUdeviceptr b = 0;
+  size_t size = 0;
+  CU_CALL(cuMemGetAddressRange, &b, &size, ptr);
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    if (c->pool_allocations.count(b))
+      return fail(GPUHAL_ERROR_NOT_SUPPORTED,
+                  "ipc_get_handle: memory from allocate_async (the device's default stream-ordered pool) cannot be "
+                  "exported: cuIpcGetMemHandle refuses it; share memory from allocate() instead");
+  }
+  CUipcMemHandle h;
+  CU_CALL(cuIpcGetMemHandle, &h, b);
+  static_assert(sizeof h == sizeof out->bytes, "IPC handle size");
+  std::memcpy(out->bytes, &h, sizeof h);
+  *base = b;
+  *bytes = size;
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t ipc_open(gpuhal_context_t ctx, const gpuhal_ipc_handle_t *handle, gpuhal_deviceptr_t *out,
+                         uint64_t *bytes) {
+  if (!handle || !out || !bytes) return fail(GPUHAL_ERROR_INVALID_VALUE, "ipc_open: null pointer");
+  WITH_CONTEXT("ipc_open");
+  return guard("ipc_open", [&]() -> gpuhal_status_t {
+    CUipcMemHandle h;
+    std::memcpy(&h, handle->bytes, sizeof h);
+    CUdeviceptr p = 0;
+    CU_CALL(cuIpcOpenMemHandle, &p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    CUdeviceptr b = 0;
+    size_t size = 0;
+    const CUresult r = drv().cuMemGetAddressRange(&b, &size, p);
+    if (r != CUDA_SUCCESS) {
+      drv().cuIpcCloseMemHandle(p);
+      return drv().error(r, "cuMemGetAddressRange");
+    }
+    std::lock_guard<std::mutex> lock(c->mu);
+    ++c->ipc_mappings[p];  // one reference per open, as the driver counts them
+    *out = p;
+    *bytes = size - (p - b);
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t ipc_close(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
+  WITH_CONTEXT("ipc_close");
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    if (!c->ipc_mappings.count(ptr))
+      return fail(GPUHAL_ERROR_INVALID_VALUE, "ipc_close: not memory opened with ipc_open in this context");
+  }
+  CU_CALL(cuIpcCloseMemHandle, ptr);
+  {
+    std::lock_guard<std::mutex> lock(c->mu);  // forgotten only once really released
+    auto it = c->ipc_mappings.find(ptr);
+    if (it != c->ipc_mappings.end() && --it->second == 0) c->ipc_mappings.erase(it);
+  }
+  return GPUHAL_SUCCESS;
+}
+
+
+}  // namespace gpuhal::cuda

@@ -1,0 +1,155 @@
+// The hsa plugin's events (see HsaEvent): timed events as profiled 4-byte
+// device copies, the others as barrier-AND markers; waits give up when the
+// context failed.
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "hsa_context.hpp"
+
+namespace gpuhal::hsa {
+
+namespace {
+
+// ---- events ---------------------------------------------------------------------------------
+
+gpuhal_status_t event_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_event_t *out) {
+  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "event_create: null output pointer");
+  if (flags & ~GPUHAL_EVENT_DISABLE_TIMING) return fail(GPUHAL_ERROR_INVALID_VALUE, "event_create: unknown flags");
+  WITH_CONTEXT("event_create");
+  return guard("event_create", [&]() -> gpuhal_status_t {
+    auto e = std::make_unique<HsaEvent>();
+    e->timing = !(flags & GPUHAL_EVENT_DISABLE_TIMING);
+    std::lock_guard<std::mutex> lock(c->mu);
+    *out = reinterpret_cast<gpuhal_event_t>(e.get());
+    c->events.emplace(e.get(), std::move(e));
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t event_destroy(gpuhal_context_t ctx, gpuhal_event_t event) {
+  WITH_CONTEXT("event_destroy");
+  std::lock_guard<std::mutex> lock(c->mu);
+  if (!c->events.erase(reinterpret_cast<HsaEvent *>(event)))
+    return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_destroy: not an event created in this context");
+  return GPUHAL_SUCCESS;  // a pending marker keeps its signal until it completed
+}
+
+// True when ROCr stamps async copies for us (enabled once per process,
+// before the first timed copy, as hsa_ext_amd.h requires).
+bool copy_timing_available() {
+  static const bool enabled = [] {
+    if (!rt().hsa_amd_profiling_async_copy_enable || !rt().hsa_amd_profiling_get_async_copy_time) return false;
+    const hsa_status_t st = rt().hsa_amd_profiling_async_copy_enable(true);
+    if (st != HSA_STATUS_SUCCESS)
+      plugin::log(GPUHAL_LOG_WARN, "hsa: async copy profiling could not be enabled (" + rt().describe(st) +
+                                       "): events are timed from barrier packets, which ROCr does not document");
+    return st == HSA_STATUS_SUCCESS;
+  }();
+  return enabled;
+}
+
+gpuhal_status_t event_record(gpuhal_context_t ctx, gpuhal_event_t event, gpuhal_stream_t stream) {
+  WITH_CONTEXT("event_record");
+  return guard("event_record", [&]() -> gpuhal_status_t {
+    std::lock_guard<std::mutex> lock(c->mu);
+    HsaStream *s = resolve_stream(c, stream);
+    HsaEvent *e = find_event(c, event);
+    if (!s || !e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_record: invalid stream or event");
+    if (e->timing && copy_timing_available()) {
+      if (!c->event_scratch)
+        HSA_CALL(hsa_amd_memory_pool_allocate, c->device->device_pool, 256, 0u, &c->event_scratch);
+      const hsa_agent_t gpu = c->device->agent;
+      char *scratch = static_cast<char *>(c->event_scratch);
+      if (const gpuhal_status_t st = submit_copy(s, scratch + 4, gpu, scratch, gpu, 4, nullptr); st != GPUHAL_SUCCESS)
+        return st;
+      e->signal = s->last;
+      e->timed_copy = true;
+      return GPUHAL_SUCCESS;
+    }
+    SignalRef marker;
+    if (const gpuhal_status_t st = submit_marker(s, {}, &marker); st != GPUHAL_SUCCESS) return st;
+    e->signal = std::move(marker);
+    e->timed_copy = false;
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t event_synchronize(gpuhal_context_t ctx, gpuhal_event_t event) {
+  WITH_CONTEXT("event_synchronize");
+  SignalRef sig;
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    HsaEvent *e = find_event(c, event);
+    if (!e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_synchronize: invalid event");
+    sig = e->signal;
+  }
+  if (sig) sig->wait(&c->failed);
+  if (sig && sig->failed()) fail_context(c, "the work an event waited for failed");
+  return context_failure(c, "event_synchronize");
+}
+
+gpuhal_status_t event_query(gpuhal_context_t ctx, gpuhal_event_t event) {
+  WITH_CONTEXT("event_query");
+  std::lock_guard<std::mutex> lock(c->mu);
+  HsaEvent *e = find_event(c, event);
+  if (!e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_query: invalid event");
+  return !e->signal || e->signal->done() ? GPUHAL_SUCCESS : GPUHAL_NOT_READY;
+}
+
+// The markers' timestamps (written by the packet processor on queues with
+// profiling enabled), from the end of one to the end of the other.
+gpuhal_status_t event_elapsed_ms(gpuhal_context_t ctx, gpuhal_event_t start, gpuhal_event_t end, float *ms) {
+  if (!ms) return fail(GPUHAL_ERROR_INVALID_VALUE, "event_elapsed_ms: null output pointer");
+  WITH_CONTEXT("event_elapsed_ms");
+  SignalRef a, b;
+  bool copies = false;
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    HsaEvent *ea = find_event(c, start), *eb = find_event(c, end);
+    if (!ea || !eb) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_elapsed_ms: invalid event");
+    if (!ea->timing || !eb->timing)
+      return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_elapsed_ms: an event was created with timing disabled");
+    if (!ea->signal || !eb->signal)
+      return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_elapsed_ms: an event was never recorded");
+    a = ea->signal;
+    b = eb->signal;
+    copies = ea->timed_copy && eb->timed_copy;
+  }
+  if (!a->done() || !b->done()) return GPUHAL_NOT_READY;
+  uint64_t end_a = 0, end_b = 0;
+  if (copies) {
+    hsa_amd_profiling_async_copy_time_t ta{}, tb{};
+    HSA_CALL(hsa_amd_profiling_get_async_copy_time, a->handle, &ta);
+    HSA_CALL(hsa_amd_profiling_get_async_copy_time, b->handle, &tb);
+    end_a = ta.end;
+    end_b = tb.end;
+  } else {
+    if (!rt().hsa_amd_profiling_get_dispatch_time)
+      return fail(GPUHAL_ERROR_NOT_SUPPORTED, "event_elapsed_ms: the HSA runtime has no dispatch timestamps");
+    hsa_amd_profiling_dispatch_time_t ta{}, tb{};
+    HSA_CALL(hsa_amd_profiling_get_dispatch_time, c->device->agent, a->handle, &ta);
+    HSA_CALL(hsa_amd_profiling_get_dispatch_time, c->device->agent, b->handle, &tb);
+    end_a = ta.end;
+    end_b = tb.end;
+  }
+  uint64_t frequency = 0;
+  HSA_CALL(hsa_system_get_info, HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY, &frequency);
+  if (frequency == 0)
+    return fail(GPUHAL_ERROR_DRIVER, "event_elapsed_ms: the runtime reports a zero timestamp frequency");
+  *ms = float((double(end_b) - double(end_a)) * 1000.0 / double(frequency));
+  return GPUHAL_SUCCESS;
+}
+
+}  // namespace
+
+void fill_event_entries(gpuhal_plugin_table_t *t) {
+  t->event_create = event_create;
+  t->event_destroy = event_destroy;
+  t->event_record = event_record;
+  t->event_synchronize = event_synchronize;
+  t->event_query = event_query;
+  t->event_elapsed_ms = event_elapsed_ms;
+}
+
+}  // namespace gpuhal::hsa

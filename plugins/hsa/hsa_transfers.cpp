@@ -1,0 +1,154 @@
+// The hsa plugin's transfers: copies as hsa_amd_memory_async_copy after the
+// stream's dependencies (pageable host memory through the staging chunks,
+// hsa_staging.cpp), memsets as host operations over hsa_amd_memory_fill.
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "hsa_context.hpp"
+
+namespace gpuhal::hsa {
+
+namespace {
+
+// ---- transfers ------------------------------------------------------------------------------
+
+// The address the copy engines can use for host range [p, p + n) when it
+// lies in pinned or registered memory of c, or nullptr (pageable memory).
+void *pinned_address(HsaContext *c, uintptr_t p, uint64_t n) {
+  if (auto it = c->host_allocations.upper_bound(p); it != c->host_allocations.begin()) {
+    --it;
+    if (p >= it->first && p - it->first + n <= it->second) return reinterpret_cast<void *>(p);
+  }
+  if (auto it = c->registrations.upper_bound(p); it != c->registrations.begin()) {
+    --it;
+    if (p >= it->first && p - it->first + n <= it->second.bytes)
+      return static_cast<char *>(it->second.agent_ptr) + (p - it->first);
+  }
+  return nullptr;
+}
+
+// Enqueues a copy on s (c->mu held). Pageable host memory goes through the
+// context's staging chunks (hsa_staging.cpp).
+gpuhal_status_t enqueue_copy(HsaContext *c, HsaStream *s, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
+                             uint64_t bytes) {
+  const hsa_agent_t gpu = c->device->agent, cpu = host_agent().agent;
+  void *d = reinterpret_cast<void *>(uintptr_t(dst));
+  const void *sp = reinterpret_cast<const void *>(uintptr_t(src));
+  switch (kind) {
+    case GPUHAL_COPY_DEVICE_TO_DEVICE:
+      return submit_copy(s, d, gpu, sp, gpu, bytes, nullptr);
+    case GPUHAL_COPY_HOST_TO_DEVICE:
+      if (void *pinned = pinned_address(c, uintptr_t(src), bytes))
+        return submit_copy(s, d, gpu, pinned, cpu, bytes, nullptr);
+      return staged_copy_to_device(s, d, sp, bytes);
+    case GPUHAL_COPY_DEVICE_TO_HOST:
+      if (void *pinned = pinned_address(c, uintptr_t(dst), bytes))
+        return submit_copy(s, pinned, cpu, sp, gpu, bytes, nullptr);
+      return staged_copy_to_host(s, d, sp, bytes);
+    default:
+      return fail(GPUHAL_ERROR_INVALID_VALUE, "unknown copy kind " + std::to_string(kind));
+  }
+}
+
+gpuhal_status_t memcpy_async(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
+                             uint64_t bytes, gpuhal_stream_t stream) {
+  WITH_CONTEXT("memcpy_async");
+  return guard("memcpy_async", [&]() -> gpuhal_status_t {
+    if (bytes == 0) return GPUHAL_SUCCESS;
+    std::lock_guard<std::mutex> lock(c->mu);
+    HsaStream *s = resolve_stream(c, stream);
+    if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "memcpy_async: invalid stream");
+    return enqueue_copy(c, s, kind, dst, src, bytes);
+  });
+}
+
+gpuhal_status_t memcpy_sync(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
+                            uint64_t bytes) {
+  WITH_CONTEXT("memcpy_sync");
+  return guard("memcpy_sync", [&]() -> gpuhal_status_t {
+    if (bytes == 0) return GPUHAL_SUCCESS;
+    SignalRef last;
+    HsaStream *s = c->legacy.get();
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      if (const gpuhal_status_t st = enqueue_copy(c, s, kind, dst, src, bytes); st != GPUHAL_SUCCESS) return st;
+      last = s->last;
+    }
+    return wait_stream(c, s, last, "memcpy_sync");
+  });
+}
+
+// hsa_amd_memory_fill writes 32-bit words at 4-byte aligned addresses; the
+// up to three bytes before and after go through the pinned scratch buffer.
+void fill_bytes(HsaContext *c, uintptr_t dst, uint8_t value, uint64_t bytes) {
+  auto check = [](hsa_status_t s, const char *call) {
+    if (s != HSA_STATUS_SUCCESS) throw std::runtime_error(std::string(call) + " failed: " + rt().describe(s));
+  };
+  std::memset(c->fill_scratch, value, 8);
+  auto edge = [&](uintptr_t at, uint64_t n) {
+    if (n == 0) return;
+    SignalRef done;
+    if (make_signal(1, &done) != GPUHAL_SUCCESS) throw std::runtime_error(plugin::last_error());
+    check(rt().hsa_amd_memory_async_copy(reinterpret_cast<void *>(at), c->device->agent, c->fill_scratch,
+                                         host_agent().agent, size_t(n), 0, nullptr, done->handle),
+          "hsa_amd_memory_async_copy");
+    done->wait(&c->failed);
+    if (!done->done()) {  // the context failed: the copy may still write the scratch buffer
+      quarantine_signal(done);
+      throw std::runtime_error("the context failed while a memset's edge bytes were copied");
+    }
+    if (done->failed()) throw std::runtime_error("hsa_amd_memory_async_copy of a memset's edge bytes failed");
+  };
+  const uint64_t head = std::min<uint64_t>(bytes, (4 - (dst & 3)) & 3);
+  const uint64_t words = (bytes - head) / 4;
+  const uint64_t tail = bytes - head - words * 4;
+  edge(dst, head);
+  if (words) {
+    const uint32_t pattern = uint32_t(value) * 0x01010101u;
+    check(rt().hsa_amd_memory_fill(reinterpret_cast<void *>(dst + head), pattern, size_t(words)),
+          "hsa_amd_memory_fill");
+  }
+  edge(dst + head + words * 4, tail);
+}
+
+gpuhal_status_t memset_async(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t value, uint64_t bytes,
+                             gpuhal_stream_t stream) {
+  WITH_CONTEXT("memset_async");
+  return guard("memset_async", [&]() -> gpuhal_status_t {
+    if (bytes == 0) return GPUHAL_SUCCESS;
+    std::lock_guard<std::mutex> lock(c->mu);
+    HsaStream *s = resolve_stream(c, stream);
+    if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "memset_async: invalid stream");
+    return submit_host_op(
+        s, [c, dst, value, bytes] { fill_bytes(c, uintptr_t(dst), value, bytes); }, nullptr);
+  });
+}
+
+gpuhal_status_t memset_sync(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t value, uint64_t bytes) {
+  WITH_CONTEXT("memset_sync");
+  return guard("memset_sync", [&]() -> gpuhal_status_t {
+    if (bytes == 0) return GPUHAL_SUCCESS;
+    SignalRef last;
+    HsaStream *s = c->legacy.get();
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      const gpuhal_status_t st = submit_host_op(
+          s, [c, dst, value, bytes] { fill_bytes(c, uintptr_t(dst), value, bytes); }, nullptr);
+      if (st != GPUHAL_SUCCESS) return st;
+      last = s->last;
+    }
+    return wait_stream(c, s, last, "memset_sync");
+  });
+}
+
+}  // namespace
+
+void fill_transfer_entries(gpuhal_plugin_table_t *t) {
+  t->memcpy_sync = memcpy_sync;
+  t->memcpy_async = memcpy_async;
+  t->memset_sync = memset_sync;
+  t->memset_async = memset_async;
+}
+
+}  // namespace gpuhal::hsa
