@@ -44,6 +44,18 @@ F *hook(const char *name) {
   return reinterpret_cast<F *>(p);
 }
 
+// Compiles with the real amd_comgr, or returns an empty module after saying
+// why it cannot (amd_comgr not installed).
+Module compile_or_skip(const Context &ctx, const char *source, const ModuleOptions &options = {}) {
+  try {
+    return Module::compile(ctx, source, options);
+  } catch (const Error &e) {
+    if (std::string(e.what()).find("could not be loaded") == std::string::npos) throw;
+    WARN("skipped: amd_comgr is not installed here: " << e.what());
+    return Module();
+  }
+}
+
 // Runs fn on a thread, throwing again the gpuhal::Error it threw (as a
 // fresh copy: nothing of the worker's exception is shared); a hang past
 // 20 s ends the process with a message (the thread cannot be stopped).
@@ -171,9 +183,7 @@ TEST_CASE("hsa contract: dynamic shared memory starts 16-byte aligned after 1028
           "[hsa][contract][kernel]") {
   Runtime rt = hsa_runtime();
   Context ctx = rt.device(0).primary_context();
-  Module m;
-  try {
-    m = Module::compile(ctx, R"(
+  Module m = compile_or_skip(ctx, R"(
 GPUHAL_KERNEL void mixed(GPUHAL_GLOBAL double *out, GPUHAL_GLOBAL unsigned *base) {
   GPUHAL_SHARED_ARRAY(unsigned char, odd, 1028);
   GPUHAL_DYNAMIC_SHARED(double, dyn);
@@ -184,11 +194,7 @@ GPUHAL_KERNEL void mixed(GPUHAL_GLOBAL double *out, GPUHAL_GLOBAL unsigned *base
   out[i] = dyn[next] + (double)odd[next];
   if (gpuhal_local_id(0) == 0u) base[0] = (unsigned)(unsigned long)dyn;
 })");
-  } catch (const Error &e) {
-    if (std::string(e.what()).find("could not be loaded") == std::string::npos) throw;
-    WARN("skipped: amd_comgr is not installed here");
-    return;
-  }
+  if (!m) return;
   DeviceArray out = device_array(ctx, {64}, dtypes::float64);
   DeviceArray base = device_array(ctx, {1}, dtypes::uint32);
   m.kernel("mixed")({1}, {64}, ctx.default_stream(), 64 * 8)(out, base);
@@ -218,15 +224,9 @@ TEST_CASE("hsa contract: each agent builds for its own ISA, and an ISA the comgr
 GPUHAL_KERNEL void fill(GPUHAL_GLOBAL int *out, int v) { out[gpuhal_global_id(0)] = v; }
 )";
   Context first = rt.device(0).primary_context(), last = rt.device(3).primary_context();
-  Module m0, m3;
-  try {
-    m0 = Module::compile(first, source);
-  } catch (const Error &e) {
-    if (std::string(e.what()).find("cannot load amd_comgr") == std::string::npos) throw;
-    WARN("skipped: amd_comgr is not installed here");
-    return;
-  }
-  m3 = Module::compile(last, source);  // gfx1030: its own code object (the fake loads a code object only on its ISA)
+  Module m0 = compile_or_skip(first, source);
+  if (!m0) return;
+  Module m3 = Module::compile(last, source);  // gfx1030: its own code object (the fake loads a code object only on its ISA)
   DeviceArray a0 = device_array(first, {64}, dtypes::int32), a3 = device_array(last, {64}, dtypes::int32);
   m0.kernel("fill")({1}, {64})(a0, 1);
   m3.kernel("fill")({1}, {64})(a3, 3);
@@ -282,16 +282,10 @@ TEST_CASE("hsa contract: launches take their arguments from a per-stream ring, n
           "[hsa][contract][kernel]") {
   Runtime rt = hsa_runtime();
   Context ctx = rt.device(0).primary_context();
-  Module m;
-  try {
-    m = Module::compile(ctx, R"(
+  Module m = compile_or_skip(ctx, R"(
 GPUHAL_KERNEL void put(GPUHAL_GLOBAL unsigned *out, unsigned v) { out[0] = v; }
 )");
-  } catch (const Error &e) {
-    if (std::string(e.what()).find("cannot load amd_comgr") == std::string::npos) throw;
-    WARN("skipped: amd_comgr is not installed here");
-    return;
-  }
+  if (!m) return;
   auto allocations = hook<uint64_t()>("fake_hsa_system_pool_allocations");
   DeviceArray out = device_array(ctx, {1}, dtypes::uint32);
   Stream s = ctx.create_stream();
@@ -320,20 +314,13 @@ TEST_CASE("hsa contract: a code object v5 kernel gets every hidden argument its 
   // object v5 layout: block counts, group sizes, remainders, grid dims).
   ModuleOptions options;
   options.compiler_options = "-mcode-object-version=5";
-  Module m;
-  try {
-    m = Module::compile(ctx, R"(
+  Module m = compile_or_skip(ctx, R"(
 GPUHAL_KERNEL void implicit(GPUHAL_GLOBAL unsigned *out) {
   __constant unsigned *words = (__constant unsigned *)__builtin_amdgcn_implicitarg_ptr();
   out[0] = words[0] + words[1] + words[2];
 }
-)",
-                        options);
-  } catch (const Error &e) {
-    if (std::string(e.what()).find("cannot load amd_comgr") == std::string::npos) throw;
-    WARN("skipped: amd_comgr is not installed here");
-    return;
-  }
+)", options);
+  if (!m) return;
   CHECK(static_cast<unsigned char>(m.image()[8]) == 3);  // EI_ABIVERSION 3: code object v5
   DeviceArray out = device_array(ctx, {1}, dtypes::uint32);
   m.kernel("implicit")({3, 2}, {64, 4}, ctx.default_stream(), 256)(out);
