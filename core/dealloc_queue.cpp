@@ -27,7 +27,8 @@ void DeallocQueue::add(Item item) {
     std::lock_guard<std::mutex> lock(mu_);
     bytes_ += item.bytes;
     items_.push_back(std::move(item));
-    flush_now = defer_depth_ == 0 && !t_in_callback && over_limits_locked();
+    flush_now = defer_depth_ == 0 && !t_in_callback && over_limits_locked() &&
+                flushing_.load(std::memory_order_relaxed) != std::this_thread::get_id();
   }
   if (flush_now) flush();
 }
@@ -47,7 +48,15 @@ void DeallocQueue::report(const Error &e) {
 }
 
 size_t DeallocQueue::flush(bool force) {
+  // Called from a release this thread's flush is running: that flush runs
+  // the queue to the end anyway.
+  if (flushing_.load(std::memory_order_relaxed) == std::this_thread::get_id()) return 0;
   std::lock_guard<std::mutex> flushing(flush_mu_);
+  struct Owner {
+    std::atomic<std::thread::id> &id;
+    explicit Owner(std::atomic<std::thread::id> &i) : id(i) { id.store(std::this_thread::get_id()); }
+    ~Owner() { id.store(std::thread::id()); }
+  } owner(flushing_);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if ((defer_depth_ > 0 && !force) || items_.empty()) return 0;

@@ -15,11 +15,13 @@
 // flush runs at a time.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "gpuhal/error.hpp"
 
@@ -78,6 +80,10 @@ class DeallocQueue {
   const uint64_t max_bytes_;
   Synchronize sync_;
   mutable std::mutex mu_;
+  // The thread running flush(), if any: a release that queues more releases
+  // (the last handle of an array captured by a deferred release) runs on it,
+  // and must neither flush again nor wait for the flush it is part of.
+  std::atomic<std::thread::id> flushing_{};
   std::mutex flush_mu_;  // one flush at a time
   std::deque<Item> items_;
   uint64_t bytes_ = 0;

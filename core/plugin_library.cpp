@@ -107,6 +107,19 @@ std::unique_ptr<PluginLibrary> PluginLibrary::open(const std::string &path, cons
     return nullptr;
   };
   logger.write(LogLevel::Debug, "plugin " + path + ": trying");
+  // Only regular files are opened: dlopen on a FIFO blocks waiting for a
+  // writer, and on a directory or device fails deep inside the loader.
+  if (path.find('/') != std::string::npos) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+      const char *kind = S_ISDIR(st.st_mode)                           ? "a directory"
+                         : S_ISFIFO(st.st_mode)                        ? "a FIFO"
+                         : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)  ? "a device"
+                         : S_ISSOCK(st.st_mode)                        ? "a socket"
+                                                                       : "not a plain file";
+      return refuse(Status::ERROR_INVALID_PLUGIN, std::string("not a regular file (") + kind + "): not opened");
+    }
+  }
   std::unique_ptr<PluginLibrary> lib(new PluginLibrary());
   lib->path_ = path;
   lib->logger_ = logger;

@@ -1,6 +1,9 @@
 // The deferred deallocation queue (Numba's pending deallocations).
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <future>
+#include <memory>
 #include <stdexcept>
 #include <thread>
 
@@ -184,4 +187,32 @@ TEST_CASE("the deallocation settings are parsed and checked", "[dealloc][config]
                        "expected a number from 0 to 1");
   REQUIRE_GPUHAL_ERROR(parse("GPUHAL_MAX_PENDING_DEALLOCS_RATIO", "0.2x"), Status::ERROR_INVALID_CONFIG,
                        "RATIO='0.2x'");
+}
+
+TEST_CASE("a release that queues further releases does not deadlock the flush running it", "[dealloc]") {
+  // Each deferred release holds the last handle of a device array, so
+  // running it queues the array's own release from inside the flush: the
+  // queue must take it (the running flush picks it up) instead of flushing
+  // again on the same thread (which deadlocked on its own mutex).
+  gpuhal::Context ctx = test::host_context();
+  const uint64_t free_before = ctx.memory_info().free;
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> finished = done->get_future();
+  std::thread([ctx, done] {
+    for (int i = 0; i < 24; ++i) {
+      gpuhal::DeviceArray d = gpuhal::device_array(ctx, {256}, gpuhal::dtypes::float32);
+      ctx.defer_release([d] {});
+    }
+    ctx.flush_deallocations();
+    // An explicit flush from inside a release runs nothing and returns.
+    ctx.defer_release([ctx] { CHECK(ctx.flush_deallocations() == 0); });
+    ctx.flush_deallocations();
+    done->set_value();
+  }).detach();
+  if (finished.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+    std::fprintf(stderr, "HANG: the deferred-release flush deadlocked\n");
+    std::_Exit(3);
+  }
+  CHECK(ctx.pending_deallocations() == 0);
+  CHECK(ctx.memory_info().free == free_before);
 }

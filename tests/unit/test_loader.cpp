@@ -1,4 +1,8 @@
 // The loader over real plugin files: the host plugin and the fake variants.
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <optional>
 
 #include "test_support.hpp"
@@ -177,4 +181,21 @@ TEST_CASE("probe reports every known backend and the one asked for", "[loader][p
   CHECK(backends[3].device_count == 0);
   c.backend = test::fake("abi2");
   CHECK(Runtime::probe(c).back().status == Status::ERROR_ABI_MISMATCH);
+}
+
+TEST_CASE("a plugin path that is not a regular file (FIFO, directory, device) is refused without opening it",
+          "[loader]") {
+  char dir[] = "/tmp/gpuhal-notfile-XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  const std::string fifo = std::string(dir) + "/libgpuhal-fifo.so";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  // dlopen would block for ever on the FIFO, waiting for a writer.
+  for (const std::string &path : {fifo, std::string(dir), std::string("/dev/null")}) {
+    INFO(path);
+    gpuhal::Config c;
+    c.backend = path;
+    REQUIRE_GPUHAL_ERROR(gpuhal::Runtime::load(c), gpuhal::Status::ERROR_INVALID_PLUGIN, "not a regular file");
+  }
+  ::unlink(fifo.c_str());
+  ::rmdir(dir);
 }
