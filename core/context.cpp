@@ -8,12 +8,20 @@ namespace gpuhal {
 
 namespace detail {
 
+// A plugin that reports success must hand out a context.
+static void check_context_handle(const ContextImpl &c) {
+  if (!c.handle)
+    throw Error(Status::ERROR_INVALID_PLUGIN,
+                "plugin '" + c.lib().name() + "': context_create returned a NULL context and success");
+}
+
 std::shared_ptr<ContextImpl> create_context(const std::shared_ptr<RuntimeImpl> &runtime, DeviceImpl *device) {
   auto ctx = std::make_shared<ContextImpl>();
   ctx->runtime = runtime;
   ctx->table = &runtime->table();
   ctx->device = device;
   ctx->check(ctx->t().context_create(device->ordinal, &ctx->handle), "context_create");
+  check_context_handle(*ctx);
   const Config &cfg = runtime->config;
   const auto max_bytes = uint64_t(double(device->properties.total_memory) * cfg.max_pending_deallocs_ratio);
   ContextImpl *raw = ctx.get();  // the queue lives inside the context
@@ -57,7 +65,7 @@ ContextImpl::~ContextImpl() {
   if (deallocs) deallocs->flush(true);
   if (!handle) return;
   const gpuhal_status_t st = t().context_destroy(handle);
-  if (st != GPUHAL_SUCCESS) logger().write(LogLevel::Error, "context_destroy failed: " + std::string(t().last_error()));
+  if (st != GPUHAL_SUCCESS) logger().write(LogLevel::Error, "context_destroy failed: " + lib().last_message());
 }
 
 void ContextImpl::context_destroyed(const char *what) const {
@@ -206,7 +214,7 @@ void Context::reset() const {
     // Let queued work finish so that callbacks run before their context goes.
     const gpuhal_status_t st = c.t().context_synchronize(c.handle);
     if (st != GPUHAL_SUCCESS)
-      c.logger().write(LogLevel::Warn, "reset: context_synchronize failed: " + std::string(c.t().last_error()));
+      c.logger().write(LogLevel::Warn, "reset: context_synchronize failed: " + c.lib().last_message());
     c.generation.fetch_add(1, std::memory_order_acq_rel);
     {
       std::lock_guard<std::mutex> lock(c.registrations_mutex);
@@ -219,6 +227,7 @@ void Context::reset() const {
     c.generation.fetch_add(1, std::memory_order_acq_rel);
   }
   c.check(c.t().context_create(c.device->ordinal, &c.handle), "context_create");
+  check_context_handle(c);
   c.manager->initialize();
 }
 

@@ -219,13 +219,17 @@ std::unique_ptr<PluginLibrary> PluginLibrary::open(const std::string &path, cons
   if (ist != GPUHAL_SUCCESS)
     return refuse(ist == GPUHAL_ERROR_DRIVER_NOT_LOADABLE ? Status::ERROR_DRIVER_NOT_LOADABLE
                                                           : Status::ERROR_INITIALIZATION_FAILED,
-                  "init failed (" + to_string(static_cast<Status>(ist)) + "): " + lib->table_.last_error());
+                  "init failed (" + to_string(static_cast<Status>(ist)) + "): " + lib->last_message());
   lib->initialised_ = true;
   int32_t count = 0;
   const gpuhal_status_t cst = lib->table_.device_count(&count);
   if (cst != GPUHAL_SUCCESS)
-    return refuse(static_cast<Status>(cst), std::string("device_count failed: ") + lib->table_.last_error());
+    return refuse(static_cast<Status>(cst), std::string("device_count failed: ") + lib->last_message());
   if (count < 0) return refuse(Status::ERROR_INVALID_PLUGIN, "device_count returned a negative count");
+  if (count > kMaxDevices)
+    return refuse(Status::ERROR_INVALID_PLUGIN, "device_count says " + std::to_string(count) +
+                                                    " devices, more than gpuhal accepts from a plugin (" +
+                                                    std::to_string(kMaxDevices) + ")");
   lib->device_count_ = count;
   attempt->device_count = count;
   attempt->status = Status::SUCCESS;
@@ -243,15 +247,20 @@ std::unique_ptr<PluginLibrary> PluginLibrary::open(const std::string &path, cons
   return lib;
 }
 
+std::string PluginLibrary::last_message() const {
+  const char *msg = table_.last_error ? table_.last_error() : nullptr;
+  return msg ? std::string(msg) : "(no message: the plugin's last_error returned NULL)";
+}
+
 PluginLibrary::~PluginLibrary() {
   if (initialised_) table_.shutdown();
   if (handle_) dlclose(handle_);
 }
 
 void PluginLibrary::fail(gpuhal_status_t status, const char *call) const {
-  const char *msg = table_.last_error ? table_.last_error() : "";
+  const std::string msg = last_message();
   std::string text = name_ + ": " + call + " failed (" + to_string(static_cast<Status>(status)) + ")";
-  if (msg && *msg) text += ": " + std::string(msg);
+  if (!msg.empty()) text += ": " + msg;
   throw Error(static_cast<Status>(status), text);
 }
 

@@ -43,6 +43,11 @@ class PluginLibrary {
     if (status != GPUHAL_SUCCESS) fail(status, call);
   }
   [[noreturn]] void fail(gpuhal_status_t status, const char *call) const;
+  // The plugin's last_error(), or a note when it returned NULL.
+  std::string last_message() const;
+  // The most devices a plugin may report (an absurd count is refused
+  // instead of iterated).
+  static constexpr int32_t kMaxDevices = 4096;
 
  private:
   PluginLibrary() = default;

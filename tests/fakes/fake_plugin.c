@@ -9,6 +9,9 @@
  *   FAKE_MISSING_REQUIRED            leaves the required mem_alloc entry NULL
  *   FAKE_CORRUPT_COPY                synchronous copies flip the first byte
  *   FAKE_BAD_PROPS_SIZE              device_properties ignores struct_size
+ *   FAKE_NULL_LAST_ERROR             last_error returns NULL (init fails)
+ *   FAKE_HUGE_DEVICE_COUNT           device_count says INT32_MAX
+ *   FAKE_NULL_CONTEXT                context_create succeeds with a NULL handle
  *   FAKE_FUZZ_TABLE                  fake_fuzz_configure() sets what negotiation
  *                                    answers (version, size, NULL entries,
  *                                    init failure, device count)
@@ -65,10 +68,18 @@ static gpuhal_status_t fake_init(const gpuhal_init_args_t *args) {
 }
 static void fake_shutdown(void) {}
 static const char *fake_last_error(void) {
+#ifdef FAKE_NULL_LAST_ERROR
+  return NULL;
+#else
   return g_error;
+#endif
 }
 static gpuhal_status_t fake_device_count(int32_t *count) {
+#ifdef FAKE_HUGE_DEVICE_COUNT
+  *count = 2147483647;
+#else
   *count = g_devices;
+#endif
   return GPUHAL_SUCCESS;
 }
 static gpuhal_status_t fake_device_properties(int32_t ordinal, gpuhal_device_properties_t *props) {
@@ -92,7 +103,11 @@ static gpuhal_status_t fake_device_properties(int32_t ordinal, gpuhal_device_pro
 }
 static gpuhal_status_t fake_context_create(int32_t ordinal, gpuhal_context_t *out) {
   if (ordinal < 0 || ordinal >= g_devices) return fail(GPUHAL_ERROR_INVALID_VALUE, "no such fake device");
+#ifdef FAKE_NULL_CONTEXT
+  *out = NULL;
+#else
   *out = (gpuhal_context_t)&g_dummy;
+#endif
   return GPUHAL_SUCCESS;
 }
 /* Live allocations, freed when the context is destroyed (as the ABI says). */

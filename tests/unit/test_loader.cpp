@@ -199,3 +199,19 @@ TEST_CASE("a plugin path that is not a regular file (FIFO, directory, device) is
   ::unlink(fifo.c_str());
   ::rmdir(dir);
 }
+
+TEST_CASE("plugins that break the ABI's rules are refused by name, never crash the core", "[loader]") {
+  gpuhal::Config c;
+  // last_error() returning NULL (here after a failed init).
+  c.backend = test::fake("nullerror");
+  REQUIRE_GPUHAL_ERROR(gpuhal::Runtime::load(c), gpuhal::Status::ERROR_DRIVER_NOT_LOADABLE,
+                       "last_error returned NULL");
+  // An absurd device count is refused, not iterated.
+  c.backend = test::fake("hugecount");
+  REQUIRE_GPUHAL_ERROR(gpuhal::Runtime::load(c), gpuhal::Status::ERROR_INVALID_PLUGIN, "2147483647 devices");
+  // A NULL context handle returned as success.
+  c.backend = test::fake("nullcontext");
+  gpuhal::Runtime rt = gpuhal::Runtime::load(c);
+  REQUIRE_GPUHAL_ERROR(rt.device(0).primary_context(), gpuhal::Status::ERROR_INVALID_PLUGIN,
+                       "context_create returned a NULL context");
+}
