@@ -81,6 +81,7 @@ Context Context::current() {
 }
 
 Device Context::device() const {
+  detail::require_handle(impl_, "Context::device");
   return Device(std::shared_ptr<detail::DeviceImpl>(impl_->runtime, impl_->device));
 }
 
@@ -97,21 +98,26 @@ Stream unowned_stream(const std::shared_ptr<detail::ContextImpl> &ctx, gpuhal_st
 }  // namespace
 
 Stream Context::default_stream() const {
+  detail::require_handle(impl_, "Context::default_stream");
   return unowned_stream(impl_, nullptr, "Context::default_stream");
 }
 Stream Context::legacy_default_stream() const {
+  detail::require_handle(impl_, "Context::legacy_default_stream");
   return unowned_stream(impl_, GPUHAL_STREAM_LEGACY, "Context::legacy_default_stream");
 }
 Stream Context::per_thread_default_stream() const {
+  detail::require_handle(impl_, "Context::per_thread_default_stream");
   return unowned_stream(impl_, GPUHAL_STREAM_PER_THREAD, "Context::per_thread_default_stream");
 }
 Stream Context::external_stream(gpuhal_stream_t native) const {
+  detail::require_handle(impl_, "Context::external_stream");
   if (!native)
     throw Error(Status::ERROR_INVALID_HANDLE, "Context::external_stream: null handle (use default_stream())");
   return unowned_stream(impl_, native, "Context::external_stream");
 }
 
 Stream Context::create_stream(StreamKind kind) const {
+  detail::require_handle(impl_, "Context::create_stream");
   const uint64_t gen = impl_->current_generation();
   impl_->check_alive(gen, "Context::create_stream");
   auto s = std::make_shared<detail::StreamImpl>();
@@ -124,6 +130,7 @@ Stream Context::create_stream(StreamKind kind) const {
 }
 
 Event Context::create_event(bool enable_timing) const {
+  detail::require_handle(impl_, "Context::create_event");
   const uint64_t gen = impl_->current_generation();
   impl_->check_alive(gen, "Context::create_event");
   auto e = std::make_shared<detail::EventImpl>();
@@ -136,16 +143,19 @@ Event Context::create_event(bool enable_timing) const {
 }
 
 void Context::synchronize() const {
+  detail::require_handle(impl_, "Context::synchronize");
   impl_->check_alive(impl_->current_generation(), "Context::synchronize");
   impl_->check(impl_->t().context_synchronize(impl_->handle), "context_synchronize");
 }
 
 MemoryInfo Context::memory_info() const {
+  detail::require_handle(impl_, "Context::memory_info");
   impl_->check_alive(impl_->current_generation(), "Context::memory_info");
   return impl_->manager->get_memory_info();
 }
 
 DeviceMemory Context::allocate(uint64_t bytes) const {
+  detail::require_handle(impl_, "Context::allocate");
   impl_->check_alive(impl_->current_generation(), "allocate");
   if (bytes == 0) throw Error(Status::ERROR_INVALID_VALUE, "allocate: size must be positive");
   if (bytes > uint64_t(INT64_MAX))
@@ -158,6 +168,7 @@ DeviceMemory Context::allocate(uint64_t bytes) const {
 }
 
 DeviceMemory Context::allocate_async(uint64_t bytes, const Stream &stream) const {
+  detail::require_handle(impl_, "Context::allocate_async");
   auto &c = *impl_;
   c.check_alive(c.current_generation(), "allocate_async");
   if (!stream.impl() || stream.impl()->ctx != impl_)
@@ -184,6 +195,7 @@ DeviceMemory Context::allocate_async(uint64_t bytes, const Stream &stream) const
 }
 
 void Context::enable_peer_access(const Context &peer) const {
+  detail::require_handle(impl_, "Context::enable_peer_access");
   auto &c = *impl_;
   c.check_alive(c.current_generation(), "enable_peer_access");
   if (!peer.impl_) throw Error(Status::ERROR_INVALID_HANDLE, "enable_peer_access: null peer context");
@@ -197,10 +209,12 @@ void Context::enable_peer_access(const Context &peer) const {
 }
 
 MemoryManager &Context::memory_manager() const {
+  detail::require_handle(impl_, "Context::memory_manager");
   return *impl_->manager;
 }
 
 void Context::reset() const {
+  detail::require_handle(impl_, "Context::reset");
   auto &c = *impl_;
   // The manager frees what it holds while the old context still exists.
   try {
@@ -232,21 +246,25 @@ void Context::reset() const {
 }
 
 size_t Context::pending_deallocations() const {
+  detail::require_handle(impl_, "Context::pending_deallocations");
   return impl_->deallocs->count();
 }
 uint64_t Context::pending_deallocation_bytes() const {
   return impl_->deallocs->bytes();
 }
 size_t Context::flush_deallocations() const {
+  detail::require_handle(impl_, "Context::flush_deallocations");
   return impl_->deallocs->flush();
 }
 
 void Context::defer_release(std::function<void()> release, uint64_t bytes) const {
+  detail::require_handle(impl_, "Context::defer_release");
   if (!release) throw Error(Status::ERROR_INVALID_VALUE, "Context::defer_release: empty function");
   impl_->deallocs->add({std::move(release), bytes});
 }
 
 void Context::set_deallocation_error_handler(std::function<void(const Error &)> handler) const {
+  detail::require_handle(impl_, "Context::set_deallocation_error_handler");
   if (!handler) {
     detail::ContextImpl *raw = impl_.get();
     handler = [raw](const Error &e) { raw->logger().write(LogLevel::Error, e.what()); };
@@ -266,6 +284,7 @@ DeferCleanup::~DeferCleanup() {
 }
 
 bool Context::supports(Capability capability) const {
+  detail::require_handle(impl_, "Context::supports");
   return device().runtime().supports(capability);
 }
 

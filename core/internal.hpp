@@ -24,6 +24,17 @@
 
 namespace gpuhal::detail {
 
+// The impl of a public handle, or ERROR_INVALID_HANDLE naming the call when
+// the handle is empty (moved from, or default-constructed).
+template <class T>
+const std::shared_ptr<T> &require_handle(const std::shared_ptr<T> &impl, const char *what) {
+  if (!impl)
+    throw Error(Status::ERROR_INVALID_HANDLE,
+                std::string(what) + ": empty handle (moved from, or default-constructed)");
+  return impl;
+}
+
+
 struct ContextImpl;
 
 // A host range registered in a context (the core's reference-counted view of

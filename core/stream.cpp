@@ -66,12 +66,15 @@ void run_callback(void *user, gpuhal_status_t status) {
 }  // namespace
 
 Context Stream::context() const {
+  detail::require_handle(impl_, "Stream::context");
   return Context(impl_->ctx);
 }
 bool Stream::is_default() const {
+  detail::require_handle(impl_, "Stream::is_default");
   return impl_->handle == nullptr || impl_->handle == GPUHAL_STREAM_LEGACY;
 }
 bool Stream::is_owned() const {
+  detail::require_handle(impl_, "Stream::is_owned");
   return impl_->owned;
 }
 
@@ -83,15 +86,18 @@ AutoSynchronize::~AutoSynchronize() {
   }
 }
 gpuhal_stream_t Stream::native_handle() const {
+  detail::require_handle(impl_, "Stream::native_handle");
   return impl_->handle;
 }
 
 void Stream::synchronize() const {
+  detail::require_handle(impl_, "Stream::synchronize");
   auto h = impl_->live("Stream::synchronize");
   impl_->ctx->check(impl_->ctx->t().stream_synchronize(impl_->ctx->handle, h), "stream_synchronize");
 }
 
 bool Stream::query() const {
+  detail::require_handle(impl_, "Stream::query");
   auto h = impl_->live("Stream::query");
   const gpuhal_status_t st = impl_->ctx->t().stream_query(impl_->ctx->handle, h);
   if (st == GPUHAL_NOT_READY) return false;
@@ -105,6 +111,7 @@ static void check_same_context(const detail::StreamImpl &s, const detail::EventI
 }
 
 void Stream::wait(const Event &event) const {
+  detail::require_handle(impl_, "Stream::wait");
   if (!event.impl()) throw Error(Status::ERROR_INVALID_HANDLE, "Stream::wait: null event");
   check_same_context(*impl_, *event.impl(), "Stream::wait");
   auto h = impl_->live("Stream::wait");
@@ -113,6 +120,7 @@ void Stream::wait(const Event &event) const {
 }
 
 void Stream::wait(const std::vector<Event> &events) const {
+  detail::require_handle(impl_, "Stream::wait");
   auto h = impl_->live("Stream::wait");
   std::vector<gpuhal_event_t> handles;
   for (const auto &ev : events) {
@@ -130,6 +138,7 @@ void Stream::wait(const std::vector<Event> &events) const {
 }
 
 void Stream::wait_for_all_prior_work() const {
+  detail::require_handle(impl_, "Stream::wait_for_all_prior_work");
   auto h = impl_->live("Stream::wait_for_all_prior_work");
   const auto &t = impl_->ctx->t();
   if (!t.stream_barrier)
@@ -140,6 +149,7 @@ void Stream::wait_for_all_prior_work() const {
 }
 
 void Stream::add_callback(std::function<void()> fn) const {
+  detail::require_handle(impl_, "Stream::add_callback");
   if (!fn) throw Error(Status::ERROR_INVALID_VALUE, "Stream::add_callback: empty function");
   auto h = impl_->live("Stream::add_callback");
   auto box = std::make_unique<CallbackBox>(CallbackBox{std::move(fn), impl_->ctx->logger()});
@@ -149,16 +159,19 @@ void Stream::add_callback(std::function<void()> fn) const {
 }
 
 Event Stream::record() const {
+  detail::require_handle(impl_, "Stream::record");
   Event e = context().create_event(true);
   e.record(*this);
   return e;
 }
 
 Context Event::context() const {
+  detail::require_handle(impl_, "Event::context");
   return Context(impl_->ctx);
 }
 
 void Event::record(const Stream &stream) const {
+  detail::require_handle(impl_, "Event::record");
   if (!stream.impl()) throw Error(Status::ERROR_INVALID_HANDLE, "Event::record: null stream");
   check_same_context(*stream.impl(), *impl_, "Event::record");
   auto e = impl_->live("Event::record");
@@ -167,11 +180,13 @@ void Event::record(const Stream &stream) const {
 }
 
 void Event::synchronize() const {
+  detail::require_handle(impl_, "Event::synchronize");
   auto e = impl_->live("Event::synchronize");
   impl_->ctx->check(impl_->ctx->t().event_synchronize(impl_->ctx->handle, e), "event_synchronize");
 }
 
 bool Event::query() const {
+  detail::require_handle(impl_, "Event::query");
   auto e = impl_->live("Event::query");
   const gpuhal_status_t st = impl_->ctx->t().event_query(impl_->ctx->handle, e);
   if (st == GPUHAL_NOT_READY) return false;

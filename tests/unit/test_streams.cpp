@@ -317,3 +317,40 @@ TEST_CASE("a synchronous copy still waits for pending work of the blocking strea
   CHECK(done);
   CHECK(d.copy_to_host().to_vector<int32_t>() == v);
 }
+
+TEST_CASE("moved-from streams, events and contexts give a clear error, never a null dereference", "[streams]") {
+  gpuhal::Context ctx = test::host_context();
+  gpuhal::Context moved_ctx = ctx;
+  gpuhal::Context keep = std::move(moved_ctx);
+  gpuhal::Stream s = ctx.create_stream();
+  gpuhal::Stream keep_s = std::move(s);
+  gpuhal::Event e = ctx.create_event();
+  gpuhal::Event keep_e = std::move(e);
+  const auto empty = gpuhal::Status::ERROR_INVALID_HANDLE;
+  // NOLINTBEGIN(bugprone-use-after-move): the point of the test
+  REQUIRE_GPUHAL_ERROR(s.synchronize(), empty, "Stream::synchronize: empty handle");
+  REQUIRE_GPUHAL_ERROR(s.query(), empty, "Stream::query: empty handle");
+  REQUIRE_GPUHAL_ERROR(s.context(), empty, "Stream::context: empty handle");
+  REQUIRE_GPUHAL_ERROR(s.add_callback([] {}), empty, "Stream::add_callback: empty handle");
+  REQUIRE_GPUHAL_ERROR(s.record(), empty, "Stream::record: empty handle");
+  REQUIRE_GPUHAL_ERROR(s.wait(keep_e), empty, "Stream::wait: empty handle");
+  REQUIRE_GPUHAL_ERROR(s.wait_for_all_prior_work(), empty, "empty handle");
+  REQUIRE_GPUHAL_ERROR(s.native_handle(), empty, "Stream::native_handle: empty handle");
+  REQUIRE_GPUHAL_ERROR(e.synchronize(), empty, "Event::synchronize: empty handle");
+  REQUIRE_GPUHAL_ERROR(e.query(), empty, "Event::query: empty handle");
+  REQUIRE_GPUHAL_ERROR(e.record(keep_s), empty, "Event::record: empty handle");
+  REQUIRE_GPUHAL_ERROR(keep_s.wait(e), empty, "null event");
+  REQUIRE_GPUHAL_ERROR(moved_ctx.create_stream(), empty, "Context::create_stream: empty handle");
+  REQUIRE_GPUHAL_ERROR(moved_ctx.synchronize(), empty, "Context::synchronize: empty handle");
+  REQUIRE_GPUHAL_ERROR(moved_ctx.memory_info(), empty, "Context::memory_info: empty handle");
+  REQUIRE_GPUHAL_ERROR(moved_ctx.reset(), empty, "Context::reset: empty handle");
+  REQUIRE_GPUHAL_ERROR(moved_ctx.device(), empty, "Context::device: empty handle");
+  REQUIRE_GPUHAL_ERROR(moved_ctx.flush_deallocations(), empty, "empty handle");
+  REQUIRE_GPUHAL_ERROR(gpuhal::Context(nullptr).allocate(16), empty, "Context::allocate: empty handle");
+  // NOLINTEND(bugprone-use-after-move)
+  // The handles moved to work.
+  keep_e.record(keep_s);
+  keep_s.synchronize();
+  CHECK(keep_e.query());
+  CHECK(keep.memory_info().total > 0);
+}
