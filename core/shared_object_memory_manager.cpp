@@ -180,7 +180,8 @@ MemoryManagerFactory load_memory_manager_library(const std::string &path) {
   std::memcpy(&negotiate, &sym, sizeof sym);
   const gpuhal_memory_manager_table_t *t = nullptr;
   const gpuhal_status_t st = negotiate(GPUHAL_MM_ABI_VERSION, &t);
-  if (st != GPUHAL_SUCCESS || !t) throw bad("negotiation failed (" + to_string(static_cast<Status>(st)) + ")");
+  if (st != GPUHAL_SUCCESS) throw bad("negotiation failed (" + to_string(static_cast<Status>(st)) + ")");
+  if (!t) throw bad("negotiation returned success but no table (a broken memory manager)");
   if (GPUHAL_VERSION_MAJOR(t->abi_version) != GPUHAL_MM_ABI_MAJOR)
     throw bad("it speaks memory-manager ABI " + version_string(t->abi_version) + " but the core speaks " +
               version_string(GPUHAL_MM_ABI_VERSION));

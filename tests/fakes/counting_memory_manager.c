@@ -4,7 +4,8 @@
  * allocations from the backend services and keeps count of every call and
  * of the pointers it handed out; the tests read the counts through the
  * exported counting_mm_stats / counting_mm_owns. Built twice: as is, and
- * with MM_INTERFACE_VERSION=2 (refused by the core). Never installed.
+ * with MM_INTERFACE_VERSION=2 (refused by the core), and with MM_NULL_TABLE a
+ * negotiation that succeeds without a table (refused too). Never installed.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -161,5 +162,8 @@ __attribute__((visibility("default"))) gpuhal_status_t gpuhal_memory_manager_neg
   if (!table) return GPUHAL_ERROR_INVALID_VALUE;
   if (GPUHAL_VERSION_MAJOR(core_max_abi) != GPUHAL_MM_ABI_MAJOR) return GPUHAL_ERROR_ABI_MISMATCH;
   *table = &g_table;
+#ifdef MM_NULL_TABLE
+  *table = NULL; /* broken on purpose: success without a table */
+#endif
   return GPUHAL_SUCCESS;
 }

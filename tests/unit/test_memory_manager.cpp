@@ -127,6 +127,10 @@ TEST_CASE("GPUHAL_MEMORY_MANAGER refuses bad libraries clearly") {
     REQUIRE_GPUHAL_ERROR(runtime_from_environment(manager_library("version2")), Status::ERROR_INVALID_CONFIG,
                          "the memory manager interface has version 2 - version 1 required");
   }
+  SECTION("a manager whose negotiation succeeds without a table") {
+    REQUIRE_GPUHAL_ERROR(runtime_from_environment(manager_library("nulltable")), Status::ERROR_INVALID_CONFIG,
+                         "negotiation returned success but no table");
+  }
   SECTION("a library that is no memory manager") {
     REQUIRE_GPUHAL_ERROR(runtime_from_environment(test::fake("good")), Status::ERROR_INVALID_CONFIG,
                          "does not export gpuhal_memory_manager_negotiate");
