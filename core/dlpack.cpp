@@ -34,6 +34,8 @@ struct Export {
 template <class Managed>
 Managed *export_array(const DeviceArray &array, const Stream *producer, const Stream *consumer) {
   const Context ctx = array.context();  // throws for an empty array
+  // Memory of a context that was reset since is gone (or reused): never exported.
+  if (array.memory().impl()) ctx.impl()->check_alive(array.memory().impl()->generation, "to_dlpack");
   apply_stream_rule(producer, consumer);
   auto e = std::make_unique<Export<Managed>>();
   e->array = array;

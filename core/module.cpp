@@ -511,6 +511,11 @@ void Kernel::launch(Dim3 grid, Dim3 block, const KernelArg *arg_list, size_t arg
         if (d.size() != 0 && d.context() != Context(m.ctx))
           throw Error(Status::ERROR_INVALID_VALUE,
                       what.str() + ": the array belongs to another context than the kernel");
+        // An array from before a reset points at memory that is gone or
+        // reused by now: refused, as copies refuse it.
+        if (d.memory().impl() && d.memory().impl()->generation != m.ctx->current_generation())
+          throw Error(Status::ERROR_CONTEXT_DESTROYED,
+                      what.str() + ": the array was made before the context was reset; its memory is gone");
         detail::check_array(d, p, what);
         break;
       }

@@ -567,3 +567,30 @@ TEST_CASE("kernel: loop conditions around barriers are read from a work-item tha
     REQUIRE(h[i] == (i < n && i % block != 0 ? 3 : -1));
   }
 }
+
+TEST_CASE("kernel launches and DLPack exports refuse arrays made before a context reset", "[kernel]") {
+  Context ctx = test::host_context();
+  Module m = Module::compile(ctx, R"(
+GPUHAL_KERNEL void put(GPUHAL_GLOBAL int *out, int v) { out[gpuhal_global_id(0)] = v; }
+)");
+  DeviceArray before = device_array(ctx, {64}, dtypes::int32);
+  DeviceArray view = before.view({Slice(8, 16)});
+  ctx.reset();
+  Module again = Module::compile(ctx, R"(
+GPUHAL_KERNEL void put(GPUHAL_GLOBAL int *out, int v) { out[gpuhal_global_id(0)] = v; }
+)");
+  DeviceArray fresh = device_array(ctx, {64}, dtypes::int32);
+  fresh.memset(0);
+  // The stale array's address may now be the fresh one's: nothing is written.
+  REQUIRE_GPUHAL_ERROR(again.kernel("put")({1}, {64})(before, 7), Status::ERROR_CONTEXT_DESTROYED,
+                       "made before the context was reset");
+  REQUIRE_GPUHAL_ERROR(again.kernel("put")({1}, {8})(view, 7), Status::ERROR_CONTEXT_DESTROYED,
+                       "made before the context was reset");
+  REQUIRE_GPUHAL_ERROR(to_dlpack(before), Status::ERROR_CONTEXT_DESTROYED, "to_dlpack");
+  REQUIRE_GPUHAL_ERROR(to_dlpack_versioned(view), Status::ERROR_CONTEXT_DESTROYED, "to_dlpack");
+  ctx.synchronize();
+  CHECK(fresh.copy_to_host().to_vector<int32_t>() == std::vector<int32_t>(64, 0));
+  again.kernel("put")({1}, {64})(fresh, 3);
+  ctx.synchronize();
+  CHECK(fresh.copy_to_host().to_vector<int32_t>() == std::vector<int32_t>(64, 3));
+}
