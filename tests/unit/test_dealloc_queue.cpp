@@ -194,7 +194,8 @@ TEST_CASE("a release that queues further releases does not deadlock the flush ru
   // running it queues the array's own release from inside the flush: the
   // queue must take it (the running flush picks it up) instead of flushing
   // again on the same thread (which deadlocked on its own mutex).
-  gpuhal::Context ctx = test::host_context();
+  // A fixed capacity: free memory then counts only this context's allocations.
+  gpuhal::Context ctx = test::host_context({{"GPUHAL_HOST_MEMORY_LIMIT", "64M"}});
   const uint64_t free_before = ctx.memory_info().free;
   auto done = std::make_shared<std::promise<void>>();
   std::future<void> finished = done->get_future();
