@@ -5,6 +5,8 @@
 
 #include <cstddef>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 namespace gpuhal::detail {
@@ -89,6 +91,20 @@ bool entry_present(const gpuhal_plugin_table_t &t, size_t offset) {
 void log_trampoline(void *user, int32_t level, const char *message) {
   if (level < 0 || level > 3 || !message) return;
   static_cast<const Logger *>(user)->write(static_cast<LogLevel>(level), message);
+}
+
+// The logger a plugin's log callback writes through. A plugin shared by
+// several runtimes keeps the one it got at its first init, so it must stay
+// valid after that runtime is gone: every runtime's logger (an immutable
+// value, a few bytes) lives until the process ends, reachable from here.
+const Logger *lasting_logger(const Logger &logger) {
+  static std::mutex mu;
+  static auto *kept = new std::vector<std::unique_ptr<Logger>>();  // never destroyed: late plugin logs
+  std::lock_guard<std::mutex> lock(mu);
+  for (const auto &l : *kept)
+    if (l->level() == logger.level()) return l.get();  // one per level is enough: loggers are values
+  kept->push_back(std::make_unique<Logger>(logger));
+  return kept->back().get();
 }
 
 }  // namespace
@@ -212,7 +228,7 @@ std::unique_ptr<PluginLibrary> PluginLibrary::open(const std::string &path, cons
   args.option_count = uint32_t(options.size());
   args.log_level = int32_t(logger.level());
   args.log = log_trampoline;
-  args.log_user = &lib->logger_;
+  args.log_user = const_cast<Logger *>(lasting_logger(lib->logger_));
   const gpuhal_status_t ist = lib->table_.init(&args);
   // A missing vendor driver is reported as such (it is normal on machines
   // without that vendor's hardware); any other init failure is a failure.

@@ -215,3 +215,31 @@ TEST_CASE("plugins that break the ABI's rules are refused by name, never crash t
   REQUIRE_GPUHAL_ERROR(rt.device(0).primary_context(), gpuhal::Status::ERROR_INVALID_PLUGIN,
                        "context_create returned a NULL context");
 }
+
+TEST_CASE("a plugin shared by two runtimes logs through a live logger after either is destroyed", "[loader]") {
+  gpuhal::Config c;
+  c.backend = "host";
+  c.plugin_path = {GPUHAL_TEST_LIB_DIR};
+  c.log_level = gpuhal::LogLevel::Debug;
+  for (int destroyed_first = 0; destroyed_first < 2; ++destroyed_first) {
+    INFO("the " << (destroyed_first ? "first" : "second") << " runtime is destroyed");
+    std::optional<gpuhal::Runtime> one = gpuhal::Runtime::load(c), two = gpuhal::Runtime::load(c);
+    (destroyed_first ? one : two).reset();
+    gpuhal::Runtime &left = destroyed_first ? *two : *one;
+    // The plugin logs (at debug level) while compiling a kernel with a
+    // barrier: through a logger that must still exist (ASan sees a use
+    // after free otherwise).
+    gpuhal::Context ctx = left.device(0).primary_context();
+    gpuhal::Module m = gpuhal::Module::compile(ctx, R"(
+GPUHAL_KERNEL void twice(GPUHAL_GLOBAL int *out) {
+  GPUHAL_SHARED_ARRAY(int, tile, 64);
+  tile[gpuhal_local_id(0)] = (int)gpuhal_local_id(0);
+  gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+  out[gpuhal_global_id(0)] = 2 * tile[63u - gpuhal_local_id(0)];
+})");
+    auto out = gpuhal::device_array(ctx, {64}, gpuhal::dtypes::int32);
+    m.kernel("twice")({1}, {64})(out);
+    ctx.synchronize();
+    CHECK(out.copy_to_host().at<int32_t>({0}) == 126);
+  }
+}
