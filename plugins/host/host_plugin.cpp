@@ -1,6 +1,8 @@
-// The host backend's plugin entry: negotiation, the table, and every entry
-// point. Each entry validates its handles and arguments, then delegates to
-// HostContext / StreamState. Exceptions never cross the C ABI (guard()).
+// The host backend's plugin entry: negotiation, the table, and the entry
+// points (transfers are in host_transfers.cpp, events in host_events.cpp,
+// pinned and registered host memory in host_pinned_memory.cpp). Each entry validates its handles and
+// arguments, then delegates to HostContext / StreamState. Exceptions never
+// cross the C ABI (guard()).
 #include <unistd.h>
 
 #include <cstdlib>
@@ -10,33 +12,21 @@
 #include <thread>
 
 #include "host_context.hpp"
+#include "host_entries.hpp"
 #include "host_device_memory.hpp"
 #include "host_faults.hpp"
 #include "host_kernels.hpp"
 #include "plugin_support.hpp"
 
 namespace gpuhal::host {
-namespace {
 
 using plugin::fail;
 using plugin::guard;
-
-std::mutex g_init_mu;
 
 std::string hex(uint64_t v) {
   std::ostringstream os;
   os << "0x" << std::hex << v;
   return os.str();
-}
-
-uint64_t physical_memory() {
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
-}
-
-uint64_t available_memory() {
-  const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
 }
 
 gpuhal_status_t bad_context(const char *entry) {
@@ -60,6 +50,27 @@ gpuhal_status_t kernel_failure(HostContext *c) {
 
 gpuhal_status_t bad_stream(const char *entry) {
   return fail(GPUHAL_ERROR_INVALID_HANDLE, std::string(entry) + ": invalid stream handle");
+}
+
+bool event_dep(const std::shared_ptr<HostEvent> &e, Dep *out) {
+  std::lock_guard<std::mutex> lock(e->mu);
+  if (e->ticket == 0) return false;
+  *out = Dep{e->stream, e->ticket};
+  return true;
+}
+
+namespace {
+
+std::mutex g_init_mu;
+
+uint64_t physical_memory() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
+}
+
+uint64_t available_memory() {
+  const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
 }
 
 // ---- lifecycle ---------------------------------------------------------------
@@ -315,100 +326,6 @@ gpuhal_status_t mem_free_async(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpu
   });
 }
 
-// ---- transfers -------------------------------------------------------------------
-
-gpuhal_status_t check_copy(const char *entry, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
-                           uint64_t bytes) {
-  if (kind != GPUHAL_COPY_HOST_TO_DEVICE && kind != GPUHAL_COPY_DEVICE_TO_HOST && kind != GPUHAL_COPY_DEVICE_TO_DEVICE)
-    return fail(GPUHAL_ERROR_INVALID_VALUE, std::string(entry) + ": unknown copy kind " + std::to_string(kind));
-  if (bytes == 0) return GPUHAL_SUCCESS;
-  if (!dst || !src) return fail(GPUHAL_ERROR_INVALID_VALUE, std::string(entry) + ": null pointer");
-  const auto &reg = plugin_state().registry;
-  const bool dst_dev = kind != GPUHAL_COPY_DEVICE_TO_HOST, src_dev = kind != GPUHAL_COPY_HOST_TO_DEVICE;
-  if (dst_dev && !reg.device_accessible(uintptr_t(dst), bytes))
-    return fail(GPUHAL_ERROR_INVALID_VALUE, std::string(entry) + ": destination [" + hex(dst) + ", +" +
-                                                std::to_string(bytes) + ") is not inside one device allocation");
-  if (src_dev && !reg.device_accessible(uintptr_t(src), bytes))
-    return fail(GPUHAL_ERROR_INVALID_VALUE, std::string(entry) + ": source [" + hex(src) + ", +" +
-                                                std::to_string(bytes) + ") is not inside one device allocation");
-  return GPUHAL_SUCCESS;
-}
-
-gpuhal_status_t copy_on(HostContext *c, const std::shared_ptr<StreamState> &s, gpuhal_deviceptr_t dst,
-                        gpuhal_deviceptr_t src, uint64_t bytes, bool wait) {
-  auto run = [dst, src, bytes] {
-    copy_bytes(reinterpret_cast<void *>(uintptr_t(dst)), reinterpret_cast<const void *>(uintptr_t(src)), size_t(bytes));
-  };
-  // By reference: one pointer fits std::function's own storage (no allocation).
-  if (wait && s->is_default && c->run_inline_if_idle([&run] { run(); })) return GPUHAL_SUCCESS;
-  const uint64_t ticket = c->submit(s, [run](bool ok) {
-    if (ok) run();
-  });
-  if (wait) s->progress->wait(*s, ticket);
-  return GPUHAL_SUCCESS;
-}
-
-gpuhal_status_t memcpy_sync(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
-                            uint64_t bytes) {
-  HOST_FAULT_POINT("memcpy_sync");
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("memcpy_sync");
-  if (on_worker_thread()) return would_deadlock("memcpy_sync");
-  if (gpuhal_status_t st = check_copy("memcpy_sync", kind, dst, src, bytes)) return st;
-  if (bytes == 0) return GPUHAL_SUCCESS;
-  return guard("memcpy_sync", [&] { return copy_on(c, c->stream(nullptr), dst, src, bytes, true); });
-}
-
-gpuhal_status_t memcpy_async(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
-                             uint64_t bytes, gpuhal_stream_t stream) {
-  HOST_FAULT_POINT("memcpy_async");
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("memcpy_async");
-  std::shared_ptr<StreamState> s = c->stream(stream);
-  if (!s) return bad_stream("memcpy_async");
-  if (gpuhal_status_t st = check_copy("memcpy_async", kind, dst, src, bytes)) return st;
-  if (bytes == 0) return GPUHAL_SUCCESS;
-  return guard("memcpy_async", [&] { return copy_on(c, s, dst, src, bytes, false); });
-}
-
-gpuhal_status_t set_on(HostContext *c, const std::shared_ptr<StreamState> &s, gpuhal_deviceptr_t dst, uint8_t value,
-                       uint64_t bytes, bool wait) {
-  if (bytes == 0) return GPUHAL_SUCCESS;
-  if (bytes >> 56 || !plugin_state().registry.device_accessible(uintptr_t(dst), bytes))
-    return fail(GPUHAL_ERROR_INVALID_VALUE,
-                "memset: [" + hex(dst) + ", +" + std::to_string(bytes) + ") is not inside one device allocation");
-  auto run = [dst, value, bytes] { std::memset(reinterpret_cast<void *>(uintptr_t(dst)), value, size_t(bytes)); };
-  if (wait && s->is_default && c->run_inline_if_idle([&run] { run(); })) return GPUHAL_SUCCESS;
-  // Two 8-byte captures: small enough for std::function to hold without an
-  // allocation (the value rides in the top byte; sizes stay below 2^56).
-  const uint64_t packed = bytes | (uint64_t(value) << 56);
-  const uint64_t ticket = c->submit(s, [dst, packed](bool ok) {
-    if (ok)
-      std::memset(reinterpret_cast<void *>(uintptr_t(dst)), int(packed >> 56),
-                  size_t(packed & ((uint64_t(1) << 56) - 1)));
-  });
-  if (wait) s->progress->wait(*s, ticket);
-  return GPUHAL_SUCCESS;
-}
-
-gpuhal_status_t memset_sync(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t value, uint64_t bytes) {
-  HOST_FAULT_POINT("memset_sync");
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("memset_sync");
-  if (on_worker_thread()) return would_deadlock("memset_sync");
-  return guard("memset_sync", [&] { return set_on(c, c->stream(nullptr), dst, value, bytes, true); });
-}
-
-gpuhal_status_t memset_async(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t value, uint64_t bytes,
-                             gpuhal_stream_t stream) {
-  HOST_FAULT_POINT("memset_async");
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("memset_async");
-  std::shared_ptr<StreamState> s = c->stream(stream);
-  if (!s) return bad_stream("memset_async");
-  return guard("memset_async", [&] { return set_on(c, s, dst, value, bytes, false); });
-}
-
 // ---- streams and events ------------------------------------------------------------
 
 gpuhal_status_t stream_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_stream_t *out) {
@@ -454,13 +371,6 @@ gpuhal_status_t stream_query(gpuhal_context_t ctx, gpuhal_stream_t stream) {
   std::shared_ptr<StreamState> s = c->stream(stream);
   if (!s) return bad_stream("stream_query");
   return s->idle() ? GPUHAL_SUCCESS : GPUHAL_NOT_READY;
-}
-
-bool event_dep(const std::shared_ptr<HostEvent> &e, Dep *out) {
-  std::lock_guard<std::mutex> lock(e->mu);
-  if (e->ticket == 0) return false;
-  *out = Dep{e->stream, e->ticket};
-  return true;
 }
 
 gpuhal_status_t stream_wait_event(gpuhal_context_t ctx, gpuhal_stream_t stream, gpuhal_event_t event) {
@@ -516,168 +426,6 @@ gpuhal_status_t stream_barrier(gpuhal_context_t ctx, gpuhal_stream_t stream, con
     c->submit(s, nullptr, std::move(deps));
     return GPUHAL_SUCCESS;
   });
-}
-
-gpuhal_status_t event_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_event_t *out) {
-  HOST_FAULT_POINT("event_create");
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("event_create");
-  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "event_create: null output pointer");
-  if (flags & ~GPUHAL_EVENT_DISABLE_TIMING)
-    return fail(GPUHAL_ERROR_INVALID_VALUE, "event_create: unknown flags " + hex(flags));
-  return guard("event_create", [&] {
-    *out = c->create_event((flags & GPUHAL_EVENT_DISABLE_TIMING) == 0);
-    return GPUHAL_SUCCESS;
-  });
-}
-
-gpuhal_status_t event_destroy(gpuhal_context_t ctx, gpuhal_event_t event) {
-  HOST_FAULT_POINT("event_destroy");
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("event_destroy");
-  return c->destroy_event(event) ? GPUHAL_SUCCESS
-                                 : fail(GPUHAL_ERROR_INVALID_HANDLE, "event_destroy: invalid event handle");
-}
-
-gpuhal_status_t event_record(gpuhal_context_t ctx, gpuhal_event_t event, gpuhal_stream_t stream) {
-  HOST_FAULT_POINT("event_record");
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("event_record");
-  std::shared_ptr<StreamState> s = c->stream(stream);
-  if (!s) return bad_stream("event_record");
-  auto e = c->event(event);
-  if (!e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_record: invalid event handle");
-  return guard("event_record", [&] {
-    c->record(e, s);
-    return GPUHAL_SUCCESS;
-  });
-}
-
-gpuhal_status_t event_synchronize(gpuhal_context_t ctx, gpuhal_event_t event) {
-  HOST_FAULT_POINT("event_synchronize");
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("event_synchronize");
-  if (on_worker_thread()) return would_deadlock("event_synchronize");
-  auto e = c->event(event);
-  if (!e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_synchronize: invalid event handle");
-  Dep d;
-  if (event_dep(e, &d)) d.stream->progress->wait(*d.stream, d.ticket);
-  return kernel_failure(c);
-}
-
-gpuhal_status_t event_query(gpuhal_context_t ctx, gpuhal_event_t event) {
-  HOST_FAULT_POINT("event_query");
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("event_query");
-  auto e = c->event(event);
-  if (!e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_query: invalid event handle");
-  Dep d;
-  if (!event_dep(e, &d)) return GPUHAL_SUCCESS;
-  return d.stream->completed.load() >= d.ticket ? GPUHAL_SUCCESS : GPUHAL_NOT_READY;
-}
-
-gpuhal_status_t event_elapsed_ms(gpuhal_context_t ctx, gpuhal_event_t start, gpuhal_event_t end, float *ms) {
-  HOST_FAULT_POINT("event_elapsed_ms");
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("event_elapsed_ms");
-  if (!ms) return fail(GPUHAL_ERROR_INVALID_VALUE, "event_elapsed_ms: null output pointer");
-  auto a = c->event(start), b = c->event(end);
-  if (!a || !b) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_elapsed_ms: invalid event handle");
-  std::chrono::steady_clock::time_point ta, tb;
-  for (auto *pair : {&a, &b}) {
-    const auto &e = *pair;
-    std::lock_guard<std::mutex> lock(e->mu);
-    if (!e->timing)
-      return fail(GPUHAL_ERROR_INVALID_VALUE, "event_elapsed_ms: an event was created with timing disabled");
-    if (e->ticket == 0) return fail(GPUHAL_ERROR_INVALID_VALUE, "event_elapsed_ms: an event was never recorded");
-    if (!e->has_time) return fail(GPUHAL_NOT_READY, "event_elapsed_ms: the recorded work has not completed");
-    (pair == &a ? ta : tb) = e->when;
-  }
-  *ms = std::chrono::duration<float, std::milli>(tb - ta).count();
-  return GPUHAL_SUCCESS;
-}
-
-// ---- host memory -----------------------------------------------------------------------
-
-constexpr uint32_t kHostFlags =
-    GPUHAL_HOST_ALLOC_PORTABLE | GPUHAL_HOST_ALLOC_MAPPED | GPUHAL_HOST_ALLOC_WRITE_COMBINED;
-
-gpuhal_status_t host_alloc(gpuhal_context_t ctx, uint64_t bytes, uint32_t flags, void **out) {
-  HOST_FAULT_POINT("host_alloc");
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("host_alloc");
-  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_alloc: null output pointer");
-  if (bytes == 0) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_alloc: size must be positive");
-  if (flags & ~kHostFlags) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_alloc: unknown flags " + hex(flags));
-  void *p = nullptr;
-  if (bytes > uint64_t(SIZE_MAX) / 2 || posix_memalign(&p, 4096, size_t(bytes)) != 0)
-    return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "host_alloc: posix_memalign of " + std::to_string(bytes) + " bytes failed");
-  return guard("host_alloc", [&]() -> gpuhal_status_t {
-    try {
-      plugin_state().registry.insert(reinterpret_cast<uintptr_t>(p), Region{bytes, c, RegionKind::HostAlloc, flags});
-    } catch (...) {
-      std::free(p);
-      throw;
-    }
-    *out = p;
-    return GPUHAL_SUCCESS;
-  });
-}
-
-gpuhal_status_t host_free(gpuhal_context_t ctx, void *ptr) {
-  HOST_FAULT_POINT("host_free");
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("host_free");
-  const Region r = plugin_state().registry.erase(reinterpret_cast<uintptr_t>(ptr), c, RegionKind::HostAlloc);
-  if (r.size == 0)
-    return fail(GPUHAL_ERROR_INVALID_VALUE,
-                "host_free: " + hex(uintptr_t(ptr)) + " is not a host allocation of this context");
-  std::free(ptr);
-  return GPUHAL_SUCCESS;
-}
-
-gpuhal_status_t host_register(gpuhal_context_t ctx, void *ptr, uint64_t bytes, uint32_t flags) {
-  HOST_FAULT_POINT("host_register");
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("host_register");
-  if (!ptr || bytes == 0) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_register: null pointer or zero size");
-  if (flags & ~kHostFlags) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_register: unknown flags " + hex(flags));
-  if (uintptr_t(ptr) + bytes < uintptr_t(ptr))
-    return fail(GPUHAL_ERROR_INVALID_VALUE, "host_register: range wraps around");
-  return guard("host_register", [&]() -> gpuhal_status_t {
-    auto &reg = plugin_state().registry;
-    if (reg.overlaps_host(uintptr_t(ptr), bytes))
-      return fail(GPUHAL_ERROR_ALREADY_REGISTERED,
-                  "host_register: [" + hex(uintptr_t(ptr)) + ", +" + std::to_string(bytes) +
-                      ") overlaps memory that is already registered, pinned or device memory");
-    reg.insert(uintptr_t(ptr), Region{bytes, c, RegionKind::Registered, flags});
-    return GPUHAL_SUCCESS;
-  });
-}
-
-gpuhal_status_t host_unregister(gpuhal_context_t ctx, void *ptr) {
-  HOST_FAULT_POINT("host_unregister");
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("host_unregister");
-  const Region r = plugin_state().registry.erase(reinterpret_cast<uintptr_t>(ptr), c, RegionKind::Registered);
-  if (r.size == 0)
-    return fail(GPUHAL_ERROR_NOT_REGISTERED,
-                "host_unregister: " + hex(uintptr_t(ptr)) + " is not registered in this context");
-  return GPUHAL_SUCCESS;
-}
-
-gpuhal_status_t host_get_device_pointer(gpuhal_context_t ctx, void *host_ptr, gpuhal_deviceptr_t *out) {
-  HOST_FAULT_POINT("host_get_device_pointer");
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("host_get_device_pointer");
-  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_get_device_pointer: null output pointer");
-  uintptr_t base;
-  Region r;
-  if (!plugin_state().registry.find_host(uintptr_t(host_ptr), &base, &r) || !(r.flags & GPUHAL_HOST_ALLOC_MAPPED))
-    return fail(GPUHAL_ERROR_INVALID_VALUE, "host_get_device_pointer: " + hex(uintptr_t(host_ptr)) +
-                                                " is not inside host memory allocated or registered as mapped");
-  *out = uintptr_t(host_ptr);  // unified addressing: the same address
-  return GPUHAL_SUCCESS;
 }
 
 // ---- peer access: every host device addresses the same memory -----------------------

@@ -1,0 +1,103 @@
+// The host backend's pinned, mapped and registered host memory: plain host
+// memory (the device is the CPU), remembered per context so that
+// registrations cannot overlap and context_destroy frees what is left.
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "host_context.hpp"
+#include "host_entries.hpp"
+#include "host_faults.hpp"
+#include "host_stream.hpp"
+#include "plugin_support.hpp"
+
+namespace gpuhal::host {
+
+using plugin::fail;
+using plugin::guard;
+
+// ---- host memory -----------------------------------------------------------------------
+
+constexpr uint32_t kHostFlags =
+    GPUHAL_HOST_ALLOC_PORTABLE | GPUHAL_HOST_ALLOC_MAPPED | GPUHAL_HOST_ALLOC_WRITE_COMBINED;
+
+gpuhal_status_t host_alloc(gpuhal_context_t ctx, uint64_t bytes, uint32_t flags, void **out) {
+  HOST_FAULT_POINT("host_alloc");
+  HostContext *c = find_context(ctx);
+  if (!c) return bad_context("host_alloc");
+  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_alloc: null output pointer");
+  if (bytes == 0) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_alloc: size must be positive");
+  if (flags & ~kHostFlags) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_alloc: unknown flags " + hex(flags));
+  void *p = nullptr;
+  if (bytes > uint64_t(SIZE_MAX) / 2 || posix_memalign(&p, 4096, size_t(bytes)) != 0)
+    return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "host_alloc: posix_memalign of " + std::to_string(bytes) + " bytes failed");
+  return guard("host_alloc", [&]() -> gpuhal_status_t {
+    try {
+      plugin_state().registry.insert(reinterpret_cast<uintptr_t>(p), Region{bytes, c, RegionKind::HostAlloc, flags});
+    } catch (...) {
+      std::free(p);
+      throw;
+    }
+    *out = p;
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t host_free(gpuhal_context_t ctx, void *ptr) {
+  HOST_FAULT_POINT("host_free");
+  HostContext *c = find_context(ctx);
+  if (!c) return bad_context("host_free");
+  const Region r = plugin_state().registry.erase(reinterpret_cast<uintptr_t>(ptr), c, RegionKind::HostAlloc);
+  if (r.size == 0)
+    return fail(GPUHAL_ERROR_INVALID_VALUE,
+                "host_free: " + hex(uintptr_t(ptr)) + " is not a host allocation of this context");
+  std::free(ptr);
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t host_register(gpuhal_context_t ctx, void *ptr, uint64_t bytes, uint32_t flags) {
+  HOST_FAULT_POINT("host_register");
+  HostContext *c = find_context(ctx);
+  if (!c) return bad_context("host_register");
+  if (!ptr || bytes == 0) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_register: null pointer or zero size");
+  if (flags & ~kHostFlags) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_register: unknown flags " + hex(flags));
+  if (uintptr_t(ptr) + bytes < uintptr_t(ptr))
+    return fail(GPUHAL_ERROR_INVALID_VALUE, "host_register: range wraps around");
+  return guard("host_register", [&]() -> gpuhal_status_t {
+    auto &reg = plugin_state().registry;
+    if (reg.overlaps_host(uintptr_t(ptr), bytes))
+      return fail(GPUHAL_ERROR_ALREADY_REGISTERED,
+                  "host_register: [" + hex(uintptr_t(ptr)) + ", +" + std::to_string(bytes) +
+                      ") overlaps memory that is already registered, pinned or device memory");
+    reg.insert(uintptr_t(ptr), Region{bytes, c, RegionKind::Registered, flags});
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t host_unregister(gpuhal_context_t ctx, void *ptr) {
+  HOST_FAULT_POINT("host_unregister");
+  HostContext *c = find_context(ctx);
+  if (!c) return bad_context("host_unregister");
+  const Region r = plugin_state().registry.erase(reinterpret_cast<uintptr_t>(ptr), c, RegionKind::Registered);
+  if (r.size == 0)
+    return fail(GPUHAL_ERROR_NOT_REGISTERED,
+                "host_unregister: " + hex(uintptr_t(ptr)) + " is not registered in this context");
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t host_get_device_pointer(gpuhal_context_t ctx, void *host_ptr, gpuhal_deviceptr_t *out) {
+  HOST_FAULT_POINT("host_get_device_pointer");
+  HostContext *c = find_context(ctx);
+  if (!c) return bad_context("host_get_device_pointer");
+  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_get_device_pointer: null output pointer");
+  uintptr_t base;
+  Region r;
+  if (!plugin_state().registry.find_host(uintptr_t(host_ptr), &base, &r) || !(r.flags & GPUHAL_HOST_ALLOC_MAPPED))
+    return fail(GPUHAL_ERROR_INVALID_VALUE, "host_get_device_pointer: " + hex(uintptr_t(host_ptr)) +
+                                                " is not inside host memory allocated or registered as mapped");
+  *out = uintptr_t(host_ptr);  // unified addressing: the same address
+  return GPUHAL_SUCCESS;
+}
+
+}  // namespace gpuhal::host

@@ -1,0 +1,122 @@
+// The host backend's copies and memsets: checked against the context's
+// device-accessible ranges, run on the stream (or inline when it is idle),
+// large copies spread over the plugin's threads (copy_bytes).
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "host_context.hpp"
+#include "host_entries.hpp"
+#include "host_faults.hpp"
+#include "host_kernels.hpp"
+#include "host_stream.hpp"
+#include "plugin_support.hpp"
+
+namespace gpuhal::host {
+
+using plugin::fail;
+using plugin::guard;
+
+// ---- transfers -------------------------------------------------------------------
+
+namespace {
+
+gpuhal_status_t check_copy(const char *entry, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
+                           uint64_t bytes) {
+  if (kind != GPUHAL_COPY_HOST_TO_DEVICE && kind != GPUHAL_COPY_DEVICE_TO_HOST && kind != GPUHAL_COPY_DEVICE_TO_DEVICE)
+    return fail(GPUHAL_ERROR_INVALID_VALUE, std::string(entry) + ": unknown copy kind " + std::to_string(kind));
+  if (bytes == 0) return GPUHAL_SUCCESS;
+  if (!dst || !src) return fail(GPUHAL_ERROR_INVALID_VALUE, std::string(entry) + ": null pointer");
+  const auto &reg = plugin_state().registry;
+  const bool dst_dev = kind != GPUHAL_COPY_DEVICE_TO_HOST, src_dev = kind != GPUHAL_COPY_HOST_TO_DEVICE;
+  if (dst_dev && !reg.device_accessible(uintptr_t(dst), bytes))
+    return fail(GPUHAL_ERROR_INVALID_VALUE, std::string(entry) + ": destination [" + hex(dst) + ", +" +
+                                                std::to_string(bytes) + ") is not inside one device allocation");
+  if (src_dev && !reg.device_accessible(uintptr_t(src), bytes))
+    return fail(GPUHAL_ERROR_INVALID_VALUE, std::string(entry) + ": source [" + hex(src) + ", +" +
+                                                std::to_string(bytes) + ") is not inside one device allocation");
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t copy_on(HostContext *c, const std::shared_ptr<StreamState> &s, gpuhal_deviceptr_t dst,
+                        gpuhal_deviceptr_t src, uint64_t bytes, bool wait) {
+  auto run = [dst, src, bytes] {
+    copy_bytes(reinterpret_cast<void *>(uintptr_t(dst)), reinterpret_cast<const void *>(uintptr_t(src)), size_t(bytes));
+  };
+  // By reference: one pointer fits std::function's own storage (no allocation).
+  if (wait && s->is_default && c->run_inline_if_idle([&run] { run(); })) return GPUHAL_SUCCESS;
+  const uint64_t ticket = c->submit(s, [run](bool ok) {
+    if (ok) run();
+  });
+  if (wait) s->progress->wait(*s, ticket);
+  return GPUHAL_SUCCESS;
+}
+
+}  // namespace
+
+gpuhal_status_t memcpy_sync(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
+                            uint64_t bytes) {
+  HOST_FAULT_POINT("memcpy_sync");
+  HostContext *c = find_context(ctx);
+  if (!c) return bad_context("memcpy_sync");
+  if (on_worker_thread()) return would_deadlock("memcpy_sync");
+  if (gpuhal_status_t st = check_copy("memcpy_sync", kind, dst, src, bytes)) return st;
+  if (bytes == 0) return GPUHAL_SUCCESS;
+  return guard("memcpy_sync", [&] { return copy_on(c, c->stream(nullptr), dst, src, bytes, true); });
+}
+
+gpuhal_status_t memcpy_async(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
+                             uint64_t bytes, gpuhal_stream_t stream) {
+  HOST_FAULT_POINT("memcpy_async");
+  HostContext *c = find_context(ctx);
+  if (!c) return bad_context("memcpy_async");
+  std::shared_ptr<StreamState> s = c->stream(stream);
+  if (!s) return bad_stream("memcpy_async");
+  if (gpuhal_status_t st = check_copy("memcpy_async", kind, dst, src, bytes)) return st;
+  if (bytes == 0) return GPUHAL_SUCCESS;
+  return guard("memcpy_async", [&] { return copy_on(c, s, dst, src, bytes, false); });
+}
+
+namespace {
+
+gpuhal_status_t set_on(HostContext *c, const std::shared_ptr<StreamState> &s, gpuhal_deviceptr_t dst, uint8_t value,
+                       uint64_t bytes, bool wait) {
+  if (bytes == 0) return GPUHAL_SUCCESS;
+  if (bytes >> 56 || !plugin_state().registry.device_accessible(uintptr_t(dst), bytes))
+    return fail(GPUHAL_ERROR_INVALID_VALUE,
+                "memset: [" + hex(dst) + ", +" + std::to_string(bytes) + ") is not inside one device allocation");
+  auto run = [dst, value, bytes] { std::memset(reinterpret_cast<void *>(uintptr_t(dst)), value, size_t(bytes)); };
+  if (wait && s->is_default && c->run_inline_if_idle([&run] { run(); })) return GPUHAL_SUCCESS;
+  // Two 8-byte captures: small enough for std::function to hold without an
+  // allocation (the value rides in the top byte; sizes stay below 2^56).
+  const uint64_t packed = bytes | (uint64_t(value) << 56);
+  const uint64_t ticket = c->submit(s, [dst, packed](bool ok) {
+    if (ok)
+      std::memset(reinterpret_cast<void *>(uintptr_t(dst)), int(packed >> 56),
+                  size_t(packed & ((uint64_t(1) << 56) - 1)));
+  });
+  if (wait) s->progress->wait(*s, ticket);
+  return GPUHAL_SUCCESS;
+}
+
+}  // namespace
+
+gpuhal_status_t memset_sync(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t value, uint64_t bytes) {
+  HOST_FAULT_POINT("memset_sync");
+  HostContext *c = find_context(ctx);
+  if (!c) return bad_context("memset_sync");
+  if (on_worker_thread()) return would_deadlock("memset_sync");
+  return guard("memset_sync", [&] { return set_on(c, c->stream(nullptr), dst, value, bytes, true); });
+}
+
+gpuhal_status_t memset_async(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t value, uint64_t bytes,
+                             gpuhal_stream_t stream) {
+  HOST_FAULT_POINT("memset_async");
+  HostContext *c = find_context(ctx);
+  if (!c) return bad_context("memset_async");
+  std::shared_ptr<StreamState> s = c->stream(stream);
+  if (!s) return bad_stream("memset_async");
+  return guard("memset_async", [&] { return set_on(c, s, dst, value, bytes, false); });
+}
+
+}  // namespace gpuhal::host
