@@ -1,0 +1,290 @@
+// The work-item-loop rewrite writing the loops: regions between barriers,
+// control around them, the per-item bindings (Rewriter members).
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "host_workitem_rewriter.hpp"
+
+namespace gpuhal::host::workitem {
+
+// Statement text with `return;` turned into "this work-item is done".
+std::string Rewriter::body_text(size_t b, size_t e, const std::string &label) const {
+  std::string out;
+  size_t at = t_[b].b;
+  for (size_t i = b; i < e; ++i) {
+    if (t_[i].s == "return") {
+      out += src_.substr(at, t_[i].b - at);
+      out += "{ __gpuhal_done[__gpuhal_i] = 1; goto " + label + "; }";
+      at = t_[i + 1].e;  // the ';' goes too
+      ++i;
+    }
+  }
+  out += src_.substr(at, t_[e - 1].e - at);
+  return out;
+}
+
+// The names a region or a group-level header may read: per work-item
+// (index) or as work-item 0 sees them ("0").
+std::string Rewriter::bindings(const std::string &index) const {
+  std::string out;
+  std::set<std::string> seen;
+  std::vector<const Entry *> order;
+  for (auto s = scopes_.rbegin(); s != scopes_.rend(); ++s)
+    for (auto e = s->rbegin(); e != s->rend(); ++e)
+      if (seen.insert(e->name).second) order.push_back(&*e);
+  std::reverse(order.begin(), order.end());
+  for (const Entry *e : order) {
+    if (e->kind == Entry::Remat) out += e->text + " (void)" + e->name + ";\n";
+    if (e->kind == Entry::Stored) out += "auto &" + e->name + " = " + e->text + "[" + index + "];\n";
+  }
+  return out;
+}
+
+void Rewriter::push(const Entry &e) {
+  // A remat variable's initialiser must keep meaning what it meant.
+  for (const auto &s : scopes_)
+    for (const auto &o : s)
+      if (o.kind == Entry::Remat && std::find(o.deps.begin(), o.deps.end(), e.name) != o.deps.end())
+        throw Unsupported{"'" + e.name + "' is declared again while an earlier variable's value depends on it"};
+  scopes_.back().push_back(e);
+}
+
+void Rewriter::emit_region(const std::vector<const Stmt *> &r, size_t block_end, std::string &out) {
+  const size_t rb = r.front()->b, re = r.back()->e;
+  const std::string label = "__gpuhal_next" + std::to_string(regions_++);
+  std::string hoisted, body;
+  std::vector<Entry> declared;
+  pending_ = &declared;
+  for (const Stmt *s : r) {
+    if (s->kind != Stmt::Simple) {
+      body += body_text(s->b, s->e, label) + "\n";
+      continue;
+    }
+    const Decl d = read_decl(s->b, s->e);
+    if (d.kind == Decl::Unknown) {
+      for (size_t i = s->b; i < s->e; ++i)
+        if (is_ident(t_[i].s) && !type_words().count(t_[i].s) && !statement_words().count(t_[i].s) &&
+            appears(t_[i].s, re, block_end))
+          throw Unsupported{"a statement this pass cannot read declares or uses '" + t_[i].s + "' across a barrier"};
+      body += body_text(s->b, s->e, label) + "\n";
+      continue;
+    }
+    if (d.kind == Decl::None) {
+      body += body_text(s->b, s->e, label) + "\n";
+      continue;
+    }
+    if (d.kind == Decl::Shared) {
+      // Once per group, visible to every later region.
+      if (appears(d.ds[0].name, rb, s->b))
+        throw Unsupported{"'" + d.ds[0].name + "' is used before its shared declaration"};
+      hoisted += text(s->b, s->e) + "\n";
+      declared.push_back({Entry::Uniform, d.ds[0].name, "", {}});
+      uniform_names_.insert(d.ds[0].name);
+      for (size_t i = bb_; i < be_; ++i)
+        if (t_[i].s == d.ds[0].name && i + 1 < be_ && is_assign_op(t_[i + 1].s))
+          throw Unsupported{"a work-item writes the shared pointer '" + d.ds[0].name + "'"};
+      continue;
+    }
+    bool any_live = false;
+    for (const auto &x : d.ds) any_live = any_live || appears(x.name, re, block_end);
+    if (!any_live) {
+      body += body_text(s->b, s->e, label) + "\n";
+      continue;
+    }
+    for (const auto &x : d.ds) {
+      const std::string init = x.init_b < x.init_e ? text(x.init_b, x.init_e) : "";
+      std::vector<std::string> deps;
+      if (!appears(x.name, re, block_end)) {
+        body += x.type + " " + x.name + x.dims + (init.empty() ? "" : " = " + init) + ";\n";
+      } else if (rematerialisable(x, &deps)) {
+        const std::string decl = x.type + " " + x.name + " = (" + init + ");";
+        body += decl + "\n";
+        declared.push_back({Entry::Remat, x.name, decl, deps});
+      } else {
+        if (x.reference) throw Unsupported{"the reference '" + x.name + "' is used across a barrier"};
+        if (!x.dims.empty() && !init.empty())
+          throw Unsupported{"the initialised array '" + x.name + "' is used across a barrier"};
+        if (x.type.find("auto") != std::string::npos) throw Unsupported{"auto"};
+        const std::string storage = "__gpuhal_s" + std::to_string(stored_types_.size());
+        stored_types_.push_back({x.type, x.dims});
+        body += "auto &" + x.name + " = " + storage + "[__gpuhal_i];";
+        if (!init.empty()) body += " " + x.name + " = " + init + ";";
+        body += "\n";
+        declared.push_back({Entry::Stored, x.name, storage, {}});
+      }
+    }
+  }
+  pending_ = nullptr;
+  out += hoisted;
+  out +=
+      "for (uint32_t __gpuhal_z = 0; __gpuhal_z < __gpuhal_lsz[2]; ++__gpuhal_z)\n"
+      "for (uint32_t __gpuhal_y = 0; __gpuhal_y < __gpuhal_lsz[1]; ++__gpuhal_y)\n"
+      "for (uint32_t __gpuhal_x = 0; __gpuhal_x < __gpuhal_lsz[0]; ++__gpuhal_x) {\n"
+      "const uint32_t __gpuhal_i = (__gpuhal_z * __gpuhal_lsz[1] + __gpuhal_y) * __gpuhal_lsz[0] + "
+      "__gpuhal_x;\n(void)__gpuhal_i;\n";
+  if (has_return_) out += "if (__gpuhal_done[__gpuhal_i]) continue;\n";
+  if (tls_items_)
+    out +=
+        "__gpuhal_item.local_id[0] = __gpuhal_x; __gpuhal_item.local_id[1] = __gpuhal_y; "
+        "__gpuhal_item.local_id[2] = __gpuhal_z;\n";
+  out += bindings("__gpuhal_i");
+  out += "{\n" + body + "}\n";
+  if (has_return_) out += label + ":;\n";
+  out += "}\n";
+  for (const auto &e : declared) push(e);
+}
+
+// Emits statements of one block (or one statement standing for a block);
+// names used up to block_end decide what must outlive a region.
+void Rewriter::emit_items(const std::vector<Stmt> &items, size_t block_end, std::string &out) {
+  std::vector<const Stmt *> region;
+  auto flush = [&] {
+    if (!region.empty()) emit_region(region, block_end, out);
+    region.clear();
+  };
+  for (const Stmt &s : items) {
+    if (!s.barrier) {
+      region.push_back(&s);
+      continue;
+    }
+    flush();
+    emit_control(s, out);
+  }
+  flush();
+}
+
+void Rewriter::emit_body(const Stmt &s, std::string &out) {
+  scopes_.emplace_back();
+  if (s.kind == Stmt::Block)
+    emit_items(s.kids, s.e - 1, out);
+  else
+    emit_items({s}, s.e, out);
+  scopes_.pop_back();
+}
+
+// A header read at group level: it may read per-work-item names (as
+// work-item 0 sees them) but not write them.
+void Rewriter::check_header(size_t b, size_t e, const std::set<std::string> &own) const {
+  for (size_t i = b; i < e; ++i) {
+    if (!is_ident(t_[i].s) || own.count(t_[i].s)) continue;
+    const Entry *x = lookup(t_[i].s);
+    if (x && x->kind != Entry::Uniform && written(i, b))
+      throw Unsupported{"a loop or condition around a barrier writes the per-work-item '" + t_[i].s + "'"};
+  }
+}
+
+// Group-level code (a condition, a loop header) sees the variables as the
+// first work-item still running sees them (control flow around barriers
+// is uniform across the group). When every work-item has returned, the
+// group is over.
+std::string Rewriter::representative() const {
+  std::string out;
+  if (has_return_)
+    out +=
+        "uint32_t __gpuhal_r = 0;\nwhile (__gpuhal_r < __gpuhal_n && __gpuhal_done[__gpuhal_r]) ++__gpuhal_r;\n"
+        "if (__gpuhal_r == __gpuhal_n) goto __gpuhal_end;\n";
+  else
+    out += "const uint32_t __gpuhal_r = 0;\n";
+  out +=
+      "const uint32_t __gpuhal_x = __gpuhal_r % __gpuhal_lsz[0], __gpuhal_y = (__gpuhal_r / __gpuhal_lsz[0]) % "
+      "__gpuhal_lsz[1], __gpuhal_z = __gpuhal_r / (__gpuhal_lsz[0] * __gpuhal_lsz[1]);\n"
+      "(void)__gpuhal_x, (void)__gpuhal_y, (void)__gpuhal_z;\n";
+  if (tls_items_)
+    out +=
+        "__gpuhal_item.local_id[0] = __gpuhal_x; __gpuhal_item.local_id[1] = __gpuhal_y; "
+        "__gpuhal_item.local_id[2] = __gpuhal_z;\n";
+  return out + bindings("__gpuhal_r");
+}
+
+// Sets __gpuhal_c to `cond` as the representative work-item sees it.
+std::string Rewriter::evaluate(const std::string &cond) const {
+  return "{\n" + representative() + "__gpuhal_c = (" + cond + ");\n}\n";
+}
+
+void Rewriter::emit_control(const Stmt &s, std::string &out) {
+  switch (s.kind) {
+    case Stmt::Barrier:
+      // The group runs on one thread: the loops' order is the barrier.
+      out += "/* barrier */\n";
+      return;
+    case Stmt::Block:
+      out += "{\n";
+      emit_body(s, out);
+      out += "}\n";
+      return;
+    case Stmt::If:
+      check_header(s.h0, s.h1, {});
+      out += "{\nbool __gpuhal_c;\n" + evaluate(text(s.h0, s.h1)) + "if (__gpuhal_c) {\n";
+      emit_body(s.kids[0], out);
+      out += "}";
+      if (s.kids.size() > 1) {
+        out += " else {\n";
+        emit_body(s.kids[1], out);
+        out += "}";
+      }
+      out += "\n}\n";
+      return;
+    case Stmt::While:
+      check_header(s.h0, s.h1, {});
+      out += "for (;;) {\nbool __gpuhal_c;\n" + evaluate(text(s.h0, s.h1)) + "if (!__gpuhal_c) break;\n";
+      emit_body(s.kids[0], out);
+      out += "}\n";
+      return;
+    case Stmt::Do:
+      check_header(s.h0, s.h1, {});
+      out += "for (;;) {\n{\n";
+      emit_body(s.kids[0], out);
+      out += "}\nbool __gpuhal_c;\n" + evaluate(text(s.h0, s.h1)) + "if (!__gpuhal_c) break;\n}\n";
+      return;
+    case Stmt::For: {
+      // for (init; cond; step): the init may declare uniform loop variables.
+      size_t semi1 = s.h1, semi2 = s.h1;
+      int depth = 0;
+      for (size_t i = s.h0; i < s.h1; ++i) {
+        if (t_[i].s == "(" || t_[i].s == "[" || t_[i].s == "{") ++depth;
+        if (t_[i].s == ")" || t_[i].s == "]" || t_[i].s == "}") --depth;
+        if (depth == 0 && t_[i].s == ";") (semi1 == s.h1 ? semi1 : semi2) = i;
+      }
+      if (semi2 == s.h1) throw Unsupported{"a for header this pass cannot read"};
+      std::set<std::string> own;
+      if (semi1 > s.h0) {
+        const Decl d = read_decl(s.h0, semi1 + 1);
+        if (d.kind == Decl::Unknown || d.kind == Decl::Shared)
+          throw Unsupported{"a for header this pass cannot read"};
+        for (const auto &x : d.ds) own.insert(x.name);
+      }
+      const Stmt &body = s.kids[0];
+      for (const auto &v : own)
+        for (size_t i = body.b; i < body.e; ++i)
+          if (t_[i].s == v && written(i, body.b))
+            throw Unsupported{"a work-item writes the loop variable '" + v + "' of a loop around a barrier"};
+      check_header(s.h0, s.h1, own);
+      // The init runs once, as the representative work-item sees it; the
+      // condition and the step again at every iteration.
+      out += "{\n" + representative() + "for (" + text(s.h0, semi1) + "; ; ) {\n";
+      scopes_.emplace_back();
+      for (const auto &v : own) {
+        push({Entry::Uniform, v, "", {}});
+        uniform_names_.insert(v);
+      }
+      const std::string cond = semi2 > semi1 + 1 ? text(semi1 + 1, semi2) : "true";
+      out += "bool __gpuhal_c;\n" + evaluate(cond) + "if (!__gpuhal_c) break;\n{\n";
+      emit_body(body, out);
+      out += "}\n";
+      if (s.h1 > semi2 + 1) out += "{\n" + representative() + text(semi2 + 1, s.h1) + ";\n}\n";
+      scopes_.pop_back();
+      out += "}\n}\n";
+      return;
+    }
+    case Stmt::Simple:
+    case Stmt::Switch:
+      break;
+  }
+  throw Unsupported{"gpuhal_barrier inside an expression or a switch"};
+}
+
+}  // namespace gpuhal::host::workitem
