@@ -581,6 +581,7 @@ API CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
 API CUresult cuDevicePrimaryCtxRetain(void **ctx, int dev) {
   FAULT(cuDevicePrimaryCtxRetain);
   REQUIRE_INIT();
+  if (t_in_host_fn) return NOT_PERMITTED;  // "must not make any CUDA API calls"
   if (!ctx) return INVALID_VALUE;
   if (bad_device(dev)) return INVALID_DEVICE;
   ++g_ctx_refs[dev];
@@ -591,6 +592,7 @@ API CUresult cuDevicePrimaryCtxRetain(void **ctx, int dev) {
 API CUresult cuDevicePrimaryCtxRelease_v2(int dev) {
   FAULT(cuDevicePrimaryCtxRelease_v2);
   REQUIRE_INIT();
+  if (t_in_host_fn) return NOT_PERMITTED;  // "must not make any CUDA API calls"
   if (bad_device(dev)) return INVALID_DEVICE;
   if (g_ctx_refs[dev] == 0) return INVALID_CONTEXT;
   if (--g_ctx_refs[dev] == 0) destroy_context(dev);  // the last reference destroys it
@@ -611,6 +613,7 @@ API CUresult cuDevicePrimaryCtxReset_v2(int dev) {
 API CUresult cuCtxSetCurrent(void *ctx) {
   FAULT(cuCtxSetCurrent);
   REQUIRE_INIT();
+  if (t_in_host_fn) return NOT_PERMITTED;  // "must not make any CUDA API calls"
   if (!ctx) {  // "equivalent to popping the top of the ... stack"
     if (!t_stack.empty()) t_stack.pop_back();
     return OK;
@@ -627,6 +630,7 @@ API CUresult cuCtxSetCurrent(void *ctx) {
 API CUresult cuCtxGetCurrent(void **ctx) {
   FAULT(cuCtxGetCurrent);
   REQUIRE_INIT();
+  if (t_in_host_fn) return NOT_PERMITTED;  // "must not make any CUDA API calls"
   if (!ctx) return INVALID_VALUE;
   *ctx = t_stack.empty() ? nullptr : &g_ctx_token[t_stack.back()];
   return OK;
@@ -635,6 +639,7 @@ API CUresult cuCtxGetCurrent(void **ctx) {
 API CUresult cuCtxPushCurrent_v2(void *ctx) {
   FAULT(cuCtxPushCurrent_v2);
   REQUIRE_INIT();
+  if (t_in_host_fn) return NOT_PERMITTED;  // "must not make any CUDA API calls"
   const int d = device_of(ctx);
   if (d < 0) return INVALID_CONTEXT;
   if (!t_stack.push_back(d)) return OUT_OF_MEMORY;  // the driver's stack is bounded too
@@ -644,6 +649,7 @@ API CUresult cuCtxPushCurrent_v2(void *ctx) {
 API CUresult cuCtxPopCurrent_v2(void **ctx) {
   FAULT(cuCtxPopCurrent_v2);
   REQUIRE_INIT();
+  if (t_in_host_fn) return NOT_PERMITTED;  // "must not make any CUDA API calls"
   if (t_stack.empty()) return INVALID_CONTEXT;
   if (ctx) *ctx = &g_ctx_token[t_stack.back()];
   t_stack.pop_back();
