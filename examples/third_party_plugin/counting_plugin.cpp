@@ -1,20 +1,29 @@
-// "counting": a minimal third-party gpuhal plugin. One synchronous CPU
-// device: memory is malloc'd, every operation runs at once on the calling
-// thread (so streams are trivially in order and events complete when
-// recorded), and every entry point counts its calls. At shutdown the counts
-// are logged at info level (GPUHAL_LOG=info).
+// "counting": a small third-party gpuhal plugin. One synchronous CPU
+// device: every operation runs at once on the calling thread (so streams
+// are trivially in order and events complete when recorded), and every
+// entry point counts its calls. At shutdown the counts are logged at info
+// level (GPUHAL_LOG=info).
 //
-// It claims only the required entries: stream_barrier and host memory are
-// left NULL, which gpuhal reports as unsupported.
+// Besides the required entries it claims two optional groups, to show how:
+// host memory (pinned allocations and registrations; mapped ones have a
+// device address, the same as the host's) and IPC (device memory lives in
+// memfds, which another process of the same user opens through /proc).
+// stream_barrier, stream-ordered memory, peer access and kernels stay NULL,
+// which gpuhal reports as unsupported. gpuhal-conform checks all of it.
 #include <gpuhal/plugin.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <map>
 #include <mutex>
-#include <set>
+#include <random>
 #include <string>
 
 namespace {
@@ -32,10 +41,49 @@ void count() {
   g_calls.fetch_add(1, std::memory_order_relaxed);
 }
 
-struct Context {
-  std::mutex mu;
-  std::set<void *> allocations;
+// Device memory: a memfd mapped shared, so that IPC can hand it to another
+// process. The token in the memfd's name tells an opener that the
+// descriptor number still names this allocation.
+struct Allocation {
+  uint64_t bytes = 0;
+  int fd = -1;
+  uint64_t token = 0;
 };
+struct HostRange {
+  uint64_t bytes = 0;
+  bool mapped = false;      // has a device address (GPUHAL_HOST_ALLOC_MAPPED)
+  bool allocated = false;   // host_alloc (else host_register)
+};
+struct Context {
+  std::mutex mu;  // guards the maps
+  std::map<uintptr_t, Allocation> allocations;
+  std::map<uintptr_t, uint64_t> opened;  // IPC mappings of other processes' memory
+  std::map<uintptr_t, HostRange> host;   // pinned and registered host memory
+};
+
+uint64_t page_round(uint64_t bytes) {
+  const uint64_t page = uint64_t(sysconf(_SC_PAGESIZE));
+  return (bytes + page - 1) / page * page;
+}
+std::string memfd_name(uint64_t token) {
+  char name[64];
+  std::snprintf(name, sizeof name, "gpuhal-counting-%016llx", static_cast<unsigned long long>(token));
+  return name;
+}
+// The range of `m` that contains [p, p + n), or m.end().
+template <class M>
+typename M::iterator containing(M &m, uintptr_t p, uint64_t n, uint64_t (*size_of)(const typename M::mapped_type &)) {
+  auto it = m.upper_bound(p);
+  if (it == m.begin()) return m.end();
+  --it;
+  return p - it->first + n <= size_of(it->second) ? it : m.end();
+}
+uint64_t alloc_size(const Allocation &a) {
+  return a.bytes;
+}
+uint64_t host_size(const HostRange &r) {
+  return r.bytes;
+}
 struct Event {
   bool timing = true;
   bool recorded = false;
@@ -77,6 +125,8 @@ gpuhal_status_t device_properties(int32_t ordinal, gpuhal_device_properties_t *o
   p.warp_size = 1;
   p.max_threads_per_block = 1;
   p.multiprocessor_count = 1;
+  p.can_map_host_memory = 1;
+  p.unified_addressing = 1;
   const uint32_t n = out->struct_size < sizeof p ? out->struct_size : uint32_t(sizeof p);
   p.abi_version = GPUHAL_ABI_VERSION;
   p.struct_size = n;
@@ -92,7 +142,13 @@ gpuhal_status_t context_create(int32_t ordinal, gpuhal_context_t *out) {
 gpuhal_status_t context_destroy(gpuhal_context_t ctx) {
   count();
   auto *c = reinterpret_cast<Context *>(ctx);
-  for (void *p : c->allocations) std::free(p);
+  for (auto &kv : c->allocations) {
+    munmap(reinterpret_cast<void *>(kv.first), size_t(page_round(kv.second.bytes)));
+    close(kv.second.fd);
+  }
+  for (auto &kv : c->opened) munmap(reinterpret_cast<void *>(kv.first), size_t(page_round(kv.second)));
+  for (auto &kv : c->host)
+    if (kv.second.allocated) std::free(reinterpret_cast<void *>(kv.first));
   delete c;
   return GPUHAL_SUCCESS;
 }
@@ -107,11 +163,27 @@ gpuhal_status_t memory_info(gpuhal_context_t, uint64_t *f, uint64_t *t) {
 }
 gpuhal_status_t mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr_t *out) {
   count();
-  void *p = std::malloc(size_t(bytes));
-  if (!p) return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "counting: malloc failed");
+  if (bytes == 0 || bytes > (uint64_t(1) << 30)) return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "counting: 1 GiB at most");
+  static std::mt19937_64 random{std::random_device{}()};
+  static std::mutex random_mu;
+  Allocation a;
+  a.bytes = bytes;
+  {
+    std::lock_guard<std::mutex> lock(random_mu);
+    a.token = random();
+  }
+  a.fd = memfd_create(memfd_name(a.token).c_str(), MFD_CLOEXEC);
+  if (a.fd < 0) return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "counting: memfd_create failed");
+  void *p = MAP_FAILED;
+  if (ftruncate(a.fd, off_t(page_round(bytes))) == 0)
+    p = mmap(nullptr, size_t(page_round(bytes)), PROT_READ | PROT_WRITE, MAP_SHARED, a.fd, 0);
+  if (p == MAP_FAILED) {
+    close(a.fd);
+    return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "counting: cannot map device memory");
+  }
   auto *c = reinterpret_cast<Context *>(ctx);
   std::lock_guard<std::mutex> lock(c->mu);
-  c->allocations.insert(p);
+  c->allocations[reinterpret_cast<uintptr_t>(p)] = a;
   *out = reinterpret_cast<uintptr_t>(p);
   return GPUHAL_SUCCESS;
 }
@@ -119,9 +191,134 @@ gpuhal_status_t mem_free(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
   count();
   auto *c = reinterpret_cast<Context *>(ctx);
   std::lock_guard<std::mutex> lock(c->mu);
-  if (!c->allocations.erase(reinterpret_cast<void *>(uintptr_t(ptr))))
-    return fail(GPUHAL_ERROR_INVALID_VALUE, "counting: mem_free of an unknown pointer");
-  std::free(reinterpret_cast<void *>(uintptr_t(ptr)));
+  auto it = c->allocations.find(uintptr_t(ptr));
+  if (it == c->allocations.end()) return fail(GPUHAL_ERROR_INVALID_VALUE, "counting: mem_free of an unknown pointer");
+  munmap(reinterpret_cast<void *>(it->first), size_t(page_round(it->second.bytes)));
+  close(it->second.fd);
+  c->allocations.erase(it);
+  return GPUHAL_SUCCESS;
+}
+
+// ---- host memory (optional group) ----
+constexpr uint32_t kHostFlags =
+    GPUHAL_HOST_ALLOC_PORTABLE | GPUHAL_HOST_ALLOC_MAPPED | GPUHAL_HOST_ALLOC_WRITE_COMBINED;
+gpuhal_status_t host_alloc(gpuhal_context_t ctx, uint64_t bytes, uint32_t flags, void **out) {
+  count();
+  if (!out || bytes == 0 || (flags & ~kHostFlags)) return fail(GPUHAL_ERROR_INVALID_VALUE, "counting: host_alloc: bad arguments");
+  void *p = std::aligned_alloc(4096, size_t(page_round(bytes)));
+  if (!p) return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "counting: host_alloc: out of memory");
+  const bool mapped = (flags & GPUHAL_HOST_ALLOC_MAPPED) != 0;  // host_alloc: keep the mapped flag
+  auto *c = reinterpret_cast<Context *>(ctx);
+  std::lock_guard<std::mutex> lock(c->mu);
+  c->host[reinterpret_cast<uintptr_t>(p)] = HostRange{bytes, mapped, true};
+  *out = p;
+  return GPUHAL_SUCCESS;
+}
+gpuhal_status_t host_free(gpuhal_context_t ctx, void *ptr) {
+  count();
+  auto *c = reinterpret_cast<Context *>(ctx);
+  std::lock_guard<std::mutex> lock(c->mu);
+  auto it = c->host.find(reinterpret_cast<uintptr_t>(ptr));
+  if (it == c->host.end() || !it->second.allocated) return fail(GPUHAL_ERROR_INVALID_VALUE, "counting: host_free of an unknown pointer");
+  std::free(ptr);
+  c->host.erase(it);
+  return GPUHAL_SUCCESS;
+}
+gpuhal_status_t host_register(gpuhal_context_t ctx, void *ptr, uint64_t bytes, uint32_t flags) {
+  count();
+  if (!ptr || bytes == 0 || (flags & ~kHostFlags)) return fail(GPUHAL_ERROR_INVALID_VALUE, "counting: host_register: bad arguments");
+  auto *c = reinterpret_cast<Context *>(ctx);
+  const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
+  std::lock_guard<std::mutex> lock(c->mu);
+  auto next = c->host.lower_bound(p);
+  const bool overlaps_next = next != c->host.end() && next->first < p + bytes;
+  const bool overlaps_previous = next != c->host.begin() && std::prev(next)->first + std::prev(next)->second.bytes > p;
+  if (overlaps_next || overlaps_previous)
+    return fail(GPUHAL_ERROR_ALREADY_REGISTERED, "counting: host_register: the range overlaps registered memory");
+  c->host[p] = HostRange{bytes, (flags & GPUHAL_HOST_ALLOC_MAPPED) != 0, false};
+  return GPUHAL_SUCCESS;
+}
+gpuhal_status_t host_unregister(gpuhal_context_t ctx, void *ptr) {
+  count();
+  auto *c = reinterpret_cast<Context *>(ctx);
+  std::lock_guard<std::mutex> lock(c->mu);
+  auto it = c->host.find(reinterpret_cast<uintptr_t>(ptr));
+  if (it == c->host.end() || it->second.allocated) return fail(GPUHAL_ERROR_NOT_REGISTERED, "counting: host_unregister: not registered");
+  c->host.erase(it);
+  return GPUHAL_SUCCESS;
+}
+gpuhal_status_t host_get_device_pointer(gpuhal_context_t ctx, void *host_ptr, gpuhal_deviceptr_t *out) {
+  count();
+  if (!host_ptr || !out) return fail(GPUHAL_ERROR_INVALID_VALUE, "counting: host_get_device_pointer: null pointer");
+  auto *c = reinterpret_cast<Context *>(ctx);
+  std::lock_guard<std::mutex> lock(c->mu);
+  auto it = containing(c->host, reinterpret_cast<uintptr_t>(host_ptr), 1, host_size);
+  if (it == c->host.end() || !it->second.mapped)
+    return fail(GPUHAL_ERROR_INVALID_VALUE, "counting: host_get_device_pointer: not mapped host memory");
+  *out = reinterpret_cast<uintptr_t>(host_ptr);  // one address space
+  return GPUHAL_SUCCESS;
+}
+
+// ---- IPC (optional group) ----
+struct IpcBytes {
+  char magic[8];
+  int32_t pid;
+  int32_t fd;
+  uint64_t token;
+  uint64_t bytes;
+};
+static_assert(sizeof(IpcBytes) <= GPUHAL_IPC_HANDLE_SIZE, "the handle must fit");
+gpuhal_status_t ipc_get_handle(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpuhal_ipc_handle_t *out,
+                               gpuhal_deviceptr_t *base, uint64_t *bytes) {
+  count();
+  if (!out || !base || !bytes) return fail(GPUHAL_ERROR_INVALID_VALUE, "counting: ipc_get_handle: null output");
+  auto *c = reinterpret_cast<Context *>(ctx);
+  std::lock_guard<std::mutex> lock(c->mu);
+  auto it = containing(c->allocations, uintptr_t(ptr), 1, alloc_size);
+  if (it == c->allocations.end()) return fail(GPUHAL_ERROR_INVALID_VALUE, "counting: ipc_get_handle: not device memory");
+  IpcBytes h{{'c', 'o', 'u', 'n', 't', 'i', 'n', 'g'}, int32_t(getpid()), it->second.fd, it->second.token,
+             it->second.bytes};
+  std::memset(out, 0, sizeof *out);
+  std::memcpy(out->bytes, &h, sizeof h);
+  *base = it->first;  // the allocation's base: the core carries ptr - base
+  *bytes = it->second.bytes;
+  return GPUHAL_SUCCESS;
+}
+gpuhal_status_t ipc_open(gpuhal_context_t ctx, const gpuhal_ipc_handle_t *handle, gpuhal_deviceptr_t *out,
+                         uint64_t *bytes) {
+  count();
+  IpcBytes h;
+  if (!handle || !out || !bytes) return fail(GPUHAL_ERROR_INVALID_VALUE, "counting: ipc_open: null argument");
+  std::memcpy(&h, handle->bytes, sizeof h);
+  if (std::memcmp(h.magic, "counting", 8) != 0 || h.bytes == 0)
+    return fail(GPUHAL_ERROR_INVALID_IPC_HANDLE, "counting: ipc_open: not a handle of this plugin");
+  // The exporter's descriptor, if it still names the same memfd (a freed
+  // allocation's number may name something else by now).
+  const std::string path = "/proc/" + std::to_string(h.pid) + "/fd/" + std::to_string(h.fd);
+  char target[256] = {};
+  const ssize_t n = readlink(path.c_str(), target, sizeof target - 1);
+  if (n <= 0 || std::string(target, size_t(n)).find(memfd_name(h.token)) == std::string::npos)
+    return fail(GPUHAL_ERROR_INVALID_IPC_HANDLE, "counting: ipc_open: the exported memory is gone (stale handle)");
+  const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return fail(GPUHAL_ERROR_INVALID_IPC_HANDLE, "counting: ipc_open: cannot open the exporter's memory");
+  void *p = mmap(nullptr, size_t(page_round(h.bytes)), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "counting: ipc_open: cannot map the memory");
+  auto *c = reinterpret_cast<Context *>(ctx);
+  std::lock_guard<std::mutex> lock(c->mu);
+  c->opened[reinterpret_cast<uintptr_t>(p)] = h.bytes;
+  *out = reinterpret_cast<uintptr_t>(p);
+  *bytes = h.bytes;
+  return GPUHAL_SUCCESS;
+}
+gpuhal_status_t ipc_close(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
+  count();
+  auto *c = reinterpret_cast<Context *>(ctx);
+  std::lock_guard<std::mutex> lock(c->mu);
+  auto it = c->opened.find(uintptr_t(ptr));
+  if (it == c->opened.end()) return fail(GPUHAL_ERROR_INVALID_VALUE, "counting: ipc_close: not an opened mapping");
+  munmap(reinterpret_cast<void *>(it->first), size_t(page_round(it->second)));
+  c->opened.erase(it);
   return GPUHAL_SUCCESS;
 }
 gpuhal_status_t copy(gpuhal_context_t, uint32_t, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src, uint64_t bytes) {
@@ -152,7 +349,7 @@ gpuhal_status_t stream_op(gpuhal_context_t, gpuhal_stream_t) {
 }
 gpuhal_status_t stream_wait_event(gpuhal_context_t, gpuhal_stream_t, gpuhal_event_t) {
   count();
-  return GPUHAL_SUCCESS;  // recorded work is already complete
+  return GPUHAL_SUCCESS;  // stream_wait_event: recorded work is already complete
 }
 gpuhal_status_t add_callback(gpuhal_context_t, gpuhal_stream_t, gpuhal_host_fn fn, void *user) {
   count();
@@ -223,7 +420,15 @@ gpuhal_plugin_table_t make_table() {
   t.event_synchronize = event_op;
   t.event_query = event_op;
   t.event_elapsed_ms = elapsed;
-  return t;  // stream_barrier and host memory stay NULL: unsupported
+  t.host_alloc = host_alloc;
+  t.host_free = host_free;
+  t.host_register = host_register;
+  t.host_unregister = host_unregister;
+  t.host_get_device_pointer = host_get_device_pointer;
+  t.ipc_get_handle = ipc_get_handle;
+  t.ipc_open = ipc_open;
+  t.ipc_close = ipc_close;
+  return t;  // stream_barrier, stream-ordered memory, peer access and kernels stay NULL: unsupported
 }
 
 const gpuhal_plugin_table_t kTable = make_table();

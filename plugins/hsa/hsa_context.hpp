@@ -250,8 +250,10 @@ gpuhal_status_t submit_packet(HsaStream *s, const void *packet, SignalRef done, 
 gpuhal_status_t submit_copy(HsaStream *s, void *dst, hsa_agent_t dst_agent, const void *src, hsa_agent_t src_agent,
                             uint64_t bytes, std::function<void()> on_reap);
 // Copies through the context's staging chunks (hsa_staging.cpp; c->mu held).
-gpuhal_status_t staged_copy_to_device(HsaStream *s, void *dst, const void *src, uint64_t bytes);
-gpuhal_status_t staged_copy_to_host(HsaStream *s, void *dst, const void *src, uint64_t bytes);
+// The agent names the memory's owner on the other side of the copy (the GPU,
+// or the CPU for mapped host memory).
+gpuhal_status_t staged_copy_to_device(HsaStream *s, void *dst, hsa_agent_t dst_agent, const void *src, uint64_t bytes);
+gpuhal_status_t staged_copy_to_host(HsaStream *s, void *dst, const void *src, hsa_agent_t src_agent, uint64_t bytes);
 // Frees the staging chunks (context_destroy, after it synchronised).
 void release_staging(HsaContext *c);
 // `bytes` of kernel-argument memory on s for a dispatch completing `done`

@@ -50,16 +50,16 @@ gpuhal_status_t take_chunk(HsaContext *c, HsaContext::StagingChunk **out) {
 
 }  // namespace
 
-gpuhal_status_t staged_copy_to_device(HsaStream *s, void *dst, const void *src, uint64_t bytes) {
+gpuhal_status_t staged_copy_to_device(HsaStream *s, void *dst, hsa_agent_t dst_agent, const void *src, uint64_t bytes) {
   HsaContext *c = s->ctx;
-  const hsa_agent_t gpu = c->device->agent, cpu = host_agent().agent;
+  const hsa_agent_t cpu = host_agent().agent;
   for (uint64_t off = 0; off < bytes; off += kChunkBytes) {
     const uint64_t n = std::min(kChunkBytes, bytes - off);
     HsaContext::StagingChunk *chunk = nullptr;
     if (const gpuhal_status_t st = take_chunk(c, &chunk); st != GPUHAL_SUCCESS) return st;
     std::memcpy(chunk->buffer, static_cast<const char *>(src) + off, size_t(n));
     if (const gpuhal_status_t st =
-            submit_copy(s, static_cast<char *>(dst) + off, gpu, chunk->buffer, cpu, n, nullptr);
+            submit_copy(s, static_cast<char *>(dst) + off, dst_agent, chunk->buffer, cpu, n, nullptr);
         st != GPUHAL_SUCCESS)
       return st;
     chunk->busy = s->last;
@@ -67,16 +67,16 @@ gpuhal_status_t staged_copy_to_device(HsaStream *s, void *dst, const void *src, 
   return GPUHAL_SUCCESS;
 }
 
-gpuhal_status_t staged_copy_to_host(HsaStream *s, void *dst, const void *src, uint64_t bytes) {
+gpuhal_status_t staged_copy_to_host(HsaStream *s, void *dst, const void *src, hsa_agent_t src_agent, uint64_t bytes) {
   HsaContext *c = s->ctx;
-  const hsa_agent_t gpu = c->device->agent, cpu = host_agent().agent;
+  const hsa_agent_t cpu = host_agent().agent;
   for (uint64_t off = 0; off < bytes; off += kChunkBytes) {
     const uint64_t n = std::min(kChunkBytes, bytes - off);
     HsaContext::StagingChunk *chunk = nullptr;
     if (const gpuhal_status_t st = take_chunk(c, &chunk); st != GPUHAL_SUCCESS) return st;
     void *buffer = chunk->buffer;
     if (const gpuhal_status_t st =
-            submit_copy(s, buffer, cpu, static_cast<const char *>(src) + off, gpu, n, nullptr);
+            submit_copy(s, buffer, cpu, static_cast<const char *>(src) + off, src_agent, n, nullptr);
         st != GPUHAL_SUCCESS)
       return st;
     char *to = static_cast<char *>(dst) + off;

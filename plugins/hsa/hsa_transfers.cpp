@@ -28,24 +28,41 @@ void *pinned_address(HsaContext *c, uintptr_t p, uint64_t n) {
   return nullptr;
 }
 
+// The agent a copy names for a "device" address: the CPU for pinned host
+// memory and for the device address of registered (mapped) host memory,
+// else the context's GPU. hsa_amd_memory_async_copy (hsa_ext_amd.h):
+// "dst_agent: Agent associated with the dst"; host memory is the CPU's, and
+// the fake runtime refuses a GPU agent for it, as a copy engine would fault.
+hsa_agent_t agent_of(HsaContext *c, uintptr_t p, uint64_t n) {
+  if (auto it = c->host_allocations.upper_bound(p); it != c->host_allocations.begin()) {
+    --it;
+    if (p >= it->first && p - it->first + n <= it->second) return host_agent().agent;
+  }
+  for (const auto &kv : c->registrations) {
+    const uintptr_t base = reinterpret_cast<uintptr_t>(kv.second.agent_ptr);
+    if (p >= base && p - base + n <= kv.second.bytes) return host_agent().agent;
+  }
+  return c->device->agent;
+}
+
 // Enqueues a copy on s (c->mu held). Pageable host memory goes through the
 // context's staging chunks (hsa_staging.cpp).
 gpuhal_status_t enqueue_copy(HsaContext *c, HsaStream *s, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
                              uint64_t bytes) {
-  const hsa_agent_t gpu = c->device->agent, cpu = host_agent().agent;
+  const hsa_agent_t cpu = host_agent().agent;
   void *d = reinterpret_cast<void *>(uintptr_t(dst));
   const void *sp = reinterpret_cast<const void *>(uintptr_t(src));
   switch (kind) {
     case GPUHAL_COPY_DEVICE_TO_DEVICE:
-      return submit_copy(s, d, gpu, sp, gpu, bytes, nullptr);
+      return submit_copy(s, d, agent_of(c, dst, bytes), sp, agent_of(c, src, bytes), bytes, nullptr);
     case GPUHAL_COPY_HOST_TO_DEVICE:
       if (void *pinned = pinned_address(c, uintptr_t(src), bytes))
-        return submit_copy(s, d, gpu, pinned, cpu, bytes, nullptr);
-      return staged_copy_to_device(s, d, sp, bytes);
+        return submit_copy(s, d, agent_of(c, dst, bytes), pinned, cpu, bytes, nullptr);
+      return staged_copy_to_device(s, d, agent_of(c, dst, bytes), sp, bytes);
     case GPUHAL_COPY_DEVICE_TO_HOST:
       if (void *pinned = pinned_address(c, uintptr_t(dst), bytes))
-        return submit_copy(s, pinned, cpu, sp, gpu, bytes, nullptr);
-      return staged_copy_to_host(s, d, sp, bytes);
+        return submit_copy(s, pinned, cpu, sp, agent_of(c, src, bytes), bytes, nullptr);
+      return staged_copy_to_host(s, d, sp, agent_of(c, src, bytes), bytes);
     default:
       return fail(GPUHAL_ERROR_INVALID_VALUE, "unknown copy kind " + std::to_string(kind));
   }

@@ -23,6 +23,10 @@
 //                                      13000); PTX newer than it is refused
 //   FAKE_CUDA_CC=<major><minor>        the devices' compute capability
 //                                      (default 90)
+//   FAKE_CUDA_FAULTING_KERNELS=<name>[,...]
+//                                      launches of these kernels fault when
+//                                      they run, as an illegal address would
+//                                      (the fake runs no device code)
 //
 // The driver's documented rules this fake holds the plugin to (cuda.h of
 // CUDA 13.0 quoted where it says so):
@@ -1370,6 +1374,14 @@ API CUresult cuFuncSetAttribute(void *fn, int attr, int value) {
   f->max_dynamic_shared = value;  // one value per function: the last write wins
   return OK;
 }
+// FAKE_CUDA_FAULTING_KERNELS: kernels whose launches fault.
+static bool faulting_kernel(const std::string &name) {
+  static const std::string list = [] {
+    const char *v = std::getenv("FAKE_CUDA_FAULTING_KERNELS");
+    return std::string(",") + (v ? v : "") + ",";
+  }();
+  return list.find("," + name + ",") != std::string::npos;
+}
 API CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                             unsigned shared, CUstream s, void **params, void **extra) {
   FAULT(cuLaunchKernel);
@@ -1381,6 +1393,11 @@ API CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, uns
   if (uint64_t(bx) * by * bz > 1024) return INVALID_VALUE;
   if (shared > unsigned(f->max_dynamic_shared)) return INVALID_VALUE;
   if (!f->param_sizes.empty() && !params) return INVALID_VALUE;
+  if (faulting_kernel(f->name)) {
+    // CUDA_ERROR_ILLEGAL_ADDRESS (700): "The context cannot be used, so it
+    // must be destroyed (and a new one should be created)" -- sticky.
+    return submit(s, [dev] { g_sticky[dev] = 700; });
+  }
   if (int fault = g_fault_next_launch.exchange(0)) {
     // The kernel faults when it runs: the launch itself succeeds, the
     // context's later calls report the error (it is sticky).

@@ -42,7 +42,9 @@
 // Environment: FAKE_HSA_INIT_FAIL=<status> makes hsa_init fail;
 // FAKE_HSA_GPUS=<n>; FAKE_HSA_ISAS=<isa>[,...]; FAKE_HSA_MEMORY=<bytes per GPU>;
 // FAKE_HSA_SYSTEM_MEMORY=<pinned system memory limit>;
-// FAKE_HSA_FAIL=sym:k:status[,...] makes the k-th call of sym fail.
+// FAKE_HSA_FAIL=sym:k:status[,...] makes the k-th call of sym fail;
+// FAKE_HSA_FAULTING_KERNELS=<name>[,...]: dispatches of these kernels fault
+// as a memory access to an unmapped page would (the fake runs no code).
 // Test hooks: fake_hsa_last_dispatch, fake_hsa_dispatch_count,
 // fake_hsa_live_objects, fake_hsa_fail_next_copy (its signal goes negative),
 // fake_hsa_fail_next_packet (the next packet errs when it runs, after its
@@ -411,6 +413,16 @@ void complete(FQueue *q, hsa_signal_t s, uint64_t start, bool dispatch) {
 
 // The memory fault of the test hook, as ROCr handles one: the registered
 // system event handler, or abort().
+// FAKE_HSA_FAULTING_KERNELS (symbol names, with or without ".kd").
+static bool faulting_kernel(const std::string &name) {
+  static const std::string list = [] {
+    const char *v = std::getenv("FAKE_HSA_FAULTING_KERNELS");
+    return std::string(",") + (v ? v : "") + ",";
+  }();
+  const std::string bare = name.size() > 3 && name.compare(name.size() - 3, 3, ".kd") == 0 ? name.substr(0, name.size() - 3) : name;
+  return list.find("," + bare + ",") != std::string::npos;
+}
+
 void memory_fault(FQueue *q, uint64_t address) {
   if (!g_event_handler) {
     std::fprintf(stderr,
@@ -489,6 +501,10 @@ void consume(FQueue *q) {
                                                                  : check_dispatch(q, p);
       if (st != HSA_STATUS_SUCCESS) {
         report_packet(q, st, p.completion_signal);
+        continue;
+      }
+      if (faulting_kernel(reinterpret_cast<const KernelObject *>(p.kernel_object)->name)) {
+        memory_fault(q, uint64_t(0x7f0000000000));
         continue;
       }
       {

@@ -1,0 +1,93 @@
+// The conformance suite: what every gpuhal backend must do, written once
+// against the public C++ API and run over any plugin (gpuhal-conform runs
+// it; ctest runs gpuhal-conform over every plugin of the build).
+//
+// A check is a function of an Env (the plugin's runtime and the primary
+// context of its device 0) that returns normally when the plugin keeps the
+// contract, throws Failure saying what was wrong, or throws Unsupported when
+// the plugin does not claim the optional feature the check needs. Any other
+// gpuhal::Error escaping a check is a failure too. Each check states its
+// contract in one line (`--list` prints them).
+//
+// Checks run in a process of their own (see runner.hpp): a check may crash
+// or hang the plugin without hiding the others, and each starts from a
+// freshly loaded plugin. Files are cut by object; each registers its checks
+// in suite.cpp's list.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "gpuhal/gpuhal.hpp"
+
+namespace gpuhal {
+namespace conformance {
+
+// Thrown by a check that found the plugin breaking its contract.
+struct Failure {
+  std::string message;
+};
+// Thrown by a check whose optional feature the plugin does not claim.
+struct Unsupported {
+  std::string message;
+};
+
+struct Env {
+  Runtime runtime;
+  Context ctx;
+  // This program (gpuhal-conform), started again as the second process of
+  // the IPC checks: `self --ipc-peer BACKEND MODE HANDLE_TEXT`.
+  std::string self_exe;
+};
+
+struct Check {
+  const char *name;      // object.what, e.g. "transfers.zero_size"
+  const char *contract;  // one line: what the plugin must do
+  void (*run)(Env &);
+};
+
+// Fails the check with `message` unless `condition` holds.
+void expect(bool condition, const std::string &message);
+// Fails the check unless `fn` throws gpuhal::Error with `status` (and, when
+// `text` is not empty, a message containing it). `what` names the call.
+void expect_error(const std::function<void()> &fn, Status status, const std::string &text, const std::string &what);
+// Unsupported unless the plugin claims `capability`.
+void require(const Env &env, Capability capability, const char *what);
+
+// A byte pattern that differs from its shifted and reversed selves.
+std::vector<uint8_t> pattern(size_t bytes, uint8_t seed);
+// The index of the first byte where `got` differs from `want`, as text
+// ("" when equal).
+std::string first_difference(const std::vector<uint8_t> &got, const std::vector<uint8_t> &want);
+// Reads `array` back (contiguous bytes in C order).
+std::vector<uint8_t> bytes_of(const DeviceArray &array);
+
+// Every check, in the order they run: suite.cpp.
+const std::vector<Check> &all_checks();
+
+// Registration, one per file.
+void add_abi_checks(std::vector<Check> &checks);
+void add_device_checks(std::vector<Check> &checks);
+void add_context_checks(std::vector<Check> &checks);
+void add_memory_checks(std::vector<Check> &checks);
+void add_transfer_checks(std::vector<Check> &checks);
+void add_host_memory_checks(std::vector<Check> &checks);
+void add_stream_checks(std::vector<Check> &checks);
+void add_event_checks(std::vector<Check> &checks);
+void add_callback_checks(std::vector<Check> &checks);
+void add_barrier_checks(std::vector<Check> &checks);
+void add_ipc_checks(std::vector<Check> &checks);
+void add_stream_ordered_memory_checks(std::vector<Check> &checks);
+void add_peer_access_checks(std::vector<Check> &checks);
+void add_kernel_checks(std::vector<Check> &checks);
+void add_error_checks(std::vector<Check> &checks);
+
+// The second process of the IPC checks (gpuhal-conform --ipc-peer ...).
+// Returns the process's exit status: 0 when the peer saw and wrote what it
+// was asked to, 1 with a message on stderr otherwise.
+int ipc_peer_main(const std::string &backend, const std::string &mode, const std::string &handle_text);
+
+}  // namespace conformance
+}  // namespace gpuhal

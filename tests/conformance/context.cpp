@@ -1,0 +1,64 @@
+// Contexts: memory figures, synchronisation of every stream, reset.
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "conformance.hpp"
+
+namespace gpuhal {
+namespace conformance {
+namespace {
+
+void memory_info(Env &env) {
+  const MemoryInfo info = env.ctx.memory_info();
+  expect(info.total > 0, "memory_info: total is 0");
+  expect(info.free <= info.total, "memory_info: free (" + std::to_string(info.free) + ") > total (" +
+                                      std::to_string(info.total) + ")");
+}
+
+void synchronize_waits_for_every_stream(Env &env) {
+  std::atomic<int> done{0};
+  std::vector<Stream> streams;
+  for (int i = 0; i < 3; ++i) {
+    streams.push_back(env.ctx.create_stream(i == 0 ? StreamKind::Blocking : StreamKind::NonBlocking));
+    streams.back().add_callback([&done, i] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10 * (i + 1)));
+      ++done;
+    });
+  }
+  env.ctx.synchronize();
+  expect(done == 3, "Context::synchronize returned before the work of every stream finished (" +
+                        std::to_string(done.load()) + " of 3)");
+}
+
+void reset_invalidates_old_handles(Env &env) {
+  DeviceArray old = device_array(env.ctx, {16}, dtypes::uint8);
+  Stream stream = env.ctx.create_stream();
+  Event event = env.ctx.create_event();
+  env.ctx.reset();
+  expect_error([&] { old.copy_to_host(); }, Status::ERROR_CONTEXT_DESTROYED, "", "a copy from an array made before reset");
+  expect_error([&] { old.memset(0); }, Status::ERROR_CONTEXT_DESTROYED, "", "a memset of an array made before reset");
+  expect_error([&] { stream.synchronize(); }, Status::ERROR_CONTEXT_DESTROYED, "", "a stream made before reset");
+  expect_error([&] { event.record(env.ctx.default_stream()); }, Status::ERROR_CONTEXT_DESTROYED, "",
+               "an event made before reset");
+  const auto v = pattern(100, 1);
+  expect(bytes_of(to_device(env.ctx, HostView::of(v))) == v, "the context does not work after a reset");
+  Stream fresh = env.ctx.create_stream();
+  fresh.synchronize();
+}
+
+}  // namespace
+
+void add_context_checks(std::vector<Check> &checks) {
+  checks.push_back({"context.memory_info", "memory_info reports total > 0 and free <= total", memory_info});
+  checks.push_back({"context.synchronize_waits_for_every_stream",
+                    "Context::synchronize returns after the work of every stream of the context",
+                    synchronize_waits_for_every_stream});
+  checks.push_back({"context.reset_invalidates_old_handles",
+                    "after reset, arrays, streams and events made before it are ERROR_CONTEXT_DESTROYED and the "
+                    "context works",
+                    reset_invalidates_old_handles});
+}
+
+}  // namespace conformance
+}  // namespace gpuhal

@@ -1,0 +1,84 @@
+// Device memory: allocations are distinct, bad sizes and exhaustion are
+// errors that leave the context working.
+#include <algorithm>
+
+#include "conformance.hpp"
+
+namespace gpuhal {
+namespace conformance {
+namespace {
+
+void allocations_disjoint(Env &env) {
+  std::vector<DeviceMemory> held;
+  for (uint64_t size : {uint64_t(1), uint64_t(3), uint64_t(4096), uint64_t(1) << 20, uint64_t(12345)}) {
+    DeviceMemory m = env.ctx.allocate(size);
+    expect(m.device_pointer() != 0, "allocation of " + std::to_string(size) + " bytes returned a null pointer");
+    expect(m.size() == size, "allocation of " + std::to_string(size) + " bytes reports size " + std::to_string(m.size()));
+    for (const auto &o : held) {
+      const bool disjoint =
+          m.device_pointer() + size <= o.device_pointer() || o.device_pointer() + o.size() <= m.device_pointer();
+      expect(disjoint, "two live allocations overlap");
+    }
+    held.push_back(m);
+  }
+  // Each is its own memory: writing one leaves the others.
+  std::vector<DeviceArray> arrays;
+  for (size_t i = 0; i < held.size(); ++i) {
+    arrays.emplace_back(held[i], Layout::make({int64_t(held[i].size())}, 1), dtypes::uint8);
+    arrays.back().memset(uint8_t(i + 1));
+  }
+  for (size_t i = 0; i < arrays.size(); ++i)
+    expect(bytes_of(arrays[i]) == std::vector<uint8_t>(size_t(held[i].size()), uint8_t(i + 1)),
+           "allocation " + std::to_string(i) + " was written by another's memset");
+}
+
+void bad_sizes(Env &env) {
+  expect_error([&] { env.ctx.allocate(0); }, Status::ERROR_INVALID_VALUE, "", "allocate(0)");
+  // More than the device has: an error (the status may be either), never a
+  // crash, and the context goes on working.
+  const uint64_t total = env.runtime.device(0).properties().total_memory;
+  for (uint64_t bytes : {UINT64_MAX, total * 4 + 4096}) {
+    bool refused = false;
+    try {
+      env.ctx.allocate(bytes);
+    } catch (const Error &e) {
+      refused = e.status() == Status::ERROR_OUT_OF_MEMORY || e.status() == Status::ERROR_SIZE_OVERFLOW;
+      expect(refused, "allocate(" + std::to_string(bytes) + ") failed with " + to_string(e.status()) +
+                          ", expected ERROR_OUT_OF_MEMORY or ERROR_SIZE_OVERFLOW");
+    }
+    expect(refused, "allocate(" + std::to_string(bytes) + ") succeeded on a device of " + std::to_string(total) +
+                        " bytes");
+  }
+  const auto v = pattern(4096, 9);
+  expect(bytes_of(to_device(env.ctx, HostView::of(v))) == v, "the context does not work after a refused allocation");
+}
+
+void freed_memory_reused(Env &env) {
+  // Allocating and dropping a quarter of the free memory many times never
+  // runs out: freed memory (through the deferred queue) comes back.
+  const uint64_t free = env.ctx.memory_info().free;
+  const uint64_t chunk = std::min<uint64_t>(free / 4, uint64_t(256) << 20);
+  expect(chunk > 0, "no free memory");
+  for (int i = 0; i < 16; ++i) {
+    DeviceMemory m = env.ctx.allocate(chunk);
+    DeviceArray a(m, Layout::make({int64_t(chunk)}, 1), dtypes::uint8);
+    a.view({Slice(0, 64)}).memset(uint8_t(i));
+  }
+  env.ctx.flush_deallocations();
+}
+
+}  // namespace
+
+void add_memory_checks(std::vector<Check> &checks) {
+  checks.push_back({"memory.allocations_disjoint", "live allocations have their size, never overlap, hold their own bytes",
+                    allocations_disjoint});
+  checks.push_back({"memory.bad_sizes_refused",
+                    "allocate(0) is ERROR_INVALID_VALUE; more than the device has is ERROR_OUT_OF_MEMORY (or "
+                    "SIZE_OVERFLOW) and the context works after",
+                    bad_sizes});
+  checks.push_back({"memory.freed_memory_reused", "memory freed by dropping its handles can be allocated again",
+                    freed_memory_reused});
+}
+
+}  // namespace conformance
+}  // namespace gpuhal
