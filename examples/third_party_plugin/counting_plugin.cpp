@@ -24,6 +24,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <set>
 #include <string>
 
 namespace {
@@ -40,6 +41,12 @@ gpuhal_status_t fail(gpuhal_status_t s, const char *msg) {
 void count() {
   g_calls.fetch_add(1, std::memory_order_relaxed);
 }
+
+struct Event {
+  bool timing = true;
+  bool recorded = false;
+  std::chrono::steady_clock::time_point when;
+};
 
 // Device memory: a memfd mapped shared, so that IPC can hand it to another
 // process. The token in the memfd's name tells an opener that the
@@ -59,6 +66,7 @@ struct Context {
   std::map<uintptr_t, Allocation> allocations;
   std::map<uintptr_t, uint64_t> opened;  // IPC mappings of other processes' memory
   std::map<uintptr_t, HostRange> host;   // pinned and registered host memory
+  std::set<Event *> events;              // destroyed with the context if not before
 };
 
 uint64_t page_round(uint64_t bytes) {
@@ -84,11 +92,6 @@ uint64_t alloc_size(const Allocation &a) {
 uint64_t host_size(const HostRange &r) {
   return r.bytes;
 }
-struct Event {
-  bool timing = true;
-  bool recorded = false;
-  std::chrono::steady_clock::time_point when;
-};
 
 int dummy_stream;
 
@@ -149,6 +152,7 @@ gpuhal_status_t context_destroy(gpuhal_context_t ctx) {
   for (auto &kv : c->opened) munmap(reinterpret_cast<void *>(kv.first), size_t(page_round(kv.second)));
   for (auto &kv : c->host)
     if (kv.second.allocated) std::free(reinterpret_cast<void *>(kv.first));
+  for (Event *e : c->events) delete e;  // "together with every ... event made in it"
   delete c;
   return GPUHAL_SUCCESS;
 }
@@ -356,15 +360,21 @@ gpuhal_status_t add_callback(gpuhal_context_t, gpuhal_stream_t, gpuhal_host_fn f
   fn(user, GPUHAL_SUCCESS);
   return GPUHAL_SUCCESS;
 }
-gpuhal_status_t event_create(gpuhal_context_t, uint32_t flags, gpuhal_event_t *out) {
+gpuhal_status_t event_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_event_t *out) {
   count();
   auto *e = new Event;
   e->timing = (flags & GPUHAL_EVENT_DISABLE_TIMING) == 0;
+  auto *c = reinterpret_cast<Context *>(ctx);
+  std::lock_guard<std::mutex> lock(c->mu);
+  c->events.insert(e);
   *out = reinterpret_cast<gpuhal_event_t>(e);
   return GPUHAL_SUCCESS;
 }
-gpuhal_status_t event_destroy(gpuhal_context_t, gpuhal_event_t e) {
+gpuhal_status_t event_destroy(gpuhal_context_t ctx, gpuhal_event_t e) {
   count();
+  auto *c = reinterpret_cast<Context *>(ctx);
+  std::lock_guard<std::mutex> lock(c->mu);
+  if (!c->events.erase(reinterpret_cast<Event *>(e))) return fail(GPUHAL_ERROR_INVALID_HANDLE, "counting: unknown event");
   delete reinterpret_cast<Event *>(e);
   return GPUHAL_SUCCESS;
 }
