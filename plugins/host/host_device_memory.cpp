@@ -12,7 +12,6 @@
 #include <string>
 
 #include "host_context.hpp"
-#include "host_faults.hpp"
 #include "plugin_support.hpp"
 
 namespace gpuhal::host {
@@ -105,7 +104,6 @@ void unmap_device_memory(void *ptr, uint64_t bytes, int fd) {
 
 gpuhal_status_t ipc_get_handle(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpuhal_ipc_handle_t *out,
                                gpuhal_deviceptr_t *base_out, uint64_t *bytes_out) {
-  HOST_FAULT_POINT("ipc_get_handle");
   return guard("ipc_get_handle", [&]() -> gpuhal_status_t {
     HostContext *c = find_context(ctx);
     if (!c) return fail(GPUHAL_ERROR_INVALID_HANDLE, "ipc_get_handle: invalid context handle");
@@ -144,7 +142,6 @@ gpuhal_status_t ipc_get_handle(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpu
 
 gpuhal_status_t ipc_open(gpuhal_context_t ctx, const gpuhal_ipc_handle_t *handle, gpuhal_deviceptr_t *out,
                          uint64_t *bytes_out) {
-  HOST_FAULT_POINT("ipc_open");
   return guard("ipc_open", [&]() -> gpuhal_status_t {
     HostContext *c = find_context(ctx);
     if (!c) return fail(GPUHAL_ERROR_INVALID_HANDLE, "ipc_open: invalid context handle");
@@ -187,7 +184,6 @@ gpuhal_status_t ipc_open(gpuhal_context_t ctx, const gpuhal_ipc_handle_t *handle
 }
 
 gpuhal_status_t ipc_close(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
-  HOST_FAULT_POINT("ipc_close");
   return guard("ipc_close", [&]() -> gpuhal_status_t {
     HostContext *c = find_context(ctx);
     if (!c) return fail(GPUHAL_ERROR_INVALID_HANDLE, "ipc_close: invalid context handle");

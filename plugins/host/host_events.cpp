@@ -8,7 +8,6 @@
 
 #include "host_context.hpp"
 #include "host_entries.hpp"
-#include "host_faults.hpp"
 #include "host_stream.hpp"
 #include "plugin_support.hpp"
 
@@ -18,7 +17,6 @@ using plugin::fail;
 using plugin::guard;
 
 gpuhal_status_t event_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_event_t *out) {
-  HOST_FAULT_POINT("event_create");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("event_create");
   if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "event_create: null output pointer");
@@ -31,7 +29,6 @@ gpuhal_status_t event_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_event_
 }
 
 gpuhal_status_t event_destroy(gpuhal_context_t ctx, gpuhal_event_t event) {
-  HOST_FAULT_POINT("event_destroy");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("event_destroy");
   return c->destroy_event(event) ? GPUHAL_SUCCESS
@@ -39,7 +36,6 @@ gpuhal_status_t event_destroy(gpuhal_context_t ctx, gpuhal_event_t event) {
 }
 
 gpuhal_status_t event_record(gpuhal_context_t ctx, gpuhal_event_t event, gpuhal_stream_t stream) {
-  HOST_FAULT_POINT("event_record");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("event_record");
   std::shared_ptr<StreamState> s = c->stream(stream);
@@ -53,7 +49,6 @@ gpuhal_status_t event_record(gpuhal_context_t ctx, gpuhal_event_t event, gpuhal_
 }
 
 gpuhal_status_t event_synchronize(gpuhal_context_t ctx, gpuhal_event_t event) {
-  HOST_FAULT_POINT("event_synchronize");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("event_synchronize");
   if (on_worker_thread()) return would_deadlock("event_synchronize");
@@ -65,7 +60,6 @@ gpuhal_status_t event_synchronize(gpuhal_context_t ctx, gpuhal_event_t event) {
 }
 
 gpuhal_status_t event_query(gpuhal_context_t ctx, gpuhal_event_t event) {
-  HOST_FAULT_POINT("event_query");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("event_query");
   auto e = c->event(event);
@@ -76,7 +70,6 @@ gpuhal_status_t event_query(gpuhal_context_t ctx, gpuhal_event_t event) {
 }
 
 gpuhal_status_t event_elapsed_ms(gpuhal_context_t ctx, gpuhal_event_t start, gpuhal_event_t end, float *ms) {
-  HOST_FAULT_POINT("event_elapsed_ms");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("event_elapsed_ms");
   if (!ms) return fail(GPUHAL_ERROR_INVALID_VALUE, "event_elapsed_ms: null output pointer");

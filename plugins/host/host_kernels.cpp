@@ -9,7 +9,6 @@
 #include <thread>
 
 #include "host_context.hpp"
-#include "host_faults.hpp"
 #include "host_lowering.hpp"
 #include "host_workitem_loops.hpp"
 #include "plugin_support.hpp"
@@ -99,7 +98,6 @@ HostModule::~HostModule() {
 }
 
 gpuhal_status_t lower_builtin(const char *builtin, const char **text) {
-  HOST_FAULT_POINT("lower_builtin");
   if (!builtin || !text) return fail(GPUHAL_ERROR_INVALID_VALUE, "lower_builtin: null argument");
   const char *t = host_lowering(builtin);
   if (!t) return fail(GPUHAL_ERROR_NOT_FOUND, std::string("lower_builtin: no builtin '") + builtin + "'");
@@ -109,7 +107,6 @@ gpuhal_status_t lower_builtin(const char *builtin, const char **text) {
 
 gpuhal_status_t module_compile(gpuhal_context_t ctx, const gpuhal_compile_args_t *args, void **image, uint64_t *bytes,
                                uint32_t *format) {
-  HOST_FAULT_POINT("module_compile");
   return guard("module_compile", [&]() -> gpuhal_status_t {
     if (!find_context(ctx)) return no_context("module_compile");
     if (!args || args->struct_size < sizeof(gpuhal_compile_args_t) || !args->source || !image || !bytes || !format ||
@@ -160,7 +157,6 @@ void image_free(void *image) {
 
 gpuhal_status_t module_load(gpuhal_context_t ctx, const void *image, uint64_t bytes, uint32_t format,
                             gpuhal_module_t *out) {
-  HOST_FAULT_POINT("module_load");
   return guard("module_load", [&]() -> gpuhal_status_t {
     HostContext *c = find_context(ctx);
     if (!c) return no_context("module_load");
@@ -229,7 +225,6 @@ gpuhal_status_t module_load(gpuhal_context_t ctx, const void *image, uint64_t by
 }
 
 gpuhal_status_t module_unload(gpuhal_context_t ctx, gpuhal_module_t module) {
-  HOST_FAULT_POINT("module_unload");
   return guard("module_unload", [&]() -> gpuhal_status_t {
     HostContext *c = find_context(ctx);
     if (!c) return no_context("module_unload");
@@ -248,7 +243,6 @@ gpuhal_status_t module_unload(gpuhal_context_t ctx, gpuhal_module_t module) {
 
 gpuhal_status_t module_get_kernel(gpuhal_context_t ctx, gpuhal_module_t module, const char *name,
                                   gpuhal_kernel_t *out) {
-  HOST_FAULT_POINT("module_get_kernel");
   HostContext *c = find_context(ctx);
   if (!c) return no_context("module_get_kernel");
   if (!name || !out) return fail(GPUHAL_ERROR_INVALID_VALUE, "module_get_kernel: null argument");
@@ -264,7 +258,6 @@ gpuhal_status_t module_get_kernel(gpuhal_context_t ctx, gpuhal_module_t module, 
 
 gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuhal_launch_config_t *config,
                        void *const *args, uint32_t arg_count, gpuhal_stream_t stream) {
-  HOST_FAULT_POINT("launch");
   return guard("launch", [&]() -> gpuhal_status_t {
     HostContext *c = find_context(ctx);
     if (!c) return no_context("launch");

@@ -8,7 +8,6 @@
 
 #include "host_context.hpp"
 #include "host_entries.hpp"
-#include "host_faults.hpp"
 #include "host_stream.hpp"
 #include "plugin_support.hpp"
 
@@ -23,7 +22,6 @@ constexpr uint32_t kHostFlags =
     GPUHAL_HOST_ALLOC_PORTABLE | GPUHAL_HOST_ALLOC_MAPPED | GPUHAL_HOST_ALLOC_WRITE_COMBINED;
 
 gpuhal_status_t host_alloc(gpuhal_context_t ctx, uint64_t bytes, uint32_t flags, void **out) {
-  HOST_FAULT_POINT("host_alloc");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("host_alloc");
   if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_alloc: null output pointer");
@@ -45,7 +43,6 @@ gpuhal_status_t host_alloc(gpuhal_context_t ctx, uint64_t bytes, uint32_t flags,
 }
 
 gpuhal_status_t host_free(gpuhal_context_t ctx, void *ptr) {
-  HOST_FAULT_POINT("host_free");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("host_free");
   const Region r = plugin_state().registry.erase(reinterpret_cast<uintptr_t>(ptr), c, RegionKind::HostAlloc);
@@ -57,7 +54,6 @@ gpuhal_status_t host_free(gpuhal_context_t ctx, void *ptr) {
 }
 
 gpuhal_status_t host_register(gpuhal_context_t ctx, void *ptr, uint64_t bytes, uint32_t flags) {
-  HOST_FAULT_POINT("host_register");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("host_register");
   if (!ptr || bytes == 0) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_register: null pointer or zero size");
@@ -76,7 +72,6 @@ gpuhal_status_t host_register(gpuhal_context_t ctx, void *ptr, uint64_t bytes, u
 }
 
 gpuhal_status_t host_unregister(gpuhal_context_t ctx, void *ptr) {
-  HOST_FAULT_POINT("host_unregister");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("host_unregister");
   const Region r = plugin_state().registry.erase(reinterpret_cast<uintptr_t>(ptr), c, RegionKind::Registered);
@@ -87,7 +82,6 @@ gpuhal_status_t host_unregister(gpuhal_context_t ctx, void *ptr) {
 }
 
 gpuhal_status_t host_get_device_pointer(gpuhal_context_t ctx, void *host_ptr, gpuhal_deviceptr_t *out) {
-  HOST_FAULT_POINT("host_get_device_pointer");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("host_get_device_pointer");
   if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_get_device_pointer: null output pointer");

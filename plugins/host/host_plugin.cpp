@@ -14,7 +14,6 @@
 #include "host_context.hpp"
 #include "host_entries.hpp"
 #include "host_device_memory.hpp"
-#include "host_faults.hpp"
 #include "host_kernels.hpp"
 #include "plugin_support.hpp"
 
@@ -96,9 +95,6 @@ gpuhal_status_t init(const gpuhal_init_args_t *args) {
     if (fiber_stack < 16 * 1024 || fiber_stack > (uint64_t(1) << 30))
       return fail(GPUHAL_ERROR_INVALID_CONFIG,
                   "GPUHAL_HOST_FIBER_STACK=" + std::to_string(fiber_stack) + ": expected between 16K and 1G bytes");
-    // The fault setting is re-read at every init and is not part of the key.
-    if (!set_faults(opts.get("GPUHAL_HOST_FAULT").value_or(""), &error))
-      return fail(GPUHAL_ERROR_INVALID_CONFIG, error);
     const std::string key = std::to_string(devices) + "/" + std::to_string(limit);
     std::lock_guard<std::mutex> lock(g_init_mu);
     if (plugin_state_exists()) {
@@ -146,7 +142,6 @@ const char *last_error() {
 }
 
 gpuhal_status_t device_count(int32_t *count) {
-  HOST_FAULT_POINT("device_count");
   if (!count) return fail(GPUHAL_ERROR_INVALID_VALUE, "device_count: null output pointer");
   if (!plugin_state_exists()) return fail(GPUHAL_ERROR_INITIALIZATION_FAILED, "device_count: plugin not initialised");
   *count = int32_t(plugin_state().devices.size());
@@ -160,7 +155,6 @@ HostDevice *device_at(int32_t ordinal) {
 }
 
 gpuhal_status_t device_properties(int32_t ordinal, gpuhal_device_properties_t *out) {
-  HOST_FAULT_POINT("device_properties");
   if (!out || out->struct_size < 8)
     return fail(GPUHAL_ERROR_INVALID_VALUE, "device_properties: null or too small output");
   HostDevice *d = device_at(ordinal);
@@ -193,7 +187,6 @@ gpuhal_status_t device_properties(int32_t ordinal, gpuhal_device_properties_t *o
 // ---- contexts ----------------------------------------------------------------
 
 gpuhal_status_t context_create(int32_t ordinal, gpuhal_context_t *out) {
-  HOST_FAULT_POINT("context_create");
   return guard("context_create", [&]() -> gpuhal_status_t {
     if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "context_create: null output pointer");
     HostDevice *d = device_at(ordinal);
@@ -225,7 +218,6 @@ gpuhal_status_t context_destroy(gpuhal_context_t ctx) {
 }
 
 gpuhal_status_t context_synchronize(gpuhal_context_t ctx) {
-  HOST_FAULT_POINT("context_synchronize");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("context_synchronize");
   if (on_worker_thread()) return would_deadlock("context_synchronize");
@@ -234,7 +226,6 @@ gpuhal_status_t context_synchronize(gpuhal_context_t ctx) {
 }
 
 gpuhal_status_t memory_info(gpuhal_context_t ctx, uint64_t *free_bytes, uint64_t *total_bytes) {
-  HOST_FAULT_POINT("memory_info");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("memory_info");
   if (!free_bytes || !total_bytes) return fail(GPUHAL_ERROR_INVALID_VALUE, "memory_info: null output pointer");
@@ -248,7 +239,6 @@ gpuhal_status_t memory_info(gpuhal_context_t ctx, uint64_t *free_bytes, uint64_t
 // ---- device memory -------------------------------------------------------------
 
 gpuhal_status_t mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr_t *out) {
-  HOST_FAULT_POINT("mem_alloc");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("mem_alloc");
   if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc: null output pointer");
@@ -284,7 +274,6 @@ gpuhal_status_t mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr
 }
 
 gpuhal_status_t mem_free(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
-  HOST_FAULT_POINT("mem_free");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("mem_free");
   const Region r = plugin_state().registry.erase(uintptr_t(ptr), c, RegionKind::Device);
@@ -298,7 +287,6 @@ gpuhal_status_t mem_free(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
 // Stream-ordered memory: the allocation is made at once (always early
 // enough); the free runs on the stream after the work submitted before it.
 gpuhal_status_t mem_alloc_async(gpuhal_context_t ctx, uint64_t bytes, gpuhal_stream_t stream, gpuhal_deviceptr_t *out) {
-  HOST_FAULT_POINT("mem_alloc_async");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("mem_alloc_async");
   if (!c->stream(stream)) return bad_stream("mem_alloc_async");
@@ -306,7 +294,6 @@ gpuhal_status_t mem_alloc_async(gpuhal_context_t ctx, uint64_t bytes, gpuhal_str
 }
 
 gpuhal_status_t mem_free_async(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpuhal_stream_t stream) {
-  HOST_FAULT_POINT("mem_free_async");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("mem_free_async");
   std::shared_ptr<StreamState> s = c->stream(stream);
@@ -329,7 +316,6 @@ gpuhal_status_t mem_free_async(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpu
 // ---- streams and events ------------------------------------------------------------
 
 gpuhal_status_t stream_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_stream_t *out) {
-  HOST_FAULT_POINT("stream_create");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("stream_create");
   if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_create: null output pointer");
@@ -342,7 +328,6 @@ gpuhal_status_t stream_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_strea
 }
 
 gpuhal_status_t stream_destroy(gpuhal_context_t ctx, gpuhal_stream_t stream) {
-  HOST_FAULT_POINT("stream_destroy");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("stream_destroy");
   if (!stream || stream == GPUHAL_STREAM_LEGACY || stream == GPUHAL_STREAM_PER_THREAD)
@@ -354,7 +339,6 @@ gpuhal_status_t stream_destroy(gpuhal_context_t ctx, gpuhal_stream_t stream) {
 }
 
 gpuhal_status_t stream_synchronize(gpuhal_context_t ctx, gpuhal_stream_t stream) {
-  HOST_FAULT_POINT("stream_synchronize");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("stream_synchronize");
   if (on_worker_thread()) return would_deadlock("stream_synchronize");
@@ -365,7 +349,6 @@ gpuhal_status_t stream_synchronize(gpuhal_context_t ctx, gpuhal_stream_t stream)
 }
 
 gpuhal_status_t stream_query(gpuhal_context_t ctx, gpuhal_stream_t stream) {
-  HOST_FAULT_POINT("stream_query");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("stream_query");
   std::shared_ptr<StreamState> s = c->stream(stream);
@@ -374,7 +357,6 @@ gpuhal_status_t stream_query(gpuhal_context_t ctx, gpuhal_stream_t stream) {
 }
 
 gpuhal_status_t stream_wait_event(gpuhal_context_t ctx, gpuhal_stream_t stream, gpuhal_event_t event) {
-  HOST_FAULT_POINT("stream_wait_event");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("stream_wait_event");
   std::shared_ptr<StreamState> s = c->stream(stream);
@@ -390,7 +372,6 @@ gpuhal_status_t stream_wait_event(gpuhal_context_t ctx, gpuhal_stream_t stream, 
 }
 
 gpuhal_status_t stream_add_callback(gpuhal_context_t ctx, gpuhal_stream_t stream, gpuhal_host_fn fn, void *user) {
-  HOST_FAULT_POINT("stream_add_callback");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("stream_add_callback");
   std::shared_ptr<StreamState> s = c->stream(stream);
@@ -404,7 +385,6 @@ gpuhal_status_t stream_add_callback(gpuhal_context_t ctx, gpuhal_stream_t stream
 
 gpuhal_status_t stream_barrier(gpuhal_context_t ctx, gpuhal_stream_t stream, const gpuhal_event_t *events,
                                uint32_t count, uint32_t flags) {
-  HOST_FAULT_POINT("stream_barrier");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("stream_barrier");
   std::shared_ptr<StreamState> s = c->stream(stream);
@@ -431,7 +411,6 @@ gpuhal_status_t stream_barrier(gpuhal_context_t ctx, gpuhal_stream_t stream, con
 // ---- peer access: every host device addresses the same memory -----------------------
 
 gpuhal_status_t device_can_access_peer(int32_t ordinal, int32_t peer, int32_t *out) {
-  HOST_FAULT_POINT("device_can_access_peer");
   if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "device_can_access_peer: null output pointer");
   if (!device_at(ordinal) || !device_at(peer))
     return fail(GPUHAL_ERROR_INVALID_VALUE,
@@ -441,7 +420,6 @@ gpuhal_status_t device_can_access_peer(int32_t ordinal, int32_t peer, int32_t *o
 }
 
 gpuhal_status_t context_enable_peer_access(gpuhal_context_t ctx, gpuhal_context_t peer) {
-  HOST_FAULT_POINT("context_enable_peer_access");
   HostContext *c = find_context(ctx);
   HostContext *p = find_context(peer);
   if (!c || !p) return bad_context("context_enable_peer_access");

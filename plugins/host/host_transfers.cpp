@@ -7,7 +7,6 @@
 
 #include "host_context.hpp"
 #include "host_entries.hpp"
-#include "host_faults.hpp"
 #include "host_kernels.hpp"
 #include "host_stream.hpp"
 #include "plugin_support.hpp"
@@ -56,7 +55,6 @@ gpuhal_status_t copy_on(HostContext *c, const std::shared_ptr<StreamState> &s, g
 
 gpuhal_status_t memcpy_sync(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
                             uint64_t bytes) {
-  HOST_FAULT_POINT("memcpy_sync");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("memcpy_sync");
   if (on_worker_thread()) return would_deadlock("memcpy_sync");
@@ -67,7 +65,6 @@ gpuhal_status_t memcpy_sync(gpuhal_context_t ctx, uint32_t kind, gpuhal_devicept
 
 gpuhal_status_t memcpy_async(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
                              uint64_t bytes, gpuhal_stream_t stream) {
-  HOST_FAULT_POINT("memcpy_async");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("memcpy_async");
   std::shared_ptr<StreamState> s = c->stream(stream);
@@ -102,7 +99,6 @@ gpuhal_status_t set_on(HostContext *c, const std::shared_ptr<StreamState> &s, gp
 }  // namespace
 
 gpuhal_status_t memset_sync(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t value, uint64_t bytes) {
-  HOST_FAULT_POINT("memset_sync");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("memset_sync");
   if (on_worker_thread()) return would_deadlock("memset_sync");
@@ -111,7 +107,6 @@ gpuhal_status_t memset_sync(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_
 
 gpuhal_status_t memset_async(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t value, uint64_t bytes,
                              gpuhal_stream_t stream) {
-  HOST_FAULT_POINT("memset_async");
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("memset_async");
   std::shared_ptr<StreamState> s = c->stream(stream);

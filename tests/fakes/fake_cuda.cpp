@@ -16,9 +16,10 @@
 //   FAKE_CUDA_MEMORY=<bytes>           device capacity (default 256 MiB, shared)
 //   FAKE_CUDA_DEVICES=<n>              number of devices, 1 to 4 (default 1)
 //   FAKE_CUDA_NO_PROC_ADDRESS=1        cuGetProcAddress_v2 finds nothing
-//   FAKE_CUDA_FAIL=<symbol>:<k>:<code>[,...]
+//   FAKE_CUDA_FAIL=<symbol>:<k>[:<code>][,...]
 //                                      the k-th call (from 1) of <symbol>
-//                                      returns CUresult <code> (fault injection)
+//                                      returns CUresult <code> (default
+//                                      CUDA_ERROR_UNKNOWN; fault_spec.hpp)
 //   FAKE_CUDA_DRIVER_VERSION=<v>       what cuDriverGetVersion says (default
 //                                      13000); PTX newer than it is refused
 //   FAKE_CUDA_CC=<major><minor>        the devices' compute capability
@@ -60,6 +61,7 @@
 //    function: the last cuFuncSetAttribute wins.
 //  - Destroying a primary context (reset, or the last release) destroys
 //    everything made in it: streams, events, memory, modules.
+#include "fault_spec.hpp"
 #include <dlfcn.h>
 
 #include <atomic>
@@ -93,38 +95,21 @@ constexpr CUresult OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, NOT_INITIALIZED
                    INVALID_HANDLE = 400, NOT_READY = 600, ALREADY_REGISTERED = 712, NOT_REGISTERED = 713,
                    NOT_PERMITTED = 800;
 
-// ---- fault injection -------------------------------------------------------------
-struct Fault {
-  std::string symbol;
-  long k;
-  CUresult code;
-  long calls = 0;
-};
-std::mutex g_fault_mu;
-std::vector<Fault> g_faults = [] {
-  std::vector<Fault> out;
+// ---- fault injection (FAKE_CUDA_FAIL, syntax of fault_spec.hpp) ------------------
+gpuhal::fakes::FaultRules &g_faults = *[] {
+  auto *rules = new gpuhal::fakes::FaultRules;
+  std::string error;
   const char *spec = std::getenv("FAKE_CUDA_FAIL");
-  std::string s = spec ? spec : "";
-  size_t start = 0;
-  while (start < s.size()) {
-    size_t end = s.find(',', start);
-    if (end == std::string::npos) end = s.size();
-    const std::string item = s.substr(start, end - start);
-    const size_t a = item.find(':'), b = item.rfind(':');
-    if (a != std::string::npos && b != a)
-      out.push_back(
-          {item.substr(0, a), std::atol(item.substr(a + 1, b - a - 1).c_str()), std::atoi(item.substr(b + 1).c_str())});
-    start = end + 1;
+  if (!rules->set(spec ? spec : "", &error)) {
+    std::fprintf(stderr, "fake CUDA driver: FAKE_CUDA_FAIL: %s\n", error.c_str());
+    std::abort();
   }
-  return out;
+  return rules;
 }();
 
 CUresult injected(const char *symbol) {
-  std::lock_guard<std::mutex> lock(g_fault_mu);
-  CUresult r = OK;
-  for (auto &f : g_faults)  // every entry counts every call of its symbol
-    if (f.symbol == symbol && ++f.calls == f.k && r == OK) r = f.code;
-  return r;
+  long code = 0;
+  return g_faults.fires(symbol, 999 /* CUDA_ERROR_UNKNOWN */, &code) ? CUresult(code) : OK;
 }
 #define FAULT(sym) \
   if (CUresult f_ = injected(#sym); f_ != OK) return f_
@@ -1177,11 +1162,9 @@ extern "C" {
 // Fault injection at run time, for tests: the k-th call of `symbol` from now
 // on returns `code`. fake_cuda_clear_faults() removes every fault.
 API void fake_cuda_fail(const char *symbol, long k, int code) {
-  std::lock_guard<std::mutex> lock(g_fault_mu);
-  g_faults.push_back({symbol, k, code});
+  g_faults.add(symbol, k, code);
 }
 API void fake_cuda_clear_faults() {
-  std::lock_guard<std::mutex> lock(g_fault_mu);
   g_faults.clear();
 }
 

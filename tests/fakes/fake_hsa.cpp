@@ -42,7 +42,8 @@
 // Environment: FAKE_HSA_INIT_FAIL=<status> makes hsa_init fail;
 // FAKE_HSA_GPUS=<n>; FAKE_HSA_ISAS=<isa>[,...]; FAKE_HSA_MEMORY=<bytes per GPU>;
 // FAKE_HSA_SYSTEM_MEMORY=<pinned system memory limit>;
-// FAKE_HSA_FAIL=sym:k:status[,...] makes the k-th call of sym fail;
+// FAKE_HSA_FAIL=sym:k[:status][,...] makes the k-th call of sym fail (default
+// HSA_STATUS_ERROR; syntax of fault_spec.hpp);
 // FAKE_HSA_FAULTING_KERNELS=<name>[,...]: dispatches of these kernels fault
 // as a memory access to an unmapped page would (the fake runs no code).
 // Test hooks: fake_hsa_last_dispatch, fake_hsa_dispatch_count,
@@ -50,6 +51,7 @@
 // fake_hsa_fail_next_packet (the next packet errs when it runs, after its
 // dependencies),
 // fake_hsa_memory_fault_next_packet (a memory fault at an address).
+#include "fault_spec.hpp"
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -73,38 +75,21 @@ using namespace gpuhal::hsa::api;
 
 namespace {
 
-// ---- fault injection -------------------------------------------------------------------
-struct Fault {
-  std::string symbol;
-  long k;
-  hsa_status_t code;
-  long calls = 0;
-};
-std::mutex &g_fault_mu = *new std::mutex;
-std::vector<Fault> g_faults = [] {
-  std::vector<Fault> out;
+// ---- fault injection (FAKE_HSA_FAIL, syntax of fault_spec.hpp) -------------------------
+gpuhal::fakes::FaultRules &g_faults = *[] {
+  auto *rules = new gpuhal::fakes::FaultRules;
+  std::string error;
   const char *spec = std::getenv("FAKE_HSA_FAIL");
-  std::string s = spec ? spec : "";
-  size_t start = 0;
-  while (start < s.size()) {
-    size_t end = s.find(',', start);
-    if (end == std::string::npos) end = s.size();
-    const std::string item = s.substr(start, end - start);
-    const size_t a = item.find(':'), b = item.rfind(':');
-    if (a != std::string::npos && b != a)
-      out.push_back({item.substr(0, a), std::atol(item.substr(a + 1, b - a - 1).c_str()),
-                     hsa_status_t(std::strtol(item.substr(b + 1).c_str(), nullptr, 0))});
-    start = end + 1;
+  if (!rules->set(spec ? spec : "", &error)) {
+    std::fprintf(stderr, "fake HSA runtime: FAKE_HSA_FAIL: %s\n", error.c_str());
+    std::abort();
   }
-  return out;
+  return rules;
 }();
 
 hsa_status_t injected(const char *symbol) {
-  std::lock_guard<std::mutex> lock(g_fault_mu);
-  hsa_status_t r = HSA_STATUS_SUCCESS;
-  for (auto &f : g_faults)
-    if (f.symbol == symbol && ++f.calls == f.k && r == HSA_STATUS_SUCCESS) r = f.code;
-  return r;
+  long code = 0;
+  return g_faults.fires(symbol, HSA_STATUS_ERROR, &code) ? hsa_status_t(code) : HSA_STATUS_SUCCESS;
 }
 #define FAULT(sym) \
   if (hsa_status_t f_ = injected(#sym); f_ != HSA_STATUS_SUCCESS) return f_
@@ -1176,12 +1161,10 @@ EXPORT void fake_hsa_memory_fault_next_packet(uint64_t address) {
 }
 
 EXPORT void fake_hsa_fail(const char *symbol, long k, int status) {
-  std::lock_guard<std::mutex> lock(g_fault_mu);
-  g_faults.push_back({symbol, k, hsa_status_t(status)});
+  g_faults.add(symbol, k, status);
 }
 
 EXPORT void fake_hsa_clear_faults() {
-  std::lock_guard<std::mutex> lock(g_fault_mu);
   g_faults.clear();
 }
 

@@ -33,7 +33,10 @@ Runtime cuda_runtime(const char *faults = nullptr) {
 
 }  // namespace
 
-TEST_CASE("cuda backend over the fake driver: devices, arrays, streams, host memory, IPC") {
+// What every backend does (transfers, streams, events, host memory, IPC,
+// reset...) is checked by the conformance suite over the fake driver
+// (ctest conform.cuda_fake_driver); here, what is the cuda plugin's own.
+TEST_CASE("cuda backend over the fake driver: the device's properties and the plugin's IPC handles") {
   Runtime rt = cuda_runtime();
   REQUIRE(rt.backend_name() == "cuda");
   REQUIRE(rt.device_count() == 1);
@@ -47,39 +50,16 @@ TEST_CASE("cuda backend over the fake driver: devices, arrays, streams, host mem
   CHECK(rt.supports(Capability::MappedHostMemory));
   CHECK(rt.supports(Capability::Ipc));
   Context ctx = rt.device(0).primary_context();
+  CHECK(ctx.memory_info().total == p.total_memory);
 
+  // A view's handle names the allocation (cuIpcGetMemHandle takes its base)
+  // and carries the view's offset.
   std::vector<float> v(1000);
-  for (size_t i = 0; i < v.size(); ++i) v[i] = float(i);
   DeviceArray d = to_device(ctx, HostView::of(v, {10, 100}));
-  CHECK(d.copy_to_host().to_vector<float>() == v);
-  CHECK(d.view({Slice(2, 4)}).copy_to_host().to_vector<float>()[0] == 200.0f);
-
-  Stream s = ctx.create_stream();
-  Event start = ctx.create_event(), end = ctx.create_event();
-  start.record(s);
-  d.memset(0, s);
-  end.record(s);
-  end.synchronize();
-  CHECK(Event::elapsed_ms(start, end) >= 0.0f);
-  CHECK(d.copy_to_host().to_vector<float>()[999] == 0.0f);
-
-  HostArray pinned = pinned_array(ctx, {16}, dtypes::int32);
-  MappedArray mapped = mapped_array(ctx, {16}, dtypes::int32);
-  mapped.device.memset(1);
-  CHECK(mapped.host.at<int32_t>({15}) == 0x01010101);
-  { PinnedScope pin(ctx, {HostView::of(v)}); }
-
   const IpcArrayHandle h = get_ipc_handle(d.view({Slice(5, 7)}));
   CHECK(h.memory.backend == "cuda");
   CHECK(h.memory.offset == 500 * sizeof(float));
-  IpcArray opened = open_ipc_array(ctx, IpcArrayHandle::deserialize(h.serialize()));
-  CHECK(opened.array().shape() == Shape{2, 100});
-
-  const MemoryInfo before = ctx.memory_info();
-  CHECK(before.total == p.total_memory);
-  ctx.reset();  // the plugin frees everything of the context
-  DeviceArray again = device_array(ctx, {4});
-  CHECK(again.copy_to_host().size() == 4);
+  CHECK(h.memory.size == 2 * 100 * sizeof(float));  // the bytes of the view
 }
 
 TEST_CASE("cuda: a failing driver call names the call and leaves the context usable") {

@@ -1,9 +1,11 @@
-// Fault injection through the host plugin's fault mode (GPUHAL_HOST_FAULT):
-// a representative workload runs once per plugin entry with that entry's
-// first call failing. Each failure must surface as a gpuhal::Error (thrown,
+// Fault injection through the faulting plugin (tests/fakes/faulting_plugin.cpp)
+// wrapped around the host plugin (GPUHAL_FAULT=<entry>:<k>): a representative
+// workload runs once per plugin entry with that entry's first call failing. Each failure must surface as a gpuhal::Error (thrown,
 // or handed to the deallocation error handler for releases) naming the
 // entry; afterwards the same context runs the workload cleanly and all
 // device memory comes back (LSan checks host memory in CI).
+#include <stdlib.h>
+
 #include <functional>
 
 #include "test_support.hpp"
@@ -71,10 +73,21 @@ GPUHAL_KERNEL void twice(GPUHAL_GLOBAL float *x, unsigned n) {
   ctx.synchronize();
 }
 
+// The host plugin wrapped by the faulting plugin, with extra options.
+Runtime faulty_runtime(std::vector<std::pair<std::string, std::string>> options) {
+  setenv("GPUHAL_FAULTING_TARGET", GPUHAL_TEST_LIB_DIR "/libgpuhal-host.so", 1);
+  Config c;
+  c.backend = test::fake_path("libgpuhal-faulting.so");
+  for (auto &kv : options) c.set_option(kv.first, kv.second);
+  return Runtime::load(c);
+}
+
 Context faulty_context(const std::string &spec) {
-  return test::host_context({{"GPUHAL_HOST_MEMORY_LIMIT", "64M"},
-                             {"GPUHAL_HOST_FAULT", spec},
-                             {"GPUHAL_KERNEL_CACHE", GPUHAL_TEST_KERNEL_CACHE}});
+  return faulty_runtime({{"GPUHAL_HOST_MEMORY_LIMIT", "64M"},
+                         {"GPUHAL_FAULT", spec},
+                         {"GPUHAL_KERNEL_CACHE", GPUHAL_TEST_KERNEL_CACHE}})
+      .device(0)
+      .primary_context();
 }
 
 }  // namespace
@@ -116,7 +129,7 @@ TEST_CASE("fault injection: every host plugin entry fails in turn during a workl
     ctx.synchronize();  // the buffers may be dropped now
     ctx.flush_deallocations();
     const std::string seen = thrown.empty() ? (released.empty() ? "" : released.front()) : thrown;
-    CHECK_THAT(seen, Catch::Matchers::Contains(std::string(entry) + ": fault injected by GPUHAL_HOST_FAULT"));
+    CHECK_THAT(seen, Catch::Matchers::Contains(std::string(entry) + ": fault injected by GPUHAL_FAULT"));
     if (seen.find(entry) != std::string::npos) ++injected;
     // The context is still usable, and once everything is released the
     // device memory is all back (what a failed release kept is freed by a
@@ -140,10 +153,10 @@ TEST_CASE("fault injection: device, context and peer entries of the host plugin"
     } catch (const Error &e) {
       seen = e.what();
     }
-    CHECK_THAT(seen, Catch::Matchers::Contains(std::string(entry) + ": fault injected by GPUHAL_HOST_FAULT"));
+    CHECK_THAT(seen, Catch::Matchers::Contains(std::string(entry) + ": fault injected by GPUHAL_FAULT"));
   }
-  Runtime rt = test::host_runtime(
-      {{"GPUHAL_HOST_DEVICES", "2"}, {"GPUHAL_HOST_FAULT", "device_can_access_peer:1,context_enable_peer_access:1"}});
+  Runtime rt =
+      faulty_runtime({{"GPUHAL_HOST_DEVICES", "2"}, {"GPUHAL_FAULT", "device_can_access_peer:1,context_enable_peer_access:1"}});
   REQUIRE_GPUHAL_ERROR(rt.device(0).can_access_peer(rt.device(1)), Status::ERROR_UNKNOWN,
                        "device_can_access_peer: fault injected");
   CHECK(rt.device(0).can_access_peer(rt.device(1)));
@@ -152,7 +165,7 @@ TEST_CASE("fault injection: device, context and peer entries of the host plugin"
   CHECK_NOTHROW(c0.enable_peer_access(c1));
 }
 
-TEST_CASE("fault injection: a bad GPUHAL_HOST_FAULT is a configuration error") {
+TEST_CASE("fault injection: a bad GPUHAL_FAULT fails the wrapper's init; a status can be named") {
   REQUIRE_GPUHAL_ERROR(faulty_context("mem_alloc"), Status::ERROR_INITIALIZATION_FAILED, "expected <entry>:<k>");
   REQUIRE_GPUHAL_ERROR(faulty_context("mem_alloc:0"), Status::ERROR_INITIALIZATION_FAILED, "k >= 1");
   // A later call can be aimed at: the third allocation fails.
@@ -160,4 +173,7 @@ TEST_CASE("fault injection: a bad GPUHAL_HOST_FAULT is a configuration error") {
   DeviceArray a = device_array(ctx, {4}), b = device_array(ctx, {4});
   REQUIRE_GPUHAL_ERROR(device_array(ctx, {4}), Status::ERROR_OUT_OF_MEMORY, "mem_alloc: fault injected");
   CHECK_NOTHROW(device_array(ctx, {4}));
+  // A status named by its number (status.def).
+  Context named = faulty_context("memset_sync:1:" + std::to_string(int(Status::ERROR_INVALID_VALUE)));
+  REQUIRE_GPUHAL_ERROR(device_array(named, {4}).memset(0), Status::ERROR_INVALID_VALUE, "memset_sync: fault injected");
 }

@@ -29,6 +29,10 @@ inline gpuhal::Context host_context(std::vector<std::pair<std::string, std::stri
   return host_runtime(std::move(options)).device(0).primary_context();
 }
 
+inline std::string fake_path(const char *file) {
+  return std::string(GPUHAL_TEST_FAKES_DIR) + "/" + file;
+}
+
 inline std::string fake(const char *name) {
   return std::string(GPUHAL_TEST_FAKES_DIR) + "/libgpuhal-fake-" + name + ".so";
 }

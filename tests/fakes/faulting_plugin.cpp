@@ -1,0 +1,158 @@
+// A fake plugin that wraps a real one and fails chosen entries: for testing
+// how the core and everything above a plugin cope with failures, without
+// fault hooks in the production plugin.
+//
+//   GPUHAL_FAULTING_TARGET=/abs/path/libgpuhal-host.so   (environment, read
+//       when the wrapper is negotiated, as a driver reads its own settings)
+//   GPUHAL_FAULT=<entry>:<k>[:<status>][,...]             (a configuration
+//       option, re-read at every init: a new runtime aims at another call)
+//
+// The k-th call (from 1, counted from the init that read the option) of a
+// named entry fails without reaching the target, with the given gpuhal
+// status or one fitting the entry (ERROR_OUT_OF_MEMORY for allocating
+// entries, ERROR_UNKNOWN otherwise) and the message "<entry>: fault
+// injected by GPUHAL_FAULT". Every other call goes to the target, whose
+// table (and so capabilities) the wrapper mirrors. A malformed option
+// fails init. Syntax: fault_spec.hpp.
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <type_traits>
+
+#include "fault_spec.hpp"
+#include "gpuhal/plugin.h"
+
+namespace {
+
+const gpuhal_plugin_table_t *g_target = nullptr;
+gpuhal::fakes::FaultRules g_rules;
+thread_local bool t_injected = false;  // the calling thread's last call failed by injection
+thread_local std::string t_message;
+
+bool allocating(const char *entry) {
+  return std::strstr(entry, "alloc") != nullptr || std::strcmp(entry, "stream_create") == 0 ||
+         std::strcmp(entry, "event_create") == 0 || std::strcmp(entry, "context_create") == 0;
+}
+
+// GPUHAL_SUCCESS, or the injected failure of this call of `entry`.
+gpuhal_status_t injected(const char *entry) {
+  long code = 0;
+  const long fallback = allocating(entry) ? GPUHAL_ERROR_OUT_OF_MEMORY : GPUHAL_ERROR_UNKNOWN;
+  t_injected = g_rules.fires(entry, fallback, &code);
+  if (!t_injected) return GPUHAL_SUCCESS;
+  t_message = std::string(entry) + ": fault injected by GPUHAL_FAULT";
+  return gpuhal_status_t(code);
+}
+
+gpuhal_status_t init(const gpuhal_init_args_t *args) {
+  std::string spec;
+  if (args)
+    for (uint32_t i = 0; i < args->option_count; ++i)
+      if (std::strcmp(args->options[i].name, "GPUHAL_FAULT") == 0) spec = args->options[i].value;
+  std::string error;
+  if (!g_rules.set(spec, &error)) {
+    t_injected = true;
+    t_message = "GPUHAL_FAULT: " + error;
+    return GPUHAL_ERROR_INITIALIZATION_FAILED;
+  }
+  t_injected = false;
+  return g_target->init(args);
+}
+
+const char *last_error() {
+  return t_injected ? t_message.c_str() : g_target->last_error();
+}
+
+// Every entry but init and last_error: injected failures first (for
+// entries that return a status), then the target's entry.
+#define WRAP(entry)                                               \
+  if (g_target->entry)                                            \
+    t.entry = [](auto... a) {                                     \
+      using R = decltype(g_target->entry(a...));                  \
+      if constexpr (std::is_same_v<R, gpuhal_status_t>) {         \
+        if (const gpuhal_status_t f = injected(#entry)) return f; \
+      }                                                           \
+      return g_target->entry(a...);                               \
+    };
+
+gpuhal_plugin_table_t make_table() {
+  gpuhal_plugin_table_t t{};
+  t.abi_version = GPUHAL_ABI_VERSION;
+  t.struct_size = sizeof t;
+  t.name = g_target->name;
+  t.init = init;
+  t.last_error = last_error;
+  WRAP(shutdown)
+  WRAP(device_count)
+  WRAP(device_properties)
+  WRAP(context_create)
+  WRAP(context_destroy)
+  WRAP(context_synchronize)
+  WRAP(memory_info)
+  WRAP(mem_alloc)
+  WRAP(mem_free)
+  WRAP(memcpy_sync)
+  WRAP(memcpy_async)
+  WRAP(memset_sync)
+  WRAP(memset_async)
+  WRAP(stream_create)
+  WRAP(stream_destroy)
+  WRAP(stream_synchronize)
+  WRAP(stream_query)
+  WRAP(stream_wait_event)
+  WRAP(stream_add_callback)
+  WRAP(event_create)
+  WRAP(event_destroy)
+  WRAP(event_record)
+  WRAP(event_synchronize)
+  WRAP(event_query)
+  WRAP(event_elapsed_ms)
+  WRAP(stream_barrier)
+  WRAP(host_alloc)
+  WRAP(host_free)
+  WRAP(host_register)
+  WRAP(host_unregister)
+  WRAP(host_get_device_pointer)
+  WRAP(ipc_get_handle)
+  WRAP(ipc_open)
+  WRAP(ipc_close)
+  WRAP(mem_alloc_async)
+  WRAP(mem_free_async)
+  WRAP(device_can_access_peer)
+  WRAP(context_enable_peer_access)
+  WRAP(lower_builtin)
+  WRAP(module_compile)
+  WRAP(image_free)
+  WRAP(module_load)
+  WRAP(module_unload)
+  WRAP(module_get_kernel)
+  WRAP(launch)
+  return t;
+}
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) gpuhal_status_t gpuhal_plugin_negotiate(
+    uint32_t core_max_abi, const gpuhal_plugin_table_t **table) {
+  static gpuhal_plugin_table_t wrapped;
+  static bool made = false;
+  if (!made) {
+    const char *path = std::getenv("GPUHAL_FAULTING_TARGET");
+    void *h = path ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : nullptr;  // kept loaded: the wrapper's lifetime
+    void *sym = h ? dlsym(h, GPUHAL_PLUGIN_ENTRY_NAME) : nullptr;
+    if (!sym) {
+      std::fprintf(stderr, "faulting plugin: GPUHAL_FAULTING_TARGET '%s' is not a loadable plugin\n", path ? path : "");
+      return GPUHAL_ERROR_INVALID_PLUGIN;
+    }
+    gpuhal_plugin_negotiate_fn negotiate;
+    std::memcpy(&negotiate, &sym, sizeof sym);
+    if (const gpuhal_status_t st = negotiate(core_max_abi, &g_target); st != GPUHAL_SUCCESS) return st;
+    wrapped = make_table();
+    made = true;
+  }
+  *table = &wrapped;
+  return GPUHAL_SUCCESS;
+}
