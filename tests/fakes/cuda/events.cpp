@@ -1,0 +1,87 @@
+// The fake driver: events.
+#include "fake_cuda.hpp"
+
+using namespace fake_cuda;
+
+extern "C" {
+
+// ---- events -----------------------------------------------------------------------------------
+API CUresult cuEventCreate(CUevent *out, unsigned flags) {
+  FAULT(cuEventCreate);
+  CONTEXT_CALL();
+  if (!out || (flags & ~3u)) return INVALID_VALUE;
+  auto e = std::make_shared<Event>();
+  e->timing = (flags & 2u) == 0;
+  e->dev = dev;
+  std::lock_guard<std::mutex> lock(g_events_mu);
+  g_events.emplace(e.get(), e);
+  *out = e.get();
+  return OK;
+}
+API CUresult cuEventDestroy_v2(CUevent e) {
+  FAULT(cuEventDestroy_v2);
+  CONTEXT_CALL();
+  // A pending record keeps the object alive (it holds a reference).
+  std::lock_guard<std::mutex> lock(g_events_mu);
+  return e && g_events.erase(e) ? OK : INVALID_HANDLE;
+}
+API CUresult cuEventRecord(CUevent e, CUstream s) {
+  FAULT(cuEventRecord);
+  CONTEXT_CALL();
+  const auto ev = find_event(e);
+  const auto target = lookup(s);
+  if (!ev || !target) return INVALID_HANDLE;
+  std::lock_guard<std::mutex> lock(ev->mu);
+  CUresult r = submit(s, [ev] {
+    std::lock_guard<std::mutex> l(ev->mu);
+    ev->has_time = true;
+    ev->when = std::chrono::steady_clock::now();
+  });
+  if (r != OK) return r;
+  ev->stream = target;
+  ev->ticket = target->last();
+  ev->has_time = false;
+  return OK;
+}
+API CUresult cuEventSynchronize(CUevent e) {
+  FAULT(cuEventSynchronize);
+  CONTEXT_CALL();
+  const auto ev = find_event(e);
+  if (!ev) return INVALID_HANDLE;
+  std::shared_ptr<Stream> src;
+  uint64_t ticket;
+  {
+    std::lock_guard<std::mutex> lock(ev->mu);
+    src = ev->stream;
+    ticket = ev->ticket;
+  }
+  if (src) src->wait(ticket);
+  pool_release_above_threshold(dev);
+  return after_wait(dev);
+}
+API CUresult cuEventQuery(CUevent e) {
+  FAULT(cuEventQuery);
+  CONTEXT_CALL();
+  const auto ev = find_event(e);
+  if (!ev) return INVALID_HANDLE;
+  std::lock_guard<std::mutex> lock(ev->mu);
+  if (!ev->stream) return OK;
+  std::lock_guard<std::mutex> l2(ev->stream->mu);
+  return ev->stream->done >= ev->ticket ? after_wait(dev) : NOT_READY;
+}
+API CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b) {
+  FAULT(cuEventElapsedTime_v2);
+  CONTEXT_CALL();
+  if (!ms) return INVALID_VALUE;
+  const auto ea = find_event(a), eb = find_event(b);
+  if (!ea || !eb) return INVALID_HANDLE;
+  std::scoped_lock both(ea->mu, eb->mu);
+  if (!a->timing || !b->timing) return INVALID_HANDLE;
+  if (!a->stream || !b->stream) return INVALID_HANDLE;
+  if (!a->has_time || !b->has_time) return NOT_READY;
+  *ms = std::chrono::duration<float, std::milli>(b->when - a->when).count();
+  return OK;
+}
+
+
+}  // extern "C"

@@ -1,0 +1,418 @@
+// The fake CUDA driver (libcuda.so.1), cut by object: this header holds
+// the driver's state and the helpers every object uses; device.cpp,
+// context.cpp, memory.cpp, streams.cpp, events.cpp, host_memory.cpp, ipc.cpp,
+// pool_and_peer.cpp, modules.cpp and test_hooks.cpp hold the entry points.
+//
+// A fake CUDA driver (libcuda.so.1) for testing the cuda plugin on machines
+// without an NVIDIA GPU. It implements the driver-API subset the plugin uses
+// on host memory: one device; streams are worker threads running their
+// operations in order; the legacy default stream waits for the blocking
+// streams and they for it; events, stream waits, host functions; pinned and
+// registered host memory; IPC within the process; stream-ordered
+// allocation; peer access between its devices; modules from PTX text (the
+// .entry names, parameter sizes and static shared memory are read from it)
+// and kernel launches, which are validated and recorded, not executed
+// (fake_cuda_last_launch describes the latest). A test double: never
+// installed.
+//
+// Environment (read by the fake, as a real driver reads its own):
+//   FAKE_CUDA_STUB=1                   cuInit returns CUDA_ERROR_STUB_LIBRARY
+//   FAKE_CUDA_NO_DEVICE=1              cuInit returns CUDA_ERROR_NO_DEVICE
+//   FAKE_CUDA_MEMORY=<bytes>           device capacity (default 256 MiB, shared)
+//   FAKE_CUDA_DEVICES=<n>              number of devices, 1 to 4 (default 1)
+//   FAKE_CUDA_NO_PROC_ADDRESS=1        cuGetProcAddress_v2 finds nothing
+//   FAKE_CUDA_FAIL=<symbol>:<k>[:<code>][,...]
+//                                      the k-th call (from 1) of <symbol>
+//                                      returns CUresult <code> (default
+//                                      CUDA_ERROR_UNKNOWN; fault_spec.hpp)
+//   FAKE_CUDA_DRIVER_VERSION=<v>       what cuDriverGetVersion says (default
+//                                      13000); PTX newer than it is refused
+//   FAKE_CUDA_CC=<major><minor>        the devices' compute capability
+//                                      (default 90)
+//   FAKE_CUDA_FAULTING_KERNELS=<name>[,...]
+//                                      launches of these kernels fault when
+//                                      they run, as an illegal address would
+//                                      (the fake runs no device code)
+//
+// The driver's documented rules this fake holds the plugin to (cuda.h of
+// CUDA 13.0 quoted where it says so):
+//  - One context stack per thread, shared by every library in the process:
+//    "If there exists a CUDA context stack on the calling CPU thread, this
+//    will replace the top of that stack with ctx" (cuCtxSetCurrent);
+//    cuCtxPushCurrent / cuCtxPopCurrent / cuCtxGetCurrent. Calls that work in
+//    a context fail with CUDA_ERROR_INVALID_CONTEXT when none is current.
+//  - Sticky errors: "This leaves the process in an inconsistent state and any
+//    further CUDA work will return the same error" (700, 702, 710, 714-719).
+//    Queued work of the context never runs; only a primary-context reset
+//    (cuDevicePrimaryCtxReset, or releasing its last reference) clears it.
+//  - Host functions: "The host function must not make any CUDA API calls.
+//    Attempting to use a CUDA API may result in CUDA_ERROR_NOT_PERMITTED",
+//    and "the function will not be called in the event of an error in the
+//    CUDA context" (cuLaunchHostFunc).
+//  - IPC: "If the memory handle has already been opened by the current
+//    context, the reference count on the handle is incremented by 1 and the
+//    existing device pointer is returned"; each cuIpcCloseMemHandle drops
+//    one. Memory of the default stream-ordered pool cannot be exported with
+//    cuIpcGetMemHandle (only pools made with an IPC handle type can).
+//  - The stream-ordered pool keeps freed memory up to its release threshold
+//    (CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: "Amount of reserved memory in bytes
+//    to hold onto before trying to release memory back to the OS", released
+//    at synchronisation); cuMemAlloc cannot use what the pool holds, and
+//    cuMemGetInfo does not count it as free. cuMemPoolTrimTo releases it.
+//  - PTX whose .version is newer than the driver supports is refused with
+//    CUDA_ERROR_UNSUPPORTED_PTX_VERSION (222); a .target above the device's
+//    compute capability with CUDA_ERROR_INVALID_PTX (218).
+//  - CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES is one value per
+//    function: the last cuFuncSetAttribute wins.
+//  - Destroying a primary context (reset, or the last release) destroys
+//    everything made in it: streams, events, memory, modules.
+#pragma once
+
+#include <dlfcn.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../fault_spec.hpp"
+
+namespace fake_cuda {
+using CUresult = int;
+using CUdeviceptr = unsigned long long;
+struct Stream;
+struct Event;
+using CUstream = Stream *;
+using CUevent = Event *;
+
+constexpr CUresult OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, NOT_INITIALIZED = 3, STUB = 34, NO_DEVICE = 100,
+                   INVALID_DEVICE = 101, INVALID_CONTEXT = 201, INVALID_PTX = 218, UNSUPPORTED_PTX_VERSION = 222,
+                   INVALID_HANDLE = 400, NOT_READY = 600, ALREADY_REGISTERED = 712, NOT_REGISTERED = 713,
+                   NOT_PERMITTED = 800;
+
+// ---- fault injection (FAKE_CUDA_FAIL, syntax of fault_spec.hpp) ------------------
+inline gpuhal::fakes::FaultRules &g_faults = *[] {
+  auto *rules = new gpuhal::fakes::FaultRules;
+  std::string error;
+  const char *spec = std::getenv("FAKE_CUDA_FAIL");
+  if (!rules->set(spec ? spec : "", &error)) {
+    std::fprintf(stderr, "fake CUDA driver: FAKE_CUDA_FAIL: %s\n", error.c_str());
+    std::abort();
+  }
+  return rules;
+}();
+
+inline CUresult injected(const char *symbol) {
+  long code = 0;
+  return g_faults.fires(symbol, 999 /* CUDA_ERROR_UNKNOWN */, &code) ? CUresult(code) : OK;
+}
+#define FAULT(sym) \
+  if (CUresult f_ = injected(#sym); f_ != OK) return f_
+
+// ---- state ---------------------------------------------------------------------------
+inline bool g_initialized = false;
+constexpr int kMaxDevices = 4;
+inline int g_ctx_refs[kMaxDevices] = {};
+inline int g_ctx_token[kMaxDevices] = {};  // device d's primary context handle points at [d]
+inline int g_pool_token[kMaxDevices] = {};
+inline uint64_t g_release_threshold[kMaxDevices] = {};
+inline uint64_t g_pool_idle[kMaxDevices] = {};  // freed into the pool, held (guarded by g_mem_mu)
+// The calling thread's context stack (device numbers of primary contexts).
+// Trivially destructible, as the driver's own per-thread state behaves: a
+// program's static destructors still call the driver on the main thread
+// after its thread_local objects were destroyed.
+struct ContextStack {
+  int items[64];
+  int depth;
+  bool empty() const { return depth == 0; }
+  int back() const { return items[depth - 1]; }
+  int &back() { return items[depth - 1]; }
+  bool push_back(int d) {
+    if (depth == 64) return false;
+    items[depth++] = d;
+    return true;
+  }
+  void pop_back() { --depth; }
+};
+inline thread_local ContextStack t_stack{};
+inline int current() {
+  return t_stack.empty() ? -1 : t_stack.back();
+}
+// Set while a host function runs on a stream thread (no CUDA call allowed).
+inline thread_local bool t_in_host_fn = false;
+// A context's sticky error (0: none).
+inline std::atomic<int> g_sticky[kMaxDevices] = {};
+// The error the next launch's kernel hits when it runs (0: none).
+inline std::atomic<int> g_fault_next_launch{0};
+inline int g_driver_version = [] {
+  const char *v = std::getenv("FAKE_CUDA_DRIVER_VERSION");
+  return v ? std::atoi(v) : 13000;
+}();
+inline std::map<uintptr_t, int> g_host_owner;  // pinned / registered host ranges -> device (g_mem_mu)
+inline int g_cc = [] {
+  const char *v = std::getenv("FAKE_CUDA_CC");
+  return v ? std::atoi(v) : 90;
+}();
+inline std::mutex g_peer_mu;
+inline std::set<std::pair<int, int>> g_peer_enabled;
+inline int g_devices = [] {
+  const char *v = std::getenv("FAKE_CUDA_DEVICES");
+  const int n = v ? std::atoi(v) : 1;
+  return n < 1 ? 1 : n > kMaxDevices ? kMaxDevices : n;
+}();
+inline bool bad_device(int dev) {
+  return dev < 0 || dev >= g_devices;
+}
+inline int device_of(void *ctx) {
+  for (int d = 0; d < kMaxDevices; ++d)
+    if (ctx == &g_ctx_token[d]) return d;
+  return -1;
+}
+inline uint64_t g_capacity = [] {
+  const char *v = std::getenv("FAKE_CUDA_MEMORY");
+  return v ? std::strtoull(v, nullptr, 10) : (uint64_t(256) << 20);
+}();
+
+inline std::mutex g_mem_mu;
+inline uint64_t g_used = 0;
+struct Alloc {
+  size_t size;
+  int dev;
+  bool pool;  // from cuMemAllocAsync (the default pool)
+};
+inline std::map<CUdeviceptr, Alloc> g_device;  // allocations
+inline std::map<uintptr_t, size_t> g_host;     // cuMemHostAlloc
+inline std::map<uintptr_t, size_t> g_registered;
+// IPC mappings open per (context's device, pointer), with their counts.
+inline std::map<std::pair<int, CUdeviceptr>, int> g_ipc_opens;
+inline uint64_t pool_idle_total() {
+  uint64_t t = 0;
+  for (uint64_t v : g_pool_idle) t += v;
+  return t;
+}
+
+// ---- streams -------------------------------------------------------------------------
+// Each stream runs submitted operations in order on its own thread. Every
+// operation gets a ticket; `done` is the highest completed ticket.
+struct Stream {
+  bool blocking = true;
+  int dev = -1;  // the context it was made in (-1: the legacy default stream)
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::pair<uint64_t, std::function<void()>>> queue;
+  uint64_t submitted = 0, done = 0;
+  bool stop = false;
+  std::thread worker;
+
+  void start() {
+    worker = std::thread([this] {
+      std::unique_lock<std::mutex> lock(mu);
+      for (;;) {
+        cv.wait(lock, [this] { return stop || !queue.empty(); });
+        if (queue.empty()) return;
+        auto op = std::move(queue.front());
+        queue.pop_front();
+        lock.unlock();
+        op.second();
+        lock.lock();
+        done = op.first;
+        cv.notify_all();
+      }
+    });
+  }
+  uint64_t submit(std::function<void()> fn) {
+    std::lock_guard<std::mutex> lock(mu);
+    queue.emplace_back(++submitted, std::move(fn));
+    cv.notify_all();
+    return submitted;
+  }
+  void wait(uint64_t ticket) {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return done >= ticket; });
+  }
+  void drain() { wait(last()); }
+  uint64_t last() {
+    std::lock_guard<std::mutex> lock(mu);
+    return submitted;
+  }
+  bool idle() {
+    std::lock_guard<std::mutex> lock(mu);
+    return done == submitted;
+  }
+  ~Stream() {
+    if (worker.joinable()) finish();  // also at exit, for streams never destroyed
+  }
+  void finish() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      stop = true;
+      cv.notify_all();
+    }
+    worker.join();
+  }
+};
+
+// Streams are shared: events and waiting operations keep a destroyed
+// stream's object alive until they are done with it.
+inline std::mutex g_streams_mu;
+inline std::map<Stream *, std::shared_ptr<Stream>> g_streams;
+inline std::shared_ptr<Stream> g_legacy;  // the legacy default stream, made by cuInit
+
+// The stream object for a handle (the special handles mean the legacy
+// default stream); empty for an unknown handle.
+inline std::shared_ptr<Stream> lookup(CUstream s) {
+  if (!s || s == reinterpret_cast<CUstream>(1) || s == reinterpret_cast<CUstream>(2)) return g_legacy;
+  std::lock_guard<std::mutex> lock(g_streams_mu);
+  auto it = g_streams.find(s);
+  return it == g_streams.end() ? nullptr : it->second;
+}
+
+inline bool valid_stream(CUstream s) {
+  return lookup(s) != nullptr;
+}
+
+// Submits `fn` to `s` with CUDA's legacy default-stream rules: work on the
+// default stream waits for all blocking streams, and blocking streams wait
+// for the default stream's work so far.
+inline CUresult submit(CUstream s, std::function<void()> fn) {
+  const std::shared_ptr<Stream> target = lookup(s);
+  if (!target) return INVALID_HANDLE;
+  std::vector<std::pair<std::shared_ptr<Stream>, uint64_t>> deps;
+  if (target == g_legacy) {
+    std::lock_guard<std::mutex> lock(g_streams_mu);
+    for (auto &o : g_streams)
+      if (o.second->blocking) deps.emplace_back(o.second, o.second->last());
+  } else if (target->blocking) {
+    deps.emplace_back(g_legacy, g_legacy->last());
+  }
+  const int dev = current();
+  target->submit([deps, dev, fn = std::move(fn)] {
+    for (auto &d : deps) d.first->wait(d.second);
+    // A context with a sticky error runs none of its queued work.
+    if (dev >= 0 && g_sticky[dev].load() != 0) return;
+    fn();
+  });
+  return OK;
+}
+
+// ---- events ----------------------------------------------------------------------------
+struct Event {
+  bool timing = true;
+  int dev = -1;
+  std::mutex mu;
+  std::shared_ptr<Stream> stream;  // of the latest record
+  uint64_t ticket = 0;
+  bool has_time = false;
+  std::chrono::steady_clock::time_point when;
+};
+inline std::mutex g_events_mu;
+inline std::map<Event *, std::shared_ptr<Event>> g_events;
+
+inline std::shared_ptr<Event> find_event(CUevent e) {
+  std::lock_guard<std::mutex> lock(g_events_mu);
+  auto it = g_events.find(e);
+  return it == g_events.end() ? nullptr : it->second;
+}
+
+inline bool device_range(CUdeviceptr p, size_t n, CUdeviceptr *base = nullptr, size_t *size = nullptr) {
+  std::lock_guard<std::mutex> lock(g_mem_mu);
+  auto it = g_device.upper_bound(p);
+  if (it == g_device.begin()) return false;
+  --it;
+  if (p - it->first > it->second.size || n > it->second.size - (p - it->first)) return false;
+  if (base) *base = it->first;
+  if (size) *size = it->second.size;
+  return true;
+}
+
+inline std::atomic<uint64_t> g_pageable_h2d_bytes{0};
+
+// Device-usable memory: allocations, pinned host memory, registered ranges.
+inline bool accessible(CUdeviceptr p, size_t n) {
+  if (device_range(p, n)) return true;
+  std::lock_guard<std::mutex> lock(g_mem_mu);
+  for (auto *m : {&g_host, &g_registered}) {
+    auto it = m->upper_bound(uintptr_t(p));
+    if (it == m->begin()) continue;
+    --it;
+    if (p - it->first <= it->second && n <= it->second - (p - it->first)) return true;
+  }
+  return false;
+}
+
+inline CUresult wait_legacy(CUresult submitted) {
+  if (submitted == OK) g_legacy->drain();
+  return submitted;
+}
+
+#define REQUIRE_INIT() \
+  if (!g_initialized) return NOT_INITIALIZED
+
+// What every call that works in the current context checks first: no CUDA
+// call from a host function, a current (retained) context, and its sticky
+// error. Declares `dev`, the current context's device.
+#define CONTEXT_CALL()                                               \
+  REQUIRE_INIT();                                                    \
+  if (t_in_host_fn) return NOT_PERMITTED;                            \
+  const int dev = current();                                         \
+  if (dev < 0 || g_ctx_refs[dev] == 0) return INVALID_CONTEXT;       \
+  if (const int sticky_ = g_sticky[dev].load()) return sticky_;      \
+  (void)dev
+
+// After a wait: the sticky error the context hit meanwhile, if any.
+inline CUresult after_wait(int dev) {
+  const int sticky = g_sticky[dev].load();
+  return sticky ? sticky : OK;
+}
+
+// The default pool releases what it holds above its threshold when the
+// context synchronises.
+inline void pool_release_above_threshold(int dev) {
+  std::lock_guard<std::mutex> lock(g_mem_mu);
+  if (g_pool_idle[dev] > g_release_threshold[dev]) g_pool_idle[dev] = g_release_threshold[dev];
+}
+
+
+// ---- modules and launches ---------------------------------------------------------------
+struct Function {
+  std::string name;
+  std::vector<int> param_sizes;
+  int static_shared = 0;
+  int max_dynamic_shared = 48 * 1024;
+};
+struct Module {
+  std::vector<std::unique_ptr<Function>> functions;
+  int dev = -1;
+};
+// For the tests: the next cuFuncSetAttribute(..., value) sleeps `ms` first.
+inline std::atomic<int> g_slow_set_value{-1}, g_slow_set_ms{0};
+inline std::mutex g_module_mu;
+inline std::set<Module *> g_modules;
+inline std::string g_last_launch;  // described by fake_cuda_last_launch
+inline long g_launches = 0;
+
+// Defined with their objects.
+// memory.cpp: device memory for `dev`; from_pool: what the default pool
+// holds idle is used first (stream-ordered allocation).
+CUresult allocate(CUdeviceptr *p, size_t bytes, int dev, bool from_pool);
+// memory.cpp: frees an allocation (g_mem_mu held); pool memory goes back to
+// the pool when to_pool.
+void release_locked(std::map<CUdeviceptr, Alloc>::iterator it, bool to_pool);
+// context.cpp: destroys device dev's primary context and all made in it.
+void destroy_context(int dev);
+
+}  // namespace fake_cuda
+
+#define API extern "C" __attribute__((visibility("default")))

@@ -1,0 +1,61 @@
+// The fake driver: pinned and registered host memory.
+#include "fake_cuda.hpp"
+
+using namespace fake_cuda;
+
+extern "C" {
+
+// ---- host memory -------------------------------------------------------------------------------
+API CUresult cuMemHostAlloc(void **out, size_t bytes, unsigned flags) {
+  FAULT(cuMemHostAlloc);
+  CONTEXT_CALL();
+  if (!out || bytes == 0 || (flags & ~7u)) return INVALID_VALUE;
+  void *p = std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
+  if (!p) return OUT_OF_MEMORY;
+  std::lock_guard<std::mutex> lock(g_mem_mu);
+  g_host[uintptr_t(p)] = bytes;
+  g_host_owner[uintptr_t(p)] = dev;
+  *out = p;
+  return OK;
+}
+API CUresult cuMemFreeHost(void *p) {
+  FAULT(cuMemFreeHost);
+  CONTEXT_CALL();
+  std::lock_guard<std::mutex> lock(g_mem_mu);
+  if (!g_host.erase(uintptr_t(p))) return INVALID_VALUE;
+  g_host_owner.erase(uintptr_t(p));
+  std::free(p);
+  return OK;
+}
+API CUresult cuMemHostRegister_v2(void *p, size_t bytes, unsigned flags) {
+  FAULT(cuMemHostRegister_v2);
+  CONTEXT_CALL();
+  if (!p || bytes == 0 || (flags & ~0xfu)) return INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(g_mem_mu);
+  const uintptr_t a = uintptr_t(p);
+  auto it = g_registered.lower_bound(a);
+  if (it != g_registered.end() && it->first < a + bytes) return ALREADY_REGISTERED;
+  if (it != g_registered.begin() && std::prev(it)->first + std::prev(it)->second > a) return ALREADY_REGISTERED;
+  g_registered[a] = bytes;
+  g_host_owner[a] = dev;
+  return OK;
+}
+API CUresult cuMemHostUnregister(void *p) {
+  FAULT(cuMemHostUnregister);
+  CONTEXT_CALL();
+  std::lock_guard<std::mutex> lock(g_mem_mu);
+  if (!g_registered.erase(uintptr_t(p))) return NOT_REGISTERED;
+  g_host_owner.erase(uintptr_t(p));
+  return OK;
+}
+API CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *out, void *p, unsigned flags) {
+  FAULT(cuMemHostGetDevicePointer_v2);
+  CONTEXT_CALL();
+  if (!out || flags != 0) return INVALID_VALUE;
+  if (!accessible(uintptr_t(p), 1)) return INVALID_VALUE;
+  *out = uintptr_t(p);  // unified addressing
+  return OK;
+}
+
+
+}  // extern "C"

@@ -1,0 +1,131 @@
+// The fake driver: device memory and transfers.
+#include "fake_cuda.hpp"
+
+using namespace fake_cuda;
+
+namespace fake_cuda {
+
+// Device memory for `dev`; from_pool: what the default pool holds idle is
+// used first (stream-ordered allocation), else it is not available.
+CUresult allocate(CUdeviceptr *p, size_t bytes, int dev, bool from_pool) {
+  std::lock_guard<std::mutex> lock(g_mem_mu);
+  if (from_pool && g_pool_idle[dev] >= bytes) {
+    g_pool_idle[dev] -= bytes;
+  } else if (bytes > g_capacity - g_used - pool_idle_total()) {
+    return OUT_OF_MEMORY;
+  }
+  void *mem = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+  if (!mem) return OUT_OF_MEMORY;
+  g_used += bytes;
+  *p = reinterpret_cast<uintptr_t>(mem);
+  g_device[*p] = Alloc{bytes, dev, from_pool};
+  return OK;
+}
+
+// Frees an allocation (g_mem_mu held); pool memory goes back to the pool.
+void release_locked(std::map<CUdeviceptr, Alloc>::iterator it, bool to_pool) {
+  g_used -= it->second.size;
+  if (to_pool) g_pool_idle[it->second.dev] += it->second.size;
+  std::free(reinterpret_cast<void *>(uintptr_t(it->first)));
+  g_device.erase(it);
+}
+
+}  // namespace fake_cuda
+
+extern "C" {
+
+API CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
+  FAULT(cuMemGetInfo_v2);
+  CONTEXT_CALL();
+  if (!free_bytes || !total) return INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(g_mem_mu);
+  *free_bytes = size_t(g_capacity - g_used - pool_idle_total());  // what pools hold is not free
+  *total = size_t(g_capacity);
+  return OK;
+}
+API CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
+  FAULT(cuMemAlloc_v2);
+  CONTEXT_CALL();
+  if (!p || bytes == 0) return INVALID_VALUE;
+  return allocate(p, bytes, dev, false);
+}
+
+API CUresult cuMemFree_v2(CUdeviceptr p) {
+  FAULT(cuMemFree_v2);
+  CONTEXT_CALL();
+  std::lock_guard<std::mutex> lock(g_mem_mu);
+  auto it = g_device.find(p);
+  if (it == g_device.end()) return INVALID_VALUE;
+  release_locked(it, false);
+  return OK;
+}
+
+API CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p) {
+  FAULT(cuMemGetAddressRange_v2);
+  CONTEXT_CALL();
+  CUdeviceptr b;
+  size_t s;
+  if (!device_range(p, 0, &b, &s)) return INVALID_VALUE;
+  if (base) *base = b;
+  if (size) *size = s;
+  return OK;
+}
+
+// ---- transfers ----------------------------------------------------------------------------
+API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream s) {
+  FAULT(cuMemcpyHtoDAsync_v2);
+  CONTEXT_CALL();
+  if (n == 0) return OK;
+  if (!src || !accessible(dst, n)) return INVALID_VALUE;
+  if (!accessible(uintptr_t(src), n)) {
+    // Pageable memory: the driver stages it, reading the source before it
+    // returns (counted for the tests of the plugin's own staging).
+    g_pageable_h2d_bytes += n;
+    auto copy = std::make_shared<std::vector<uint8_t>>(static_cast<const uint8_t *>(src),
+                                                       static_cast<const uint8_t *>(src) + n);
+    return submit(s, [=] { std::memcpy(reinterpret_cast<void *>(uintptr_t(dst)), copy->data(), n); });
+  }
+  return submit(s, [=] { std::memcpy(reinterpret_cast<void *>(uintptr_t(dst)), src, n); });
+}
+API CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s) {
+  FAULT(cuMemcpyDtoHAsync_v2);
+  CONTEXT_CALL();
+  if (n == 0) return OK;
+  if (!dst || !accessible(src, n)) return INVALID_VALUE;
+  return submit(s, [=] { std::memcpy(dst, reinterpret_cast<const void *>(uintptr_t(src)), n); });
+}
+API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
+  FAULT(cuMemcpyDtoDAsync_v2);
+  CONTEXT_CALL();
+  if (n == 0) return OK;
+  if (!accessible(dst, n) || !accessible(src, n)) return INVALID_VALUE;
+  return submit(s, [=] {
+    std::memmove(reinterpret_cast<void *>(uintptr_t(dst)), reinterpret_cast<const void *>(uintptr_t(src)), n);
+  });
+}
+API CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUstream s) {
+  FAULT(cuMemsetD8Async);
+  CONTEXT_CALL();
+  if (n == 0) return OK;
+  if (!accessible(dst, n)) return INVALID_VALUE;
+  return submit(s, [=] { std::memset(reinterpret_cast<void *>(uintptr_t(dst)), v, n); });
+}
+API CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
+  FAULT(cuMemcpyHtoD_v2);
+  return wait_legacy(cuMemcpyHtoDAsync_v2(dst, src, n, nullptr));
+}
+API CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
+  FAULT(cuMemcpyDtoH_v2);
+  return wait_legacy(cuMemcpyDtoHAsync_v2(dst, src, n, nullptr));
+}
+API CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  FAULT(cuMemcpyDtoD_v2);
+  return wait_legacy(cuMemcpyDtoDAsync_v2(dst, src, n, nullptr));
+}
+API CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char v, size_t n) {
+  FAULT(cuMemsetD8_v2);
+  return wait_legacy(cuMemsetD8Async(dst, v, n, nullptr));
+}
+
+
+}  // extern "C"

@@ -1,0 +1,239 @@
+// The fake driver: modules from PTX text and kernel launches (validated
+// and recorded, not executed).
+#include "fake_cuda.hpp"
+
+using namespace fake_cuda;
+
+namespace fake_cuda {
+
+
+// The newest PTX ISA a driver of CUDA version v (1000 * major + 10 * minor)
+// JIT-compiles, times ten (PTX ISA release notes: CUDA 11.x -> 7.x,
+// 12.0-12.5 -> 8.0-8.5, 12.6 -> 8.5, 12.7 -> 8.6, 12.8 -> 8.7, 12.9 -> 8.8,
+// 13.0 -> 9.0).
+int max_ptx_isa(int v) {
+  const int major = v / 1000, minor = (v % 1000) / 10;
+  if (major <= 11) return 70 + minor;
+  if (major == 12) return minor <= 5 ? 80 + minor : minor == 6 ? 85 : 80 + minor - 1;
+  return 90 + minor;
+}
+// ".version X.Y" as 10 * X + Y (0 when absent).
+int ptx_version(const std::string &ptx) {
+  const size_t p = ptx.find(".version ");
+  if (p == std::string::npos) return 0;
+  int x = 0, y = 0;
+  std::sscanf(ptx.c_str() + p + 9, "%d.%d", &x, &y);
+  return 10 * x + y;
+}
+// ".target sm_XY" / "compute_XY" as XY (0 when absent).
+int ptx_target(const std::string &ptx) {
+  const size_t p = ptx.find(".target ");
+  if (p == std::string::npos) return 0;
+  const size_t u = ptx.find('_', p);
+  return u == std::string::npos ? 0 : std::atoi(ptx.c_str() + u + 1);
+}
+
+int ptx_type_size(const std::string &t) {
+  if (t.size() < 3) return 0;
+  return std::atoi(t.c_str() + 2) / 8;  // .u64 .f32 .b8 ...
+}
+
+// Reads the entries of PTX text: ".entry name(" then ".param .<type> x"
+// lines up to ")", and every non-extern ".shared" array's bytes.
+bool parse_ptx(const std::string &ptx, Module *m) {
+  if (ptx.find(".version") == std::string::npos || ptx.find(".target") == std::string::npos) return false;
+  size_t pos = 0;
+  while ((pos = ptx.find(".entry ", pos)) != std::string::npos) {
+    auto f = std::make_unique<Function>();
+    size_t b = pos + 7, e = ptx.find_first_of("( \n", b);
+    f->name = ptx.substr(b, e - b);
+    const size_t close = ptx.find(')', e);
+    const size_t body_end = ptx.find("\n}", close);
+    for (size_t p = ptx.find(".param ", e); p != std::string::npos && p < close; p = ptx.find(".param ", p + 1)) {
+      size_t tb = p + 7;
+      if (ptx.compare(tb, 6, ".align") == 0) tb = ptx.find('.', tb + 6);
+      const size_t te = ptx.find(' ', tb);
+      f->param_sizes.push_back(ptx_type_size(ptx.substr(tb, te - tb)));
+    }
+    for (size_t p = ptx.find(".shared ", close); p != std::string::npos && p < body_end;
+         p = ptx.find(".shared ", p + 1)) {
+      const size_t line = ptx.rfind('\n', p);
+      if (ptx.substr(line, p - line).find(".extern") != std::string::npos) continue;
+      const size_t lb = ptx.find('[', p), le = ptx.find(']', lb);
+      if (lb != std::string::npos && le != std::string::npos && lb < ptx.find('\n', p))
+        f->static_shared += std::atoi(ptx.c_str() + lb + 1);
+    }
+    m->functions.push_back(std::move(f));
+    pos = e;
+  }
+  // Module-scope shared arrays (NVRTC puts them before the entries).
+  const size_t first_entry = ptx.find(".entry ");
+  for (size_t p = ptx.find(".shared "); p != std::string::npos && p < first_entry; p = ptx.find(".shared ", p + 1)) {
+    const size_t line = ptx.rfind('\n', p);
+    const std::string head = ptx.substr(line + 1, p - line - 1);
+    if (head.find(".extern") != std::string::npos || head.find_first_not_of(" \t.visible") != std::string::npos)
+      continue;
+    const size_t lb = ptx.find('[', p), le = ptx.find(']', lb);
+    if (lb != std::string::npos && le != std::string::npos && lb < ptx.find('\n', p))
+      for (auto &f : m->functions) f->static_shared += std::atoi(ptx.c_str() + lb + 1);
+  }
+  return true;
+}
+
+Function *known_function(void *f) {
+  std::lock_guard<std::mutex> lock(g_module_mu);
+  for (Module *m : g_modules)
+    for (auto &x : m->functions)
+      if (x.get() == f) return x.get();
+  return nullptr;
+}
+
+
+}  // namespace fake_cuda
+
+extern "C" {
+
+
+API CUresult cuModuleLoadDataEx(void **out, const void *image, unsigned n, int *keys, void **values) {
+  FAULT(cuModuleLoadDataEx);
+  CONTEXT_CALL();
+  if (!out || !image || (n && (!keys || !values))) return INVALID_VALUE;
+  auto m = std::make_unique<Module>();
+  m->dev = dev;
+  const char *text = static_cast<const char *>(image);
+  auto jit_log = [&](const std::string &line) {
+    for (unsigned i = 0; i < n; ++i)
+      if (keys[i] == 5)  // CU_JIT_ERROR_LOG_BUFFER
+        std::snprintf(static_cast<char *>(values[i]), 256, "%s", line.c_str());
+  };
+  if (!parse_ptx(text, m.get())) {
+    jit_log("fake ptxas: not PTX text");
+    return INVALID_PTX;
+  }
+  const int isa = ptx_version(text), target = ptx_target(text);
+  if (isa > max_ptx_isa(g_driver_version)) {
+    jit_log("ptxas application ptx input, line 1; fatal   : Unsupported .version " + std::to_string(isa / 10) + "." +
+            std::to_string(isa % 10) + "; current version is '" + std::to_string(max_ptx_isa(g_driver_version) / 10) +
+            "." + std::to_string(max_ptx_isa(g_driver_version) % 10) + "'");
+    return UNSUPPORTED_PTX_VERSION;
+  }
+  if (target > g_cc) {
+    jit_log("ptxas fatal   : SM version specified by .target is higher than default SM version assumed");
+    return INVALID_PTX;
+  }
+  std::lock_guard<std::mutex> lock(g_module_mu);
+  g_modules.insert(m.get());
+  *out = m.release();
+  return OK;
+}
+API CUresult cuModuleUnload(void *mod) {
+  FAULT(cuModuleUnload);
+  CONTEXT_CALL();
+  std::lock_guard<std::mutex> lock(g_module_mu);
+  auto *m = static_cast<Module *>(mod);
+  if (!g_modules.erase(m)) return INVALID_HANDLE;
+  delete m;
+  return OK;
+}
+API CUresult cuModuleGetFunction(void **out, void *mod, const char *name) {
+  FAULT(cuModuleGetFunction);
+  CONTEXT_CALL();
+  if (!out || !name) return INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(g_module_mu);
+  auto *m = static_cast<Module *>(mod);
+  if (!g_modules.count(m)) return INVALID_HANDLE;
+  for (auto &f : m->functions)
+    if (f->name == name) {
+      *out = f.get();
+      return OK;
+    }
+  return 500;  // CUDA_ERROR_NOT_FOUND
+}
+API CUresult cuFuncGetAttribute(int *v, int attr, void *fn) {
+  FAULT(cuFuncGetAttribute);
+  CONTEXT_CALL();
+  Function *f = known_function(fn);
+  if (!v) return INVALID_VALUE;
+  if (!f) return INVALID_HANDLE;
+  switch (attr) {
+    case 0:  // MAX_THREADS_PER_BLOCK
+      *v = 1024;
+      return OK;
+    case 1:  // SHARED_SIZE_BYTES
+      *v = f->static_shared;
+      return OK;
+    case 8:
+      *v = f->max_dynamic_shared;
+      return OK;
+    default:
+      return INVALID_VALUE;
+  }
+}
+API CUresult cuFuncSetAttribute(void *fn, int attr, int value) {
+  FAULT(cuFuncSetAttribute);
+  CONTEXT_CALL();
+  Function *f = known_function(fn);
+  if (!f) return INVALID_HANDLE;
+  if (attr != 8 || value < 0 || value + f->static_shared > 227 * 1024) return INVALID_VALUE;
+  int expected = value;
+  if (g_slow_set_value.compare_exchange_strong(expected, -1))
+    std::this_thread::sleep_for(std::chrono::milliseconds(g_slow_set_ms.load()));
+  f->max_dynamic_shared = value;  // one value per function: the last write wins
+  return OK;
+}
+// FAKE_CUDA_FAULTING_KERNELS: kernels whose launches fault.
+static bool faulting_kernel(const std::string &name) {
+  static const std::string list = [] {
+    const char *v = std::getenv("FAKE_CUDA_FAULTING_KERNELS");
+    return std::string(",") + (v ? v : "") + ",";
+  }();
+  return list.find("," + name + ",") != std::string::npos;
+}
+API CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                            unsigned shared, CUstream s, void **params, void **extra) {
+  FAULT(cuLaunchKernel);
+  CONTEXT_CALL();
+  Function *f = known_function(fn);
+  if (!f) return INVALID_HANDLE;
+  if (extra) return INVALID_VALUE;  // not used by the plugin
+  if (!gx || !gy || !gz || !bx || !by || !bz || gy > 65535 || gz > 65535 || bz > 64) return INVALID_VALUE;
+  if (uint64_t(bx) * by * bz > 1024) return INVALID_VALUE;
+  if (shared > unsigned(f->max_dynamic_shared)) return INVALID_VALUE;
+  if (!f->param_sizes.empty() && !params) return INVALID_VALUE;
+  if (faulting_kernel(f->name)) {
+    // CUDA_ERROR_ILLEGAL_ADDRESS (700): "The context cannot be used, so it
+    // must be destroyed (and a new one should be created)" -- sticky.
+    return submit(s, [dev] { g_sticky[dev] = 700; });
+  }
+  if (int fault = g_fault_next_launch.exchange(0)) {
+    // The kernel faults when it runs: the launch itself succeeds, the
+    // context's later calls report the error (it is sticky).
+    return submit(s, [dev, fault] { g_sticky[dev] = fault; });
+  }
+  // The record: every parameter's bytes as the kernel would read them.
+  std::string d = f->name + " grid=" + std::to_string(gx) + "," + std::to_string(gy) + "," + std::to_string(gz) +
+                  " block=" + std::to_string(bx) + "," + std::to_string(by) + "," + std::to_string(bz) +
+                  " shared=" + std::to_string(shared) + " params=";
+  for (size_t i = 0; i < f->param_sizes.size(); ++i) {
+    uint64_t v = 0;
+    if (!params[i]) return INVALID_VALUE;
+    std::memcpy(&v, params[i], size_t(f->param_sizes[i]));
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%s%d:0x%llx", i ? "," : "", f->param_sizes[i], static_cast<unsigned long long>(v));
+    d += buf;
+  }
+  {
+    std::lock_guard<std::mutex> lock(g_module_mu);
+    g_last_launch = d;
+    ++g_launches;
+  }
+  return submit(s, [] {});  // ordered on the stream like the real work would be
+}
+// Writes the latest launch's description into buf; returns the number of launches so far.
+API long fake_cuda_last_launch(char *buf, size_t len) {
+  std::lock_guard<std::mutex> lock(g_module_mu);
+  if (buf && len) std::snprintf(buf, len, "%s", g_last_launch.c_str());
+  return g_launches;
+}
+
+}  // extern "C"

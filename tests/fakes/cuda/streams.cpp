@@ -1,0 +1,89 @@
+// The fake driver: streams and host functions.
+#include "fake_cuda.hpp"
+
+using namespace fake_cuda;
+
+extern "C" {
+
+// ---- streams --------------------------------------------------------------------------------
+API CUresult cuStreamCreate(CUstream *out, unsigned flags) {
+  FAULT(cuStreamCreate);
+  CONTEXT_CALL();
+  if (!out || (flags & ~1u)) return INVALID_VALUE;
+  auto s = std::make_shared<Stream>();
+  s->blocking = (flags & 1u) == 0;
+  s->dev = dev;
+  s->start();
+  std::lock_guard<std::mutex> lock(g_streams_mu);
+  g_streams.emplace(s.get(), s);
+  *out = s.get();
+  return OK;
+}
+API CUresult cuStreamDestroy_v2(CUstream s) {
+  FAULT(cuStreamDestroy_v2);
+  CONTEXT_CALL();
+  std::shared_ptr<Stream> owned;
+  {
+    std::lock_guard<std::mutex> lock(g_streams_mu);
+    auto it = g_streams.find(s);
+    if (!s || it == g_streams.end()) return INVALID_HANDLE;
+    owned = it->second;
+    g_streams.erase(it);
+  }
+  owned->drain();  // pending work still completes
+  owned->finish();
+  return OK;
+}
+API CUresult cuStreamSynchronize(CUstream s) {
+  FAULT(cuStreamSynchronize);
+  CONTEXT_CALL();
+  if (!valid_stream(s)) return INVALID_HANDLE;
+  lookup(s)->drain();
+  pool_release_above_threshold(dev);
+  return after_wait(dev);
+}
+API CUresult cuStreamQuery(CUstream s) {
+  FAULT(cuStreamQuery);
+  CONTEXT_CALL();
+  if (!valid_stream(s)) return INVALID_HANDLE;
+  return lookup(s)->idle() ? after_wait(dev) : NOT_READY;
+}
+// The context a stream belongs to (the current one for the special handles).
+API CUresult cuStreamGetCtx(CUstream s, void **ctx) {
+  FAULT(cuStreamGetCtx);
+  CONTEXT_CALL();
+  if (!ctx) return INVALID_VALUE;
+  const auto st = lookup(s);
+  if (!st) return INVALID_HANDLE;
+  *ctx = &g_ctx_token[st->dev >= 0 ? st->dev : dev];
+  return OK;
+}
+API CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags) {
+  FAULT(cuStreamWaitEvent);
+  CONTEXT_CALL();
+  const auto ev = find_event(e);
+  if (flags != 0 || !ev || !valid_stream(s)) return INVALID_HANDLE;
+  std::shared_ptr<Stream> src;
+  uint64_t ticket;
+  {
+    std::lock_guard<std::mutex> lock(ev->mu);
+    src = ev->stream;
+    ticket = ev->ticket;
+  }
+  if (!src) return OK;  // never recorded: no-op
+  return submit(s, [src, ticket] { src->wait(ticket); });
+}
+API CUresult cuLaunchHostFunc(CUstream s, void (*fn)(void *), void *user) {
+  FAULT(cuLaunchHostFunc);
+  CONTEXT_CALL();
+  if (!fn) return INVALID_VALUE;
+  // submit() drops it when the context has hit an error: never called then.
+  return submit(s, [fn, user] {
+    t_in_host_fn = true;
+    fn(user);
+    t_in_host_fn = false;
+  });
+}
+
+
+}  // extern "C"

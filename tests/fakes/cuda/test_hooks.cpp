@@ -1,0 +1,36 @@
+// The fake driver's hooks for the tests (not in a real driver).
+#include "fake_cuda.hpp"
+
+using namespace fake_cuda;
+
+extern "C" {
+
+// Fault injection at run time, for tests: the k-th call of `symbol` from now
+// on returns `code`. fake_cuda_clear_faults() removes every fault.
+API void fake_cuda_fail(const char *symbol, long k, int code) {
+  g_faults.add(symbol, k, code);
+}
+API void fake_cuda_clear_faults() {
+  g_faults.clear();
+}
+
+// For the tests: the next kernel launched hits `code` (a sticky error) when it runs.
+API void fake_cuda_fault_next_launch(int code) {
+  g_fault_next_launch = code;
+}
+// For the tests: the next cuFuncSetAttribute that sets `value` first sleeps `ms`.
+API void fake_cuda_slow_func_set_attribute(int value, int ms) {
+  g_slow_set_ms = ms;
+  g_slow_set_value = value;
+}
+// For the tests: bytes device `d`'s default pool holds, not in use.
+API uint64_t fake_cuda_pool_idle(int d) {
+  std::lock_guard<std::mutex> lock(g_mem_mu);
+  return bad_device(d) ? 0 : g_pool_idle[d];
+}
+// For the tests: the sticky error of device d's context (0: none).
+API int fake_cuda_sticky_error(int d) {
+  return bad_device(d) ? 0 : g_sticky[d].load();
+}
+
+}  // extern "C"
