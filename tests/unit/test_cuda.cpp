@@ -1,4 +1,4 @@
-// The cuda plugin over the fake CUDA driver (tests/fakes/fake_cuda.cpp):
+// The cuda plugin over the fake CUDA driver (tests/fakes/cuda/):
 // the plugin's translation of every hook, fault injection (a failing driver
 // call surfaces as a gpuhal error naming it; the context stays usable) and
 // the out-of-memory retry.

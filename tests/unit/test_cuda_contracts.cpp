@@ -1,5 +1,5 @@
 // The CUDA driver's documented contracts, held by the fake driver
-// (tests/fakes/fake_cuda.cpp quotes each rule from cuda.h) and kept by the
+// (tests/fakes/cuda/ quotes each rule from cuda.h) and kept by the
 // cuda backend: PTX versus driver versions, sticky errors and their
 // recovery, host functions, the caller's current context, IPC reference
 // counts, the stream-ordered pool's reserve, external streams, the

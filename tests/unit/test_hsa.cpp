@@ -1,4 +1,4 @@
-// The hsa plugin over the fake HSA runtime (tests/fakes/fake_hsa.cpp):
+// The hsa plugin over the fake HSA runtime (tests/fakes/hsa/):
 // devices from agents, memory from pools, copies staged for pageable
 // memory, streams as chains of completion signals over AQL queues, barrier
 // packets, kernel dispatch packets checked field by field (the fake records

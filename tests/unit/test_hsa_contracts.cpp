@@ -1,5 +1,5 @@
 // ROCr's documented contracts, held by the fake runtime
-// (tests/fakes/fake_hsa.cpp quotes each rule from hsa.h / hsa_ext_amd.h) and
+// (tests/fakes/hsa/ quotes each rule from hsa.h / hsa_ext_amd.h) and
 // kept by the hsa backend: errors never hang (a failed copy's negative
 // signal, a suspended queue whose signals never complete), and a GPU memory
 // fault is an error instead of ROCr's abort(). docs/backends/hsa.md lists
