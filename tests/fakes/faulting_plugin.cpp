@@ -14,8 +14,13 @@
 // injected by GPUHAL_FAULT". Every other call goes to the target, whose
 // table (and so capabilities) the wrapper mirrors. A malformed option
 // fails init. Syntax: fault_spec.hpp.
+//
+// It also records the flags the core passed to the latest host_alloc and
+// host_register (gpuhal_faulting_last_host_flags), for tests that check what
+// reaches a plugin.
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -31,6 +36,7 @@ const gpuhal_plugin_table_t *g_target = nullptr;
 gpuhal::fakes::FaultRules g_rules;
 thread_local bool t_injected = false;  // the calling thread's last call failed by injection
 thread_local std::string t_message;
+std::atomic<uint32_t> g_host_alloc_flags{~0u}, g_host_register_flags{~0u};
 
 bool allocating(const char *entry) {
   return std::strstr(entry, "alloc") != nullptr || std::strcmp(entry, "stream_create") == 0 ||
@@ -130,10 +136,29 @@ gpuhal_plugin_table_t make_table() {
   WRAP(module_unload)
   WRAP(module_get_kernel)
   WRAP(launch)
+  // The host-memory entries also record their flags.
+  if (g_target->host_alloc)
+    t.host_alloc = [](gpuhal_context_t ctx, uint64_t bytes, uint32_t flags, void **out) {
+      g_host_alloc_flags = flags;
+      if (const gpuhal_status_t f = injected("host_alloc")) return f;
+      return g_target->host_alloc(ctx, bytes, flags, out);
+    };
+  if (g_target->host_register)
+    t.host_register = [](gpuhal_context_t ctx, void *ptr, uint64_t bytes, uint32_t flags) {
+      g_host_register_flags = flags;
+      if (const gpuhal_status_t f = injected("host_register")) return f;
+      return g_target->host_register(ctx, ptr, bytes, flags);
+    };
   return t;
 }
 
 }  // namespace
+
+// The flags of the latest host_register (registered != 0) or host_alloc call;
+// ~0u before the first.
+extern "C" __attribute__((visibility("default"))) uint32_t gpuhal_faulting_last_host_flags(int registered) {
+  return registered ? g_host_register_flags.load() : g_host_alloc_flags.load();
+}
 
 extern "C" __attribute__((visibility("default"))) gpuhal_status_t gpuhal_plugin_negotiate(
     uint32_t core_max_abi, const gpuhal_plugin_table_t **table) {

@@ -62,6 +62,29 @@ TEST_CASE("cuda backend over the fake driver: the device's properties and the pl
   CHECK(h.memory.size == 2 * 100 * sizeof(float));  // the bytes of the view
 }
 
+TEST_CASE("cuda: the host-memory flags reach the driver as CUDA's flags") {
+  Runtime rt = cuda_runtime();
+  Context ctx = rt.device(0).primary_context();
+  void *fake = dlopen(GPUHAL_TEST_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(fake);
+  auto last_flags = reinterpret_cast<unsigned (*)(int)>(dlsym(fake, "fake_cuda_last_host_flags"));
+  REQUIRE(last_flags);
+  // cuda.h: CU_MEMHOSTALLOC_PORTABLE 0x01, _DEVICEMAP 0x02, _WRITECOMBINED 0x04;
+  // CU_MEMHOSTREGISTER_PORTABLE 0x01, _DEVICEMAP 0x02.
+  { HostArray a = pinned_array(ctx, {8}); }
+  CHECK(last_flags(0) == 0u);
+  { MappedArray m = mapped_array(ctx, {8}, dtypes::float32, {}, 'C', true, true); }
+  CHECK(last_flags(0) == 0x7u);
+  { MappedArray m = mapped_array(ctx, {8}, dtypes::float32, {}, 'C', false, true); }
+  CHECK(last_flags(0) == 0x6u);
+  std::vector<float> v(64);
+  { HostRegistration r = register_host(ctx, HostView::of(v), HostMemoryFlags{true, true, false}); }
+  CHECK(last_flags(1) == 0x3u);
+  { PinnedScope scope(ctx, {HostView::of(v)}); }
+  CHECK(last_flags(1) == 0u);
+  dlclose(fake);
+}
+
 TEST_CASE("cuda: a failing driver call names the call and leaves the context usable") {
   Runtime rt = cuda_runtime("cuMemcpyHtoD_v2:1:700,cuStreamCreate:1:2,cuEventRecord:1:400,cuMemFree_v2:2:999");
   Context ctx = rt.device(0).primary_context();

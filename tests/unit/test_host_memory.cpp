@@ -1,4 +1,7 @@
 // Pinned, mapped and registered host memory on the host backend.
+#include <dlfcn.h>
+#include <stdlib.h>
+
 #include <stdexcept>
 
 #include "test_support.hpp"
@@ -119,4 +122,33 @@ TEST_CASE("registrations end with a context reset", "[hostmem][reset]") {
   CHECK_NOTHROW(r.release());  // dropped by the reset: nothing to undo
   HostRegistration again = register_host(ctx, HostView::of(v));
   CHECK(again);
+}
+
+TEST_CASE("the core hands the portable, mapped and write-combined flags to the plugin", "[hostmem][flags]") {
+  // The host plugin through the faulting wrapper (no faults), which records
+  // the flags of the latest host_alloc / host_register it forwards.
+  setenv("GPUHAL_FAULTING_TARGET", GPUHAL_TEST_LIB_DIR "/libgpuhal-host.so", 1);
+  Config c;
+  c.backend = test::fake_path("libgpuhal-faulting.so");
+  Context ctx = Runtime::load(c).device(0).primary_context();
+  void *wrapper = dlopen(test::fake_path("libgpuhal-faulting.so").c_str(), RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(wrapper);
+  auto last_flags = reinterpret_cast<uint32_t (*)(int)>(dlsym(wrapper, "gpuhal_faulting_last_host_flags"));
+  REQUIRE(last_flags);
+  const uint32_t P = GPUHAL_HOST_ALLOC_PORTABLE, M = GPUHAL_HOST_ALLOC_MAPPED, W = GPUHAL_HOST_ALLOC_WRITE_COMBINED;
+  { HostArray a = pinned_array(ctx, {8}); }
+  CHECK(last_flags(0) == 0);
+  for (int bits = 0; bits < 4; ++bits) {
+    const bool portable = bits & 1, wc = bits & 2;
+    MappedArray m = mapped_array(ctx, {8}, dtypes::float32, {}, 'C', portable, wc);
+    CHECK(last_flags(0) == (M | (portable ? P : 0) | (wc ? W : 0)));
+  }
+  std::vector<float> v(64);
+  { HostRegistration r = register_host(ctx, HostView::of(v), HostMemoryFlags{true, false, false}); }
+  CHECK(last_flags(1) == P);
+  { MappedScope scope(ctx, {HostView::of(v)}); }
+  CHECK(last_flags(1) == M);
+  { PinnedScope scope(ctx, {HostView::of(v)}); }
+  CHECK(last_flags(1) == 0);
+  dlclose(wrapper);
 }

@@ -195,6 +195,8 @@ struct Alloc {
 inline std::map<CUdeviceptr, Alloc> g_device;  // allocations
 inline std::map<uintptr_t, size_t> g_host;     // cuMemHostAlloc
 inline std::map<uintptr_t, size_t> g_registered;
+// The flags of the latest cuMemHostAlloc / cuMemHostRegister (for the tests).
+inline std::atomic<unsigned> g_last_host_alloc_flags{~0u}, g_last_host_register_flags{~0u};
 // IPC mappings open per (context's device, pointer), with their counts.
 inline std::map<std::pair<int, CUdeviceptr>, int> g_ipc_opens;
 inline uint64_t pool_idle_total() {

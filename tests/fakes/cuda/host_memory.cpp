@@ -10,6 +10,7 @@ API CUresult cuMemHostAlloc(void **out, size_t bytes, unsigned flags) {
   FAULT(cuMemHostAlloc);
   CONTEXT_CALL();
   if (!out || bytes == 0 || (flags & ~7u)) return INVALID_VALUE;
+  g_last_host_alloc_flags = flags;
   void *p = std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
   if (!p) return OUT_OF_MEMORY;
   std::lock_guard<std::mutex> lock(g_mem_mu);
@@ -31,6 +32,7 @@ API CUresult cuMemHostRegister_v2(void *p, size_t bytes, unsigned flags) {
   FAULT(cuMemHostRegister_v2);
   CONTEXT_CALL();
   if (!p || bytes == 0 || (flags & ~0xfu)) return INVALID_VALUE;
+  g_last_host_register_flags = flags;
   std::lock_guard<std::mutex> lock(g_mem_mu);
   const uintptr_t a = uintptr_t(p);
   auto it = g_registered.lower_bound(a);

@@ -33,4 +33,9 @@ API int fake_cuda_sticky_error(int d) {
   return bad_device(d) ? 0 : g_sticky[d].load();
 }
 
+// For the tests: the flags of the latest cuMemHostRegister (registered != 0)
+// or cuMemHostAlloc; ~0u before the first.
+API unsigned fake_cuda_last_host_flags(int registered) {
+  return registered ? g_last_host_register_flags.load() : g_last_host_alloc_flags.load();
+}
 }  // extern "C"
