@@ -81,11 +81,14 @@ DeviceMemory open_memory(const std::shared_ptr<ContextImpl> &c, const IpcHandle 
   uint64_t bytes = 0;
   c->check(c->t().ipc_open(c->handle, &h.handle, &base, &bytes), "ipc_open");
   const uint64_t gen = c->current_generation();
+  // Unmapped through the deferred queue, as device memory is freed: a copy
+  // from the mapping may still be queued on a stream when its last handle
+  // goes, and a flush waits for the context's work first. A reset unmaps it
+  // itself; a failure leaves it to the context's destruction or reset.
   auto close = [c, gen](void *p) {
-    if (gen != c->current_generation() || !c->handle) return;  // the reset unmapped it
-    // A failure leaves the mapping to the context's destruction or reset.
-    const gpuhal_status_t st = c->t().ipc_close(c->handle, gpuhal_deviceptr_t(reinterpret_cast<uintptr_t>(p)));
-    if (st != GPUHAL_SUCCESS) c->report_release_failure(st, "ipc_close");
+    ContextImpl *ctx = c.get();
+    const gpuhal_deviceptr_t ptr = gpuhal_deviceptr_t(reinterpret_cast<uintptr_t>(p));
+    c->defer_release(gen, 0, [ctx, ptr] { return ctx->t().ipc_close(ctx->handle, ptr); }, "ipc_close");
   };
   std::shared_ptr<void> mapping(reinterpret_cast<void *>(uintptr_t(base)), close);
   if (h.offset > bytes || h.size > bytes - h.offset)

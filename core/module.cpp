@@ -28,13 +28,17 @@ struct ModuleImpl {
   std::mutex mu;  // guards entries
   std::vector<std::unique_ptr<KernelEntry>> entries;
 
+  // Unloaded through the deferred queue, whose flush waits for all work of
+  // the context first: a launch of the module may still be queued on a
+  // stream when its last handle goes (also from a stream callback, where
+  // waiting for the streams could wait for itself). A reset unloads it
+  // itself.
   ~ModuleImpl() {
-    if (!handle || ctx->current_generation() != generation) return;  // a reset unloaded it
-    // No launch of this module may still be pending when it goes.
-    gpuhal_status_t st = ctx->t().context_synchronize(ctx->handle);
-    if (st != GPUHAL_SUCCESS) ctx->report_release_failure(st, "context_synchronize (before module_unload)");
-    st = ctx->t().module_unload(ctx->handle, handle);
-    if (st != GPUHAL_SUCCESS) ctx->report_release_failure(st, "module_unload");
+    if (!handle || ctx->current_generation() != generation) return;
+    ContextImpl *c = ctx.get();
+    gpuhal_module_t module = handle;
+    ctx->defer_release(generation, 0, [c, module] { return c->t().module_unload(c->handle, module); },
+                       "module_unload");
   }
 };
 

@@ -12,7 +12,9 @@
 // get_ipc_handle cannot be opened in the process that made it (as in CUDA);
 // a deserialised one can be opened once per IpcArray. The memory stays
 // mapped while the IpcArray or any array view of it lives; close() drops the
-// IpcArray's own reference. The exporter must keep its array alive while
+// IpcArray's own reference. The unmap itself goes through the context's
+// deferred deallocation queue (as device frees do), so a copy from the
+// mapping that is still queued on a stream reads mapped memory. The exporter must keep its array alive while
 // others use it. Unlike Numba, omitted strides mean C-contiguous for any
 // number of dimensions.
 #pragma once

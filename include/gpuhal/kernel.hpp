@@ -27,7 +27,10 @@
 //
 // Thread safety: Module and Kernel are immutable handles; launches may come
 // from several threads. Stream ordering: a launch is ordered on its stream
-// like a copy.
+// like a copy. Lifetime: the module is unloaded through the context's
+// deferred deallocation queue when its last handle goes (a flush waits for
+// the context's work first), so launches still queued run their code, and
+// dropping the last handle never blocks, also in a stream callback.
 #pragma once
 
 #include <cstdint>

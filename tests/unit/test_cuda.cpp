@@ -201,7 +201,10 @@ TEST_CASE("cuda: every driver call that fails surfaces as an error naming it and
        }},
       {"cuMemHostUnregister", "cuMemHostUnregister", [&] { PinnedScope pin(ctx, {HostView::of(v)}); }},
       {"cuIpcCloseMemHandle", "cuIpcCloseMemHandle",
-       [&] { IpcArray o = open_ipc_array(ctx, IpcArrayHandle::deserialize(ipc.serialize())); }},
+       [&] {
+         { IpcArray o = open_ipc_array(ctx, IpcArrayHandle::deserialize(ipc.serialize())); }
+         ctx.flush_deallocations();  // mappings close through the deferred queue
+       }},
       {"cuMemFreeAsync", "cuMemFreeAsync", [&] { DeviceMemory m = ctx.allocate_async(64, s); }},
       // Device code, from a prebuilt PTX image (no NVRTC needed).
       {"cuModuleLoadDataEx", "cuModuleLoadDataEx",
@@ -213,7 +216,10 @@ TEST_CASE("cuda: every driver call that fails surfaces as an error naming it and
       {"cuLaunchKernel", "cuLaunchKernel",
        [&] { Module::load(ctx, ImageFormat::Ptx, kNoopPtx, std::strlen(kNoopPtx)).kernel("noop")({1}, {1}, s)(b); }},
       {"cuModuleUnload", "cuModuleUnload",
-       [&] { Module::load(ctx, ImageFormat::Ptx, kNoopPtx, std::strlen(kNoopPtx)); }},
+       [&] {
+         Module::load(ctx, ImageFormat::Ptx, kNoopPtx, std::strlen(kNoopPtx));
+         ctx.flush_deallocations();  // modules unload through the deferred queue
+       }},
   };
   for (const auto &c : cases) {
     INFO("failing " << c.symbol);

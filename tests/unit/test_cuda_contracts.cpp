@@ -376,9 +376,11 @@ TEST_CASE("cuda contract: one handle opened twice is two references, each closed
     CHECK(references() == 2);
     CHECK(first.array().device_pointer() == second.array().device_pointer());
     first.close();
+    ctx.flush_deallocations();  // mappings close through the deferred queue, after the work queued before
     CHECK(references() == 1);
     CHECK(second.array().copy_to_host().to_vector<int>() == std::vector<int>(100, 5));  // still mapped
   }
+  ctx.flush_deallocations();
   CHECK(references() == 0);
   {
     IpcArray a = open_ipc_array(ctx, h), b = open_ipc_array(ctx, h);

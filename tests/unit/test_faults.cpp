@@ -68,6 +68,9 @@ GPUHAL_KERNEL void twice(GPUHAL_GLOBAL float *x, unsigned n) {
   mapped.device.memset(0);
   const IpcArrayHandle h = get_ipc_handle(a);
   { IpcArray opened = open_ipc_array(ctx, IpcArrayHandle::deserialize(h.serialize())); }
+  // Emptied first: an out-of-memory with releases queued is retried once
+  // after a flush, which would absorb the injected failure.
+  ctx.flush_deallocations();
   { DeviceMemory m = ctx.allocate_async(256, s); }
   s.synchronize();
   ctx.synchronize();

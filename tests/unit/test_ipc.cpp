@@ -3,6 +3,10 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <atomic>
+#include <chrono>
+#include <thread>
+
 #include "test_support.hpp"
 
 extern char **environ;
@@ -175,4 +179,26 @@ TEST_CASE("a backend without IPC entries reports ERROR_NOT_SUPPORTED") {
   Context ctx = rt.device(0).primary_context();
   DeviceArray a = device_array(ctx, {4});
   REQUIRE_GPUHAL_ERROR(get_ipc_handle(a), Status::ERROR_NOT_SUPPORTED, "cannot share memory between processes");
+}
+
+TEST_CASE("an IPC array dropped while a copy from it is queued stays mapped until the copy ran") {
+  Context ctx = test::host_context();
+  std::vector<int32_t> v(4096);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = int32_t(i * 3 + 1);
+  DeviceArray exported = to_device(ctx, HostView::of(v));
+  // Opened in this process from its text (the host backend maps it again).
+  const std::string text = get_ipc_handle(exported).serialize();
+  DeviceArray dst = device_array(ctx, {4096}, dtypes::int32);
+  Stream s = ctx.create_stream();
+  std::atomic<bool> gate{false};
+  s.add_callback([&gate] {
+    while (!gate) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  {
+    IpcArray opened = open_ipc_array(ctx, IpcArrayHandle::deserialize(text));
+    dst.copy_from_device(opened.array(), s);
+  }  // the last handle goes with the copy still queued behind the gate
+  gate = true;
+  s.synchronize();
+  CHECK(dst.copy_to_host().to_vector<int32_t>() == v);
 }

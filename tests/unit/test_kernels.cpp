@@ -5,11 +5,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <random>
+#include <thread>
 
 #include "kernel_sources.hpp"
 #include "test_support.hpp"
@@ -593,4 +596,33 @@ GPUHAL_KERNEL void put(GPUHAL_GLOBAL int *out, int v) { out[gpuhal_global_id(0)]
   again.kernel("put")({1}, {64})(fresh, 3);
   ctx.synchronize();
   CHECK(fresh.copy_to_host().to_vector<int32_t>() == std::vector<int32_t>(64, 3));
+}
+
+TEST_CASE("kernel: a module whose last handle goes in a stream callback, with its launch queued, unloads after it ran",
+          "[kernel]") {
+  Context ctx = kernel_context();
+  std::vector<std::string> errors;
+  ctx.set_deallocation_error_handler([&](const Error &e) { errors.push_back(e.what()); });
+  Stream t = ctx.create_stream(StreamKind::NonBlocking), s = ctx.create_stream(StreamKind::NonBlocking);
+  DeviceArray x = device_array(ctx, {256}, dtypes::int32);
+  x.memset(0);
+  std::atomic<bool> gate{false};
+  t.add_callback([&gate] {
+    while (!gate) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  auto module = std::make_shared<Module>(Module::compile(ctx, R"(
+GPUHAL_KERNEL void fill(GPUHAL_GLOBAL int *x, int v) { x[gpuhal_global_id(0)] = v; })"));
+  module->kernel("fill")({4}, {64}, t)(x, 7);  // queued on t behind the gate
+  // The last handle goes on another stream's thread while the launch is
+  // still queued: the unload must neither wait for streams from a callback
+  // (refused: it could wait for itself) nor pull the code from under the
+  // launch.
+  s.add_callback([m = std::move(module)]() mutable { m.reset(); });
+  s.synchronize();
+  gate = true;
+  t.synchronize();
+  ctx.flush_deallocations();
+  CHECK(x.copy_to_host().to_vector<int32_t>() == std::vector<int32_t>(256, 7));
+  CHECK(errors.empty());
+  for (const auto &e : errors) INFO(e);
 }
