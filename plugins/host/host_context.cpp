@@ -233,6 +233,7 @@ bool HostContext::run_inline_if_idle(const std::function<void()> &fn) {
     for (auto &kv : streams_)
       if (!kv.second->non_blocking && !kv.second->idle()) return false;
   }
+  std::shared_lock<std::shared_mutex> pages(device_pages_mutex());
   fn();
   return true;
 }
@@ -241,6 +242,7 @@ bool HostContext::run_inline_if_stream_idle(const std::shared_ptr<StreamState> &
   if (s->is_default) return run_inline_if_idle(fn);
   std::lock_guard<std::mutex> lock(submit_mu_);
   if (!s->idle() || (!s->non_blocking && !default_stream_->idle())) return false;
+  std::shared_lock<std::shared_mutex> pages(device_pages_mutex());
   fn();
   return true;
 }

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <shared_mutex>
 #include <random>
 #include <string>
 
@@ -116,11 +117,17 @@ gpuhal_status_t ipc_get_handle(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpu
                   "ipc_get_handle: the address is not inside a device allocation of "
                   "this context");
     if (r.fd < 0) {
-      // Pending stream work must not write the pages while they are copied.
+      // No operation may write the pages while they are copied and swapped:
+      // operations hold device_pages_mutex() shared while they run (queued
+      // ones run after the swap, on the shared pages). From a stream
+      // callback, which holds it, this would wait for itself.
       if (on_worker_thread()) return fail(GPUHAL_ERROR_INVALID_VALUE, "ipc_get_handle: called from a stream callback");
-      c->synchronize();
       const uint64_t token = random_token();
-      const int fd = share_in_place(reinterpret_cast<void *>(base), page_round(r.size), token);
+      int fd;
+      {
+        std::unique_lock<std::shared_mutex> pages(device_pages_mutex());
+        fd = share_in_place(reinterpret_cast<void *>(base), page_round(r.size), token);
+      }
       if (fd < 0) return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "ipc_get_handle: " + errno_text("sharing the allocation"));
       plugin_state().registry.set_export(base, fd, token);
       r.fd = fd;

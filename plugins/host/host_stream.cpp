@@ -13,6 +13,11 @@ bool on_worker_thread() {
   return t_on_worker;
 }
 
+std::shared_mutex &device_pages_mutex() {
+  static std::shared_mutex &m = *new std::shared_mutex;
+  return m;
+}
+
 void Progress::wait(const StreamState &stream, uint64_t ticket) {
   if (stream.completed.load(std::memory_order_seq_cst) >= ticket) return;
   // Short operations finish within microseconds: spin that long before
@@ -127,7 +132,10 @@ void StreamState::loop() {
       const bool ok = !discard_.load(std::memory_order_acquire);
       if (ok)
         for (const Dep &d : op.deps) progress->wait(*d.stream, d.ticket);
-      if (op.run) op.run(ok);
+      if (op.run) {
+        std::shared_lock<std::shared_mutex> pages(device_pages_mutex());
+        op.run(ok);
+      }
       completed.fetch_add(1, std::memory_order_seq_cst);
       progress->notify();
     }

@@ -17,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <thread>
 #include <vector>
 
@@ -29,6 +30,14 @@ struct StreamState;
 // True on a stream worker thread (inside an operation or callback), where a
 // blocking wait on the context could wait for itself.
 bool on_worker_thread();
+
+// Device memory's pages can move: the first IPC export of an allocation
+// swaps its anonymous pages for a memfd under the same addresses. Every
+// operation that touches device memory (run by a stream worker or inline on
+// the caller's thread) holds this shared; the swap holds it exclusively, so
+// no write lands on pages that are being left behind. Process-wide: copies
+// may cross contexts. Never destroyed.
+std::shared_mutex &device_pages_mutex();
 
 // Context-wide completion signal: workers notify after each operation,
 // waiters (dependencies, synchronize calls) wait on it.

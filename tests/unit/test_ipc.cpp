@@ -202,3 +202,31 @@ TEST_CASE("an IPC array dropped while a copy from it is queued stays mapped unti
   s.synchronize();
   CHECK(dst.copy_to_host().to_vector<int32_t>() == v);
 }
+
+TEST_CASE("a first IPC export racing with stream writes from another thread loses no write") {
+  Context ctx = test::host_context();
+  // Each round: a fresh 4 MiB array, zeroed; one thread memsets its 1024
+  // pages one by one (page k gets k % 250 + 1) on a stream while this
+  // thread exports the array for the first time (its pages move into shared
+  // memory). Every page must hold its value afterwards.
+  constexpr int64_t kPages = 1024, kPage = 4096;
+  for (int round = 0; round < 20; ++round) {
+    DeviceArray a = device_array(ctx, {kPages * kPage}, dtypes::uint8);
+    a.memset(0);
+    Stream s = ctx.create_stream(StreamKind::NonBlocking);
+    std::atomic<bool> started{false};
+    std::thread writer([&] {
+      started = true;
+      for (int64_t k = 0; k < kPages; ++k) a.view({Slice(k * kPage, (k + 1) * kPage)}).memset(uint8_t(k % 250 + 1), s);
+      s.synchronize();
+    });
+    while (!started) std::this_thread::yield();
+    (void)get_ipc_handle(a);
+    writer.join();
+    const std::vector<uint8_t> got = a.copy_to_host().to_vector<uint8_t>();
+    int64_t lost = 0;
+    for (int64_t k = 0; k < kPages; ++k) lost += got[size_t(k * kPage)] != uint8_t(k % 250 + 1);
+    INFO("round " << round);
+    REQUIRE(lost == 0);
+  }
+}
