@@ -37,7 +37,7 @@ if [ "${GPUHAL_SANITIZERS:-1}" != "0" ]; then
     -DGPUHAL_SANITIZE=address,undefined -DGPUHAL_BUILD_TESTS=OFF -DGPUHAL_BUILD_EXAMPLES=OFF \
     -DGPUHAL_BUILD_BENCHMARKS=OFF >/dev/null
   cmake --build "$build-fuzz"
-  for target in layout config dlpack plugin_table workitem_loops; do
+  for target in layout config dlpack plugin_table workitem_loops code_object kernel_source ipc_handle; do
     corpus=$(mktemp -d)  # new inputs go here; the seeds in the tree stay as they are
     # A fixed seed by default, so that a CI run is repeatable; GPUHAL_FUZZ_SEED=0 asks for a random one.
     "$build-fuzz/bin/fuzz_$target" -max_total_time="${GPUHAL_FUZZ_SECONDS:-15}" -seed="${GPUHAL_FUZZ_SEED:-1}" \
