@@ -256,14 +256,15 @@ using PoolCallback = hsa_status_t (*)(hsa_amd_memory_pool_t, void *);
   O(hsa_status_t, hsa_executable_symbol_get_info, (hsa_executable_symbol_t, hsa_executable_symbol_info_t, void *)) \
   O(hsa_status_t, hsa_amd_register_system_event_handler, (hsa_amd_system_event_callback_t, void *))
 
-// The packet header for a packet of `type`: system-scope acquire and
-// release (host memory and other agents see the results), and the barrier
-// bit: the packet starts only when every earlier packet of its queue has
+// The packet header for a packet of `type` with the given fence scopes
+// (system-scope by default: host memory and other agents see the results),
+// and the barrier bit: the packet starts only when every earlier packet of its queue has
 // completed (streams are in order).
-constexpr uint16_t packet_header(uint16_t type) {
+constexpr uint16_t packet_header(uint16_t type, uint16_t acquire = HSA_FENCE_SCOPE_SYSTEM,
+                                 uint16_t release = HSA_FENCE_SCOPE_SYSTEM) {
   return uint16_t((type << HSA_PACKET_HEADER_TYPE) | (1u << HSA_PACKET_HEADER_BARRIER) |
-                  (HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCACQUIRE_FENCE_SCOPE) |
-                  (HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE));
+                  (acquire << HSA_PACKET_HEADER_SCACQUIRE_FENCE_SCOPE) |
+                  (release << HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE));
 }
 
 }  // namespace gpuhal::hsa::api

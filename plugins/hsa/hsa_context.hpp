@@ -142,6 +142,10 @@ struct HsaStream {
   hsa_queue_t *queue = nullptr;
   SignalRef last;              // the last operation's completion signal
   bool last_on_queue = false;  // ...and it was a packet on `queue`
+  // Its last packet released its writes at agent scope only: the host, the
+  // copy engines and other agents see them after a system-scope release
+  // (make_visible).
+  bool agent_released = false;
   std::deque<Op> inflight;
   KernargRing kernargs;
 };
@@ -243,8 +247,22 @@ void destroy_stream(HsaStream *s);  // after it was drained
 // Packets on s's queue: barrier-AND packets for `extra` (and for the
 // previous operation when it was not a packet), then `packet` (64 bytes,
 // its header last). Records the operation with `done` as s's last signal.
+//
+// Fence scopes (hsa.h): the packet acquires at agent scope when the
+// operation before it was a packet on the same queue and it waits for
+// nothing else (device-only work on one agent), else at system scope (a
+// copy engine, the host or another stream wrote what it may read). It
+// releases at `release` scope: kernel dispatches at agent scope (the next
+// kernel on the agent sees their writes; make_visible releases them to the
+// rest of the system when something else looks), markers at system scope.
 gpuhal_status_t submit_packet(HsaStream *s, const void *packet, SignalRef done, std::vector<SignalRef> extra,
-                              std::function<void()> on_reap, const char *what);
+                              std::function<void()> on_reap, const char *what,
+                              uint16_t release = HSA_FENCE_SCOPE_SYSTEM);
+// When s's last packet released its writes at agent scope only, queues a
+// barrier packet that releases them at system scope (it becomes s's last
+// operation), so that the host, a copy engine or another agent can read
+// them once it completes (c->mu held).
+gpuhal_status_t make_visible(HsaStream *s);
 // An async copy after s's dependencies; on_reap runs once it completed (or
 // at once when it could not be submitted).
 gpuhal_status_t submit_copy(HsaStream *s, void *dst, hsa_agent_t dst_agent, const void *src, hsa_agent_t src_agent,
@@ -267,6 +285,10 @@ void release_kernargs(HsaStream *s);
 // The signals a new operation on s must wait for: s's last and, for the
 // legacy default stream's semantics, other streams' (completed ones left out).
 std::vector<SignalRef> dependencies(HsaStream *s, bool include_last = true);
+// The same for work that is not a packet of s's agent (a copy, a host
+// operation): the streams it waits for first release their writes at
+// system scope (make_visible).
+gpuhal_status_t visible_dependencies(HsaStream *s, std::vector<SignalRef> *out);
 void reap(HsaStream *s);
 // Allocates a host buffer from the fine-grained system pool, accessible to
 // the context's GPU.

@@ -312,7 +312,10 @@ gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuha
     // A refused submission runs on_reap at once; the ring's bytes go back
     // only when nothing was queued (a failed context keeps them).
     const size_t queued = s->inflight.size();
-    const gpuhal_status_t st = submit_packet(s, &p, done, {}, on_reap, "a kernel dispatch");
+    // Released at agent scope: the next kernel on this agent sees the
+    // writes; make_visible releases them further when the host, a copy
+    // engine or another agent looks.
+    const gpuhal_status_t st = submit_packet(s, &p, done, {}, on_reap, "a kernel dispatch", HSA_FENCE_SCOPE_AGENT);
     if (st != GPUHAL_SUCCESS && s->inflight.size() == queued && !on_reap) give_back_kernargs(s);
     return st;
   });

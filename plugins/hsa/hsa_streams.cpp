@@ -222,8 +222,33 @@ std::vector<SignalRef> dependencies(HsaStream *s, bool include_last) {
   return deps;
 }
 
+gpuhal_status_t visible_dependencies(HsaStream *s, std::vector<SignalRef> *out) {
+  if (const gpuhal_status_t st = make_visible(s); st != GPUHAL_SUCCESS) return st;
+  HsaContext *c = s->ctx;
+  if (s->legacy) {
+    for (auto &kv : c->streams)
+      if (kv.second->blocking)
+        if (const gpuhal_status_t st = make_visible(kv.second.get()); st != GPUHAL_SUCCESS) return st;
+    for (auto &kv : c->per_thread)
+      if (const gpuhal_status_t st = make_visible(kv.second.get()); st != GPUHAL_SUCCESS) return st;
+  } else if (s->blocking) {
+    if (const gpuhal_status_t st = make_visible(c->legacy.get()); st != GPUHAL_SUCCESS) return st;
+  }
+  *out = dependencies(s);
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t make_visible(HsaStream *s) {
+  if (!s || !s->agent_released || !s->queue) return GPUHAL_SUCCESS;
+  SignalRef done;
+  if (const gpuhal_status_t st = make_signal(1, &done); st != GPUHAL_SUCCESS) return st;
+  hsa_barrier_and_packet_t b = barrier_packet(nullptr, 0, done->handle);
+  b.header = packet_header(HSA_PACKET_TYPE_BARRIER_AND, HSA_FENCE_SCOPE_AGENT, HSA_FENCE_SCOPE_SYSTEM);
+  return submit_packet(s, &b, done, {}, nullptr, "a system-scope release", HSA_FENCE_SCOPE_SYSTEM);
+}
+
 gpuhal_status_t submit_packet(HsaStream *s, const void *packet, SignalRef done, std::vector<SignalRef> extra,
-                              std::function<void()> on_reap, const char *what) {
+                              std::function<void()> on_reap, const char *what, uint16_t release) {
   reap(s);
   if (const gpuhal_status_t st = refuse_if_failed(s->ctx, what); st != GPUHAL_SUCCESS) {
     if (on_reap) on_reap();
@@ -248,9 +273,22 @@ gpuhal_status_t submit_packet(HsaStream *s, const void *packet, SignalRef done, 
     const hsa_barrier_and_packet_t b = barrier_packet(handles.data() + i, handles.size() - i, hsa_signal_t{0});
     written = write_packet(s->queue, &b, s->ctx->failed);
   }
-  if (written) written = write_packet(s->queue, packet, s->ctx->failed);
+  // The fence scopes (see hsa_context.hpp): agent-scope acquire only after
+  // a packet of this queue with nothing else to wait for.
+  uint8_t bytes[64];
+  std::memcpy(bytes, packet, 64);
+  const uint16_t acquire = s->last_on_queue && handles.empty() ? HSA_FENCE_SCOPE_AGENT : HSA_FENCE_SCOPE_SYSTEM;
+  uint16_t header;
+  std::memcpy(&header, bytes, 2);
+  header = uint16_t((header & ~((3u << HSA_PACKET_HEADER_SCACQUIRE_FENCE_SCOPE) |
+                                (3u << HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE))) |
+                    (acquire << HSA_PACKET_HEADER_SCACQUIRE_FENCE_SCOPE) |
+                    (release << HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE));
+  std::memcpy(bytes, &header, 2);
+  if (written) written = write_packet(s->queue, bytes, s->ctx->failed);
   s->last = std::move(done);
   s->last_on_queue = true;
+  s->agent_released = release != HSA_FENCE_SCOPE_SYSTEM;
   return written ? GPUHAL_SUCCESS : refuse_if_failed(s->ctx, what);
 }
 
@@ -261,9 +299,10 @@ gpuhal_status_t submit_copy(HsaStream *s, void *dst, hsa_agent_t dst_agent, cons
   reap(s);
   SignalRef done;
   gpuhal_status_t st = refuse_if_failed(s->ctx, "hsa_amd_memory_async_copy");
+  std::vector<SignalRef> deps;
+  if (st == GPUHAL_SUCCESS) st = visible_dependencies(s, &deps);  // a copy engine reads what kernels wrote
   if (st == GPUHAL_SUCCESS) st = make_signal(1, &done);
   if (st == GPUHAL_SUCCESS) {
-    std::vector<SignalRef> deps = dependencies(s);
     std::vector<hsa_signal_t> handles;
     for (const auto &d : deps) handles.push_back(d->handle);
     const hsa_status_t hs =
@@ -312,7 +351,11 @@ gpuhal_status_t submit_host_op(HsaStream *s, std::function<void()> fn, std::func
     if (on_reap) on_reap();
     return st;
   }
-  std::vector<SignalRef> deps = dependencies(s);
+  std::vector<SignalRef> deps;
+  if (const gpuhal_status_t st = visible_dependencies(s, &deps); st != GPUHAL_SUCCESS) {  // the host reads them
+    if (on_reap) on_reap();
+    return st;
+  }
   SignalRef dep;
   if (deps.size() == 1) {
     dep = deps[0];
@@ -359,6 +402,7 @@ gpuhal_status_t synchronize_context(HsaContext *c) {
   {
     std::lock_guard<std::mutex> lock(c->mu);
     auto add = [&](HsaStream *s) {
+      (void)make_visible(s);  // the host looks next (a failure shows as the context's error below)
       if (s && s->last) lasts.push_back(s->last);
     };
     add(c->legacy.get());
@@ -447,6 +491,7 @@ gpuhal_status_t stream_synchronize(gpuhal_context_t ctx, gpuhal_stream_t stream)
     std::lock_guard<std::mutex> lock(c->mu);
     s = resolve_stream(c, stream);
     if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_synchronize: invalid stream");
+    if (const gpuhal_status_t st = make_visible(s); st != GPUHAL_SUCCESS) return st;  // the host looks next
     last = s->last;
   }
   return wait_stream(c, s, last, "stream_synchronize");
@@ -457,6 +502,7 @@ gpuhal_status_t stream_query(gpuhal_context_t ctx, gpuhal_stream_t stream) {
   std::lock_guard<std::mutex> lock(c->mu);
   HsaStream *s = resolve_stream(c, stream);
   if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_query: invalid stream");
+  if (const gpuhal_status_t st = make_visible(s); st != GPUHAL_SUCCESS) return st;  // idle means visible
   if (s->last && !s->last->done() && !c->failed.load()) return GPUHAL_NOT_READY;
   reap(s);
   return context_failure(c, "stream_query");

@@ -217,7 +217,7 @@ GPUHAL_KERNEL void scale(GPUHAL_GLOBAL float *out, unsigned n, float a, GPUHAL_G
     CHECK((p.header & 0xff) == api::HSA_PACKET_TYPE_KERNEL_DISPATCH);
     CHECK(((p.header >> api::HSA_PACKET_HEADER_BARRIER) & 1) == 1);
     CHECK(((p.header >> api::HSA_PACKET_HEADER_SCACQUIRE_FENCE_SCOPE) & 3) == api::HSA_FENCE_SCOPE_SYSTEM);
-    CHECK(((p.header >> api::HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE) & 3) == api::HSA_FENCE_SCOPE_SYSTEM);
+    CHECK(((p.header >> api::HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE) & 3) == api::HSA_FENCE_SCOPE_AGENT);  // made visible later, where something looks
     CHECK(p.setup == 2);  // two dimensions
     CHECK(p.workgroup_size_x == 64);
     CHECK(p.workgroup_size_y == 2);

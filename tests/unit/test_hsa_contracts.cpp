@@ -307,6 +307,53 @@ GPUHAL_KERNEL void put(GPUHAL_GLOBAL unsigned *out, unsigned v) { out[0] = v; }
   CHECK(v == 10000u);
 }
 
+// hsa.h: "HSA_FENCE_SCOPE_AGENT: The fence is applied with agent scope for
+// the global segment" and "HSA_FENCE_SCOPE_SYSTEM: ... across agents"; a
+// system-scope fence costs cache write-backs and invalidations the next
+// kernel on the same agent does not need.
+TEST_CASE("hsa contract: packets between device-only work use agent-scope fences, system scope where others look",
+          "[hsa][contract][kernel]") {
+  Runtime rt = hsa_runtime();
+  Context ctx = rt.device(0).primary_context();
+  Module m = compile_or_skip(ctx, R"(
+GPUHAL_KERNEL void add(GPUHAL_GLOBAL int *x, int k) { x[gpuhal_global_id(0)] += k; }
+)");
+  if (!m) return;
+  auto counts = hook<void(uint64_t *, int)>("fake_hsa_fence_counts");
+  enum { kNone = 0, kAgent = 1, kSystem = 2 };
+  auto count = [](const uint64_t *c, int type, int acquire, int release) { return c[type * 9 + acquire * 3 + release]; };
+  std::vector<int32_t> v(256, 1);
+  Stream s = ctx.create_stream();
+  DeviceArray x = to_device(ctx, HostView::of(v), s);  // a copy-engine write the first kernel must acquire
+  s.synchronize();
+  uint64_t c[18] = {};
+  counts(c, 1);
+  Kernel add = m.kernel("add");
+  for (int i = 0; i < 10; ++i) add({4}, {64}, s)(x, 1);
+  s.synchronize();  // the host looks: the results must be released at system scope first
+  counts(c, 1);
+  CHECK(count(c, 0, kSystem, kAgent) == 1);  // the first kernel after the copy
+  CHECK(count(c, 0, kAgent, kAgent) == 9);   // kernel after kernel on one queue
+  uint64_t dispatches = 0, system_releases = 0;
+  for (int a = 0; a < 3; ++a)
+    for (int r = 0; r < 3; ++r) {
+      dispatches += count(c, 0, a, r);
+      system_releases += count(c, 1, a, kSystem);
+    }
+  CHECK(dispatches == 10);
+  CHECK(system_releases >= 1);  // a barrier packet released the kernels' writes to the host
+  // A copy to the host after a kernel reads what the kernel wrote.
+  add({4}, {64}, s)(x, 100);
+  counts(c, 1);
+  HostArray back = x.copy_to_host(s);  // filled by a copy engine once s gets there
+  s.synchronize();
+  counts(c, 1);
+  uint64_t releases_before_copy = 0;
+  for (int a = 0; a < 3; ++a) releases_before_copy += count(c, 1, a, kSystem);
+  CHECK(releases_before_copy >= 1);
+  CHECK(back.to_vector<int32_t>() == std::vector<int32_t>(256, 1));  // the fake runs no kernels: the copy's bytes
+}
+
 TEST_CASE("hsa contract: a code object v5 kernel gets every hidden argument its metadata lists", "[hsa][contract][kernel]") {
   Runtime rt = hsa_runtime();
   Context ctx = rt.device(0).primary_context();

@@ -269,6 +269,13 @@ inline std::mutex &g_dispatch_mu = *new std::mutex;
 inline hsa_kernel_dispatch_packet_t g_last_dispatch{};
 inline std::vector<uint8_t> &g_last_kernarg = *new std::vector<uint8_t>;
 inline uint64_t g_dispatch_count = 0;
+// Packets processed, by type (0: kernel dispatch, 1: barrier-AND), acquire
+// fence scope and release fence scope (hsa.h: HSA_FENCE_SCOPE_NONE 0, AGENT
+// 1, SYSTEM 2), guarded by g_dispatch_mu. "HSA_FENCE_SCOPE_AGENT: The fence
+// is applied with agent scope for the global segment"; only a system-scope
+// release makes a packet's writes visible to the host and other agents (and
+// to the copy engines, which ROCr counts as agents of their own).
+inline uint64_t g_fence_counts[2][3][3] = {};
 
 // ---- queues -------------------------------------------------------------------------------
 struct FQueue {

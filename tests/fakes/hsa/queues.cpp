@@ -128,6 +128,20 @@ void consume(FQueue *q) {
       continue;
     }
     hsa_signal_t completion{};
+    {
+      // The header's fence scopes: two bits each, values 0 to 2 (hsa.h).
+      const uint32_t acquire = (first >> HSA_PACKET_HEADER_SCACQUIRE_FENCE_SCOPE) & 3,
+                     release = (first >> HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE) & 3;
+      if (acquire > 2 || release > 2) {
+        std::memcpy(&completion, slot + 56, sizeof completion);
+        report_packet(q, HSA_STATUS_ERROR_INVALID_PACKET_FORMAT, completion);
+        continue;
+      }
+      if (type == HSA_PACKET_TYPE_KERNEL_DISPATCH || type == HSA_PACKET_TYPE_BARRIER_AND) {
+        std::lock_guard<std::mutex> lock(g_dispatch_mu);
+        ++g_fence_counts[type == HSA_PACKET_TYPE_KERNEL_DISPATCH ? 0 : 1][acquire][release];
+      }
+    }
     std::memcpy(&completion, slot + 56, sizeof completion);  // the same offset in both packet types
     if (const uint64_t address = g_fault_address.exchange(0)) {
       memory_fault(q, address);

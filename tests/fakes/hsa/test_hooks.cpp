@@ -49,3 +49,12 @@ EXPORT void fake_hsa_live_objects(size_t *allocations, size_t *signals, size_t *
   std::lock_guard<std::mutex> lock(g_sig_mu);
   if (signals) *signals = g_signals.size();
 }
+
+// Packets processed so far by type (0: dispatch, 1: barrier-AND), acquire
+// and release fence scope: out[type * 9 + acquire * 3 + release]. reset
+// starts the counts again.
+EXPORT void fake_hsa_fence_counts(uint64_t *out, int reset) {
+  std::lock_guard<std::mutex> lock(g_dispatch_mu);
+  if (out) std::memcpy(out, g_fence_counts, sizeof g_fence_counts);
+  if (reset) std::memset(g_fence_counts, 0, sizeof g_fence_counts);
+}
