@@ -14,7 +14,10 @@ bool on_worker_thread() {
 }
 
 std::shared_mutex &device_pages_mutex() {
-  static std::shared_mutex &m = *new std::shared_mutex;
+  // A plain static: the plugin is unloaded once its threads are stopped,
+  // and destroying a pthread rwlock frees nothing (a leaked heap copy would
+  // be a leak once the plugin is unloaded).
+  static std::shared_mutex m;
   return m;
 }
 

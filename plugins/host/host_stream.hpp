@@ -36,7 +36,7 @@ bool on_worker_thread();
 // operation that touches device memory (run by a stream worker or inline on
 // the caller's thread) holds this shared; the swap holds it exclusively, so
 // no write lands on pages that are being left behind. Process-wide: copies
-// may cross contexts. Never destroyed.
+// may cross contexts.
 std::shared_mutex &device_pages_mutex();
 
 // Context-wide completion signal: workers notify after each operation,
