@@ -94,4 +94,9 @@ DType MirroredArray::dtype() const {
   return state_->host.dtype();
 }
 
+Context MirroredArray::context() const {
+  if (!state_) throw Error(Status::ERROR_INVALID_HANDLE, kEmpty);
+  return state_->ctx;
+}
+
 }  // namespace gpuhal

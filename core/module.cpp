@@ -525,6 +525,9 @@ void Kernel::launch(Dim3 grid, Dim3 block, const KernelArg *arg_list, size_t arg
       }
       case KernelArg::Kind::Mirrored: {
         const MirroredArray &mi = a.mirrored();
+        if (mi.context() != Context(m.ctx))
+          throw Error(Status::ERROR_INVALID_VALUE,
+                      what.str() + ": the mirrored array belongs to another context than the kernel");
         if (p && p->dtype && *p->dtype != mi.dtype())
           throw Error(Status::ERROR_INVALID_DTYPE, what.str() + ": mirrored array of dtype " + mi.dtype().name() +
                                                        " for a parameter of type " + p->type_text);

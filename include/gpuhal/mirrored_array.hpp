@@ -34,6 +34,9 @@ class MirroredArray {
   bool has_device() const;
   const Shape &shape() const;
   DType dtype() const;
+  // The context its device side lives in (kernels of other contexts refuse
+  // it, as they refuse device arrays of other contexts).
+  Context context() const;
 
  private:
   struct State;

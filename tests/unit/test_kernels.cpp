@@ -626,3 +626,18 @@ GPUHAL_KERNEL void fill(GPUHAL_GLOBAL int *x, int v) { x[gpuhal_global_id(0)] = 
   CHECK(errors.empty());
   for (const auto &e : errors) INFO(e);
 }
+
+TEST_CASE("kernel: a mirrored array of another device is refused, as a device array of one is", "[kernel]") {
+  Runtime rt = test::host_runtime({{"GPUHAL_HOST_DEVICES", "2"}, {"GPUHAL_KERNEL_CACHE", GPUHAL_TEST_KERNEL_CACHE}});
+  Context c0 = rt.device(0).primary_context(), c1 = rt.device(1).primary_context();
+  Module m = Module::compile(c0, "GPUHAL_KERNEL void one(GPUHAL_GLOBAL int *x) { x[gpuhal_global_id(0)] = 1; }");
+  DeviceArray foreign = device_array(c1, {64}, dtypes::int32);
+  REQUIRE_GPUHAL_ERROR(m.kernel("one")({1}, {64})(foreign), Status::ERROR_INVALID_VALUE, "another context");
+  MirroredArray mirrored = MirroredArray::empty(c1, {64}, dtypes::int32);
+  REQUIRE_GPUHAL_ERROR(m.kernel("one")({1}, {64})(mirrored), Status::ERROR_INVALID_VALUE, "another context");
+  CHECK_FALSE(mirrored.has_device());  // refused before anything was allocated on device 1
+  CHECK(mirrored.context() == c1);
+  MirroredArray mine = MirroredArray::empty(c0, {64}, dtypes::int32);
+  m.kernel("one")({1}, {64})(mine);
+  CHECK(mine.get_host().to_vector<int32_t>() == std::vector<int32_t>(64, 1));
+}
