@@ -33,11 +33,16 @@ HostModule *find_module(HostContext *c, gpuhal_module_t handle) {
   return it == c->modules.end() ? nullptr : it->second.get();
 }
 
-bool kernel_of_context(HostContext *c, const gpuhal_host_kernel *k) {
+// True when k is a kernel of a module of c; *static_shared gets its bytes
+// of static shared memory.
+bool kernel_of_context(HostContext *c, const gpuhal_host_kernel *k, uint64_t *static_shared) {
   std::lock_guard<std::mutex> lock(c->modules_mu);
   for (const auto &kv : c->modules)
-    for (const auto *x : kv.second->kernels)
-      if (x == k) return true;
+    for (size_t i = 0; i < kv.second->kernels.size(); ++i)
+      if (kv.second->kernels[i] == k) {
+        *static_shared = kv.second->static_shared[i];
+        return true;
+      }
   return false;
 }
 
@@ -208,11 +213,14 @@ gpuhal_status_t module_load(gpuhal_context_t ctx, const void *image, uint64_t by
       return fail(GPUHAL_ERROR_INVALID_IMAGE, "module_load: host module ABI " + std::to_string(*abi) +
                                                   ", this plugin speaks " +
                                                   std::to_string(GPUHAL_HOST_KERNEL_ABI_VERSION));
+    const std::map<std::string, uint64_t> shared = static_shared_bytes(image, bytes);
     for (const gpuhal_host_kernel *k = table; k->name; ++k) {
       if (!k->run_group || !k->run_item || (k->param_count && !k->param_sizes))
         return fail(GPUHAL_ERROR_INVALID_IMAGE,
                     std::string("module_load: kernel '") + k->name + "' has a broken entry");
       m->kernels.push_back(k);
+      const auto it = shared.find(k->name);
+      m->static_shared.push_back(it == shared.end() ? 0 : it->second);
     }
     HostModule *raw = m.get();
     {
@@ -264,7 +272,8 @@ gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuha
     if (!config || config->struct_size < sizeof(gpuhal_launch_config_t))
       return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: null or short launch configuration");
     const auto *k = reinterpret_cast<const gpuhal_host_kernel *>(kernel);
-    if (!k || !kernel_of_context(c, k))
+    uint64_t static_shared = 0;
+    if (!k || !kernel_of_context(c, k, &static_shared))
       return fail(GPUHAL_ERROR_INVALID_HANDLE, "launch: not a kernel of a module of this context");
     auto s = c->stream(stream);
     if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "launch: invalid stream handle");
@@ -282,9 +291,17 @@ gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuha
     if (threads > 1024)
       return fail(GPUHAL_ERROR_INVALID_VALUE,
                   "launch: a block of " + std::to_string(threads) + " work-items, at most 1024");
-    if (config->dynamic_shared_bytes > 64 * 1024)
-      return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: " + std::to_string(config->dynamic_shared_bytes) +
-                                                  " bytes of dynamic shared memory, at most 65536");
+    // What a GPU reserves per work-group, static and dynamic together, within
+    // the 64 KiB device_properties reports: a program that runs here runs
+    // there.
+    if (static_shared + config->dynamic_shared_bytes > kSharedMemoryPerBlock)
+      return fail(GPUHAL_ERROR_INVALID_VALUE,
+                  std::string("launch: kernel '") + k->name + "' uses " + std::to_string(static_shared) +
+                      " bytes of static shared memory" +
+                      (config->dynamic_shared_bytes
+                           ? " and " + std::to_string(config->dynamic_shared_bytes) + " bytes of dynamic"
+                           : std::string()) +
+                      "; a work-group has at most " + std::to_string(kSharedMemoryPerBlock));
     if (arg_count != k->param_count)
       return fail(GPUHAL_ERROR_INVALID_VALUE, std::string("launch: kernel '") + k->name + "' takes " +
                                                   std::to_string(k->param_count) + " argument(s), " +

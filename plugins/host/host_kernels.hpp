@@ -8,6 +8,8 @@
 #pragma once
 
 #include <string>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "gpuhal/plugin.h"
@@ -20,8 +22,17 @@ struct HostModule {
   void *dl = nullptr;
   int fd = -1;  // the memfd it was loaded from: open while loaded, so its /proc path stays unique
   std::vector<const gpuhal_host_kernel *> kernels;
+  std::vector<uint64_t> static_shared;  // per kernel: bytes of its GPUHAL_SHARED_ARRAYs
   ~HostModule();
 };
+
+// Shared memory per work-group, static and dynamic together: what
+// device_properties reports and launches are held to.
+constexpr uint64_t kSharedMemoryPerBlock = 64 * 1024;
+
+// Bytes of static shared memory (GPUHAL_SHARED_ARRAY) per kernel name of a
+// compiled module image (host_static_shared.cpp). Any bytes are safe.
+std::map<std::string, uint64_t> static_shared_bytes(const void *image, uint64_t size);
 
 // The plugin-wide thread pool and fiber stacks, made on first use.
 ThreadPool &shared_pool();

@@ -62,7 +62,12 @@ const Builtin kBuiltins[] = {
     {"gpuhal_wave_barrier", "#define gpuhal_wave_barrier() __atomic_signal_fence(__ATOMIC_SEQ_CST)"},
     {"gpuhal_mem_fence", "#define gpuhal_mem_fence(flags) ((void)(flags), __atomic_thread_fence(__ATOMIC_SEQ_CST))"},
     // Per OS thread = per running work-group (a group runs on one thread).
-    {"GPUHAL_SHARED_ARRAY", "#define GPUHAL_SHARED_ARRAY(T, name, n) alignas(16) static thread_local T name[(n)]"},
+    // One array larger than a work-group's shared memory fails to compile,
+    // as on a GPU; several that only together exceed it fail at launch.
+    {"GPUHAL_SHARED_ARRAY",
+     "#define GPUHAL_SHARED_ARRAY(T, name, n) static_assert(sizeof(T) * (unsigned long long)(n) <= 65536ull, "
+     "\"GPUHAL_SHARED_ARRAY \" #name \": more shared memory than a work-group has (65536 bytes)\"); "
+     "alignas(16) static thread_local T name[(n)]"},
     {"GPUHAL_DYNAMIC_SHARED",
      "#define GPUHAL_DYNAMIC_SHARED(T, name) T *name = (T *)(__gpuhal_wi->group->dynamic_shared)"},
     {"gpuhal_dynamic_shared_bytes", "#define gpuhal_dynamic_shared_bytes() (__gpuhal_wi->group->dynamic_shared_bytes)"},

@@ -163,7 +163,7 @@ gpuhal_status_t device_properties(int32_t ordinal, gpuhal_device_properties_t *o
   std::snprintf(p.name, sizeof p.name, "gpuhal host CPU device %d", int(ordinal));
   std::snprintf(p.vendor, sizeof p.vendor, "gpuhal");
   p.total_memory = d->total_memory;
-  p.shared_memory_per_block = 64 * 1024;
+  p.shared_memory_per_block = kSharedMemoryPerBlock;
   p.multiprocessor_count = int32_t(std::max(1u, std::thread::hardware_concurrency()));
   p.warp_size = 1;
   p.max_threads_per_block = 1024;

@@ -641,3 +641,40 @@ TEST_CASE("kernel: a mirrored array of another device is refused, as a device ar
   m.kernel("one")({1}, {64})(mine);
   CHECK(mine.get_host().to_vector<int32_t>() == std::vector<int32_t>(64, 1));
 }
+
+TEST_CASE("kernel: static shared memory over the device's 64 KiB per work-group is refused, as on a GPU", "[kernel]") {
+  Context ctx = kernel_context();
+  const uint64_t limit = ctx.device().properties().shared_memory_per_block;
+  REQUIRE(limit == 65536);
+  // One array above the limit: the compiler says so.
+  REQUIRE_GPUHAL_ERROR(Module::compile(ctx, R"(
+GPUHAL_KERNEL void big(GPUHAL_GLOBAL double *x) {
+  GPUHAL_SHARED_ARRAY(double, s, 9000);
+  s[gpuhal_local_id(0)] = 1.0;
+  gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+  x[gpuhal_global_id(0)] = s[0];
+})"),
+                       Status::ERROR_COMPILATION_FAILED, "shared memory");
+  // Two arrays that fit alone but not together, and one that fits only
+  // without dynamic shared memory: refused at launch, naming the sizes.
+  Module m = Module::compile(ctx, R"(
+GPUHAL_KERNEL void pair(GPUHAL_GLOBAL int *x) {
+  GPUHAL_SHARED_ARRAY(int, a, 9000);
+  GPUHAL_SHARED_ARRAY(int, b, 9000);
+  a[gpuhal_local_id(0)] = 1;
+  b[gpuhal_local_id(0)] = 2;
+  gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+  x[gpuhal_global_id(0)] = a[0] + b[1];
+}
+GPUHAL_KERNEL void most(GPUHAL_GLOBAL int *x) {
+  GPUHAL_SHARED_ARRAY(int, a, 15000);
+  a[gpuhal_local_id(0)] = 1;
+  gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+  x[gpuhal_global_id(0)] = a[0];
+})");
+  DeviceArray x = device_array(ctx, {64}, dtypes::int32);
+  REQUIRE_GPUHAL_ERROR(m.kernel("pair")({1}, {64})(x), Status::ERROR_INVALID_VALUE, "72000 bytes of static shared memory");
+  m.kernel("most")({1}, {64})(x);  // 60000 bytes: fits
+  REQUIRE_GPUHAL_ERROR(m.kernel("most")({1}, {64}, ctx.default_stream(), 8192)(x), Status::ERROR_INVALID_VALUE,
+                       "60000 bytes of static shared memory and 8192 bytes of dynamic");
+}
