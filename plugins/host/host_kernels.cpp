@@ -299,7 +299,7 @@ gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuha
                   std::string("launch: kernel '") + k->name + "' uses " + std::to_string(static_shared) +
                       " bytes of static shared memory" +
                       (config->dynamic_shared_bytes
-                           ? " and " + std::to_string(config->dynamic_shared_bytes) + " bytes of dynamic"
+                           ? " and " + std::to_string(config->dynamic_shared_bytes) + " bytes of dynamic shared memory"
                            : std::string()) +
                       "; a work-group has at most " + std::to_string(kSharedMemoryPerBlock));
     if (arg_count != k->param_count)
