@@ -642,7 +642,10 @@ TEST_CASE("kernel: a mirrored array of another device is refused, as a device ar
   CHECK(mine.get_host().to_vector<int32_t>() == std::vector<int32_t>(64, 1));
 }
 
-TEST_CASE("kernel: static shared memory over the device's 64 KiB per work-group is refused, as on a GPU", "[kernel]") {
+// Tagged apart from [kernel]: its source that must not compile would trip
+// the "did not compile" watch of the work-item-loop runs.
+TEST_CASE("kernel: static shared memory over the device's 64 KiB per work-group is refused, as on a GPU",
+          "[kernel_limits]") {
   Context ctx = kernel_context();
   const uint64_t limit = ctx.device().properties().shared_memory_per_block;
   REQUIRE(limit == 65536);
