@@ -146,6 +146,11 @@ gpuhal_status_t module_compile(gpuhal_context_t ctx, const gpuhal_compile_args_t
       st = compile_host_module(plugin_state().compiler,
                                std::string(args->source) + "\n" + host_kernel_entry_points(*args, {}), options, &so);
     if (st != GPUHAL_SUCCESS) return st;
+    if (const uint64_t constants = section_bytes(so.data(), so.size(), ".gpuhal_constant"); constants > kConstantMemory)
+      return fail(GPUHAL_ERROR_COMPILATION_FAILED,
+                  "module_compile: the module has " + std::to_string(constants) +
+                      " bytes of constant arrays (GPUHAL_CONSTANT and ModuleOptions constants); a GPU has " +
+                      std::to_string(kConstantMemory) + " bytes of constant memory");
     void *out = std::malloc(so.size());
     if (!out) return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "module_compile: out of host memory for the image");
     std::memcpy(out, so.data(), so.size());

@@ -34,6 +34,13 @@ constexpr uint64_t kSharedMemoryPerBlock = 64 * 1024;
 // compiled module image (host_static_shared.cpp). Any bytes are safe.
 std::map<std::string, uint64_t> static_shared_bytes(const void *image, uint64_t size);
 
+// Bytes of the sections named `section` of a module image (0 for none or a
+// malformed image). GPUHAL_CONSTANT arrays live in ".gpuhal_constant".
+uint64_t section_bytes(const void *image, uint64_t size, const char *section);
+// Constant memory a module may use: a CUDA GPU's 64 KiB, so that a program
+// that runs here runs there.
+constexpr uint64_t kConstantMemory = 64 * 1024;
+
 // The plugin-wide thread pool and fiber stacks, made on first use.
 ThreadPool &shared_pool();
 StackPool &shared_stacks();

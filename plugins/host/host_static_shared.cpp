@@ -1,4 +1,5 @@
-// Static shared memory per kernel, read from a compiled host module.
+// Static shared memory per kernel and the bytes of constant arrays, read
+// from a compiled host module.
 //
 // GPUHAL_SHARED_ARRAY lowers to a thread-local static array in the kernel's
 // body (host_lowering.cpp). A kernel `name` is `static void name(...)` in
@@ -61,6 +62,30 @@ std::map<std::string, uint64_t> static_shared_bytes(const void *image, uint64_t 
     }
   }
   return out;
+}
+
+uint64_t section_bytes(const void *image, uint64_t size, const char *section) {
+  const auto *b = static_cast<const unsigned char *>(image);
+  uint64_t shoff = 0;
+  uint16_t shentsize = 0, shnum = 0, shstrndx = 0;
+  if (size < 64 || b[4] != 2 || !read(b, size, 0x28, &shoff) || !read(b, size, 0x3A, &shentsize) ||
+      !read(b, size, 0x3C, &shnum) || !read(b, size, 0x3E, &shstrndx) || shentsize < 64 || shstrndx >= shnum)
+    return 0;
+  uint64_t names = 0, names_size = 0;
+  const uint64_t nh = shoff + uint64_t(shstrndx) * shentsize;
+  if (!read(b, size, nh + 0x18, &names) || !read(b, size, nh + 0x20, &names_size) || names > size ||
+      names_size > size - names)
+    return 0;
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < shnum; ++i) {
+    const uint64_t h = shoff + uint64_t(i) * shentsize;
+    uint32_t name = 0;
+    uint64_t bytes = 0;
+    if (!read(b, size, h, &name) || !read(b, size, h + 0x20, &bytes) || name >= names_size) return 0;
+    const char *n = reinterpret_cast<const char *>(b + names + name);
+    if (strnlen(n, size_t(names_size - name)) == std::strlen(section) && std::strcmp(n, section) == 0) total += bytes;
+  }
+  return total;
 }
 
 }  // namespace gpuhal::host

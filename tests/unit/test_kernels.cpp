@@ -681,3 +681,22 @@ GPUHAL_KERNEL void most(GPUHAL_GLOBAL int *x) {
   REQUIRE_GPUHAL_ERROR(m.kernel("most")({1}, {64}, ctx.default_stream(), 8192)(x), Status::ERROR_INVALID_VALUE,
                        "60000 bytes of static shared memory and 8192 bytes of dynamic");
 }
+
+TEST_CASE("kernel: constant arrays over a GPU's 64 KiB of constant memory are refused, as on a GPU", "[kernel_limits]") {
+  Context ctx = kernel_context();
+  // From the source, and from ModuleOptions: together 40000 + 40000 bytes.
+  std::vector<double> table(5000, 1.5);
+  ModuleOptions options;
+  options.constant("table", HostView::of(table));
+  REQUIRE_GPUHAL_ERROR(Module::compile(ctx, R"(
+GPUHAL_CONSTANT double more[5000] = {1.0};
+GPUHAL_KERNEL void k(GPUHAL_GLOBAL double *x) { x[gpuhal_global_id(0)] = table[0] + more[0]; })",
+                                       options),
+                       Status::ERROR_COMPILATION_FAILED, "80000 bytes of constant arrays");
+  // Either alone fits.
+  Module ok = Module::compile(ctx, "GPUHAL_KERNEL void k(GPUHAL_GLOBAL double *x) { x[gpuhal_global_id(0)] = table[1]; }",
+                              options);
+  DeviceArray x = device_array(ctx, {64}, dtypes::float64);
+  ok.kernel("k")({1}, {64})(x);
+  CHECK(x.copy_to_host().to_vector<double>() == std::vector<double>(64, 1.5));
+}
