@@ -146,7 +146,8 @@ gpuhal_status_t module_compile(gpuhal_context_t ctx, const gpuhal_compile_args_t
       st = compile_host_module(plugin_state().compiler,
                                std::string(args->source) + "\n" + host_kernel_entry_points(*args, {}), options, &so);
     if (st != GPUHAL_SUCCESS) return st;
-    if (const uint64_t constants = section_bytes(so.data(), so.size(), ".gpuhal_constant"); constants > kConstantMemory)
+    if (const uint64_t constants = constant_bytes(so.data(), so.size(), constant_names(args->source));
+        constants > kConstantMemory)
       return fail(GPUHAL_ERROR_COMPILATION_FAILED,
                   "module_compile: the module has " + std::to_string(constants) +
                       " bytes of constant arrays (GPUHAL_CONSTANT and ModuleOptions constants); a GPU has " +

@@ -31,12 +31,13 @@ struct HostModule {
 constexpr uint64_t kSharedMemoryPerBlock = 64 * 1024;
 
 // Bytes of static shared memory (GPUHAL_SHARED_ARRAY) per kernel name of a
-// compiled module image (host_static_shared.cpp). Any bytes are safe.
+// compiled module image (host_module_limits.cpp). Any bytes are safe.
 std::map<std::string, uint64_t> static_shared_bytes(const void *image, uint64_t size);
 
-// Bytes of the sections named `section` of a module image (0 for none or a
-// malformed image). GPUHAL_CONSTANT arrays live in ".gpuhal_constant".
-uint64_t section_bytes(const void *image, uint64_t size, const char *section);
+// The names of the GPUHAL_CONSTANT arrays a (lowered) source declares, and
+// the bytes those of them that are in a module image take (its symbols).
+std::vector<std::string> constant_names(const std::string &source);
+uint64_t constant_bytes(const void *image, uint64_t size, const std::vector<std::string> &names);
 // Constant memory a module may use: a CUDA GPU's 64 KiB, so that a program
 // that runs here runs there.
 constexpr uint64_t kConstantMemory = 64 * 1024;

@@ -42,9 +42,10 @@ const Builtin kBuiltins[] = {
     {"GPUHAL_DEVICE", "#define GPUHAL_DEVICE static inline"},
     {"GPUHAL_GLOBAL", "#define GPUHAL_GLOBAL"},
     {"GPUHAL_RESTRICT", "#define GPUHAL_RESTRICT __restrict__"},
-    // In a section of their own: module_compile holds their total to a GPU's
-    // 64 KiB of constant memory.
-    {"GPUHAL_CONSTANT", "#define GPUHAL_CONSTANT __attribute__((section(\".gpuhal_constant\"), used)) static const"},
+    // Kept (used) even when no kernel reads them: module_compile holds their
+    // total, read from the module's symbols, to a GPU's 64 KiB of constant
+    // memory.
+    {"GPUHAL_CONSTANT", "#define GPUHAL_CONSTANT __attribute__((used)) static const"},
     {"GPUHAL_LOCAL_MEM_FENCE", "#define GPUHAL_LOCAL_MEM_FENCE 1u"},
     {"GPUHAL_GLOBAL_MEM_FENCE", "#define GPUHAL_GLOBAL_MEM_FENCE 2u"},
     {"gpuhal_local_id", "#define gpuhal_local_id(d) (__gpuhal_wi->local_id[(d)])"},
