@@ -1,7 +1,6 @@
 // What a compiled host module uses of a GPU's limited memories, read from its
 // symbol table: static shared memory per kernel and the bytes of constant
-// arrays. Read
-// with every offset checked against the image.
+// arrays.
 //
 // GPUHAL_SHARED_ARRAY lowers to a thread-local static array in the kernel's
 // body (host_lowering.cpp). A kernel `name` is `static void name(...)` in
@@ -9,8 +8,9 @@
 // `_ZZL<length><name>...E<variable>` in the module's symbol table; their
 // sizes add up to what a GPU would reserve per work-group. Arrays the
 // compiler removed take no memory here and are not counted (on a GPU they
-// would not be either, once optimised away). The reader checks every offset
-// against the image: any bytes are safe to give it.
+// would not be either, once optimised away). GPUHAL_CONSTANT arrays are
+// file-scope `static const` objects, `_ZL<length><name>`, kept with `used`.
+// The reader checks every offset against the image: any bytes are safe.
 #include <cctype>
 #include <cstring>
 #include <set>
