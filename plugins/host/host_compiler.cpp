@@ -1,5 +1,7 @@
 #include "host_compiler.hpp"
 
+#include "host_kernels.hpp"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -9,6 +11,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <climits>
 #include <cstring>
 #include <fstream>
 #include <mutex>
@@ -129,6 +132,12 @@ gpuhal_status_t compile_host_module(const CompilerSettings &settings, const std:
                 "host: the C++ compiler '" + compiler + "' cannot be used: " + std::strerror(errno));
 
   std::vector<std::string> argv = {compiler, "-std=c++17", "-O3", "-fPIC", "-shared", "-w"};
+  // GCC writes each function's frame and calls next to the output: the
+  // stack a kernel's work-item needs (host_stack_usage.cpp). Clang has no
+  // such output: its kernels' stack needs stay unknown.
+  char real[PATH_MAX];
+  const bool gcc = ::realpath(compiler.c_str(), real) && std::strstr(real, "clang") == nullptr;
+  if (gcc) argv.push_back("-fcallgraph-info=su");
   {
     std::stringstream ss(options);
     std::string o;
@@ -137,6 +146,7 @@ gpuhal_status_t compile_host_module(const CompilerSettings &settings, const std:
   std::string key = std::to_string(cst.st_size) + ":" + std::to_string(cst.st_mtim.tv_sec) + "." +
                     std::to_string(cst.st_mtim.tv_nsec) + "\n";
   for (const auto &a : argv) key += a + "\n";
+  key += "stack usage 2\n";  // the format of the <module>.stack file kept beside it
   key += source;
   const std::string name = hex(fnv1a(key, 0xcbf29ce484222325ull)) + hex(fnv1a(key, 0x84222325cbf29ce4ull));
 
@@ -144,7 +154,12 @@ gpuhal_status_t compile_host_module(const CompilerSettings &settings, const std:
   if (dir.empty())
     return fail(GPUHAL_ERROR_COMPILATION_FAILED, "host: no directory for compiled kernels could be made");
   const std::string so = dir + "/" + name + ".so";
-  if (read_file(so, image) && is_elf(*image)) return GPUHAL_SUCCESS;
+  const std::string stack_file = so + ".stack";
+  if (read_file(so, image) && is_elf(*image)) {
+    std::vector<unsigned char> stack;
+    if (read_file(stack_file, &stack)) append_stack_usage(image, std::string(stack.begin(), stack.end()));
+    return GPUHAL_SUCCESS;
+  }
 
   const std::string tag = unique_suffix();
   const std::string src = dir + "/" + name + "." + tag + ".cpp";
@@ -196,8 +211,23 @@ gpuhal_status_t compile_host_module(const CompilerSettings &settings, const std:
     ::unlink(tmp_so.c_str());
     return fail(GPUHAL_ERROR_COMPILATION_FAILED, "host: " + compiler + " produced no shared object");
   }
+  std::string stack_text;
+  if (gcc) {
+    const std::string ci = tmp_so + "-" + name + "." + tag + ".ci";
+    std::vector<unsigned char> graph;
+    if (read_file(ci, &graph)) stack_text = stack_usage_from_callgraph(std::string(graph.begin(), graph.end()));
+    ::unlink(ci.c_str());
+    // Published before the module: a reader that finds the module finds it.
+    const std::string tmp_stack = tmp_so + ".stack";
+    {
+      std::ofstream f(tmp_stack, std::ios::binary);
+      f << stack_text;
+    }
+    if (::rename(tmp_stack.c_str(), stack_file.c_str()) != 0) ::unlink(tmp_stack.c_str());
+  }
   // Atomic publication: another process compiling the same key may win.
   if (::rename(tmp_so.c_str(), so.c_str()) != 0) ::unlink(tmp_so.c_str());
+  append_stack_usage(image, stack_text);
   return GPUHAL_SUCCESS;
 }
 

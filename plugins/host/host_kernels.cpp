@@ -34,13 +34,14 @@ HostModule *find_module(HostContext *c, gpuhal_module_t handle) {
 }
 
 // True when k is a kernel of a module of c; *static_shared gets its bytes
-// of static shared memory.
-bool kernel_of_context(HostContext *c, const gpuhal_host_kernel *k, uint64_t *static_shared) {
+// of static shared memory, *stack_need its stack per work-item (0: unknown).
+bool kernel_of_context(HostContext *c, const gpuhal_host_kernel *k, uint64_t *static_shared, uint64_t *stack_need) {
   std::lock_guard<std::mutex> lock(c->modules_mu);
   for (const auto &kv : c->modules)
     for (size_t i = 0; i < kv.second->kernels.size(); ++i)
       if (kv.second->kernels[i] == k) {
         *static_shared = kv.second->static_shared[i];
+        *stack_need = kv.second->stack_need[i];
         return true;
       }
   return false;
@@ -178,6 +179,9 @@ gpuhal_status_t module_load(gpuhal_context_t ctx, const void *image, uint64_t by
     const auto *b = static_cast<const unsigned char *>(image);
     if (bytes < 4 || b[0] != 0x7f || b[1] != 'E' || b[2] != 'L' || b[3] != 'F')
       return fail(GPUHAL_ERROR_INVALID_IMAGE, "module_load: the image is not an ELF shared object");
+    // The stack each kernel needs, when module_compile measured it (a
+    // trailer after the ELF bytes).
+    const std::map<std::string, uint64_t> stack = read_stack_usage(image, bytes, &bytes);
     int fd = ::memfd_create("gpuhal-host-module", MFD_CLOEXEC);
     if (fd < 0) return fail(GPUHAL_ERROR_UNKNOWN, std::string("module_load: memfd_create: ") + std::strerror(errno));
     bool ok = true;
@@ -227,6 +231,8 @@ gpuhal_status_t module_load(gpuhal_context_t ctx, const void *image, uint64_t by
       m->kernels.push_back(k);
       const auto it = shared.find(k->name);
       m->static_shared.push_back(it == shared.end() ? 0 : it->second);
+      const auto st = stack.find(k->name);
+      m->stack_need.push_back(st == stack.end() ? 0 : st->second);
     }
     HostModule *raw = m.get();
     {
@@ -278,8 +284,8 @@ gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuha
     if (!config || config->struct_size < sizeof(gpuhal_launch_config_t))
       return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: null or short launch configuration");
     const auto *k = reinterpret_cast<const gpuhal_host_kernel *>(kernel);
-    uint64_t static_shared = 0;
-    if (!k || !kernel_of_context(c, k, &static_shared))
+    uint64_t static_shared = 0, stack_need = 0;
+    if (!k || !kernel_of_context(c, k, &static_shared, &stack_need))
       return fail(GPUHAL_ERROR_INVALID_HANDLE, "launch: not a kernel of a module of this context");
     auto s = c->stream(stream);
     if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "launch: invalid stream handle");
@@ -308,6 +314,16 @@ gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuha
                            ? " and " + std::to_string(config->dynamic_shared_bytes) + " bytes of dynamic shared memory"
                            : std::string()) +
                       "; a work-group has at most " + std::to_string(kSharedMemoryPerBlock));
+    // A kernel with barriers that is not run as work-item loops runs each
+    // work-item on a fiber stack: a deeper call chain would overflow it
+    // (a crash). The fiber's own entry and the barrier switch need about
+    // 2 KiB more.
+    if (k->uses_barrier && !k->run_group_loops && stack_need + 2048 > plugin_state().fiber_stack)
+      return fail(GPUHAL_ERROR_INVALID_VALUE,
+                  std::string("launch: kernel '") + k->name + "' needs about " + std::to_string(stack_need + 2048) +
+                      " bytes of stack per work-item (its deepest call chain, as the compiler counted it), more "
+                      "than the " + std::to_string(plugin_state().fiber_stack) +
+                      " bytes of the fiber stacks its work-items run on; set GPUHAL_HOST_FIBER_STACK higher");
     if (arg_count != k->param_count)
       return fail(GPUHAL_ERROR_INVALID_VALUE, std::string("launch: kernel '") + k->name + "' takes " +
                                                   std::to_string(k->param_count) + " argument(s), " +

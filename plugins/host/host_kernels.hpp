@@ -23,6 +23,7 @@ struct HostModule {
   int fd = -1;  // the memfd it was loaded from: open while loaded, so its /proc path stays unique
   std::vector<const gpuhal_host_kernel *> kernels;
   std::vector<uint64_t> static_shared;  // per kernel: bytes of its GPUHAL_SHARED_ARRAYs
+  std::vector<uint64_t> stack_need;     // per kernel: stack per work-item (0: not known)
   ~HostModule();
 };
 
@@ -41,6 +42,14 @@ uint64_t constant_bytes(const void *image, uint64_t size, const std::vector<std:
 // Constant memory a module may use: a CUDA GPU's 64 KiB, so that a program
 // that runs here runs there.
 constexpr uint64_t kConstantMemory = 64 * 1024;
+
+// Stack per work-item (host_stack_usage.cpp): "name bytes" lines of each
+// kernel's deepest call chain from GCC's -fcallgraph-info=su output (kernels
+// whose depth cannot be known are left out); carried as a trailer after the
+// module's ELF bytes (append), read back with the ELF's own size (read).
+std::string stack_usage_from_callgraph(const std::string &ci);
+void append_stack_usage(std::vector<unsigned char> *image, const std::string &text);
+std::map<std::string, uint64_t> read_stack_usage(const void *image, uint64_t size, uint64_t *elf_size);
 
 // The plugin-wide thread pool and fiber stacks, made on first use.
 ThreadPool &shared_pool();
