@@ -10,10 +10,6 @@ namespace gpuhal {
 namespace conformance {
 namespace {
 
-void sleep_ms(int ms) {
-  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-}
-
 void events_across_streams(Env &env) {
   // Works with or without Capability::StreamBarrier (the core falls back to
   // one wait per event).

@@ -61,6 +61,8 @@ std::vector<uint8_t> pattern(size_t bytes, uint8_t seed);
 // The index of the first byte where `got` differs from `want`, as text
 // ("" when equal).
 std::string first_difference(const std::vector<uint8_t> &got, const std::vector<uint8_t> &want);
+// Sleeps `ms` milliseconds (work that takes a while inside callbacks).
+void sleep_ms(int ms);
 // Reads `array` back (contiguous bytes in C order).
 std::vector<uint8_t> bytes_of(const DeviceArray &array);
 

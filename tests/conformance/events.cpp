@@ -9,10 +9,6 @@ namespace gpuhal {
 namespace conformance {
 namespace {
 
-void sleep_ms(int ms) {
-  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-}
-
 void stream_wait_orders_work(Env &env) {
   Stream a = env.ctx.create_stream(StreamKind::NonBlocking), b = env.ctx.create_stream(StreamKind::NonBlocking);
   std::atomic<bool> done{false}, seen{false};

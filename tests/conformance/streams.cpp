@@ -10,10 +10,6 @@ namespace gpuhal {
 namespace conformance {
 namespace {
 
-void sleep_ms(int ms) {
-  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-}
-
 void async_copies(Env &env) {
   Stream s = env.ctx.create_stream();
   expect(s.query(), "a new stream is not idle");

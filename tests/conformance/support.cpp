@@ -1,6 +1,8 @@
 // Helpers shared by the checks, and the list of every check.
+#include <chrono>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "conformance.hpp"
 
@@ -41,6 +43,10 @@ std::string first_difference(const std::vector<uint8_t> &got, const std::vector<
     if (got[i] != want[i])
       return "byte " + std::to_string(i) + " is " + std::to_string(got[i]) + ", expected " + std::to_string(want[i]);
   return "";
+}
+
+void sleep_ms(int ms) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 
 std::vector<uint8_t> bytes_of(const DeviceArray &array) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -100,6 +101,20 @@ class FaultRules {
   std::mutex mu_;
   std::vector<Rule> rules_;
 };
+
+// The rules of environment variable `variable` (unset: none). A fake reads
+// its settings once, as a driver does; a malformed spec is a broken test
+// setup: said on stderr, then abort().
+inline FaultRules &fault_rules_from_environment(const char *variable, const char *who) {
+  auto *rules = new FaultRules;  // never destroyed: the fake's calls may come from static destructors
+  std::string error;
+  const char *spec = std::getenv(variable);
+  if (!rules->set(spec ? spec : "", &error)) {
+    std::fprintf(stderr, "%s: %s: %s\n", who, variable, error.c_str());
+    std::abort();
+  }
+  return *rules;
+}
 
 }  // namespace fakes
 }  // namespace gpuhal

@@ -2,6 +2,7 @@
 // refusal is a gpuhal::Error, and the tensor's deleter runs exactly once.
 #include <cstdlib>
 
+#include "fuzz_host_context.hpp"
 #include "fuzz_input.hpp"
 #include "gpuhal/dlpack.hpp"
 
@@ -18,13 +19,7 @@ struct Tensor {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static Context ctx = [] {
-    Config c;
-    c.backend = "host";
-    c.plugin_path = {GPUHAL_FUZZ_LIB_DIR};
-    c.log_level = LogLevel::Error;
-    return Runtime::load(c).device(0).primary_context();
-  }();
+  const Context &ctx = fuzz::host_context();
   static std::vector<uint8_t> buffer(4096);
   fuzz::Input in(data, size);
   auto *t = new Tensor;

@@ -5,19 +5,14 @@
 #include <cstdint>
 #include <string>
 
+#include "fuzz_host_context.hpp"
 #include "fuzz_input.hpp"
 #include "gpuhal/gpuhal.hpp"
 
 using namespace gpuhal;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static Context ctx = [] {
-    Config c;
-    c.backend = "host";
-    c.plugin_path = {GPUHAL_FUZZ_LIB_DIR};
-    c.log_level = LogLevel::Error;
-    return Runtime::load(c).device(0).primary_context();
-  }();
+  const Context &ctx = fuzz::host_context();
   if (size > 4096) return 0;
   const std::string text(reinterpret_cast<const char *>(data), size);
   IpcArrayHandle h;

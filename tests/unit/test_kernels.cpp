@@ -701,6 +701,17 @@ GPUHAL_KERNEL void k(GPUHAL_GLOBAL double *x) { x[gpuhal_global_id(0)] = table[0
   CHECK(x.copy_to_host().to_vector<double>() == std::vector<double>(64, 1.5));
 }
 
+// Barriers inside a device function with 32 KiB of local array per
+// work-item (the work-item loops do not rewrite calls: fibers run it).
+const char *const kDeepKernel = R"(
+GPUHAL_DEVICE int deep(unsigned lid) {
+  GPUHAL_LOCAL_ARRAY(volatile int, a, 8000);
+  for (unsigned i = 0; i < 8000; ++i) a[i] = (int)(i + lid);
+  gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+  return a[lid] + a[7999 - lid];
+}
+GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *x) { x[gpuhal_global_id(0)] = deep(gpuhal_local_id(0)); })";
+
 TEST_CASE("kernel: a work-item needing more stack than the fiber stacks have is refused at launch, not a crash",
           "[kernel_limits]") {
   // Barriers inside a device function run as fibers (the work-item loops do
@@ -708,14 +719,7 @@ TEST_CASE("kernel: a work-item needing more stack than the fiber stacks have is 
   Context ctx = test::host_context({{"GPUHAL_HOST_FIBER_STACK", "16K"},
                                     {"GPUHAL_HOST_WORK_ITEM_LOOPS", "0"},
                                     {"GPUHAL_KERNEL_CACHE", GPUHAL_TEST_KERNEL_CACHE}});
-  Module m = Module::compile(ctx, R"(
-GPUHAL_DEVICE int deep(unsigned lid) {
-  GPUHAL_LOCAL_ARRAY(volatile int, a, 8000);
-  for (unsigned i = 0; i < 8000; ++i) a[i] = (int)(i + lid);
-  gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
-  return a[lid] + a[7999 - lid];
-}
-GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *x) { x[gpuhal_global_id(0)] = deep(gpuhal_local_id(0)); }
+  Module m = Module::compile(ctx, std::string(kDeepKernel) + R"(
 GPUHAL_KERNEL void small(GPUHAL_GLOBAL int *x) {
   int v = (int)gpuhal_local_id(0);
   gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
@@ -733,14 +737,7 @@ TEST_CASE("kernel: a work-item with a large local array runs on fiber stacks lar
   Context ctx = test::host_context({{"GPUHAL_HOST_FIBER_STACK", "256K"},
                                     {"GPUHAL_HOST_WORK_ITEM_LOOPS", "0"},
                                     {"GPUHAL_KERNEL_CACHE", GPUHAL_TEST_KERNEL_CACHE}});
-  Module m = Module::compile(ctx, R"(
-GPUHAL_DEVICE int deep(unsigned lid) {
-  GPUHAL_LOCAL_ARRAY(volatile int, a, 8000);
-  for (unsigned i = 0; i < 8000; ++i) a[i] = (int)(i + lid);
-  gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
-  return a[lid] + a[7999 - lid];
-}
-GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *x) { x[gpuhal_global_id(0)] = deep(gpuhal_local_id(0)); })");
+  Module m = Module::compile(ctx, kDeepKernel);
   DeviceArray x = device_array(ctx, {64}, dtypes::int32);
   m.kernel("k")({1}, {64})(x);
   std::vector<int32_t> want(64);

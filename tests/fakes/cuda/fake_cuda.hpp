@@ -103,16 +103,7 @@ constexpr CUresult OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, NOT_INITIALIZED
                    NOT_PERMITTED = 800;
 
 // ---- fault injection (FAKE_CUDA_FAIL, syntax of fault_spec.hpp) ------------------
-inline gpuhal::fakes::FaultRules &g_faults = *[] {
-  auto *rules = new gpuhal::fakes::FaultRules;
-  std::string error;
-  const char *spec = std::getenv("FAKE_CUDA_FAIL");
-  if (!rules->set(spec ? spec : "", &error)) {
-    std::fprintf(stderr, "fake CUDA driver: FAKE_CUDA_FAIL: %s\n", error.c_str());
-    std::abort();
-  }
-  return rules;
-}();
+inline gpuhal::fakes::FaultRules &g_faults = gpuhal::fakes::fault_rules_from_environment("FAKE_CUDA_FAIL", "fake CUDA driver");
 
 inline CUresult injected(const char *symbol) {
   long code = 0;

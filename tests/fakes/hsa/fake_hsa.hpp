@@ -86,16 +86,7 @@ using namespace gpuhal::hsa::api;
 
 
 // ---- fault injection (FAKE_HSA_FAIL, syntax of fault_spec.hpp) -------------------------
-inline gpuhal::fakes::FaultRules &g_faults = *[] {
-  auto *rules = new gpuhal::fakes::FaultRules;
-  std::string error;
-  const char *spec = std::getenv("FAKE_HSA_FAIL");
-  if (!rules->set(spec ? spec : "", &error)) {
-    std::fprintf(stderr, "fake HSA runtime: FAKE_HSA_FAIL: %s\n", error.c_str());
-    std::abort();
-  }
-  return rules;
-}();
+inline gpuhal::fakes::FaultRules &g_faults = gpuhal::fakes::fault_rules_from_environment("FAKE_HSA_FAIL", "fake HSA runtime");
 
 inline hsa_status_t injected(const char *symbol) {
   long code = 0;
