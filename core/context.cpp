@@ -17,6 +17,7 @@ static void check_context_handle(const ContextImpl &c) {
 
 std::shared_ptr<ContextImpl> create_context(const std::shared_ptr<RuntimeImpl> &runtime, DeviceImpl *device) {
   auto ctx = std::make_shared<ContextImpl>();
+  ctx->forks = fork_count();
   ctx->runtime = runtime;
   ctx->table = &runtime->table();
   ctx->device = device;
@@ -37,6 +38,7 @@ std::shared_ptr<ContextImpl> create_context(const std::shared_ptr<RuntimeImpl> &
 
 void ContextImpl::defer_release(uint64_t gen, uint64_t bytes, std::function<gpuhal_status_t()> release,
                                 const char *call) {
+  if (inherited()) return;  // a child of fork(): the parent's object, never released here
   deallocs->add({[this, gen, release = std::move(release), call] {
                    if (gen != current_generation() || !handle) return;  // freed by the reset
                    check(release(), call);
@@ -53,6 +55,14 @@ void ContextImpl::report_release_failure(gpuhal_status_t status, const char *cal
 }
 
 ContextImpl::~ContextImpl() {
+  if (inherited()) {
+    // A child of fork(): the plugin's state is the parent's. Nothing is
+    // released (the child's copies of the memory go at its exit); the
+    // manager and the queue are dropped without running anything.
+    if (manager) (void)manager.release();
+    if (deallocs) (void)deallocs.release();
+    return;
+  }
   if (manager) {
     // The manager gives back what it holds (into the queue, flushed next).
     try {
@@ -69,6 +79,12 @@ ContextImpl::~ContextImpl() {
 }
 
 void ContextImpl::context_destroyed(const char *what) const {
+  if (inherited())
+    throw Error(Status::ERROR_NOT_PERMITTED,
+                std::string(what) +
+                    ": this object was made by the parent process before fork(); its streams' threads and the "
+                    "backend's state stay in the parent. Load a runtime in the child (Runtime::load, or "
+                    "Context::current()) and make new objects there");
   throw Error(Status::ERROR_CONTEXT_DESTROYED,
                 std::string(what) + ": the context of device " + std::to_string(device->ordinal) +
                     " was reset; this object belonged to the old context and can no longer be used");

@@ -98,7 +98,7 @@ void HostRegistration::release() {
   void *p = ptr_;
   ptr_ = nullptr;
   auto &c = *ctx_.impl();
-  if (generation_ != c.current_generation()) return;  // dropped by a reset
+  if (generation_ != c.current_generation() || c.inherited()) return;  // dropped by a reset, or a fork's child
   unregister_range(c, reinterpret_cast<uintptr_t>(p));
 }
 

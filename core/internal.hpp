@@ -20,6 +20,7 @@
 #include "gpuhal/context.hpp"
 #include "gpuhal/memory_manager.hpp"
 #include "gpuhal/runtime.hpp"
+#include "fork_guard.hpp"
 #include "plugin_library.hpp"
 
 namespace gpuhal::detail {
@@ -54,6 +55,7 @@ struct DeviceImpl {
 };
 
 struct RuntimeImpl {
+  uint32_t forks = fork_count();  // fork_guard.hpp
   Config config;
   std::unique_ptr<PluginLibrary> library;
   std::vector<LoadAttempt> attempts;
@@ -63,12 +65,20 @@ struct RuntimeImpl {
   const gpuhal_plugin_table_t &table() const { return library->table(); }
 };
 
+// True in a child of fork() for a runtime its parent loaded.
+inline bool inherited_runtime(const RuntimeImpl &r) {
+  return r.forks != fork_count();
+}
+
 struct ContextImpl {
   std::shared_ptr<RuntimeImpl> runtime;
   DeviceImpl *device = nullptr;
   gpuhal_context_t handle = nullptr;
   // Bumped by reset(); objects remember the generation they were made in.
   std::atomic<uint64_t> generation{1};
+  // fork_count() when the context was made: a different count means this is
+  // a child of fork() holding its parent's context (fork_guard.hpp).
+  uint32_t forks = 0;
   // Deferred releases of this context's objects (created with the context).
   std::unique_ptr<DeallocQueue> deallocs;
   // Registered host ranges by start address.
@@ -86,12 +96,18 @@ struct ContextImpl {
   const Logger &logger() const { return runtime->library->logger(); }
   void check(gpuhal_status_t status, const char *call) const { lib().check(status, call); }
   // Throws ERROR_CONTEXT_DESTROYED when an object of generation `gen` is used
-  // after a reset (or when the reset could not create a new context).
+  // after a reset (or when the reset could not create a new context), and
+  // ERROR_NOT_PERMITTED in a child of fork() for its parent's objects.
   // Inline: every call of every object does it.
   void check_alive(uint64_t gen, const char *what) const {
-    if (__builtin_expect(gen == generation.load(std::memory_order_acquire) && handle != nullptr, 1)) return;
+    if (__builtin_expect(
+            gen == generation.load(std::memory_order_acquire) && handle != nullptr && forks == fork_count(), 1))
+      return;
     context_destroyed(what);
   }
+  // True in a child of fork() for a context its parent made: nothing of it
+  // may call the plugin (destructors do nothing).
+  bool inherited() const { return forks != fork_count(); }
   [[noreturn]] void context_destroyed(const char *what) const;
   uint64_t current_generation() const { return generation.load(std::memory_order_acquire); }
   // Queues `release` (a plugin call for an object of generation `gen`),

@@ -8,7 +8,7 @@ namespace detail {
 
 Allocation::~Allocation() {
   // After a reset the plugin already freed everything of the old context.
-  if (!ptr || generation != ctx->current_generation()) return;
+  if (!ptr || generation != ctx->current_generation() || ctx->inherited()) return;
   if (releaser) {
     release_to_manager(*releaser, ptr, size, cookie);
     return;

@@ -34,7 +34,7 @@ struct ModuleImpl {
   // waiting for the streams could wait for itself). A reset unloads it
   // itself.
   ~ModuleImpl() {
-    if (!handle || ctx->current_generation() != generation) return;
+    if (!handle || ctx->current_generation() != generation || ctx->inherited()) return;
     ContextImpl *c = ctx.get();
     gpuhal_module_t module = handle;
     ctx->defer_release(generation, 0, [c, module] { return c->t().module_unload(c->handle, module); },

@@ -1,5 +1,7 @@
 #include "plugin_library.hpp"
 
+#include "fork_guard.hpp"
+
 #include <dlfcn.h>
 #include <sys/stat.h>
 
@@ -136,7 +138,9 @@ std::unique_ptr<PluginLibrary> PluginLibrary::open(const std::string &path, cons
       return refuse(Status::ERROR_INVALID_PLUGIN, std::string("not a regular file (") + kind + "): not opened");
     }
   }
+  watch_forks();
   std::unique_ptr<PluginLibrary> lib(new PluginLibrary());
+  lib->forks_ = fork_count();
   lib->path_ = path;
   lib->logger_ = logger;
   dlerror();
@@ -269,6 +273,7 @@ std::string PluginLibrary::last_message() const {
 }
 
 PluginLibrary::~PluginLibrary() {
+  if (forks_ != fork_count()) return;  // a child of fork(): the plugin's threads and state are the parent's
   if (initialised_) table_.shutdown();
   if (handle_) dlclose(handle_);
 }

@@ -59,6 +59,7 @@ class PluginLibrary {
   uint32_t abi_version_ = 0;
   int device_count_ = 0;
   bool initialised_ = false;
+  uint32_t forks_ = 0;  // fork_count() when opened: a child of fork() neither shuts it down nor closes it
   Logger logger_;
 };
 

@@ -83,7 +83,16 @@ Runtime Runtime::get() {
   };
   static const ProcessRuntime process;  // thread-safe initialisation, once
   if (process.failure) throw *process.failure;
-  return Runtime(process.runtime);
+  if (!detail::inherited_runtime(*process.runtime)) return Runtime(process.runtime);
+  // A child of fork(): the process runtime is its parent's (fork_guard.hpp).
+  // The child loads its own, once per fork; the one it replaces is never
+  // destroyed (nothing of the parent's may run here).
+  static std::mutex mu;
+  static std::shared_ptr<detail::RuntimeImpl> *mine = nullptr;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!mine || detail::inherited_runtime(**mine))
+    mine = new std::shared_ptr<detail::RuntimeImpl>(load(Config::from_environment()).impl_);
+  return Runtime(*mine);
 }
 
 std::vector<LoadAttempt> Runtime::probe(const Config &config) {

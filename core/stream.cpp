@@ -9,7 +9,7 @@ namespace gpuhal {
 namespace detail {
 
 StreamImpl::~StreamImpl() {
-  if (!owned || !handle || generation != ctx->current_generation()) return;
+  if (!owned || !handle || generation != ctx->current_generation() || ctx->inherited()) return;
   ContextImpl *c = ctx.get();
   gpuhal_stream_t h = handle;
   try {
@@ -21,7 +21,7 @@ StreamImpl::~StreamImpl() {
 }
 
 EventImpl::~EventImpl() {
-  if (!handle || generation != ctx->current_generation()) return;
+  if (!handle || generation != ctx->current_generation() || ctx->inherited()) return;
   ContextImpl *c = ctx.get();
   gpuhal_event_t h = handle;
   try {
