@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The run on a machine with a GPU, in one command, every log kept:
+#
+#   scripts/hardware-run.sh [LOG_DIR]        (default: hardware-run-logs)
+#
+# Builds gpuhal (Release; no unit tests: they need Catch2 and run in CI),
+# then over the backend GPUHAL_BACKEND names (default cuda):
+#   machine.txt         date, commit, nvidia-smi (or rocm-smi), uname
+#   info.txt            gpuhal-info
+#   conform.txt/.json   the conformance suite (gpuhal-conform), every check
+#   example_*.txt       every example
+#   bench_*.json        the CUDA benchmarks (T1 pinned / pageable transfers, P1
+#                       launch overhead, L1 alloc/free and pool hits, side by side
+#                       with the raw driver calls), when Google Benchmark is found
+#                       (CMAKE_PREFIX_PATH may name a prefix that has it)
+# and prints a summary last. Needs CMake, Ninja and a C++17 compiler; installs
+# nothing and fetches nothing (GPU machines are often offline). Exit status: 0
+# when the build, every conformance check and every example passed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+logs=${1:-hardware-run-logs}
+backend=${GPUHAL_BACKEND:-cuda}
+build=${GPUHAL_BUILD_DIR:-build-hardware}
+mkdir -p "$logs"
+status=0
+summary=()
+note() {
+  summary+=("$1")
+  echo "$1"
+}
+
+{
+  date -u
+  echo "commit $(git rev-parse HEAD 2>/dev/null || echo unknown)"
+  (nvidia-smi || rocm-smi) 2>&1
+  uname -a
+} >"$logs/machine.txt" 2>&1
+
+echo "== build ($build)"
+if ! cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUHAL_BUILD_TESTS=OFF -DGPUHAL_WERROR=OFF \
+  >"$logs/configure.log" 2>&1 || ! cmake --build "$build" >"$logs/build.log" 2>&1; then
+  note "build: FAILED (see $logs/configure.log, $logs/build.log)"
+  tail -30 "$logs/build.log" 2>/dev/null
+  exit 1
+fi
+note "build: ok"
+export GPUHAL_BACKEND=$backend
+export GPUHAL_KERNEL_CACHE=${GPUHAL_KERNEL_CACHE:-$PWD/$build/kernel-cache}
+
+echo "== gpuhal-info"
+if "$build/bin/gpuhal-info" >"$logs/info.txt" 2>&1; then
+  note "gpuhal-info: $(grep -m1 '^  \[0\]' "$logs/info.txt" | sed 's/^ *//')"
+else
+  note "gpuhal-info: FAILED: $(tail -1 "$logs/info.txt")"
+  status=1
+fi
+
+echo "== conformance suite"
+"$build/bin/gpuhal-conform" --timeout 300 "$backend" >"$logs/conform.txt" 2>"$logs/conform.stderr"
+rc=$?
+"$build/bin/gpuhal-conform" --json --timeout 300 "$backend" >"$logs/conform.json" 2>>"$logs/conform.stderr"
+[ $rc -eq 0 ] || status=1
+note "conformance: $(tail -1 "$logs/conform.txt")"
+grep -E '^(FAIL|UNSUPPORTED|SKIPPED)' "$logs/conform.txt" | sed 's/^/  /' | head -60
+for line in $(grep -E '^FAIL' "$logs/conform.txt" | awk '{print $2}'); do summary+=("  failed: $line"); done
+
+echo "== examples"
+for e in roundtrip increment_kernel block_reduction matmul; do
+  if "$build/bin/$e" >"$logs/example_$e.txt" 2>&1; then
+    note "example $e: ok: $(tail -1 "$logs/example_$e.txt")"
+  else
+    note "example $e: FAILED: $(tail -1 "$logs/example_$e.txt")"
+    status=1
+  fi
+done
+
+echo "== benchmarks"
+if [ -x "$build/bin/gpuhal-bench-cuda" ]; then
+  "$build/bin/gpuhal-bench-cuda" --benchmark_repetitions=10 --benchmark_enable_random_interleaving=true \
+    --benchmark_out="$logs/bench_cuda.json" --benchmark_out_format=json >"$logs/bench_cuda.txt" 2>&1 &&
+    note "gpuhal-bench-cuda: $logs/bench_cuda.json" || note "gpuhal-bench-cuda: FAILED (see $logs/bench_cuda.txt)"
+else
+  note "benchmarks: not built (Google Benchmark not found; set CMAKE_PREFIX_PATH to a prefix that has it)"
+fi
+
+echo
+echo "== summary ($backend, logs in $logs)"
+printf '%s\n' "${summary[@]}" | tee "$logs/summary.txt"
+exit $status
