@@ -14,72 +14,31 @@
 namespace gpuhal::detail {
 namespace {
 
+// The table's entries, from the one list (gpuhal/plugin_entries.def).
+enum class Group { required, optional, host_memory, ipc, stream_ordered, peer_access, kernels };
 struct EntryInfo {
   size_t offset;
   const char *name;
+  Group group;
 };
-
-#define GPUHAL_ENTRY(name) \
-  { offsetof(gpuhal_plugin_table_t, name), #name }
-// Required in ABI 1.0, in table order.
-const EntryInfo kRequired[] = {
-    GPUHAL_ENTRY(init),
-    GPUHAL_ENTRY(shutdown),
-    GPUHAL_ENTRY(last_error),
-    GPUHAL_ENTRY(device_count),
-    GPUHAL_ENTRY(device_properties),
-    GPUHAL_ENTRY(context_create),
-    GPUHAL_ENTRY(context_destroy),
-    GPUHAL_ENTRY(context_synchronize),
-    GPUHAL_ENTRY(memory_info),
-    GPUHAL_ENTRY(mem_alloc),
-    GPUHAL_ENTRY(mem_free),
-    GPUHAL_ENTRY(memcpy_sync),
-    GPUHAL_ENTRY(memcpy_async),
-    GPUHAL_ENTRY(memset_sync),
-    GPUHAL_ENTRY(memset_async),
-    GPUHAL_ENTRY(stream_create),
-    GPUHAL_ENTRY(stream_destroy),
-    GPUHAL_ENTRY(stream_synchronize),
-    GPUHAL_ENTRY(stream_query),
-    GPUHAL_ENTRY(stream_wait_event),
-    GPUHAL_ENTRY(stream_add_callback),
-    GPUHAL_ENTRY(event_create),
-    GPUHAL_ENTRY(event_destroy),
-    GPUHAL_ENTRY(event_record),
-    GPUHAL_ENTRY(event_synchronize),
-    GPUHAL_ENTRY(event_query),
-    GPUHAL_ENTRY(event_elapsed_ms),
+const EntryInfo kEntries[] = {
+#define GPUHAL_PLUGIN_ENTRY(name, group, minor) {offsetof(gpuhal_plugin_table_t, name), #name, Group::group},
+#include "gpuhal/plugin_entries.def"
+#undef GPUHAL_PLUGIN_ENTRY
 };
-// Optional, all-or-none group: host memory.
-const EntryInfo kHostMemoryGroup[] = {
-    GPUHAL_ENTRY(host_alloc),
-    GPUHAL_ENTRY(host_free),
-    GPUHAL_ENTRY(host_register),
-    GPUHAL_ENTRY(host_unregister),
-    GPUHAL_ENTRY(host_get_device_pointer),
+// What a half-present optional group is told.
+struct GroupRule {
+  Group group;
+  const char *refusal;
 };
-// Optional, all-or-none group: inter-process memory (ABI 1.1).
-const EntryInfo kIpcGroup[] = {
-    GPUHAL_ENTRY(ipc_get_handle),
-    GPUHAL_ENTRY(ipc_open),
-    GPUHAL_ENTRY(ipc_close),
+const GroupRule kGroups[] = {
+    {Group::host_memory,
+     "the host-memory entries (host_alloc ... host_get_device_pointer) must be all present or all NULL"},
+    {Group::ipc, "the IPC entries (ipc_get_handle, ipc_open, ipc_close) must be all present or all NULL"},
+    {Group::stream_ordered, "mem_alloc_async and mem_free_async must be both present or both NULL"},
+    {Group::peer_access, "device_can_access_peer and context_enable_peer_access must be both present or both NULL"},
+    {Group::kernels, "the device-code entries (lower_builtin ... launch) must be all present or all NULL"},
 };
-// Optional pairs (ABI 1.1).
-const EntryInfo kStreamOrderedGroup[] = {
-    GPUHAL_ENTRY(mem_alloc_async),
-    GPUHAL_ENTRY(mem_free_async),
-};
-const EntryInfo kPeerGroup[] = {
-    GPUHAL_ENTRY(device_can_access_peer),
-    GPUHAL_ENTRY(context_enable_peer_access),
-};
-// Optional, all-or-none group: device code (ABI 1.2).
-const EntryInfo kKernelGroup[] = {
-    GPUHAL_ENTRY(lower_builtin), GPUHAL_ENTRY(module_compile),    GPUHAL_ENTRY(image_free), GPUHAL_ENTRY(module_load),
-    GPUHAL_ENTRY(module_unload), GPUHAL_ENTRY(module_get_kernel), GPUHAL_ENTRY(launch),
-};
-#undef GPUHAL_ENTRY
 
 // Bytes of the table up to and including the last required entry.
 constexpr size_t kRequiredTableSize = offsetof(gpuhal_plugin_table_t, event_elapsed_ms) + sizeof(void *);
@@ -191,33 +150,18 @@ std::unique_ptr<PluginLibrary> PluginLibrary::open(const std::string &path, cons
     return refuse(Status::ERROR_INVALID_PLUGIN, "plugin table has no backend name");
   lib->name_ = lib->table_.name;
   attempt->backend = attempt->backend.empty() ? lib->name_ : attempt->backend;
-  for (const auto &e : kRequired)
-    if (!entry_present(lib->table_, e.offset))
+  for (const auto &e : kEntries)
+    if (e.group == Group::required && !entry_present(lib->table_, e.offset))
       return refuse(Status::ERROR_INVALID_PLUGIN, std::string("required entry '") + e.name + "' is NULL");
-  int present = 0;
-  for (const auto &e : kHostMemoryGroup) present += entry_present(lib->table_, e.offset);
-  if (present != 0 && present != int(std::size(kHostMemoryGroup)))
-    return refuse(Status::ERROR_INVALID_PLUGIN,
-                  "the host-memory entries (host_alloc ... host_get_device_pointer) must be all present or all NULL");
-  present = 0;
-  for (const auto &e : kIpcGroup) present += entry_present(lib->table_, e.offset);
-  if (present != 0 && present != int(std::size(kIpcGroup)))
-    return refuse(Status::ERROR_INVALID_PLUGIN,
-                  "the IPC entries (ipc_get_handle, ipc_open, ipc_close) must be all present or all NULL");
-  present = 0;
-  for (const auto &e : kStreamOrderedGroup) present += entry_present(lib->table_, e.offset);
-  if (present == 1)
-    return refuse(Status::ERROR_INVALID_PLUGIN, "mem_alloc_async and mem_free_async must be both present or both NULL");
-  present = 0;
-  for (const auto &e : kPeerGroup) present += entry_present(lib->table_, e.offset);
-  if (present == 1)
-    return refuse(Status::ERROR_INVALID_PLUGIN,
-                  "device_can_access_peer and context_enable_peer_access must be both present or both NULL");
-  present = 0;
-  for (const auto &e : kKernelGroup) present += entry_present(lib->table_, e.offset);
-  if (present != 0 && present != int(std::size(kKernelGroup)))
-    return refuse(Status::ERROR_INVALID_PLUGIN,
-                  "the device-code entries (lower_builtin ... launch) must be all present or all NULL");
+  for (const auto &g : kGroups) {
+    int present = 0, members = 0;
+    for (const auto &e : kEntries)
+      if (e.group == g.group) {
+        ++members;
+        present += entry_present(lib->table_, e.offset);
+      }
+    if (present != 0 && present != members) return refuse(Status::ERROR_INVALID_PLUGIN, g.refusal);
+  }
   if (GPUHAL_VERSION_MINOR(t->abi_version) > GPUHAL_ABI_MINOR)
     logger.write(LogLevel::Debug, "plugin " + path + " speaks newer minor ABI " + version_string(t->abi_version) +
                                       "; using the " + core_v + " subset");

@@ -66,18 +66,42 @@ void optional_groups_all_or_none(Env &env) {
   RawTable raw(env.runtime.plugin_path());
   const gpuhal_plugin_table_t *t = raw.table;
   // The core refuses half-filled groups at load; this says which group a
-  // plugin author got wrong when it does.
-  const bool host[] = {t->host_alloc != nullptr, t->host_free != nullptr, t->host_register != nullptr,
-                       t->host_unregister != nullptr, t->host_get_device_pointer != nullptr};
-  for (bool b : host) expect(b == host[0], "the host-memory entries are neither all set nor all NULL");
-  expect((t->ipc_get_handle != nullptr) == (t->ipc_open != nullptr) &&
-             (t->ipc_open != nullptr) == (t->ipc_close != nullptr),
-         "the IPC entries are neither all set nor all NULL");
-  expect((t->mem_alloc_async != nullptr) == (t->mem_free_async != nullptr),
-         "mem_alloc_async and mem_free_async are not both set or both NULL");
-  expect(env.runtime.supports(Capability::HostMemory) == host[0], "Capability::HostMemory disagrees with the table");
-  expect(env.runtime.supports(Capability::Ipc) == (t->ipc_get_handle != nullptr),
-         "Capability::Ipc disagrees with the table");
+  // plugin author got wrong when it does. Groups from the one list of
+  // entries (gpuhal/plugin_entries.def).
+  struct Entry {
+    const char *name, *group;
+    bool present;
+  };
+  const Entry entries[] = {
+#define GPUHAL_PLUGIN_ENTRY(name, group, minor) {#name, #group, t->name != nullptr},
+#include "gpuhal/plugin_entries.def"
+#undef GPUHAL_PLUGIN_ENTRY
+  };
+  auto group_present = [&](const std::string &group) {
+    int present = 0, members = 0;
+    for (const auto &e : entries)
+      if (group == e.group) {
+        ++members;
+        present += e.present;
+      }
+    expect(present == 0 || present == members,
+           "the " + group + " entries are neither all set nor all NULL (" + std::to_string(present) + " of " +
+               std::to_string(members) + ")");
+    return present != 0;
+  };
+  const struct {
+    const char *group;
+    Capability capability;
+  } claims[] = {{"host_memory", Capability::HostMemory},
+                {"ipc", Capability::Ipc},
+                {"stream_ordered", Capability::StreamOrderedMemory},
+                {"peer_access", Capability::PeerAccess},
+                {"kernels", Capability::Kernels}};
+  for (const auto &c : claims)
+    expect(group_present(c.group) == env.runtime.supports(c.capability),
+           std::string("the capability of the ") + c.group + " entries disagrees with the table");
+  for (const auto &e : entries)
+    expect(std::string(e.group) != "required" || e.present, std::string("required entry ") + e.name + " is NULL");
 }
 
 }  // namespace
@@ -89,7 +113,8 @@ void add_abi_checks(std::vector<Check> &checks) {
   checks.push_back({"abi.failed_call_leaves_message", "a failed entry leaves a non-empty last_error() message",
                     failed_call_leaves_message});
   checks.push_back({"abi.optional_groups_all_or_none",
-                    "each optional group of entries is set in full or not at all, as the capabilities say",
+                    "required entries are set; each optional group is set in full or not at all, as the capabilities "
+                    "say",
                     optional_groups_all_or_none});
 }
 

@@ -89,53 +89,13 @@ gpuhal_plugin_table_t make_table() {
   t.abi_version = GPUHAL_ABI_VERSION;
   t.struct_size = sizeof t;
   t.name = g_target->name;
+  // Every entry of the one list (gpuhal/plugin_entries.def), then the two
+  // the wrapper answers itself.
+#define GPUHAL_PLUGIN_ENTRY(name, group, minor) WRAP(name)
+#include "gpuhal/plugin_entries.def"
+#undef GPUHAL_PLUGIN_ENTRY
   t.init = init;
   t.last_error = last_error;
-  WRAP(shutdown)
-  WRAP(device_count)
-  WRAP(device_properties)
-  WRAP(context_create)
-  WRAP(context_destroy)
-  WRAP(context_synchronize)
-  WRAP(memory_info)
-  WRAP(mem_alloc)
-  WRAP(mem_free)
-  WRAP(memcpy_sync)
-  WRAP(memcpy_async)
-  WRAP(memset_sync)
-  WRAP(memset_async)
-  WRAP(stream_create)
-  WRAP(stream_destroy)
-  WRAP(stream_synchronize)
-  WRAP(stream_query)
-  WRAP(stream_wait_event)
-  WRAP(stream_add_callback)
-  WRAP(event_create)
-  WRAP(event_destroy)
-  WRAP(event_record)
-  WRAP(event_synchronize)
-  WRAP(event_query)
-  WRAP(event_elapsed_ms)
-  WRAP(stream_barrier)
-  WRAP(host_alloc)
-  WRAP(host_free)
-  WRAP(host_register)
-  WRAP(host_unregister)
-  WRAP(host_get_device_pointer)
-  WRAP(ipc_get_handle)
-  WRAP(ipc_open)
-  WRAP(ipc_close)
-  WRAP(mem_alloc_async)
-  WRAP(mem_free_async)
-  WRAP(device_can_access_peer)
-  WRAP(context_enable_peer_access)
-  WRAP(lower_builtin)
-  WRAP(module_compile)
-  WRAP(image_free)
-  WRAP(module_load)
-  WRAP(module_unload)
-  WRAP(module_get_kernel)
-  WRAP(launch)
   // The host-memory entries also record their flags.
   if (g_target->host_alloc)
     t.host_alloc = [](gpuhal_context_t ctx, uint64_t bytes, uint32_t flags, void **out) {
