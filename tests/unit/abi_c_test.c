@@ -25,6 +25,24 @@ int main(void) {
   /* 1.1 appended the IPC entries after the 1.0 table. */
   CHECK(offsetof(gpuhal_plugin_table_t, ipc_get_handle) > offsetof(gpuhal_plugin_table_t, host_get_device_pointer));
   CHECK(GPUHAL_VERSION_MAJOR(GPUHAL_ABI_VERSION) == 1);
+  {
+    /* plugin_entries.def lists every entry of the table, in table order, each
+       arriving in a minor the core knows: the one list stays whole as the
+       table grows. */
+    size_t listed = 0, next = offsetof(gpuhal_plugin_table_t, init);
+    int in_order = 1, minors_known = 1;
+#define GPUHAL_PLUGIN_ENTRY(name, group, minor)                              \
+  in_order &= offsetof(gpuhal_plugin_table_t, name) == next;                  \
+  next = offsetof(gpuhal_plugin_table_t, name) + sizeof(void *);              \
+  minors_known &= (minor) <= GPUHAL_VERSION_MINOR(GPUHAL_ABI_VERSION);        \
+  ++listed;
+#include "gpuhal/plugin_entries.def"
+#undef GPUHAL_PLUGIN_ENTRY
+    CHECK(in_order);
+    CHECK(minors_known);
+    CHECK(next == sizeof(gpuhal_plugin_table_t));
+    CHECK(listed == (sizeof(gpuhal_plugin_table_t) - offsetof(gpuhal_plugin_table_t, init)) / sizeof(void *));
+  }
   CHECK(GPUHAL_SUCCESS == 0 && GPUHAL_NOT_READY == 1 && GPUHAL_ERROR_UNKNOWN == 99);
   printf("plugin.h compiles as C99; ABI %u.%u\n", (unsigned)GPUHAL_VERSION_MAJOR(GPUHAL_ABI_VERSION),
          (unsigned)GPUHAL_VERSION_MINOR(GPUHAL_ABI_VERSION));
