@@ -1,0 +1,314 @@
+// Kernel launches: arguments checked and converted by Numba's rules (see
+// kernel.hpp), mirrored and host arrays brought to the device, then the
+// plugin's launch.
+#include <climits>
+#include <cmath>
+
+#include "module_impl.hpp"
+
+namespace gpuhal {
+namespace detail {
+namespace {
+
+bool is_integer(DType d) {
+  return d.kind == DTypeKind::Int || d.kind == DTypeKind::UInt;
+}
+bool is_float(DType d) {
+  return d.kind == DTypeKind::Float && (d.bits == 32 || d.bits == 64);
+}
+
+std::string describe(const KernelDecl &k, size_t i) {
+  const KernelParam &p = k.params[i];
+  return "argument " + std::to_string(i + 1) + (p.name.empty() ? "" : " (" + p.name + ")") + " of kernel '" + k.name +
+         "'";
+}
+
+// Names an argument in error messages, built only when one is thrown (the
+// launch path allocates nothing for it).
+struct What {
+  const KernelDecl *decl;
+  const std::string *kernel;
+  size_t index;
+  const char *kind = nullptr;  // e.g. "mirrored argument ": then "<kind><n>"
+  std::string str() const {
+    if (kind) return "Kernel::launch: " + std::string(kind) + std::to_string(index + 1);
+    return "Kernel::launch: " +
+           (decl ? describe(*decl, index) : "argument " + std::to_string(index + 1) + " of kernel '" + *kernel + "'");
+  }
+};
+
+// Converts a scalar argument to the parameter's type into `out` (8 bytes,
+// value at the start). Integers must fit; floats never become integers.
+void convert_scalar(const KernelArg &a, DType to, const What &what, unsigned char *out) {
+  const DType from = a.scalar_dtype();
+  const unsigned char *b = a.scalar_bytes();
+  long double v = 0;  // exact for every 64-bit integer and double
+  int64_t iv = 0;
+  uint64_t uv = 0;
+  if (from.kind == DTypeKind::Int) {
+    switch (from.bits) {
+      case 8:
+        iv = int8_t(b[0]);
+        break;
+      case 16: {
+        int16_t x;
+        std::memcpy(&x, b, 2);
+        iv = x;
+        break;
+      }
+      case 32: {
+        int32_t x;
+        std::memcpy(&x, b, 4);
+        iv = x;
+        break;
+      }
+      default:
+        std::memcpy(&iv, b, 8);
+    }
+    v = static_cast<long double>(iv);
+  } else if (from.kind == DTypeKind::UInt) {
+    std::memcpy(&uv, b, size_t(from.itemsize()));
+    v = static_cast<long double>(uv);
+  } else if (from == dtypes::float32) {
+    float x;
+    std::memcpy(&x, b, 4);
+    v = x;
+  } else {
+    double x;
+    std::memcpy(&x, b, 8);
+    v = x;
+  }
+  if (is_float(to)) {
+    if (to.bits == 32) {
+      const float f = static_cast<float>(v);
+      std::memcpy(out, &f, 4);
+    } else {
+      const double d = static_cast<double>(v);
+      std::memcpy(out, &d, 8);
+    }
+    return;
+  }
+  if (!is_integer(to))
+    throw Error(Status::ERROR_INVALID_VALUE,
+                what.str() + ": gpuhal cannot pass a value of parameter type " + to.name());
+  if (!is_integer(from))
+    throw Error(Status::ERROR_INVALID_VALUE,
+                what.str() + ": a " + from.name() + " value for an " + to.name() + " parameter (pass an integer)");
+  const bool negative = from.kind == DTypeKind::Int && iv < 0;
+  bool fits;
+  if (to.kind == DTypeKind::UInt) {
+    const uint64_t max = to.bits == 64 ? UINT64_MAX : ((uint64_t(1) << to.bits) - 1);
+    const uint64_t u = from.kind == DTypeKind::Int ? uint64_t(iv) : uv;
+    fits = !negative && u <= max;
+  } else {
+    const int64_t max = to.bits == 64 ? INT64_MAX : ((int64_t(1) << (to.bits - 1)) - 1);
+    const int64_t min = -max - 1;
+    fits = from.kind == DTypeKind::Int ? (iv >= min && iv <= max) : uv <= uint64_t(max);
+  }
+  if (!fits)
+    throw Error(Status::ERROR_INVALID_VALUE,
+                what.str() + ": the value " + (from.kind == DTypeKind::Int ? std::to_string(iv) : std::to_string(uv)) +
+                    " does not fit the parameter's type " + to.name());
+  const uint64_t bits = from.kind == DTypeKind::Int ? uint64_t(iv) : uv;
+  std::memcpy(out, &bits, size_t(to.itemsize()));  // little-endian: the low bytes
+}
+
+void check_array(const DeviceArray &d, const KernelParam *p, const What &what) {
+  if (d.size() > 1 && !d.is_c_contiguous() && !d.is_f_contiguous())
+    throw Error(Status::ERROR_NOT_CONTIGUOUS,
+                what.str() + ": a kernel gets a plain pointer, so the array must be contiguous (copy it first)");
+  if (p && p->dtype && *p->dtype != d.dtype())
+    throw Error(Status::ERROR_INVALID_DTYPE, what.str() + ": array of dtype " + d.dtype().name() +
+                                                 " for a parameter of type " + p->type_text + " (" + p->dtype->name() +
+                                                 ")");
+}
+
+
+}  // namespace
+}  // namespace detail
+
+using detail::KernelDecl;
+
+void Kernel::launch(Dim3 grid, Dim3 block, const KernelArg *arg_list, size_t arg_count, const Stream &stream,
+                    uint32_t shared_bytes) const {
+  if (!module_) throw Error(Status::ERROR_INVALID_HANDLE, "Kernel::launch: empty kernel");
+  if (arg_count && !arg_list) throw Error(Status::ERROR_INVALID_VALUE, "Kernel::launch: null argument list");
+  struct Args {
+    const KernelArg *p;
+    size_t n;
+    size_t size() const { return n; }
+    const KernelArg &operator[](size_t i) const { return p[i]; }
+  } const args{arg_list, arg_count};
+  auto &m = *module_;
+  auto &c = *m.ctx;
+  c.check_alive(m.generation, "Kernel::launch");
+  if (!stream.impl()) throw Error(Status::ERROR_INVALID_HANDLE, "Kernel::launch: null stream");
+  if (stream.impl()->ctx != m.ctx)
+    throw Error(Status::ERROR_INVALID_VALUE, "Kernel::launch: the stream belongs to another context than the kernel");
+  const gpuhal_stream_t sh = stream.impl()->live("Kernel::launch");
+  // Built only for error messages.
+  const auto kname = [&] { return "kernel '" + entry_->name + "'"; };
+
+  // The launch shape, against the device's limits.
+  const DeviceProperties &props = c.device->properties;
+  const uint32_t g[3] = {grid.x, grid.y, grid.z}, b[3] = {block.x, block.y, block.z};
+  uint64_t threads = 1;
+  for (int d = 0; d < 3; ++d) {
+    if (g[d] == 0 || b[d] == 0)
+      throw Error(Status::ERROR_INVALID_VALUE,
+                  "Kernel::launch: " + kname() + ": grid and block sizes must be >= 1 (grid " + std::to_string(grid.x) +
+                      "x" + std::to_string(grid.y) + "x" + std::to_string(grid.z) + ", block " +
+                      std::to_string(block.x) + "x" + std::to_string(block.y) + "x" + std::to_string(block.z) + ")");
+    if (props.max_block_dim[d] > 0 && b[d] > uint32_t(props.max_block_dim[d]))
+      throw Error(Status::ERROR_INVALID_VALUE, "Kernel::launch: " + kname() + ": block dimension " + std::to_string(d) +
+                                                   " is " + std::to_string(b[d]) + ", the device allows at most " +
+                                                   std::to_string(props.max_block_dim[d]));
+    if (props.max_grid_dim[d] > 0 && g[d] > uint32_t(props.max_grid_dim[d]))
+      throw Error(Status::ERROR_INVALID_VALUE, "Kernel::launch: " + kname() + ": grid dimension " + std::to_string(d) +
+                                                   " is " + std::to_string(g[d]) + ", the device allows at most " +
+                                                   std::to_string(props.max_grid_dim[d]));
+    // Global ids are 32-bit in the dialect.
+    if (uint64_t(g[d]) * b[d] > UINT32_MAX)
+      throw Error(Status::ERROR_INVALID_VALUE, "Kernel::launch: " + kname() + ": grid * block in dimension " +
+                                                   std::to_string(d) + " exceeds 2^32 - 1 work-items");
+    threads *= b[d];
+  }
+  if (props.max_threads_per_block > 0 && threads > uint64_t(props.max_threads_per_block))
+    throw Error(Status::ERROR_INVALID_VALUE, "Kernel::launch: " + kname() + ": a block of " + std::to_string(threads) +
+                                                 " work-items, the device allows at most " +
+                                                 std::to_string(props.max_threads_per_block));
+  // Shared memory is checked by the plugin: only it knows the kernel's
+  // static shared memory and the device's opt-in limit.
+
+  // Arguments: check them all before anything is queued.
+  const KernelDecl *decl = entry_->decl;
+  if (decl && args.size() != decl->params.size()) {
+    std::string list;
+    for (const auto &p : decl->params) list += (list.empty() ? "" : ", ") + p.type_text;
+    throw Error(Status::ERROR_INVALID_VALUE, "Kernel::launch: " + kname() + " takes " +
+                                                 std::to_string(decl->params.size()) + " argument(s) (" + list + "), " +
+                                                 std::to_string(args.size()) + " given");
+  }
+  // Argument values and the pointers to them: inline for up to 16
+  // arguments (no allocation on the launch path).
+  constexpr size_t kInline = 16;
+  uint64_t inline_values[kInline] = {};
+  void *inline_ptrs[kInline];
+  std::vector<uint64_t> heap_values;
+  std::vector<void *> heap_ptrs;
+  if (args.size() > kInline) {
+    heap_values.assign(args.size(), 0);
+    heap_ptrs.resize(args.size());
+  }
+  uint64_t *values = args.size() > kInline ? heap_values.data() : inline_values;
+  void **ptrs = args.size() > kInline ? heap_ptrs.data() : inline_ptrs;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const KernelArg &a = args[i];
+    const detail::KernelParam *p = decl ? &decl->params[i] : nullptr;
+    const detail::What what{decl, &entry_->name, i};
+    if (a.kind() == KernelArg::Kind::Scalar) {
+      if (p && p->pointer)
+        throw Error(Status::ERROR_INVALID_VALUE,
+                    what.str() + ": a scalar for the pointer parameter '" + p->type_text + "'");
+      if (p)
+        detail::convert_scalar(a, *p->dtype, what, reinterpret_cast<unsigned char *>(&values[i]));
+      else
+        std::memcpy(&values[i], a.scalar_bytes(), size_t(a.scalar_dtype().itemsize()));
+      continue;
+    }
+    if (p && !p->pointer)
+      throw Error(Status::ERROR_INVALID_VALUE,
+                  what.str() + ": an array for the scalar parameter '" + p->type_text + "'");
+    switch (a.kind()) {
+      case KernelArg::Kind::Device: {
+        const DeviceArray &d = a.device();
+        if (!d.memory().impl() && d.size() != 0)
+          throw Error(Status::ERROR_INVALID_HANDLE, what.str() + ": an empty DeviceArray handle");
+        if (d.size() != 0 && d.context() != Context(m.ctx))
+          throw Error(Status::ERROR_INVALID_VALUE,
+                      what.str() + ": the array belongs to another context than the kernel");
+        // An array from before a reset points at memory that is gone or
+        // reused by now: refused, as copies refuse it.
+        if (d.memory().impl() && d.memory().impl()->generation != m.ctx->current_generation())
+          throw Error(Status::ERROR_CONTEXT_DESTROYED,
+                      what.str() + ": the array was made before the context was reset; its memory is gone");
+        detail::check_array(d, p, what);
+        break;
+      }
+      case KernelArg::Kind::Mirrored: {
+        const MirroredArray &mi = a.mirrored();
+        if (mi.context() != Context(m.ctx))
+          throw Error(Status::ERROR_INVALID_VALUE,
+                      what.str() + ": the mirrored array belongs to another context than the kernel");
+        if (p && p->dtype && *p->dtype != mi.dtype())
+          throw Error(Status::ERROR_INVALID_DTYPE, what.str() + ": mirrored array of dtype " + mi.dtype().name() +
+                                                       " for a parameter of type " + p->type_text);
+        break;
+      }
+      case KernelArg::Kind::Host: {
+        const HostView &h = a.host();
+        if (!h.data() && h.size() != 0)
+          throw Error(Status::ERROR_INVALID_VALUE, what.str() + ": a host view without data");
+        if (h.size() > 1 && !h.is_c_contiguous() && !h.is_f_contiguous())
+          throw Error(Status::ERROR_NOT_CONTIGUOUS,
+                      what.str() + ": a kernel gets a plain pointer, so the host array must be contiguous");
+        if (p && p->dtype && *p->dtype != h.dtype())
+          throw Error(Status::ERROR_INVALID_DTYPE, what.str() + ": host array of dtype " + h.dtype().name() +
+                                                       " for a parameter of type " + p->type_text);
+        break;
+      }
+      case KernelArg::Kind::Scalar:
+        break;
+    }
+  }
+
+  // Materialise: mirrored arrays brought up to date, host arrays copied in.
+  Context ctx(m.ctx);
+  std::vector<std::pair<DeviceArray, HostView>> copy_back;
+  std::vector<DeviceArray> temporaries;
+  bool host_args = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const KernelArg &a = args[i];
+    const detail::KernelParam *p = decl ? &decl->params[i] : nullptr;
+    switch (a.kind()) {
+      case KernelArg::Kind::Device:
+        values[i] = a.device().size() ? a.device().device_pointer() : 0;
+        break;
+      case KernelArg::Kind::Mirrored: {
+        const DeviceArray &d = a.mirrored().get_device();
+        detail::check_array(d, p, detail::What{decl, &entry_->name, i, "mirrored argument "});
+        values[i] = d.size() ? d.device_pointer() : 0;
+        break;
+      }
+      case KernelArg::Kind::Host: {
+        host_args = true;
+        if (a.host().size() == 0) break;
+        DeviceArray tmp = to_device(ctx, a.host(), stream);
+        values[i] = tmp.device_pointer();
+        if (a.host().writeable() && !(p && p->is_const)) copy_back.emplace_back(tmp, a.host());
+        temporaries.push_back(std::move(tmp));
+        break;
+      }
+      case KernelArg::Kind::Scalar:
+        break;
+    }
+  }
+  for (size_t i = 0; i < args.size(); ++i) ptrs[i] = &values[i];
+  gpuhal_launch_config_t cfg{};
+  cfg.abi_version = GPUHAL_ABI_VERSION;
+  cfg.struct_size = sizeof cfg;
+  for (int d = 0; d < 3; ++d) {
+    cfg.grid[d] = g[d];
+    cfg.block[d] = b[d];
+  }
+  cfg.dynamic_shared_bytes = shared_bytes;
+  c.check(c.t().launch(c.handle, entry_->handle, &cfg, ptrs, uint32_t(args.size()), sh), "launch");
+  for (size_t i = 0; i < args.size(); ++i)
+    if (args[i].kind() == KernelArg::Kind::Mirrored && !(decl && decl->params[i].is_const))
+      args[i].mirrored().mark_changed(Where::device);
+  for (auto &cb : copy_back) cb.first.copy_to_host(cb.second, stream);
+  // The temporaries must outlive the kernel and the copies back.
+  if (host_args) stream.synchronize();
+}
+
+}  // namespace gpuhal

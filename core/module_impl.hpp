@@ -1,0 +1,49 @@
+// The core's side of a module: what Module and Kernel handles share
+// (module.cpp makes it, kernel_launch.cpp launches from it).
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "gpuhal/kernel.hpp"
+#include "internal.hpp"
+#include "kernel_source.hpp"
+
+namespace gpuhal {
+namespace detail {
+
+struct KernelEntry {
+  std::string name;
+  gpuhal_kernel_t handle = nullptr;
+  const KernelDecl *decl = nullptr;  // null for a prebuilt image
+};
+
+struct ModuleImpl {
+  std::shared_ptr<ContextImpl> ctx;
+  uint64_t generation = 0;
+  gpuhal_module_t handle = nullptr;
+  std::string lowered;
+  std::string image;
+  ImageFormat format = ImageFormat::HostSharedObject;
+  std::vector<KernelDecl> decls;
+  std::mutex mu;  // guards entries
+  std::vector<std::unique_ptr<KernelEntry>> entries;
+
+  // Unloaded through the deferred queue, whose flush waits for all work of
+  // the context first: a launch of the module may still be queued on a
+  // stream when its last handle goes (also from a stream callback, where
+  // waiting for the streams could wait for itself). A reset unloads it
+  // itself.
+  ~ModuleImpl() {
+    if (!handle || ctx->current_generation() != generation || ctx->inherited()) return;
+    ContextImpl *c = ctx.get();
+    gpuhal_module_t module = handle;
+    ctx->defer_release(generation, 0, [c, module] { return c->t().module_unload(c->handle, module); },
+                       "module_unload");
+  }
+};
+
+}  // namespace detail
+}  // namespace gpuhal
