@@ -31,8 +31,9 @@ void *pinned_address(HsaContext *c, uintptr_t p, uint64_t n) {
 // The agent a copy names for a "device" address: the CPU for pinned host
 // memory and for the device address of registered (mapped) host memory,
 // else the context's GPU. hsa_amd_memory_async_copy (hsa_ext_amd.h):
-// "dst_agent: Agent associated with the dst"; host memory is the CPU's, and
-// the fake runtime refuses a GPU agent for it, as a copy engine would fault.
+// "dst_agent: Agent associated with the dst" -- host memory is the CPU's.
+// (The fake runtime holds the plugin to that reading and refuses a GPU
+// agent for host memory; naming the owner is right under either reading.)
 hsa_agent_t agent_of(HsaContext *c, uintptr_t p, uint64_t n) {
   if (auto it = c->host_allocations.upper_bound(p); it != c->host_allocations.begin()) {
     --it;
