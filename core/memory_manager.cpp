@@ -10,7 +10,7 @@
 namespace gpuhal {
 
 namespace {
-std::mutex g_factory_mu;
+detail::ProcessMutex g_factory_mu;
 std::optional<MemoryManagerFactory> g_factory;  // set_memory_manager's
 }  // namespace
 
@@ -124,12 +124,12 @@ void set_memory_manager(MemoryManagerFactory factory) {
                                                 "' has interface version " + std::to_string(factory.interface_version) +
                                                 " - version " + std::to_string(MemoryManager::kInterfaceVersion) +
                                                 " required");
-  std::lock_guard<std::mutex> lock(g_factory_mu);
+  std::lock_guard<detail::ProcessMutex> lock(g_factory_mu);
   g_factory = std::move(factory);
 }
 
 void clear_memory_manager() {
-  std::lock_guard<std::mutex> lock(g_factory_mu);
+  std::lock_guard<detail::ProcessMutex> lock(g_factory_mu);
   g_factory.reset();
 }
 
@@ -151,7 +151,7 @@ void release_to_manager(MemoryManager &mm, gpuhal_deviceptr_t ptr, uint64_t byte
 void install_memory_manager(const std::shared_ptr<ContextImpl> &ctx) {
   MemoryManagerFactory factory;
   {
-    std::lock_guard<std::mutex> lock(g_factory_mu);
+    std::lock_guard<detail::ProcessMutex> lock(g_factory_mu);
     factory = g_factory ? *g_factory : ctx->runtime->memory_manager;
   }
   if (!factory.create) factory = default_memory_manager();

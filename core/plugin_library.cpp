@@ -59,9 +59,9 @@ void log_trampoline(void *user, int32_t level, const char *message) {
 // valid after that runtime is gone: every runtime's logger (an immutable
 // value, a few bytes) lives until the process ends, reachable from here.
 const Logger *lasting_logger(const Logger &logger) {
-  static std::mutex mu;
+  static ProcessMutex mu;
   static auto *kept = new std::vector<std::unique_ptr<Logger>>();  // never destroyed: late plugin logs
-  std::lock_guard<std::mutex> lock(mu);
+  std::lock_guard<ProcessMutex> lock(mu);
   for (const auto &l : *kept)
     if (l->level() == logger.level()) return l.get();  // one per level is enough: loggers are values
   kept->push_back(std::make_unique<Logger>(logger));

@@ -87,9 +87,9 @@ Runtime Runtime::get() {
   // A child of fork(): the process runtime is its parent's (fork_guard.hpp).
   // The child loads its own, once per fork; the one it replaces is never
   // destroyed (nothing of the parent's may run here).
-  static std::mutex mu;
+  static detail::ProcessMutex mu;
   static std::shared_ptr<detail::RuntimeImpl> *mine = nullptr;
-  std::lock_guard<std::mutex> lock(mu);
+  std::lock_guard<detail::ProcessMutex> lock(mu);
   if (!mine || detail::inherited_runtime(**mine))
     mine = new std::shared_ptr<detail::RuntimeImpl>(load(Config::from_environment()).impl_);
   return Runtime(*mine);

@@ -231,6 +231,11 @@ gpuhal_status_t compile_host_module(const CompilerSettings &settings, const std:
   return GPUHAL_SUCCESS;
 }
 
+void forget_private_cache_after_fork() {
+  new (&g_private_mu) std::mutex();
+  new (&g_private_dir) std::string();  // the parent's string is abandoned, not freed
+}
+
 void remove_private_cache() {
   std::lock_guard<std::mutex> lock(g_private_mu);
   if (g_private_dir.empty()) return;

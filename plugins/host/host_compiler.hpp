@@ -36,5 +36,9 @@ gpuhal_status_t compile_host_module(const CompilerSettings &settings, const std:
 // Removes a private temporary cache directory made by this process, if any
 // (called at plugin shutdown).
 void remove_private_cache();
+// In a child of fork(): the private directory is the parent's (the child
+// must not remove it at exit) and its lock may have been held by a thread
+// the child does not have.
+void forget_private_cache_after_fork();
 
 }  // namespace gpuhal::host

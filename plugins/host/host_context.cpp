@@ -1,7 +1,9 @@
 #include "host_context.hpp"
 
 #include "host_device_memory.hpp"
+#include "host_compiler.hpp"
 #include "host_kernels.hpp"
+#include "host_stream.hpp"
 
 #include <cstdlib>
 
@@ -280,6 +282,13 @@ namespace {
 // no static destructor of this library races the core's teardown at exit.
 HostPlugin *g_state = nullptr;
 }  // namespace
+
+void forget_parent_after_fork() {
+  g_state = nullptr;  // abandoned: its contexts' threads are the parent's
+  reset_device_pages_mutex_after_fork();
+  reset_export_locks_after_fork();
+  forget_private_cache_after_fork();
+}
 
 HostPlugin &plugin_state() {
   return *g_state;

@@ -165,6 +165,18 @@ struct HostPlugin {
   std::unique_ptr<StackPool> stacks;
 };
 
+// In a child of fork() (plugin-wide, installed by the first init): every
+// lock of the plugin's process-wide state is made afresh and the parent's
+// state (contexts, registry, pools, private cache) is abandoned, never
+// destroyed, since a thread of the parent that held a lock at the fork, or
+// ran a stream of a context, does not exist here. The core refuses the
+// parent's objects in the child; a runtime the child loads initialises the
+// plugin anew. Nothing of the parent's is freed: the child's copy of it
+// goes at exit.
+void forget_parent_after_fork();
+// In a child of fork(): fresh locks for IPC exports (host_device_memory.cpp).
+void reset_export_locks_after_fork();
+
 HostPlugin &plugin_state();
 bool plugin_state_exists();
 void create_plugin_state();

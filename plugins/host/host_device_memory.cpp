@@ -50,12 +50,13 @@ std::string token_name(uint64_t token) {
   return buf;
 }
 
+std::mutex g_token_mu;
+std::mt19937_64 g_token_gen{std::random_device{}()};
+
 uint64_t random_token() {
-  static std::mutex mu;
-  static std::mt19937_64 gen{std::random_device{}()};
-  std::lock_guard<std::mutex> lock(mu);
+  std::lock_guard<std::mutex> lock(g_token_mu);
   uint64_t t;
-  do t = gen();
+  do t = g_token_gen();
   while (t == 0);
   return t;
 }
@@ -202,6 +203,12 @@ gpuhal_status_t ipc_close(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
     unmap_device_memory(reinterpret_cast<void *>(uintptr_t(ptr)), r.size, -1);
     return GPUHAL_SUCCESS;
   });
+}
+
+void reset_export_locks_after_fork() {
+  new (&g_export_mu) std::mutex();
+  new (&g_token_mu) std::mutex();
+  g_token_gen.seed(std::random_device{}());  // not the parent's sequence
 }
 
 }  // namespace gpuhal::host

@@ -3,6 +3,7 @@
 // pinned and registered host memory in host_pinned_memory.cpp). Each entry validates its handles and
 // arguments, then delegates to HostContext / StreamState. Exceptions never
 // cross the C ABI (guard()).
+#include <pthread.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -62,6 +63,18 @@ namespace {
 
 std::mutex g_init_mu;
 
+// See forget_parent_after_fork(). glibc drops the handler when the plugin
+// is unloaded (it is registered under this object's __dso_handle).
+void watch_forks() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    pthread_atfork(nullptr, nullptr, [] {
+      new (&g_init_mu) std::mutex();
+      forget_parent_after_fork();
+    });
+  });
+}
+
 uint64_t physical_memory() {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
@@ -96,6 +109,7 @@ gpuhal_status_t init(const gpuhal_init_args_t *args) {
       return fail(GPUHAL_ERROR_INVALID_CONFIG,
                   "GPUHAL_HOST_FIBER_STACK=" + std::to_string(fiber_stack) + ": expected between 16K and 1G bytes");
     const std::string key = std::to_string(devices) + "/" + std::to_string(limit);
+    watch_forks();
     std::lock_guard<std::mutex> lock(g_init_mu);
     if (plugin_state_exists()) {
       auto &st = plugin_state();

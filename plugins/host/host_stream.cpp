@@ -21,6 +21,10 @@ std::shared_mutex &device_pages_mutex() {
   return m;
 }
 
+void reset_device_pages_mutex_after_fork() {
+  new (&device_pages_mutex()) std::shared_mutex();
+}
+
 void Progress::wait(const StreamState &stream, uint64_t ticket) {
   if (stream.completed.load(std::memory_order_seq_cst) >= ticket) return;
   // Short operations finish within microseconds: spin that long before

@@ -38,6 +38,8 @@ bool on_worker_thread();
 // no write lands on pages that are being left behind. Process-wide: copies
 // may cross contexts.
 std::shared_mutex &device_pages_mutex();
+// In a child of fork(): a fresh, unlocked pages lock.
+void reset_device_pages_mutex_after_fork();
 
 // Context-wide completion signal: workers notify after each operation,
 // waiters (dependencies, synchronize calls) wait on it.
