@@ -249,6 +249,7 @@ void Context::reset() const {
     {
       std::lock_guard<std::mutex> lock(c.registrations_mutex);
       c.registrations.clear();  // the plugin drops them with the context
+      c.user_registrations.clear();
     }
     gpuhal_context_t old = c.handle;
     c.handle = nullptr;

@@ -94,8 +94,10 @@ DeviceArray import_tensor(const Context &ctx, const DLTensor &t, std::shared_ptr
     a->size = uint64_t(layout.span_bytes());
     if (want.device_type == dlpack::kDLCPU && ctx.supports(Capability::MappedHostMemory)) {
       // CPU memory from another producer: map it for the life of the import
-      // so the backend accepts it as device memory. A refusal because it
-      // overlaps registered or device memory means it is usable already.
+      // so the backend accepts it as device memory. Registrations nest and
+      // overlap (host_memory.cpp), so other imports and scopes over the same
+      // bytes are fine; the plugin refuses only memory it allocated itself
+      // (device, pinned or mapped memory), which is usable already.
       struct Mapped {
         std::shared_ptr<void> owner;
         HostRegistration registration;  // released before the owner's deleter runs

@@ -2,6 +2,10 @@
 // entries, with the core's reference-counted registry of registered ranges.
 #include "gpuhal/host_memory.hpp"
 
+#include <algorithm>
+#include <memory>
+#include <vector>
+
 #include "internal.hpp"
 
 namespace gpuhal {
@@ -39,19 +43,112 @@ void span_of(const HostView &v, char **first, uint64_t *bytes) {
   *bytes = uint64_t(v.layout().span_bytes());
 }
 
-void unregister_range(ContextImpl &c, uintptr_t base) {
-  std::lock_guard<std::mutex> lock(c.registrations_mutex);
-  auto it = c.registrations.find(base);
-  if (it == c.registrations.end())
-    throw Error(Status::ERROR_NOT_REGISTERED, "unregister: " + hex(base) + " is not the start of a registered range");
-  if (it->second.count > 1) {
-    --it->second.count;
-    return;
+// ---- the registry -------------------------------------------------------------------
+//
+// Users register ranges that may repeat, nest and overlap (two DLPack
+// imports over one buffer, an import inside a PinnedScope); drivers take one
+// registration per byte (cuMemHostRegister: HOST_MEMORY_ALREADY_REGISTERED;
+// hsa_amd_memory_lock the same). So the core keeps two maps under
+// registrations_mutex: the user's registrations (start, size) -> count, and
+// the plugin's pieces start -> {size, flags, users}. A registration
+// registers with the plugin only the bytes no piece covers (one piece per
+// gap) and counts every piece it touches; its release uncounts them and
+// unregisters the pieces no registration uses any more. A piece is made
+// mapped whenever the device can map host memory (what CUDA's runtime does
+// by default with unified addressing: "the memory will be both mapped and
+// portable"), so a mapped use of bytes first pinned unmapped shares them;
+// portable stays the caller's choice, and a portable registration over a
+// piece made without it is refused (the plugin cannot change a piece's flags
+// while transfers may use it).
+
+// The flags every piece of a registration asked with `flags` gets.
+uint32_t piece_flags(const ContextImpl &c, HostMemoryFlags flags) {
+  return to_bits(flags) | (c.device->properties.can_map_host_memory ? GPUHAL_HOST_ALLOC_MAPPED : 0u);
+}
+
+// The pieces overlapping [base, base + bytes), in address order.
+template <class Map>
+std::vector<typename Map::iterator> pieces_over(Map &pieces, uintptr_t base, uint64_t bytes) {
+  std::vector<typename Map::iterator> out;
+  auto it = pieces.lower_bound(base);
+  if (it != pieces.begin() && std::prev(it)->first + std::prev(it)->second.size > base) --it;
+  for (; it != pieces.end() && it->first < base + bytes; ++it) out.push_back(it);
+  return out;
+}
+
+// Uncounts the pieces of one released registration; unregisters those no
+// registration uses. Every piece is tried; the first failure is thrown after
+// (a piece whose unregister failed stays, uncounted, and is retried later).
+void release_pieces(ContextImpl &c, uintptr_t base, uint64_t bytes) {
+  std::unique_ptr<Error> first;
+  for (auto it : pieces_over(c.registrations, base, bytes)) {
+    if (it->second.count > 0) --it->second.count;
+    if (it->second.count > 0) continue;
+    const gpuhal_status_t st = c.t().host_unregister(c.handle, reinterpret_cast<void *>(it->first));
+    if (st == GPUHAL_SUCCESS) {
+      c.registrations.erase(it);
+    } else if (!first) {
+      try {
+        c.check(st, "host_unregister");
+      } catch (const Error &e) {
+        first = std::make_unique<Error>(e);
+      }
+    }
   }
-  // Forgotten only once the plugin really unregistered it: after a failure
-  // the range is still registered on both sides (and can be released again).
-  c.check(c.t().host_unregister(c.handle, reinterpret_cast<void *>(base)), "host_unregister");
-  c.registrations.erase(it);
+  if (first) throw *first;
+}
+
+void unregister_range(ContextImpl &c, uintptr_t base, uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(c.registrations_mutex);
+  auto user = c.user_registrations.find({base, bytes});
+  if (user == c.user_registrations.end())
+    throw Error(Status::ERROR_NOT_REGISTERED, "unregister: [" + hex(base) + ", +" + std::to_string(bytes) +
+                                                  ") is not a registered range (not the start of one, or not "
+                                                  "its size: release the view that was registered)");
+  if (--user->second == 0) c.user_registrations.erase(user);
+  release_pieces(c, base, bytes);
+}
+
+// Registers [base, base + bytes) with `flags` (see above). Called with
+// registrations_mutex held.
+void register_range(ContextImpl &c, char *first, uint64_t bytes, HostMemoryFlags flags) {
+  const auto base = reinterpret_cast<uintptr_t>(first);
+  const uint32_t want = piece_flags(c, flags);
+  auto covering = pieces_over(c.registrations, base, bytes);
+  for (auto it : covering) {
+    const uint32_t missing = want & ~it->second.flags & (GPUHAL_HOST_ALLOC_PORTABLE | GPUHAL_HOST_ALLOC_MAPPED);
+    if (missing)
+      throw Error(Status::ERROR_ALREADY_REGISTERED,
+                  "register_host: [" + hex(base) + ", +" + std::to_string(bytes) + ") overlaps [" + hex(it->first) +
+                      ", +" + std::to_string(it->second.size) + "), registered without " +
+                      ((missing & GPUHAL_HOST_ALLOC_PORTABLE) ? "PORTABLE" : "MAPPED") +
+                      " (a registration's flags cannot change while it is in use: release it first)");
+  }
+  // The gaps between the covering pieces, registered one by one; on a
+  // failure the ones made so far are undone.
+  std::vector<std::pair<uintptr_t, uint64_t>> gaps;
+  uintptr_t at = base;
+  const uintptr_t end = base + bytes;
+  for (auto it : covering) {
+    if (it->first > at) gaps.emplace_back(at, it->first - at);
+    at = std::max<uintptr_t>(at, it->first + it->second.size);
+  }
+  if (at < end) gaps.emplace_back(at, end - at);
+  std::vector<uintptr_t> made;
+  try {
+    for (const auto &g : gaps) {
+      c.check(c.t().host_register(c.handle, reinterpret_cast<void *>(g.first), g.second, want), "host_register");
+      made.push_back(g.first);
+      c.registrations[g.first] = detail::Registration{g.second, want, 0};
+    }
+  } catch (...) {
+    for (uintptr_t m : made) {
+      if (c.t().host_unregister(c.handle, reinterpret_cast<void *>(m)) == GPUHAL_SUCCESS) c.registrations.erase(m);
+    }
+    throw;
+  }
+  for (auto it : pieces_over(c.registrations, base, bytes)) ++it->second.count;
+  ++c.user_registrations[{base, bytes}];
 }
 
 // Device array over host memory at device address `dptr`, not owning it.
@@ -99,7 +196,7 @@ void HostRegistration::release() {
   ptr_ = nullptr;
   auto &c = *ctx_.impl();
   if (generation_ != c.current_generation() || c.inherited()) return;  // dropped by a reset, or a fork's child
-  unregister_range(c, reinterpret_cast<uintptr_t>(p));
+  unregister_range(c, reinterpret_cast<uintptr_t>(p), size_);
 }
 
 HostRegistration register_host(const Context &ctx, const HostView &view, HostMemoryFlags flags) {
@@ -109,23 +206,11 @@ HostRegistration register_host(const Context &ctx, const HostView &view, HostMem
   uint64_t bytes;
   span_of(view, &first, &bytes);
   if (bytes == 0) return r;
-  const auto base = reinterpret_cast<uintptr_t>(first);
+  if (reinterpret_cast<uintptr_t>(first) + bytes < reinterpret_cast<uintptr_t>(first))
+    throw Error(Status::ERROR_INVALID_VALUE, "register_host: the range wraps around the address space");
   {
     std::lock_guard<std::mutex> lock(c->registrations_mutex);
-    auto it = c->registrations.find(base);
-    if (it != c->registrations.end() && it->second.size == bytes && it->second.flags == to_bits(flags)) {
-      ++it->second.count;  // the same range again: counted
-    } else {
-      auto next = c->registrations.lower_bound(base);
-      const bool hits_next = next != c->registrations.end() && next->first < base + bytes;
-      const bool hits_prev =
-          next != c->registrations.begin() && std::prev(next)->first + std::prev(next)->second.size > base;
-      if (hits_next || hits_prev || it != c->registrations.end())
-        throw Error(Status::ERROR_ALREADY_REGISTERED, "register_host: [" + hex(base) + ", +" + std::to_string(bytes) +
-                                                          ") overlaps a different registered range");
-      c->check(c->t().host_register(c->handle, first, bytes, to_bits(flags)), "host_register");
-      c->registrations[base] = detail::Registration{bytes, to_bits(flags), 1};
-    }
+    register_range(*c, first, bytes, flags);
   }
   r.ctx_ = ctx;
   r.ptr_ = first;
@@ -140,7 +225,7 @@ void deregister_host(const Context &ctx, const HostView &view) {
   uint64_t bytes;
   span_of(view, &first, &bytes);
   if (bytes == 0) return;
-  unregister_range(*c, reinterpret_cast<uintptr_t>(first));
+  unregister_range(*c, reinterpret_cast<uintptr_t>(first), bytes);
 }
 
 PinnedScope::PinnedScope(const Context &ctx, std::initializer_list<HostView> views)

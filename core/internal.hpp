@@ -38,12 +38,15 @@ const std::shared_ptr<T> &require_handle(const std::shared_ptr<T> &impl, const c
 
 struct ContextImpl;
 
-// A host range registered in a context (the core's reference-counted view of
-// the plugin's registrations).
+// A host range the plugin holds registered (host_register), with how many
+// of the user's registrations use it. Pieces never overlap: a registration
+// over bytes some pieces cover already registers only the gaps between them
+// (drivers refuse a second registration of any byte), so one user
+// registration can span several adjacent pieces. See host_memory.cpp.
 struct Registration {
   uint64_t size = 0;
   uint32_t flags = 0;
-  int count = 0;
+  int count = 0;  // user registrations touching the piece; 0 only after a failed unregister
 };
 
 struct DeviceImpl {
@@ -81,9 +84,11 @@ struct ContextImpl {
   uint32_t forks = 0;
   // Deferred releases of this context's objects (created with the context).
   std::unique_ptr<DeallocQueue> deallocs;
-  // Registered host ranges by start address.
+  // Registered host memory: the plugin's pieces by start address, and the
+  // user's registrations (start, size) with their counts.
   std::mutex registrations_mutex;
   std::map<uintptr_t, Registration> registrations;
+  std::map<std::pair<uintptr_t, uint64_t>, int> user_registrations;
   // Serves every allocation of the context (installed by create_context).
   std::unique_ptr<MemoryManager> manager;
 

@@ -3,9 +3,13 @@
 // Everything here needs Capability::HostMemory (mapping also needs the
 // device's can_map_host_memory); otherwise ERROR_NOT_SUPPORTED names what is
 // missing. Registrations are kept per context in a reference-counted
-// registry: registering exactly the same range again counts up, a range that
-// overlaps a different registered range is ERROR_ALREADY_REGISTERED, and
-// releasing memory that is not registered is ERROR_NOT_REGISTERED.
+// registry: registrations may repeat, nest and overlap (the bytes stay
+// registered while any registration covering them lives); releasing a range
+// that is not registered is ERROR_NOT_REGISTERED. Registrations are mapped
+// whenever the device can map host memory; a portable registration over
+// bytes registered without `portable` is ERROR_ALREADY_REGISTERED. Memory the
+// backend allocated (pinned and mapped arrays, device memory) cannot be
+// registered (ERROR_ALREADY_REGISTERED from the plugin).
 // Scopes undo their registrations at once when they end, also when an
 // exception unwinds (the same buffer can be pinned again right away).
 #pragma once

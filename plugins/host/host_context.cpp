@@ -31,10 +31,28 @@ bool Registry::device_accessible(uintptr_t addr, uint64_t bytes) const {
   if (it == regions_.begin()) return false;
   --it;
   const Region &r = it->second;
-  const bool usable =
-      r.kind == RegionKind::Device || r.kind == RegionKind::IpcOpened || (r.flags & GPUHAL_HOST_ALLOC_MAPPED);
+  // host_alloc memory is reachable whatever its flags, as on a GPU with
+  // unified addressing (cuda.h: memory from cuMemHostAlloc "is always
+  // directly accessible from all contexts on all devices that support
+  // unified addressing"); registered memory only when registered mapped.
+  const bool usable = r.kind != RegionKind::Registered || (r.flags & GPUHAL_HOST_ALLOC_MAPPED);
   const uint64_t off = addr - it->first;
-  return usable && off <= r.size && bytes <= r.size - off;
+  if (!usable || off > r.size) return false;
+  if (bytes <= r.size - off) return true;
+  // Mapped host memory is mapped page by page, as on a GPU with unified
+  // addressing: a range may run on through registered ranges that follow
+  // without a gap (the core registers overlapping user ranges as adjacent
+  // pieces). Device allocations never join: one range, one allocation.
+  if (r.kind != RegionKind::Registered) return false;
+  uintptr_t end = it->first + r.size;
+  const uintptr_t want = addr + bytes;
+  for (++it; end < want; ++it) {
+    if (it == regions_.end() || it->first != end || it->second.kind != RegionKind::Registered ||
+        it->second.owner != r.owner || !(it->second.flags & GPUHAL_HOST_ALLOC_MAPPED))
+      return false;
+    end += it->second.size;
+  }
+  return true;
 }
 
 bool Registry::overlaps_host(uintptr_t addr, uint64_t bytes) const {

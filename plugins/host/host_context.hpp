@@ -56,7 +56,8 @@ class Registry {
   // of the given kinds; returns it (size 0 if none).
   Region erase(uintptr_t base, HostContext *owner, RegionKind kind);
   // True when [addr, addr+bytes) lies inside one range usable by the device
-  // (device memory, or host memory allocated / registered as mapped).
+  // (device memory, host-allocated memory, or host memory registered as
+  // mapped; registered ranges that follow each other join).
   bool device_accessible(uintptr_t addr, uint64_t bytes) const;
   // True when [addr, addr+bytes) overlaps any range (device memory included).
   bool overlaps_host(uintptr_t addr, uint64_t bytes) const;

@@ -137,3 +137,99 @@ TEST_CASE("the DLPack stream rule orders the consumer after the producer", "[dlp
   consumer.synchronize();
   CHECK(out == v);
 }
+
+namespace {
+// A CPU tensor over floats someone else owns, with a counting deleter.
+DLManagedTensorVersioned *over(float *data, int64_t n, int *deleted) {
+  struct Over {
+    DLManagedTensorVersioned m{};
+    int64_t shape[1];
+    int *deleted;
+  };
+  auto *o = new Over;
+  o->shape[0] = n;
+  o->deleted = deleted;
+  o->m.version = {1, 0};
+  o->m.manager_ctx = o;
+  o->m.deleter = [](DLManagedTensorVersioned *self) {
+    auto *oo = static_cast<Over *>(self->manager_ctx);
+    ++*oo->deleted;
+    delete oo;
+  };
+  o->m.dl_tensor.data = data;
+  o->m.dl_tensor.device = {kDLCPU, 0};
+  o->m.dl_tensor.ndim = 1;
+  o->m.dl_tensor.dtype = {2, 32, 1};
+  o->m.dl_tensor.shape = o->shape;
+  return &o->m;
+}
+}  // namespace
+
+TEST_CASE("overlapping and nested DLPack imports each work and end independently", "[dlpack][register]") {
+  Context ctx = test::host_context();
+  std::vector<float> buf(1024);
+  for (size_t i = 0; i < buf.size(); ++i) buf[i] = float(i);
+  int deleted = 0;
+  DeviceArray a = from_dlpack(ctx, over(buf.data(), 600, &deleted));
+  DeviceArray b = from_dlpack(ctx, over(buf.data() + 400, 600, &deleted));  // partly overlaps a
+  DeviceArray c = from_dlpack(ctx, over(buf.data() + 100, 50, &deleted));   // inside a
+  CHECK(b.copy_to_host().to_vector<float>()[0] == 400.0f);
+  CHECK(c.copy_to_host().to_vector<float>()[49] == 149.0f);
+  b.memset(0);
+  CHECK(a.copy_to_host().to_vector<float>()[450] == 0.0f);  // one memory
+  a = DeviceArray();  // the first import's end leaves the others usable
+  CHECK(deleted == 1);
+  CHECK(b.copy_to_host().to_vector<float>() == std::vector<float>(600, 0.0f));
+  DeviceArray d = device_array(ctx, {50}, dtypes::float32);
+  d.memset(0);
+  c.copy_from_device(d);
+  CHECK(buf[120] == 0.0f);
+  b = DeviceArray();
+  c = DeviceArray();
+  CHECK(deleted == 3);
+}
+
+TEST_CASE("DLPack imports of memory inside pinned and mapped scopes outlive the scopes", "[dlpack][register]") {
+  Context ctx = test::host_context();
+  std::vector<float> buf(256, 3.0f);
+  int deleted = 0;
+  DeviceArray in_pinned, in_mapped;
+  {
+    PinnedScope pin(ctx, {HostView::of(buf)});
+    in_pinned = from_dlpack(ctx, over(buf.data(), 128, &deleted));
+    CHECK(in_pinned.copy_to_host().to_vector<float>() == std::vector<float>(128, 3.0f));
+  }
+  {
+    MappedScope mapped(ctx, {HostView::of(buf)});
+    in_mapped = from_dlpack(ctx, over(buf.data() + 64, 192, &deleted));
+    mapped[0].memset(0);
+  }
+  // Both scopes ended; both imports still see and write the memory.
+  CHECK(in_pinned.copy_to_host().to_vector<float>() == std::vector<float>(128, 0.0f));
+  in_mapped.copy_from_host(HostView::of(std::vector<float>(192, 5.0f)));
+  CHECK(buf[64] == 5.0f);
+  CHECK(in_pinned.copy_to_host().to_vector<float>()[100] == 5.0f);
+  in_pinned = in_mapped = DeviceArray();
+  CHECK(deleted == 2);
+  // Nothing is left registered: the bytes pin and release again.
+  { PinnedScope again(ctx, {HostView::of(buf)}); }
+}
+
+TEST_CASE("DLPack imports of pinned and mapped arrays' memory work", "[dlpack][register]") {
+  // Memory the backend allocated is page-locked already and cannot be
+  // registered again; with unified addressing the device reaches it as it is
+  // (cuda.h: host memory from cuMemHostAlloc "is always directly accessible
+  // from all contexts on all devices that support unified addressing").
+  Context ctx = test::host_context();
+  int deleted = 0;
+  HostArray pinned = pinned_array(ctx, {64}, dtypes::float32);
+  MappedArray mapped = mapped_array(ctx, {64}, dtypes::float32);
+  for (HostArray *h : {&pinned, &mapped.host}) {
+    for (int i = 0; i < 64; ++i) h->at<float>({i}) = float(i);
+    DeviceArray d = from_dlpack(ctx, over(static_cast<float *>(h->data()), 64, &deleted));
+    CHECK(d.copy_to_host().to_vector<float>()[63] == 63.0f);
+    d.memset(0);
+    CHECK(h->at<float>({5}) == 0.0f);
+  }
+  CHECK(deleted == 2);
+}

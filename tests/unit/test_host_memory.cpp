@@ -27,25 +27,39 @@ TEST_CASE("pinned scopes unregister on exit, also when an exception unwinds", "[
   CHECK_NOTHROW(register_host(ctx, HostView::of(b)));
 }
 
-TEST_CASE("the registry counts repeats and refuses overlaps", "[hostmem][register]") {
+TEST_CASE("the registry counts repeats, nested and overlapping ranges", "[hostmem][register]") {
   Context ctx = test::host_context();
   std::vector<double> v(100);
   HostRegistration r1 = register_host(ctx, HostView::of(v));
   CHECK(r1.size() == 800);
   HostRegistration r2 = register_host(ctx, HostView::of(v));  // same range: counted
-  REQUIRE_GPUHAL_ERROR(register_host(ctx, HostView::of(v).view({Slice(10, 20)})), Status::ERROR_ALREADY_REGISTERED,
-                       "overlaps a different registered range");
+  HostRegistration inner = register_host(ctx, HostView::of(v).view({Slice(10, 20)}));  // nested: counted
   r1.release();
-  REQUIRE_GPUHAL_ERROR(register_host(ctx, HostView::of(v).view({Slice(50, {})})), Status::ERROR_ALREADY_REGISTERED,
-                       "overlaps");
-  r2.release();  // count reaches zero: unregistered
+  r2.release();
+  // Only inner's bytes stay registered: the rest registers anew, beside them.
+  HostRegistration wider = register_host(ctx, HostView::of(v).view({Slice(5, 50)}));
+  inner.release();
+  {
+    MappedScope mapped(ctx, {HostView::of(v).view({Slice(0, 60)})});  // spans three pieces
+    mapped[0].memset(0);
+  }
+  wider.release();
+  // A portable registration cannot widen bytes registered without it.
+  std::vector<double> w(100);
+  HostRegistration plain = register_host(ctx, HostView::of(w).view({Slice(0, 50)}));
+  REQUIRE_GPUHAL_ERROR(register_host(ctx, HostView::of(w), HostMemoryFlags{true, false, false}),
+                       Status::ERROR_ALREADY_REGISTERED, "registered without PORTABLE");
+  plain.release();
+  CHECK(register_host(ctx, HostView::of(w), HostMemoryFlags{true, false, false}));
   HostRegistration part = register_host(ctx, HostView::of(v).view({Slice(50, {})}));
   CHECK(part.size() == 400);
   std::vector<double> other(4);
   REQUIRE_GPUHAL_ERROR(deregister_host(ctx, HostView::of(other)), Status::ERROR_NOT_REGISTERED,
-                       "not the start of a registered range");
+                       "is not a registered range");
+  REQUIRE_GPUHAL_ERROR(deregister_host(ctx, HostView::of(v).view({Slice(50, 60)})), Status::ERROR_NOT_REGISTERED,
+                       "not its size");
   deregister_host(ctx, HostView::of(v).view({Slice(50, {})}));
-  REQUIRE_GPUHAL_ERROR(part.release(), Status::ERROR_NOT_REGISTERED, "not the start of a registered range");
+  REQUIRE_GPUHAL_ERROR(part.release(), Status::ERROR_NOT_REGISTERED, "is not a registered range");
   CHECK_FALSE(part);
   HostRegistration empty = register_host(ctx, HostView::of(v).view({Slice(0, 0)}));  // zero-size
   CHECK_FALSE(empty);
@@ -144,11 +158,13 @@ TEST_CASE("the core hands the portable, mapped and write-combined flags to the p
     CHECK(last_flags(0) == (M | (portable ? P : 0) | (wc ? W : 0)));
   }
   std::vector<float> v(64);
+  // Registrations are mapped whenever the device can map host memory (so
+  // that a later mapped use of the same bytes shares them).
   { HostRegistration r = register_host(ctx, HostView::of(v), HostMemoryFlags{true, false, false}); }
-  CHECK(last_flags(1) == P);
+  CHECK(last_flags(1) == (P | M));
   { MappedScope scope(ctx, {HostView::of(v)}); }
   CHECK(last_flags(1) == M);
   { PinnedScope scope(ctx, {HostView::of(v)}); }
-  CHECK(last_flags(1) == 0);
+  CHECK(last_flags(1) == M);
   dlclose(wrapper);
 }

@@ -28,6 +28,12 @@ API CUresult cuMemFreeHost(void *p) {
   std::free(p);
   return OK;
 }
+// cuda.h, cuMemHostRegister: "Page-locks the memory range specified by p
+// and bytesize"; it returns CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED "if
+// the memory range was registered already" (a range that overlaps a
+// registered one is refused: one registration per byte), and
+// cuMemHostUnregister takes "the base address of memory to unregister", the
+// start of one registration, never a part of it.
 API CUresult cuMemHostRegister_v2(void *p, size_t bytes, unsigned flags) {
   FAULT(cuMemHostRegister_v2);
   CONTEXT_CALL();

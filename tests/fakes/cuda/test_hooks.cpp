@@ -28,6 +28,11 @@ API uint64_t fake_cuda_pool_idle(int d) {
   std::lock_guard<std::mutex> lock(g_mem_mu);
   return bad_device(d) ? 0 : g_pool_idle[d];
 }
+// For the tests: how many host ranges are registered with the driver now.
+API int fake_cuda_registered_ranges() {
+  std::lock_guard<std::mutex> lock(g_mem_mu);
+  return int(g_registered.size());
+}
 // For the tests: the sticky error of device d's context (0: none).
 API int fake_cuda_sticky_error(int d) {
   return bad_device(d) ? 0 : g_sticky[d].load();
