@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Targets H1 (host-backend copy vs memcpy, same buffers) and H4 (async
 // submit cost vs a direct call), side by side in one binary.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Targets T1 (pinned copies), P1 (pageable copies, staged through pinned
 // chunks) and L1 (kernel launch submit cost), each against the raw CUDA
 // driver call in the same binary, on the same context, stream and buffers.

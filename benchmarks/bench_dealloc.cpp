@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Target A5: the cost of a deferred free (dropping the last handle of device
 // memory while a DeferCleanup scope is active), side by side with an
 // immediate free (queue limit 0: every drop flushes, i.e. synchronises the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // D1: the cost the core adds to a plugin call. The same no-work plugin
 // entry (stream_query on an idle stream of the host backend) called through
 // the C++ API (Stream::query: handle checks, generation check, status

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Host-backend kernels against the same kernels on PoCL (Debian's CPU
 // OpenCL), side by side in one run: targets H5 (kernel throughput, without
 // and with barriers + shared memory: >= 1.0x PoCL), H3 (empty-kernel

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Target A1: pool alloc+free against the raw backend's alloc+free, 256 B to
 // 4 MiB, on the host backend, in one run.
 //

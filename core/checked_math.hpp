@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Overflow-checked int64 arithmetic for every size computation.
 #pragma once
 

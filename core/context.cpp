@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "gpuhal/context.hpp"
 
 #include "gpuhal/memory.hpp"

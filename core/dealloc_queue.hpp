@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The deferred deallocation queue of one context (Numba's _PendingDeallocs).
 //
 // Releases (device frees, stream and event destruction, user-supplied

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // DeviceArray: Numba's DeviceNDArray semantics over the plugin's transfer
 // entries. The rules follow numba-cuda's cudadrv/devicearray.py and dummyarray.py;
 // deliberate differences (explicit streams, NumPy reshape, checks on empty

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // DLPack export and import (see dlpack.hpp for ownership and stream rules).
 #include "gpuhal/dlpack.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // fork(): gpuhal objects belong to the process that made them.
 //
 // A child of fork() has copies of its parent's objects but none of their

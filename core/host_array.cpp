@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "gpuhal/host_array.hpp"
 
 #include <cstdlib>

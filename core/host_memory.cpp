@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Pinned, mapped and registered host memory over the plugin's host-memory
 // entries, with the core's reference-counted registry of registered ranges.
 #include "gpuhal/host_memory.hpp"

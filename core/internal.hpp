@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Implementation objects behind the public handles.
 //
 // Ownership (design §4): handles hold shared_ptrs to these. A ContextImpl

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Inter-process memory over the plugin's ipc_* entries, and the text form of
 // an IPC array handle.
 #include "gpuhal/ipc.hpp"

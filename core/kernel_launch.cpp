@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Kernel launches: arguments checked and converted by Numba's rules (see
 // kernel.hpp), mirrored and host arrays brought to the device, then the
 // plugin's launch.

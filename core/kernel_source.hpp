@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The core's reading of a kernel source in the portable dialect.
 //
 // The core does not compile anything; it scans the source once to learn

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Layout arithmetic. NumPy / Numba references are given where a rule comes
 // from them; every multiplication or addition of sizes is checked.
 #include "gpuhal/layout.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The loader: turns Config's backend selection into one PluginLibrary.
 //
 // Rules (design §3): GPUHAL_BACKEND names a backend ("host") or gives an

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The core's logger: one line per message on stderr, prefixed "gpuhal".
 // The level comes from Config (GPUHAL_LOG). Thread-safe.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The memory-manager interface: the base class's defaults and building
 // blocks, the default manager, and which factory a new context uses.
 #include "gpuhal/memory_manager.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Modules and kernels: lowering, compile + load through the plugin, kernel
 // lookup (launches: kernel_launch.cpp).
 #include <climits>

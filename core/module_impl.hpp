@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The core's side of a module: what Module and Kernel handles share
 // (module.cpp makes it, kernel_launch.cpp launches from it).
 #pragma once

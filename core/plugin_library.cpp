@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "plugin_library.hpp"
 
 #include "fork_guard.hpp"

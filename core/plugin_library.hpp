@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // PluginLibrary: one opened, negotiated and initialised plugin.
 //
 // Owns the dlopen handle and a private copy of the plugin's table, widened to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // PoolMemoryManager: power-of-two size classes with per-class free lists.
 //
 // Blocks come from backend_alloc and are handed out wrapped (wrap()); when a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // A memory manager from a shared object (GPUHAL_MEMORY_MANAGER=/path.so),
 // behind the C ABI of gpuhal/memory_manager.h.
 #include <dlfcn.h>

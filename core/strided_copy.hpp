@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Element-wise copy between two host layouts of the same shape and itemsize
 // (gather / scatter for staging buffers). Contiguous innermost runs are
 // copied with memcpy.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // A block reduction with shared memory and work-group barriers: each block
 // sums its part of the input in shared memory (halving the active work-items
 // each step, a barrier between steps), then the host adds the partial sums.

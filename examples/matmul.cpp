@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The Numba documentation's fast_matmul: C = A * B with square tiles of A
 // and B staged through shared memory, two barriers per tile. Sizes that are
 // not multiples of the tile are padded with zeros inside the kernel.

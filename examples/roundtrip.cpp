@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The Numba documentation's transfer pattern, in gpuhal:
 //
 //   stream = cuda.stream()

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # Runs every benchmark of the performance method and prints the table of
 # targets (ours, the peer's, ratio, spread, MET / MISSED / WITHIN NOISE);
 # the results and summary.json go to $build/bench/.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # Builds gpuhal and runs the demo on the default backend: gpuhal-info, the
 # to_device -> work on a stream -> copy_to_host round trip, then the kernel
 # examples (Numba's increment_by_one, a block reduction with shared memory and

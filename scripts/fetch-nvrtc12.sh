@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # Fetches NVRTC 12 (libnvrtc.so.12, from NVIDIA's PyPI wheel
 # nvidia-cuda-nvrtc-cu12) into DIR/nvrtc12, for the tests that check the
 # cuda backend against a CUDA 12 driver with the NVRTC of that driver's

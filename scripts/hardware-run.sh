@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # The run on a machine with a GPU, in one command, every log kept:
 #
 #   scripts/hardware-run.sh [LOG_DIR]        (default: hardware-run-logs)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # Installs the Debian packages gpuhal needs to build and test, when missing.
 # Safe to run repeatedly; uses sudo only when not root.
 set -euo pipefail

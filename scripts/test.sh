@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # Builds gpuhal with its tests and runs every test with ctest, then runs the
 # unit and command-line tests again under AddressSanitizer + UndefinedBehavior-
 # Sanitizer (LeakSanitizer included) and the unit tests under ThreadSanitizer,

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # Compiles every ```cpp block of the README and docs/*.md. A block that is a
 # whole file (it defines main() or a plugin entry point) compiles as it is;
 # any other block is statements: its #include lines go on top and the rest

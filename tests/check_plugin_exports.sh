@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # A plugin must export exactly one dynamic symbol, the negotiation entry, and
 # nothing C++ (no mangled _Z names).
 set -eu

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # Path-bearing variables are ignored in setuid processes: a copy of
 # gpuhal-info made setuid to `nobody` and started by root runs with AT_SECURE
 # set. Needs root (exit 77: skipped otherwise).

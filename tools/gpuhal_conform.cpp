@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // gpuhal-conform: runs gpuhal's conformance suite (tests/conformance/) over
 // one plugin -- the same checks CI runs over every plugin of the build, so
 // a plugin author or a machine with a GPU runs exactly what CI runs.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // gpuhal-info: which plugins the loader found (and why any failed), the
 // selected backend and its devices. `--json` prints the same as JSON.
 // Exit status: 0 when a backend with a device loaded, 1 otherwise, 2 on

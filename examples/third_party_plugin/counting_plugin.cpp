@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // "counting": a small third-party gpuhal plugin. One synchronous CPU
 // device: every operation runs at once on the calling thread (so streams
 // are trivially in order and events complete when recorded), and every

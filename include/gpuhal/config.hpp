@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Configuration: every GPUHAL_* environment variable, parsed once.
 //
 // Config::from_environment() is the only place gpuhal reads the environment.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Context: a device's primary context, owner of streams, events and memory.
 //
 // A Context handle keeps its device's runtime alive; every stream, event and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // DeviceArray: a strided view of device memory with Numba's DeviceNDArray
 // semantics (see docs/user-guide.md for the differences we chose).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // DLPack interchange: export a DeviceArray as a DLPack tensor and import
 // DLPack tensors as DeviceArrays, without copying.
 //

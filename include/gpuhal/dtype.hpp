@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Element types: DLPack's (code, bits, lanes) triple with NumPy's names.
 #pragma once
 

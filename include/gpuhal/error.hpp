@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // gpuhal errors: one exception type carrying a status code and a message.
 //
 // Every failure in the C++ API is reported as gpuhal::Error. The message names

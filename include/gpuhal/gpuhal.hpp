@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // gpuhal: the whole C++ user API.
 #pragma once
 
@@ -17,3 +18,4 @@
 #include "gpuhal/mirrored_array.hpp"
 #include "gpuhal/runtime.hpp"
 #include "gpuhal/stream.hpp"
+#include "gpuhal/version.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Host-side arrays: a non-owning strided HostView and an owning HostArray.
 //
 // A HostView is (pointer to element 0, Layout, dtype, writeable): the C++

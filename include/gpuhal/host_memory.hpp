@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Page-locked (pinned), mapped and registered host memory.
 //
 // Everything here needs Capability::HostMemory (mapping also needs the

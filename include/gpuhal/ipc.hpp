@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Inter-process memory (Numba's IPC): share a device array with another
 // process on the same machine.
 //

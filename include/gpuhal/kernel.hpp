@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Kernels: compile portable kernel sources (or load prebuilt images) into a
 // context, look kernels up, and launch them on a stream.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Layout: the shape / byte-stride / offset model of a strided array, with no
 // data (Numba's "dummy array"). All view arithmetic of DeviceArray and
 // HostView is done here, host-side, with every size computation checked for

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // DeviceMemory: one device allocation, reference counted.
 //
 // Keeps its context alive. The memory is freed when the last handle (and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * gpuhal memory-manager ABI, version 1.0: a third-party memory manager in a
  * shared object, chosen with GPUHAL_MEMORY_MANAGER=/absolute/path/lib.so.

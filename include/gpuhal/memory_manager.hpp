@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Memory managers: Numba's External Memory Management (EMM) plugin interface,
 // version 1, in C++.
 //

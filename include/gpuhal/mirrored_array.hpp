@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // MirroredArray: Numba's SmartArray in C++ -- one array with a host and a
 // device side, each marked valid or stale, copied on demand.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Runtime and Device: the loaded backend plugin and its devices.
 //
 // Runtime::load(config) finds, opens and negotiates a plugin (see the

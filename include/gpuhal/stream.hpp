@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Streams and events.
 //
 // A Stream is an in-order queue of device work. Every asynchronous gpuhal

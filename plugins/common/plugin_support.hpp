@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Small helpers every gpuhal plugin shares (static library, linked into
 // each plugin; nothing here is exported).
 //

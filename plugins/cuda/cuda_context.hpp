@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The cuda plugin's per-context bookkeeping and the helpers its entry files
 // share (cuda_plugin.cpp: memory, streams, events; cuda_kernels.cpp: device
 // code).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The CUDA driver, loaded at run time.
 //
 // load() dlopens the driver (libcuda.so.1, or the GPUHAL_CUDA_DRIVER path

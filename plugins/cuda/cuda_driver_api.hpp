@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The subset of NVIDIA's CUDA driver API (cuda.h) the cuda plugin uses,
 // declared here so that no CUDA SDK is needed to build. Values and layouts
 // are NVIDIA's; tests/unit/cuda_api_check.cpp compares them with cuda.h

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The cuda plugin's entries kept outside cuda_plugin.cpp, one file per
 // object (cuda_streams.cpp: streams and events; cuda_host_memory.cpp: pinned,
 // mapped and registered host memory; cuda_ipc.cpp: IPC). cuda_plugin.cpp

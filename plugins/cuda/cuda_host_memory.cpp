@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The cuda plugin's host memory: pinned and mapped allocations
 // (cuMemHostAlloc; gpuhal's flag bits are CUDA's) and registrations
 // (cuMemHostRegister), remembered per context for is_pinned and for

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The cuda plugin's IPC: cuIpcGetMemHandle on an allocation's base,
 // cuIpcOpenMemHandle with one reference per open (the driver counts opens of
 // a handle already open in the context and returns the same pointer), and

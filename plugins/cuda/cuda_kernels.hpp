@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The cuda plugin's device-code entries: the dialect lowered to CUDA C++,
 // compiled by NVRTC (loaded at run time) to PTX, loaded with
 // cuModuleLoadDataEx, launched with cuLaunchKernel.

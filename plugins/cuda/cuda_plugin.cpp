@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The cuda backend: every plugin entry over the CUDA driver API.
 //
 // Contexts are the devices' primary contexts (retained by context_create,

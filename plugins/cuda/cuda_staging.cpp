@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "cuda_staging.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Pageable host-to-device copies staged through the plugin's own pinned
 // chunks (performance target P1).
 //

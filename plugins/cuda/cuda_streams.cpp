@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The cuda plugin's streams and events: CUDA streams and events, stream
 // barriers as events plus cuStreamWaitEvent, callbacks as cuLaunchHostFunc
 // (cuda_thread_rules.hpp). Streams made outside gpuhal in the context's own

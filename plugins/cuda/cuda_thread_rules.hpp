@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The driver's rules about who calls it and from where, kept in one place:
 //
 //  - the calling thread's current context (ScopedContext, cuda_context.hpp);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Host backend: compiles generated C++ into a shared object with the system
 // compiler, through a cache on disk.
 //

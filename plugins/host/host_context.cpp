@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "host_context.hpp"
 
 #include "host_device_memory.hpp"

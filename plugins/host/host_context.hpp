@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Host backend devices, contexts, events and the memory registry.
 //
 // Device memory is ordinary host memory (aligned allocations), so device

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Device memory of the host backend, and its inter-process sharing.
 //
 // Device allocations are page-granular anonymous mappings (like a GPU

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // What the host plugin's entry files share (host_plugin.cpp puts every
 // entry in the table): the errors every entry reports the same way, and the
 // entries kept in files of their own.

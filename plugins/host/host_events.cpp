@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The host backend's events: a record is a position on its stream
 // (ticket); synchronising waits for that position; timing is the host clock
 // when the position completed.

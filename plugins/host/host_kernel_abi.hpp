@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The contract between the host plugin and the shared objects it compiles
 // from kernel sources (or loads prebuilt).
 //

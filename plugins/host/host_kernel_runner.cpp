@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "host_kernel_runner.hpp"
 
 #include <sys/mman.h>

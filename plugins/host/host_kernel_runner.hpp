@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Host backend: running a kernel launch.
 //
 // Work-groups are spread over a plugin-wide thread pool (the stream's worker

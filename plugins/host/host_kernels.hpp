@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Host backend: the device-code entries of the plugin table (lowering,
 // compile, modules, launch).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Host backend: the portable kernel dialect lowered to C++ for the system
 // compiler, and the entry points appended to every generated source.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // What a compiled host module uses of a GPU's limited memories, read from its
 // symbol table: static shared memory per kernel and the bytes of constant
 // arrays.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The host backend's pinned, mapped and registered host memory: plain host
 // memory (the device is the CPU), remembered per context so that
 // registrations cannot overlap and context_destroy frees what is left.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The host backend's plugin entry: negotiation, the table, and the entry
 // points (transfers are in host_transfers.cpp, events in host_events.cpp,
 // pinned and registered host memory in host_pinned_memory.cpp). Each entry validates its handles and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // How much stack each kernel of a host module needs per work-item, from the
 // compiler's call graph (GCC's -fcallgraph-info=su: every function's frame
 // and its calls), carried with the module image to module_load.

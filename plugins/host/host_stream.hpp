@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Host backend streams: in-order queues, each run by its own worker thread.
 //
 // Ordering model: every operation submitted to a stream gets a ticket (1, 2,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The host backend's copies and memsets: checked against the context's
 // device-accessible ranges, run on the stream (or inline when it is idle),
 // large copies spread over the plugin's threads (copy_bytes).

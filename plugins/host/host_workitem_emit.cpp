@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The work-item-loop rewrite writing the loops: regions between barriers,
 // control around them, the per-item bindings (Rewriter members).
 #include <algorithm>

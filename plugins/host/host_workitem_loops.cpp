@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "host_workitem_loops.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Host backend: kernels with barriers as work-item loops.
 //
 // A kernel with barriers can run each work-item as a fiber (always correct,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The work-item-loop rewrite reading a kernel: brackets, statements and
 // declarations (Rewriter members).
 #include <algorithm>

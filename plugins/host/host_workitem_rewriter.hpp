@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The work-item-loop rewrite's internals (host_workitem_loops.hpp has its
 // interface): the tokens, statements and declarations it reads, and the
 // Rewriter, whose members are cut by concern: reading the kernel

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The tokenizer and word lists of the work-item-loop rewrite.
 #include <algorithm>
 #include <cctype>

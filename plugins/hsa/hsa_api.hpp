@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The subset of the HSA runtime API (hsa/hsa.h, hsa/hsa_ext_amd.h) the hsa
 // plugin uses, declared here so that no ROCm SDK is needed to build. Values
 // and layouts are the HSA specification's and AMD's; tests/unit/hsa_api_check.cpp

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // What the hsa plugin reads from an AMDGPU code object before handing it to
 // the runtime: the kernels' argument layouts and segment sizes, from the
 // NT_AMDGPU_METADATA note (MessagePack, code object v3 and later). ROCr

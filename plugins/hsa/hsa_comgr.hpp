@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // amd_comgr (AMD's code object manager), loaded at run time, for the hsa
 // backend: compiles lowered kernel sources (OpenCL C 1.2) into AMDGPU code
 // objects for an ISA such as "amdgcn-amd-amdhsa--gfx90a", and disassembles

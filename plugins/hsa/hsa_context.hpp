@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The hsa plugin's objects and the helpers its entry files share
 // (hsa_plugin.cpp: devices, contexts, memory; hsa_streams.cpp: streams,
 // transfers, events; hsa_kernels.cpp: device code).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The hsa plugin's events (see HsaEvent): timed events as profiled 4-byte
 // device copies, the others as barrier-AND markers; waits give up when the
 // context failed.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Faults the hsa backend catches instead of letting ROCr abort the process:
 // ROCr calls abort() on a GPU memory fault unless the application
 // registered a system event handler (hsa_amd_register_system_event_handler;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Kernel-argument memory from a per-stream ring (see KernargRing).
 //
 // hsa_amd_memory_pool_allocate, hsa_amd_agents_allow_access and

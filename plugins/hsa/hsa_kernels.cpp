@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The hsa plugin's device code: the portable dialect lowered to OpenCL C
 // (hsa_lowering.cpp), compiled for the context's GPU by amd_comgr
 // (hsa_comgr.cpp, loaded at the first compilation and kept: LLVM-based

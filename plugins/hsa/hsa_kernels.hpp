@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The hsa plugin's device-code entries: lowering (hsa_lowering.cpp),
 // compilation through amd_comgr (hsa_comgr.cpp), code objects loaded into
 // HSA executables, and kernel dispatch packets.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The hsa backend's lowering of the portable kernel dialect: OpenCL C 1.2
 // for amd_comgr, using clang's AMDGPU builtins directly (no ROCm device
 // libraries needed).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The hsa backend: every plugin entry over AMD's ROCr HSA runtime.
 //
 // Devices are the GPU agents; the CPU agent's fine-grained pool serves

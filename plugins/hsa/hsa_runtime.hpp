@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The HSA runtime (ROCr), loaded at run time.
 //
 // load() dlopens the runtime (libhsa-runtime64.so.1, or the

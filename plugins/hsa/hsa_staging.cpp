@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Pageable host memory copied through a few pinned chunks per context.
 //
 // The copy engines reach only pool memory and locked host memory, so a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The hsa plugin's streams: queues, submission (packets, copies, host
 // operations), failure of a context, and the stream entries (see
 // hsa_context.hpp for the stream model; signals are in hsa_signals.cpp,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The hsa plugin's transfers: copies as hsa_amd_memory_async_copy after the
 // stream's dependencies (pageable host memory through the staging chunks,
 // hsa_staging.cpp), memsets as host operations over hsa_amd_memory_fill.

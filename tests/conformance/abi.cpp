@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The plugin's C table, read directly: what the core cannot check for
 // every call (writes within the caller's struct_size, messages of failed
 // calls).

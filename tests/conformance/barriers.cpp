@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Stream barriers: later work waits for several events, or for all prior
 // work of the context, in one operation.
 #include <atomic>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Host callbacks: in order, after prior work, contained when they throw.
 #include <atomic>
 #include <chrono>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The conformance suite: what every gpuhal backend must do, written once
 // against the public C++ API and run over any plugin (gpuhal-conform runs
 // it; ctest runs gpuhal-conform over every plugin of the build).

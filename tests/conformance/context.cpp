@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Contexts: memory figures, synchronisation of every stream, reset.
 #include <atomic>
 #include <chrono>

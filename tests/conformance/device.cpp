@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Devices: properties, ordinals, the primary context.
 #include "conformance.hpp"
 

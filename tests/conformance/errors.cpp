@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Errors and recovery: refused calls leave everything intact; a device
 // fault is reported, sticks, and a reset recovers.
 #include "conformance.hpp"

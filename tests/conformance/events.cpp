@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Events: ordering between streams, completion, timing.
 #include <atomic>
 #include <chrono>

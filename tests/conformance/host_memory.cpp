@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Host memory: pinned arrays, mapped arrays (with the portable and
 // write-combined flags), registered ranges and their scopes.
 #include "conformance.hpp"

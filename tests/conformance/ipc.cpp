@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // IPC: device memory shared with a real second process (this program,
 // started again with --ipc-peer), views at offsets and with strides, writes
 // seen both ways, stale and bad handles refused.

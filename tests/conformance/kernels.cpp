@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Kernels in the portable dialect: lowering, results checked element by
 // element (barriers, static and dynamic shared memory, 2-D grids, streams),
 // and launches the device cannot run refused.

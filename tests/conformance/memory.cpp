@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Device memory: allocations are distinct, bad sizes and exhaustion are
 // errors that leave the context working.
 #include <algorithm>

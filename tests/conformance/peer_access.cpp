@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Peer access between two devices of one runtime.
 #include "conformance.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Runs conformance checks, each in a process of its own with a time limit.
 //
 // The parent never loads the plugin: for every check it forks a child that

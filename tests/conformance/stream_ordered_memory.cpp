@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Stream-ordered allocation (Context::allocate_async).
 #include "conformance.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Streams: asynchronous work in order, query, the default stream's legacy
 // ordering, teardown with pending work.
 #include <atomic>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Helpers shared by the checks, and the list of every check.
 #include <chrono>
 #include <cstring>

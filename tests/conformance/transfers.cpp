@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Transfers: every direction, memset, strided views, zero sizes, and sizes
 // past 4 GiB.
 #include "conformance.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Built against an installed gpuhal: loads the default backend from the
 // install prefix and does a round trip.
 #include <cstdio>

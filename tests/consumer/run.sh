@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # Installs the build tree to a temporary prefix, then builds and runs a
 # consumer with find_package and one with pkg-config. Plugins must be found
 # next to the installed libgpuhal (no GPUHAL_PLUGIN_PATH).

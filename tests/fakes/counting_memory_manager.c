@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * A memory manager in a shared object, written in C against
  * gpuhal/memory_manager.h, for the tests of GPUHAL_MEMORY_MANAGER. It serves

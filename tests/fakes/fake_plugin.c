@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * A fake gpuhal plugin for loader tests, written in C against plugin.h.
  * One source, built several times with different definitions:

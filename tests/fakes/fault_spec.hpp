@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The one fault-injection syntax of every fake (the CUDA driver, the HSA
 // runtime, the faulting plugin wrapper):
 //

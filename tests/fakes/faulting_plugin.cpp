@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // A fake plugin that wraps a real one and fails chosen entries: for testing
 // how the core and everything above a plugin cope with failures, without
 // fault hooks in the production plugin.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Environment configuration parsing: any GPUHAL_* values.
 #include <map>
 

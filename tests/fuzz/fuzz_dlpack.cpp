@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // DLPack import of hostile tensors into a host-backend context: every
 // refusal is a gpuhal::Error, and the tensor's deleter runs exactly once.
 #include <cstdlib>

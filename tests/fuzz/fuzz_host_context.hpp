@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The host-backend context the fuzz targets that need one share: loaded
 // once per process from the build tree, errors-only logging.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Reads typed values from a fuzzer's byte string (zeros past the end).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // IPC handle text (IpcArrayHandle::deserialize) and opening what it
 // describes in a host-backend context: any text. Every refusal is a
 // gpuhal::Error; a handle that parses serialises back to text that parses

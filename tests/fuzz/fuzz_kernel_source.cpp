@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The core's scanner of kernel sources (core/kernel_source.cpp), which reads
 // every user's source before any backend sees it: any text. It must neither
 // crash nor hang; it finds kernels or refuses with ERROR_COMPILATION_FAILED.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Shape / strides / order handling: make, index, reshape, ravel, squeeze,
 // core. Every gpuhal::Error is fine; any other exception, crash or broken
 // invariant (a view reaching outside its base's span) is a finding.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Plugin table validation: a fake plugin answers negotiation with a table
 // whose version, struct_size, NULL entries, init result and device count come
 // from the fuzzer. The loader must refuse bad tables with a gpuhal::Error and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The host backend's work-item-loop rewrite of barrier kernels
 // (plugins/host/host_workitem_loops.cpp): any source text, any kernel
 // names. It must neither crash nor hang, and a kernel is either rewritten or

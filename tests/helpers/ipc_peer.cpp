@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The second process of the IPC tests. Usage: ipc_peer LIB_DIR HANDLE_TEXT
 // Opens the shared float32 array, checks that element i holds i (written by
 // the exporter), then writes 1000 + i into every element for the exporter to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* Compiles plugin.h as C99 and checks the frozen parts of the ABI. */
 #include <stddef.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Compares the hsa plugin's table of amd_comgr interface 2 values with
 // amd_comgr.h of that interface (Debian's libamd-comgr-dev). The values of
 // interface 3 are written down from ROCm 7's header (see hsa_comgr.hpp): no

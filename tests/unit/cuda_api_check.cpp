@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Compares the cuda plugin's in-tree driver declarations with NVIDIA's
 // cuda.h: enum and flag values, the IPC handle's size, and for every entry
 // point the exported symbol's arity and parameter and return sizes. All

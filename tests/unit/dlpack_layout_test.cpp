@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Our in-tree DLPack declarations must match the real dlpack.h.
 #include <dlpack/dlpack.h>
 

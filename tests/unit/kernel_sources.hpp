@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Portable kernel sources shared by the host and cuda kernel tests.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Status codes, dtypes and configuration parsing.
 #include <map>
 
@@ -86,4 +87,17 @@ TEST_CASE("config ignores path-bearing variables in elevated processes", "[confi
   CHECK(c.notes.size() == 3);
   // A backend *name* is not a path and still counts.
   CHECK(parse({{"GPUHAL_BACKEND", "host"}}, true).backend == "host");
+}
+
+TEST_CASE("the library reports its version, the headers', and the plugin ABI it speaks", "[version]") {
+  const Version v = version();
+  CHECK(v.major == GPUHAL_LIBRARY_VERSION_MAJOR);
+  CHECK(v.minor == GPUHAL_LIBRARY_VERSION_MINOR);
+  CHECK(v.patch == GPUHAL_LIBRARY_VERSION_PATCH);
+  CHECK(std::string(v.string) ==
+        std::to_string(v.major) + "." + std::to_string(v.minor) + "." + std::to_string(v.patch));
+  CHECK(v.plugin_abi_major == GPUHAL_ABI_MAJOR);
+  CHECK(v.plugin_abi_minor == GPUHAL_ABI_MINOR);
+  CHECK(GPUHAL_LIBRARY_VERSION == v.major * 10000 + v.minor * 100 + v.patch);
+  static_assert(kHeaderVersion.major == GPUHAL_LIBRARY_VERSION_MAJOR, "header version");
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The cuda plugin over the fake CUDA driver (tests/fakes/cuda/):
 // the plugin's translation of every hook, fault injection (a failing driver
 // call surfaces as a gpuhal error naming it; the context stays usable) and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The CUDA driver's documented contracts, held by the fake driver
 // (tests/fakes/cuda/ quotes each rule from cuda.h) and kept by the
 // cuda backend: PTX versus driver versions, sticky errors and their

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Portable kernels on the cuda backend: the lowering compiled by the real
 // NVRTC (where installed), the PTX assembled by the real ptxas for sm_80 and
 // sm_90, and launches over the fake driver (validated and recorded there,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The deferred deallocation queue (Numba's pending deallocations).
 #include <atomic>
 #include <chrono>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // DeviceArray on the host backend: factories, transfers, views, errors.
 #include <numeric>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // DLPack export / import on the host backend.
 #include <chrono>
 #include <thread>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Fault injection through the faulting plugin (tests/fakes/faulting_plugin.cpp)
 // wrapped around the host plugin (GPUHAL_FAULT=<entry>:<k>): a representative
 // workload runs once per plugin entry with that entry's first call failing. Each failure must surface as a gpuhal::Error (thrown,

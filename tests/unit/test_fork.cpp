@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // fork(): a child process that touches its parent's gpuhal objects gets a
 // clear error (their streams' threads and the plugin's state stay in the
 // parent: it used to hang), dropping them does not hang either, and a

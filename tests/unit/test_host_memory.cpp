@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Pinned, mapped and registered host memory on the host backend.
 #include <dlfcn.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The hsa plugin over the fake HSA runtime (tests/fakes/hsa/):
 // devices from agents, memory from pools, copies staged for pageable
 // memory, streams as chains of completion signals over AQL queues, barrier

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The hsa backend's lowering compiled by the real amd_comgr (Debian's
 // libamd-comgr2 works without a GPU) for gfx90a: every portable test kernel
 // builds into a code object, and a barrier disassembles to s_barrier between

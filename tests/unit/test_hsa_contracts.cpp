@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // ROCr's documented contracts, held by the fake runtime
 // (tests/fakes/hsa/ quotes each rule from hsa.h / hsa_ext_amd.h) and
 // kept by the hsa backend: errors never hang (a failed copy's negative

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // IPC: device arrays shared with a real second process, handle text,
 // stale handles and the error paths.
 #include <spawn.h>

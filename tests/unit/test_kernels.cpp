@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Portable kernels on the host backend: the dialect's builtins, shared /
 // dynamic shared / local / constant memory, barriers (fibers) and
 // barrier-free kernels (loops), the launch API's argument rules, and bad

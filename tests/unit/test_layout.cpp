@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Layout: Numba's dummy-array rules with NumPy reshape semantics.
 #include "test_support.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The loader over real plugin files: the host plugin and the fake variants.
 #include <stdlib.h>
 #include <sys/stat.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Memory managers: the EMM v1 interface, the default and pool managers,
 // set_memory_manager, and a manager shared object chosen with
 // GPUHAL_MEMORY_MANAGER.

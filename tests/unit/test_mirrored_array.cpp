@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // MirroredArray (Numba's SmartArray).
 #include "test_support.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Stream-ordered allocation (Context::allocate_async) and peer access, on
 // the host backend and on the cuda backend over the fake driver.
 #include <dlfcn.h>

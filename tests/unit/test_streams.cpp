@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Streams, events, callbacks, barriers and context reset on the host backend.
 #include <atomic>
 #include <chrono>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Stress: several host threads, each with several streams, moving data
 // through device arrays with asynchronous copies, memsets, cross-stream
 // event waits and host callbacks, checking every result by checksum. On

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The fake driver: primary contexts, the per-thread context stack,
 // context synchronisation and destruction.
 #include "fake_cuda.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The fake CUDA driver (libcuda.so.1), cut by object: this header holds
 // the driver's state and the helpers every object uses; device.cpp,
 // context.cpp, memory.cpp, streams.cpp, events.cpp, host_memory.cpp, ipc.cpp,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The fake driver: IPC handles (within this process: the fake's device
 // memory is private to it).
 #include "fake_cuda.hpp"

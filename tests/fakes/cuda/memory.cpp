@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The fake driver: device memory and transfers.
 #include "fake_cuda.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The fake driver: modules from PTX text and kernel launches (validated
 // and recorded, not executed).
 #include "fake_cuda.hpp"

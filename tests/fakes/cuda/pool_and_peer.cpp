@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The fake driver: stream-ordered allocation (the default pool) and peer
 // access.
 #include "fake_cuda.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The fake driver: streams and host functions.
 #include "fake_cuda.hpp"
 

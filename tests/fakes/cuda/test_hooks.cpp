@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The fake driver's hooks for the tests (not in a real driver).
 #include "fake_cuda.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The fake runtime: code-object readers and executables, kernel symbols.
 #include "fake_hsa.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The fake runtime: the copy engine (hsa_amd_memory_async_copy) and its
 // profiling.
 #include "fake_hsa.hpp"

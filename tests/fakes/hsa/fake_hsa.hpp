@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The fake HSA runtime, cut by object: this header
 // holds the runtime's state and the helpers every object uses; runtime.cpp
 // (init, agents, pools), memory.cpp, signals.cpp, queues.cpp (and the packet

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The fake runtime: AQL queues and the packet processor that consumes them
 // (barrier-AND packets wait, dispatch packets are validated and recorded, not
 // executed).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The fake runtime: hsa_init / hsa_shut_down, status strings, system
 // information, agents and their memory pools, the system event handler.
 #include "fake_hsa.hpp"

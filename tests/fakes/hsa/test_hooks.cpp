@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The fake runtime's hooks for the tests (not in ROCr).
 #include "fake_hsa.hpp"
 
