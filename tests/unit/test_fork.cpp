@@ -114,6 +114,14 @@ TEST_CASE("fork: while other threads are inside gpuhal, the child's own runtime 
   // while the main thread forks: a lock held by one of them at the fork must
   // not stay held forever in the child. Before the fix about 1 child in 150
   // hung in context_create or mem_alloc on a lock of the plugin.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // The sanitizer runtimes' allocators and glibc's thread-stack cache are
+  // not fork-safe while other threads allocate (a child can hang in the
+  // runtime's locks, or AddressSanitizer reports a double free inside
+  // pthread_create's stack cache): this runs in the plain build only.
+  WARN("skipped under a sanitizer: its runtime is not fork-safe with busy threads");
+  return;
+#endif
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> laps{0};
   std::vector<std::thread> busy;
@@ -137,9 +145,6 @@ TEST_CASE("fork: while other threads are inside gpuhal, the child's own runtime 
   int failures = 0;
   for (int round = 0; round < 400; ++round) {
     const int status = in_child([]() -> int {
-#if defined(__SANITIZE_THREAD__)
-      return 0;  // ThreadSanitizer ends a child that starts threads (die_after_fork)
-#endif
       std::vector<float> v(1000, 2.0f);
       Context mine = test::host_context();
       Stream t = mine.create_stream();
