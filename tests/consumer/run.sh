@@ -13,9 +13,24 @@ cmake --install "$build" --prefix "$work/prefix" >/dev/null
 unset GPUHAL_PLUGIN_PATH GPUHAL_BACKEND
 case "$mode" in
 cmake)
-  cmake -S "$src/tests/consumer" -B "$work/b" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
-  cmake --build "$work/b" >/dev/null
-  "$work/b/consumer"
+  # With g++ and with clang++ (whose default is C++14): no flag of our own.
+  for cxx in g++ clang++; do
+    command -v "$cxx" >/dev/null || { echo "consumer: $cxx not found"; exit 1; }
+    cmake -S "$src/tests/consumer" -B "$work/b-$cxx" -G Ninja -DCMAKE_CXX_COMPILER="$cxx" \
+      -DCMAKE_PREFIX_PATH="$work/prefix" | grep "plugins installed"
+    cmake --build "$work/b-$cxx" >/dev/null
+    "$work/b-$cxx/consumer"
+    echo "consumer built with $cxx"
+  done
+  # A REQUIRED component that is not installed fails the search, naming it.
+  if cmake -S "$src/tests/consumer" -B "$work/b-missing" -G Ninja -DWANT=nosuchbackend \
+    -DCMAKE_PREFIX_PATH="$work/prefix" >"$work/missing.log" 2>&1; then
+    echo "consumer: find_package succeeded without the nosuchbackend component"
+    exit 1
+  fi
+  # CMake wraps the message: compare with the line breaks made spaces.
+  tr -s ' \n' '  ' <"$work/missing.log" |
+    grep -o "the 'nosuchbackend' backend plugin (libgpuhal-nosuchbackend.so) is not installed"
   ;;
 pkgconfig)
   pc=$(dirname "$(find "$work/prefix" -name gpuhal.pc | head -1)")
