@@ -13,6 +13,7 @@
 #include "gpuhal/ipc.hpp"
 #include "gpuhal/kernel.hpp"
 #include "gpuhal/layout.hpp"
+#include "gpuhal/log.hpp"
 #include "gpuhal/memory.hpp"
 #include "gpuhal/memory_manager.hpp"
 #include "gpuhal/mirrored_array.hpp"

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Status codes, dtypes and configuration parsing.
 #include <map>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
 
 #include "test_support.hpp"
 
@@ -100,4 +103,49 @@ TEST_CASE("the library reports its version, the headers', and the plugin ABI it 
   CHECK(v.plugin_abi_minor == GPUHAL_ABI_MINOR);
   CHECK(GPUHAL_LIBRARY_VERSION == v.major * 10000 + v.minor * 100 + v.patch);
   static_assert(kHeaderVersion.major == GPUHAL_LIBRARY_VERSION_MAJOR, "header version");
+}
+
+TEST_CASE("a log handler receives the library's and the plugin's messages instead of stderr", "[log]") {
+  struct Seen {
+    std::mutex mu;
+    std::vector<std::pair<LogLevel, std::string>> lines;
+  };
+  auto seen = std::make_shared<Seen>();
+  set_log_handler([seen](LogLevel level, const std::string &message) {
+    std::lock_guard<std::mutex> lock(seen->mu);
+    seen->lines.emplace_back(level, message);
+  });
+  Config c;
+  c.backend = "host";
+  c.plugin_path = {GPUHAL_TEST_LIB_DIR};
+  c.log_level = LogLevel::Debug;
+  {
+    Runtime rt = Runtime::load(c);  // the core logs each plugin it tries; the host plugin logs its devices
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) threads.emplace_back([&c] { Runtime::load(c); });
+    for (auto &t : threads) t.join();
+  }
+  set_log_handler(nullptr);  // back to stderr; later messages are not seen here
+  Runtime::load(c);
+  std::lock_guard<std::mutex> lock(seen->mu);
+  auto has = [&](const std::string &text) {
+    for (auto &l : seen->lines)
+      if (l.first == LogLevel::Debug && l.second.find(text) != std::string::npos) return true;
+    return false;
+  };
+  CHECK(has(": trying"));      // the core's loader
+  CHECK(has("host plugin: "));  // the plugin, through the core
+  size_t tries = 0;
+  for (auto &l : seen->lines) tries += l.second.find(": trying") != std::string::npos;
+  CHECK(tries == 5);  // five loads while the handler was set, none after
+}
+
+TEST_CASE("a throwing log handler is contained and stderr takes the message", "[log][errors]") {
+  set_log_handler([](LogLevel, const std::string &) { throw std::runtime_error("handler failed"); });
+  Config c;
+  c.backend = "host";
+  c.plugin_path = {GPUHAL_TEST_LIB_DIR};
+  c.log_level = LogLevel::Debug;
+  CHECK_NOTHROW(Runtime::load(c));
+  set_log_handler(nullptr);
 }
