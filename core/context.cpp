@@ -165,6 +165,29 @@ void Context::synchronize() const {
   impl_->check(impl_->t().context_synchronize(impl_->handle), "context_synchronize");
 }
 
+namespace {
+
+uint64_t native_handle(const std::shared_ptr<detail::ContextImpl> &impl, int32_t kind, const char *what) {
+  detail::require_handle(impl, what);
+  impl->check_alive(impl->current_generation(), what);
+  if (!impl->t().native_handle)
+    throw Error(Status::ERROR_NOT_SUPPORTED,
+                std::string(what) + ": backend '" + impl->lib().name() + "' gives no native handles");
+  uint64_t out = 0;
+  impl->check(impl->t().native_handle(impl->handle, kind, &out), "native_handle");
+  return out;
+}
+
+}  // namespace
+
+void *Context::native_context() const {
+  return reinterpret_cast<void *>(uintptr_t(native_handle(impl_, GPUHAL_NATIVE_CONTEXT, "Context::native_context")));
+}
+
+uint64_t Context::native_device() const {
+  return native_handle(impl_, GPUHAL_NATIVE_DEVICE, "Context::native_device");
+}
+
 MemoryInfo Context::memory_info() const {
   detail::require_handle(impl_, "Context::memory_info");
   impl_->check_alive(impl_->current_generation(), "Context::memory_info");

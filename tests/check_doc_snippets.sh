@@ -3,9 +3,11 @@
 # Compiles every ```cpp block of the README and docs/*.md. A block that is a
 # whole file (it defines main() or a plugin entry point) compiles as it is;
 # any other block is statements: its #include lines go on top and the rest
-# into a function body. Usage: check_doc_snippets.sh SOURCE_DIR
+# into a function body. Usage: check_doc_snippets.sh SOURCE_DIR GENERATED_INCLUDE_DIR
+# (the second holds the generated gpuhal/version.hpp).
 set -eu
 src=$1
+gen=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 n=0
@@ -32,7 +34,7 @@ for f in "$work"/*.snippet; do
       echo '}'
     } > "$out"
   fi
-  if ! c++ -std=c++17 -fsyntax-only -Wall -Werror -Wno-unused-variable -I"$src/include" "$out"; then
+  if ! c++ -std=c++17 -fsyntax-only -Wall -Werror -Wno-unused-variable -I"$src/include" -I"$gen" "$out"; then
     echo "FAIL: snippet $(basename "$f") does not compile:" >&2
     cat -n "$out" >&2
     exit 1

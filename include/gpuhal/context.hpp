@@ -62,6 +62,15 @@ class Context {
   Event create_event(bool enable_timing = true) const;
   // Blocks until all work on every stream of this context has completed.
   void synchronize() const;
+  // The vendor's handles behind this context, for vendor libraries (cuBLAS,
+  // rocBLAS) working on gpuhal's memory and streams (Stream::native_handle
+  // gives the stream: a CUstream on cuda). native_context: cuda's CUcontext
+  // (the device's primary context). native_device: cuda's CUdevice, hsa's
+  // hsa_agent_t::handle. ERROR_NOT_SUPPORTED where the backend has no such
+  // handle (hsa has no contexts; the host backend has neither). Valid while
+  // the context is not reset.
+  void *native_context() const;
+  uint64_t native_device() const;
   MemoryInfo memory_info() const;
   // Device allocation of `bytes` (> 0) from the context's memory manager;
   // given back when the last handle goes.

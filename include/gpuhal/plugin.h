@@ -9,7 +9,7 @@
  *
  * History: 1.0 the first table; 1.1 appended the IPC, stream-ordered memory
  * and peer-access entries; 1.2 appended device-code lowering, modules and
- * kernel launch.
+ * kernel launch; 1.3 appended native_handle.
  *
  * Compatibility rules (frozen):
  *  - Every table and descriptor struct starts with {abi_version, struct_size}.
@@ -54,7 +54,7 @@ extern "C" {
 #define GPUHAL_VERSION_MINOR(v) (((uint32_t)(v)) & 0xffffu)
 
 #define GPUHAL_ABI_MAJOR 1
-#define GPUHAL_ABI_MINOR 2
+#define GPUHAL_ABI_MINOR 3
 #define GPUHAL_ABI_VERSION GPUHAL_MAKE_VERSION(GPUHAL_ABI_MAJOR, GPUHAL_ABI_MINOR)
 
 /* The one symbol a plugin exports. */
@@ -186,6 +186,13 @@ typedef void (*gpuhal_host_fn)(void *user, gpuhal_status_t status);
 typedef struct gpuhal_ipc_handle {
   unsigned char bytes[GPUHAL_IPC_HANDLE_SIZE];
 } gpuhal_ipc_handle_t;
+
+/* ---- Native handles (ABI 1.3) -------------------------------------------- */
+/* GPUHAL_NATIVE_CONTEXT: CUDA's CUcontext; HSA has no contexts.
+ * GPUHAL_NATIVE_DEVICE: CUDA's CUdevice (an int); HSA's hsa_agent_t (its
+ * `handle` member). */
+#define GPUHAL_NATIVE_CONTEXT 1
+#define GPUHAL_NATIVE_DEVICE 2
 
 /* ---- Kernels (ABI 1.2) -------------------------------------------------- */
 /* Module image formats (module_compile's output, module_load's input). */
@@ -376,6 +383,15 @@ typedef struct gpuhal_plugin_table {
                                        gpuhal_kernel_t *out);
   gpuhal_status_t (*launch)(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuhal_launch_config_t *config,
                             void *const *args, uint32_t arg_count, gpuhal_stream_t stream);
+
+  /* -- Native handles (OPTIONAL; ABI 1.3) --
+   * native_handle: the vendor runtime's own handle behind ctx, so that vendor
+   * libraries (cuBLAS, rocBLAS) can work on gpuhal's memory and streams.
+   * `kind` is a GPUHAL_NATIVE_* value; *out receives the handle's bits (a
+   * pointer converted to uint64_t, an integer, or a struct's one member; see
+   * the kinds). A kind the backend has no handle for fails with
+   * GPUHAL_ERROR_NOT_SUPPORTED. The handle lives as long as ctx. */
+  gpuhal_status_t (*native_handle)(gpuhal_context_t ctx, int32_t kind, uint64_t *out);
 } gpuhal_plugin_table_t;
 
 /* The plugin's only export. Returns GPUHAL_SUCCESS and sets *table, or

@@ -284,6 +284,21 @@ gpuhal_status_t context_synchronize(gpuhal_context_t ctx) {
   return r == CUDA_SUCCESS ? GPUHAL_SUCCESS : context_error(c, r, "cuCtxSynchronize");
 }
 
+// The primary context retained for ctx and its device: no driver call.
+gpuhal_status_t native_handle(gpuhal_context_t ctx, int32_t kind, uint64_t *out) {
+  CudaContext *c = find(ctx);
+  if (!c) return bad_context("native_handle");
+  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "native_handle: null output pointer");
+  if (kind == GPUHAL_NATIVE_CONTEXT) {
+    *out = reinterpret_cast<uintptr_t>(c->cu);
+  } else if (kind == GPUHAL_NATIVE_DEVICE) {
+    *out = uint64_t(uint32_t(c->device));
+  } else {
+    return fail(GPUHAL_ERROR_INVALID_VALUE, "native_handle: unknown kind " + std::to_string(kind));
+  }
+  return GPUHAL_SUCCESS;
+}
+
 gpuhal_status_t memory_info(gpuhal_context_t ctx, uint64_t *free_bytes, uint64_t *total_bytes) {
   if (!free_bytes || !total_bytes) return fail(GPUHAL_ERROR_INVALID_VALUE, "memory_info: null output pointer");
   WITH_CONTEXT("memory_info");
@@ -531,6 +546,7 @@ gpuhal_plugin_table_t make_table() {
   t.module_unload = module_unload;
   t.module_get_kernel = module_get_kernel;
   t.launch = launch;
+  t.native_handle = native_handle;
   return t;
 }
 

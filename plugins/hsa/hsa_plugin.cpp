@@ -437,128 +437,20 @@ gpuhal_status_t mem_free(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
   return GPUHAL_SUCCESS;
 }
 
-// ---- host memory ----------------------------------------------------------------------------
+// ---- native handles -------------------------------------------------------------------------
 
-constexpr uint32_t kHostFlags =
-    GPUHAL_HOST_ALLOC_PORTABLE | GPUHAL_HOST_ALLOC_MAPPED | GPUHAL_HOST_ALLOC_WRITE_COMBINED;
-
-// The registration or pinned allocation overlapping [p, p + n), if any.
-bool overlaps_pinned(HsaContext *c, uintptr_t p, uint64_t n) {
-  auto hit = [&](const auto &m) {
-    auto it = m.upper_bound(p + n - 1);
-    if (it == m.begin()) return false;
-    --it;
-    const uint64_t size = [&] {
-      if constexpr (std::is_same<std::decay_t<decltype(it->second)>, Registration>::value)
-        return it->second.bytes;
-      else
-        return it->second;
-    }();
-    return it->first + size > p;
-  };
-  return hit(c->registrations) || hit(c->host_allocations);
-}
-
-// Pinned, mapped host memory from the fine-grained system pool: the GPU
-// reads and writes it at the same address (HSA's unified address space), so
-// every allocation is both portable and mapped; write-combining is a hint
-// ROCr does not offer and is ignored.
-gpuhal_status_t host_alloc(gpuhal_context_t ctx, uint64_t bytes, uint32_t flags, void **out) {
-  if (!out || bytes == 0 || bytes > SIZE_MAX)
-    return fail(GPUHAL_ERROR_INVALID_VALUE, "host_alloc: null output or bad size");
-  if (flags & ~kHostFlags) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_alloc: unknown flags");
-  WITH_CONTEXT("host_alloc");
-  return guard("host_alloc", [&]() -> gpuhal_status_t {
-    void *p = nullptr;
-    if (const gpuhal_status_t st = alloc_system(c, bytes, &p); st != GPUHAL_SUCCESS) return st;
-    try {
-      std::lock_guard<std::mutex> lock(c->mu);
-      c->host_allocations.emplace(reinterpret_cast<uintptr_t>(p), bytes);
-    } catch (...) {
-      rt().hsa_amd_memory_pool_free(p);
-      throw;
-    }
-    *out = p;
+// HSA has no contexts: only the device's agent.
+gpuhal_status_t native_handle(gpuhal_context_t ctx, int32_t kind, uint64_t *out) {
+  HsaContext *c = find(ctx);
+  if (!c) return bad_context("native_handle");
+  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "native_handle: null output pointer");
+  if (kind == GPUHAL_NATIVE_DEVICE) {
+    *out = c->device->agent.handle;
     return GPUHAL_SUCCESS;
-  });
-}
-
-gpuhal_status_t host_free(gpuhal_context_t ctx, void *ptr) {
-  WITH_CONTEXT("host_free");
-  {
-    std::lock_guard<std::mutex> lock(c->mu);
-    if (!c->host_allocations.count(reinterpret_cast<uintptr_t>(ptr)))
-      return fail(GPUHAL_ERROR_INVALID_VALUE, "host_free: not a host allocation of this context");
   }
-  HSA_CALL(hsa_amd_memory_pool_free, ptr);
-  std::lock_guard<std::mutex> lock(c->mu);
-  c->host_allocations.erase(reinterpret_cast<uintptr_t>(ptr));
-  return GPUHAL_SUCCESS;
-}
-
-// Page-locks with hsa_amd_memory_lock for the context's GPU (the agent
-// pointer is what host_get_device_pointer answers); a runtime without it
-// falls back to hsa_memory_register, what numba.roc's register() called.
-gpuhal_status_t host_register(gpuhal_context_t ctx, void *ptr, uint64_t bytes, uint32_t flags) {
-  if (!ptr || bytes == 0 || bytes > SIZE_MAX || reinterpret_cast<uintptr_t>(ptr) + bytes < bytes)
-    return fail(GPUHAL_ERROR_INVALID_VALUE, "host_register: null pointer or bad size");
-  if (flags & ~kHostFlags) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_register: unknown flags");
-  WITH_CONTEXT("host_register");
-  return guard("host_register", [&]() -> gpuhal_status_t {
-    std::lock_guard<std::mutex> lock(c->mu);
-    if (overlaps_pinned(c, reinterpret_cast<uintptr_t>(ptr), bytes))
-      return fail(GPUHAL_ERROR_ALREADY_REGISTERED, "host_register: the range overlaps registered or pinned memory");
-    Registration r;
-    r.bytes = bytes;
-    if (rt().hsa_amd_memory_lock && rt().hsa_amd_memory_unlock) {
-      hsa_agent_t agent = c->device->agent;
-      HSA_CALL(hsa_amd_memory_lock, ptr, size_t(bytes), &agent, 1, &r.agent_ptr);
-      r.locked = true;
-    } else {
-      if (!rt().hsa_memory_deregister)
-        return fail(GPUHAL_ERROR_NOT_SUPPORTED, "host_register: the HSA runtime has no way to register memory");
-      HSA_CALL(hsa_memory_register, ptr, size_t(bytes));
-      r.agent_ptr = ptr;
-    }
-    c->registrations.emplace(reinterpret_cast<uintptr_t>(ptr), r);
-    return GPUHAL_SUCCESS;
-  });
-}
-
-gpuhal_status_t host_unregister(gpuhal_context_t ctx, void *ptr) {
-  WITH_CONTEXT("host_unregister");
-  std::lock_guard<std::mutex> lock(c->mu);
-  auto it = c->registrations.find(reinterpret_cast<uintptr_t>(ptr));
-  if (it == c->registrations.end())
-    return fail(GPUHAL_ERROR_NOT_REGISTERED, "host_unregister: not registered in this context");
-  if (it->second.locked)
-    HSA_CALL(hsa_amd_memory_unlock, ptr);
-  else
-    HSA_CALL(hsa_memory_deregister, ptr, size_t(it->second.bytes));
-  c->registrations.erase(it);
-  return GPUHAL_SUCCESS;
-}
-
-gpuhal_status_t host_get_device_pointer(gpuhal_context_t ctx, void *host_ptr, gpuhal_deviceptr_t *out) {
-  if (!host_ptr || !out) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_get_device_pointer: null pointer");
-  WITH_CONTEXT("host_get_device_pointer");
-  std::lock_guard<std::mutex> lock(c->mu);
-  const uintptr_t p = reinterpret_cast<uintptr_t>(host_ptr);
-  if (auto it = c->host_allocations.upper_bound(p); it != c->host_allocations.begin()) {
-    --it;
-    if (p < it->first + it->second) {
-      *out = p;  // fine-grained system memory: the same address on the GPU
-      return GPUHAL_SUCCESS;
-    }
-  }
-  if (auto it = c->registrations.upper_bound(p); it != c->registrations.begin()) {
-    --it;
-    if (p < it->first + it->second.bytes) {
-      *out = reinterpret_cast<uintptr_t>(it->second.agent_ptr) + (p - it->first);
-      return GPUHAL_SUCCESS;
-    }
-  }
-  return fail(GPUHAL_ERROR_INVALID_VALUE, "host_get_device_pointer: not pinned or registered memory of this context");
+  if (kind == GPUHAL_NATIVE_CONTEXT)
+    return fail(GPUHAL_ERROR_NOT_SUPPORTED, "native_handle: HSA has no context object (ask for the device's agent)");
+  return fail(GPUHAL_ERROR_INVALID_VALUE, "native_handle: unknown kind " + std::to_string(kind));
 }
 
 gpuhal_plugin_table_t make_table() {
@@ -578,12 +470,9 @@ gpuhal_plugin_table_t make_table() {
   t.mem_alloc = mem_alloc;
   t.mem_free = mem_free;
   fill_stream_entries(&t);
-  t.host_alloc = host_alloc;
-  t.host_free = host_free;
-  t.host_register = host_register;
-  t.host_unregister = host_unregister;
-  t.host_get_device_pointer = host_get_device_pointer;
+  fill_host_memory_entries(&t);
   fill_kernel_entries(&t);
+  t.native_handle = native_handle;
   return t;
 }
 

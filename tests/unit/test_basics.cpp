@@ -149,3 +149,13 @@ TEST_CASE("a throwing log handler is contained and stderr takes the message", "[
   CHECK_NOTHROW(Runtime::load(c));
   set_log_handler(nullptr);
 }
+
+TEST_CASE("native handles: the host backend has none, and bad contexts are refused", "[native][errors]") {
+  Context ctx = test::host_context();
+  REQUIRE_GPUHAL_ERROR(ctx.native_context(), Status::ERROR_NOT_SUPPORTED, "gives no native handles");
+  REQUIRE_GPUHAL_ERROR(ctx.native_device(), Status::ERROR_NOT_SUPPORTED, "gives no native handles");
+  REQUIRE_GPUHAL_ERROR(Context(nullptr).native_device(), Status::ERROR_INVALID_HANDLE, "Context::native_device");
+  Context moved = ctx;
+  Context taken = std::move(moved);
+  REQUIRE_GPUHAL_ERROR(moved.native_context(), Status::ERROR_INVALID_HANDLE, "Context::native_context");
+}

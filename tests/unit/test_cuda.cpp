@@ -476,3 +476,27 @@ TEST_CASE("cuda: overlapping and nested registrations never reach the driver as 
   CHECK(ranges() == before);
   dlclose(fake);
 }
+
+TEST_CASE("cuda: the native context and device are the driver's CUcontext and CUdevice") {
+  setenv("FAKE_CUDA_DEVICES", "2", 1);  // read when the fake driver loads (a process per test case)
+  Runtime rt = cuda_runtime();
+  REQUIRE(rt.device_count() >= 2);
+  void *fake = dlopen(GPUHAL_TEST_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(fake);
+  using Retain = int (*)(void **, int);
+  using Release = int (*)(int);
+  auto retain = reinterpret_cast<Retain>(dlsym(fake, "cuDevicePrimaryCtxRetain"));
+  auto release = reinterpret_cast<Release>(dlsym(fake, "cuDevicePrimaryCtxRelease_v2"));
+  REQUIRE(retain);
+  REQUIRE(release);
+  for (int d = 0; d < 2; ++d) {
+    Context ctx = rt.device(d).primary_context();
+    CHECK(ctx.native_device() == uint64_t(d));
+    void *primary = nullptr;
+    REQUIRE(retain(&primary, d) == 0);
+    CHECK(ctx.native_context() == primary);
+    release(d);
+  }
+  CHECK(rt.device(0).primary_context().native_context() != rt.device(1).primary_context().native_context());
+  dlclose(fake);
+}

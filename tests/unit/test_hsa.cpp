@@ -417,3 +417,12 @@ TEST_CASE("hsa: failures while discovering agents and creating a context name th
 }
 
 #endif
+
+TEST_CASE("hsa backend: the native device is the GPU agent, and HSA has no native context") {
+  Runtime rt = hsa_runtime();
+  Context ctx = rt.device(0).primary_context();
+  const uint64_t agent = ctx.native_device();
+  CHECK(agent != 0);
+  CHECK(rt.device(0).primary_context().native_device() == agent);
+  REQUIRE_GPUHAL_ERROR(ctx.native_context(), Status::ERROR_NOT_SUPPORTED, "HSA has no context object");
+}
