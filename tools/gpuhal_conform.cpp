@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "conformance.hpp"
+#include "json_text.hpp"
 #include "runner.hpp"
 
 namespace {
@@ -60,18 +61,7 @@ bool any_match(const std::vector<std::string> &patterns, const std::string &name
   return false;
 }
 
-std::string json_string(const std::string &s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\')
-      out += std::string("\\") + char(c);
-    else if (c < 0x20)
-      out += ' ';
-    else
-      out += char(c);
-  }
-  return out + "\"";
-}
+using gpuhal::tools::json_string;
 
 std::string self_exe() {
   char buf[PATH_MAX];
@@ -168,7 +158,7 @@ int main(int argc, char **argv) {
   int counts[4] = {0, 0, 0, 0};
   for (const auto &r : results) ++counts[int(r.outcome)];
   if (json) {
-    std::string s = "{\"plugin\":" + json_string(options.config.backend) + ",\"results\":[";
+    std::string s = "{\"schema_version\":1,\"plugin\":" + json_string(options.config.backend) + ",\"results\":[";
     for (size_t i = 0; i < results.size(); ++i) {
       char secs[32];
       std::snprintf(secs, sizeof secs, "%.3f", results[i].seconds);

@@ -1,182 +1,160 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // gpuhal-info: which plugins the loader found (and why any failed), the
-// selected backend and its devices. `--json` prints the same as JSON.
-// Exit status: 0 when a backend with a device loaded, 1 otherwise, 2 on
-// bad usage.
+// selected backend and its devices, in the manner of clinfo and nvidia-smi:
+// `-l` lists every device of every backend that loads, one per line;
+// `--json` prints the same as a JSON document (schema_version 1, always
+// valid UTF-8); `--backend` and `--device` narrow it down. docs/tools.md is
+// the reference. Exit status: 0 when a backend with a device loaded (and the
+// asked-for device exists), 1 otherwise, 2 on bad usage.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "gpuhal/gpuhal.hpp"
+#include "json_text.hpp"
 
 namespace {
 
-std::string json_string(const std::string &s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += char(c);
-        }
-    }
-  }
-  return out + "\"";
-}
+using gpuhal::tools::json_bool;
+using gpuhal::tools::json_string;
 
-void print_attempts_text(const std::vector<gpuhal::LoadAttempt> &attempts) {
-  std::printf("Plugins tried:\n");
-  for (const auto &a : attempts)
-    std::printf("  %-6s %-8s %s: %s\n", a.selected ? "[used]" : "", a.backend.c_str(), a.path.c_str(),
-                a.status == gpuhal::Status::SUCCESS ? a.message.c_str()
-                                                    : (gpuhal::to_string(a.status) + ": " + a.message).c_str());
-}
-
-std::string attempts_json(const std::vector<gpuhal::LoadAttempt> &attempts) {
-  std::string s = "[";
-  for (size_t i = 0; i < attempts.size(); ++i) {
-    const auto &a = attempts[i];
-    s += std::string(i ? "," : "") + "{\"backend\":" + json_string(a.backend) + ",\"path\":" + json_string(a.path) +
-         ",\"selected\":" + (a.selected ? "true" : "false") +
-         ",\"status\":" + json_string(gpuhal::to_string(a.status)) + ",\"message\":" + json_string(a.message) +
-         ",\"devices\":" + std::to_string(a.device_count) + "}";
-  }
-  return s + "]";
-}
-
-void print_backends_text(const std::vector<gpuhal::LoadAttempt> &backends) {
-  std::printf("Backends:\n");
-  for (const auto &b : backends)
-    std::printf("  %-8s %-11s %s%s%s\n", b.backend.c_str(),
-                b.status == gpuhal::Status::SUCCESS ? "available" : "unavailable",
-                b.status == gpuhal::Status::SUCCESS ? "" : (gpuhal::to_string(b.status) + ": ").c_str(),
-                b.status == gpuhal::Status::SUCCESS ? (b.path + ", ").c_str() : "", b.message.c_str());
-}
+struct Options {
+  bool json = false, lowering = false, list = false;
+  std::optional<std::string> backend;
+  std::optional<int> device;
+};
 
 int usage(FILE *out) {
   std::fprintf(out,
-               "usage: gpuhal-info [--json | --lowering]\n"
+               "usage: gpuhal-info [-l | --list] [--backend NAME|PATH] [--device N] [--json] [--lowering]\n"
+               "       gpuhal-info --version | --help\n"
                "Shows the gpuhal backend selected by GPUHAL_BACKEND (or the default order cuda, hsa, host),\n"
                "every plugin candidate tried and why it was or was not used, and the devices.\n"
-               "--lowering prints the backend's text for every builtin of the portable kernel dialect.\n"
+               "  -l, --list      one line per device of every backend that loads\n"
+               "  --backend B     use backend B (a name or a plugin path) instead of GPUHAL_BACKEND\n"
+               "  --device N      show device N only (an error if there is none)\n"
+               "  --json          the same as a JSON document (schema_version 1)\n"
+               "  --lowering      the backend's text for every builtin of the portable kernel dialect\n"
+               "  --version       the library's version and the plugin ABI it speaks\n"
                "Set GPUHAL_LOG=debug to see every step of the search.\n");
   return out == stderr ? 2 : 0;
 }
 
-}  // namespace
+std::string abi_text(uint32_t v) {
+  return std::to_string(v >> 16) + "." + std::to_string(v & 0xffff);
+}
 
-int main(int argc, char **argv) {
-  bool json = false, lowering = false;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--json"))
-      json = true;
-    else if (!std::strcmp(argv[i], "--lowering"))
-      lowering = true;
-    else if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h"))
-      return usage(stdout);
-    else {
-      std::fprintf(stderr, "gpuhal-info: unknown argument '%s'\n", argv[i]);
-      return usage(stderr);
-    }
+std::string status_text(const gpuhal::LoadAttempt &a) {
+  return a.status == gpuhal::Status::SUCCESS ? a.message : gpuhal::to_string(a.status) + ": " + a.message;
+}
+
+// `selected` is recomputed against the runtime actually loaded, so that it
+// agrees with `status` (only a successful attempt can be the one in use).
+std::string attempts_json(const std::vector<gpuhal::LoadAttempt> &attempts, const gpuhal::Runtime *used) {
+  std::string s = "[";
+  for (size_t i = 0; i < attempts.size(); ++i) {
+    const auto &a = attempts[i];
+    const bool selected = used && a.status == gpuhal::Status::SUCCESS && a.path == used->plugin_path();
+    s += std::string(i ? "," : "") + "{\"backend\":" + json_string(a.backend) + ",\"path\":" + json_string(a.path) +
+         ",\"selected\":" + json_bool(selected) + ",\"status\":" + json_string(gpuhal::to_string(a.status)) +
+         ",\"message\":" + json_string(a.message) + ",\"devices\":" + std::to_string(a.device_count) + "}";
   }
-  gpuhal::Config config;
-  try {
-    config = gpuhal::Config::from_environment();
-  } catch (const gpuhal::Error &e) {
-    std::fprintf(stderr, "gpuhal-info: %s: %s\n", gpuhal::to_string(e.status()).c_str(), e.what());
-    return 1;
+  return s + "]";
+}
+
+std::string device_json(const gpuhal::Runtime &rt, int i) {
+  const auto &p = rt.device(i).properties();
+  return "{\"backend\":" + json_string(rt.backend_name()) + ",\"ordinal\":" + std::to_string(i) +
+         ",\"name\":" + json_string(p.name) + ",\"vendor\":" + json_string(p.vendor) +
+         ",\"total_memory\":" + std::to_string(p.total_memory) + ",\"compute_capability\":\"" +
+         std::to_string(p.compute_major) + "." + std::to_string(p.compute_minor) +
+         "\",\"multiprocessors\":" + std::to_string(p.multiprocessor_count) +
+         ",\"warp_size\":" + std::to_string(p.warp_size) +
+         ",\"max_threads_per_block\":" + std::to_string(p.max_threads_per_block) +
+         ",\"shared_memory_per_block\":" + std::to_string(p.shared_memory_per_block) +
+         ",\"can_map_host_memory\":" + json_bool(p.can_map_host_memory) +
+         ",\"unified_addressing\":" + json_bool(p.unified_addressing) + "}";
+}
+
+std::string header_json() {
+  const gpuhal::Version v = gpuhal::version();
+  return "\"schema_version\":1,\"library_version\":" + json_string(v.string) + ",\"core_plugin_abi\":\"" +
+         std::to_string(v.plugin_abi_major) + "." + std::to_string(v.plugin_abi_minor) + "\"";
+}
+
+// The devices shown: all, or the one --device names (false if it has none).
+bool devices_shown(const gpuhal::Runtime &rt, const Options &o, std::vector<int> *out) {
+  if (o.device) {
+    if (*o.device < 0 || *o.device >= rt.device_count()) return false;
+    out->push_back(*o.device);
+    return true;
   }
-  const std::vector<gpuhal::LoadAttempt> backends = gpuhal::Runtime::probe(config);
-  gpuhal::Runtime rt = [&]() -> gpuhal::Runtime {
+  for (int i = 0; i < rt.device_count(); ++i) out->push_back(i);
+  return true;
+}
+
+// -l: every backend the probe found usable, loaded one by one.
+int list_devices(const gpuhal::Config &config, const std::vector<gpuhal::LoadAttempt> &backends, const Options &o) {
+  std::string json = "{" + header_json() + ",\"devices\":[";
+  int shown = 0;
+  for (const auto &b : backends) {
+    if (b.status != gpuhal::Status::SUCCESS || b.device_count == 0) continue;
+    if (o.backend && *o.backend != b.backend && *o.backend != b.path) continue;
+    gpuhal::Config c = config;
+    c.backend = b.path;
     try {
-      return gpuhal::Runtime::load(config);
-    } catch (const gpuhal::Error &e) {
-      if (json) {
-        std::printf("{\"ok\":false,\"status\":%s,\"error\":%s,\"backends\":%s}\n",
-                    json_string(gpuhal::to_string(e.status())).c_str(), json_string(e.what()).c_str(),
-                    attempts_json(backends).c_str());
-      } else {
-        print_backends_text(backends);
-        std::fprintf(stderr, "gpuhal-info: %s: %s\n", gpuhal::to_string(e.status()).c_str(), e.what());
+      gpuhal::Runtime rt = gpuhal::Runtime::load(c);
+      std::vector<int> devices;
+      if (!devices_shown(rt, o, &devices)) continue;
+      for (int i : devices) {
+        const auto &p = rt.device(i).properties();
+        if (o.json)
+          json += std::string(shown ? "," : "") + device_json(rt, i);
+        else
+          std::printf("%s %d: %s (%s), %.0f MiB, compute %d.%d\n", rt.backend_name().c_str(), i, p.name.c_str(),
+                      p.vendor.c_str(), double(p.total_memory) / (1 << 20), p.compute_major, p.compute_minor);
+        ++shown;
       }
-      std::exit(1);
-    }
-  }();
-
-  if (lowering) {
-    try {
-      std::printf("/* The portable kernel dialect lowered for the %s backend (%s) */\n", rt.backend_name().c_str(),
-                  rt.plugin_path().c_str());
-      for (const auto &b : rt.kernel_lowering())
-        std::printf("\n/* %s */\n%s\n", b.first.empty() ? "prologue" : b.first.c_str(), b.second.c_str());
-      return 0;
     } catch (const gpuhal::Error &e) {
-      std::fprintf(stderr, "gpuhal-info: %s: %s\n", gpuhal::to_string(e.status()).c_str(), e.what());
-      return 1;
+      std::fprintf(stderr, "gpuhal-info: %s: %s\n", b.backend.c_str(), e.what());
     }
   }
+  if (o.json) std::printf("%s]}\n", json.c_str());
+  if (shown == 0) std::fprintf(stderr, "gpuhal-info: no device%s\n", o.device ? " with that ordinal" : "");
+  return shown ? 0 : 1;
+}
 
-  if (json) {
-    std::string s =
-        "{\"ok\":true,\"backend\":" + json_string(rt.backend_name()) + ",\"plugin\":" + json_string(rt.plugin_path()) +
-        ",\"abi\":\"" + std::to_string(rt.plugin_abi_version() >> 16) + "." +
-        std::to_string(rt.plugin_abi_version() & 0xffff) + "\",\"backends\":" + attempts_json(backends) +
-        ",\"attempts\":" + attempts_json(rt.attempts()) +
-        ",\"capabilities\":{\"stream_barrier\":" + (rt.supports(gpuhal::Capability::StreamBarrier) ? "true" : "false") +
-        ",\"host_memory\":" + (rt.supports(gpuhal::Capability::HostMemory) ? "true" : "false") +
-        ",\"mapped_host_memory\":" + (rt.supports(gpuhal::Capability::MappedHostMemory) ? "true" : "false") +
-        ",\"ipc\":" + (rt.supports(gpuhal::Capability::Ipc) ? "true" : "false") +
-        ",\"stream_ordered_memory\":" + (rt.supports(gpuhal::Capability::StreamOrderedMemory) ? "true" : "false") +
-        ",\"peer_access\":" + (rt.supports(gpuhal::Capability::PeerAccess) ? "true" : "false") +
-        ",\"kernels\":" + (rt.supports(gpuhal::Capability::Kernels) ? "true" : "false") + "},\"devices\":[";
-    for (int i = 0; i < rt.device_count(); ++i) {
-      const auto &p = rt.device(i).properties();
-      s += std::string(i ? "," : "") + "{\"ordinal\":" + std::to_string(i) + ",\"name\":" + json_string(p.name) +
-           ",\"vendor\":" + json_string(p.vendor) + ",\"total_memory\":" + std::to_string(p.total_memory) +
-           ",\"compute_capability\":\"" + std::to_string(p.compute_major) + "." + std::to_string(p.compute_minor) +
-           "\",\"multiprocessors\":" + std::to_string(p.multiprocessor_count) +
-           ",\"warp_size\":" + std::to_string(p.warp_size) +
-           ",\"max_threads_per_block\":" + std::to_string(p.max_threads_per_block) +
-           ",\"shared_memory_per_block\":" + std::to_string(p.shared_memory_per_block) +
-           ",\"can_map_host_memory\":" + (p.can_map_host_memory ? "true" : "false") +
-           ",\"unified_addressing\":" + (p.unified_addressing ? "true" : "false") + "}";
-    }
-    std::printf("%s]}\n", s.c_str());
-    return 0;
-  }
+void print_backends(const std::vector<gpuhal::LoadAttempt> &backends) {
+  std::printf("Backends:\n");
+  for (const auto &b : backends)
+    std::printf("  %-8s %-11s %s%s\n", b.backend.c_str(),
+                b.status == gpuhal::Status::SUCCESS ? "available" : "unavailable",
+                b.status == gpuhal::Status::SUCCESS ? (b.path + ", ").c_str() : "", status_text(b).c_str());
+}
 
-  std::printf("Backend: %s (%s), plugin ABI %u.%u\n", rt.backend_name().c_str(), rt.plugin_path().c_str(),
-              rt.plugin_abi_version() >> 16, rt.plugin_abi_version() & 0xffff);
-  print_backends_text(backends);
-  print_attempts_text(rt.attempts());
+void print_text(const gpuhal::Runtime &rt, const std::vector<gpuhal::LoadAttempt> &backends,
+                const std::vector<int> &devices) {
+  std::printf("gpuhal %s, core plugin ABI %s\n", gpuhal::version().string, abi_text(GPUHAL_ABI_VERSION).c_str());
+  std::printf("Backend: %s (%s), plugin ABI %s\n", rt.backend_name().c_str(), rt.plugin_path().c_str(),
+              abi_text(rt.plugin_abi_version()).c_str());
+  print_backends(backends);
+  std::printf("Plugins tried:\n");
+  for (const auto &a : rt.attempts())
+    std::printf("  %-6s %-8s %s: %s\n", a.selected ? "[used]" : "", a.backend.c_str(), a.path.c_str(),
+                status_text(a).c_str());
+  using gpuhal::Capability;
+  auto yes = [&](Capability c) { return rt.supports(c) ? "yes" : "no"; };
   std::printf(
       "Capabilities: stream barrier %s, host memory %s, mapped host memory %s, ipc %s, stream-ordered memory %s, "
       "peer access %s, kernels %s\n",
-      rt.supports(gpuhal::Capability::StreamBarrier) ? "yes" : "no",
-      rt.supports(gpuhal::Capability::HostMemory) ? "yes" : "no",
-      rt.supports(gpuhal::Capability::MappedHostMemory) ? "yes" : "no",
-      rt.supports(gpuhal::Capability::Ipc) ? "yes" : "no",
-      rt.supports(gpuhal::Capability::StreamOrderedMemory) ? "yes" : "no",
-      rt.supports(gpuhal::Capability::PeerAccess) ? "yes" : "no",
-      rt.supports(gpuhal::Capability::Kernels) ? "yes" : "no");
+      yes(Capability::StreamBarrier), yes(Capability::HostMemory), yes(Capability::MappedHostMemory),
+      yes(Capability::Ipc), yes(Capability::StreamOrderedMemory), yes(Capability::PeerAccess),
+      yes(Capability::Kernels));
   std::printf("Devices: %d\n", rt.device_count());
-  for (int i = 0; i < rt.device_count(); ++i) {
+  for (int i : devices) {
     const auto &p = rt.device(i).properties();
     std::printf("  [%d] %s (%s)\n", i, p.name.c_str(), p.vendor.c_str());
     std::printf("      memory %.1f MiB, compute %d.%d, %d multiprocessors, warp %d\n",
@@ -189,5 +167,119 @@ int main(int argc, char **argv) {
                 p.can_map_host_memory ? "yes" : "no", p.unified_addressing ? "yes" : "no", p.pci_domain, p.pci_bus,
                 p.pci_device);
   }
+}
+
+std::string runtime_json(const gpuhal::Runtime &rt, const std::vector<gpuhal::LoadAttempt> &backends,
+                         const std::vector<int> &devices) {
+  using gpuhal::Capability;
+  std::string s = "{" + header_json() + ",\"ok\":true,\"backend\":" + json_string(rt.backend_name()) +
+                  ",\"plugin\":" + json_string(rt.plugin_path()) + ",\"abi\":\"" +
+                  abi_text(rt.plugin_abi_version()) + "\",\"backends\":" + attempts_json(backends, &rt) +
+                  ",\"attempts\":" + attempts_json(rt.attempts(), &rt) +
+                  ",\"capabilities\":{\"stream_barrier\":" + json_bool(rt.supports(Capability::StreamBarrier)) +
+                  ",\"host_memory\":" + json_bool(rt.supports(Capability::HostMemory)) +
+                  ",\"mapped_host_memory\":" + json_bool(rt.supports(Capability::MappedHostMemory)) +
+                  ",\"ipc\":" + json_bool(rt.supports(Capability::Ipc)) +
+                  ",\"stream_ordered_memory\":" + json_bool(rt.supports(Capability::StreamOrderedMemory)) +
+                  ",\"peer_access\":" + json_bool(rt.supports(Capability::PeerAccess)) +
+                  ",\"kernels\":" + json_bool(rt.supports(Capability::Kernels)) + "},\"devices\":[";
+  for (size_t k = 0; k < devices.size(); ++k) s += std::string(k ? "," : "") + device_json(rt, devices[k]);
+  return s + "]}";
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const char *a = argv[i];
+    auto value = [&](const char *flag) -> const char * {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "gpuhal-info: %s needs a value\n", flag);
+        std::exit(usage(stderr));
+      }
+      return argv[++i];
+    };
+    if (!std::strcmp(a, "--json")) {
+      o.json = true;
+    } else if (!std::strcmp(a, "--lowering")) {
+      o.lowering = true;
+    } else if (!std::strcmp(a, "-l") || !std::strcmp(a, "--list")) {
+      o.list = true;
+    } else if (!std::strcmp(a, "--backend")) {
+      o.backend = value(a);
+    } else if (!std::strcmp(a, "--device")) {
+      const char *v = value(a);
+      char *end = nullptr;
+      const long n = std::strtol(v, &end, 10);
+      if (!*v || *end || n < 0 || n > 1 << 20) {
+        std::fprintf(stderr, "gpuhal-info: --device wants a device ordinal, not '%s'\n", v);
+        return usage(stderr);
+      }
+      o.device = int(n);
+    } else if (!std::strcmp(a, "--version")) {
+      const gpuhal::Version v = gpuhal::version();
+      std::printf("gpuhal-info (gpuhal) %s, plugin ABI %u.%u\n", v.string, v.plugin_abi_major, v.plugin_abi_minor);
+      return 0;
+    } else if (!std::strcmp(a, "--help") || !std::strcmp(a, "-h")) {
+      return usage(stdout);
+    } else {
+      std::fprintf(stderr, "gpuhal-info: unknown argument '%s'\n", a);
+      return usage(stderr);
+    }
+  }
+  gpuhal::Config config;
+  try {
+    config = gpuhal::Config::from_environment();
+  } catch (const gpuhal::Error &e) {
+    std::fprintf(stderr, "gpuhal-info: %s: %s\n", gpuhal::to_string(e.status()).c_str(), e.what());
+    return 1;
+  }
+  if (o.backend) config.backend = *o.backend;
+  // The probe tries every backend for the table below; its warnings are the
+  // ones the load prints again, so it runs quietly (a run warns once).
+  gpuhal::Config quiet = config;
+  if (quiet.log_level < gpuhal::LogLevel::Debug) quiet.log_level = gpuhal::LogLevel::Error;
+  const std::vector<gpuhal::LoadAttempt> backends = gpuhal::Runtime::probe(quiet);
+  if (o.list) return list_devices(quiet, backends, o);
+
+  std::optional<gpuhal::Runtime> rt;
+  try {
+    rt = gpuhal::Runtime::load(config);
+  } catch (const gpuhal::Error &e) {
+    if (o.json) {
+      std::printf("{%s,\"ok\":false,\"status\":%s,\"error\":%s,\"backends\":%s}\n", header_json().c_str(),
+                  json_string(gpuhal::to_string(e.status())).c_str(), json_string(e.what()).c_str(),
+                  attempts_json(backends, nullptr).c_str());
+    } else {
+      print_backends(backends);
+      std::fprintf(stderr, "gpuhal-info: %s: %s\n", gpuhal::to_string(e.status()).c_str(), e.what());
+    }
+    return 1;
+  }
+
+  if (o.lowering) {
+    try {
+      std::printf("/* The portable kernel dialect lowered for the %s backend (%s) */\n", rt->backend_name().c_str(),
+                  rt->plugin_path().c_str());
+      for (const auto &b : rt->kernel_lowering())
+        std::printf("\n/* %s */\n%s\n", b.first.empty() ? "prologue" : b.first.c_str(), b.second.c_str());
+      return 0;
+    } catch (const gpuhal::Error &e) {
+      std::fprintf(stderr, "gpuhal-info: %s: %s\n", gpuhal::to_string(e.status()).c_str(), e.what());
+      return 1;
+    }
+  }
+
+  std::vector<int> devices;
+  if (!devices_shown(*rt, o, &devices)) {
+    std::fprintf(stderr, "gpuhal-info: backend %s has no device %d (it has %d)\n", rt->backend_name().c_str(),
+                 *o.device, rt->device_count());
+    return 1;
+  }
+  if (o.json)
+    std::printf("%s\n", runtime_json(*rt, backends, devices).c_str());
+  else
+    print_text(*rt, backends, devices);
   return 0;
 }

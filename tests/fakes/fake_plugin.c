@@ -88,7 +88,13 @@ static gpuhal_status_t fake_device_properties(int32_t ordinal, gpuhal_device_pro
   uint32_t n;
   if (ordinal < 0 || ordinal >= g_devices) return fail(GPUHAL_ERROR_INVALID_VALUE, "no such fake device");
   memset(&p, 0, sizeof p);
+#ifdef FAKE_BAD_UTF8
+  /* Bytes a driver may return that are not UTF-8: a lone continuation byte,
+     a truncated sequence, an overlong '/', a surrogate, then a valid e-acute. */
+  snprintf(p.name, sizeof p.name, "fake \x80 \xc3 \xc0\xaf \xed\xa0\x80 \xc3\xa9 device %d", (int)ordinal);
+#else
   snprintf(p.name, sizeof p.name, "fake device %d", (int)ordinal);
+#endif
   snprintf(p.vendor, sizeof p.vendor, "fake");
   p.total_memory = (uint64_t)(ordinal + 1) << 30;
   p.warp_size = 32;
