@@ -14,8 +14,9 @@
 #                       launch overhead, L1 alloc/free and pool hits, side by side
 #                       with the raw driver calls), when Google Benchmark is found
 #                       (CMAKE_PREFIX_PATH may name a prefix that has it)
-# and prints a summary last. Needs CMake, Ninja and a C++17 compiler; installs
-# nothing and fetches nothing (GPU machines are often offline). Exit status: 0
+# and prints a summary last. Needs CMake, Ninja, a C++17 compiler, and for the
+# host backend Boost.Context and xxhash.h (a prefix on CMAKE_PREFIX_PATH will
+# do); installs nothing and fetches nothing (GPU machines are often offline). Exit status: 0
 # when the build, every conformance check and every example passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."

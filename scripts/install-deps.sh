@@ -3,7 +3,7 @@
 # Installs the Debian packages gpuhal needs to build and test, when missing.
 # Safe to run repeatedly; uses sudo only when not root.
 set -euo pipefail
-packages=(cmake ninja-build g++ catch2 binutils pkg-config libdlpack-dev clang libclang-rt-14-dev libboost-context-dev libamd-comgr2 libamd-comgr-dev
+packages=(cmake ninja-build g++ catch2 binutils pkg-config libdlpack-dev clang libclang-rt-14-dev libboost-context-dev libxxhash-dev libamd-comgr2 libamd-comgr-dev
   libbenchmark-dev pocl-opencl-icd ocl-icd-opencl-dev opencl-c-headers python3 libhsa-runtime-dev libhsa-runtime64-1)
 missing=()
 for p in "${packages[@]}"; do

@@ -19,6 +19,8 @@
 #include <random>
 #include <sstream>
 
+#include <xxhash.h>
+
 #include "plugin_support.hpp"
 
 extern char **environ;
@@ -31,12 +33,25 @@ using plugin::fail;
 std::mutex g_private_mu;
 std::string g_private_dir;  // made by mkdtemp when no usable cache exists
 
-uint64_t fnv1a(const std::string &s, uint64_t h) {
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001b3ull;
+// A cache entry's file name: XXH3-128 of its full key (compiler identity,
+// arguments, formats, source). The key itself is stored beside the module
+// (<name>.so.key) and compared on every hit, so that a collision of names,
+// or a file planted under one, never loads another kernel.
+std::string cache_name(const std::string &key) {
+  const XXH128_hash_t h = XXH3_128bits(key.data(), key.size());
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(h.high64),
+                static_cast<unsigned long long>(h.low64));
+  return buf;
+}
+
+// Writes `text` to `path` atomically (a temporary file renamed over it).
+void publish(const std::string &path, const std::string &tmp, const std::string &text) {
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f << text;
   }
-  return h;
+  if (::rename(tmp.c_str(), path.c_str()) != 0) ::unlink(tmp.c_str());
 }
 
 std::string hex(uint64_t v) {
@@ -149,17 +164,26 @@ gpuhal_status_t compile_host_module(const CompilerSettings &settings, const std:
   for (const auto &a : argv) key += a + "\n";
   key += "stack usage 2\n";  // the format of the <module>.stack file kept beside it
   key += source;
-  const std::string name = hex(fnv1a(key, 0xcbf29ce484222325ull)) + hex(fnv1a(key, 0x84222325cbf29ce4ull));
+  const std::string name = cache_name(key);
 
   const std::string dir = cache_dir(settings);
   if (dir.empty())
     return fail(GPUHAL_ERROR_COMPILATION_FAILED, "host: no directory for compiled kernels could be made");
   const std::string so = dir + "/" + name + ".so";
   const std::string stack_file = so + ".stack";
+  const std::string key_file = so + ".key";
+  // Another key's entry under this name: compiled here, never published.
+  bool taken = false;
   if (read_file(so, image) && is_elf(*image)) {
-    std::vector<unsigned char> stack;
-    if (read_file(stack_file, &stack)) append_stack_usage(image, std::string(stack.begin(), stack.end()));
-    return GPUHAL_SUCCESS;
+    std::vector<unsigned char> stored;
+    const bool has_key = read_file(key_file, &stored);
+    if (has_key && stored.size() == key.size() && std::equal(stored.begin(), stored.end(), key.begin())) {
+      std::vector<unsigned char> stack;
+      if (read_file(stack_file, &stack)) append_stack_usage(image, std::string(stack.begin(), stack.end()));
+      return GPUHAL_SUCCESS;
+    }
+    taken = has_key;  // without a key file: an entry of an older cache format, replaced
+    image->clear();
   }
 
   const std::string tag = unique_suffix();
@@ -218,16 +242,18 @@ gpuhal_status_t compile_host_module(const CompilerSettings &settings, const std:
     std::vector<unsigned char> graph;
     if (read_file(ci, &graph)) stack_text = stack_usage_from_callgraph(std::string(graph.begin(), graph.end()));
     ::unlink(ci.c_str());
-    // Published before the module: a reader that finds the module finds it.
-    const std::string tmp_stack = tmp_so + ".stack";
-    {
-      std::ofstream f(tmp_stack, std::ios::binary);
-      f << stack_text;
-    }
-    if (::rename(tmp_stack.c_str(), stack_file.c_str()) != 0) ::unlink(tmp_stack.c_str());
   }
-  // Atomic publication: another process compiling the same key may win.
-  if (::rename(tmp_so.c_str(), so.c_str()) != 0) ::unlink(tmp_so.c_str());
+  if (taken) {
+    ::unlink(tmp_so.c_str());
+    plugin::log(GPUHAL_LOG_WARN, "host: kernel cache entry " + so + " holds another key: compiled without caching");
+  } else {
+    // The key and the stack usage are published before the module: a
+    // reader that finds the module finds them. Each step is atomic; another
+    // process compiling the same key may win.
+    publish(key_file, tmp_so + ".key", key);
+    if (gcc) publish(stack_file, tmp_so + ".stack", stack_text);
+    if (::rename(tmp_so.c_str(), so.c_str()) != 0) ::unlink(tmp_so.c_str());
+  }
   append_stack_usage(image, stack_text);
   return GPUHAL_SUCCESS;
 }

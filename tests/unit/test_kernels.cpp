@@ -10,6 +10,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
+#include <set>
 #include <fstream>
 #include <limits>
 #include <random>
@@ -744,4 +746,45 @@ TEST_CASE("kernel: a work-item with a large local array runs on fiber stacks lar
   std::vector<int32_t> want(64);
   for (int i = 0; i < 64; ++i) want[size_t(i)] = 7999 + 2 * i;  // a[lid] + a[7999 - lid], a[i] = i + lid
   CHECK(x.copy_to_host().to_vector<int32_t>() == want);
+}
+
+TEST_CASE("kernel: a cache entry whose stored key differs (a hash collision) is never loaded", "[kernel]") {
+  char dir_template[] = "/tmp/gpuhal-kernel-collision-XXXXXX";
+  REQUIRE(mkdtemp(dir_template));
+  const std::string dir = dir_template;
+  const char *const kSetOne = R"(
+GPUHAL_KERNEL void fill(GPUHAL_GLOBAL int *out) { out[gpuhal_global_id(0)] = 1; }
+)";
+  const char *const kSetTwo = R"(
+GPUHAL_KERNEL void fill(GPUHAL_GLOBAL int *out) { out[gpuhal_global_id(0)] = 2; }
+)";
+  auto entries = [&] {  // the cached modules, by file name
+    std::set<std::string> names;
+    for (const auto &e : std::filesystem::directory_iterator(dir))
+      if (e.path().extension() == ".so") names.insert(e.path().filename().string());
+    return names;
+  };
+  auto run = [&](const char *source) {
+    Context ctx = test::host_context({{"GPUHAL_KERNEL_CACHE", dir}});
+    DeviceArray out = device_array(ctx, {8}, dtypes::int32);
+    Module::compile(ctx, source).kernel("fill")({1}, {8})(out);
+    return out.copy_to_host().to_vector<int32_t>();
+  };
+  REQUIRE(run(kSetOne) == std::vector<int32_t>(8, 1));
+  const auto one = entries();
+  REQUIRE(run(kSetTwo) == std::vector<int32_t>(8, 2));
+  auto two = entries();
+  for (const auto &n : one) two.erase(n);
+  REQUIRE(one.size() == 1);
+  REQUIRE(two.size() == 1);
+  // Plant kSetTwo's module (and everything kept beside it) under kSetOne's
+  // name: what a collision of the file names would leave.
+  const std::string a = dir + "/" + *one.begin(), b = dir + "/" + *two.begin();
+  for (const char *suffix : {"", ".stack", ".key"}) {
+    std::error_code ec;
+    std::filesystem::copy_file(b + suffix, a + suffix, std::filesystem::copy_options::overwrite_existing, ec);
+  }
+  CHECK(run(kSetOne) == std::vector<int32_t>(8, 1));  // recompiled, not kSetTwo's code
+  CHECK(run(kSetTwo) == std::vector<int32_t>(8, 2));
+  std::filesystem::remove_all(dir);
 }
