@@ -41,8 +41,11 @@ pkgconfig)
   "$work/consumer"
   ;;
 plugin)
-  # The example third-party plugin, built against the installed headers only.
-  cmake -S "$src/examples/third_party_plugin" -B "$work/p" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+  # The example third-party plugin, from its installed copy, built with the
+  # installed kit (gpuhal_add_plugin) against the installed headers only.
+  example=$(find "$work/prefix" -path '*/share/gpuhal/examples/third_party_plugin' -type d | head -1)
+  test -n "$example" || { echo "the example plugin's source is not installed"; exit 1; }
+  cmake -S "$example" -B "$work/p" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
   cmake --build "$work/p" >/dev/null
   so="$work/p/libgpuhal-counting.so"
   test "$(nm -D --defined-only "$so" | awk '{print $3}')" = gpuhal_plugin_negotiate
