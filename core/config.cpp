@@ -15,7 +15,7 @@ extern char **environ;
 namespace gpuhal {
 namespace {
 
-const char *const kPathVariables[] = {"GPUHAL_PLUGIN_PATH", "GPUHAL_CUDA_DRIVER", "GPUHAL_HSA_RUNTIME",
+const char *const kPathVariables[] = {"GPUHAL_PLUGIN_PATH", "GPUHAL_VENDORS_PATH", "GPUHAL_CUDA_DRIVER", "GPUHAL_HSA_RUNTIME",
                                       "GPUHAL_MEMORY_MANAGER", "GPUHAL_HOST_CXX", "GPUHAL_KERNEL_CACHE",
                                       "GPUHAL_NVRTC", "GPUHAL_AMD_COMGR"};
 
@@ -105,32 +105,41 @@ Config Config::parse(const std::vector<std::string> &names, const Lookup &lookup
     }  // elevated: ignored, noted with the other path variables below
   }
 
-  if (auto v = lookup("GPUHAL_PLUGIN_PATH"); v && !v->empty()) {
+  // Colon-separated lists of absolute directories; relative entries are
+  // ignored (noted), and the whole variable in an elevated process.
+  auto directories = [&](const char *name, std::vector<std::string> *out) {
+    auto v = lookup(name);
+    if (!v || v->empty()) return false;
     if (elevated) {
-      c.notes.push_back("GPUHAL_PLUGIN_PATH is ignored in a setuid/elevated process");
-    } else {
-      size_t start = 0;
-      while (start <= v->size()) {
-        size_t end = v->find(':', start);
-        if (end == std::string::npos) end = v->size();
-        std::string dir = v->substr(start, end - start);
-        if (!dir.empty()) {
-          if (dir[0] == '/')
-            c.plugin_path.push_back(dir);
-          else
-            c.notes.push_back("GPUHAL_PLUGIN_PATH entry '" + dir + "' is not absolute and is ignored");
-        }
-        start = end + 1;
-      }
+      c.notes.push_back(std::string(name) + " is ignored in a setuid/elevated process");
+      return false;
     }
-  }
+    size_t start = 0;
+    while (start <= v->size()) {
+      size_t end = v->find(':', start);
+      if (end == std::string::npos) end = v->size();
+      std::string dir = v->substr(start, end - start);
+      if (!dir.empty()) {
+        if (dir[0] == '/')
+          out->push_back(dir);
+        else
+          c.notes.push_back(std::string(name) + " entry '" + dir + "' is not absolute and is ignored");
+      }
+      start = end + 1;
+    }
+    return true;
+  };
+  directories("GPUHAL_PLUGIN_PATH", &c.plugin_path);
+  std::vector<std::string> vendors;
+  if (directories("GPUHAL_VENDORS_PATH", &vendors)) c.vendor_dirs = vendors;
 
   for (const auto &name : names) {
     if (name.rfind("GPUHAL_", 0) != 0) continue;
     auto v = lookup(name);
     if (!v) continue;
     if (elevated && is_path_variable(name)) {
-      if (name != "GPUHAL_PLUGIN_PATH") c.notes.push_back(name + " is ignored in a setuid/elevated process");
+      if (name != "GPUHAL_PLUGIN_PATH" && name != "GPUHAL_VENDORS_PATH")
+        c.notes.push_back(name + " is ignored in a setuid/elevated process");
       continue;
     }
     if (name == "GPUHAL_BACKEND" && elevated && c.backend.empty()) continue;

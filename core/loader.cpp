@@ -4,9 +4,13 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+#include <dirent.h>
+
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <fstream>
+#include <map>
 
 namespace gpuhal::detail {
 namespace {
@@ -25,24 +29,100 @@ bool file_exists(const std::string &path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
-std::vector<std::string> candidate_paths(const std::string &name, const Config &config) {
+// ---- manifests (the vendors directories) -------------------------------------------
+//
+// Like the OpenCL ICD loader's /etc/OpenCL/vendors: each <name>.plugin file in
+// a vendors directory names one installed plugin by its absolute path (the
+// first line that is neither empty nor a # comment). <name> is the backend
+// name it answers to. The first directory that has a manifest for a name
+// wins. A manifest that names no absolute path is recorded as a problem.
+struct Manifest {
+  std::string file;     // the manifest
+  std::string path;     // the plugin it names
+  std::string problem;  // why it cannot be used ("" if it can)
+};
+
+std::map<std::string, Manifest> read_manifests(const Config &config) {
+  std::map<std::string, Manifest> out;
+  const std::string suffix = ".plugin";
+  for (const auto &dir : config.vendor_dirs) {
+    DIR *d = ::opendir(dir.c_str());
+    if (!d) continue;
+    std::vector<std::string> files;
+    while (const dirent *e = ::readdir(d)) files.emplace_back(e->d_name);
+    ::closedir(d);
+    std::sort(files.begin(), files.end());
+    for (const auto &f : files) {
+      if (f.size() <= suffix.size() || f.compare(f.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
+      const std::string name = f.substr(0, f.size() - suffix.size());
+      if (!valid_backend_name(name) || out.count(name)) continue;
+      Manifest m;
+      m.file = dir + "/" + f;
+      struct stat st;
+      std::ifstream in(m.file);
+      if (::stat(m.file.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || !in) {
+        m.problem = "manifest " + m.file + " is not a readable regular file";
+      } else {
+        std::string line;
+        while (std::getline(in, line)) {
+          const auto b = line.find_first_not_of(" \t\r"), e = line.find_last_not_of(" \t\r");
+          if (b == std::string::npos || line[b] == '#') continue;
+          m.path = line.substr(b, e - b + 1);
+          break;
+        }
+        if (m.path.empty() || m.path[0] != '/')
+          m.problem = "manifest " + m.file + " must name the plugin by an absolute path" +
+                      (m.path.empty() ? std::string(" (it names none)") : " (it names '" + m.path + "')");
+      }
+      out[name] = m;
+    }
+  }
+  return out;
+}
+
+// The default order: the GPU backends, the plugins the vendors directories
+// list, then the host backend (the CPU, the fallback of last resort).
+std::vector<std::string> default_order(const Config &config) {
+  std::vector<std::string> names(std::begin(kDefaultOrder), std::end(kDefaultOrder));
+  names.pop_back();  // host, put back last
+  for (const auto &m : read_manifests(config))
+    if (std::find(std::begin(kDefaultOrder), std::end(kDefaultOrder), m.first) == std::end(kDefaultOrder))
+      names.push_back(m.first);
+  names.emplace_back("host");
+  return names;
+}
+
+struct Candidate {
+  std::string path;
+  std::string problem;  // a manifest that cannot be used
+};
+
+std::vector<Candidate> candidate_paths(const std::string &name, const Config &config) {
   const std::string file = "libgpuhal-" + name + ".so";
-  std::vector<std::string> dirs = config.plugin_path;
+  std::vector<std::string> paths;
+  for (const auto &dir : config.plugin_path) paths.push_back(dir + "/" + file);
   const std::string own = core_library_directory();
-  if (!own.empty()) dirs.push_back(own);
+  if (!own.empty()) paths.push_back(own + "/" + file);
+  std::vector<Candidate> out;
+  const auto manifests = read_manifests(config);
+  if (auto m = manifests.find(name); m != manifests.end()) {
+    if (m->second.problem.empty())
+      paths.push_back(m->second.path);
+    else
+      out.push_back({m->second.file, m->second.problem});
+  }
   // One file reached through two directories is tried once: a plugin whose
   // init failed is not initialised a second time.
-  std::vector<std::string> out, seen;
-  for (const auto &dir : dirs) {
-    const std::string path = dir + "/" + file;
+  std::vector<std::string> seen;
+  for (const auto &path : paths) {
     char resolved[PATH_MAX];
     if (::realpath(path.c_str(), resolved)) {
       if (std::find(seen.begin(), seen.end(), resolved) != seen.end()) continue;
       seen.emplace_back(resolved);
     }
-    out.push_back(path);
+    out.push_back({path, ""});
   }
-  out.push_back(file);  // bare name: the system loader path
+  out.push_back({file, ""});  // bare name: the system loader path
   return out;
 }
 
@@ -50,9 +130,18 @@ std::vector<std::string> candidate_paths(const std::string &name, const Config &
 // wins. Candidates that do not exist are recorded as not found.
 std::unique_ptr<PluginLibrary> try_backend(const std::string &name, const Config &config, const Logger &logger,
                                            std::vector<LoadAttempt> &attempts) {
-  for (const auto &path : candidate_paths(name, config)) {
+  for (const auto &candidate : candidate_paths(name, config)) {
+    const std::string &path = candidate.path;
     LoadAttempt a;
     a.backend = name;
+    if (!candidate.problem.empty()) {
+      a.path = path;
+      a.status = Status::ERROR_INVALID_CONFIG;
+      a.message = candidate.problem;
+      logger.write(LogLevel::Warn, "backend '" + name + "': " + candidate.problem);
+      attempts.push_back(a);
+      continue;
+    }
     if (path.find('/') != std::string::npos && !file_exists(path)) {
       a.path = path;
       a.status = Status::ERROR_PLUGIN_NOT_FOUND;
@@ -93,7 +182,7 @@ Status worst(const std::vector<LoadAttempt> &attempts, Status fallback) {
 }  // namespace
 
 std::vector<LoadAttempt> probe_backends(const Config &config, const Logger &logger) {
-  std::vector<std::string> names(std::begin(kDefaultOrder), std::end(kDefaultOrder));
+  std::vector<std::string> names = default_order(config);
   if (!config.backend.empty() && std::find(names.begin(), names.end(), config.backend) == names.end())
     names.push_back(config.backend);
   std::vector<LoadAttempt> summary;
@@ -171,7 +260,7 @@ Selection select_backend(const Config &config, const Logger &logger) {
           worst(sel.attempts, Status::ERROR_PLUGIN_NOT_FOUND),
           "backend '" + b + "' could not be loaded; looked for libgpuhal-" + b + ".so in:" + summarize(sel.attempts));
   } else {
-    for (const char *name : kDefaultOrder) {
+    for (const auto &name : default_order(config)) {
       auto lib = try_backend(name, config, logger, sel.attempts);
       if (!lib) continue;
       if (lib->device_count() > 0) {
@@ -179,11 +268,12 @@ Selection select_backend(const Config &config, const Logger &logger) {
         break;
       }
       sel.attempts.back().message += "; skipped: no devices";
-      logger.write(LogLevel::Debug, std::string("backend '") + name + "' has no devices; trying the next");
+      logger.write(LogLevel::Debug, "backend '" + name + "' has no devices; trying the next");
     }
     if (!sel.library)
       throw Error(worst(sel.attempts, Status::ERROR_NO_DEVICE),
-                  "no backend with a device was found (tried cuda, hsa, host):" + summarize(sel.attempts));
+                  "no backend with a device was found (tried the GPU backends, the vendors directories' "
+                  "plugins, and host):" + summarize(sel.attempts));
   }
   if (sel.library->device_count() == 0)
     throw Error(Status::ERROR_NO_DEVICE,

@@ -26,6 +26,13 @@ struct Config {
   std::string backend;
   // GPUHAL_PLUGIN_PATH: extra absolute directories searched first.
   std::vector<std::string> plugin_path;
+  // GPUHAL_VENDORS_PATH: directories of plugin manifests (the OpenCL ICD
+  // loader's /etc/OpenCL/vendors convention): each <name>.plugin file holds
+  // the absolute path of one installed plugin, which GPUHAL_BACKEND=<name>
+  // then finds and the default selection tries after the GPU backends and
+  // before the host backend. Default /etc/gpuhal/vendors; ignored (the
+  // default kept) in setuid/elevated processes.
+  std::vector<std::string> vendor_dirs{"/etc/gpuhal/vendors"};
   // GPUHAL_LOG: error | warn (default) | info | debug.
   LogLevel log_level = LogLevel::Warn;
   // GPUHAL_MAX_PENDING_DEALLOCS_COUNT: the deferred deallocation queue of a

@@ -159,3 +159,15 @@ TEST_CASE("native handles: the host backend has none, and bad contexts are refus
   Context taken = std::move(moved);
   REQUIRE_GPUHAL_ERROR(moved.native_context(), Status::ERROR_INVALID_HANDLE, "Context::native_context");
 }
+
+TEST_CASE("GPUHAL_VENDORS_PATH: absolute directories, the default kept when elevated", "[config][vendors]") {
+  CHECK(Config().vendor_dirs == std::vector<std::string>{"/etc/gpuhal/vendors"});
+  Config c = parse({{"GPUHAL_VENDORS_PATH", "/opt/a/vendors:relative:/opt/b"}});
+  CHECK(c.vendor_dirs == std::vector<std::string>{"/opt/a/vendors", "/opt/b"});
+  REQUIRE(c.notes.size() == 1);
+  CHECK_THAT(c.notes[0], Catch::Matchers::Contains("'relative' is not absolute"));
+  Config e = parse({{"GPUHAL_VENDORS_PATH", "/tmp/evil"}}, true);
+  CHECK(e.vendor_dirs == std::vector<std::string>{"/etc/gpuhal/vendors"});
+  REQUIRE(e.notes.size() == 1);
+  CHECK_THAT(e.notes[0], Catch::Matchers::Contains("GPUHAL_VENDORS_PATH is ignored in a setuid/elevated process"));
+}

@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <map>
 #include <optional>
 
 #include "test_support.hpp"
@@ -243,4 +245,56 @@ GPUHAL_KERNEL void twice(GPUHAL_GLOBAL int *out) {
     ctx.synchronize();
     CHECK(out.copy_to_host().at<int32_t>({0}) == 126);
   }
+}
+
+namespace {
+// A vendors directory holding the given manifests (name -> text).
+struct VendorsDir {
+  std::string path;
+  explicit VendorsDir(const std::map<std::string, std::string> &manifests) {
+    char tmpl[] = "/tmp/gpuhal-vendors-XXXXXX";
+    REQUIRE(mkdtemp(tmpl));
+    path = tmpl;
+    for (const auto &m : manifests) std::ofstream(path + "/" + m.first) << m.second;
+  }
+  ~VendorsDir() { std::system(("rm -rf '" + path + "'").c_str()); }
+};
+}  // namespace
+
+TEST_CASE("plugins listed in a vendors directory are found by name and by the default order", "[loader][vendors]") {
+  const std::string counting = test::fake_path("libgpuhal-counting-example.so");
+  VendorsDir vendors({{"counting.plugin", "# the example plugin\n\n   " + counting + "  \n"},
+                      {"relative.plugin", "libgpuhal-counting-example.so\n"},
+                      {"empty.plugin", "# nothing\n"},
+                      {"ignored.txt", counting + "\n"}});
+  Config c;
+  c.plugin_path = {GPUHAL_TEST_LIB_DIR};
+  c.vendor_dirs = {"/nonexistent/gpuhal-vendors", vendors.path};
+  // By name.
+  c.backend = "counting";
+  {
+    Runtime rt = Runtime::load(c);
+    CHECK(rt.backend_name() == "counting");
+    CHECK(rt.plugin_path() == counting);
+  }
+  // Manifests that cannot be used say why; files of other names are not manifests.
+  c.backend = "relative";
+  REQUIRE_GPUHAL_ERROR(Runtime::load(c), Status::ERROR_INVALID_CONFIG, "must name the plugin by an absolute path");
+  c.backend = "empty";
+  REQUIRE_GPUHAL_ERROR(Runtime::load(c), Status::ERROR_INVALID_CONFIG, "it names none");
+  c.backend = "ignored";
+  REQUIRE_GPUHAL_ERROR(Runtime::load(c), Status::ERROR_PLUGIN_NOT_FOUND, "libgpuhal-ignored.so");
+  // The default order: after cuda and hsa (no device here), before host.
+  c.backend.clear();
+  {
+    Runtime rt = Runtime::load(c);
+    CHECK(rt.backend_name() == "counting");
+  }
+  // Listed by the probe (and so by gpuhal-info).
+  bool listed = false;
+  for (const auto &a : Runtime::probe(c)) listed |= a.backend == "counting" && a.status == Status::SUCCESS;
+  CHECK(listed);
+  // Without the vendors directory the default is host again.
+  c.vendor_dirs.clear();
+  CHECK(Runtime::load(c).backend_name() == "host");
 }
