@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+#include <cstddef>
 #include <cstring>
 #include <mutex>
 
@@ -35,6 +36,8 @@ DeviceProperties convert(const gpuhal_device_properties_t &p) {
   d.pci_domain = p.pci_domain;
   d.pci_bus = p.pci_bus;
   d.pci_device = p.pci_device;
+  if (p.struct_size >= offsetof(gpuhal_device_properties_t, driver_version) + sizeof p.driver_version)
+    d.driver_version = std::string(p.driver_version, strnlen(p.driver_version, sizeof p.driver_version));
   return d;
 }
 

@@ -69,6 +69,7 @@ std::string device_json(const gpuhal::Runtime &rt, int i) {
   const auto &p = rt.device(i).properties();
   return "{\"backend\":" + json_string(rt.backend_name()) + ",\"ordinal\":" + std::to_string(i) +
          ",\"name\":" + json_string(p.name) + ",\"vendor\":" + json_string(p.vendor) +
+         ",\"driver_version\":" + json_string(p.driver_version) +
          ",\"total_memory\":" + std::to_string(p.total_memory) + ",\"compute_capability\":\"" +
          std::to_string(p.compute_major) + "." + std::to_string(p.compute_minor) +
          "\",\"multiprocessors\":" + std::to_string(p.multiprocessor_count) +
@@ -156,7 +157,8 @@ void print_text(const gpuhal::Runtime &rt, const std::vector<gpuhal::LoadAttempt
   std::printf("Devices: %d\n", rt.device_count());
   for (int i : devices) {
     const auto &p = rt.device(i).properties();
-    std::printf("  [%d] %s (%s)\n", i, p.name.c_str(), p.vendor.c_str());
+    std::printf("  [%d] %s (%s), driver %s\n", i, p.name.c_str(), p.vendor.c_str(),
+                p.driver_version.empty() ? "unknown" : p.driver_version.c_str());
     std::printf("      memory %.1f MiB, compute %d.%d, %d multiprocessors, warp %d\n",
                 double(p.total_memory) / (1 << 20), p.compute_major, p.compute_minor, p.multiprocessor_count,
                 p.warp_size);

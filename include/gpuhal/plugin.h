@@ -9,7 +9,7 @@
  *
  * History: 1.0 the first table; 1.1 appended the IPC, stream-ordered memory
  * and peer-access entries; 1.2 appended device-code lowering, modules and
- * kernel launch; 1.3 appended native_handle.
+ * kernel launch; 1.3 appended native_handle and the device's driver_version.
  *
  * Compatibility rules (frozen):
  *  - Every table and descriptor struct starts with {abi_version, struct_size}.
@@ -169,6 +169,10 @@ typedef struct gpuhal_device_properties {
   int32_t pci_domain;
   int32_t pci_bus;
   int32_t pci_device;
+  /* ABI 1.3: the vendor driver / runtime version, NUL-terminated text
+   * ("CUDA 12.4", "HSA 1.1 (ROCr)"); empty when unknown. A reader checks
+   * struct_size before using it (an older plugin does not write it). */
+  char driver_version[64];
 } gpuhal_device_properties_t;
 
 /* Host callback run in stream order. `status` is GPUHAL_SUCCESS unless the

@@ -54,6 +54,9 @@ struct DeviceProperties {
   int pci_domain = 0;
   int pci_bus = 0;
   int pci_device = 0;
+  // The vendor driver / runtime version ("CUDA 12.4", "HSA 1.1 (ROCr)");
+  // empty when the plugin does not say (plugins older than ABI 1.3).
+  std::string driver_version;
 };
 
 // Optional plugin features, answered from the plugin's table.

@@ -157,6 +157,8 @@ gpuhal_status_t device_properties(int32_t ordinal, gpuhal_device_properties_t *o
   ATTR(p.pci_bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID);
   ATTR(p.pci_device, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID);
 #undef ATTR
+  if (const int dv = drv().version; dv > 0)  // cuDriverGetVersion: 1000 * major + 10 * minor
+    std::snprintf(p.driver_version, sizeof p.driver_version, "CUDA %d.%d", dv / 1000, (dv % 1000) / 10);
   const uint32_t n = std::min<uint32_t>(out->struct_size, sizeof p);
   p.abi_version = GPUHAL_ABI_VERSION;
   p.struct_size = n;

@@ -192,6 +192,8 @@ gpuhal_status_t device_properties(int32_t ordinal, gpuhal_device_properties_t *o
   p.unified_addressing = 1;
   p.concurrent_kernels = 1;
   p.pci_device = ordinal;
+  std::snprintf(p.driver_version, sizeof p.driver_version, "gpuhal host backend (plugin ABI %d.%d)", GPUHAL_ABI_MAJOR,
+                GPUHAL_ABI_MINOR);
   const uint32_t n = std::min<uint32_t>(out->struct_size, sizeof p);
   p.abi_version = GPUHAL_ABI_VERSION;
   p.struct_size = n;

@@ -145,6 +145,8 @@ constexpr hsa_status_t HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER = 0x1021;
 constexpr hsa_status_t HSA_STATUS_ERROR_FATAL = 0x1026;
 
 // hsa_system_info_t, hsa_device_type_t, hsa_agent_info_t and AMD's additions
+constexpr hsa_system_info_t HSA_SYSTEM_INFO_VERSION_MAJOR = 0;
+constexpr hsa_system_info_t HSA_SYSTEM_INFO_VERSION_MINOR = 1;
 constexpr hsa_system_info_t HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY = 3;
 constexpr hsa_device_type_t HSA_DEVICE_TYPE_CPU = 0;
 constexpr hsa_device_type_t HSA_DEVICE_TYPE_GPU = 1;

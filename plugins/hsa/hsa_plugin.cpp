@@ -164,6 +164,13 @@ gpuhal_status_t describe_device(hsa_agent_t agent, Device *d) {
   p.pci_domain = int32_t(domain);
   p.pci_bus = int32_t((bdf >> 8) & 0xff);
   p.pci_device = int32_t((bdf >> 3) & 0x1f);
+  // hsa.h: HSA_SYSTEM_INFO_VERSION_MAJOR / _MINOR, "The type of this
+  // attribute is uint16_t": the HSA specification version the runtime
+  // implements. Informational: a runtime that does not answer leaves it empty.
+  uint16_t major = 0, minor = 0;
+  if (rt().hsa_system_get_info(HSA_SYSTEM_INFO_VERSION_MAJOR, &major) == HSA_STATUS_SUCCESS &&
+      rt().hsa_system_get_info(HSA_SYSTEM_INFO_VERSION_MINOR, &minor) == HSA_STATUS_SUCCESS)
+    std::snprintf(p.driver_version, sizeof p.driver_version, "HSA %u.%u (ROCr)", unsigned(major), unsigned(minor));
   return GPUHAL_SUCCESS;
 }
 

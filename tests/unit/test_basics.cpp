@@ -171,3 +171,8 @@ TEST_CASE("GPUHAL_VENDORS_PATH: absolute directories, the default kept when elev
   REQUIRE(e.notes.size() == 1);
   CHECK_THAT(e.notes[0], Catch::Matchers::Contains("GPUHAL_VENDORS_PATH is ignored in a setuid/elevated process"));
 }
+
+TEST_CASE("the host backend names itself as the driver in the device properties", "[properties]") {
+  Context ctx = test::host_context();
+  CHECK_THAT(ctx.device().properties().driver_version, Catch::Matchers::Contains("gpuhal host backend"));
+}

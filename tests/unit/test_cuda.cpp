@@ -500,3 +500,9 @@ TEST_CASE("cuda: the native context and device are the driver's CUcontext and CU
   CHECK(rt.device(0).primary_context().native_context() != rt.device(1).primary_context().native_context());
   dlclose(fake);
 }
+
+TEST_CASE("cuda: the device properties carry the driver's version") {
+  setenv("FAKE_CUDA_DRIVER_VERSION", "12040", 1);  // read when the fake driver loads (a process per test case)
+  Runtime rt = cuda_runtime();
+  CHECK(rt.device(0).properties().driver_version == "CUDA 12.4");
+}

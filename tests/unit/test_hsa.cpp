@@ -426,3 +426,8 @@ TEST_CASE("hsa backend: the native device is the GPU agent, and HSA has no nativ
   CHECK(rt.device(0).primary_context().native_device() == agent);
   REQUIRE_GPUHAL_ERROR(ctx.native_context(), Status::ERROR_NOT_SUPPORTED, "HSA has no context object");
 }
+
+TEST_CASE("hsa backend: the device properties carry the HSA version the runtime implements") {
+  Runtime rt = hsa_runtime();
+  CHECK(rt.device(0).properties().driver_version == "HSA 1.1 (ROCr)");
+}

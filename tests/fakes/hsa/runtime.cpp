@@ -47,9 +47,17 @@ EXPORT hsa_status_t hsa_status_string(hsa_status_t s, const char **out) {
   return HSA_STATUS_SUCCESS;
 }
 
+// hsa.h: HSA_SYSTEM_INFO_VERSION_MAJOR / _MINOR are uint16_t (the HSA
+// specification version: ROCr says 1.1); TIMESTAMP_FREQUENCY is uint64_t.
+// Anything else is refused here (the fake knows no other attribute).
 EXPORT hsa_status_t hsa_system_get_info(hsa_system_info_t what, void *value) {
   NEED_INIT;
-  if (!value || what != HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  if (!value) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  if (what == HSA_SYSTEM_INFO_VERSION_MAJOR || what == HSA_SYSTEM_INFO_VERSION_MINOR) {
+    *static_cast<uint16_t *>(value) = 1;
+    return HSA_STATUS_SUCCESS;
+  }
+  if (what != HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   *static_cast<uint64_t *>(value) = 1000000000ull;  // the fake's timestamps are nanoseconds
   return HSA_STATUS_SUCCESS;
 }
