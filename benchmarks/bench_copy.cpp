@@ -14,14 +14,14 @@
 #include <cstring>
 #include <vector>
 
+#include "bench_backend.hpp"
 #include "gpuhal/gpuhal.hpp"
 
 namespace {
 
 gpuhal::Context &context() {
   static gpuhal::Context ctx = [] {
-    gpuhal::Config c;
-    c.backend = "host";
+    gpuhal::Config c = bench::backend_config();
     return gpuhal::Runtime::load(c).device(0).primary_context();
   }();
   return ctx;

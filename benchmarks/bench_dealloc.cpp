@@ -13,6 +13,7 @@
 #include <chrono>
 #include <vector>
 
+#include "bench_backend.hpp"
 #include "gpuhal/gpuhal.hpp"
 
 namespace {
@@ -20,8 +21,7 @@ namespace {
 constexpr int kBatch = 1000;
 
 gpuhal::Context context(uint64_t max_count) {
-  gpuhal::Config c;
-  c.backend = "host";
+  gpuhal::Config c = bench::backend_config();
   c.max_pending_deallocs_count = max_count;
   c.max_pending_deallocs_ratio = 1.0;
   return gpuhal::Runtime::load(c).device(0).primary_context();

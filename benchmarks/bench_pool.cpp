@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "bench_backend.hpp"
 #include "gpuhal/gpuhal.hpp"
 
 namespace {
@@ -23,15 +24,13 @@ namespace {
 gpuhal::Context context(bool pool) {
   static gpuhal::Context pooled = [] {
     gpuhal::set_memory_manager(gpuhal::pool_memory_manager());
-    gpuhal::Config c;
-    c.backend = "host";
+    gpuhal::Config c = bench::backend_config();
     gpuhal::Context ctx = gpuhal::Runtime::load(c).device(0).primary_context();
     gpuhal::clear_memory_manager();
     return ctx;
   }();
   static gpuhal::Context plain = [] {
-    gpuhal::Config c;
-    c.backend = "host";
+    gpuhal::Config c = bench::backend_config();
     return gpuhal::Runtime::load(c).device(0).primary_context();
   }();
   return pool ? pooled : plain;
