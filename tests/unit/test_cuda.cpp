@@ -111,7 +111,7 @@ TEST_CASE("cuda: a failing driver call names the call and leaves the context usa
   { DeviceArray a = device_array(ctx, {8}), b = device_array(ctx, {8}); }
   ctx.flush_deallocations();
   REQUIRE(errors.size() == 1);
-  CHECK_THAT(errors[0], Catch::Matchers::Contains("cuMemFree failed: CUDA_ERROR_UNKNOWN"));
+  CHECK_THAT(errors[0], test::contains("cuMemFree failed: CUDA_ERROR_UNKNOWN"));
   CHECK(ctx.pending_deallocations() >= 1);
   CHECK(ctx.flush_deallocations() >= 1);  // the driver works again
   CHECK(ctx.pending_deallocations() == 0);
@@ -234,7 +234,7 @@ TEST_CASE("cuda: every driver call that fails surfaces as an error naming it and
       CHECK(err.status() == Status::ERROR_DRIVER);
       seen = err.what();
     }
-    CHECK_THAT(seen, Catch::Matchers::Contains(std::string(c.named) + " failed: CUDA_ERROR_UNKNOWN"));
+    CHECK_THAT(seen, test::contains(std::string(c.named) + " failed: CUDA_ERROR_UNKNOWN"));
     clear();
     // The context is still usable.
     b.copy_from_host(HostView::of(v));
@@ -349,7 +349,7 @@ TEST_CASE("cuda: faults in initialisation, context setup, teardown and peer call
       DeviceMemory m = ctx.allocate_async(256, s);
       s.synchronize();
     }
-    CHECK_THAT(err.text(), Catch::Matchers::Contains(std::string(sym) + " failed: CUDA_ERROR_UNKNOWN"));
+    CHECK_THAT(err.text(), test::contains(std::string(sym) + " failed: CUDA_ERROR_UNKNOWN"));
     clear();
     ++injected;
   }
@@ -382,7 +382,7 @@ TEST_CASE("cuda: faults in initialisation, context setup, teardown and peer call
     StderrCapture err;
     inject("cuDevicePrimaryCtxRelease_v2", 1, 999);
     c1 = Context(nullptr);
-    CHECK_THAT(err.text(), Catch::Matchers::Contains("cuDevicePrimaryCtxRelease failed"));
+    CHECK_THAT(err.text(), test::contains("cuDevicePrimaryCtxRelease failed"));
     clear();
     ++injected;
   }

@@ -87,12 +87,12 @@ TEST_CASE("cuda contract: an NVRTC newer than the driver is not used, and the er
   try {
     Module m = Module::compile(ctx, kSaxpy);
     // An NVRTC 12 was found: its PTX must be one a 12.4 driver reads.
-    CHECK_THAT(m.image(), !Catch::Matchers::Contains(".version 9."));
+    CHECK_THAT(m.image(), !test::contains(".version 9."));
   } catch (const Error &e) {
     INFO(e.what());
     CHECK(e.status() == Status::ERROR_COMPILATION_FAILED);
-    CHECK_THAT(e.what(), Catch::Matchers::Contains("CUDA 12.4"));
-    CHECK_THAT(e.what(), Catch::Matchers::Contains("NVRTC 13.0"));
+    CHECK_THAT(e.what(), test::contains("CUDA 12.4"));
+    CHECK_THAT(e.what(), test::contains("NVRTC 13.0"));
   }
 }
 
@@ -110,9 +110,9 @@ TEST_CASE("cuda contract: PTX the driver is too old for is refused as UNSUPPORTE
   try {
     Module::compile(ctx, kSaxpy);
   } catch (const Error &e) {
-    CHECK_THAT(e.what(), Catch::Matchers::Contains("CUDA 12.4 driver"));
-    CHECK_THAT(e.what(), Catch::Matchers::Contains("NVRTC 13.0"));
-    CHECK_THAT(e.what(), Catch::Matchers::Contains("compute_90"));
+    CHECK_THAT(e.what(), test::contains("CUDA 12.4 driver"));
+    CHECK_THAT(e.what(), test::contains("NVRTC 13.0"));
+    CHECK_THAT(e.what(), test::contains("compute_90"));
   }
   // The context is unharmed.
   auto a = to_device(ctx, HostView::of(std::vector<int>(4, 7)));
@@ -132,8 +132,8 @@ TEST_CASE("cuda contract: a device older than NVRTC supports is an error naming 
   try {
     Module::compile(ctx, kSaxpy);
   } catch (const Error &e) {
-    CHECK_THAT(e.what(), Catch::Matchers::Contains("NVRTC 13.0"));
-    CHECK_THAT(e.what(), Catch::Matchers::Contains("supports compute_75"));
+    CHECK_THAT(e.what(), test::contains("NVRTC 13.0"));
+    CHECK_THAT(e.what(), test::contains("supports compute_75"));
   }
 }
 
@@ -146,7 +146,7 @@ TEST_CASE("cuda contract: a device newer than NVRTC knows gets PTX for the newes
   setenv("FAKE_CUDA_CC", "150", 1);  // a compute capability 15.0 no NVRTC 13.0 knows
   Context ctx = cuda_runtime().device(0).primary_context();
   Module m = Module::compile(ctx, kSaxpy);  // the driver JIT-compiles PTX for newer devices
-  CHECK_THAT(m.image(), Catch::Matchers::Contains(".target sm_"));
+  CHECK_THAT(m.image(), test::contains(".target sm_"));
   auto x = device_array(ctx, {64}, dtypes::float32), y = device_array(ctx, {64}, dtypes::float32);
   m.kernel("saxpy")({1}, {64})(y, x, 2.0f, 64);
   ctx.synchronize();
@@ -169,7 +169,7 @@ TEST_CASE("cuda contract with NVRTC 12: the NVRTC of a CUDA 12 driver is found a
   setenv("FAKE_CUDA_DRIVER_VERSION", "12040", 1);
   Context ctx = cuda_runtime().device(0).primary_context();
   Module m = Module::compile(ctx, kSaxpy);
-  CHECK_THAT(m.image(), Catch::Matchers::Contains(".version 8.4"));
+  CHECK_THAT(m.image(), test::contains(".version 8.4"));
   auto x = device_array(ctx, {64}, dtypes::float32), y = device_array(ctx, {64}, dtypes::float32);
   m.kernel("saxpy")({1}, {64})(y, x, 2.0f, 64);
   ctx.synchronize();
@@ -184,7 +184,7 @@ TEST_CASE("cuda contract with NVRTC 12: NVRTC 12 compiles for Volta, which NVRTC
   setenv("FAKE_CUDA_CC", "70", 1);
   Context ctx = cuda_runtime().device(0).primary_context();
   Module m = Module::compile(ctx, kSaxpy);
-  CHECK_THAT(m.image(), Catch::Matchers::Contains(".target sm_70"));
+  CHECK_THAT(m.image(), test::contains(".target sm_70"));
   auto x = device_array(ctx, {64}, dtypes::float32), y = device_array(ctx, {64}, dtypes::float32);
   m.kernel("saxpy")({1}, {64})(y, x, 2.0f, 64);
   ctx.synchronize();
@@ -202,8 +202,8 @@ TEST_CASE("cuda contract with NVRTC 12: NVRTC 12.4 PTX on a CUDA 12.2 driver is 
   try {
     Module::compile(ctx, kSaxpy);
   } catch (const Error &e) {
-    CHECK_THAT(e.what(), Catch::Matchers::Contains("NVRTC 12.4"));
-    CHECK_THAT(e.what(), Catch::Matchers::Contains("PTX ISA 8.4"));
+    CHECK_THAT(e.what(), test::contains("NVRTC 12.4"));
+    CHECK_THAT(e.what(), test::contains("PTX ISA 8.4"));
   }
 }
 
@@ -283,7 +283,7 @@ TEST_CASE("cuda contract: gpuhal called inside a stream callback is refused with
   });
   s.synchronize();
   CHECK(status == Status::ERROR_NOT_PERMITTED);
-  CHECK_THAT(what, Catch::Matchers::Contains("stream callback"));
+  CHECK_THAT(what, test::contains("stream callback"));
   // The stream and context go on.
   s.synchronize();
   CHECK(ctx.memory_info().total > 0);

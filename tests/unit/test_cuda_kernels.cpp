@@ -93,14 +93,14 @@ TEST_CASE("cuda kernel: the lowered portable kernels compile with NVRTC and asse
       if (!m) return;
       INFO("sm_" << arch << ":\n" << m.image());
       CHECK(m.image_format() == ImageFormat::Ptx);
-      CHECK_THAT(m.image(), Catch::Matchers::Contains(std::string(".target sm_") + arch));
+      CHECK_THAT(m.image(), test::contains(std::string(".target sm_") + arch));
       CHECK(assemble(m.image(), std::string("sm_") + arch) == 0);
-      if (src != kSaxpy) CHECK_THAT(m.image(), Catch::Matchers::Contains("bar.sync"));
+      if (src != kSaxpy) CHECK_THAT(m.image(), test::contains("bar.sync"));
     }
   }
   // The device's own architecture when no option names one (the fake is 9.0).
   Module m = compile_or_skip(ctx, kReduce);
-  if (m) CHECK_THAT(m.image(), Catch::Matchers::Contains(".target sm_90"));
+  if (m) CHECK_THAT(m.image(), test::contains(".target sm_90"));
 }
 
 TEST_CASE("cuda kernel: launches reach the driver with grid, block, shared bytes and every argument", "[kernel][cuda]") {
@@ -150,7 +150,7 @@ TEST_CASE("cuda kernel: compile errors, unknown kernels and bad images are repor
       return;
     }
     CHECK(e.status() == Status::ERROR_COMPILATION_FAILED);
-    CHECK_THAT(e.what(), Catch::Matchers::Contains("kernel(2): error"));
+    CHECK_THAT(e.what(), test::contains("kernel(2): error"));
   }
   Module m = Module::compile(ctx, kSaxpy);
   REQUIRE_GPUHAL_ERROR(m.kernel("nope"), Status::ERROR_NOT_FOUND, "no kernel 'nope'");

@@ -114,7 +114,7 @@ TEST_CASE("a failing release stops the flush, is reported, and the rest stay que
   CHECK(ctx.flush_deallocations() == 1);
   CHECK(ran == 1);
   REQUIRE(reported.size() == 1);
-  CHECK_THAT(reported[0], Catch::Matchers::Contains("deferred deallocation failed: injected: cuMemFree failed"));
+  CHECK_THAT(reported[0], test::contains("deferred deallocation failed: injected: cuMemFree failed"));
   CHECK(ctx.pending_deallocations() == 1);
   CHECK(ctx.pending_deallocation_bytes() == 30);
   CHECK(ctx.flush_deallocations() == 1);

@@ -133,7 +133,7 @@ TEST_CASE("fault injection: every host plugin entry fails in turn during a workl
     ctx.synchronize();  // the buffers may be dropped now
     ctx.flush_deallocations();
     const std::string seen = thrown.empty() ? (released.empty() ? "" : released.front()) : thrown;
-    CHECK_THAT(seen, Catch::Matchers::Contains(std::string(entry) + ": fault injected by GPUHAL_FAULT"));
+    CHECK_THAT(seen, test::contains(std::string(entry) + ": fault injected by GPUHAL_FAULT"));
     if (seen.find(entry) != std::string::npos) ++injected;
     // The context is still usable, and once everything is released the
     // device memory is all back (what a failed release kept is freed by a
@@ -157,7 +157,7 @@ TEST_CASE("fault injection: device, context and peer entries of the host plugin"
     } catch (const Error &e) {
       seen = e.what();
     }
-    CHECK_THAT(seen, Catch::Matchers::Contains(std::string(entry) + ": fault injected by GPUHAL_FAULT"));
+    CHECK_THAT(seen, test::contains(std::string(entry) + ": fault injected by GPUHAL_FAULT"));
   }
   Runtime rt =
       faulty_runtime({{"GPUHAL_HOST_DEVICES", "2"}, {"GPUHAL_FAULT", "device_can_access_peer:1,context_enable_peer_access:1"}});

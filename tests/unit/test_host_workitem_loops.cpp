@@ -3,7 +3,7 @@
 // (plugins/host/host_workitem_loops.cpp), as a pure function: which kernels
 // it takes, which it leaves to fibers and why. What the rewritten kernels
 // compute is checked by the [loops] and [kernel] tests in test_kernels.cpp.
-#include <catch2/catch.hpp>
+#include "catch_compat.hpp"
 #include <string>
 #include <vector>
 
@@ -81,13 +81,13 @@ GPUHAL_DEVICE void sync_all(void) { gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE); }
 GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *o) { o[0] = 1; sync_all(); gpuhal_barrier(1); }
 )",
                          "k"),
-             Catch::Contains("outside kernel bodies"));
+             test::contains("outside kernel bodies"));
   CHECK_THAT(skip_reason(R"(
 #define SYNC gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE)
 GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *o) { o[0] = 1; SYNC; }
 )",
                          "k"),
-             Catch::Contains("outside kernel bodies"));
+             test::contains("outside kernel bodies"));
   CHECK_THAT(skip_reason(R"(
 GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *o) {
   int i = 0;
@@ -98,36 +98,36 @@ again:
 }
 )",
                          "k"),
-             Catch::Contains("goto"));
+             test::contains("goto"));
   CHECK_THAT(skip_reason(R"(
 GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *o, int n) { n += (int)gpuhal_local_id(0); gpuhal_barrier(1); o[0] = n; }
 )",
                          "k"),
-             Catch::Contains("parameter 'n'"));
+             test::contains("parameter 'n'"));
   CHECK_THAT(skip_reason(R"(
 GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *o) {
   for (int i = 0; i < 4; ++i) { if (o[i]) break; gpuhal_barrier(1); }
 }
 )",
                          "k"),
-             Catch::Contains("break"));
+             test::contains("break"));
   CHECK_THAT(skip_reason(R"(
 GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *o) {
   for (int i = 0; i < 4; ++i) { gpuhal_barrier(1); i += o[0]; }
 }
 )",
                          "k"),
-             Catch::Contains("loop variable 'i'"));
+             test::contains("loop variable 'i'"));
   CHECK_THAT(skip_reason(R"(
 GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *o) { auto a = o[gpuhal_local_id(0)]; gpuhal_barrier(1); o[1] = a; }
 )",
                          "k"),
-             Catch::Contains("cannot read"));
+             test::contains("cannot read"));
   CHECK_THAT(skip_reason(R"(
 GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *o) { int a = (gpuhal_barrier(1), 2); o[0] = a; }
 )",
                          "k"),
-             Catch::Contains("expression"));
+             test::contains("expression"));
   CHECK_THAT(skip_reason(R"(
 GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *o) {
   int i = 0;
@@ -137,7 +137,7 @@ GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *o) {
 }
 )",
                          "k"),
-             Catch::Contains("writes the per-work-item 'i'"));
+             test::contains("writes the per-work-item 'i'"));
   CHECK_THAT(skip_reason(R"(
 GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *o) {
 #if 1
@@ -147,10 +147,10 @@ GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *o) {
 }
 )",
                          "k"),
-             Catch::Contains("preprocessor"));
+             test::contains("preprocessor"));
   // A kernel the core marked but whose definition has another shape.
   CHECK_THAT(skip_reason("GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *o) { gpuhal_barrier(1); }", "other"),
-             Catch::Contains("not of the form"));
+             test::contains("not of the form"));
 }
 
 TEST_CASE("work-item loops: only the user's source after the core's marker is read", "[loops-rewrite]") {

@@ -376,7 +376,7 @@ TEST_CASE(
       } catch (const Error &err) {
         seen = err.what();
       }
-      CHECK_THAT(seen, Catch::Matchers::Contains(std::string(c.symbol) + " failed: HSA_STATUS_ERROR (0x1000)"));
+      CHECK_THAT(seen, test::contains(std::string(c.symbol) + " failed: HSA_STATUS_ERROR (0x1000)"));
       clear();
       // The context is still usable.
       b.copy_from_host(HostView::of(v));

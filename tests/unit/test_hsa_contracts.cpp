@@ -150,7 +150,7 @@ TEST_CASE("hsa contract: a queue error suspends the queue, and every waiter retu
   *go = true;
   within_20s("a blocked Stream::synchronize", [&] { blocked.join(); });
   CHECK(waiter == Status::ERROR_LAUNCH_FAILED);
-  CHECK_THAT(waiter_message, Catch::Matchers::Contains("the HSA queue reported an error"));
+  CHECK_THAT(waiter_message, test::contains("the HSA queue reported an error"));
   REQUIRE_GPUHAL_ERROR(within_20s("Event::synchronize", [&] { e.synchronize(); }), Status::ERROR_LAUNCH_FAILED,
                        "HSA_STATUS_ERROR_INVALID_PACKET_FORMAT");
   REQUIRE_GPUHAL_ERROR(within_20s("a blocking copy", [&] { (void)d.copy_to_host(); }), Status::ERROR_LAUNCH_FAILED,
@@ -213,7 +213,7 @@ GPUHAL_KERNEL void mixed(GPUHAL_GLOBAL double *out, GPUHAL_GLOBAL unsigned *base
   hook<uint64_t(void *, void *, size_t, size_t *)>("fake_hsa_last_dispatch")(whole, args.data(), args.size(), &size);
   std::memcpy(&p, whole, sizeof p);
   CHECK(p.group_segment == 1040 + 64 * 8);
-  CHECK_THAT(m.lowered_source(), Catch::Matchers::Contains("(__builtin_amdgcn_groupstaticsize() + 15u) & ~15u"));
+  CHECK_THAT(m.lowered_source(), test::contains("(__builtin_amdgcn_groupstaticsize() + 15u) & ~15u"));
 }
 
 TEST_CASE("hsa contract: each agent builds for its own ISA, and an ISA the comgr does not know names both",
@@ -246,9 +246,9 @@ GPUHAL_KERNEL void fill(GPUHAL_GLOBAL int *out, int v) { out[gpuhal_global_id(0)
     } catch (const Error &e) {
       INFO(e.what());
       CHECK(e.status() == Status::ERROR_COMPILATION_FAILED);
-      CHECK_THAT(e.what(), Catch::Matchers::Contains("amdgcn-amd-amdhsa--" + isa));
-      CHECK_THAT(e.what(), Catch::Matchers::Contains("does not know that ISA"));
-      CHECK_THAT(e.what(), Catch::Matchers::Contains("(libamd_comgr.so."));  // "amd_comgr 2.4 (libamd_comgr.so.2)"
+      CHECK_THAT(e.what(), test::contains("amdgcn-amd-amdhsa--" + isa));
+      CHECK_THAT(e.what(), test::contains("does not know that ISA"));
+      CHECK_THAT(e.what(), test::contains("(libamd_comgr.so."));  // "amd_comgr 2.4 (libamd_comgr.so.2)"
     }
   }
 }

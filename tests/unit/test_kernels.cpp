@@ -219,8 +219,8 @@ GPUHAL_KERNEL void read(GPUHAL_GLOBAL float *of, GPUHAL_GLOBAL int64_t *oi, GPUH
 }
 )",
                              opts);
-  CHECK_THAT(m.lowered_source(), Catch::Matchers::Contains("GPUHAL_CONSTANT float cf[5]"));
-  CHECK_THAT(m.lowered_source(), Catch::Matchers::Contains("GPUHAL_CONSTANT double empty[1]"));
+  CHECK_THAT(m.lowered_source(), test::contains("GPUHAL_CONSTANT float cf[5]"));
+  CHECK_THAT(m.lowered_source(), test::contains("GPUHAL_CONSTANT double empty[1]"));
   auto of = device_array(ctx, {5}, dtypes::float32);
   auto oi = device_array(ctx, {4}, dtypes::int64);
   auto ou = device_array(ctx, {2}, dtypes::uint8);
@@ -480,11 +480,11 @@ TEST_CASE("kernel: the lowering defines every builtin and gpuhal-info can print 
   CHECK(lowering[0].first.empty());
   for (size_t i = 0; i < kernel_builtins().size(); ++i) {
     CHECK(lowering[i + 1].first == kernel_builtins()[i]);
-    CHECK_THAT(lowering[i + 1].second, Catch::Matchers::Contains(kernel_builtins()[i]));
+    CHECK_THAT(lowering[i + 1].second, test::contains(kernel_builtins()[i]));
   }
   Context ctx = kernel_context();
   Module m = Module::compile(ctx, kSaxpy);
-  CHECK_THAT(m.lowered_source(), Catch::Matchers::Contains("#define gpuhal_barrier(flags)"));
+  CHECK_THAT(m.lowered_source(), test::contains("#define gpuhal_barrier(flags)"));
   CHECK_THAT(m.lowered_source(), Catch::Matchers::EndsWith(std::string(kSaxpy) + "\n"));
 }
 

@@ -2,7 +2,7 @@
 // Helpers shared by the unit tests.
 #pragma once
 
-#include <catch2/catch.hpp>
+#include "catch_compat.hpp"
 #include <cstdlib>
 #include <string>
 #include <utility>
@@ -50,6 +50,6 @@ inline std::string fake(const char *name) {
     } catch (const gpuhal::Error &e_) {                                           \
       INFO("message: " << e_.what());                                             \
       CHECK(e_.status() == (st));                                                 \
-      CHECK_THAT(e_.what(), Catch::Matchers::Contains(text));                     \
+      CHECK_THAT(e_.what(), test::contains(text));                     \
     }                                                                             \
   } while (0)
