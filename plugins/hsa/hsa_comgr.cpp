@@ -20,6 +20,11 @@ struct DataSet {
 struct ActionInfo {
   uint64_t handle;
 };
+struct MetadataNode {
+  uint64_t handle;
+};
+// amd_comgr_metadata_kind_t (the same in interfaces 2 and 3).
+constexpr int kMetadataString = 0x1, kMetadataMap = 0x2, kMetadataList = 0x3;
 using Status = int;
 constexpr Status kSuccess = 0;
 
@@ -48,7 +53,14 @@ std::mutex g_mu;  // comgr's actions are serialised
   X(amd_comgr_action_info_set_language, Status, (ActionInfo, int))                      \
   X(amd_comgr_action_info_set_option_list, Status, (ActionInfo, const char **, size_t)) \
   X(amd_comgr_action_info_set_logging, Status, (ActionInfo, bool))                      \
-  X(amd_comgr_do_action, Status, (int, ActionInfo, DataSet, DataSet))
+  X(amd_comgr_do_action, Status, (int, ActionInfo, DataSet, DataSet))                   \
+  X(amd_comgr_get_data_metadata, Status, (Data, MetadataNode *))                        \
+  X(amd_comgr_destroy_metadata, Status, (MetadataNode))                                 \
+  X(amd_comgr_get_metadata_kind, Status, (MetadataNode, int *))                         \
+  X(amd_comgr_get_metadata_string, Status, (MetadataNode, size_t *, char *))            \
+  X(amd_comgr_metadata_lookup, Status, (MetadataNode, const char *, MetadataNode *))    \
+  X(amd_comgr_get_metadata_list_size, Status, (MetadataNode, size_t *))                 \
+  X(amd_comgr_index_list_metadata, Status, (MetadataNode, size_t, MetadataNode *))
 
 struct Comgr::Api {
 #define GPUHAL_COMGR_PTR(name, ret, params) ret(*name) params = nullptr;
@@ -278,6 +290,122 @@ bool Comgr::disassemble(const std::vector<char> &code_object, const std::string 
     return false;
   }
   text->assign(t.begin(), t.end());
+  return true;
+}
+
+// ---- metadata ---------------------------------------------------------------------------
+
+namespace {
+
+// One metadata node, destroyed with its scope; a null handle is "absent".
+class Node {
+ public:
+  Node(const Comgr::Api *a, MetadataNode n) : a_(a), n_(n) {}
+  Node(Node &&o) noexcept : a_(o.a_), n_(o.n_) { o.n_.handle = 0; }
+  Node(const Node &) = delete;
+  ~Node() {
+    if (n_.handle) a_->amd_comgr_destroy_metadata(n_);
+  }
+  bool present() const { return n_.handle != 0; }
+  int kind() const {
+    int k = 0;
+    return present() && a_->amd_comgr_get_metadata_kind(n_, &k) == kSuccess ? k : 0;
+  }
+  // The value under `key` of a map node (absent when there is none).
+  Node get(const char *key) const {
+    MetadataNode v{0};
+    if (kind() != kMetadataMap || a_->amd_comgr_metadata_lookup(n_, key, &v) != kSuccess) v.handle = 0;
+    return Node(a_, v);
+  }
+  size_t size() const {
+    size_t n = 0;
+    return kind() == kMetadataList && a_->amd_comgr_get_metadata_list_size(n_, &n) == kSuccess ? n : 0;
+  }
+  Node at(size_t i) const {
+    MetadataNode v{0};
+    if (a_->amd_comgr_index_list_metadata(n_, i, &v) != kSuccess) v.handle = 0;
+    return Node(a_, v);
+  }
+  // A string node's text (comgr gives MessagePack numbers as strings too).
+  bool text(std::string *out) const {
+    size_t n = 0;
+    if (kind() != kMetadataString || a_->amd_comgr_get_metadata_string(n_, &n, nullptr) != kSuccess) return false;
+    std::string s(n, '\0');
+    if (n && a_->amd_comgr_get_metadata_string(n_, &n, s.data()) != kSuccess) return false;
+    while (!s.empty() && s.back() == '\0') s.pop_back();
+    *out = std::move(s);
+    return true;
+  }
+  // A number that fits in uint32_t; `fallback` when absent or not a number.
+  bool u32(uint32_t *out) const {
+    std::string s;
+    if (!text(&s) || s.empty() || s.size() > 10 || s.find_first_not_of("0123456789") != std::string::npos) return false;
+    const unsigned long long v = std::stoull(s);
+    if (v > UINT32_MAX) return false;
+    *out = uint32_t(v);
+    return true;
+  }
+  uint32_t u32_or(uint32_t fallback) const {
+    uint32_t v = fallback;
+    return present() && u32(&v) ? v : fallback;
+  }
+
+ private:
+  const Comgr::Api *a_;
+  MetadataNode n_;
+};
+
+}  // namespace
+
+bool Comgr::read_metadata(const void *code_object, size_t bytes, CodeObjectMetadata *out, std::string *why) const {
+  if (!ok()) return *why = why_, false;
+  std::lock_guard<std::mutex> lock(g_mu);
+  const Api *a = api_;
+  Session s{a, {}, {}, {0}};
+  Data exe{0};
+  Status st = a->amd_comgr_create_data(interface_->data_executable, &exe);
+  if (st == kSuccess) s.datas.push_back(exe);
+  if (st == kSuccess) st = a->amd_comgr_set_data(exe, bytes, static_cast<const char *>(code_object));
+  MetadataNode root_handle{0};
+  if (st == kSuccess) st = a->amd_comgr_get_data_metadata(exe, &root_handle);
+  if (st != kSuccess) return *why = describe() + ": amd_comgr_get_data_metadata failed (" + status_text(a, st) + ")", false;
+  const Node root(a, root_handle);
+  if (root.kind() != kMetadataMap)
+    return *why = "no AMDGPU metadata (code object v2, or not a kernel code object)", false;
+  // The same rules as read_code_object_metadata (hsa_code_object.cpp).
+  CodeObjectMetadata md;
+  root.get("amdhsa.target").text(&md.target);
+  const Node kernels = root.get("amdhsa.kernels");
+  if (kernels.kind() != kMetadataList) return *why = "malformed AMDGPU metadata: no amdhsa.kernels", false;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const Node k = kernels.at(i);
+    if (k.kind() != kMetadataMap) return *why = "malformed AMDGPU metadata: a kernel entry is not a map", false;
+    KernelMetadata km;
+    if (!k.get(".name").text(&km.name) || !k.get(".symbol").text(&km.symbol))
+      return *why = "malformed AMDGPU metadata: a kernel without .name or .symbol", false;
+    km.kernarg_size = k.get(".kernarg_segment_size").u32_or(0);
+    km.kernarg_align = k.get(".kernarg_segment_align").u32_or(8);
+    km.group_segment_fixed_size = k.get(".group_segment_fixed_size").u32_or(0);
+    km.private_segment_fixed_size = k.get(".private_segment_fixed_size").u32_or(0);
+    km.max_flat_workgroup_size = k.get(".max_flat_workgroup_size").u32_or(0);
+    const Node args = k.get(".args");
+    if (args.present()) {
+      if (args.kind() != kMetadataList) return *why = "malformed AMDGPU metadata: .args of " + km.name, false;
+      for (size_t j = 0; j < args.size(); ++j) {
+        const Node arg = args.at(j);
+        KernelArg ka;
+        if (arg.kind() != kMetadataMap || !arg.get(".offset").u32(&ka.offset) || !arg.get(".size").u32(&ka.size) ||
+            !arg.get(".value_kind").text(&ka.value_kind))
+          return *why = "malformed AMDGPU metadata: an argument of " + km.name, false;
+        if (uint64_t(ka.offset) + ka.size > km.kernarg_size)
+          return *why = "malformed AMDGPU metadata: an argument of " + km.name + " lies past its kernarg segment",
+                 false;
+        km.args.push_back(std::move(ka));
+      }
+    }
+    md.kernels.push_back(std::move(km));
+  }
+  *out = std::move(md);
   return true;
 }
 

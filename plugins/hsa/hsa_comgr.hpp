@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "hsa_code_object.hpp"
+
 namespace gpuhal::hsa {
 
 // The enum values of one major interface version of amd_comgr.h. Majors
@@ -52,6 +54,11 @@ class Comgr {
   // returns false and `log` holds the compiler's messages.
   bool compile(const std::string &source, const std::string &isa, const std::vector<std::string> &options,
                std::vector<char> *code_object, std::string *log) const;
+  // The kernels' metadata of an executable code object, through comgr's
+  // metadata API (amd_comgr_get_data_metadata): what the plugin reads with
+  // comgr present, with the same rules as read_code_object_metadata (the
+  // hand-written reader, kept for images loaded without comgr).
+  bool read_metadata(const void *code_object, size_t bytes, CodeObjectMetadata *out, std::string *why) const;
   // The code object's instructions as text.
   bool disassemble(const std::vector<char> &code_object, const std::string &isa, std::string *text,
                    std::string *log) const;

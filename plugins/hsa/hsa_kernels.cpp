@@ -98,9 +98,20 @@ gpuhal_status_t module_load(gpuhal_context_t ctx, const void *image, uint64_t by
                   "module_load: the hsa backend loads AMDGPU code objects (format " + std::to_string(format) + ")");
     WITH_CONTEXT("module_load");
     auto m = std::make_unique<HsaModule>();
-    std::string why;
-    if (!read_code_object_metadata(image, bytes, &m->md, &why))
-      return fail(GPUHAL_ERROR_INVALID_IMAGE, "module_load: " + why);
+    // The kernels' argument layouts: through amd_comgr's metadata API when
+    // comgr loads, else the plugin's own reader (hsa_code_object.cpp). When
+    // comgr refuses the image, the reader says more precisely why (comgr's
+    // status is only INVALID_ARGUMENT); its message is used when it refuses
+    // too, comgr's otherwise (comgr is the authority where it loads).
+    std::string why, no_comgr;
+    const Comgr *cg = comgr(&no_comgr);
+    if (!cg || !cg->read_metadata(image, size_t(bytes), &m->md, &why)) {
+      std::string reader_why;
+      const bool read = read_code_object_metadata(image, bytes, &m->md, &reader_why);
+      if (!cg && !read) why = reader_why;
+      if (cg && !read) why = reader_why + " (" + why + ")";
+      if (cg || !read) return fail(GPUHAL_ERROR_INVALID_IMAGE, "module_load: " + why);
+    }
     HSA_CALL(hsa_code_object_reader_create_from_memory, image, size_t(bytes), &m->reader);
     auto release = [&](hsa_status_t s, const char *call) {
       const gpuhal_status_t st = rt().error(s, call);

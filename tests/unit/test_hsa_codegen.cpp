@@ -5,6 +5,7 @@
 // work-group fences (s_waitcnt before, so the release is complete; and the
 // acquire after). Its own executable: amd_comgr must not share a process
 // with PoCL. Skipped (exit 77, with the reason) where amd_comgr is missing.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <regex>
@@ -73,6 +74,34 @@ int main() {
       std::printf("%s\n", log.c_str());
       continue;
     }
+    // The metadata through comgr's API and through the hand-written reader
+    // agree field by field, over real code objects.
+    gpuhal::hsa::CodeObjectMetadata by_comgr, by_hand;
+    std::string why;
+    const bool read_comgr = comgr.read_metadata(code.data(), code.size(), &by_comgr, &why);
+    EXPECT(read_comgr, c.name);
+    if (!read_comgr) std::printf("comgr metadata: %s\n", why.c_str());
+    EXPECT(gpuhal::hsa::read_code_object_metadata(code.data(), code.size(), &by_hand, &why), c.name);
+    EXPECT(by_comgr.target == by_hand.target && by_comgr.target.find("gfx90a") != std::string::npos, c.name);
+    EXPECT(by_comgr.kernels.size() == by_hand.kernels.size() && !by_hand.kernels.empty(), c.name);
+    for (size_t k = 0; k < std::min(by_comgr.kernels.size(), by_hand.kernels.size()); ++k) {
+      const auto &x = by_comgr.kernels[k], &y = by_hand.kernels[k];
+      EXPECT(x.name == y.name && x.symbol == y.symbol, c.name);
+      EXPECT(x.kernarg_size == y.kernarg_size && x.kernarg_align == y.kernarg_align, c.name);
+      EXPECT(x.group_segment_fixed_size == y.group_segment_fixed_size, c.name);
+      EXPECT(x.private_segment_fixed_size == y.private_segment_fixed_size, c.name);
+      EXPECT(x.max_flat_workgroup_size == y.max_flat_workgroup_size, c.name);
+      EXPECT(x.args.size() == y.args.size() && !x.args.empty(), c.name);
+      for (size_t a = 0; a < std::min(x.args.size(), y.args.size()); ++a)
+        EXPECT(x.args[a].offset == y.args[a].offset && x.args[a].size == y.args[a].size &&
+                   x.args[a].value_kind == y.args[a].value_kind,
+               c.name);
+      std::printf("%s: kernel %s, %zu arguments, kernarg %u bytes, read by comgr and by the reader\n", c.name,
+                  x.name.c_str(), x.args.size(), x.kernarg_size);
+    }
+    // Bytes that are no code object are refused, not crashed on.
+    const std::vector<char> junk(256, 'x');
+    EXPECT(!comgr.read_metadata(junk.data(), junk.size(), &by_comgr, &why), "junk");
     std::string text;
     EXPECT(comgr.disassemble(code, isa, &text, &log), c.name);
     EXPECT(text.find(std::string("\n") + c.name + ":") != std::string::npos, c.name);
