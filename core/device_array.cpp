@@ -79,6 +79,12 @@ DeviceArray DeviceArray::reshape(const Shape &new_shape, char order) const {
   return out;
 }
 
+DeviceArray DeviceArray::transpose(const std::vector<int> &axes) const {
+  DeviceArray out = *this;
+  out.layout_ = layout_.transpose(axes);
+  return out;
+}
+
 DeviceArray DeviceArray::ravel(char order) const {
   DeviceArray out = *this;
   out.layout_ = layout_.ravel(order);

@@ -51,6 +51,12 @@ HostView HostView::view(const std::vector<Index> &indices) const {
   return v;
 }
 
+HostView HostView::transpose(const std::vector<int> &axes) const {
+  HostView v = *this;
+  v.layout_ = layout_.transpose(axes);  // same element 0, same data pointer
+  return v;
+}
+
 void *HostView::element(const std::vector<int64_t> &indices) const {
   if (indices.size() != size_t(ndim()))
     throw Error(Status::ERROR_INDEX_OUT_OF_RANGE, "HostView::element: " + std::to_string(indices.size()) +

@@ -347,6 +347,33 @@ Layout Layout::ravel(char order) const {
   return out;
 }
 
+Layout Layout::transpose(const std::vector<int> &axes) const {
+  const int n = ndim();
+  std::vector<int> perm(axes.begin(), axes.end());
+  if (perm.empty())
+    for (int d = n - 1; d >= 0; --d) perm.push_back(d);
+  if (int(perm.size()) != n)
+    throw Error(Status::ERROR_INVALID_VALUE, "transpose: axes don't match array (" + std::to_string(perm.size()) +
+                                                 " axes for " + std::to_string(n) + " dimensions)");
+  std::vector<bool> seen(size_t(n), false);
+  Layout out;
+  out.itemsize_ = itemsize_;
+  out.offset_ = offset_;
+  for (int a : perm) {
+    const int d = a < 0 ? a + n : a;
+    if (d < 0 || d >= n)
+      throw Error(Status::ERROR_INDEX_OUT_OF_RANGE, "transpose: axis " + std::to_string(a) +
+                                                        " is out of bounds for an array of dimension " +
+                                                        std::to_string(n));
+    if (seen[size_t(d)]) throw Error(Status::ERROR_INVALID_VALUE, "transpose: repeated axis in transpose");
+    seen[size_t(d)] = true;
+    out.shape_.push_back(shape_[size_t(d)]);
+    out.strides_.push_back(strides_[size_t(d)]);
+  }
+  out.finish();
+  return out;
+}
+
 Layout Layout::squeeze() const {
   Layout out;
   out.itemsize_ = itemsize_;

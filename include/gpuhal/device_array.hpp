@@ -56,6 +56,10 @@ class DeviceArray {
   DeviceArray operator[](int64_t i) const { return view({Index(i)}); }
   DeviceArray reshape(const Shape &new_shape, char order = 'C') const;
   DeviceArray ravel(char order = 'C') const;
+  // NumPy's transpose(axes) and .T (Numba's device arrays have both):
+  // views with permuted axes, see Layout::transpose.
+  DeviceArray transpose(const std::vector<int> &axes = {}) const;
+  DeviceArray T() const { return transpose(); }
 
   // Host -> this array (Numba's copy_to_device). The destination must be
   // contiguous at its core; a strided or differently ordered host source is

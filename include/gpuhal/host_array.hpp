@@ -66,6 +66,9 @@ class HostView {
   bool is_f_contiguous() const { return layout_.is_f_contiguous(); }
   // A view of part of this view (see Layout::index).
   HostView view(const std::vector<Index> &indices) const;
+  // NumPy's transpose(axes) and .T: views with permuted axes.
+  HostView transpose(const std::vector<int> &axes = {}) const;
+  HostView T() const { return transpose(); }
   // Address of the element at `indices` (one integer per dim, checked).
   void *element(const std::vector<int64_t> &indices) const;
 

@@ -100,6 +100,13 @@ class Layout {
   // A contiguous 1-D view of all elements in `order` ('C', 'F', 'A'), or
   // ERROR_REQUIRES_COPY when the elements are not contiguous in that order.
   Layout ravel(char order = 'C') const;
+  // NumPy's transpose: axis i of the result is axis axes[i] of this layout
+  // (negative axes count from the end); no axes reverses them (NumPy's .T).
+  // A view: same offset, strides permuted. ERROR_INVALID_VALUE when `axes`
+  // is not a permutation of every axis ("axes don't match array",
+  // "repeated axis in transpose"), ERROR_INDEX_OUT_OF_RANGE for an axis
+  // outside [-ndim, ndim) (NumPy's AxisError).
+  Layout transpose(const std::vector<int> &axes = {}) const;
   // Dims of size 1 removed (used by copy compatibility checks).
   Layout squeeze() const;
   // Numba's array_core: every stride-0 axis of a non-empty array indexed

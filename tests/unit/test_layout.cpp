@@ -170,3 +170,60 @@ TEST_CASE("reshape of arrays with huge strides asks for a copy instead of overfl
   const Layout l = Layout::make({2, 3}, 8, {8, int64_t(1) << 61});
   REQUIRE_GPUHAL_ERROR(l.reshape({6}), Status::ERROR_REQUIRES_COPY, "requires a copy");
 }
+
+TEST_CASE("transpose permutes shape and strides as NumPy's does, as a view", "[layout][transpose]") {
+  // np.empty((2, 3, 4), np.float32): strides (48, 16, 4).
+  const Layout a = Layout::make({2, 3, 4}, 4);
+  // a.transpose() and a.T reverse the axes: shape (4, 3, 2), strides (4, 16, 48).
+  const Layout t = a.transpose();
+  CHECK(t.shape() == Shape{4, 3, 2});
+  CHECK(t.strides() == Strides{4, 16, 48});
+  CHECK(t.offset() == a.offset());
+  CHECK(t.is_f_contiguous());
+  CHECK_FALSE(t.is_c_contiguous());
+  // a.transpose(1, 0, 2): (3, 2, 4), (16, 48, 4); negative axes count from the end.
+  CHECK(a.transpose({1, 0, 2}).shape() == Shape{3, 2, 4});
+  CHECK(a.transpose({1, 0, 2}).strides() == Strides{16, 48, 4});
+  CHECK(a.transpose({-2, -3, -1}) == a.transpose({1, 0, 2}));
+  // Twice is the identity; 0-d and 1-d are unchanged.
+  CHECK(t.transpose() == a);
+  CHECK(Layout::make({5}, 8).transpose() == Layout::make({5}, 8));
+  CHECK(Layout().transpose() == Layout());
+  // A strided, offset view keeps its offset (np.arange(24).reshape(4, 6)[1:, ::-2].T).
+  const Layout v = Layout::make({4, 6}, 8).index({Slice(1, {}), Slice({}, {}, -2)});
+  const Layout vt = v.transpose();
+  CHECK(vt.shape() == Shape{3, 3});
+  CHECK(vt.strides() == Strides{-16, 48});
+  CHECK(vt.offset() == v.offset());
+  // NumPy's errors: "axes don't match array", "repeated axis in transpose", AxisError.
+  REQUIRE_GPUHAL_ERROR(a.transpose({0, 1}), Status::ERROR_INVALID_VALUE, "axes don't match array");
+  REQUIRE_GPUHAL_ERROR(a.transpose({0, 1, 1}), Status::ERROR_INVALID_VALUE, "repeated axis");
+  REQUIRE_GPUHAL_ERROR(a.transpose({0, 1, 3}), Status::ERROR_INDEX_OUT_OF_RANGE, "axis 3 is out of bounds");
+  REQUIRE_GPUHAL_ERROR(a.transpose({0, 1, -4}), Status::ERROR_INDEX_OUT_OF_RANGE, "axis -4 is out of bounds");
+}
+
+TEST_CASE("device arrays and host views transpose as views of the same memory", "[transpose]") {
+  Context ctx = test::host_context();
+  std::vector<int32_t> v(6);
+  for (int i = 0; i < 6; ++i) v[size_t(i)] = i;
+  const HostView h = HostView::of(v, {2, 3});
+  CHECK(h.T().shape() == Shape{3, 2});
+  CHECK(*static_cast<int32_t *>(h.T().element({2, 1})) == 5);
+  DeviceArray d = to_device(ctx, h);
+  DeviceArray dt = d.T();
+  CHECK(dt.shape() == Shape{3, 2});
+  CHECK(dt.device_pointer() == d.device_pointer());
+  // Copied out element by element: row i of the transpose is column i.
+  CHECK(dt.copy_to_host().to_vector<int32_t>() == std::vector<int32_t>{0, 3, 1, 4, 2, 5});
+  CHECK(d.transpose({1, 0}).strides() == dt.strides());
+  // Row 0 of the transpose is column 0 of d: strided, so a copy into it is
+  // refused as Numba refuses it (a view, not a copy: d is untouched).
+  std::vector<int32_t> sevens{7, 7};
+  CHECK(dt.view({0}).strides() == Strides{12});
+  REQUIRE_GPUHAL_ERROR(dt.view({0}).copy_from_host(HostView::of(sevens)), Status::ERROR_NOT_CONTIGUOUS,
+                       "non-contiguous");
+  CHECK(dt.view({1}).copy_to_host().to_vector<int32_t>() == std::vector<int32_t>{1, 4});
+  REQUIRE_GPUHAL_ERROR(d.transpose({0}), Status::ERROR_INVALID_VALUE, "axes don't match array");
+  // A view of an empty handle is empty, as for view() and reshape(): refused at use.
+  REQUIRE_GPUHAL_ERROR(DeviceArray().T().context(), Status::ERROR_INVALID_HANDLE, "empty DeviceArray");
+}
