@@ -39,12 +39,14 @@ gpuhal_deviceptr_t backend_alloc(ContextImpl &ctx, uint64_t bytes) {
   gpuhal_deviceptr_t ptr = 0;
   gpuhal_status_t st = ctx.t().mem_alloc(ctx.handle, bytes, &ptr);
   if (st == GPUHAL_ERROR_OUT_OF_MEMORY) {
-    // Numba's rule: free what is pending, then try once more.
+    // Numba's rule (_attempt_allocation): free what is pending, then try
+    // once more, also when the flush freed nothing: memory may have come
+    // back meanwhile by other ways (another thread's frees, a pool the
+    // driver trims, work that completed).
     const size_t freed = ctx.deallocs->flush();
     ctx.logger().write(LogLevel::Debug, "mem_alloc of " + std::to_string(bytes) + " bytes: out of memory; " +
-                                            std::to_string(freed) + " deferred release(s) run" +
-                                            (freed ? ", retrying" : ", not retrying"));
-    if (freed) st = ctx.t().mem_alloc(ctx.handle, bytes, &ptr);
+                                            std::to_string(freed) + " deferred release(s) run, retrying once");
+    st = ctx.t().mem_alloc(ctx.handle, bytes, &ptr);
   }
   ctx.check(st, "mem_alloc");
   return ptr;
