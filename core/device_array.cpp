@@ -79,6 +79,14 @@ DeviceArray DeviceArray::reshape(const Shape &new_shape, char order) const {
   return out;
 }
 
+DeviceArray DeviceArray::view(DType dtype) const {
+  dtype.validate();
+  DeviceArray out = *this;
+  out.layout_ = layout_.view_itemsize(dtype.itemsize());
+  out.dtype_ = dtype;
+  return out;
+}
+
 DeviceArray DeviceArray::transpose(const std::vector<int> &axes) const {
   DeviceArray out = *this;
   out.layout_ = layout_.transpose(axes);

@@ -51,6 +51,14 @@ HostView HostView::view(const std::vector<Index> &indices) const {
   return v;
 }
 
+HostView HostView::view(DType dtype) const {
+  dtype.validate();
+  HostView v = *this;
+  v.layout_ = layout_.view_itemsize(dtype.itemsize());
+  v.dtype_ = dtype;
+  return v;
+}
+
 HostView HostView::transpose(const std::vector<int> &axes) const {
   HostView v = *this;
   v.layout_ = layout_.transpose(axes);  // same element 0, same data pointer

@@ -374,6 +374,37 @@ Layout Layout::transpose(const std::vector<int> &axes) const {
   return out;
 }
 
+Layout Layout::view_itemsize(int64_t itemsize) const {
+  if (itemsize <= 0) throw Error(Status::ERROR_INVALID_VALUE, "view: itemsize must be positive");
+  Layout out = *this;
+  out.itemsize_ = itemsize;
+  if (itemsize != itemsize_) {
+    if (shape_.empty())
+      throw Error(Status::ERROR_INVALID_VALUE,
+                  "view: changing the dtype of a 0d array is only supported if the itemsize is unchanged");
+    const size_t axis = shape_.size() - 1;
+    if (shape_[axis] != 1 && size_ != 0 && strides_[axis] != itemsize_)
+      throw Error(Status::ERROR_INVALID_VALUE,
+                  "view: to change to a dtype of a different size, the last axis must be contiguous");
+    if (itemsize < itemsize_) {
+      if (itemsize_ % itemsize != 0)
+        throw Error(Status::ERROR_INVALID_VALUE,
+                    "view: when changing to a smaller dtype, its size must be a divisor of the size of original dtype");
+      out.shape_[axis] = detail::checked_mul(shape_[axis], itemsize_ / itemsize, "view");
+    } else {
+      const int64_t bytes = detail::checked_mul(shape_[axis], itemsize_, "view");
+      if (bytes % itemsize != 0)
+        throw Error(Status::ERROR_INVALID_VALUE,
+                    "view: when changing to a larger dtype, its size must be a divisor of the total size in bytes "
+                    "of the last axis of the array");
+      out.shape_[axis] = bytes / itemsize;
+    }
+    out.strides_[axis] = itemsize;
+  }
+  out.finish();
+  return out;
+}
+
 Layout Layout::squeeze() const {
   Layout out;
   out.itemsize_ = itemsize_;

@@ -60,6 +60,9 @@ class DeviceArray {
   // views with permuted axes, see Layout::transpose.
   DeviceArray transpose(const std::vector<int> &axes = {}) const;
   DeviceArray T() const { return transpose(); }
+  // NumPy's / Numba's view(dtype): the same memory as elements of `dtype`
+  // (see Layout::view_itemsize for how the last axis changes).
+  DeviceArray view(DType dtype) const;
 
   // Host -> this array (Numba's copy_to_device). The destination must be
   // contiguous at its core; a strided or differently ordered host source is

@@ -69,6 +69,8 @@ class HostView {
   // NumPy's transpose(axes) and .T: views with permuted axes.
   HostView transpose(const std::vector<int> &axes = {}) const;
   HostView T() const { return transpose(); }
+  // NumPy's view(dtype): the same memory as elements of `dtype`.
+  HostView view(DType dtype) const;
   // Address of the element at `indices` (one integer per dim, checked).
   void *element(const std::vector<int64_t> &indices) const;
 

@@ -107,6 +107,13 @@ class Layout {
   // "repeated axis in transpose"), ERROR_INDEX_OUT_OF_RANGE for an axis
   // outside [-ndim, ndim) (NumPy's AxisError).
   Layout transpose(const std::vector<int> &axes = {}) const;
+  // NumPy's `a.view(dtype)` for a dtype of `itemsize` bytes: the same
+  // memory read as other elements. Another itemsize resizes the last axis
+  // (its stride becomes `itemsize`), which must be contiguous unless it has
+  // length 1 or the array is empty; a smaller itemsize must divide the old,
+  // a larger one the last axis's bytes; a 0-d layout keeps its itemsize.
+  // Violations are ERROR_INVALID_VALUE with NumPy's message.
+  Layout view_itemsize(int64_t itemsize) const;
   // Dims of size 1 removed (used by copy compatibility checks).
   Layout squeeze() const;
   // Numba's array_core: every stride-0 axis of a non-empty array indexed

@@ -227,3 +227,54 @@ TEST_CASE("device arrays and host views transpose as views of the same memory", 
   // A view of an empty handle is empty, as for view() and reshape(): refused at use.
   REQUIRE_GPUHAL_ERROR(DeviceArray().T().context(), Status::ERROR_INVALID_HANDLE, "empty DeviceArray");
 }
+
+TEST_CASE("view(dtype) resizes the last axis as NumPy's does", "[layout][viewdtype]") {
+  // np.zeros((2, 3), 'f8').view('f4'): shape (2, 6), strides (24, 4).
+  const Layout a = Layout::make({2, 3}, 8);
+  CHECK(a.view_itemsize(4).shape() == Shape{2, 6});
+  CHECK(a.view_itemsize(4).strides() == Strides{24, 4});
+  CHECK(a.view_itemsize(1).shape() == Shape{2, 24});
+  // The same itemsize: any layout, unchanged (0-d too).
+  CHECK(a.index({Slice({}, {}, 2)}).view_itemsize(8) == a.index({Slice({}, {}, 2)}));
+  CHECK(Layout::make({}, 8).view_itemsize(8).itemsize() == 8);
+  // np.zeros((2, 8), 'f4').view('c16'): shape (2, 2), strides (32, 16).
+  const Layout f = Layout::make({2, 8}, 4);
+  CHECK(f.view_itemsize(16).shape() == Shape{2, 2});
+  CHECK(f.view_itemsize(16).strides() == Strides{32, 16});
+  // A last axis of length 1 need not be contiguous: shape (2, 1), strides (24, 24) (what NumPy
+  // gives for np.zeros((2, 3))[:, ::3]) viewed as 'f4' is shape (2, 2), strides (24, 4).
+  const Layout one = Layout::make({2, 1}, 8, {24, 24});
+  CHECK(one.view_itemsize(4).shape() == Shape{2, 2});
+  CHECK(one.view_itemsize(4).strides() == Strides{24, 4});
+  CHECK(one.view_itemsize(4).offset() == one.offset());
+  // Empty arrays need no contiguity either.
+  CHECK(Layout::make({0, 3}, 8).index({Slice(), Slice({}, {}, 2)}).view_itemsize(4).shape() == Shape{0, 4});
+  // NumPy's refusals.
+  REQUIRE_GPUHAL_ERROR(Layout::make({}, 8).view_itemsize(4), Status::ERROR_INVALID_VALUE, "0d array");
+  REQUIRE_GPUHAL_ERROR(a.index({Slice(), Slice({}, {}, 2)}).view_itemsize(4), Status::ERROR_INVALID_VALUE,
+                       "the last axis must be contiguous");
+  REQUIRE_GPUHAL_ERROR(a.view_itemsize(16), Status::ERROR_INVALID_VALUE, "divisor of the total size in bytes");
+  REQUIRE_GPUHAL_ERROR(Layout::make({4}, 2).view_itemsize(3).size(), Status::ERROR_INVALID_VALUE,
+                       "divisor of the total size in bytes");
+  REQUIRE_GPUHAL_ERROR(Layout::make({4}, 8).view_itemsize(3), Status::ERROR_INVALID_VALUE,
+                       "divisor of the size of original dtype");
+}
+
+TEST_CASE("device arrays and host views read their memory as another dtype", "[viewdtype]") {
+  Context ctx = test::host_context();
+  std::vector<uint32_t> v{0x3f800000u, 0x40000000u, 0x40400000u, 0x40800000u};  // 1, 2, 3, 4 as float32
+  DeviceArray d = to_device(ctx, HostView::of(v, {2, 2}));
+  DeviceArray f = d.view(dtypes::float32);
+  CHECK(f.dtype() == dtypes::float32);
+  CHECK(f.copy_to_host().to_vector<float>() == std::vector<float>{1, 2, 3, 4});
+  DeviceArray bytes = d.view(dtypes::uint8);
+  CHECK(bytes.shape() == Shape{2, 8});
+  CHECK(bytes.view({0, 3}).copy_to_host().at<uint8_t>({}) == 0x3f);  // little-endian: the high byte last
+  DeviceArray wide = d.view(dtypes::uint64);
+  CHECK(wide.shape() == Shape{2, 1});
+  CHECK(wide.device_pointer() == d.device_pointer());
+  const HostView h = HostView::of(v, {2, 2});
+  CHECK(*static_cast<float *>(h.view(dtypes::float32).element({1, 1})) == 4.0f);
+  REQUIRE_GPUHAL_ERROR(d.T().view(dtypes::uint8), Status::ERROR_INVALID_VALUE, "last axis must be contiguous");
+  REQUIRE_GPUHAL_ERROR(d.view(DType{DTypeKind::Float, 24, 1}), Status::ERROR_INVALID_DTYPE, "");
+}
