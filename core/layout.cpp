@@ -217,8 +217,15 @@ Layout Layout::index(const std::vector<Index> &indices) const {
       if (count == 0) empty_result = true;
       if (track_offset && count > 0) offset += start * st;
       out.shape_.push_back(count);
-      // The stride of an axis with at most one element is never used.
-      out.strides_.push_back(count <= 1 ? st : checked_mul(st, s.step, "slice stride"));
+      // NumPy's stride is stride * step, also for one or no element. Such
+      // an axis's stride never addresses memory, so a product that does not
+      // fit keeps the stride instead of failing (NumPy's C would wrap).
+      int64_t stepped = st;
+      if (count > 1)
+        stepped = checked_mul(st, s.step, "slice stride");
+      else if (__builtin_mul_overflow(st, s.step, &stepped))
+        stepped = st;
+      out.strides_.push_back(stepped);
     } else {
       int64_t i = indices[d].integer();
       if (i < -n || i >= n)

@@ -278,3 +278,20 @@ TEST_CASE("device arrays and host views read their memory as another dtype", "[v
   REQUIRE_GPUHAL_ERROR(d.T().view(dtypes::uint8), Status::ERROR_INVALID_VALUE, "last axis must be contiguous");
   REQUIRE_GPUHAL_ERROR(d.view(DType{DTypeKind::Float, 24, 1}), Status::ERROR_INVALID_DTYPE, "");
 }
+
+TEST_CASE("slices of one or no element keep NumPy's stride (stride * step)", "[layout][slice]") {
+  // np.zeros((2, 3))[:, ::3]: shape (2, 1), strides (24, 24).
+  const Layout a = Layout::make({2, 3}, 8).index({Slice(), Slice({}, {}, 3)});
+  CHECK(a.shape() == Shape{2, 1});
+  CHECK(a.strides() == Strides{24, 24});
+  CHECK_FALSE(a.is_c_contiguous());  // rows 24 bytes apart, elements 8: as NumPy's flags say
+  CHECK(Layout::make({3, 4}, 8).index({Slice(1, 2)}).is_c_contiguous());  // (1, 4), (32, 8): relaxed
+  // np.zeros(5)[2:3:4]: (1,), (32,); np.zeros(5)[3:3:2]: (0,), (16,); np.zeros(5)[::-7]: (1,), (-56,).
+  CHECK(Layout::make({5}, 8).index({Slice(2, 3, 4)}).strides() == Strides{32});
+  CHECK(Layout::make({5}, 8).index({Slice(3, 3, 2)}).strides() == Strides{16});
+  CHECK(Layout::make({5}, 8).index({Slice({}, {}, -7)}).strides() == Strides{-56});
+  // A step whose product with the stride does not fit in 64 bits keeps the
+  // stride (NumPy's C arithmetic would wrap; the stride of one element is
+  // never used to address memory).
+  CHECK(Layout::make({5}, 8).index({Slice(0, 1, INT64_MAX)}).strides() == Strides{8});
+}
