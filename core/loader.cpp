@@ -42,8 +42,12 @@ struct Manifest {
   std::string problem;  // why it cannot be used ("" if it can)
 };
 
-std::map<std::string, Manifest> read_manifests(const Config &config) {
-  std::map<std::string, Manifest> out;
+// Manifests by backend name. Read once per selection or probe and passed
+// down (every candidate list consults them).
+using Manifests = std::map<std::string, Manifest>;
+
+Manifests read_manifests(const Config &config) {
+  Manifests out;
   const std::string suffix = ".plugin";
   for (const auto &dir : config.vendor_dirs) {
     DIR *d = ::opendir(dir.c_str());
@@ -82,10 +86,10 @@ std::map<std::string, Manifest> read_manifests(const Config &config) {
 
 // The default order: the GPU backends, the plugins the vendors directories
 // list, then the host backend (the CPU, the fallback of last resort).
-std::vector<std::string> default_order(const Config &config) {
+std::vector<std::string> default_order(const Manifests &manifests) {
   std::vector<std::string> names(std::begin(kDefaultOrder), std::end(kDefaultOrder));
   names.pop_back();  // host, put back last
-  for (const auto &m : read_manifests(config))
+  for (const auto &m : manifests)
     if (std::find(std::begin(kDefaultOrder), std::end(kDefaultOrder), m.first) == std::end(kDefaultOrder))
       names.push_back(m.first);
   names.emplace_back("host");
@@ -97,14 +101,13 @@ struct Candidate {
   std::string problem;  // a manifest that cannot be used
 };
 
-std::vector<Candidate> candidate_paths(const std::string &name, const Config &config) {
+std::vector<Candidate> candidate_paths(const std::string &name, const Config &config, const Manifests &manifests) {
   const std::string file = "libgpuhal-" + name + ".so";
   std::vector<std::string> paths;
   for (const auto &dir : config.plugin_path) paths.push_back(dir + "/" + file);
   const std::string own = core_library_directory();
   if (!own.empty()) paths.push_back(own + "/" + file);
   std::vector<Candidate> out;
-  const auto manifests = read_manifests(config);
   if (auto m = manifests.find(name); m != manifests.end()) {
     if (m->second.problem.empty())
       paths.push_back(m->second.path);
@@ -128,9 +131,10 @@ std::vector<Candidate> candidate_paths(const std::string &name, const Config &co
 
 // Tries the candidates of one backend name in order; the first that loads
 // wins. Candidates that do not exist are recorded as not found.
-std::unique_ptr<PluginLibrary> try_backend(const std::string &name, const Config &config, const Logger &logger,
+std::unique_ptr<PluginLibrary> try_backend(const std::string &name, const Config &config,
+                                           const Manifests &manifests, const Logger &logger,
                                            std::vector<LoadAttempt> &attempts) {
-  for (const auto &candidate : candidate_paths(name, config)) {
+  for (const auto &candidate : candidate_paths(name, config, manifests)) {
     const std::string &path = candidate.path;
     LoadAttempt a;
     a.backend = name;
@@ -182,7 +186,8 @@ Status worst(const std::vector<LoadAttempt> &attempts, Status fallback) {
 }  // namespace
 
 std::vector<LoadAttempt> probe_backends(const Config &config, const Logger &logger) {
-  std::vector<std::string> names = default_order(config);
+  const Manifests manifests = read_manifests(config);
+  std::vector<std::string> names = default_order(manifests);
   if (!config.backend.empty() && std::find(names.begin(), names.end(), config.backend) == names.end())
     names.push_back(config.backend);
   std::vector<LoadAttempt> summary;
@@ -198,7 +203,7 @@ std::vector<LoadAttempt> probe_backends(const Config &config, const Logger &logg
       }
       attempts.push_back(a);
     } else if (valid_backend_name(name)) {
-      auto lib = try_backend(name, config, logger, attempts);  // unloaded at scope exit
+      auto lib = try_backend(name, config, manifests, logger, attempts);  // unloaded at scope exit
       if (lib && lib->device_count() == 0) {
         attempts.back().status = Status::ERROR_NO_DEVICE;
         attempts.back().message += "; no devices";
@@ -235,6 +240,7 @@ std::string core_library_directory() {
 
 Selection select_backend(const Config &config, const Logger &logger) {
   Selection sel;
+  const Manifests manifests = read_manifests(config);
   for (const auto &note : config.notes) logger.write(LogLevel::Warn, note);
   const std::string &b = config.backend;
   if (!b.empty() && b[0] == '/') {
@@ -254,14 +260,14 @@ Selection select_backend(const Config &config, const Logger &logger) {
     if (!valid_backend_name(b))
       throw Error(Status::ERROR_INVALID_CONFIG,
                   "GPUHAL_BACKEND='" + b + "' is neither a backend name ([a-z0-9_-]) nor an absolute path");
-    sel.library = try_backend(b, config, logger, sel.attempts);
+    sel.library = try_backend(b, config, manifests, logger, sel.attempts);
     if (!sel.library)
       throw Error(
           worst(sel.attempts, Status::ERROR_PLUGIN_NOT_FOUND),
           "backend '" + b + "' could not be loaded; looked for libgpuhal-" + b + ".so in:" + summarize(sel.attempts));
   } else {
-    for (const auto &name : default_order(config)) {
-      auto lib = try_backend(name, config, logger, sel.attempts);
+    for (const auto &name : default_order(manifests)) {
+      auto lib = try_backend(name, config, manifests, logger, sel.attempts);
       if (!lib) continue;
       if (lib->device_count() > 0) {
         sel.library = std::move(lib);

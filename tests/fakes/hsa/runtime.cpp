@@ -47,8 +47,10 @@ EXPORT hsa_status_t hsa_status_string(hsa_status_t s, const char **out) {
   return HSA_STATUS_SUCCESS;
 }
 
-// hsa.h: HSA_SYSTEM_INFO_VERSION_MAJOR / _MINOR are uint16_t (the HSA
-// specification version: ROCr says 1.1); TIMESTAMP_FREQUENCY is uint64_t.
+// hsa.h, hsa_system_info_t: HSA_SYSTEM_INFO_VERSION_MAJOR / _MINOR are the
+// "Major [Minor] version of the HSA runtime specification supported by the
+// implementation. The type of this attribute is uint16_t." ROCr answers 1.1
+// (rocminfo prints "Runtime Version: 1.1"). TIMESTAMP_FREQUENCY is uint64_t.
 // Anything else is refused here (the fake knows no other attribute).
 EXPORT hsa_status_t hsa_system_get_info(hsa_system_info_t what, void *value) {
   NEED_INIT;
