@@ -19,13 +19,17 @@ std::string order_text(char order) {
   return std::string("'") + order + "'";
 }
 
-void check_order(char order, const char *allowed, const char *what) {
+// NumPy's order letters, in either case (numpy's order converter); returns
+// the upper-case letter.
+char check_order(char order, const char *allowed, const char *what) {
+  const char upper = (order >= 'a' && order <= 'z') ? char(order - 'a' + 'A') : order;
   for (const char *p = allowed; *p; ++p)
-    if (*p == order) return;
+    if (*p == upper) return upper;
   std::string list;
   for (const char *p = allowed; *p; ++p) list += std::string(list.empty() ? "" : ", ") + *p;
   throw Error(Status::ERROR_INVALID_VALUE,
-              std::string(what) + ": order must be one of " + list + ", got " + order_text(order));
+              std::string(what) + ": order must be one of " + list + ", got " + order_text(order) +
+                  " (letters in either case)");
 }
 
 // Python's slice.indices(): normalised start and number of elements.
@@ -75,9 +79,10 @@ Strides Layout::dense_strides(const Shape &shape, int64_t itemsize, char order) 
   int64_t acc = itemsize;
   const size_t n = shape.size();
   for (size_t k = 0; k < n; ++k) {
-    const size_t d = order == 'F' ? k : n - 1 - k;
+    const size_t d = order == 'F' || order == 'f' ? k : n - 1 - k;
     st[d] = acc;
-    // A zero-length dim keeps the running product (NumPy: (0,5) C -> (40, 8)).
+    // A zero-length dim keeps the running product (NumPy's reshape of an
+    // empty array: (0, 5) -> (5, 0) in C order has strides (8, 8)).
     acc = checked_mul(acc, std::max<int64_t>(shape[d], 1), "strides");
   }
   return st;
@@ -93,12 +98,15 @@ Layout Layout::make(const Shape &shape, int64_t itemsize, const Strides &strides
     if (shape[d] < 0)
       throw Error(Status::ERROR_INVALID_SHAPE, "negative dimension " + std::to_string(shape[d]) + " at axis " +
                                                    std::to_string(d) + " of shape " + format(shape));
-  check_order(order, "CF", "array layout");
+  order = check_order(order, "CF", "array layout");
   Layout l;
   l.shape_ = shape;
   l.itemsize_ = itemsize;
   if (strides.empty() && !shape.empty()) {
-    l.strides_ = dense_strides(shape, itemsize, order);
+    // NumPy's np.empty gives an array with no element zero strides
+    // (np.empty((0, 5)).strides == (0, 0)).
+    const bool no_elements = std::find(shape.begin(), shape.end(), 0) != shape.end();
+    l.strides_ = no_elements ? Strides(shape.size(), 0) : dense_strides(shape, itemsize, order);
   } else {
     if (strides.size() != shape.size())
       throw Error(Status::ERROR_INVALID_SHAPE,
@@ -147,21 +155,17 @@ void Layout::finish() {
     span_begin_ = lo;
     span_end_ = checked_add(hi, itemsize_, "array span");
   }
-  // Contiguity: NumPy's _UpdateContiguousFlags as Numba ports it (design:
-  // size-1 dims ignored; zero-size and 0-d are both; a zero stride on a
-  // non-empty array makes it neither).
+  // Contiguity: NumPy's _UpdateContiguousFlags (size-1 dims ignored
+  // whatever their stride; zero-size and 0-d are both; a zero stride on a
+  // longer dim makes it neither). Numba's port also calls a zero stride on
+  // a size-1 dim broadcast; NumPy does not, and neither do we: the elements
+  // are contiguous all the same.
   if (shape_.empty() || size_ == 0) {
     c_contig_ = f_contig_ = true;
     return;
   }
   for (size_t d = 0; d < shape_.size(); ++d)
     if (strides_[d] == 0 && shape_[d] != 1) {
-      c_contig_ = f_contig_ = false;
-      return;
-    }
-  // Numba also treats a zero stride on a size-1 dim as broadcast.
-  for (size_t d = 0; d < shape_.size(); ++d)
-    if (strides_[d] == 0) {
       c_contig_ = f_contig_ = false;
       return;
     }
@@ -201,12 +205,20 @@ Layout Layout::index(const std::vector<Index> &indices) const {
                                                       "-dimensional array");
   Layout out;
   out.itemsize_ = itemsize_;
+  // NumPy's get_view_from_index (numpy/_core/src/multiarray/mapping.c):
+  // element 0 moves by start * stride for each slice and index * stride
+  // for each integer, also when the result has no element; a slice that
+  // selects nothing counts as start 0, step 1 (offset and stride kept).
+  // For a non-empty array every such product lies inside the checked span.
+  // A zero-size array has none: where its offset would leave 64 bits it is
+  // kept (NumPy's pointer would wrap; an array with no element never
+  // addresses memory).
   int64_t offset = offset_;
-  bool empty_result = false;
-  // For a non-empty array every index times its stride lies inside the
-  // (overflow-checked) span, so offsets cannot overflow. A zero-size array
-  // has no span to bound them and no element to locate: keep its offset.
-  const bool track_offset = size_ != 0;
+  auto moved = [](int64_t from, int64_t index, int64_t stride) {
+    int64_t step = 0, to = 0;
+    if (__builtin_mul_overflow(index, stride, &step) || __builtin_add_overflow(from, step, &to)) return from;
+    return to;
+  };
   for (size_t d = 0; d < shape_.size(); ++d) {
     const int64_t n = shape_[d];
     const int64_t st = strides_[d];
@@ -214,11 +226,14 @@ Layout Layout::index(const std::vector<Index> &indices) const {
       const Slice s = d < indices.size() ? indices[d].slice() : Slice{};
       int64_t start = 0, count = 0;
       slice_indices(s, n, &start, &count);
-      if (count == 0) empty_result = true;
-      if (track_offset && count > 0) offset += start * st;
       out.shape_.push_back(count);
-      // NumPy's stride is stride * step, also for one or no element. Such
-      // an axis's stride never addresses memory, so a product that does not
+      if (count == 0) {
+        out.strides_.push_back(st);
+        continue;
+      }
+      offset = moved(offset, start, st);
+      // NumPy's stride is stride * step, also for one element. Such an
+      // axis's stride never addresses memory, so a product that does not
       // fit keeps the stride instead of failing (NumPy's C would wrap).
       int64_t stepped = st;
       if (count > 1)
@@ -232,19 +247,23 @@ Layout Layout::index(const std::vector<Index> &indices) const {
         throw Error(Status::ERROR_INDEX_OUT_OF_RANGE, "index " + std::to_string(i) + " is out of bounds for axis " +
                                                           std::to_string(d) + " with size " + std::to_string(n));
       if (i < 0) i += n;
-      if (track_offset) offset += i * st;
+      offset = moved(offset, i, st);
     }
   }
-  out.offset_ = empty_result ? offset_ : offset;
+  out.offset_ = offset;
   out.finish();
   return out;
 }
 
 Layout Layout::reshape(const Shape &new_shape_in, char order) const {
-  check_order(order, "CFA", "reshape");
+  order = check_order(order, "CFA", "reshape");
   if (order == 'A') order = (f_contig_ && !c_contig_) ? 'F' : 'C';
   if (new_shape_in.size() > size_t(kMaxDims))
     throw Error(Status::ERROR_INVALID_SHAPE, "reshape: too many dimensions: " + std::to_string(new_shape_in.size()));
+  // NumPy's _reshape_with_copy_arg (numpy/_core/src/multiarray/shape.c)
+  // first: the same shape is a view as it is (strides kept, before any -1
+  // is resolved).
+  if (new_shape_in == shape_) return *this;
   Shape ns = new_shape_in;
   int unknown = -1;
   int64_t known = 1;
@@ -275,7 +294,9 @@ Layout Layout::reshape(const Shape &new_shape_in, char order) const {
   out.itemsize_ = itemsize_;
   out.shape_ = ns;
   out.offset_ = offset_;
-  if (size_ == 0) {
+  // Contiguous in the order asked for (every empty array is): NumPy lays
+  // the new shape out densely.
+  if (size_ == 0 || (order == 'C' ? c_contig_ : f_contig_)) {
     out.strides_ = dense_strides(ns, itemsize_, order);
     out.finish();
     return out;
@@ -338,9 +359,27 @@ Layout Layout::reshape(const Shape &new_shape_in, char order) const {
 }
 
 Layout Layout::ravel(char order) const {
-  check_order(order, "CFA", "ravel");
+  // NumPy's PyArray_Ravel (numpy/_core/src/multiarray/shape.c).
+  order = check_order(order, "CFAK", "ravel");
+  if (order == 'K' && (c_contig_ || f_contig_)) order = c_contig_ ? 'C' : 'F';
   if (order == 'A') order = (f_contig_ && !c_contig_) ? 'F' : 'C';
-  const bool ok = order == 'C' ? c_contig_ : f_contig_;
+  bool ok = order == 'C' ? c_contig_ : order == 'F' ? f_contig_ : false;
+  if (order == 'K') {
+    // A view when the axes by decreasing |stride| (ties in axis order) are
+    // dense from the innermost one; size-1 axes do not count.
+    std::vector<size_t> axes(shape_.size());
+    std::iota(axes.begin(), axes.end(), 0);
+    auto magnitude = [](int64_t v) { return v < 0 ? uint64_t(0) - uint64_t(v) : uint64_t(v); };
+    std::stable_sort(axes.begin(), axes.end(),
+                     [&](size_t x, size_t y) { return magnitude(strides_[x]) > magnitude(strides_[y]); });
+    int64_t want = itemsize_;
+    ok = true;
+    for (size_t k = axes.size(); ok && k-- > 0;) {
+      if (shape_[axes[k]] == 1) continue;
+      ok = strides_[axes[k]] == want;
+      want *= shape_[axes[k]];  // no overflow: a dense span that fits
+    }
+  }
   if (!ok)
     throw Error(Status::ERROR_REQUIRES_COPY, "ravel in order " + order_text(order) + " of an array with shape " +
                                                  format(shape_) + " and strides " + format(strides_) +
@@ -349,7 +388,7 @@ Layout Layout::ravel(char order) const {
   out.itemsize_ = itemsize_;
   out.shape_ = {size_};
   out.strides_ = {itemsize_};
-  out.offset_ = size_ == 0 ? offset_ : span_begin_;
+  out.offset_ = offset_;  // element 0 is the first of the elements in every order
   out.finish();
   return out;
 }
@@ -446,17 +485,34 @@ Layout Layout::with_offset(int64_t offset) const {
   return out;
 }
 
-Strides strides_like(const Layout &src) {
-  if (src.ndim() <= 1 || src.is_c_contiguous()) return Layout::dense_strides(src.shape(), src.itemsize(), 'C');
-  if (src.is_f_contiguous()) return Layout::dense_strides(src.shape(), src.itemsize(), 'F');
+Strides strides_like(const Layout &src, char order) {
+  // NumPy's PyArray_NewLikeArrayWithShape (numpy/_core/src/multiarray/ctors.c).
+  order = check_order(order, "CFAK", "strides_like");
+  const bool c = src.is_c_contiguous(), f = src.is_f_contiguous();
+  if (order == 'A') order = f && !c ? 'F' : 'C';
+  if (order == 'K') {
+    if (c || src.ndim() <= 1)
+      order = 'C';
+    else if (f)
+      order = 'F';
+  }
+  // An array with no element: zero strides, as np.empty's (see make).
+  if (src.size() == 0) return Strides(size_t(src.ndim()), 0);
+  if (order != 'K') return Layout::dense_strides(src.shape(), src.itemsize(), order);
+  // The axes by decreasing |stride|, ties in axis order (NumPy's
+  // PyArray_CreateSortedStridePerm), get dense strides from the last one;
+  // a zero-length axis makes the strides of the axes outside it zero, as
+  // NumPy's do.
   std::vector<size_t> axes(size_t(src.ndim()));
   std::iota(axes.begin(), axes.end(), 0);
-  std::stable_sort(axes.begin(), axes.end(), [&](size_t a, size_t b) { return src.strides()[a] < src.strides()[b]; });
+  auto magnitude = [](int64_t s) { return s < 0 ? uint64_t(0) - uint64_t(s) : uint64_t(s); };
+  std::stable_sort(axes.begin(), axes.end(),
+                   [&](size_t a, size_t b) { return magnitude(src.strides()[a]) > magnitude(src.strides()[b]); });
   Strides out(axes.size());
   int64_t acc = src.itemsize();
-  for (size_t a : axes) {
-    out[a] = acc;
-    acc = detail::checked_mul(acc, std::max<int64_t>(src.shape()[a], 1), "strides");
+  for (size_t k = axes.size(); k-- > 0;) {
+    out[axes[k]] = acc;
+    acc = detail::checked_mul(acc, src.shape()[axes[k]], "strides");
   }
   return out;
 }

@@ -4,7 +4,8 @@
 # unit and command-line tests again under AddressSanitizer + UndefinedBehavior-
 # Sanitizer (LeakSanitizer included) and the unit tests under ThreadSanitizer,
 # and runs each libFuzzer target for a bounded time (GPUHAL_FUZZ_SECONDS, seed GPUHAL_FUZZ_SEED,
-# default 15) from its seed corpus in tests/fuzz/corpus.
+# default 15) from its seed corpus in tests/fuzz/corpus. NumPy comes from PyPI into
+# a virtual environment of the build, for the differential layout test.
 # GPUHAL_SANITIZERS=0 skips the sanitizer and fuzz passes (quicker local runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +15,15 @@ jobs=$(nproc)
 
 echo "== build"
 scripts/fetch-nvrtc12.sh "$build"
-cmake -S . -B "$build" -G Ninja -DGPUHAL_BUILD_TESTS=ON -DGPUHAL_WERROR=ON >/dev/null
+# NumPy from PyPI in a virtual environment of the build, for the
+# differential layout test (tests/numpy/differential_layouts.py).
+numpy_env="$build/numpy-venv"
+if ! "$numpy_env/bin/python" -c 'import numpy' 2>/dev/null; then
+  python3 -m venv "$numpy_env"
+  "$numpy_env/bin/python" -m pip install --quiet --disable-pip-version-check "numpy>=2.1,<3"
+fi
+cmake -S . -B "$build" -G Ninja -DGPUHAL_BUILD_TESTS=ON -DGPUHAL_WERROR=ON \
+  -DGPUHAL_NUMPY_PYTHON="$(cd "$numpy_env/bin" && pwd)/python" >/dev/null
 cmake --build "$build"
 
 if [ "${GPUHAL_SANITIZERS:-1}" != "0" ]; then

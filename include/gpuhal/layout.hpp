@@ -48,19 +48,22 @@ class Index {
   Slice slice_;
 };
 
-// "C" row-major, "F" column-major; "A" is accepted where NumPy accepts it.
+// "C" row-major, "F" column-major; "A" and "K" are accepted where NumPy
+// accepts them, and every order letter in either case, as NumPy does.
 class Layout {
  public:
   Layout() = default;  // 0-d, itemsize 1
 
   // Validates and builds a layout. Empty `strides` with ndim > 0 means dense
-  // strides in `order` ('C' or 'F'). Throws ERROR_INVALID_SHAPE (negative
+  // strides in `order` ('C' or 'F'), as np.empty's: all zero when a
+  // dimension is zero. Throws ERROR_INVALID_SHAPE (negative
   // dimension, too many dims, strides of the wrong length),
   // ERROR_INVALID_VALUE (bad order, itemsize <= 0) or ERROR_SIZE_OVERFLOW.
   // Element 0 is placed so that every element lies at a non-negative byte
   // offset (negative strides push it up), see offset().
   static Layout make(const Shape &shape, int64_t itemsize, const Strides &strides = {}, char order = 'C');
-  // Dense strides of `shape` in order 'C' or 'F' (no validation of shape).
+  // Dense strides of `shape` in order 'C' or 'F' (no validation of shape); a
+  // zero dimension counts as one (the strides of NumPy's reshape).
   static Strides dense_strides(const Shape &shape, int64_t itemsize, char order);
 
   const Shape &shape() const { return shape_; }
@@ -144,9 +147,13 @@ class Layout {
   bool f_contig_ = true;
 };
 
-// Strides NumPy's empty_like would give a copy of `src` ("keep order"):
-// dense C or F for contiguous sources and ndim <= 1, otherwise the axes
-// sorted by stride (stable, ascending) get dense strides in that order.
-Strides strides_like(const Layout &src);
+// The strides of NumPy's np.empty_like(src, order=order): 'C' and 'F'
+// dense; 'A' F when src is F- and not C-contiguous, else C; 'K' (the
+// default, keep the source's order) C or F when src is contiguous in it (C
+// first, and for ndim <= 1), else the axes sorted by decreasing |stride|
+// (ties in axis order) made dense in that order; all zero when src has no
+// element (as np.empty_like's). Letters in either case;
+// another is ERROR_INVALID_VALUE.
+Strides strides_like(const Layout &src, char order = 'K');
 
 }  // namespace gpuhal

@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "host_kernel_runner.hpp"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
-#include <boost/context/detail/fcontext.hpp>
+#include <boost/context/fiber.hpp>
+#include <boost/context/preallocated.hpp>
+#include <boost/context/protected_fixedsize_stack.hpp>
 #include <new>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -33,7 +32,7 @@
 
 namespace gpuhal::host {
 
-namespace ctx = boost::context::detail;
+namespace ctx = boost::context;
 
 // ---- ThreadPool -----------------------------------------------------------
 
@@ -114,29 +113,27 @@ void ThreadPool::parallel_for(uint64_t count, const std::function<void(uint64_t)
 // ---- StackPool ------------------------------------------------------------
 
 namespace {
-size_t page_size() {
-  static const size_t p = size_t(::sysconf(_SC_PAGESIZE));
-  return p;
-}
+// Room above the frames a kernel may use: Boost.Context keeps the fiber's
+// record at the top of its stack (aligned down to 256 bytes, 64 bytes of gap
+// below it), and the tops are staggered by up to kColorSteps * kColorStep
+// bytes (see run_kernel).
+constexpr size_t kColorStep = 256, kColorSteps = 16;
+constexpr size_t kRecordRoom = 1024;
 }  // namespace
 
-StackPool::StackPool(size_t stack_bytes) {
-  const size_t p = page_size();
-  bytes_ = (stack_bytes + p - 1) / p * p;
-}
+StackPool::StackPool(size_t stack_bytes)
+    : bytes_(std::max(stack_bytes, size_t(boost::context::stack_traits::minimum_size()))),
+      allocator_(bytes_ + kColorSteps * kColorStep + kRecordRoom) {}
 
 StackPool::~StackPool() {
-  for (const Stack &s : free_) {
+  for (Stack &s : free_) {
 #ifdef GPUHAL_HOST_ASAN
-    // Frames of instrumented code that never returned (a fiber's entry
-    // jumps away) left poisoned shadow behind: clear it, or the next
+    // Frames of instrumented code that never returned (Boost's fiber entry
+    // ends with a jump) left poisoned shadow behind: clear it, or the next
     // mapping at these addresses would be reported as stack overflow.
-    ASAN_UNPOISON_MEMORY_REGION(s.base, bytes_);
+    ASAN_UNPOISON_MEMORY_REGION(static_cast<char *>(s.sp) - s.size, s.size);
 #endif
-    ::munmap(static_cast<char *>(s.base) - page_size(), bytes_ + page_size());
-#ifdef GPUHAL_HOST_TSAN
-    __tsan_destroy_fiber(s.tsan);
-#endif
+    allocator_.deallocate(s);
   }
 }
 
@@ -149,17 +146,11 @@ StackPool::Stack StackPool::acquire() {
       return s;
     }
   }
-  const size_t p = page_size();
-  void *m = ::mmap(nullptr, bytes_ + p, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (m == MAP_FAILED) return Stack{};
-  // The guard page: a stack overflow faults instead of corrupting memory.
-  ::mprotect(m, p, PROT_NONE);
-  Stack s;
-  s.base = static_cast<char *>(m) + p;
-#ifdef GPUHAL_HOST_TSAN
-  s.tsan = __tsan_create_fiber(0);
-#endif
-  return s;
+  try {
+    return allocator_.allocate();
+  } catch (const std::bad_alloc &) {
+    return Stack{};
+  }
 }
 
 bool StackPool::acquire(size_t n, Stack *out) {
@@ -173,7 +164,7 @@ bool StackPool::acquire(size_t n, Stack *out) {
   }
   for (; got < n; ++got) {
     out[got] = acquire();
-    if (!out[got].base) {
+    if (!out[got].sp) {
       release(got, out);
       return false;
     }
@@ -184,11 +175,11 @@ bool StackPool::acquire(size_t n, Stack *out) {
 void StackPool::release(size_t n, const Stack *stacks) {
   std::lock_guard<std::mutex> lock(mu_);
   for (size_t i = 0; i < n; ++i)
-    if (stacks[i].base) free_.push_back(stacks[i]);
+    if (stacks[i].sp) free_.push_back(stacks[i]);
 }
 
 void StackPool::release(const Stack &stack) {
-  if (!stack.base) return;
+  if (!stack.sp) return;
   std::lock_guard<std::mutex> lock(mu_);
   free_.push_back(stack);
 }
@@ -197,21 +188,29 @@ void StackPool::release(const Stack &stack) {
 
 namespace {
 
+// The stack allocator a fiber is made with: its stack comes from the
+// StackPool (boost::context::preallocated) and goes back to it when the
+// whole group is done, so the fiber's own deallocation has nothing to do.
+struct PooledStack {
+  void deallocate(boost::context::stack_context &) noexcept {}
+};
+
+struct Scheduler;
+
 struct Fiber {
-  ctx::fcontext_t fc = nullptr;
+  ctx::fiber fiber;  // empty once the work-item has finished
   gpuhal_host_item item{};
-  bool done = false;
   StackPool::Stack stack;
-  struct Scheduler *sched = nullptr;
+  Scheduler *sched = nullptr;
   void *asan_fake = nullptr;
+  void *tsan = nullptr;  // the work-item's ThreadSanitizer fiber
 };
 
 struct Scheduler {
-  ctx::fcontext_t main = nullptr;
+  ctx::fiber main;  // the scheduler, while a work-item runs
   Fiber *current = nullptr;
   const gpuhal_host_kernel *kernel = nullptr;
   void *const *args = nullptr;
-  size_t stack_bytes = 0;
   // The thread's own stack, for the sanitizers.
   const void *main_bottom = nullptr;
   size_t main_size = 0;
@@ -219,23 +218,21 @@ struct Scheduler {
   void *main_tsan = nullptr;
 };
 
-// Before leaving the current stack for `to` (bottom, size); `save` is null
-// when the current fiber will never be resumed.
-inline void before_switch(void **save, const void *to_bottom, size_t to_size, void *to_tsan) {
+// The sanitizers are told of every switch between stacks (Boost.Context
+// 1.74 tells them of none when built with its default fcontext switch).
+// AddressSanitizer: __sanitizer_start_switch_fiber before leaving a stack
+// (`save` null when the stack is never resumed), finish after arriving.
+// ThreadSanitizer: __tsan_switch_to_fiber right before the jump, so that
+// the function entries and exits it records pair up on each fiber.
+inline void asan_leave(void **save, const void *to_bottom, size_t to_size) {
 #ifdef GPUHAL_HOST_ASAN
   __sanitizer_start_switch_fiber(save, to_bottom, to_size);
 #else
   (void)save, (void)to_bottom, (void)to_size;
 #endif
-#ifdef GPUHAL_HOST_TSAN
-  __tsan_switch_to_fiber(to_tsan, 0);
-#else
-  (void)to_tsan;
-#endif
 }
 
-// Right after arriving on a stack.
-inline void after_switch(void *save, const void **from_bottom, size_t *from_size) {
+inline void asan_arrive(void *save, const void **from_bottom, size_t *from_size) {
 #ifdef GPUHAL_HOST_ASAN
   __sanitizer_finish_switch_fiber(save, from_bottom, from_size);
 #else
@@ -243,16 +240,24 @@ inline void after_switch(void *save, const void **from_bottom, size_t *from_size
 #endif
 }
 
-void fiber_entry(ctx::transfer_t t) {
-  Fiber *f = static_cast<Fiber *>(t.data);
+inline void tsan_switch(void *to) {
+#ifdef GPUHAL_HOST_TSAN
+  __tsan_switch_to_fiber(to, 0);
+#else
+  (void)to;
+#endif
+}
+
+// The body of a work-item's fiber. Its end returns to the scheduler: for
+// ThreadSanitizer the switch back is made by the scheduler once it has
+// arrived (the returns on the way out still belong to this fiber).
+ctx::fiber work_item(Fiber *f, ctx::fiber &&main) {
   Scheduler *s = f->sched;
-  s->main = t.fctx;
-  after_switch(nullptr, &s->main_bottom, &s->main_size);
+  s->main = std::move(main);
+  asan_arrive(nullptr, &s->main_bottom, &s->main_size);
   s->kernel->run_item(&f->item, s->args);
-  f->done = true;
-  before_switch(nullptr, s->main_bottom, s->main_size, s->main_tsan);
-  ctx::jump_fcontext(s->main, nullptr);
-  __builtin_unreachable();
+  asan_leave(nullptr, s->main_bottom, s->main_size);
+  return std::move(s->main);
 }
 
 // The barrier of a fiber: back to the scheduler until every work-item of the
@@ -260,10 +265,77 @@ void fiber_entry(ctx::transfer_t t) {
 void fiber_barrier(void *sched) {
   Scheduler *s = static_cast<Scheduler *>(sched);
   Fiber *f = s->current;
-  before_switch(&f->asan_fake, s->main_bottom, s->main_size, s->main_tsan);
-  ctx::transfer_t t = ctx::jump_fcontext(s->main, nullptr);
-  s->main = t.fctx;
-  after_switch(f->asan_fake, &s->main_bottom, &s->main_size);
+  asan_leave(&f->asan_fake, s->main_bottom, s->main_size);
+  tsan_switch(s->main_tsan);
+  s->main = std::move(s->main).resume();
+  asan_arrive(f->asan_fake, &s->main_bottom, &s->main_size);
+}
+
+// Runs one group of a kernel with barriers: every work-item a fiber on a
+// stack of the pool. False when there were not stacks enough.
+bool run_group_fibers(StackPool &stacks, const gpuhal_host_kernel *kernel, void *const *args, gpuhal_host_group &g,
+                      const uint32_t block[3]) {
+  const uint32_t items = block[0] * block[1] * block[2];
+  Scheduler s;
+  s.kernel = kernel;
+  s.args = args;
+#ifdef GPUHAL_HOST_TSAN
+  s.main_tsan = __tsan_get_current_fiber();
+#endif
+  g.barrier = fiber_barrier;
+  g.scheduler = &s;
+  std::vector<Fiber> f(items);
+  std::vector<StackPool::Stack> st(items);
+  if (!stacks.acquire(items, st.data())) return false;
+  for (uint32_t i = 0; i < items; ++i) {
+    Fiber &w = f[i];
+    w.stack = st[i];
+    w.sched = &s;
+    w.item.local_id[0] = i % block[0];
+    w.item.local_id[1] = (i / block[0]) % block[1];
+    w.item.local_id[2] = i / (block[0] * block[1]);
+    w.item.group = &g;
+#ifdef GPUHAL_HOST_ASAN
+    // A stack's last user may have left poisoned frames where this fiber's
+    // record will be written.
+    ASAN_UNPOISON_MEMORY_REGION(static_cast<char *>(w.stack.sp) - w.stack.size, w.stack.size);
+#endif
+    // Staggered tops: stacks at the same page offset would all map to the
+    // same cache sets and evict each other at every switch.
+    void *top = static_cast<char *>(w.stack.sp) - (i % kColorSteps) * kColorStep;
+    const size_t size = w.stack.size - (i % kColorSteps) * kColorStep;
+    // Making a fiber enters its stack and comes straight back: under
+    // ThreadSanitizer that round trip is recorded on the work-item's fiber.
+#ifdef GPUHAL_HOST_TSAN
+    w.tsan = __tsan_create_fiber(0);
+#endif
+    tsan_switch(w.tsan);
+    Fiber *wp = &w;
+    w.fiber = ctx::fiber(std::allocator_arg, ctx::preallocated(top, size, w.stack), PooledStack{},
+                         [wp](ctx::fiber &&main) { return work_item(wp, std::move(main)); });
+    tsan_switch(s.main_tsan);
+  }
+  for (uint32_t remaining = items; remaining;) {
+    for (uint32_t i = 0; i < items; ++i) {
+      Fiber &w = f[i];
+      if (!w.fiber) continue;
+      s.current = &w;
+      asan_leave(&s.main_fake, static_cast<char *>(w.stack.sp) - w.stack.size, w.stack.size);
+      tsan_switch(w.tsan);
+      w.fiber = std::move(w.fiber).resume();
+      asan_arrive(s.main_fake, nullptr, nullptr);
+      if (!w.fiber) {
+        --remaining;
+        tsan_switch(s.main_tsan);
+#ifdef GPUHAL_HOST_TSAN
+        __tsan_destroy_fiber(w.tsan);
+#endif
+        w.tsan = nullptr;
+      }
+    }
+  }
+  stacks.release(items, st.data());
+  return true;
 }
 
 // A barrier reached in a group run as a loop: the kernel was not seen to
@@ -320,48 +392,7 @@ std::string run_kernel(ThreadPool &pool, StackPool &stacks, const KernelLaunch &
       L.kernel->run_group(&g, L.args.data());
       return;
     }
-    Scheduler s;
-    s.kernel = L.kernel;
-    s.args = L.args.data();
-    s.stack_bytes = stacks.stack_bytes();
-#ifdef GPUHAL_HOST_TSAN
-    s.main_tsan = __tsan_get_current_fiber();
-#endif
-    g.barrier = fiber_barrier;
-    g.scheduler = &s;
-    std::vector<Fiber> f(items);
-    std::vector<StackPool::Stack> st(items);
-    const bool ok = stacks.acquire(items, st.data());
-    for (uint32_t i = 0; ok && i < items; ++i) {
-      f[i].stack = st[i];
-      f[i].sched = &s;
-      f[i].item.local_id[0] = i % L.block[0];
-      f[i].item.local_id[1] = (i / L.block[0]) % L.block[1];
-      f[i].item.local_id[2] = i / (L.block[0] * L.block[1]);
-      f[i].item.group = &g;
-      // Staggered tops: stacks at the same page offset would all map to the
-      // same cache sets and evict each other at every switch.
-      const size_t color = (i % 61) * 64;
-      f[i].fc = ctx::make_fcontext(static_cast<char *>(f[i].stack.base) + s.stack_bytes - color, s.stack_bytes - color,
-                                   fiber_entry);
-    }
-    if (ok) {
-      uint32_t remaining = items;
-      while (remaining) {
-        for (uint32_t i = 0; i < items; ++i) {
-          if (f[i].done) continue;
-          s.current = &f[i];
-          before_switch(&s.main_fake, f[i].stack.base, s.stack_bytes, f[i].stack.tsan);
-          ctx::transfer_t t = ctx::jump_fcontext(f[i].fc, &f[i]);
-          after_switch(s.main_fake, nullptr, nullptr);
-          f[i].fc = t.fctx;
-          if (f[i].done) --remaining;
-        }
-      }
-    } else {
-      no_memory = true;
-    }
-    if (ok) stacks.release(items, st.data());
+    if (!run_group_fibers(stacks, L.kernel, L.args.data(), g, L.block)) no_memory = true;
   };
   // Groups are handed out in chunks (about eight per participant), so that
   // small groups do not pay a hand-out each.

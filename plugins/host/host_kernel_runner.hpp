@@ -25,6 +25,9 @@
 #include <thread>
 #include <vector>
 
+#include <boost/context/protected_fixedsize_stack.hpp>
+#include <boost/context/stack_context.hpp>
+
 #include "host_kernel_abi.hpp"
 
 namespace gpuhal::host {
@@ -51,19 +54,21 @@ class ThreadPool {
   std::vector<std::thread> workers_;
 };
 
-// Reusable fiber stacks (mmap'd, guard page at the low end). Under
-// ThreadSanitizer each stack keeps its TSan fiber too (making one per
-// work-item and group would dominate the run).
+// Reusable fiber stacks, made by Boost.Context's protected_fixedsize_stack
+// (mmap'd, a guard page at the low end) and kept for the next group: a
+// group of 256 work-items would otherwise map and unmap 256 stacks. Each
+// stack has stack_bytes() for the kernel's frames, plus room for the
+// fiber's record and the staggered tops.
+// Thread safety: every member may be called from several threads at once.
 class StackPool {
  public:
-  struct Stack {
-    void *base = nullptr;  // lowest usable address (the guard page lies below)
-    void *tsan = nullptr;  // the stack's TSan fiber, or nullptr
-  };
+  using Stack = boost::context::stack_context;  // sp is nullptr: no stack
   explicit StackPool(size_t stack_bytes);
   ~StackPool();
+  StackPool(const StackPool &) = delete;
+  StackPool &operator=(const StackPool &) = delete;
   size_t stack_bytes() const { return bytes_; }
-  // base is nullptr when memory is exhausted.
+  // sp is nullptr when memory is exhausted.
   Stack acquire();
   void release(const Stack &stack);
   // n stacks under one lock (a work-group's worth); false, with the ones
@@ -73,6 +78,7 @@ class StackPool {
 
  private:
   size_t bytes_;
+  boost::context::protected_fixedsize_stack allocator_;
   std::mutex mu_;
   std::vector<Stack> free_;
 };

@@ -13,7 +13,10 @@ Layout L(Shape s, Strides st = {}, int64_t item = 8, char order = 'C') {
 TEST_CASE("dense strides in C and F order", "[layout]") {
   CHECK(L({2, 3, 4}).strides() == Strides{96, 32, 8});
   CHECK(L({2, 3, 4}, {}, 8, 'F').strides() == Strides{8, 16, 48});
-  CHECK(L({0, 5}).strides() == Strides{40, 8});  // zero-length dims are not special
+  CHECK(L({0, 5}).strides() == Strides{0, 0});  // np.empty((0, 5)).strides
+  CHECK(Layout::dense_strides({0, 5}, 8, 'C') == Strides{40, 8});  // reshape's rule: zero counts as one
+  CHECK(L({0, 5}).reshape({5, 0}).strides() == Strides{8, 8});   // np.empty((0, 5)).reshape(5, 0)
+  CHECK(L({2, 3}, {}, 8, 'f').strides() == Strides{8, 16});      // order letters in either case
   CHECK(L({}).strides().empty());
   CHECK(L({}).size() == 1);
   CHECK(L({}).span_bytes() == 8);
@@ -34,8 +37,10 @@ TEST_CASE("contiguity matches NumPy's relaxed rules", "[layout]") {
   CHECK(bc.span_bytes() == 24);  // broadcast arrays span only their core
   CHECK(bc.core().shape() == Shape{3});
   CHECK(bc.core().is_c_contiguous());
-  // Numba treats a zero stride even on a size-1 dim as broadcast.
-  CHECK_FALSE(L({1}, {0}).is_c_contiguous());
+  // A zero stride on a size-1 dim is ignored, as NumPy does (Numba's port
+  // calls it broadcast; np.ndarray((1,), strides=(0,)).flags says C).
+  CHECK(L({1}, {0}).is_c_contiguous());
+  CHECK(L({1, 3}, {0, 8}).is_f_contiguous());
   CHECK(L({0, 3}, {8, 8}).is_c_contiguous());  // zero-size: both
   CHECK(L({0, 3}, {8, 8}).is_f_contiguous());
   CHECK(L({}).is_c_contiguous());
@@ -154,6 +159,36 @@ TEST_CASE("strides_like keeps the source's order like empty_like", "[layout]") {
   CHECK(strides_like(L({4, 3}, {0, 8})) == Strides{8, 32});
   CHECK(strides_like(L({3, 4, 5}, {160, 40, 8}).index({})) == Strides{160, 40, 8});
   CHECK(strides_like(L({4, 3, 5}, {40, 160, 8})) == Strides{40, 160, 8});
+}
+
+TEST_CASE("ravel and strides_like take NumPy's K and A orders in either case", "[layout][ravel]") {
+  // np.ndarray((2, 3), strides=(8, 16)) is F; its transpose-like (3, 2) with
+  // strides (16, 8) is neither C nor F in axis order but dense by |stride|.
+  const Layout perm = L({3, 2}, {8, 24}).transpose({1, 0});  // (2, 3), strides (24, 8): C
+  CHECK(perm.ravel('k').strides() == Strides{8});
+  const Layout k = L({2, 3, 4}).transpose({1, 0, 2});  // (3, 2, 4), strides (32, 96, 8)
+  CHECK_FALSE(k.is_contiguous());
+  CHECK(k.ravel('K').shape() == Shape{24});  // np: a view, element 0 first
+  CHECK(k.ravel('K').offset() == k.offset());
+  REQUIRE_GPUHAL_ERROR(k.ravel('C'), Status::ERROR_REQUIRES_COPY, "ravel in order 'C'");
+  REQUIRE_GPUHAL_ERROR(L({3}, {-8}).ravel('K'), Status::ERROR_REQUIRES_COPY, "requires a copy");  // np copies
+  CHECK(L({2, 3}, {}, 8, 'F').ravel('a').strides() == Strides{8});
+  CHECK(strides_like(k, 'K') == Strides{32, 96, 8});
+  CHECK(strides_like(k, 'c') == Strides{64, 32, 8});
+  CHECK(strides_like(k, 'F') == Strides{8, 24, 48});
+  CHECK(strides_like(L({2, 3}, {}, 8, 'F'), 'A') == Strides{8, 16});
+  CHECK(strides_like(L({0, 3}), 'K') == Strides{0, 0});  // np.empty_like of an empty array
+  REQUIRE_GPUHAL_ERROR(strides_like(k, 'X'), Status::ERROR_INVALID_VALUE, "order must be one of C, F, A, K");
+  REQUIRE_GPUHAL_ERROR(L({4}).reshape({2, 2}, 'K'), Status::ERROR_INVALID_VALUE, "order must be one of C, F, A");
+}
+
+TEST_CASE("reshape to the same shape is the array as it is", "[layout][reshape]") {
+  // NumPy returns a plain view before resolving -1 or checking contiguity.
+  const Layout odd = L({2, 1}, {16, 32});
+  CHECK(odd.reshape({2, 1}) == odd);
+  const Layout neg = L({3}, {-8});
+  CHECK(neg.reshape({3}) == neg);
+  CHECK(neg.reshape({-1}).strides() == Strides{-8});  // np.zeros(3)[::-1].reshape(-1): a view
 }
 
 TEST_CASE("indexing a zero-size array with huge strides does not overflow", "[layout][fuzz]") {
@@ -279,16 +314,18 @@ TEST_CASE("device arrays and host views read their memory as another dtype", "[v
   REQUIRE_GPUHAL_ERROR(d.view(DType{DTypeKind::Float, 24, 1}), Status::ERROR_INVALID_DTYPE, "");
 }
 
-TEST_CASE("slices of one or no element keep NumPy's stride (stride * step)", "[layout][slice]") {
+TEST_CASE("slices of one or no element keep NumPy's stride (stride * step) and offset", "[layout][slice]") {
   // np.zeros((2, 3))[:, ::3]: shape (2, 1), strides (24, 24).
   const Layout a = Layout::make({2, 3}, 8).index({Slice(), Slice({}, {}, 3)});
   CHECK(a.shape() == Shape{2, 1});
   CHECK(a.strides() == Strides{24, 24});
   CHECK_FALSE(a.is_c_contiguous());  // rows 24 bytes apart, elements 8: as NumPy's flags say
   CHECK(Layout::make({3, 4}, 8).index({Slice(1, 2)}).is_c_contiguous());  // (1, 4), (32, 8): relaxed
-  // np.zeros(5)[2:3:4]: (1,), (32,); np.zeros(5)[3:3:2]: (0,), (16,); np.zeros(5)[::-7]: (1,), (-56,).
+  // np.zeros(5)[2:3:4]: (1,), (32,); np.zeros(5)[3:3:2]: (0,), (8,) (a slice of
+  // nothing is start 0, step 1 in NumPy); np.zeros(5)[::-7]: (1,), (-56,).
   CHECK(Layout::make({5}, 8).index({Slice(2, 3, 4)}).strides() == Strides{32});
-  CHECK(Layout::make({5}, 8).index({Slice(3, 3, 2)}).strides() == Strides{16});
+  CHECK(Layout::make({5}, 8).index({Slice(3, 3, 2)}).strides() == Strides{8});
+  CHECK(Layout::make({5}, 8).index({Slice(3, 3, 2)}).offset() == 0);
   CHECK(Layout::make({5}, 8).index({Slice({}, {}, -7)}).strides() == Strides{-56});
   // A step whose product with the stride does not fit in 64 bits keeps the
   // stride (NumPy's C arithmetic would wrap; the stride of one element is
