@@ -62,6 +62,17 @@ void slice_indices(const Slice &s, int64_t length, int64_t *start_out, int64_t *
   *count_out = count;
 }
 
+// NumPy's PyArray_CreateSortedStridePerm: the axes by decreasing |stride|,
+// ties in axis order.
+std::vector<size_t> axes_by_decreasing_stride(const Strides &strides) {
+  std::vector<size_t> axes(strides.size());
+  std::iota(axes.begin(), axes.end(), 0);
+  auto magnitude = [](int64_t v) { return v < 0 ? uint64_t(0) - uint64_t(v) : uint64_t(v); };
+  std::stable_sort(axes.begin(), axes.end(),
+                   [&](size_t a, size_t b) { return magnitude(strides[a]) > magnitude(strides[b]); });
+  return axes;
+}
+
 }  // namespace
 
 std::string Layout::format(const std::vector<int64_t> &values) {
@@ -367,11 +378,7 @@ Layout Layout::ravel(char order) const {
   if (order == 'K') {
     // A view when the axes by decreasing |stride| (ties in axis order) are
     // dense from the innermost one; size-1 axes do not count.
-    std::vector<size_t> axes(shape_.size());
-    std::iota(axes.begin(), axes.end(), 0);
-    auto magnitude = [](int64_t v) { return v < 0 ? uint64_t(0) - uint64_t(v) : uint64_t(v); };
-    std::stable_sort(axes.begin(), axes.end(),
-                     [&](size_t x, size_t y) { return magnitude(strides_[x]) > magnitude(strides_[y]); });
+    const std::vector<size_t> axes = axes_by_decreasing_stride(strides_);
     int64_t want = itemsize_;
     ok = true;
     for (size_t k = axes.size(); ok && k-- > 0;) {
@@ -499,15 +506,8 @@ Strides strides_like(const Layout &src, char order) {
   // An array with no element: zero strides, as np.empty's (see make).
   if (src.size() == 0) return Strides(size_t(src.ndim()), 0);
   if (order != 'K') return Layout::dense_strides(src.shape(), src.itemsize(), order);
-  // The axes by decreasing |stride|, ties in axis order (NumPy's
-  // PyArray_CreateSortedStridePerm), get dense strides from the last one;
-  // a zero-length axis makes the strides of the axes outside it zero, as
-  // NumPy's do.
-  std::vector<size_t> axes(size_t(src.ndim()));
-  std::iota(axes.begin(), axes.end(), 0);
-  auto magnitude = [](int64_t s) { return s < 0 ? uint64_t(0) - uint64_t(s) : uint64_t(s); };
-  std::stable_sort(axes.begin(), axes.end(),
-                   [&](size_t a, size_t b) { return magnitude(src.strides()[a]) > magnitude(src.strides()[b]); });
+  // The axes by decreasing |stride| get dense strides from the last one.
+  const std::vector<size_t> axes = axes_by_decreasing_stride(src.strides());
   Strides out(axes.size());
   int64_t acc = src.itemsize();
   for (size_t k = axes.size(); k-- > 0;) {
