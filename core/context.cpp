@@ -62,8 +62,11 @@ ContextImpl::~ContextImpl() {
     // manager and the queue are dropped without running anything.
     if (manager) (void)manager.release();
     if (deallocs) (void)deallocs.release();
+    builtin_module.reset();  // ~ModuleImpl calls nothing in a child
     return;
   }
+  // The core's kernels go first: their unload is queued and flushed below.
+  builtin_module.reset();
   if (manager) {
     // The manager gives back what it holds (into the queue, flushed next).
     try {

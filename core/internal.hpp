@@ -92,6 +92,12 @@ struct ContextImpl {
   std::map<std::pair<uintptr_t, uint64_t>, int> user_registrations;
   // Serves every allocation of the context (installed by create_context).
   std::unique_ptr<MemoryManager> manager;
+  // The core's own kernels (DeviceArray::assign / fill), compiled on first
+  // use in the current generation. The module refers to this context
+  // without owning it (no cycle): ~ContextImpl drops it first, and only
+  // the core's calls, made while a caller holds the context, use it.
+  std::mutex builtin_mutex;
+  std::shared_ptr<struct ModuleImpl> builtin_module;
 
   // The plugin's table (runtime->table(), cached: every call goes through it).
   const gpuhal_plugin_table_t *table = nullptr;

@@ -46,5 +46,16 @@ struct ModuleImpl {
   }
 };
 
+// The core's access to a Module's shared state (for modules it compiles for
+// itself, see ContextImpl::builtin_module).
+struct ModuleAccess {
+  static const std::shared_ptr<ModuleImpl> &impl(const Module &m) { return m.impl_; }
+  static Module wrap(std::shared_ptr<ModuleImpl> impl) {
+    Module m;
+    m.impl_ = std::move(impl);
+    return m;
+  }
+};
+
 }  // namespace detail
 }  // namespace gpuhal

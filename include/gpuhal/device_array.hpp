@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "gpuhal/context.hpp"
@@ -88,12 +89,45 @@ class DeviceArray {
   void memset(uint8_t value) const;
   void memset(uint8_t value, const Stream &stream) const;
 
+  // NumPy's / Numba's `d[...] = src` on the device, for any layout of this
+  // array (take a view for `d[index] = src`): `src` of the same dtype is
+  // broadcast to this array's shape by NumPy's rules (missing leading
+  // axes added, axes of length 1 repeated; leading axes of length 1 beyond
+  // this array's dims dropped), and copied element by element by a kernel
+  // of the backend, ordered on the stream (no host round trip). Memory
+  // shared by source and destination is read before it is written (through
+  // a temporary, as NumPy does). Errors: ERROR_INVALID_DTYPE (dtypes
+  // differ), ERROR_INCOMPATIBLE (shapes do not broadcast, naming the axis),
+  // ERROR_NOT_SUPPORTED (a backend without kernels, when no plain copy or
+  // memset does it). A host source is first copied to a temporary device
+  // array (with a stream: it must stay valid until the stream ran the copy).
+  void assign(const DeviceArray &src) const;
+  void assign(const DeviceArray &src, const Stream &stream) const;
+  void assign(const HostView &src) const;
+  void assign(const HostView &src, const Stream &stream) const;
+  // `d[...] = value`: every element set to `value`, converted to this
+  // array's dtype by the rules of kernel scalars (integers must fit; a
+  // floating value never becomes an integer; bool takes bool and integers,
+  // nonzero being true; complex takes real values). ERROR_INVALID_VALUE for
+  // a value that does not convert, ERROR_INVALID_DTYPE for float16 and
+  // bfloat16 arrays (fill their bits through view(uint16)).
+  template <class T, class = std::enable_if_t<std::is_arithmetic<T>::value>>
+  void fill(T value) const {
+    fill_impl(dtype_of<T>(), &value, nullptr);
+  }
+  template <class T, class = std::enable_if_t<std::is_arithmetic<T>::value>>
+  void fill(T value, const Stream &stream) const {
+    fill_impl(dtype_of<T>(), &value, &stream);
+  }
+
  private:
   void copy_from_host_impl(const HostView &src, const Stream *stream) const;
   void copy_from_device_impl(const DeviceArray &src, const Stream *stream) const;
   // own_buffer: `dst` was made by copy_to_host() for exactly this layout.
   void copy_to_host_impl(const HostView &dst, const Stream *stream, bool own_buffer) const;
   void memset_impl(uint8_t value, const Stream *stream) const;
+  void assign_impl(const DeviceArray &src, const Stream *stream) const;
+  void fill_impl(DType from, const void *value, const Stream *stream) const;
 
   friend DeviceArray device_array(const Context &, const Shape &, DType, const Strides &, char);
 

@@ -52,6 +52,7 @@ namespace gpuhal {
 namespace detail {
 struct ModuleImpl;
 struct KernelEntry;
+struct ModuleAccess;
 }  // namespace detail
 
 struct Dim3 {
@@ -157,6 +158,7 @@ class Module {
 
  private:
   friend class Kernel;
+  friend struct detail::ModuleAccess;
   std::shared_ptr<detail::ModuleImpl> impl_;
 };
 
