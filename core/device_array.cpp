@@ -200,6 +200,19 @@ void DeviceArray::copy_from_device_impl(const DeviceArray &src, const Stream *st
     throw Error(Status::ERROR_INVALID_VALUE, what(call) + ": the source array belongs to another runtime");
   gpuhal_stream_t sh = stream ? stream_handle(ctx_, *stream, call) : nullptr;
   const Layout dcore = layout_.core(), score = src.layout_.core();
+  // Layouts a byte copy cannot do (strided, or the same elements laid out
+  // otherwise) are copied element by element in the same context, as
+  // assign does; Numba refuses them.
+  const bool bytes_copy = (size() == 0 || dcore.is_contiguous()) && (src.size() == 0 || score.is_contiguous()) &&
+                          dcore.squeeze().strides() == score.squeeze().strides();
+  if (!bytes_copy && src.ctx_ == ctx_ && src.dtype_ == dtype_ &&
+      layout_.squeeze().shape() == src.layout_.squeeze().shape() && !layout_.squeeze().has_broadcast_axis()) {
+    DeviceArray to = *this, from = src;
+    to.layout_ = layout_.squeeze();
+    from.layout_ = src.layout_.squeeze();
+    to.assign_impl(from, stream);
+    return;
+  }
   if (size() != 0 && !dcore.is_contiguous())
     throw Error(Status::ERROR_NOT_CONTIGUOUS, what(call) + ": destination " + kContiguousMessage);
   if (src.size() != 0 && !score.is_contiguous())

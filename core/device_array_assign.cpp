@@ -127,6 +127,15 @@ Strides broadcast_strides(const Layout &dst, const Layout &src, const char *call
   return out;
 }
 
+// A destination must not have a broadcast axis: its elements alias.
+void check_not_broadcast(const Layout &dst, const char *call) {
+  for (size_t k = 0; k < dst.shape().size(); ++k)
+    if (dst.strides()[k] == 0 && dst.shape()[k] > 1)
+      throw Error(Status::ERROR_INVALID_VALUE,
+                  what(call) + ": the destination has a broadcast axis (axis " + std::to_string(k) +
+                      ", stride 0): its elements alias each other (NumPy: assignment destination is read-only)");
+}
+
 // The axes of one assignment: lengths, destination and source strides,
 // with axes of length 1 dropped and neighbours that walk memory as one
 // merged (so that most arrays take one launch with few axes).
@@ -324,6 +333,7 @@ void DeviceArray::assign_impl(const DeviceArray &src, const Stream *stream) cons
                 what(call) + ": source dtype " + src.dtype_.name() + " differs from " + dtype_.name());
   const Strides src_strides = broadcast_strides(layout_, src.layout_, call);
   if (size() == 0) return;
+  check_not_broadcast(layout_, call);
   const Stream s = stream ? *stream : Context(ctx_).default_stream();
   if (overlaps(*this, src)) {
     // Read everything before writing anything (NumPy copies overlapping
@@ -364,6 +374,7 @@ void DeviceArray::fill_impl(DType from, const void *value, const Stream *stream)
   unsigned char bytes[16] = {};
   convert_value(from, value, dtype_, bytes, call);
   if (size() == 0) return;
+  check_not_broadcast(layout_, call);
   const Stream s = stream ? *stream : Context(ctx_).default_stream();
   // Every byte the same in a contiguous array: the driver's memset.
   const auto n = size_t(itemsize());
