@@ -138,6 +138,39 @@ TEST_CASE("cuda kernel: launches reach the driver with grid, block, shared bytes
                        Status::ERROR_INVALID_VALUE, "1024 bytes of static");
 }
 
+TEST_CASE("cuda kernel: assign and fill of a strided view launch the core's assign kernel", "[kernel][cuda][assign]") {
+  Context ctx = cuda_context();
+  if (!compile_or_skip(ctx, kSaxpy)) return;
+  auto a = device_array(ctx, {4, 6}, dtypes::float64);
+  Stream s = ctx.create_stream();
+  long before = 0;
+  last_launch(&before);
+  a.view({Slice(), Slice({}, {}, 2)}).fill(1.5, s);  // a[:, ::2] = 1.5: not a memset
+  s.synchronize();
+  long after = 0;
+  std::string got = last_launch(&after);
+  CHECK(after == before + 1);
+  // One group of 256 for 12 elements; the view's bytes, element 0 at 0, 12 elements in one axis (the
+  // rows' stride 48 is 3 columns of 16: merged), one 8-byte word each, the value 1.5, then n0 = 12,
+  // n1..n7 = 1, d0 = 16, the rest 0.
+  CHECK_THAT(got, Catch::Matchers::StartsWith("gpuhal_assign grid=1,1,1 block=256,1,1 shared=0 params=8:" +
+                                              hex(a.device_pointer())));
+  CHECK_THAT(got, test::contains(",8:0x0,8:0x0,8:0xc,4:0x1,4:0x8,4:0x1,4:0x1,8:0x3ff8000000000000,8:0x0,8:0xc,"
+                                 "8:0x1,8:0x1,8:0x1,8:0x1,8:0x1,8:0x1,8:0x1,8:0x10,8:0x0,"));
+  // A contiguous fill of zero bytes is the driver's memset: no launch.
+  a.fill(0.0, s);
+  s.synchronize();
+  last_launch(&before);
+  CHECK(before == after);
+  // A transposed copy is a launch too; compiled once per context.
+  auto b = device_array(ctx, {6, 4}, dtypes::float64);
+  b.assign(a.T(), s);
+  s.synchronize();
+  got = last_launch(&after);
+  CHECK(after == before + 1);
+  CHECK_THAT(got, Catch::Matchers::StartsWith("gpuhal_assign grid=1,1,1 block=256,1,1"));
+}
+
 TEST_CASE("cuda kernel: compile errors, unknown kernels and bad images are reported with the driver's words",
           "[kernel][cuda]") {
   Context ctx = cuda_context();

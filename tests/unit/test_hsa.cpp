@@ -192,6 +192,31 @@ TEST_CASE("hsa backend: a stream barrier over seven events chains barrier-AND pa
   CHECK(d.copy_to_host().to_vector<uint8_t>() == std::vector<uint8_t>(64, 9));
 }
 
+TEST_CASE("hsa kernel: assign of a transposed view dispatches the core's assign kernel", "[kernel][hsa][assign]") {
+  FakeHsa fake;
+  {
+    Runtime rt = hsa_runtime();
+    Context ctx = rt.device(0).primary_context();
+    if (!compile_or_skip(ctx, "GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *p) { p[0] = 1; }")) return;
+    DeviceArray a = device_array(ctx, {3, 5}, dtypes::int32);
+    DeviceArray b = device_array(ctx, {5, 3}, dtypes::int32);
+    const uint64_t before = fake.last_dispatch(nullptr, nullptr);
+    b.assign(a.T());  // compiled by amd_comgr from the OpenCL C lowering
+    api::hsa_kernel_dispatch_packet_t p{};
+    std::vector<uint8_t> args;
+    REQUIRE(fake.last_dispatch(&p, &args) == before + 1);
+    CHECK(p.workgroup_size_x == 256);
+    CHECK(p.grid_size_x == 256);  // one group for 15 elements
+    CHECK(at<uint64_t>(args, 0) == b.device_pointer());
+    CHECK(at<uint64_t>(args, 8) == a.device_pointer());
+    CHECK(at<uint64_t>(args, 32) == 15);  // the element count
+    CHECK(at<uint32_t>(args, 40) == 2);   // two axes
+    CHECK(at<uint32_t>(args, 44) == 4);   // 4-byte words
+  }
+  const auto l = fake.live();
+  CHECK(l.allocations == 0);
+}
+
 TEST_CASE("hsa kernel: dispatch packets are validated and recorded field by field", "[kernel][hsa]") {
   FakeHsa fake;
   {
