@@ -297,6 +297,15 @@ void convert_value(DType from, const void *value, DType to, unsigned char *out, 
   }
 }
 
+// A host source of `dst.assign` copied to a device array of its own layout.
+DeviceArray staged_source(const DeviceArray &dst, const HostView &src, const Stream *stream) {
+  const Context ctx = dst.context();  // ERROR_INVALID_HANDLE for an empty array
+  if (src.dtype() != dst.dtype())
+    throw Error(Status::ERROR_INVALID_DTYPE,
+                what("assign") + ": source dtype " + src.dtype().name() + " differs from " + dst.dtype().name());
+  return stream ? to_device(ctx, src, *stream) : to_device(ctx, src);
+}
+
 }  // namespace
 
 void DeviceArray::assign(const DeviceArray &src) const {
@@ -307,19 +316,11 @@ void DeviceArray::assign(const DeviceArray &src, const Stream &stream) const {
 }
 
 void DeviceArray::assign(const HostView &src) const {
-  if (!ctx_) throw Error(Status::ERROR_INVALID_HANDLE, what("assign") + ": empty DeviceArray");
-  if (src.dtype() != dtype_)
-    throw Error(Status::ERROR_INVALID_DTYPE,
-                what("assign") + ": source dtype " + src.dtype().name() + " differs from " + dtype_.name());
-  assign_impl(to_device(Context(ctx_), src), nullptr);
+  assign_impl(staged_source(*this, src, nullptr), nullptr);
 }
 void DeviceArray::assign(const HostView &src, const Stream &stream) const {
-  if (!ctx_) throw Error(Status::ERROR_INVALID_HANDLE, what("assign") + ": empty DeviceArray");
-  if (src.dtype() != dtype_)
-    throw Error(Status::ERROR_INVALID_DTYPE,
-                what("assign") + ": source dtype " + src.dtype().name() + " differs from " + dtype_.name());
   // The temporary's release is deferred past the work queued on it.
-  assign_impl(to_device(Context(ctx_), src, stream), &stream);
+  assign_impl(staged_source(*this, src, &stream), &stream);
 }
 
 void DeviceArray::assign_impl(const DeviceArray &src, const Stream *stream) const {
