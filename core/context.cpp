@@ -96,10 +96,6 @@ void ContextImpl::context_destroyed(const char *what) const {
 
 }  // namespace detail
 
-Context Context::current() {
-  return Runtime::get().device(0).primary_context();
-}
-
 Device Context::device() const {
   detail::require_handle(impl_, "Context::device");
   return Device(std::shared_ptr<detail::DeviceImpl>(impl_->runtime, impl_->device));

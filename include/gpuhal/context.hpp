@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "gpuhal/error.hpp"
 #include "gpuhal/plugin.h"
@@ -40,8 +41,9 @@ enum class StreamKind {
 
 class Context {
  public:
-  // The primary context of device 0 of Runtime::get() (Numba's implicit
-  // "first use selects GPU 0").
+  // The calling thread's context: the primary context of the device it
+  // selected (select_device, DeviceScope), else of device 0 of
+  // Runtime::get() (Numba's implicit "first use selects GPU 0").
   static Context current();
 
   Device device() const;
@@ -137,6 +139,42 @@ class DeferCleanup {
 
  private:
   Context ctx_;
+};
+
+// ---- Devices per thread (Numba's cuda.select_device, get_current_device,
+// close, gpus, list_devices) ---------------------------------------------------
+//
+// Each thread has its own selection; a thread that selected nothing uses
+// device 0. The selection holds the device's primary context (so that it
+// stays alive while selected); close_device() lets it go. Devices are those
+// of Runtime::get(). Errors: ERROR_INVALID_VALUE for an ordinal out of
+// range, and what Runtime::get() throws.
+
+// Makes device `ordinal` the calling thread's device and returns it.
+Device select_device(int ordinal);
+// The calling thread's device (device 0 when none was selected).
+Device get_current_device();
+// Forgets the calling thread's selection (Numba's cuda.close() for this
+// thread): the primary context goes when no other handle refers to it.
+void close_device();
+// Every device of Runtime::get(), in ordinal order (Numba's cuda.gpus).
+std::vector<Device> list_devices();
+
+// Numba's `with cuda.gpus[i]:` -- device `ordinal` (or `device`) is the
+// calling thread's device while the scope lives; the previous selection
+// comes back at its end. Not movable; use it on one thread.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int ordinal);
+  explicit DeviceScope(const Device &device);
+  ~DeviceScope();
+  DeviceScope(const DeviceScope &) = delete;
+  DeviceScope &operator=(const DeviceScope &) = delete;
+  Device device() const;
+
+ private:
+  Context context_{nullptr};
+  Context previous_{nullptr};
 };
 
 }  // namespace gpuhal
