@@ -172,14 +172,20 @@ struct Allocation {
   uint64_t cookie = 0;
   // Stream-ordered memory: freed with mem_free_async on this stream.
   std::shared_ptr<struct StreamImpl> free_stream;
+  // Managed memory (mem_alloc_managed): the host addresses it at `ptr` too.
+  bool managed = false;
   ~Allocation();
 };
 
 // Allocates `bytes` (> 0) in `ctx` from the backend; freed through the
 // deferred queue.
 std::shared_ptr<Allocation> allocate(const std::shared_ptr<ContextImpl> &ctx, uint64_t bytes);
-// The backend's mem_alloc with the out-of-memory rule (flush, retry once).
-gpuhal_deviceptr_t backend_alloc(ContextImpl &ctx, uint64_t bytes);
+// Managed memory of `bytes` (> 0) from the backend (mem_alloc_managed),
+// freed through the deferred queue like device memory.
+std::shared_ptr<Allocation> allocate_managed(const std::shared_ptr<ContextImpl> &ctx, uint64_t bytes);
+// The backend's mem_alloc (or mem_alloc_managed) with the out-of-memory
+// rule (flush, retry once).
+gpuhal_deviceptr_t backend_alloc(ContextImpl &ctx, uint64_t bytes, bool managed = false);
 // Page-locked host memory from the backend, freed through the deferred queue.
 std::shared_ptr<void> backend_host_alloc(const std::shared_ptr<ContextImpl> &ctx, uint64_t bytes,
                                          HostMemoryFlags flags);

@@ -31,25 +31,41 @@ Allocation::~Allocation() {
   }
 }
 
-gpuhal_deviceptr_t backend_alloc(ContextImpl &ctx, uint64_t bytes) {
+gpuhal_deviceptr_t backend_alloc(ContextImpl &ctx, uint64_t bytes, bool managed) {
   ctx.check_alive(ctx.current_generation(), "allocate");
   if (bytes == 0) throw Error(Status::ERROR_INVALID_VALUE, "allocate: size must be positive");
   if (bytes > uint64_t(INT64_MAX))
     throw Error(Status::ERROR_SIZE_OVERFLOW, "allocate: " + std::to_string(bytes) + " bytes exceeds the largest size");
+  const char *call = managed ? "mem_alloc_managed" : "mem_alloc";
+  if (managed && !ctx.t().mem_alloc_managed)
+    throw Error(Status::ERROR_NOT_SUPPORTED,
+                "managed memory: backend '" + ctx.lib().name() + "' has none (Capability::ManagedMemory)");
+  const auto alloc = managed ? ctx.t().mem_alloc_managed : ctx.t().mem_alloc;
   gpuhal_deviceptr_t ptr = 0;
-  gpuhal_status_t st = ctx.t().mem_alloc(ctx.handle, bytes, &ptr);
+  gpuhal_status_t st = alloc(ctx.handle, bytes, &ptr);
   if (st == GPUHAL_ERROR_OUT_OF_MEMORY) {
     // Numba's rule (_attempt_allocation): free what is pending, then try
     // once more, also when the flush freed nothing: memory may have come
     // back meanwhile by other ways (another thread's frees, a pool the
     // driver trims, work that completed).
     const size_t freed = ctx.deallocs->flush();
-    ctx.logger().write(LogLevel::Debug, "mem_alloc of " + std::to_string(bytes) + " bytes: out of memory; " +
-                                            std::to_string(freed) + " deferred release(s) run, retrying once");
-    st = ctx.t().mem_alloc(ctx.handle, bytes, &ptr);
+    ctx.logger().write(LogLevel::Debug, std::string(call) + " of " + std::to_string(bytes) +
+                                            " bytes: out of memory; " + std::to_string(freed) +
+                                            " deferred release(s) run, retrying once");
+    st = alloc(ctx.handle, bytes, &ptr);
   }
-  ctx.check(st, "mem_alloc");
+  ctx.check(st, call);
   return ptr;
+}
+
+std::shared_ptr<Allocation> allocate_managed(const std::shared_ptr<ContextImpl> &ctx, uint64_t bytes) {
+  auto a = std::make_shared<Allocation>();
+  a->ctx = ctx;
+  a->generation = ctx->current_generation();
+  a->size = bytes;
+  a->managed = true;
+  a->ptr = backend_alloc(*ctx, bytes, true);
+  return a;
 }
 
 std::shared_ptr<Allocation> allocate(const std::shared_ptr<ContextImpl> &ctx, uint64_t bytes) {

@@ -145,6 +145,8 @@ bool Runtime::supports(Capability c) const {
       return t.device_can_access_peer != nullptr;
     case Capability::Kernels:
       return t.module_compile != nullptr;
+    case Capability::ManagedMemory:
+      return t.mem_alloc_managed != nullptr;
     case Capability::MappedHostMemory: {
       if (!t.host_alloc) return false;
       for (const auto &d : impl_->devices)

@@ -48,6 +48,13 @@ class DeviceArray {
   // Address of element 0; 0 for zero-size arrays.
   gpuhal_deviceptr_t device_pointer() const;
   const DeviceMemory &memory() const { return memory_; }
+  // True for managed memory (managed_array): host and device share it.
+  bool is_managed() const;
+  // The host's view of a managed array: the same elements at the same
+  // addresses, writeable (Numba's managed arrays are NumPy arrays too).
+  // Touch it only while no work of the context that uses the array is in
+  // flight (synchronize first). ERROR_INVALID_VALUE for other arrays.
+  HostView host_view() const;
   Context context() const;
   // len(): shape[0]; ERROR_INDEX_OUT_OF_RANGE for 0-d.
   int64_t length() const;
@@ -144,6 +151,19 @@ DeviceArray device_array(const Context &ctx, const Shape &shape, DType dtype = d
 // Same shape and dtype, strides as NumPy's empty_like (keeps the order).
 DeviceArray device_array_like(const Context &ctx, const HostView &like);
 DeviceArray device_array_like(const DeviceArray &like);
+
+// Numba's cuda.managed_array: an uninitialised array in memory that the
+// host and the device both address (cuda: cuMemAllocManaged; hsa:
+// fine-grained system memory the agent may access; host: its own memory).
+// Freed through the deferred deallocation queue like device memory; it
+// does not come from the context's memory manager. ERROR_NOT_SUPPORTED on
+// a backend without Capability::ManagedMemory or a device without it; the
+// shape, strides and order rules of device_array.
+DeviceArray managed_array(const Context &ctx, const Shape &shape, DType dtype = dtypes::float64,
+                          const Strides &strides = {}, char order = 'C');
+// Same shape and dtype, strides as NumPy's empty_like (keeps the order).
+DeviceArray managed_array_like(const Context &ctx, const HostView &like);
+DeviceArray managed_array_like(const DeviceArray &like);
 
 enum class Copy { yes, no };
 // Allocates a device array with the host array's shape, strides and dtype

@@ -9,7 +9,8 @@
  *
  * History: 1.0 the first table; 1.1 appended the IPC, stream-ordered memory
  * and peer-access entries; 1.2 appended device-code lowering, modules and
- * kernel launch; 1.3 appended native_handle and the device's driver_version.
+ * kernel launch; 1.3 appended native_handle and the device's driver_version;
+ * 1.4 appended mem_alloc_managed.
  *
  * Compatibility rules (frozen):
  *  - Every table and descriptor struct starts with {abi_version, struct_size}.
@@ -54,7 +55,7 @@ extern "C" {
 #define GPUHAL_VERSION_MINOR(v) (((uint32_t)(v)) & 0xffffu)
 
 #define GPUHAL_ABI_MAJOR 1
-#define GPUHAL_ABI_MINOR 3
+#define GPUHAL_ABI_MINOR 4
 #define GPUHAL_ABI_VERSION GPUHAL_MAKE_VERSION(GPUHAL_ABI_MAJOR, GPUHAL_ABI_MINOR)
 
 /* The one symbol a plugin exports. */
@@ -396,6 +397,17 @@ typedef struct gpuhal_plugin_table {
    * the kinds). A kind the backend has no handle for fails with
    * GPUHAL_ERROR_NOT_SUPPORTED. The handle lives as long as ctx. */
   gpuhal_status_t (*native_handle)(gpuhal_context_t ctx, int32_t kind, uint64_t *out);
+
+  /* -- Managed memory (OPTIONAL; ABI 1.4) --
+   * mem_alloc_managed: `bytes` (> 0) that the host and ctx's device both
+   * address at the same pointer (CUDA's cuMemAllocManaged with
+   * CU_MEM_ATTACH_GLOBAL; ROCr's fine-grained system memory the agent may
+   * access; the host backend's own memory). Freed with mem_free. A device
+   * that cannot have it fails with GPUHAL_ERROR_NOT_SUPPORTED (the entry
+   * says what the backend can do, the error what this device can); out of
+   * memory is GPUHAL_ERROR_OUT_OF_MEMORY. The host may touch the memory
+   * while no work of the context that uses it is in flight. */
+  gpuhal_status_t (*mem_alloc_managed)(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr_t *out);
 } gpuhal_plugin_table_t;
 
 /* The plugin's only export. Returns GPUHAL_SUCCESS and sets *table, or

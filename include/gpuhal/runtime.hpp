@@ -68,6 +68,7 @@ enum class Capability {
   StreamOrderedMemory,  // Context::allocate_async (cuMemAllocAsync)
   PeerAccess,           // Device::can_access_peer / Context::enable_peer_access
   Kernels,              // Module::compile / load and Kernel::launch
+  ManagedMemory,        // managed_array (cuMemAllocManaged); a device may still refuse
 };
 
 class Device {

@@ -94,6 +94,8 @@ constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID = 50;
 constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
 constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
 constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97;
+constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY = 83;
+constexpr unsigned CU_MEM_ATTACH_GLOBAL = 0x1;
 
 // CUfunction_attribute and CUjit_option values
 constexpr CUfunction_attribute CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0;
@@ -188,6 +190,7 @@ inline CUstream stream_per_thread() {
   O(cuIpcCloseMemHandle, cuIpcCloseMemHandle, (CUdeviceptr))                                    \
   O(cuMemAllocAsync, cuMemAllocAsync, (CUdeviceptr *, size_t, CUstream))                        \
   O(cuMemFreeAsync, cuMemFreeAsync, (CUdeviceptr, CUstream))                                    \
+  O(cuMemAllocManaged, cuMemAllocManaged, (CUdeviceptr *, size_t, unsigned))                     \
   O(cuDeviceGetDefaultMemPool, cuDeviceGetDefaultMemPool, (CUmemoryPool *, CUdevice))           \
   O(cuMemPoolSetAttribute, cuMemPoolSetAttribute, (CUmemoryPool, CUmemPool_attribute, void *))  \
   O(cuMemPoolGetAttribute, cuMemPoolGetAttribute, (CUmemoryPool, CUmemPool_attribute, void *))  \

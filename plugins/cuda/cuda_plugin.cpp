@@ -341,6 +341,38 @@ gpuhal_status_t mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr
   });
 }
 
+// cuMemAllocManaged with CU_MEM_ATTACH_GLOBAL (any stream of any device),
+// freed by mem_free's cuMemFree. The device's CU_DEVICE_ATTRIBUTE_
+// MANAGED_MEMORY is asked first, so that a device without it is refused by
+// name rather than by the driver's bare CUDA_ERROR_NOT_SUPPORTED.
+gpuhal_status_t mem_alloc_managed(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr_t *out) {
+  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc_managed: null output pointer");
+  if (bytes == 0 || bytes > SIZE_MAX)
+    return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc_managed: size must be positive");
+  if (!drv().cuMemAllocManaged)
+    return fail(GPUHAL_ERROR_NOT_SUPPORTED, "cuMemAllocManaged is not provided by this driver");
+  WITH_CONTEXT("mem_alloc_managed");
+  return guard("mem_alloc_managed", [&]() -> gpuhal_status_t {
+    int supported = 0;
+    CU_CALL(cuDeviceGetAttribute, &supported, CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, c->device);
+    if (!supported)
+      return fail(GPUHAL_ERROR_NOT_SUPPORTED,
+                  "mem_alloc_managed: this device cannot have managed memory (CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY is 0)");
+    CUdeviceptr p = 0;
+    const CUresult r = drv().cuMemAllocManaged(&p, size_t(bytes), CU_MEM_ATTACH_GLOBAL);
+    if (r != CUDA_SUCCESS) return context_error(c, r, "cuMemAllocManaged");
+    try {
+      std::lock_guard<std::mutex> lock(c->mu);
+      c->allocations.insert(p);
+    } catch (...) {
+      drv().cuMemFree(p);
+      throw;
+    }
+    *out = p;
+    return GPUHAL_SUCCESS;
+  });
+}
+
 gpuhal_status_t mem_free(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
   WITH_CONTEXT("mem_free");
   {
@@ -511,6 +543,7 @@ gpuhal_plugin_table_t make_table() {
   t.context_synchronize = context_synchronize;
   t.memory_info = memory_info;
   t.mem_alloc = mem_alloc;
+  t.mem_alloc_managed = mem_alloc_managed;
   t.mem_free = mem_free;
   t.memcpy_sync = memcpy_sync;
   t.memcpy_async = memcpy_async;

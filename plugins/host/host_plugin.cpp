@@ -303,6 +303,12 @@ gpuhal_status_t mem_free(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
 
 // Stream-ordered memory: the allocation is made at once (always early
 // enough); the free runs on the stream after the work submitted before it.
+// The host's device memory is the host's memory: managed memory is device
+// memory (the same pointer on both sides, freed by mem_free).
+gpuhal_status_t mem_alloc_managed(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr_t *out) {
+  return mem_alloc(ctx, bytes, out);
+}
+
 gpuhal_status_t mem_alloc_async(gpuhal_context_t ctx, uint64_t bytes, gpuhal_stream_t stream, gpuhal_deviceptr_t *out) {
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("mem_alloc_async");
@@ -460,6 +466,7 @@ const gpuhal_plugin_table_t kTable = [] {
   t.context_synchronize = context_synchronize;
   t.memory_info = memory_info;
   t.mem_alloc = mem_alloc;
+  t.mem_alloc_managed = mem_alloc_managed;
   t.mem_free = mem_free;
   t.memcpy_sync = memcpy_sync;
   t.memcpy_async = memcpy_async;

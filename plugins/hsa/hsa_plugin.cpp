@@ -427,6 +427,32 @@ gpuhal_status_t mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr
   });
 }
 
+// Managed memory on ROCr: the CPU agent's fine-grained system pool, which
+// the GPU agent is allowed to access (alloc_system) -- the host and the
+// device address it at the same pointer, coherently. Kept with the device
+// allocations, so that mem_free (hsa_amd_memory_pool_free) and the range
+// checks of copies know it.
+gpuhal_status_t mem_alloc_managed(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr_t *out) {
+  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc_managed: null output pointer");
+  if (bytes == 0 || bytes > SIZE_MAX)
+    return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc_managed: size must be positive");
+  WITH_CONTEXT("mem_alloc_managed");
+  return guard("mem_alloc_managed", [&]() -> gpuhal_status_t {
+    void *p = nullptr;
+    if (const gpuhal_status_t st = alloc_system(c, bytes, &p); st != GPUHAL_SUCCESS) return st;
+    try {
+      std::lock_guard<std::mutex> lock(c->mu);
+      c->allocations.emplace(reinterpret_cast<uintptr_t>(p), bytes);
+      c->allocated_bytes += bytes;
+    } catch (...) {
+      rt().hsa_amd_memory_pool_free(p);
+      throw;
+    }
+    *out = reinterpret_cast<uintptr_t>(p);
+    return GPUHAL_SUCCESS;
+  });
+}
+
 gpuhal_status_t mem_free(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
   WITH_CONTEXT("mem_free");
   uint64_t bytes = 0;
@@ -475,6 +501,7 @@ gpuhal_plugin_table_t make_table() {
   t.context_synchronize = context_synchronize;
   t.memory_info = memory_info;
   t.mem_alloc = mem_alloc;
+  t.mem_alloc_managed = mem_alloc_managed;
   t.mem_free = mem_free;
   fill_stream_entries(&t);
   fill_host_memory_entries(&t);

@@ -192,6 +192,24 @@ TEST_CASE("hsa backend: a stream barrier over seven events chains barrier-AND pa
   CHECK(d.copy_to_host().to_vector<uint8_t>() == std::vector<uint8_t>(64, 9));
 }
 
+TEST_CASE("hsa: managed arrays are fine-grained system memory the agent may access", "[managed][hsa]") {
+  FakeHsa fake;
+  {
+    Runtime rt = hsa_runtime();
+    REQUIRE(rt.supports(Capability::ManagedMemory));
+    Context ctx = rt.device(0).primary_context();
+    DeviceArray m = managed_array(ctx, {64}, dtypes::int32);
+    CHECK(m.is_managed());
+    HostView h = m.host_view();
+    for (int i = 0; i < 64; ++i) *static_cast<int32_t *>(h.element({i})) = i;
+    CHECK(m.copy_to_host().at<int32_t>({63}) == 63);  // the runtime's copy reads the host's writes
+    m.memset(0);
+    CHECK(*static_cast<int32_t *>(m.host_view().element({5})) == 0);  // and the host the device's
+  }
+  const auto l = fake.live();
+  CHECK(l.allocations == 0);  // freed with hsa_amd_memory_pool_free
+}
+
 TEST_CASE("hsa kernel: assign of a transposed view dispatches the core's assign kernel", "[kernel][hsa][assign]") {
   FakeHsa fake;
   {

@@ -101,7 +101,7 @@ using CUevent = Event *;
 constexpr CUresult OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, NOT_INITIALIZED = 3, STUB = 34, NO_DEVICE = 100,
                    INVALID_DEVICE = 101, INVALID_CONTEXT = 201, INVALID_PTX = 218, UNSUPPORTED_PTX_VERSION = 222,
                    INVALID_HANDLE = 400, NOT_READY = 600, ALREADY_REGISTERED = 712, NOT_REGISTERED = 713,
-                   NOT_PERMITTED = 800;
+                   NOT_PERMITTED = 800, NOT_SUPPORTED = 801;
 
 // ---- fault injection (FAKE_CUDA_FAIL, syntax of fault_spec.hpp) ------------------
 inline gpuhal::fakes::FaultRules &g_faults = gpuhal::fakes::fault_rules_from_environment("FAKE_CUDA_FAIL", "fake CUDA driver");
@@ -182,8 +182,16 @@ inline uint64_t g_used = 0;
 struct Alloc {
   size_t size;
   int dev;
-  bool pool;  // from cuMemAllocAsync (the default pool)
+  bool pool;             // from cuMemAllocAsync (the default pool)
+  bool managed = false;  // from cuMemAllocManaged
 };
+// cuda.h, CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY (83): "Device can allocate
+// managed memory on this system". FAKE_CUDA_NO_MANAGED_MEMORY set when the
+// driver is loaded makes it 0 on every device.
+inline bool managed_memory_supported() {
+  static const bool supported = std::getenv("FAKE_CUDA_NO_MANAGED_MEMORY") == nullptr;
+  return supported;
+}
 inline std::map<CUdeviceptr, Alloc> g_device;  // allocations
 inline std::map<uintptr_t, size_t> g_host;     // cuMemHostAlloc
 inline std::map<uintptr_t, size_t> g_registered;

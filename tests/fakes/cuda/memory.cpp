@@ -51,6 +51,25 @@ API CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
   return allocate(p, bytes, dev, false);
 }
 
+// cuda.h, cuMemAllocManaged: "If the device doesn't support allocating
+// managed memory, CUDA_ERROR_NOT_SUPPORTED is returned. [...] If bytesize
+// is 0, cuMemAllocManaged returns CUDA_ERROR_INVALID_VALUE." and "flags
+// must be one of CU_MEM_ATTACH_GLOBAL or CU_MEM_ATTACH_HOST". "The pointer
+// is valid on the CPU and on all GPUs in the system that support managed
+// memory": the fake's device memory is the host's, so it is.
+API CUresult cuMemAllocManaged(CUdeviceptr *p, size_t bytes, unsigned flags) {
+  FAULT(cuMemAllocManaged);
+  CONTEXT_CALL();
+  if (!managed_memory_supported()) return NOT_SUPPORTED;
+  if (!p || bytes == 0 || (flags != 0x1 && flags != 0x2)) return INVALID_VALUE;
+  const CUresult r = allocate(p, bytes, dev, false);
+  if (r == OK) {
+    std::lock_guard<std::mutex> lock(g_mem_mu);
+    g_device[*p].managed = true;
+  }
+  return r;
+}
+
 API CUresult cuMemFree_v2(CUdeviceptr p) {
   FAULT(cuMemFree_v2);
   CONTEXT_CALL();

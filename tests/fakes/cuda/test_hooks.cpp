@@ -39,6 +39,14 @@ API int fake_cuda_sticky_error(int d) {
   return bad_device(d) ? 0 : g_sticky[d].load();
 }
 
+// For the tests: managed allocations (cuMemAllocManaged) not yet freed.
+API long fake_cuda_managed_allocations() {
+  std::lock_guard<std::mutex> lock(g_mem_mu);
+  long n = 0;
+  for (const auto &kv : g_device) n += kv.second.managed ? 1 : 0;
+  return n;
+}
+
 // For the tests: the flags of the latest cuMemHostRegister (registered != 0)
 // or cuMemHostAlloc; ~0u before the first.
 API unsigned fake_cuda_last_host_flags(int registered) {
