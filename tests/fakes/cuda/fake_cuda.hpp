@@ -392,7 +392,9 @@ struct Function {
   std::string name;
   std::vector<int> param_sizes;
   int static_shared = 0;
-  int max_dynamic_shared = 48 * 1024;
+  // The driver API is thread-safe: one thread's cuFuncSetAttribute may run
+  // while another's cuLaunchKernel reads the limit (each sees a whole value).
+  std::atomic<int> max_dynamic_shared{48 * 1024};
 };
 struct Module {
   std::vector<std::unique_ptr<Function>> functions;
