@@ -1,13 +1,29 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The cuda plugin's entries kept outside cuda_plugin.cpp, one file per
-// object (cuda_streams.cpp: streams and events; cuda_host_memory.cpp: pinned,
-// mapped and registered host memory; cuda_ipc.cpp: IPC). cuda_plugin.cpp
-// puts them in the plugin table.
+// object (cuda_memory.cpp: device and managed memory, the stream-ordered
+// pool; cuda_transfers.cpp: copies and memsets; cuda_streams.cpp: streams
+// and events; cuda_host_memory.cpp: pinned, mapped and registered host
+// memory; cuda_ipc.cpp: IPC). cuda_plugin.cpp puts them in the plugin table.
 #pragma once
 
 #include "gpuhal/plugin.h"
 
 namespace gpuhal::cuda {
+
+gpuhal_status_t memory_info(gpuhal_context_t ctx, uint64_t *free_bytes, uint64_t *total_bytes);
+gpuhal_status_t mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr_t *out);
+gpuhal_status_t mem_alloc_managed(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr_t *out);
+gpuhal_status_t mem_free(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr);
+gpuhal_status_t mem_alloc_async(gpuhal_context_t ctx, uint64_t bytes, gpuhal_stream_t stream, gpuhal_deviceptr_t *out);
+gpuhal_status_t mem_free_async(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpuhal_stream_t stream);
+
+gpuhal_status_t memcpy_sync(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
+                            uint64_t bytes);
+gpuhal_status_t memcpy_async(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
+                             uint64_t bytes, gpuhal_stream_t stream);
+gpuhal_status_t memset_sync(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t value, uint64_t bytes);
+gpuhal_status_t memset_async(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t value, uint64_t bytes,
+                             gpuhal_stream_t stream);
 
 gpuhal_status_t stream_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_stream_t *out);
 gpuhal_status_t stream_destroy(gpuhal_context_t ctx, gpuhal_stream_t stream);

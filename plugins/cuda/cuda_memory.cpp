@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// The cuda backend's device memory: cuMemAlloc / cuMemAllocManaged /
+// cuMemFree, the stream-ordered pool (cuMemAllocAsync / cuMemFreeAsync)
+// and the memory info that counts the pool's idle reserve as free. Every
+// allocation is remembered in its context, so that context_destroy frees
+// what is left.
+#include <algorithm>
+#include <mutex>
+#include <string>
+
+#include "cuda_context.hpp"
+#include "cuda_entries.hpp"
+#include "cuda_staging.hpp"
+#include "cuda_thread_rules.hpp"
+#include "plugin_support.hpp"
+
+namespace gpuhal::cuda {
+
+namespace {
+
+// Bytes the default pool reserves but does not use (0 when unknown).
+uint64_t pool_idle_bytes(CudaContext *c) {
+  if (!c->pool || !drv().cuMemPoolGetAttribute) return 0;
+  uint64_t reserved = 0, used = 0;
+  if (drv().cuMemPoolGetAttribute(c->pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) != CUDA_SUCCESS ||
+      drv().cuMemPoolGetAttribute(c->pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used) != CUDA_SUCCESS)
+    return 0;
+  return reserved > used ? reserved - used : 0;
+}
+
+}  // namespace
+
+gpuhal_status_t memory_info(gpuhal_context_t ctx, uint64_t *free_bytes, uint64_t *total_bytes) {
+  if (!free_bytes || !total_bytes) return fail(GPUHAL_ERROR_INVALID_VALUE, "memory_info: null output pointer");
+  WITH_CONTEXT("memory_info");
+  size_t f = 0, t = 0;
+  CU_CALL(cuMemGetInfo, &f, &t);
+  // What the stream-ordered pool holds unused is not free to the driver but
+  // is to gpuhal: stream-ordered allocations reuse it, and mem_alloc trims
+  // the pool before it reports out of memory.
+  *free_bytes = std::min<uint64_t>(t, uint64_t(f) + pool_idle_bytes(c));
+  *total_bytes = t;
+  return GPUHAL_SUCCESS;
+}
+
+// ---- device memory ---------------------------------------------------------------
+
+
+gpuhal_status_t mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr_t *out) {
+  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc: null output pointer");
+  if (bytes == 0 || bytes > SIZE_MAX) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc: size must be positive");
+  WITH_CONTEXT("mem_alloc");
+  return guard("mem_alloc", [&]() -> gpuhal_status_t {
+    CUdeviceptr p = 0;
+    CUresult r = drv().cuMemAlloc(&p, size_t(bytes));
+    // The pool's reserve is out of cuMemAlloc's reach: given back, then once more.
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && drv().cuMemPoolTrimTo && pool_idle_bytes(c) > 0 &&
+        drv().cuMemPoolTrimTo(c->pool, 0) == CUDA_SUCCESS)
+      r = drv().cuMemAlloc(&p, size_t(bytes));
+    if (r != CUDA_SUCCESS) return context_error(c, r, "cuMemAlloc");
+    try {
+      std::lock_guard<std::mutex> lock(c->mu);
+      c->allocations.insert(p);
+    } catch (...) {
+      drv().cuMemFree(p);
+      throw;
+    }
+    *out = p;
+    return GPUHAL_SUCCESS;
+  });
+}
+
+// cuMemAllocManaged with CU_MEM_ATTACH_GLOBAL (any stream of any device),
+// freed by mem_free's cuMemFree. The device's CU_DEVICE_ATTRIBUTE_
+// MANAGED_MEMORY is asked first, so that a device without it is refused by
+// name rather than by the driver's bare CUDA_ERROR_NOT_SUPPORTED.
+gpuhal_status_t mem_alloc_managed(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr_t *out) {
+  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc_managed: null output pointer");
+  if (bytes == 0 || bytes > SIZE_MAX)
+    return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc_managed: size must be positive");
+  if (!drv().cuMemAllocManaged)
+    return fail(GPUHAL_ERROR_NOT_SUPPORTED, "cuMemAllocManaged is not provided by this driver");
+  WITH_CONTEXT("mem_alloc_managed");
+  return guard("mem_alloc_managed", [&]() -> gpuhal_status_t {
+    int supported = 0;
+    CU_CALL(cuDeviceGetAttribute, &supported, CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, c->device);
+    if (!supported)
+      return fail(GPUHAL_ERROR_NOT_SUPPORTED,
+                  "mem_alloc_managed: this device cannot have managed memory (CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY is 0)");
+    CUdeviceptr p = 0;
+    const CUresult r = drv().cuMemAllocManaged(&p, size_t(bytes), CU_MEM_ATTACH_GLOBAL);
+    if (r != CUDA_SUCCESS) return context_error(c, r, "cuMemAllocManaged");
+    try {
+      std::lock_guard<std::mutex> lock(c->mu);
+      c->allocations.insert(p);
+    } catch (...) {
+      drv().cuMemFree(p);
+      throw;
+    }
+    *out = p;
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t mem_free(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
+  WITH_CONTEXT("mem_free");
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    if (!c->allocations.count(ptr))
+      return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_free: not a live allocation of this context");
+  }
+  CU_CALL(cuMemFree, ptr);
+  {
+    std::lock_guard<std::mutex> lock(c->mu);  // forgotten only once really released
+    c->allocations.erase(ptr);
+    c->pool_allocations.erase(ptr);
+  }
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t mem_alloc_async(gpuhal_context_t ctx, uint64_t bytes, gpuhal_stream_t stream, gpuhal_deviceptr_t *out) {
+  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc_async: null output pointer");
+  if (bytes == 0 || bytes > SIZE_MAX) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc_async: size must be positive");
+  WITH_CONTEXT("mem_alloc_async");
+  if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "mem_alloc_async: invalid stream");
+  return guard("mem_alloc_async", [&]() -> gpuhal_status_t {
+    CUdeviceptr p = 0;
+    CU_CALL(cuMemAllocAsync, &p, size_t(bytes), native(stream));
+    try {
+      std::lock_guard<std::mutex> lock(c->mu);
+      c->allocations.insert(p);  // cuMemFree frees it too, at context_destroy
+      c->pool_allocations.insert(p);
+    } catch (...) {
+      drv().cuMemFreeAsync(p, native(stream));
+      throw;
+    }
+    *out = p;
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t mem_free_async(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpuhal_stream_t stream) {
+  WITH_CONTEXT("mem_free_async");
+  if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "mem_free_async: invalid stream");
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    if (!c->allocations.count(ptr))
+      return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_free_async: not a live allocation of this context");
+  }
+  CU_CALL(cuMemFreeAsync, ptr, native(stream));
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    c->allocations.erase(ptr);
+    c->pool_allocations.erase(ptr);
+  }
+  return GPUHAL_SUCCESS;
+}
+
+}  // namespace gpuhal::cuda
