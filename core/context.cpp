@@ -16,13 +16,22 @@ static void check_context_handle(const ContextImpl &c) {
                 "plugin '" + c.lib().name() + "': context_create returned a NULL context and success");
 }
 
-std::shared_ptr<ContextImpl> create_context(const std::shared_ptr<RuntimeImpl> &runtime, DeviceImpl *device) {
+std::shared_ptr<ContextImpl> create_context(const std::shared_ptr<RuntimeImpl> &runtime, DeviceImpl *device,
+                                            const uint64_t *adopt) {
   auto ctx = std::make_shared<ContextImpl>();
   ctx->forks = fork_count();
   ctx->runtime = runtime;
   ctx->table = &runtime->table();
   ctx->device = device;
-  ctx->check(ctx->t().context_create(device->ordinal, &ctx->handle), "context_create");
+  if (adopt) {
+    if (!ctx->t().context_adopt)
+      throw Error(Status::ERROR_NOT_SUPPORTED,
+                  "Context::adopt: backend '" + ctx->lib().name() + "' cannot adopt another library's context");
+    ctx->adopted = true;
+    ctx->check(ctx->t().context_adopt(device->ordinal, *adopt, &ctx->handle), "context_adopt");
+  } else {
+    ctx->check(ctx->t().context_create(device->ordinal, &ctx->handle), "context_create");
+  }
   check_context_handle(*ctx);
   const Config &cfg = runtime->config;
   const auto max_bytes = uint64_t(double(device->properties.total_memory) * cfg.max_pending_deallocs_ratio);
@@ -252,9 +261,26 @@ MemoryManager &Context::memory_manager() const {
   return *impl_->manager;
 }
 
+Context Context::adopt(const Device &device, void *native_context) {
+  if (!device.impl_) throw Error(Status::ERROR_INVALID_HANDLE, "Context::adopt: empty device");
+  if (!native_context) throw Error(Status::ERROR_INVALID_VALUE, "Context::adopt: null native context");
+  const uint64_t native = uint64_t(reinterpret_cast<uintptr_t>(native_context));
+  detail::DeviceImpl *d = device.impl_.get();
+  return Context(
+      detail::create_context(std::shared_ptr<detail::RuntimeImpl>(device.impl_, d->runtime), d, &native));
+}
+
+bool Context::adopted() const {
+  detail::require_handle(impl_, "Context::adopted");
+  return impl_->adopted;
+}
+
 void Context::reset() const {
   detail::require_handle(impl_, "Context::reset");
   auto &c = *impl_;
+  if (c.adopted)
+    throw Error(Status::ERROR_NOT_PERMITTED,
+                "Context::reset: an adopted context belongs to the library that made it (reset it there)");
   // The manager frees what it holds while the old context still exists.
   try {
     c.manager->reset();

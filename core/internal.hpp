@@ -99,6 +99,9 @@ struct ContextImpl {
   std::mutex builtin_mutex;
   std::shared_ptr<struct ModuleImpl> builtin_module;
 
+  // Made over another library's vendor context (Context::adopt): never
+  // reset by gpuhal.
+  bool adopted = false;
   // The plugin's table (runtime->table(), cached: every call goes through it).
   const gpuhal_plugin_table_t *table = nullptr;
 
@@ -130,8 +133,10 @@ struct ContextImpl {
   void report_release_failure(gpuhal_status_t status, const char *call) const;
 };
 
-// Creates the context for `device` (context_create + its deallocation queue).
-std::shared_ptr<ContextImpl> create_context(const std::shared_ptr<RuntimeImpl> &runtime, DeviceImpl *device);
+// Creates the context for `device` (context_create + its deallocation
+// queue), or with `adopt` one over that vendor context (context_adopt).
+std::shared_ptr<ContextImpl> create_context(const std::shared_ptr<RuntimeImpl> &runtime, DeviceImpl *device,
+                                            const uint64_t *adopt = nullptr);
 
 struct StreamImpl {
   std::shared_ptr<ContextImpl> ctx;

@@ -46,6 +46,17 @@ class Context {
   // Runtime::get() (Numba's implicit "first use selects GPU 0").
   static Context current();
 
+  // A context over another library's own context (Numba's third-party
+  // contexts): on cuda `native_context` is a CUcontext of `device` its
+  // owner created (cuCtxCreate, or a primary context it retained). gpuhal
+  // works inside it without owning it: dropping the last handle frees what
+  // gpuhal made there and leaves the CUcontext alive; reset() is refused
+  // (ERROR_NOT_PERMITTED). ERROR_NOT_SUPPORTED on backends without such
+  // contexts; ERROR_INVALID_VALUE when it is not a live context of `device`.
+  static Context adopt(const Device &device, void *native_context);
+  // True for a context made by adopt().
+  bool adopted() const;
+
   Device device() const;
   // The default stream (legacy semantics: it waits for all prior work of the
   // blocking streams, and they wait for it). Never destroyed.

@@ -10,7 +10,7 @@
  * History: 1.0 the first table; 1.1 appended the IPC, stream-ordered memory
  * and peer-access entries; 1.2 appended device-code lowering, modules and
  * kernel launch; 1.3 appended native_handle and the device's driver_version;
- * 1.4 appended mem_alloc_managed.
+ * 1.4 appended mem_alloc_managed and context_adopt.
  *
  * Compatibility rules (frozen):
  *  - Every table and descriptor struct starts with {abi_version, struct_size}.
@@ -408,6 +408,16 @@ typedef struct gpuhal_plugin_table {
    * memory is GPUHAL_ERROR_OUT_OF_MEMORY. The host may touch the memory
    * while no work of the context that uses it is in flight. */
   gpuhal_status_t (*mem_alloc_managed)(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr_t *out);
+
+  /* -- Adopted contexts (OPTIONAL; ABI 1.4) --
+   * context_adopt: a context of device `ordinal` over the vendor's own
+   * context `native` (GPUHAL_NATIVE_CONTEXT's kind: a CUcontext), made and
+   * owned by another library. Everything else behaves as for context_create,
+   * but the plugin never destroys, releases or resets `native`:
+   * context_destroy frees what was made through the returned context and
+   * leaves `native` as it found it. GPUHAL_ERROR_INVALID_VALUE when `native`
+   * is not a live context of that device. */
+  gpuhal_status_t (*context_adopt)(int32_t ordinal, uint64_t native, gpuhal_context_t *out);
 } gpuhal_plugin_table_t;
 
 /* The plugin's only export. Returns GPUHAL_SUCCESS and sets *table, or

@@ -45,6 +45,8 @@ struct CudaContext {
   int ordinal = 0;
   CUdevice device = 0;
   CUcontext cu = nullptr;
+  // cu is another library's (context_adopt): never released or reset here.
+  bool adopted = false;
   std::mutex mu;  // guards the sets below
   std::unordered_set<CUstream> streams;
   std::unordered_set<CUevent> events;

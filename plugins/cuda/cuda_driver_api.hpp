@@ -149,6 +149,7 @@ inline CUstream stream_per_thread() {
   R(cuCtxPushCurrent, cuCtxPushCurrent_v2, (CUcontext))                                         \
   R(cuCtxPopCurrent, cuCtxPopCurrent_v2, (CUcontext *))                                         \
   R(cuCtxSynchronize, cuCtxSynchronize, ())                                                     \
+  O(cuCtxGetDevice, cuCtxGetDevice, (CUdevice *))                                               \
   R(cuMemGetInfo, cuMemGetInfo_v2, (size_t *, size_t *))                                        \
   R(cuMemAlloc, cuMemAlloc_v2, (CUdeviceptr *, size_t))                                         \
   R(cuMemFree, cuMemFree_v2, (CUdeviceptr))                                                     \

@@ -2,7 +2,8 @@
 // The cuda backend: every plugin entry over the CUDA driver API.
 //
 // Contexts are the devices' primary contexts (retained by context_create,
-// released by context_destroy). Every entry makes its context current on
+// released by context_destroy), or another library's contexts that
+// context_adopt uses without owning them. Every entry makes its context current on
 // the calling thread for its own duration and restores the caller's
 // (cuda_thread_rules.hpp has the rules on threads, callbacks and fork). The plugin remembers what it made in a context
 // (streams, events, allocations, host memory, registrations, IPC mappings)
@@ -159,20 +160,38 @@ gpuhal_status_t device_properties(int32_t ordinal, gpuhal_device_properties_t *o
 
 // ---- contexts ------------------------------------------------------------------
 
-gpuhal_status_t context_create(int32_t ordinal, gpuhal_context_t *out) {
-  return guard("context_create", [&]() -> gpuhal_status_t {
-    if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "context_create: null output pointer");
+// A context of device `ordinal`: over its primary context (retained here)
+// or, with `adopt`, over another library's context (checked to be live and
+// of that device, and never retained, released or reset here).
+gpuhal_status_t open_context(const char *entry, int32_t ordinal, CUcontext adopt, gpuhal_context_t *out) {
+  return guard(entry, [&]() -> gpuhal_status_t {
+    if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, std::string(entry) + ": null output pointer");
     if (ordinal < 0 || ordinal >= g_device_count)
-      return fail(GPUHAL_ERROR_INVALID_VALUE, "context_create: no cuda device " + std::to_string(ordinal));
-    if (const gpuhal_status_t st = check_thread("context_create"); st != GPUHAL_SUCCESS) return st;
+      return fail(GPUHAL_ERROR_INVALID_VALUE, std::string(entry) + ": no cuda device " + std::to_string(ordinal));
+    if (const gpuhal_status_t st = check_thread(entry); st != GPUHAL_SUCCESS) return st;
     auto c = std::make_unique<CudaContext>();
     c->ordinal = ordinal;
     CU_CALL(cuDeviceGet, &c->device, ordinal);
-    CU_CALL(cuDevicePrimaryCtxRetain, &c->cu, c->device);
     ScopedContext scoped;
-    if (const gpuhal_status_t st = scoped.enter(c->cu, "context_create"); st != GPUHAL_SUCCESS) {
-      drv().cuDevicePrimaryCtxRelease(c->device);
-      return st;
+    if (adopt) {
+      c->cu = adopt;
+      c->adopted = true;
+      if (scoped.enter(c->cu, entry) != GPUHAL_SUCCESS)
+        return fail(GPUHAL_ERROR_INVALID_VALUE,
+                    std::string(entry) + ": not a live CUcontext (" + plugin::last_error() + ")");
+      if (!drv().cuCtxGetDevice)
+        return fail(GPUHAL_ERROR_NOT_SUPPORTED, "cuCtxGetDevice is not provided by this driver");
+      CUdevice of = 0;
+      CU_CALL(cuCtxGetDevice, &of);
+      if (of != c->device)
+        return fail(GPUHAL_ERROR_INVALID_VALUE, std::string(entry) + ": the CUcontext belongs to device " +
+                                                    std::to_string(of) + ", not to device " + std::to_string(ordinal));
+    } else {
+      CU_CALL(cuDevicePrimaryCtxRetain, &c->cu, c->device);
+      if (const gpuhal_status_t st = scoped.enter(c->cu, entry); st != GPUHAL_SUCCESS) {
+        drv().cuDevicePrimaryCtxRelease(c->device);
+        return st;
+      }
     }
     // The stream-ordered pool keeps freed memory up to the threshold instead
     // of returning it to the system at every synchronisation (CUDA's default
@@ -188,7 +207,8 @@ gpuhal_status_t context_create(int32_t ordinal, gpuhal_context_t *out) {
     }
     // A failure costs performance, not correctness: reported as a warning.
     CUmemoryPool pool = nullptr;
-    if (drv().cuDeviceGetDefaultMemPool && drv().cuMemPoolSetAttribute) {
+    // An adopted context leaves the device's pool as its owner set it.
+    if (drv().cuDeviceGetDefaultMemPool && drv().cuMemPoolSetAttribute && !c->adopted) {
       CUresult r2 = drv().cuDeviceGetDefaultMemPool(&pool, c->device);
       const char *call = "cuDeviceGetDefaultMemPool";
       if (r2 == CUDA_SUCCESS) {
@@ -211,6 +231,15 @@ gpuhal_status_t context_create(int32_t ordinal, gpuhal_context_t *out) {
     g_contexts.emplace(c.get(), std::move(c));
     return GPUHAL_SUCCESS;
   });
+}
+
+gpuhal_status_t context_create(int32_t ordinal, gpuhal_context_t *out) {
+  return open_context("context_create", ordinal, nullptr, out);
+}
+
+gpuhal_status_t context_adopt(int32_t ordinal, uint64_t native, gpuhal_context_t *out) {
+  if (!native) return fail(GPUHAL_ERROR_INVALID_VALUE, "context_adopt: null CUcontext");
+  return open_context("context_adopt", ordinal, reinterpret_cast<CUcontext>(uintptr_t(native)), out);
 }
 
 gpuhal_status_t context_destroy(gpuhal_context_t ctx) {
@@ -243,6 +272,12 @@ gpuhal_status_t context_destroy(gpuhal_context_t ctx) {
   // Callbacks still queued will never run: after a successful synchronize
   // none is left; after a sticky error the driver drops them.
   release_callbacks(c, synced == CUDA_SUCCESS ? GPUHAL_ERROR_CONTEXT_DESTROYED : GPUHAL_ERROR_LAUNCH_FAILED);
+  if (Driver::is_sticky(synced) && c->adopted) {
+    // Another library's context: dead, but its owner's to reset. What was
+    // made in it goes when the owner resets or destroys it.
+    c->staging.clear();
+    return d.error(synced, "cuCtxSynchronize (the adopted context failed; its owner must reset it)");
+  }
   if (Driver::is_sticky(synced)) {
     // The context is dead: every call of it would return the error. The
     // primary context is reset, which destroys everything made in it (the
@@ -267,7 +302,7 @@ gpuhal_status_t context_destroy(gpuhal_context_t ctx) {
   for (CUdeviceptr p : c->allocations) note(d.cuMemFree(p), "cuMemFree");
   for (void *p : c->registrations) note(d.cuMemHostUnregister(p), "cuMemHostUnregister");
   for (void *p : c->host_allocations) note(d.cuMemFreeHost(p), "cuMemFreeHost");
-  note(d.cuDevicePrimaryCtxRelease(c->device), "cuDevicePrimaryCtxRelease");
+  if (!c->adopted) note(d.cuDevicePrimaryCtxRelease(c->device), "cuDevicePrimaryCtxRelease");
   return first == CUDA_SUCCESS ? GPUHAL_SUCCESS : d.error(first, first_call);
 }
 
@@ -377,6 +412,7 @@ gpuhal_plugin_table_t make_table() {
   t.module_get_kernel = module_get_kernel;
   t.launch = launch;
   t.native_handle = native_handle;
+  t.context_adopt = context_adopt;
   return t;
 }
 

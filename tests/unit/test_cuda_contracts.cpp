@@ -521,4 +521,56 @@ TEST_CASE("cuda contract: the driver is never unloaded, and a forked child gets 
   CHECK(d.copy_to_host().to_vector<float>() == big);  // the parent goes on
 }
 
+TEST_CASE("cuda contract: gpuhal works inside a context another library made and leaves it alive", "[cuda][contract]") {
+  // Numba's third-party-context case: another library holds a CUcontext
+  // (here it retains the primary context itself, through the driver); gpuhal
+  // adopts it, works in it, and when its handles go it frees what it made
+  // there and neither releases nor resets the other library's context.
+  Runtime rt = cuda_runtime();
+  auto retain = fake_symbol<int (*)(void **, int)>("cuDevicePrimaryCtxRetain");
+  auto release = fake_symbol<int (*)(int)>("cuDevicePrimaryCtxRelease_v2");
+  auto refs = fake_symbol<int (*)(int)>("fake_cuda_primary_refs");
+  auto live = fake_symbol<long (*)()>("fake_cuda_live_allocations");
+  void *theirs = nullptr;
+  REQUIRE(retain(&theirs, 0) == 0);
+  REQUIRE(refs(0) == 1);
+  {
+    Context ctx = Context::adopt(rt.device(0), theirs);
+    CHECK(ctx.adopted());
+    CHECK(ctx.native_context() == theirs);
+    CHECK(refs(0) == 1);  // not retained again
+    std::vector<float> v(1000, 2.0f);
+    DeviceArray d = to_device(ctx, HostView::of(v));
+    Stream s = ctx.create_stream();
+    d.copy_to_host(HostView::of(v), s);
+    s.synchronize();
+    CHECK(live() == 1);
+    REQUIRE_GPUHAL_ERROR(ctx.reset(), Status::ERROR_NOT_PERMITTED, "belongs to the library that made it");
+  }
+  CHECK(live() == 0);   // gpuhal's memory went with its context
+  CHECK(refs(0) == 1);  // the other library's context did not
+  // Its owner goes on using it, then lets it go.
+  CHECK(release(0) == 0);
+  CHECK(refs(0) == 0);
+}
+
+TEST_CASE("cuda contract: adopting what is not a context of the device is refused by name", "[cuda][contract][errors]") {
+  setenv("FAKE_CUDA_DEVICES", "2", 1);  // read when the fake driver loads (a process per test case)
+  Runtime rt = cuda_runtime();
+  REQUIRE(rt.device_count() == 2);
+  int bogus = 0;
+  REQUIRE_GPUHAL_ERROR(Context::adopt(rt.device(0), &bogus), Status::ERROR_INVALID_VALUE, "not a live CUcontext");
+  REQUIRE_GPUHAL_ERROR(Context::adopt(rt.device(0), nullptr), Status::ERROR_INVALID_VALUE, "null native context");
+  auto retain = fake_symbol<int (*)(void **, int)>("cuDevicePrimaryCtxRetain");
+  auto release = fake_symbol<int (*)(int)>("cuDevicePrimaryCtxRelease_v2");
+  void *of_device_1 = nullptr;
+  REQUIRE(retain(&of_device_1, 1) == 0);
+  REQUIRE_GPUHAL_ERROR(Context::adopt(rt.device(0), of_device_1), Status::ERROR_INVALID_VALUE,
+                       "belongs to device 1, not to device 0");
+  CHECK(release(1) == 0);
+  // Backends without such contexts say so.
+  REQUIRE_GPUHAL_ERROR(Context::adopt(test::host_context().device(), &bogus), Status::ERROR_NOT_SUPPORTED,
+                       "cannot adopt");
+}
+
 #endif

@@ -144,6 +144,19 @@ API CUresult cuCtxPopCurrent_v2(void **ctx) {
   return OK;
 }
 
+// cuda.h, cuCtxGetDevice: "Returns in *device the handle of the current
+// context's device"; CUDA_ERROR_INVALID_CONTEXT without a current context,
+// CUDA_ERROR_INVALID_VALUE for a null output.
+API CUresult cuCtxGetDevice(int *device) {
+  FAULT(cuCtxGetDevice);
+  REQUIRE_INIT();
+  if (t_in_host_fn) return NOT_PERMITTED;  // "must not make any CUDA API calls"
+  if (!device) return INVALID_VALUE;
+  if (t_stack.empty()) return INVALID_CONTEXT;
+  *device = t_stack.back();
+  return OK;
+}
+
 API CUresult cuCtxSynchronize() {
   FAULT(cuCtxSynchronize);
   CONTEXT_CALL();

@@ -47,6 +47,16 @@ API long fake_cuda_managed_allocations() {
   return n;
 }
 
+// For the tests: device allocations of any kind not yet freed, and the
+// references held on device d's primary context.
+API long fake_cuda_live_allocations() {
+  std::lock_guard<std::mutex> lock(g_mem_mu);
+  return long(g_device.size());
+}
+API int fake_cuda_primary_refs(int d) {
+  return g_ctx_refs[d];
+}
+
 // For the tests: the flags of the latest cuMemHostRegister (registered != 0)
 // or cuMemHostAlloc; ~0u before the first.
 API unsigned fake_cuda_last_host_flags(int registered) {
