@@ -12,17 +12,17 @@ static const char *kSource = R"(
 #define TPB 16
 GPUHAL_KERNEL void fast_matmul(GPUHAL_GLOBAL const float *A, GPUHAL_GLOBAL const float *B, GPUHAL_GLOBAL float *C,
                                int M, int K, int N) {
-  GPUHAL_SHARED_ARRAY(float, sA, TPB * TPB);
-  GPUHAL_SHARED_ARRAY(float, sB, TPB * TPB);
+  GPUHAL_SHARED_ARRAY(float, sA, TPB, TPB);
+  GPUHAL_SHARED_ARRAY(float, sB, TPB, TPB);
   int tx = gpuhal_local_id(0), ty = gpuhal_local_id(1);
   int col = gpuhal_global_id(0), row = gpuhal_global_id(1);
   float tmp = 0.0f;
   for (int t = 0; t < (K + TPB - 1) / TPB; ++t) {
     int ka = t * TPB + tx, kb = t * TPB + ty;
-    sA[ty * TPB + tx] = (row < M && ka < K) ? A[row * K + ka] : 0.0f;
-    sB[ty * TPB + tx] = (col < N && kb < K) ? B[kb * N + col] : 0.0f;
+    sA[ty][tx] = (row < M && ka < K) ? A[row * K + ka] : 0.0f;
+    sB[ty][tx] = (col < N && kb < K) ? B[kb * N + col] : 0.0f;
     gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);   /* the tile is loaded */
-    for (int j = 0; j < TPB; ++j) tmp += sA[ty * TPB + j] * sB[j * TPB + tx];
+    for (int j = 0; j < TPB; ++j) tmp += sA[ty][j] * sB[j][tx];
     gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);   /* everyone is done with it */
   }
   if (row < M && col < N) C[row * N + col] = tmp;

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <vector>
 
+#include "array_dims.hpp"
 #include "cuda_context.hpp"
 #include "cuda_thread_rules.hpp"
 
@@ -223,10 +224,16 @@ const Builtin kBuiltins[] = {
     {"gpuhal_barrier", "#define gpuhal_barrier(flags) (((flags) & 2u) ? __threadfence() : (void)0, __syncthreads())"},
     {"gpuhal_wave_barrier", "#define gpuhal_wave_barrier() __syncwarp()"},
     {"gpuhal_mem_fence", "#define gpuhal_mem_fence(flags) (((flags) & 2u) ? __threadfence() : __threadfence_block())"},
-    {"GPUHAL_SHARED_ARRAY", "#define GPUHAL_SHARED_ARRAY(T, name, n) __shared__ __align__(16) T name[(n)]"},
+    {"GPUHAL_SHARED_ARRAY", GPUHAL_PLUGIN_ARRAY_DIMS_MACROS
+     "#define GPUHAL_SHARED_ARRAY(T, name, ...) __shared__ __align__(16) T name __GPUHAL_DIMS(__VA_ARGS__)"},
     {"GPUHAL_DYNAMIC_SHARED", "#define GPUHAL_DYNAMIC_SHARED(T, name) T *name = (T *)__gpuhal_dynamic_smem"},
     {"gpuhal_dynamic_shared_bytes", "#define gpuhal_dynamic_shared_bytes() __gpuhal_dynamic_smem_size()"},
-    {"GPUHAL_LOCAL_ARRAY", "#define GPUHAL_LOCAL_ARRAY(T, name, n) T name[(n)]"},
+    {"GPUHAL_LOCAL_ARRAY", GPUHAL_PLUGIN_ARRAY_DIMS_MACROS "#define GPUHAL_LOCAL_ARRAY(T, name, ...) T name __GPUHAL_DIMS(__VA_ARGS__)"},
+    // __align__ only ever raises a variable's alignment.
+    {"GPUHAL_SHARED_ARRAY_ALIGNED", GPUHAL_PLUGIN_ARRAY_DIMS_MACROS
+     "#define GPUHAL_SHARED_ARRAY_ALIGNED(T, name, align, ...) __shared__ __align__(align) T name __GPUHAL_DIMS(__VA_ARGS__)"},
+    {"GPUHAL_LOCAL_ARRAY_ALIGNED", GPUHAL_PLUGIN_ARRAY_DIMS_MACROS
+     "#define GPUHAL_LOCAL_ARRAY_ALIGNED(T, name, align, ...) __align__(align) T name __GPUHAL_DIMS(__VA_ARGS__)"},
 };
 
 bool has_arch_option(const std::vector<std::string> &opts) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "array_dims.hpp"
 #include "host_kernel_abi.hpp"
 
 namespace gpuhal::host {
@@ -31,6 +32,17 @@ const char kPrologue[] =
     "  __gpuhal_wi = me;\n"
     "  __atomic_signal_fence(__ATOMIC_SEQ_CST);\n"
     "}";
+
+// The element count of one to four extents (host shared arrays assert it).
+#define kHostArrayCount                                                                                   \
+  "#ifndef __GPUHAL_COUNT\n"                                                                             \
+  "#define __GPUHAL_COUNT(...) "                                                                         \
+  "__GPUHAL_PICK(__VA_ARGS__, __GPUHAL_C4, __GPUHAL_C3, __GPUHAL_C2, __GPUHAL_C1, _)(__VA_ARGS__)\n"     \
+  "#define __GPUHAL_C1(a) ((unsigned long long)(a))\n"                                                   \
+  "#define __GPUHAL_C2(a, b) (__GPUHAL_C1(a) * (unsigned long long)(b))\n"                               \
+  "#define __GPUHAL_C3(a, b, c) (__GPUHAL_C2(a, b) * (unsigned long long)(c))\n"                         \
+  "#define __GPUHAL_C4(a, b, c, d) (__GPUHAL_C3(a, b, c) * (unsigned long long)(d))\n"                   \
+  "#endif\n"
 
 struct Builtin {
   const char *name;
@@ -68,14 +80,21 @@ const Builtin kBuiltins[] = {
     // Per OS thread = per running work-group (a group runs on one thread).
     // One array larger than a work-group's shared memory fails to compile,
     // as on a GPU; several that only together exceed it fail at launch.
-    {"GPUHAL_SHARED_ARRAY",
-     "#define GPUHAL_SHARED_ARRAY(T, name, n) static_assert(sizeof(T) * (unsigned long long)(n) <= 65536ull, "
-     "\"GPUHAL_SHARED_ARRAY \" #name \": more shared memory than a work-group has (65536 bytes)\"); "
-     "alignas(16) static thread_local T name[(n)]"},
+    {"GPUHAL_SHARED_ARRAY", GPUHAL_PLUGIN_ARRAY_DIMS_MACROS kHostArrayCount
+     "#define GPUHAL_SHARED_ARRAY(T, name, ...) GPUHAL_SHARED_ARRAY_ALIGNED(T, name, 16, __VA_ARGS__)"},
     {"GPUHAL_DYNAMIC_SHARED",
      "#define GPUHAL_DYNAMIC_SHARED(T, name) T *name = (T *)(__gpuhal_wi->group->dynamic_shared)"},
     {"gpuhal_dynamic_shared_bytes", "#define gpuhal_dynamic_shared_bytes() (__gpuhal_wi->group->dynamic_shared_bytes)"},
-    {"GPUHAL_LOCAL_ARRAY", "#define GPUHAL_LOCAL_ARRAY(T, name, n) T name[(n)]"},
+    {"GPUHAL_LOCAL_ARRAY", GPUHAL_PLUGIN_ARRAY_DIMS_MACROS "#define GPUHAL_LOCAL_ARRAY(T, name, ...) T name __GPUHAL_DIMS(__VA_ARGS__)"},
+    // alignas(T) too: a weaker alignas than the type's own is ill-formed in
+    // C++, and on a GPU the alignment never goes below the type's.
+    {"GPUHAL_SHARED_ARRAY_ALIGNED", GPUHAL_PLUGIN_ARRAY_DIMS_MACROS kHostArrayCount
+     "#define GPUHAL_SHARED_ARRAY_ALIGNED(T, name, align, ...) "
+     "static_assert(sizeof(T) * __GPUHAL_COUNT(__VA_ARGS__) <= 65536ull, "
+     "\"GPUHAL_SHARED_ARRAY \" #name \": more shared memory than a work-group has (65536 bytes)\"); "
+     "alignas(align) alignas(T) static thread_local T name __GPUHAL_DIMS(__VA_ARGS__)"},
+    {"GPUHAL_LOCAL_ARRAY_ALIGNED", GPUHAL_PLUGIN_ARRAY_DIMS_MACROS
+     "#define GPUHAL_LOCAL_ARRAY_ALIGNED(T, name, align, ...) alignas(align) alignas(T) T name __GPUHAL_DIMS(__VA_ARGS__)"},
 };
 
 // Unpacks the arguments by the kernel's own parameter types (a template, so

@@ -202,9 +202,10 @@ Decl Rewriter::read_decl(size_t b, size_t e) const {
   Decl d;
   const size_t end = e - 1;
   const std::string &w = t_[b].s;
-  if (w == "GPUHAL_SHARED_ARRAY" || w == "GPUHAL_DYNAMIC_SHARED") {
+  if (w == "GPUHAL_SHARED_ARRAY" || w == "GPUHAL_SHARED_ARRAY_ALIGNED" || w == "GPUHAL_DYNAMIC_SHARED") {
     d.kind = Decl::Shared;
-    // (T, name, n) or (T, name): the name is the second argument.
+    // (T, name, extents...), (T, name, alignment, extents...) or (T, name):
+    // the name is the second argument.
     size_t j = b + 2;
     int depth = 0;
     for (; j < end; ++j) {
@@ -221,8 +222,14 @@ Decl Rewriter::read_decl(size_t b, size_t e) const {
     d.ds.push_back(x);
     return d;
   }
+  if (w == "GPUHAL_LOCAL_ARRAY_ALIGNED") {
+    // Its alignment would have to hold in the per-work-item slots too: such
+    // kernels keep their fibers.
+    d.kind = Decl::Unknown;
+    return d;
+  }
   if (w == "GPUHAL_LOCAL_ARRAY") {
-    // (T, name, n): a private array.
+    // (T, name, n0 [, n1 ...]): a private array.
     if (b + 1 >= end || t_[b + 1].s != "(" || partner(b + 1) != end - 1) {
       d.kind = Decl::Unknown;
       return d;
@@ -234,7 +241,7 @@ Decl Rewriter::read_decl(size_t b, size_t e) const {
       if (t_[j].s == ")" || t_[j].s == "]") --depth;
       if (depth == 0 && t_[j].s == ",") commas.push_back(j);
     }
-    if (commas.size() != 2 || commas[1] != commas[0] + 2 || !is_ident(t_[commas[0] + 1].s)) {
+    if (commas.size() < 2 || commas.size() > 5 || commas[1] != commas[0] + 2 || !is_ident(t_[commas[0] + 1].s)) {
       d.kind = Decl::Unknown;
       return d;
     }
@@ -242,7 +249,8 @@ Decl Rewriter::read_decl(size_t b, size_t e) const {
     Declarator x;
     x.type = text(b + 2, commas[0]);
     x.name = t_[commas[0] + 1].s;
-    x.dims = "[(" + text(commas[1] + 1, end - 1) + ")]";
+    commas.push_back(end - 1);
+    for (size_t k = 1; k + 1 < commas.size(); ++k) x.dims += "[(" + text(commas[k] + 1, commas[k + 1]) + ")]";
     d.ds.push_back(x);
     return d;
   }

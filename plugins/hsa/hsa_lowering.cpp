@@ -3,6 +3,8 @@
 
 #include <cstring>
 
+#include "array_dims.hpp"
+
 namespace gpuhal::hsa {
 namespace {
 
@@ -19,6 +21,10 @@ const char kPrologue[] =
     "typedef unsigned long uint64_t;\n"
     "typedef long intptr_t;\n"
     "typedef unsigned long uintptr_t;\n"
+    // The dialect's size_t (docs/kernels.md): OpenCL's, which the compile
+    // without the default header does not declare.
+    "typedef unsigned long size_t;\n"
+    "typedef long ptrdiff_t;\n"
     "static inline __constant unsigned char *__gpuhal_packet(void) {\n"
     "  return (__constant unsigned char *)__builtin_amdgcn_dispatch_ptr();\n"
     "}\n"
@@ -80,12 +86,20 @@ const Builtin kBuiltins[] = {
     {"gpuhal_mem_fence",
      "#define gpuhal_mem_fence(flags) (((flags) & 2u) ? __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, \"agent\") "
      ": __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, \"workgroup\"))"},
-    {"GPUHAL_SHARED_ARRAY", "#define GPUHAL_SHARED_ARRAY(T, name, n) __local T name[(n)] __attribute__((aligned(16)))"},
+    {"GPUHAL_SHARED_ARRAY", GPUHAL_PLUGIN_ARRAY_DIMS_MACROS
+     "#define GPUHAL_SHARED_ARRAY(T, name, ...) __local T name __GPUHAL_DIMS(__VA_ARGS__) __attribute__((aligned(16)))"},
     {"GPUHAL_DYNAMIC_SHARED",
      "#define GPUHAL_DYNAMIC_SHARED(T, name) __local T *name = (__local T *)(__local unsigned char *)"
      "__gpuhal_dynamic_lds_base()"},
     {"gpuhal_dynamic_shared_bytes", "#define gpuhal_dynamic_shared_bytes() __gpuhal_dynamic_lds_bytes()"},
-    {"GPUHAL_LOCAL_ARRAY", "#define GPUHAL_LOCAL_ARRAY(T, name, n) T name[(n)]"},
+    {"GPUHAL_LOCAL_ARRAY", GPUHAL_PLUGIN_ARRAY_DIMS_MACROS "#define GPUHAL_LOCAL_ARRAY(T, name, ...) T name __GPUHAL_DIMS(__VA_ARGS__)"},
+    // aligned() only ever raises a variable's alignment.
+    {"GPUHAL_SHARED_ARRAY_ALIGNED", GPUHAL_PLUGIN_ARRAY_DIMS_MACROS
+     "#define GPUHAL_SHARED_ARRAY_ALIGNED(T, name, align, ...) __local T name __GPUHAL_DIMS(__VA_ARGS__) "
+     "__attribute__((aligned(align)))"},
+    {"GPUHAL_LOCAL_ARRAY_ALIGNED", GPUHAL_PLUGIN_ARRAY_DIMS_MACROS
+     "#define GPUHAL_LOCAL_ARRAY_ALIGNED(T, name, align, ...) T name __GPUHAL_DIMS(__VA_ARGS__) "
+     "__attribute__((aligned(align)))"},
 };
 
 }  // namespace

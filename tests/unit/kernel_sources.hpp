@@ -29,25 +29,54 @@ GPUHAL_KERNEL void block_sum(GPUHAL_GLOBAL const double *in, GPUHAL_GLOBAL doubl
 }
 )";
 
-// Numba's docs' fast_matmul: tiles of A and B through shared memory.
+// Numba's docs' fast_matmul: tiles of A and B through shared memory, as
+// 2-D shared arrays (cuda.shared.array(shape=(TPB, TPB), ...)).
 inline const char *kMatmul = R"(
 #define TPB 16
 GPUHAL_KERNEL void matmul(GPUHAL_GLOBAL const float *A, GPUHAL_GLOBAL const float *B, GPUHAL_GLOBAL float *C,
                           int M, int K, int N) {
-  GPUHAL_SHARED_ARRAY(float, sA, TPB * TPB);
-  GPUHAL_SHARED_ARRAY(float, sB, TPB * TPB);
+  GPUHAL_SHARED_ARRAY(float, sA, TPB, TPB);
+  GPUHAL_SHARED_ARRAY(float, sB, TPB, TPB);
   int tx = gpuhal_local_id(0), ty = gpuhal_local_id(1);
   int col = gpuhal_global_id(0), row = gpuhal_global_id(1);
   float acc = 0.0f;
   for (int t = 0; t < (K + TPB - 1) / TPB; ++t) {
     int ka = t * TPB + tx, kb = t * TPB + ty;
-    sA[ty * TPB + tx] = (row < M && ka < K) ? A[row * K + ka] : 0.0f;
-    sB[ty * TPB + tx] = (col < N && kb < K) ? B[kb * N + col] : 0.0f;
+    sA[ty][tx] = (row < M && ka < K) ? A[row * K + ka] : 0.0f;
+    sB[ty][tx] = (col < N && kb < K) ? B[kb * N + col] : 0.0f;
     gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
-    for (int j = 0; j < TPB; ++j) acc += sA[ty * TPB + j] * sB[j * TPB + tx];
+    for (int j = 0; j < TPB; ++j) acc += sA[ty][j] * sB[j][tx];
     gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
   }
   if (row < M && col < N) C[row * N + col] = acc;
+}
+)";
+
+// Multi-dimensional and aligned shared and private arrays: out[i] gets a
+// sum over a 3-D private array and a 2-D one kept across a barrier, and
+// bit flags saying whether each aligned array is aligned as asked.
+inline const char *const kArrays = R"(
+GPUHAL_KERNEL void arrays(GPUHAL_GLOBAL int *out, GPUHAL_GLOBAL unsigned *aligned) {
+  GPUHAL_SHARED_ARRAY(int, grid, 4, 8);
+  GPUHAL_SHARED_ARRAY_ALIGNED(unsigned char, wide, 256, 3);
+  GPUHAL_LOCAL_ARRAY(int, cube, 2, 3, 4);
+  GPUHAL_LOCAL_ARRAY_ALIGNED(unsigned char, line, 64, 2, 5);
+  const int i = (int)gpuhal_local_id(0);
+  GPUHAL_LOCAL_ARRAY(int, kept, 2, 2);
+  for (int a = 0; a < 2; ++a)
+    for (int b = 0; b < 3; ++b)
+      for (int c = 0; c < 4; ++c) cube[a][b][c] = a * 100 + b * 10 + c;
+  kept[1][1] = i;
+  grid[i / 8][i % 8] = i * 2;
+  gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+  int sum = 0;
+  for (int a = 0; a < 2; ++a)
+    for (int b = 0; b < 3; ++b)
+      for (int c = 0; c < 4; ++c) sum += cube[a][b][c];
+  line[1][4] = 1;
+  wide[2] = 1;
+  out[i] = sum + grid[(31 - i) / 8][(31 - i) % 8] + kept[1][1] * 1000 + line[1][4] + wide[2];
+  aligned[i] = ((size_t)wide % 256 == 0 ? 1u : 0u) | ((size_t)line % 64 == 0 ? 2u : 0u);
 }
 )";
 

@@ -87,7 +87,7 @@ TEST_CASE("cuda kernel: the lowered portable kernels compile with NVRTC and asse
     WARN("skipped: ptxas is not installed here");
     return;
   }
-  for (const char *src : {kSaxpy, kReduce, kMatmul, kDynamic}) {
+  for (const char *src : {kSaxpy, kReduce, kMatmul, kDynamic, kArrays}) {
     for (const char *arch : {"80", "90"}) {
       Module m = compile_or_skip(ctx, src, std::string("--gpu-architecture=compute_") + arch);
       if (!m) return;

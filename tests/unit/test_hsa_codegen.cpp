@@ -64,7 +64,7 @@ int main() {
     const char *source;
     bool barrier;
   } cases[] = {{"saxpy", kSaxpy, false}, {"block_sum", kReduce, true}, {"matmul", kMatmul, true},
-               {"dyn", kDynamic, true}};
+               {"dyn", kDynamic, true},     {"arrays", kArrays, true}};
   for (const auto &c : cases) {
     std::vector<char> code;
     std::string log;

@@ -107,6 +107,21 @@ TEST_CASE("kernel: block reduction with shared memory and barriers matches a CPU
   }
 }
 
+TEST_CASE("kernel: multi-dimensional and aligned shared and private arrays", "[kernel]") {
+  Context ctx = kernel_context();
+  Kernel k = Module::compile(ctx, kArrays).kernel("arrays");
+  auto out = device_array(ctx, {32}, dtypes::int32);
+  auto aligned = device_array(ctx, {32}, dtypes::uint32);
+  k({1}, {32})(out, aligned);
+  const auto got = out.copy_to_host().to_vector<int32_t>();
+  const auto flags = aligned.copy_to_host().to_vector<uint32_t>();
+  for (int i = 0; i < 32; ++i) {
+    INFO("work-item " << i);
+    CHECK(got[size_t(i)] == 1476 + 2 * (31 - i) + 1000 * i + 2);
+    CHECK(flags[size_t(i)] == 3u);  // 256-byte shared, 64-byte private
+  }
+}
+
 TEST_CASE("kernel: tiled matrix multiply with shared memory matches a CPU reference", "[kernel]") {
   Context ctx = kernel_context();
   Kernel k = Module::compile(ctx, kMatmul).kernel("matmul");
