@@ -93,7 +93,10 @@ std::vector<Token> tokenize(const std::string &s) {
   throw Error(Status::ERROR_COMPILATION_FAILED, "kernel source line " + std::to_string(line) + ": " + what);
 }
 
-bool is_barrier_token(const std::string &t) { return t == "gpuhal_barrier"; }
+// The barriers: plain, and those that reduce a predicate over the group.
+bool is_barrier_token(const std::string &t) {
+  return t == "gpuhal_barrier" || t == "gpuhal_barrier_count" || t == "gpuhal_barrier_and" || t == "gpuhal_barrier_or";
+}
 
 const std::map<std::string, DType> &type_names() {
   static const std::map<std::string, DType> m = {

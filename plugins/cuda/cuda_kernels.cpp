@@ -234,6 +234,10 @@ const Builtin kBuiltins[] = {
      "#define GPUHAL_SHARED_ARRAY_ALIGNED(T, name, align, ...) __shared__ __align__(align) T name __GPUHAL_DIMS(__VA_ARGS__)"},
     {"GPUHAL_LOCAL_ARRAY_ALIGNED", GPUHAL_PLUGIN_ARRAY_DIMS_MACROS
      "#define GPUHAL_LOCAL_ARRAY_ALIGNED(T, name, align, ...) __align__(align) T name __GPUHAL_DIMS(__VA_ARGS__)"},
+    // bar.red.popc / .and / .or: a __syncthreads that reduces the predicate.
+    {"gpuhal_barrier_count", "#define gpuhal_barrier_count(p) __syncthreads_count((p) != 0)"},
+    {"gpuhal_barrier_and", "#define gpuhal_barrier_and(p) __syncthreads_and((p) != 0)"},
+    {"gpuhal_barrier_or", "#define gpuhal_barrier_or(p) __syncthreads_or((p) != 0)"},
 };
 
 bool has_arch_option(const std::vector<std::string> &opts) {

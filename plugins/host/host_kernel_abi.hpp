@@ -10,6 +10,8 @@
 // run_group runs every work-item of one work-group as a plain loop (kernels
 // without barriers); run_item runs one work-item (a fiber, for kernels with
 // barriers). Both read the arguments from args[i] (pointers to the values).
+// barrier_count is the barrier that also counts the work-items whose
+// predicate was nonzero (gpuhal_barrier_count / _and / _or).
 // run_group_loops, when not NULL, runs a whole work-group of a kernel with
 // barriers as work-item loops (host_workitem_loops.hpp); it needs
 // group->scratch to hold local_items * loops_scratch_per_item + 64 bytes.
@@ -17,7 +19,7 @@
 
 #include <stdint.h>
 
-#define GPUHAL_HOST_KERNEL_ABI_VERSION 2
+#define GPUHAL_HOST_KERNEL_ABI_VERSION 3
 
 #define GPUHAL_HOST_KERNEL_ABI_TEXT                                                                  \
   struct gpuhal_host_group {                                                                        \
@@ -29,6 +31,7 @@
     void (*barrier)(void *scheduler);                                                               \
     void *scheduler;                                                                                \
     unsigned char *scratch;                                                                         \
+    int (*barrier_count)(void *scheduler, int predicate);                                           \
   };                                                                                                \
   struct gpuhal_host_item {                                                                         \
     uint32_t local_id[3];                                                                           \

@@ -209,6 +209,11 @@ struct Fiber {
 struct Scheduler {
   ctx::fiber main;  // the scheduler, while a work-item runs
   Fiber *current = nullptr;
+  // gpuhal_barrier_count: the predicates counted during a round (every
+  // work-item resumed once), and the total of the last round, which the
+  // work-items read when they go on.
+  int count_round = 0;
+  int count_result = 0;
   const gpuhal_host_kernel *kernel = nullptr;
   void *const *args = nullptr;
   // The thread's own stack, for the sanitizers.
@@ -271,6 +276,15 @@ void fiber_barrier(void *sched) {
   asan_arrive(f->asan_fake, &s->main_bottom, &s->main_size);
 }
 
+// The counting barrier of a fiber: the predicate joins the round's count,
+// and every work-item goes on with the round's total.
+int fiber_barrier_count(void *sched, int predicate) {
+  Scheduler *s = static_cast<Scheduler *>(sched);
+  s->count_round += predicate;
+  fiber_barrier(sched);
+  return s->count_result;
+}
+
 // Runs one group of a kernel with barriers: every work-item a fiber on a
 // stack of the pool. False when there were not stacks enough.
 bool run_group_fibers(StackPool &stacks, const gpuhal_host_kernel *kernel, void *const *args, gpuhal_host_group &g,
@@ -283,6 +297,7 @@ bool run_group_fibers(StackPool &stacks, const gpuhal_host_kernel *kernel, void 
   s.main_tsan = __tsan_get_current_fiber();
 #endif
   g.barrier = fiber_barrier;
+  g.barrier_count = fiber_barrier_count;
   g.scheduler = &s;
   std::vector<Fiber> f(items);
   std::vector<StackPool::Stack> st(items);
@@ -333,6 +348,9 @@ bool run_group_fibers(StackPool &stacks, const gpuhal_host_kernel *kernel, void 
         w.tsan = nullptr;
       }
     }
+    // A round ended: its count is what the work-items read when they go on.
+    s.count_result = s.count_round;
+    s.count_round = 0;
   }
   stacks.release(items, st.data());
   return true;
@@ -343,6 +361,10 @@ bool run_group_fibers(StackPool &stacks, const gpuhal_host_kernel *kernel, void 
 // launch reports it.
 void loop_barrier(void *flag) {
   static_cast<std::atomic<bool> *>(flag)->store(true, std::memory_order_relaxed);
+}
+int loop_barrier_count(void *flag, int predicate) {
+  loop_barrier(flag);
+  return predicate;
 }
 
 }  // namespace
@@ -381,6 +403,7 @@ std::string run_kernel(ThreadPool &pool, StackPool &stacks, const KernelLaunch &
     }
     if (loops) {
       g.barrier = loop_barrier;
+      g.barrier_count = loop_barrier_count;
       g.scheduler = &misuse;
       g.scratch = scratch;
       L.kernel->run_group_loops(&g, L.args.data());
@@ -388,6 +411,7 @@ std::string run_kernel(ThreadPool &pool, StackPool &stacks, const KernelLaunch &
     }
     if (!fibers) {
       g.barrier = loop_barrier;
+      g.barrier_count = loop_barrier_count;
       g.scheduler = &misuse;
       L.kernel->run_group(&g, L.args.data());
       return;

@@ -31,6 +31,14 @@ const char kPrologue[] =
     "  me->group->barrier(me->group->scheduler);\n"
     "  __gpuhal_wi = me;\n"
     "  __atomic_signal_fence(__ATOMIC_SEQ_CST);\n"
+    "}\n"
+    "static inline int __gpuhal_barrier_count_impl(int predicate) {\n"
+    "  const gpuhal_host_item *me = __gpuhal_wi;\n"
+    "  __atomic_signal_fence(__ATOMIC_SEQ_CST);\n"
+    "  const int n = me->group->barrier_count(me->group->scheduler, predicate != 0);\n"
+    "  __gpuhal_wi = me;\n"
+    "  __atomic_signal_fence(__ATOMIC_SEQ_CST);\n"
+    "  return n;\n"
     "}";
 
 // The element count of one to four extents (host shared arrays assert it).
@@ -95,6 +103,12 @@ const Builtin kBuiltins[] = {
      "alignas(align) alignas(T) static thread_local T name __GPUHAL_DIMS(__VA_ARGS__)"},
     {"GPUHAL_LOCAL_ARRAY_ALIGNED", GPUHAL_PLUGIN_ARRAY_DIMS_MACROS
      "#define GPUHAL_LOCAL_ARRAY_ALIGNED(T, name, align, ...) alignas(align) alignas(T) T name __GPUHAL_DIMS(__VA_ARGS__)"},
+    // The group's scheduler counts the predicates of a barrier round (the
+    // work-items run as fibers; the work-item loops leave such kernels
+    // alone). and / or: no predicate zero / some predicate nonzero.
+    {"gpuhal_barrier_count", "#define gpuhal_barrier_count(p) __gpuhal_barrier_count_impl((p))"},
+    {"gpuhal_barrier_and", "#define gpuhal_barrier_and(p) (__gpuhal_barrier_count_impl(!(p)) == 0)"},
+    {"gpuhal_barrier_or", "#define gpuhal_barrier_or(p) (__gpuhal_barrier_count_impl((p)) != 0)"},
 };
 
 // Unpacks the arguments by the kernel's own parameter types (a template, so

@@ -92,6 +92,12 @@ std::string Rewriter::rewrite(const std::string &name, size_t pb, size_t pe, siz
 }  // namespace workitem
 
 
+namespace {
+bool is_counting_barrier(const std::string &s) {
+  return s == "gpuhal_barrier_count" || s == "gpuhal_barrier_and" || s == "gpuhal_barrier_or";
+}
+}  // namespace
+
 WorkItemLoops make_work_item_loops(const std::string &source, const std::vector<std::string> &barrier_kernels) {
   WorkItemLoops r;
   if (barrier_kernels.empty()) return r;
@@ -132,7 +138,7 @@ WorkItemLoops make_work_item_loops(const std::string &source, const std::vector<
   bool tls_items = false;
   for (size_t i = 0; i < t.size(); ++i) {
     if (t[i].b < user || in_body[i]) continue;
-    if (t[i].s == "gpuhal_barrier")
+    if (t[i].s == "gpuhal_barrier" || is_counting_barrier(t[i].s))
       all_skip = "gpuhal_barrier is used outside kernel bodies (in a device function or a macro)";
     if (id_builtins().count(t[i].s) || t[i].s == "GPUHAL_DYNAMIC_SHARED" || t[i].s == "gpuhal_dynamic_shared_bytes")
       tls_items = true;
@@ -150,6 +156,13 @@ WorkItemLoops make_work_item_loops(const std::string &source, const std::vector<
     }
     if (!all_skip.empty()) {
       r.skipped.push_back({name, all_skip});
+      continue;
+    }
+    // A barrier that counts a predicate sits inside an expression, where
+    // the loops cannot split: such kernels keep their fibers.
+    if (std::any_of(t.begin() + std::ptrdiff_t(k->bb), t.begin() + std::ptrdiff_t(k->be),
+                    [](const Tok &x) { return is_counting_barrier(x.s); })) {
+      r.skipped.push_back({name, "gpuhal_barrier_count / _and / _or reduce across the group (fibers keep them)"});
       continue;
     }
     try {

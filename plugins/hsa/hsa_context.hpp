@@ -166,11 +166,13 @@ struct HsaKernel {
   uint64_t object = 0;  // HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT
   uint32_t kernarg_size = 0;
   uint32_t group_segment_size = 0;
+  uint32_t count_cells = 0;  // LDS bytes of the counting barrier's cells (hsa_lowering.cpp)
   uint32_t private_segment_size = 0;
   KernelMetadata md;
 };
 
 struct HsaModule {
+  uint32_t count_cells = 0;  // the image carries kCountCellsMarker: its kernels reserve the cells
   hsa_executable_t executable{};
   hsa_code_object_reader_t reader{};
   CodeObjectMetadata md;

@@ -13,6 +13,7 @@
 // completed.
 #include "hsa_kernels.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <sstream>
@@ -55,6 +56,36 @@ gpuhal_status_t lower_builtin(const char *builtin, const char **text) {
   return GPUHAL_SUCCESS;
 }
 
+namespace {
+
+// Kernels that count predicates at barriers need LDS cells the launcher
+// reserves (hsa_lowering.cpp). module_compile marks such a module's code
+// object with this symbol, module_load looks for it, so that a prebuilt
+// image keeps the reservation too.
+constexpr char kCountCellsMarker[] = "__gpuhal_count_cells_v1";
+constexpr uint32_t kCountCellsBytes = 16;
+
+// The lowered source, and when the user's part (after the core's #line
+// marker) uses a counting barrier, the cells' size and the marker first.
+std::string with_count_cells(const char *lowered) {
+  const std::string source(lowered);
+  const size_t user = source.find("#line 1 \"kernel\"");
+  const std::string tail = source.substr(user == std::string::npos ? 0 : user);
+  bool counts = false;
+  for (const char *name : {"gpuhal_barrier_count", "gpuhal_barrier_and", "gpuhal_barrier_or"})
+    counts = counts || tail.find(name) != std::string::npos;
+  if (!counts) return source;
+  return "#define __GPUHAL_COUNT_CELLS " + std::to_string(kCountCellsBytes) + "u\n__constant int " +
+         kCountCellsMarker + " __attribute__((used)) = 1;\n" + source;
+}
+
+bool has_count_cells_marker(const void *image, uint64_t bytes) {
+  const auto *b = static_cast<const char *>(image);
+  return std::search(b, b + bytes, kCountCellsMarker, kCountCellsMarker + sizeof kCountCellsMarker - 1) != b + bytes;
+}
+
+}  // namespace
+
 gpuhal_status_t module_compile(gpuhal_context_t ctx, const gpuhal_compile_args_t *args, void **image, uint64_t *bytes,
                                uint32_t *format) {
   return guard("module_compile", [&]() -> gpuhal_status_t {
@@ -73,7 +104,7 @@ gpuhal_status_t module_compile(gpuhal_context_t ctx, const gpuhal_compile_args_t
     std::vector<char> code;
     std::string log;
     const std::string isa = "amdgcn-amd-amdhsa--" + c->device->isa_name;
-    if (!cg->compile(args->source, isa, opts, &code, &log))
+    if (!cg->compile(with_count_cells(args->source), isa, opts, &code, &log))
       return fail(GPUHAL_ERROR_COMPILATION_FAILED, "module_compile: amd_comgr failed for " + isa + ":\n" + log);
     void *out = std::malloc(code.size());
     if (!out) return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "module_compile: out of host memory for the code object");
@@ -112,6 +143,7 @@ gpuhal_status_t module_load(gpuhal_context_t ctx, const void *image, uint64_t by
       if (cg && !read) why = reader_why + " (" + why + ")";
       if (cg || !read) return fail(GPUHAL_ERROR_INVALID_IMAGE, "module_load: " + why);
     }
+    m->count_cells = has_count_cells_marker(image, bytes) ? kCountCellsBytes : 0;
     HSA_CALL(hsa_code_object_reader_create_from_memory, image, size_t(bytes), &m->reader);
     auto release = [&](hsa_status_t s, const char *call) {
       const gpuhal_status_t st = rt().error(s, call);
@@ -166,6 +198,7 @@ gpuhal_status_t module_get_kernel(gpuhal_context_t ctx, gpuhal_module_t module, 
       return fail(GPUHAL_ERROR_NOT_FOUND, std::string("module_get_kernel: no kernel '") + name + "' in the module");
     auto k = std::make_unique<HsaKernel>();
     k->md = *md;
+    k->count_cells = m->count_cells;
     hsa_executable_symbol_t sym{};
     hsa_agent_t agent = c->device->agent;
     HSA_CALL(hsa_executable_get_symbol_by_name, m->executable, md->symbol.c_str(), &agent, &sym);
@@ -202,7 +235,8 @@ HsaKernel *find_kernel(HsaContext *c, gpuhal_kernel_t kernel) {
 void fill_hidden_arguments(const HsaKernel &k, const gpuhal_launch_config_t &config, uint64_t group_segment,
                            void *kernarg) {
   const int dims = config.grid[2] * config.block[2] > 1 ? 3 : config.grid[1] * config.block[1] > 1 ? 2 : 1;
-  const uint64_t static_lds = (uint64_t(k.group_segment_size) + 15) & ~uint64_t(15);
+  // What precedes the dynamic part: the static part, aligned, and the cells.
+  const uint64_t static_lds = ((uint64_t(k.group_segment_size) + 15) & ~uint64_t(15)) + k.count_cells;
   for (const KernelArg &a : k.md.args) {
     const std::string &kind = a.value_kind;
     if (kind.compare(0, 7, "hidden_") != 0 || a.size == 0 || a.size > 8) continue;
@@ -263,11 +297,13 @@ gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuha
       return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: a block of " + std::to_string(threads) +
                                                   " work-items, this kernel allows at most " +
                                                   std::to_string(max_threads));
-    // The dynamic part starts 16-byte aligned after the static part (the
-    // lowering's __gpuhal_dynamic_lds_base): the padding is allocated too.
+    // The dynamic part starts 16-byte aligned after the static part and the
+    // counting barrier's cells (the lowering's __gpuhal_dynamic_lds_base):
+    // the padding is allocated too.
     const uint64_t group =
-        config->dynamic_shared_bytes
-            ? ((uint64_t(k->group_segment_size) + 15) & ~uint64_t(15)) + config->dynamic_shared_bytes
+        config->dynamic_shared_bytes || k->count_cells
+            ? ((uint64_t(k->group_segment_size) + 15) & ~uint64_t(15)) + k->count_cells +
+                  config->dynamic_shared_bytes
             : uint64_t(k->group_segment_size);
     if (d.lds_size && group > d.lds_size)
       return fail(GPUHAL_ERROR_INVALID_VALUE,

@@ -50,8 +50,27 @@ const char kPrologue[] =
     // The dynamic part starts on a 16-byte boundary after the static part
     // (as CUDA's __align__(16) extern array does); the launcher adds the
     // same padding to the group segment size.
+    // A module whose kernels count predicates at barriers (module_compile
+    // defines __GPUHAL_COUNT_CELLS then) has 16 bytes of cells there first.
+    "#ifndef __GPUHAL_COUNT_CELLS\n"
+    "#define __GPUHAL_COUNT_CELLS 0u\n"
+    "#endif\n"
     "static inline unsigned int __gpuhal_dynamic_lds_base(void) {\n"
-    "  return (__builtin_amdgcn_groupstaticsize() + 15u) & ~15u;\n"
+    "  return ((__builtin_amdgcn_groupstaticsize() + 15u) & ~15u) + __GPUHAL_COUNT_CELLS;\n"
+    "}\n"
+    // The counting barrier: a cell of the group's LDS, cleared by one
+    // work-item, incremented atomically by those whose predicate holds, read
+    // by all; the first barrier keeps a previous count's readers ahead of
+    // the clearing.
+    "static inline int __gpuhal_barrier_count(int predicate) {\n"
+    "  __local int *cell = (__local int *)(__local unsigned char *)"
+    "((__builtin_amdgcn_groupstaticsize() + 15u) & ~15u);\n"
+    "  __gpuhal_barrier();\n"
+    "  if (__gpuhal_local_id(0) == 0u && __gpuhal_local_id(1) == 0u && __gpuhal_local_id(2) == 0u) *cell = 0;\n"
+    "  __gpuhal_barrier();\n"
+    "  if (predicate) __atomic_fetch_add(cell, 1, __ATOMIC_RELAXED);\n"
+    "  __gpuhal_barrier();\n"
+    "  return *cell;\n"
     "}\n"
     "static inline unsigned int __gpuhal_dynamic_lds_bytes(void) {\n"
     "  return *(__constant unsigned int *)(__gpuhal_packet() + 28) - __gpuhal_dynamic_lds_base();\n"
@@ -100,6 +119,9 @@ const Builtin kBuiltins[] = {
     {"GPUHAL_LOCAL_ARRAY_ALIGNED", GPUHAL_PLUGIN_ARRAY_DIMS_MACROS
      "#define GPUHAL_LOCAL_ARRAY_ALIGNED(T, name, align, ...) T name __GPUHAL_DIMS(__VA_ARGS__) "
      "__attribute__((aligned(align)))"},
+    {"gpuhal_barrier_count", "#define gpuhal_barrier_count(p) __gpuhal_barrier_count((p) != 0)"},
+    {"gpuhal_barrier_and", "#define gpuhal_barrier_and(p) (__gpuhal_barrier_count(!(p)) == 0)"},
+    {"gpuhal_barrier_or", "#define gpuhal_barrier_or(p) (__gpuhal_barrier_count((p) != 0) != 0)"},
 };
 
 }  // namespace

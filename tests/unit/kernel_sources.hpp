@@ -4,7 +4,7 @@
 
 namespace {
 
-inline const char *kSaxpy = R"(
+inline const char *const kSaxpy = R"(
 GPUHAL_KERNEL void saxpy(GPUHAL_GLOBAL float *y, GPUHAL_GLOBAL const float *x, float a, int n) {
   unsigned i = gpuhal_global_id(0);
   if (i < (unsigned)n) y[i] = a * x[i] + y[i];
@@ -13,7 +13,7 @@ GPUHAL_KERNEL void saxpy(GPUHAL_GLOBAL float *y, GPUHAL_GLOBAL const float *x, f
 
 // Numba's docs' reduction: one partial sum per block, shared memory halved
 // each step with a barrier between steps.
-inline const char *kReduce = R"(
+inline const char *const kReduce = R"(
 #define BLOCK 128
 GPUHAL_KERNEL void block_sum(GPUHAL_GLOBAL const double *in, GPUHAL_GLOBAL double *partial, unsigned n) {
   GPUHAL_SHARED_ARRAY(double, s, BLOCK);
@@ -31,7 +31,7 @@ GPUHAL_KERNEL void block_sum(GPUHAL_GLOBAL const double *in, GPUHAL_GLOBAL doubl
 
 // Numba's docs' fast_matmul: tiles of A and B through shared memory, as
 // 2-D shared arrays (cuda.shared.array(shape=(TPB, TPB), ...)).
-inline const char *kMatmul = R"(
+inline const char *const kMatmul = R"(
 #define TPB 16
 GPUHAL_KERNEL void matmul(GPUHAL_GLOBAL const float *A, GPUHAL_GLOBAL const float *B, GPUHAL_GLOBAL float *C,
                           int M, int K, int N) {
@@ -80,8 +80,29 @@ GPUHAL_KERNEL void arrays(GPUHAL_GLOBAL int *out, GPUHAL_GLOBAL unsigned *aligne
 }
 )";
 
+// Barriers that count a predicate (Numba's syncthreads_count / _and / _or),
+// three counts in a row and the and / or forms; a group of 64: out gets,
+// per work-item, the three counts' sum and four flags.
+inline const char *const kVotes = R"(
+GPUHAL_KERNEL void votes(GPUHAL_GLOBAL int *out, int modulo) {
+  const int i = (int)gpuhal_local_id(0);
+  const int g = (int)gpuhal_global_id(0);
+  int total = 0;
+  for (int round = 1; round <= 3; ++round) total += gpuhal_barrier_count(i % (modulo * round) == 0);
+  const int all = gpuhal_barrier_and(i >= 0);
+  const int all_but = gpuhal_barrier_and(i != 5);
+  const int any = gpuhal_barrier_or(i == 63);
+  const int none = gpuhal_barrier_or(i > 1000);
+  out[5 * g] = total;
+  out[5 * g + 1] = all;
+  out[5 * g + 2] = all_but;
+  out[5 * g + 3] = any;
+  out[5 * g + 4] = none;
+}
+)";
+
 // Dynamic shared memory: two views of one base, reversed within the group.
-inline const char *kDynamic = R"(
+inline const char *const kDynamic = R"(
 GPUHAL_KERNEL void dyn(GPUHAL_GLOBAL float *out, GPUHAL_GLOBAL unsigned *bytes) {
   GPUHAL_DYNAMIC_SHARED(float, f);
   GPUHAL_DYNAMIC_SHARED(int, i);

@@ -44,6 +44,14 @@ TEST_CASE("work-item loops: the test suite's barrier kernels are all rewritten",
   }
 }
 
+TEST_CASE("work-item loops: kernels with counting barriers keep their fibers, saying why", "[loops-rewrite]") {
+  auto r = make_work_item_loops(kVotes, {"votes"});
+  CHECK(r.kernels.empty());
+  REQUIRE(r.skipped.size() == 1);
+  CHECK(r.skipped[0].first == "votes");
+  CHECK_THAT(r.skipped[0].second, test::contains("gpuhal_barrier_count"));
+}
+
 TEST_CASE("work-item loops: ids stay loop indices, values carried across barriers get per-item slots",
           "[loops-rewrite]") {
   auto r = make_work_item_loops(kReduce, {"block_sum"});

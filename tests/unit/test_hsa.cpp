@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "hsa_api.hpp"
+#include "kernel_sources.hpp"
 #include "test_support.hpp"
 
 using namespace gpuhal;
@@ -190,6 +191,40 @@ TEST_CASE("hsa backend: a stream barrier over seven events chains barrier-AND pa
   blocking.add_callback([] { std::this_thread::sleep_for(std::chrono::milliseconds(20)); });
   d.memset(9, blocking);
   CHECK(d.copy_to_host().to_vector<uint8_t>() == std::vector<uint8_t>(64, 9));
+}
+
+TEST_CASE("hsa kernel: counting barriers reserve their LDS cell before the dynamic part", "[kernel][hsa]") {
+  FakeHsa fake;
+  {
+    Runtime rt = hsa_runtime();
+    Context ctx = rt.device(0).primary_context();
+    Module m = compile_or_skip(ctx, kVotes);
+    if (!m) return;
+    DeviceArray out = device_array(ctx, {5 * 64}, dtypes::int32);
+    api::hsa_kernel_dispatch_packet_t p{};
+    std::vector<uint8_t> args;
+    m.kernel("votes")({1}, {64})(out, 2);
+    ctx.synchronize();
+    fake.last_dispatch(&p, &args);
+    CHECK(p.group_segment_size == 16);  // no static LDS: the cell's 16 bytes
+    m.kernel("votes")({1}, {64}, ctx.default_stream(), 100)(out, 2);
+    ctx.synchronize();
+    fake.last_dispatch(&p, &args);
+    CHECK(p.group_segment_size == 16 + 100);  // the dynamic part after the cell
+    // A prebuilt image of the module keeps the reservation (its marker).
+    Module again = Module::load(ctx, ImageFormat::Hsaco, m.image().data(), m.image().size());
+    again.kernel("votes")({1}, {64})(out, 2);
+    ctx.synchronize();
+    fake.last_dispatch(&p, &args);
+    CHECK(p.group_segment_size == 16);
+    // A module without counting barriers reserves nothing.
+    Module plain = compile_or_skip(ctx, "GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *p) { p[0] = 1; }");
+    plain.kernel("k")({1}, {64})(out);
+    ctx.synchronize();
+    fake.last_dispatch(&p, &args);
+    CHECK(p.group_segment_size == 0);
+  }
+  CHECK(fake.live().allocations == 0);
 }
 
 TEST_CASE("hsa: managed arrays are fine-grained system memory the agent may access", "[managed][hsa]") {

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -64,7 +64,7 @@ int main() {
     const char *source;
     bool barrier;
   } cases[] = {{"saxpy", kSaxpy, false}, {"block_sum", kReduce, true}, {"matmul", kMatmul, true},
-               {"dyn", kDynamic, true},     {"arrays", kArrays, true}};
+               {"dyn", kDynamic, true},     {"arrays", kArrays, true},  {"votes", kVotes, true}};
   for (const auto &c : cases) {
     std::vector<char> code;
     std::string log;
@@ -109,16 +109,35 @@ int main() {
     if (!c.barrier) continue;
     // Every s_barrier sits between the work-group fences: the release's
     // wait for the group's LDS operations right before it and the acquire's
-    // right after it (a bare s_barrier, numba.roc's barrier(0), has neither).
-    std::regex fenced(R"(s_waitcnt[^\n]*lgkmcnt\(0\)[^\n]*\n\s*s_barrier[^\n]*\n\s*s_waitcnt[^\n]*lgkmcnt\(0\))");
-    const size_t barriers = [&] {
-      size_t n = 0;
-      for (size_t p = text.find("s_barrier"); p != std::string::npos; p = text.find("s_barrier", p + 1)) ++n;
-      return n;
-    }();
-    size_t fenced_count = 0;
-    for (auto it = std::sregex_iterator(text.begin(), text.end(), fenced); it != std::sregex_iterator(); ++it)
-      ++fenced_count;
+    // after it, before any memory access (a bare s_barrier, numba.roc's
+    // barrier(0), has neither). Back-to-back barriers, as a counting barrier
+    // has, share the wait between them; ALU instructions may come first.
+    std::vector<std::string> lines;
+    {
+      std::stringstream ss(text);
+      for (std::string l; std::getline(ss, l);) {
+        const size_t f = l.find_first_not_of(" \t");
+        if (f != std::string::npos) lines.push_back(l.substr(f));
+      }
+    }
+    auto starts = [](const std::string &l, const char *p) { return l.rfind(p, 0) == 0; };
+    auto lds_wait = [&](const std::string &l) { return starts(l, "s_waitcnt") && l.find("lgkmcnt(0)") != std::string::npos; };
+    auto memory = [&](const std::string &l) {
+      for (const char *p : {"ds_", "global_", "flat_", "buffer_", "scratch_", "s_load", "s_barrier"})
+        if (starts(l, p)) return true;
+      return false;
+    };
+    size_t barriers = 0, fenced_count = 0;
+    for (size_t i = 0; i < lines.size(); ++i) {
+      if (!starts(lines[i], "s_barrier")) continue;
+      ++barriers;
+      bool after = false;
+      for (size_t j = i + 1; j < lines.size() && !after; ++j) {
+        if (lds_wait(lines[j])) after = true;
+        else if (memory(lines[j])) break;
+      }
+      if (i > 0 && lds_wait(lines[i - 1]) && after) ++fenced_count;
+    }
     std::printf("%s: %zu bytes of gfx90a code, %zu s_barrier, %zu between release and acquire waits\n", c.name,
                 code.size(),
                 barriers, fenced_count);

@@ -107,6 +107,22 @@ TEST_CASE("kernel: block reduction with shared memory and barriers matches a CPU
   }
 }
 
+TEST_CASE("kernel: barriers that count, and and or a predicate over the group", "[kernel]") {
+  Context ctx = kernel_context();
+  Kernel k = Module::compile(ctx, kVotes).kernel("votes");
+  auto out = device_array(ctx, {2 * 64 * 5}, dtypes::int32);
+  k({2}, {64})(out, 2);
+  const auto got = out.copy_to_host().to_vector<int32_t>();
+  for (int g = 0; g < 128; ++g) {
+    INFO("work-item " << g);
+    CHECK(got[size_t(5 * g)] == 32 + 16 + 11);  // i % 2, i % 4, i % 6 == 0 among 64
+    CHECK(got[size_t(5 * g + 1)] == 1);
+    CHECK(got[size_t(5 * g + 2)] == 0);
+    CHECK(got[size_t(5 * g + 3)] == 1);
+    CHECK(got[size_t(5 * g + 4)] == 0);
+  }
+}
+
 TEST_CASE("kernel: multi-dimensional and aligned shared and private arrays", "[kernel]") {
   Context ctx = kernel_context();
   Kernel k = Module::compile(ctx, kArrays).kernel("arrays");
