@@ -278,8 +278,14 @@ std::string constant_array_text(const ConstantArray &c) {
                 "constant array '" + c.name + "' has dtype " + c.dtype.name() + ", which has no C type in kernels");
   if (c.count > 0 && !c.data)
     throw Error(Status::ERROR_INVALID_VALUE, "constant array '" + c.name + "' has elements but no data");
-  // An empty array still needs one element in C; its count is 0 for the user.
-  std::string s = "GPUHAL_CONSTANT " + type + " " + c.name + "[" + std::to_string(c.count ? c.count : 1) + "] = {";
+  // An empty array still needs one element in C; its count is 0 for the
+  // user. Several dimensions take the flat initialiser (C's brace elision).
+  std::string dims = "[" + std::to_string(c.count ? c.count : 1) + "]";
+  if (c.count && c.shape.size() > 1) {
+    dims.clear();
+    for (int64_t d : c.shape) dims += "[" + std::to_string(d) + "]";
+  }
+  std::string s = "GPUHAL_CONSTANT " + type + " " + c.name + dims + " = {";
   char buf[64];
   const auto *bytes = static_cast<const unsigned char *>(c.data);
   const size_t item = size_t(c.dtype.itemsize());

@@ -53,6 +53,7 @@ struct ConstantArray {
   DType dtype;
   const void *data = nullptr;
   uint64_t count = 0;
+  std::vector<int64_t> shape;  // the dimensions; empty: one dimension of `count`
 };
 // The C text of a constant array (exact: floats as hex literals). Throws
 // ERROR_INVALID_VALUE for a name that is not a C identifier, and

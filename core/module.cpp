@@ -86,11 +86,12 @@ ModuleOptions &ModuleOptions::constant(const std::string &name, const HostView &
   for (const auto &c : constants)
     if (c.name == name) throw Error(Status::ERROR_INVALID_VALUE, "constant array '" + name + "' is given twice");
   // Validates the name and dtype now, where the mistake is made.
-  detail::ConstantArray probe{name, data.dtype(), nullptr, 0};
+  detail::ConstantArray probe{name, data.dtype(), nullptr, 0, {}};
   (void)detail::constant_array_text(probe);
   Constant c;
   c.name = name;
   c.dtype = data.dtype();
+  c.shape = data.shape();
   const size_t item = size_t(data.dtype().itemsize());
   c.bytes.resize(size_t(data.size()) * item);
   // C order whatever the view's strides are (NC's ascontiguousarray rule).
@@ -119,7 +120,7 @@ Module Module::compile(const Context &ctx, const std::string &source, const Modu
   m->lowered = detail::lowering_text(c.lib());
   for (const auto &k : options.constants) {
     const uint64_t count = k.bytes.size() / uint64_t(k.dtype.itemsize());
-    m->lowered += detail::constant_array_text({k.name, k.dtype, k.bytes.data(), count});
+    m->lowered += detail::constant_array_text({k.name, k.dtype, k.bytes.data(), count, k.shape});
   }
   m->lowered += "#line 1 \"kernel\"\n";
   m->lowered += source;

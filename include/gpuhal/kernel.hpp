@@ -68,7 +68,8 @@ struct ModuleOptions {
   // Extra options for the backend's compiler (space separated).
   std::string compiler_options;
   // Adds a constant array (Numba's cuda.const.array_like): `data` is copied
-  // now and baked into the module as `GPUHAL_CONSTANT T name[n]`, where T is
+  // now and baked into the module as `GPUHAL_CONSTANT T name[n0][n1]...`
+  // with the data's shape (a 0-d or empty one as `name[1]`), where T is
   // the C type of its dtype (float, double, int8_t ... uint64_t); the kernel
   // refers to it by name. Any contiguous layout is read in C order. Throws
   // ERROR_INVALID_VALUE for a bad or repeated name, ERROR_INVALID_DTYPE for a
@@ -78,7 +79,8 @@ struct ModuleOptions {
   struct Constant {
     std::string name;
     DType dtype;
-    std::vector<unsigned char> bytes;
+    std::vector<unsigned char> bytes;  // the elements in C order
+    std::vector<int64_t> shape;        // the host data's shape (the array's dimensions)
   };
   std::vector<Constant> constants;
 };

@@ -231,7 +231,8 @@ TEST_CASE("kernel: constant arrays are baked from host data exactly (floats, ext
   const std::vector<float> f = {0.1f, -0.0f, std::numeric_limits<float>::infinity(), 1e-45f, 3.4028235e38f};
   const std::vector<int64_t> i = {std::numeric_limits<int64_t>::min(), -1, 0, std::numeric_limits<int64_t>::max()};
   const std::vector<uint8_t> u = {0, 255};
-  // F-ordered 2-D data is read in C order (Numba: ascontiguousarray).
+  // F-ordered 2-D data is read in C order (Numba: ascontiguousarray) and
+  // keeps its two dimensions (cuda.const.array_like keeps the shape).
   const std::vector<double> fo = {1, 3, 2, 4};  // [[1,2],[3,4]] in F order
   ModuleOptions opts;
   opts.constant("cf", HostView::of(f))
@@ -246,11 +247,12 @@ GPUHAL_KERNEL void read(GPUHAL_GLOBAL float *of, GPUHAL_GLOBAL int64_t *oi, GPUH
   if (k < 5) of[k] = cf[k];
   if (k < 4) oi[k] = ci[k];
   if (k < 2) ou[k] = cu[k];
-  if (k < 4) od[k] = cd[k];
+  if (k < 4) od[k] = cd[k / 2][k % 2];
 }
 )",
                              opts);
   CHECK_THAT(m.lowered_source(), test::contains("GPUHAL_CONSTANT float cf[5]"));
+  CHECK_THAT(m.lowered_source(), test::contains("GPUHAL_CONSTANT double cd[2][2]"));  // the data's shape
   CHECK_THAT(m.lowered_source(), test::contains("GPUHAL_CONSTANT double empty[1]"));
   auto of = device_array(ctx, {5}, dtypes::float32);
   auto oi = device_array(ctx, {4}, dtypes::int64);
