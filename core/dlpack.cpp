@@ -37,6 +37,9 @@ Managed *export_array(const DeviceArray &array, const Stream *producer, const St
   const Context ctx = array.context();  // throws for an empty array
   // Memory of a context that was reset since is gone (or reused): never exported.
   if (array.memory().impl()) ctx.impl()->check_alive(array.memory().impl()->generation, "to_dlpack");
+  if (array.dtype().kind == DTypeKind::Opaque)
+    throw Error(Status::ERROR_INVALID_DTYPE, "to_dlpack: record arrays (" + array.dtype().name() +
+                                                 ") have no DLPack type (kDLOpaqueHandle is a handle, not bytes)");
   apply_stream_rule(producer, consumer);
   auto e = std::make_unique<Export<Managed>>();
   e->array = array;
@@ -74,6 +77,8 @@ DeviceArray import_tensor(const Context &ctx, const DLTensor &t, std::shared_ptr
     throw Error(Status::ERROR_INVALID_SHAPE, "from_dlpack: ndim " + std::to_string(t.ndim) + " out of range");
   if (t.ndim > 0 && !t.shape) throw Error(Status::ERROR_INVALID_SHAPE, "from_dlpack: null shape");
   const DType dtype{DTypeKind(t.dtype.code), t.dtype.bits, t.dtype.lanes};
+  if (dtype.kind == DTypeKind::Opaque)
+    throw Error(Status::ERROR_INVALID_DTYPE, "from_dlpack: kDLOpaqueHandle elements are handles, not data");
   dtype.validate();
   Shape shape(t.shape, t.shape + t.ndim);
   Strides strides;

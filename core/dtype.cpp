@@ -43,20 +43,34 @@ std::string describe_raw(const DType &d) {
          std::to_string(d.lanes) + ")";
 }
 
+bool is_record(const DType &d) {
+  return d.kind == DTypeKind::Opaque && d.bits == 8 && d.lanes >= 1;
+}
+
 }  // namespace
 
+DType DType::record(int64_t bytes) {
+  if (bytes < 1 || bytes > 65535)
+    throw Error(Status::ERROR_INVALID_DTYPE,
+                "record dtype of " + std::to_string(bytes) + " bytes: the size must be 1 to 65535");
+  return DType{DTypeKind::Opaque, 8, uint16_t(bytes)};
+}
+
 std::string DType::name() const {
+  if (is_record(*this)) return "V" + std::to_string(lanes);
   const Named *t = find(*this);
   return t ? t->name : "dtype" + describe_raw(*this);
 }
 
 std::string DType::typestr() const {
+  if (is_record(*this)) return "|V" + std::to_string(lanes);
   const Named *t = find(*this);
   return t ? t->typestr : "?";
 }
 
 void DType::validate() const {
-  if (!find(*this)) throw Error(Status::ERROR_INVALID_DTYPE, "unsupported dtype " + describe_raw(*this));
+  if (!find(*this) && !is_record(*this))
+    throw Error(Status::ERROR_INVALID_DTYPE, "unsupported dtype " + describe_raw(*this));
 }
 
 DType DType::parse(const std::string &text) {
@@ -69,6 +83,11 @@ DType DType::parse(const std::string &text) {
         (text[0] == '=' || text[0] == '<' || text[0] == '|') && ts != "<V2")
       return t.dtype;
   }
+  // Records: "V<n>" or "|V<n>" (NumPy's void type strings).
+  const size_t v = text.size() > 1 && text[0] == '|' ? 1 : 0;
+  if (text.size() > v + 1 && text[v] == 'V' && text.find_first_not_of("0123456789", v + 1) == std::string::npos &&
+      text.size() - v - 1 <= 5)
+    return record(std::stoll(text.substr(v + 1)));
   if (text == "float") return dtypes::float64;
   if (text == "complex") return dtypes::complex128;
   throw Error(Status::ERROR_INVALID_DTYPE, "unknown dtype '" + text + "'");

@@ -10,7 +10,9 @@ namespace gpuhal {
 
 // Codes are DLPack's DLDataTypeCode values, so a DType converts to DLDataType
 // without a table.
-enum class DTypeKind : uint8_t { Int = 0, UInt = 1, Float = 2, BFloat = 4, Complex = 5, Bool = 6 };
+// DLPack's type codes. Opaque is NumPy's void / record dtype ('V<n>'):
+// elements of n raw bytes (a C struct), as bits 8 and lanes n.
+enum class DTypeKind : uint8_t { Int = 0, UInt = 1, Float = 2, Opaque = 3, BFloat = 4, Complex = 5, Bool = 6 };
 
 struct DType {
   DTypeKind kind = DTypeKind::Float;
@@ -23,8 +25,15 @@ struct DType {
   std::string name() const;
   // NumPy type string: "<f8", "|b1", "<c16", "|u1".
   std::string typestr() const;
-  // Parses a name or a type string. Throws ERROR_INVALID_DTYPE naming the text.
+  // Parses a name or a type string ("V12" / "|V12" for records). Throws
+  // ERROR_INVALID_DTYPE naming the text.
   static DType parse(const std::string &text);
+  // Records (structs) of `bytes` bytes, 1 to 65535: NumPy's 'V<bytes>'.
+  // Such arrays are moved, sliced and assigned like any other; kernels see
+  // them through pointers to a struct the source declares. They have no
+  // scalar conversions and no C type for constant arrays.
+  // ERROR_INVALID_DTYPE for a size out of range.
+  static DType record(int64_t bytes);
   // Throws ERROR_INVALID_DTYPE unless this is one of the supported types.
   void validate() const;
 

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "gpuhal/dtype.hpp"
@@ -37,6 +38,13 @@ class HostView {
   }
   // A view of a whole vector; `shape` defaults to {v.size()}. Throws
   // ERROR_INVALID_SHAPE when the layout reaches outside the vector.
+  // A vector of structs as a record array (dtype DType::record(sizeof(T))).
+  template <class T>
+  static HostView of_records(std::vector<T> &v, const Shape &shape = {}) {
+    static_assert(std::is_trivially_copyable<T>::value, "records are copied as bytes");
+    return checked_over(v.data(), v.size() * sizeof(T), shape.empty() ? Shape{int64_t(v.size())} : shape,
+                        DType::record(int64_t(sizeof(T))), true);
+  }
   template <class T>
   static HostView of(std::vector<T> &v, const Shape &shape = {}) {
     return checked_over(v.data(), v.size() * sizeof(T), shape.empty() ? Shape{int64_t(v.size())} : shape, dtype_of<T>(),

@@ -138,3 +138,43 @@ TEST_CASE("assign and fill refuse bad inputs and leave the array unchanged", "[a
   REQUIRE_GPUHAL_ERROR(empty.assign(device_iota(ctx, {3})), Status::ERROR_INCOMPATIBLE, "into shape (0, 4)");
   CHECK(contents(a) == before);
 }
+
+namespace {
+struct Particle {
+  float x, y, z;
+  int32_t id;
+};
+}  // namespace
+
+TEST_CASE("record arrays move, slice and assign as whole structs", "[array][records]") {
+  Context ctx = test::host_context();
+  CHECK(DType::record(16).name() == "V16");
+  CHECK(DType::record(16).typestr() == "|V16");
+  CHECK(DType::parse("|V12") == DType::record(12));
+  CHECK(DType::parse("V3").itemsize() == 3);
+  std::vector<Particle> ps(6);
+  for (int i = 0; i < 6; ++i) ps[size_t(i)] = {float(i), float(2 * i), float(3 * i), i};
+  DeviceArray d = to_device(ctx, HostView::of_records(ps, {2, 3}));
+  CHECK(d.dtype() == DType::record(sizeof(Particle)));
+  CHECK(d.strides() == Strides{48, 16});
+  // d[:, ::-1] = d.T-like reversal through a device-side assignment of records.
+  DeviceArray r = device_array(ctx, {2, 3}, DType::record(sizeof(Particle)));
+  r.assign(d.view({Slice(), Slice({}, {}, -1)}));
+  std::vector<Particle> back(6);
+  r.copy_to_host(HostView::of_records(back, {2, 3}));
+  for (int row = 0; row < 2; ++row)
+    for (int col = 0; col < 3; ++col) {
+      const Particle &p = back[size_t(row * 3 + col)];
+      CHECK(p.id == row * 3 + (2 - col));
+      CHECK(p.z == float(3 * p.id));
+    }
+  // What records have no meaning for is refused by name.
+  REQUIRE_GPUHAL_ERROR(r.fill(1), Status::ERROR_INVALID_DTYPE, "V16");
+  REQUIRE_GPUHAL_ERROR(DType::record(0), Status::ERROR_INVALID_DTYPE, "1 to 65535");
+  REQUIRE_GPUHAL_ERROR(DType::record(70000), Status::ERROR_INVALID_DTYPE, "1 to 65535");
+  REQUIRE_GPUHAL_ERROR(DType::parse("V0"), Status::ERROR_INVALID_DTYPE, "1 to 65535");
+  REQUIRE_GPUHAL_ERROR(ModuleOptions().constant("c", HostView::of_records(ps)), Status::ERROR_INVALID_DTYPE,
+                       "no C type");
+  REQUIRE_GPUHAL_ERROR(to_dlpack(d), Status::ERROR_INVALID_DTYPE, "no DLPack type");
+  CHECK(ctx.pending_deallocations() == 0);  // nothing exported, nothing left behind
+}

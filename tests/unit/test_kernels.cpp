@@ -123,6 +123,35 @@ TEST_CASE("kernel: barriers that count, and and or a predicate over the group", 
   }
 }
 
+TEST_CASE("kernel: arrays of records reach kernels as pointers to the struct the source declares", "[kernel]") {
+  struct Body {
+    float mass;
+    float pos[3];
+  };
+  Context ctx = kernel_context();
+  Kernel k = Module::compile(ctx, R"(
+struct Body { float mass; float pos[3]; };
+GPUHAL_KERNEL void weigh(GPUHAL_GLOBAL struct Body *bodies, GPUHAL_GLOBAL float *moments, unsigned n) {
+  unsigned i = gpuhal_global_id(0);
+  if (i < n) {
+    moments[i] = bodies[i].mass * (bodies[i].pos[0] + bodies[i].pos[1] + bodies[i].pos[2]);
+    bodies[i].mass *= 2.0f;
+  }
+})")
+                 .kernel("weigh");
+  std::vector<Body> bodies(100);
+  for (int i = 0; i < 100; ++i) bodies[size_t(i)] = {float(i), {1.0f, 2.0f, float(i)}};
+  DeviceArray d = to_device(ctx, HostView::of_records(bodies));
+  DeviceArray moments = device_array(ctx, {100}, dtypes::float32);
+  k({1}, {128})(d, moments, 100u);
+  const auto m = moments.copy_to_host().to_vector<float>();
+  d.copy_to_host(HostView::of_records(bodies));
+  for (int i = 0; i < 100; ++i) {
+    CHECK(m[size_t(i)] == float(i) * (3.0f + float(i)));
+    CHECK(bodies[size_t(i)].mass == 2.0f * float(i));
+  }
+}
+
 TEST_CASE("kernel: multi-dimensional and aligned shared and private arrays", "[kernel]") {
   Context ctx = kernel_context();
   Kernel k = Module::compile(ctx, kArrays).kernel("arrays");
