@@ -28,6 +28,20 @@ uint64_t pool_idle_bytes(CudaContext *c) {
   return reserved > used ? reserved - used : 0;
 }
 
+// Keeps a new allocation in c (context_destroy frees what is left) and
+// hands it out; on failure to keep it, frees it again.
+gpuhal_status_t remember(CudaContext *c, CUdeviceptr p, gpuhal_deviceptr_t *out) {
+  try {
+    std::lock_guard<std::mutex> lock(c->mu);
+    c->allocations.insert(p);
+  } catch (...) {
+    drv().cuMemFree(p);
+    throw;
+  }
+  *out = p;
+  return GPUHAL_SUCCESS;
+}
+
 }  // namespace
 
 gpuhal_status_t memory_info(gpuhal_context_t ctx, uint64_t *free_bytes, uint64_t *total_bytes) {
@@ -58,15 +72,7 @@ gpuhal_status_t mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr
         drv().cuMemPoolTrimTo(c->pool, 0) == CUDA_SUCCESS)
       r = drv().cuMemAlloc(&p, size_t(bytes));
     if (r != CUDA_SUCCESS) return context_error(c, r, "cuMemAlloc");
-    try {
-      std::lock_guard<std::mutex> lock(c->mu);
-      c->allocations.insert(p);
-    } catch (...) {
-      drv().cuMemFree(p);
-      throw;
-    }
-    *out = p;
-    return GPUHAL_SUCCESS;
+    return remember(c, p, out);
   });
 }
 
@@ -90,15 +96,7 @@ gpuhal_status_t mem_alloc_managed(gpuhal_context_t ctx, uint64_t bytes, gpuhal_d
     CUdeviceptr p = 0;
     const CUresult r = drv().cuMemAllocManaged(&p, size_t(bytes), CU_MEM_ATTACH_GLOBAL);
     if (r != CUDA_SUCCESS) return context_error(c, r, "cuMemAllocManaged");
-    try {
-      std::lock_guard<std::mutex> lock(c->mu);
-      c->allocations.insert(p);
-    } catch (...) {
-      drv().cuMemFree(p);
-      throw;
-    }
-    *out = p;
-    return GPUHAL_SUCCESS;
+    return remember(c, p, out);
   });
 }
 

@@ -407,6 +407,22 @@ gpuhal_status_t memory_info(gpuhal_context_t ctx, uint64_t *free_bytes, uint64_t
 
 // ---- device memory ------------------------------------------------------------------------
 
+// Keeps a new allocation in c (mem_free and the copies' range checks know
+// it; context_destroy frees what is left) and hands it out; on failure to
+// keep it, frees it again.
+gpuhal_status_t remember(HsaContext *c, void *p, uint64_t bytes, gpuhal_deviceptr_t *out) {
+  try {
+    std::lock_guard<std::mutex> lock(c->mu);
+    c->allocations.emplace(reinterpret_cast<uintptr_t>(p), bytes);
+    c->allocated_bytes += bytes;
+  } catch (...) {
+    rt().hsa_amd_memory_pool_free(p);
+    throw;
+  }
+  *out = reinterpret_cast<uintptr_t>(p);
+  return GPUHAL_SUCCESS;
+}
+
 gpuhal_status_t mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr_t *out) {
   if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc: null output pointer");
   if (bytes == 0 || bytes > SIZE_MAX) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc: size must be positive");
@@ -414,16 +430,7 @@ gpuhal_status_t mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr
   return guard("mem_alloc", [&]() -> gpuhal_status_t {
     void *p = nullptr;
     HSA_CALL(hsa_amd_memory_pool_allocate, c->device->device_pool, size_t(bytes), 0u, &p);
-    try {
-      std::lock_guard<std::mutex> lock(c->mu);
-      c->allocations.emplace(reinterpret_cast<uintptr_t>(p), bytes);
-      c->allocated_bytes += bytes;
-    } catch (...) {
-      rt().hsa_amd_memory_pool_free(p);
-      throw;
-    }
-    *out = reinterpret_cast<uintptr_t>(p);
-    return GPUHAL_SUCCESS;
+    return remember(c, p, bytes, out);
   });
 }
 
@@ -440,16 +447,7 @@ gpuhal_status_t mem_alloc_managed(gpuhal_context_t ctx, uint64_t bytes, gpuhal_d
   return guard("mem_alloc_managed", [&]() -> gpuhal_status_t {
     void *p = nullptr;
     if (const gpuhal_status_t st = alloc_system(c, bytes, &p); st != GPUHAL_SUCCESS) return st;
-    try {
-      std::lock_guard<std::mutex> lock(c->mu);
-      c->allocations.emplace(reinterpret_cast<uintptr_t>(p), bytes);
-      c->allocated_bytes += bytes;
-    } catch (...) {
-      rt().hsa_amd_memory_pool_free(p);
-      throw;
-    }
-    *out = reinterpret_cast<uintptr_t>(p);
-    return GPUHAL_SUCCESS;
+    return remember(c, p, bytes, out);
   });
 }
 
