@@ -167,6 +167,30 @@ TEST_CASE("kernel: multi-dimensional and aligned shared and private arrays", "[k
   }
 }
 
+TEST_CASE("kernel: arrays with more than four extents or a bad alignment do not compile, naming the line",
+          "[kernel][errors]") {
+  Context ctx = kernel_context();
+  REQUIRE_GPUHAL_ERROR(Module::compile(ctx, R"(
+GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *p) {
+  GPUHAL_SHARED_ARRAY(int, five, 1, 2, 3, 4, 5);
+  p[0] = five[0][0][0][0][0];
+})"),
+                       Status::ERROR_COMPILATION_FAILED, "kernel:3");
+  REQUIRE_GPUHAL_ERROR(Module::compile(ctx, R"(
+GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *p) {
+  GPUHAL_LOCAL_ARRAY_ALIGNED(int, odd, 3, 4);
+  odd[0] = 1;
+  p[0] = odd[0];
+})"),
+                       Status::ERROR_COMPILATION_FAILED, "kernel:3");
+  REQUIRE_GPUHAL_ERROR(Module::compile(ctx, R"(
+GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *p) {
+  GPUHAL_SHARED_ARRAY(double, big, 128, 128);
+  p[0] = (int)big[0][0];
+})"),
+                       Status::ERROR_COMPILATION_FAILED, "more shared memory than a work-group has");
+}
+
 TEST_CASE("kernel: tiled matrix multiply with shared memory matches a CPU reference", "[kernel]") {
   Context ctx = kernel_context();
   Kernel k = Module::compile(ctx, kMatmul).kernel("matmul");
