@@ -49,6 +49,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "hsa_code_object.hpp"
@@ -201,7 +202,8 @@ struct HsaContext {
   std::unordered_map<HsaStream *, std::unique_ptr<HsaStream>> streams;
   std::unordered_map<std::thread::id, std::unique_ptr<HsaStream>> per_thread;
   std::unordered_map<HsaEvent *, std::unique_ptr<HsaEvent>> events;
-  std::map<uintptr_t, uint64_t> allocations;       // device memory: base -> bytes
+  std::map<uintptr_t, uint64_t> allocations;       // device and managed memory: base -> bytes
+  std::unordered_set<uintptr_t> managed_allocations;  // which of them are managed
   std::map<uintptr_t, uint64_t> host_allocations;  // pinned host memory: base -> bytes
   std::map<uintptr_t, Registration> registrations;
   std::unordered_map<HsaModule *, std::unique_ptr<HsaModule>> modules;
@@ -329,6 +331,8 @@ HsaEvent *find_event(HsaContext *c, gpuhal_event_t e);
 void fill_stream_entries(gpuhal_plugin_table_t *t);
 // Pinned, mapped and registered host memory (hsa_host_memory.cpp).
 void fill_host_memory_entries(gpuhal_plugin_table_t *t);
+// Device and managed memory (hsa_memory.cpp).
+void fill_memory_entries(gpuhal_plugin_table_t *t);
 void fill_transfer_entries(gpuhal_plugin_table_t *t);
 void fill_event_entries(gpuhal_plugin_table_t *t);
 

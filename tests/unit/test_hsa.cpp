@@ -233,8 +233,10 @@ TEST_CASE("hsa: managed arrays are fine-grained system memory the agent may acce
     Runtime rt = hsa_runtime();
     REQUIRE(rt.supports(Capability::ManagedMemory));
     Context ctx = rt.device(0).primary_context();
+    const uint64_t free_before = ctx.memory_info().free;
     DeviceArray m = managed_array(ctx, {64}, dtypes::int32);
     CHECK(m.is_managed());
+    CHECK(ctx.memory_info().free == free_before);  // system memory: the device's pool is untouched
     HostView h = m.host_view();
     for (int i = 0; i < 64; ++i) *static_cast<int32_t *>(h.element({i})) = i;
     CHECK(m.copy_to_host().at<int32_t>({63}) == 63);  // the runtime's copy reads the host's writes
