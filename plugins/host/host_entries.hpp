@@ -23,6 +23,13 @@ gpuhal_status_t kernel_failure(HostContext *c);
 // The stream position an event's last record stands for; false if never recorded.
 bool event_dep(const std::shared_ptr<HostEvent> &e, Dep *out);
 
+// host_memory.cpp
+gpuhal_status_t mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr_t *out);
+gpuhal_status_t mem_alloc_managed(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr_t *out);
+gpuhal_status_t mem_free(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr);
+gpuhal_status_t mem_alloc_async(gpuhal_context_t ctx, uint64_t bytes, gpuhal_stream_t stream, gpuhal_deviceptr_t *out);
+gpuhal_status_t mem_free_async(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpuhal_stream_t stream);
+
 // host_transfers.cpp
 gpuhal_status_t memcpy_sync(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
                             uint64_t bytes);
