@@ -13,6 +13,7 @@
 #include "gpuhal/kernel.hpp"
 #include "internal.hpp"
 #include "module_impl.hpp"
+#include "scalar_value.hpp"
 
 namespace gpuhal {
 namespace {
@@ -220,78 +221,35 @@ bool overlaps(const DeviceArray &a, const DeviceArray &b) {
 
 // `value` (of dtype `from`) as the bytes of one element of `to`.
 void convert_value(DType from, const void *value, DType to, unsigned char *out, const char *call) {
-  long double v = 0;
-  int64_t iv = 0;
-  uint64_t uv = 0;
-  if (from.kind == DTypeKind::Bool) {
-    uv = *static_cast<const bool *>(value) ? 1 : 0;
-    iv = int64_t(uv);
-    v = uv;
-  } else if (from.kind == DTypeKind::Int) {
-    switch (from.bits) {
-      case 8: iv = *static_cast<const int8_t *>(value); break;
-      case 16: iv = *static_cast<const int16_t *>(value); break;
-      case 32: iv = *static_cast<const int32_t *>(value); break;
-      default: iv = *static_cast<const int64_t *>(value);
-    }
-    v = static_cast<long double>(iv);
-  } else if (from.kind == DTypeKind::UInt) {
-    switch (from.bits) {
-      case 8: uv = *static_cast<const uint8_t *>(value); break;
-      case 16: uv = *static_cast<const uint16_t *>(value); break;
-      case 32: uv = *static_cast<const uint32_t *>(value); break;
-      default: uv = *static_cast<const uint64_t *>(value);
-    }
-    v = static_cast<long double>(uv);
-  } else if (from == dtypes::float32) {
-    v = *static_cast<const float *>(value);
-  } else if (from == dtypes::float64) {
-    v = *static_cast<const double *>(value);
-  } else {
+  detail::ScalarValue s;
+  if (!detail::read_scalar(from, value, &s))
     throw Error(Status::ERROR_INVALID_VALUE, what(call) + ": a " + from.name() + " value is not supported");
-  }
-  const bool from_integer = from.kind != DTypeKind::Float;  // bool, int, uint
-  const bool negative = from.kind == DTypeKind::Int && iv < 0;
   switch (to.kind) {
     case DTypeKind::Float:
-    case DTypeKind::Complex:
-      if (to == dtypes::float32 || to == dtypes::complex64) {
-        const float f = static_cast<float>(v);
-        std::memcpy(out, &f, 4);
-      } else if (to == dtypes::float64 || to == dtypes::complex128) {
-        const double x = static_cast<double>(v);
-        std::memcpy(out, &x, 8);
-      } else {
-        throw Error(Status::ERROR_INVALID_DTYPE, what(call) + ": a value for a " + to.name() +
-                                                     " array (fill its bits through view(dtypes::uint16))");
+    case DTypeKind::Complex:  // the real part; the imaginary part stays 0
+      if (to == dtypes::float32 || to == dtypes::float64) {
+        detail::store_float(s, to, out);
+        return;
       }
-      return;
+      if (to == dtypes::complex64 || to == dtypes::complex128) {
+        detail::store_float(s, to == dtypes::complex64 ? dtypes::float32 : dtypes::float64, out);
+        return;
+      }
+      throw Error(Status::ERROR_INVALID_DTYPE,
+                  what(call) + ": a value for a " + to.name() + " array (fill its bits through view(dtypes::uint16))");
     case DTypeKind::Bool:
-      if (!from_integer)
+      if (!s.integral())
         throw Error(Status::ERROR_INVALID_VALUE, what(call) + ": a " + from.name() + " value for a bool array");
-      out[0] = (iv != 0 || uv != 0) ? 1 : 0;
+      out[0] = (s.i != 0 || s.u != 0) ? 1 : 0;
       return;
     case DTypeKind::Int:
-    case DTypeKind::UInt: {
-      if (!from_integer)
+    case DTypeKind::UInt:
+      if (!s.integral())
         throw Error(Status::ERROR_INVALID_VALUE,
                     what(call) + ": a " + from.name() + " value for an " + to.name() + " array (pass an integer)");
-      bool fits;
-      if (to.kind == DTypeKind::UInt) {
-        const uint64_t max = to.bits == 64 ? UINT64_MAX : ((uint64_t(1) << to.bits) - 1);
-        fits = !negative && (from.kind == DTypeKind::Int ? uint64_t(iv) : uv) <= max;
-      } else {
-        const int64_t max = to.bits == 64 ? INT64_MAX : ((int64_t(1) << (to.bits - 1)) - 1);
-        fits = from.kind == DTypeKind::Int ? (iv >= -max - 1 && iv <= max) : uv <= uint64_t(max);
-      }
-      if (!fits)
-        throw Error(Status::ERROR_INVALID_VALUE,
-                    what(call) + ": the value " + (from.kind == DTypeKind::Int ? std::to_string(iv) : std::to_string(uv)) +
-                        " does not fit " + to.name());
-      const uint64_t bits = from.kind == DTypeKind::Int ? uint64_t(iv) : uv;
-      std::memcpy(out, &bits, size_t(to.itemsize()));  // little-endian: the low bytes
+      if (!detail::store_integer(s, to, out))
+        throw Error(Status::ERROR_INVALID_VALUE, what(call) + ": the value " + s.text() + " does not fit " + to.name());
       return;
-    }
     default:
       throw Error(Status::ERROR_INVALID_DTYPE, what(call) + ": a value for a " + to.name() + " array");
   }
@@ -379,7 +337,7 @@ void DeviceArray::fill_impl(DType from, const void *value, const Stream *stream)
   const Stream s = stream ? *stream : Context(ctx_).default_stream();
   // Every byte the same in a contiguous array: the driver's memset.
   const auto n = size_t(itemsize());
-  if (layout_.is_contiguous() && !layout_.has_broadcast_axis() && std::count(bytes, bytes + n, bytes[0]) == long(n)) {
+  if (layout_.is_contiguous() && std::count(bytes, bytes + n, bytes[0]) == long(n)) {
     memset(bytes[0], s);
     if (!stream) s.synchronize();
     return;

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "module_impl.hpp"
+#include "scalar_value.hpp"
 
 namespace gpuhal {
 namespace detail {
@@ -42,76 +43,22 @@ struct What {
 // value at the start). Integers must fit; floats never become integers.
 void convert_scalar(const KernelArg &a, DType to, const What &what, unsigned char *out) {
   const DType from = a.scalar_dtype();
-  const unsigned char *b = a.scalar_bytes();
-  long double v = 0;  // exact for every 64-bit integer and double
-  int64_t iv = 0;
-  uint64_t uv = 0;
-  if (from.kind == DTypeKind::Int) {
-    switch (from.bits) {
-      case 8:
-        iv = int8_t(b[0]);
-        break;
-      case 16: {
-        int16_t x;
-        std::memcpy(&x, b, 2);
-        iv = x;
-        break;
-      }
-      case 32: {
-        int32_t x;
-        std::memcpy(&x, b, 4);
-        iv = x;
-        break;
-      }
-      default:
-        std::memcpy(&iv, b, 8);
-    }
-    v = static_cast<long double>(iv);
-  } else if (from.kind == DTypeKind::UInt) {
-    std::memcpy(&uv, b, size_t(from.itemsize()));
-    v = static_cast<long double>(uv);
-  } else if (from == dtypes::float32) {
-    float x;
-    std::memcpy(&x, b, 4);
-    v = x;
-  } else {
-    double x;
-    std::memcpy(&x, b, 8);
-    v = x;
-  }
+  ScalarValue s;
+  if (!read_scalar(from, a.scalar_bytes(), &s))
+    throw Error(Status::ERROR_INVALID_VALUE, what.str() + ": a " + from.name() + " value is not supported");
   if (is_float(to)) {
-    if (to.bits == 32) {
-      const float f = static_cast<float>(v);
-      std::memcpy(out, &f, 4);
-    } else {
-      const double d = static_cast<double>(v);
-      std::memcpy(out, &d, 8);
-    }
+    store_float(s, to, out);
     return;
   }
   if (!is_integer(to))
     throw Error(Status::ERROR_INVALID_VALUE,
                 what.str() + ": gpuhal cannot pass a value of parameter type " + to.name());
-  if (!is_integer(from))
+  if (!s.integral())
     throw Error(Status::ERROR_INVALID_VALUE,
                 what.str() + ": a " + from.name() + " value for an " + to.name() + " parameter (pass an integer)");
-  const bool negative = from.kind == DTypeKind::Int && iv < 0;
-  bool fits;
-  if (to.kind == DTypeKind::UInt) {
-    const uint64_t max = to.bits == 64 ? UINT64_MAX : ((uint64_t(1) << to.bits) - 1);
-    const uint64_t u = from.kind == DTypeKind::Int ? uint64_t(iv) : uv;
-    fits = !negative && u <= max;
-  } else {
-    const int64_t max = to.bits == 64 ? INT64_MAX : ((int64_t(1) << (to.bits - 1)) - 1);
-    const int64_t min = -max - 1;
-    fits = from.kind == DTypeKind::Int ? (iv >= min && iv <= max) : uv <= uint64_t(max);
-  }
-  if (!fits)
+  if (!store_integer(s, to, out))
     throw Error(Status::ERROR_INVALID_VALUE,
-                what.str() + ": the value " + (from.kind == DTypeKind::Int ? std::to_string(iv) : std::to_string(uv)) +
-                    " does not fit the parameter's type " + to.name());
-  const uint64_t bits = from.kind == DTypeKind::Int ? uint64_t(iv) : uv;
-  std::memcpy(out, &bits, size_t(to.itemsize()));  // little-endian: the low bytes
+                what.str() + ": the value " + s.text() + " does not fit the parameter's type " + to.name());
 }
 
 void check_array(const DeviceArray &d, const KernelParam *p, const What &what) {
