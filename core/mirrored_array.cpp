@@ -22,6 +22,15 @@ namespace {
 const char kEmpty[] = "MirroredArray: empty handle";
 }
 
+MirroredArray MirroredArray::with_state(const Context &ctx, const Shape &shape, DType dtype) {
+  MirroredArray m;
+  m.state_ = std::make_shared<State>();
+  m.state_->ctx = ctx;
+  m.state_->shape = shape;
+  m.state_->dtype = dtype;
+  return m;
+}
+
 bool MirroredArray::has_device_locked() const {
   return state_->device_allocated;
 }
@@ -30,11 +39,7 @@ MirroredArray MirroredArray::from_host(const Context &ctx, HostArray host) {
   if (!ctx.impl()) throw Error(Status::ERROR_INVALID_HANDLE, "MirroredArray: null context");
   if (host.size() != 0 && !host.view().layout().core().is_contiguous())
     throw Error(Status::ERROR_NOT_CONTIGUOUS, "MirroredArray: the host side must be contiguous");
-  MirroredArray m;
-  m.state_ = std::make_shared<State>();
-  m.state_->ctx = ctx;
-  m.state_->shape = host.shape();
-  m.state_->dtype = host.dtype();
+  MirroredArray m = MirroredArray::with_state(ctx, host.shape(), host.dtype());
   m.state_->host = std::move(host);
   return m;
 }
@@ -44,11 +49,7 @@ MirroredArray MirroredArray::from_device(DeviceArray device) {
   const Context ctx = device.context();
   if (device.size() != 0 && !device.layout().core().is_contiguous())
     throw Error(Status::ERROR_NOT_CONTIGUOUS, "MirroredArray: the device side must be contiguous");
-  MirroredArray m;
-  m.state_ = std::make_shared<State>();
-  m.state_->ctx = ctx;
-  m.state_->shape = device.shape();
-  m.state_->dtype = device.dtype();
+  MirroredArray m = MirroredArray::with_state(ctx, device.shape(), device.dtype());
   m.state_->device = std::move(device);
   m.state_->device_allocated = true;
   m.state_->device_valid = true;

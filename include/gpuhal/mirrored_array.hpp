@@ -49,6 +49,8 @@ class MirroredArray {
 
  private:
   struct State;
+  // A handle with new state for ctx, shape and dtype (no side yet).
+  static MirroredArray with_state(const Context &ctx, const Shape &shape, DType dtype);
   bool has_device_locked() const;
   std::shared_ptr<State> state_;
 };

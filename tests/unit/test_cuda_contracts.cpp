@@ -33,15 +33,6 @@ const char *const kNoopPtx =
     ".version 8.0\n.target sm_90\n.address_size 64\n"
     ".visible .entry noop(\n\t.param .u64 noop_param_0\n)\n{\n\tret;\n}\n";
 
-Runtime cuda_runtime(std::vector<std::pair<std::string, std::string>> options = {}) {
-  Config c;
-  c.backend = "cuda";
-  c.plugin_path = {GPUHAL_TEST_LIB_DIR};
-  c.set_option("GPUHAL_CUDA_DRIVER", GPUHAL_TEST_FAKE_CUDA);
-  for (auto &kv : options) c.set_option(kv.first, kv.second);
-  return Runtime::load(c);
-}
-
 // A symbol of the loaded fake driver (its API or its test hooks).
 template <class F>
 F fake_symbol(const char *name) {
@@ -83,7 +74,7 @@ TEST_CASE("cuda contract: an NVRTC newer than the driver is not used, and the er
     return;
   }
   setenv("FAKE_CUDA_DRIVER_VERSION", "12040", 1);
-  Context ctx = cuda_runtime().device(0).primary_context();
+  Context ctx = test::cuda_runtime().device(0).primary_context();
   try {
     Module m = Module::compile(ctx, kSaxpy);
     // An NVRTC 12 was found: its PTX must be one a 12.4 driver reads.
@@ -104,7 +95,7 @@ TEST_CASE("cuda contract: PTX the driver is too old for is refused as UNSUPPORTE
     return;
   }
   setenv("FAKE_CUDA_DRIVER_VERSION", "12040", 1);
-  Context ctx = cuda_runtime({{"GPUHAL_NVRTC", "libnvrtc.so.13"}}).device(0).primary_context();  // forced
+  Context ctx = test::cuda_runtime({{"GPUHAL_NVRTC", "libnvrtc.so.13"}}).device(0).primary_context();  // forced
   REQUIRE_GPUHAL_ERROR(Module::compile(ctx, kSaxpy), Status::ERROR_UNSUPPORTED_TOOLCHAIN,
                        "CUDA_ERROR_UNSUPPORTED_PTX_VERSION");
   try {
@@ -126,7 +117,7 @@ TEST_CASE("cuda contract: a device older than NVRTC supports is an error naming 
     return;
   }
   setenv("FAKE_CUDA_CC", "70", 1);  // Volta: NVRTC 13 dropped compute_70
-  Context ctx = cuda_runtime().device(0).primary_context();
+  Context ctx = test::cuda_runtime().device(0).primary_context();
   REQUIRE_GPUHAL_ERROR(Module::compile(ctx, kSaxpy), Status::ERROR_COMPILATION_FAILED,
                        "compute capability 7.0");
   try {
@@ -144,7 +135,7 @@ TEST_CASE("cuda contract: a device newer than NVRTC knows gets PTX for the newes
     return;
   }
   setenv("FAKE_CUDA_CC", "150", 1);  // a compute capability 15.0 no NVRTC 13.0 knows
-  Context ctx = cuda_runtime().device(0).primary_context();
+  Context ctx = test::cuda_runtime().device(0).primary_context();
   Module m = Module::compile(ctx, kSaxpy);  // the driver JIT-compiles PTX for newer devices
   CHECK_THAT(m.image(), test::contains(".target sm_"));
   auto x = device_array(ctx, {64}, dtypes::float32), y = device_array(ctx, {64}, dtypes::float32);
@@ -167,7 +158,7 @@ TEST_CASE("cuda contract with NVRTC 12: the NVRTC of a CUDA 12 driver is found a
     return;
   }
   setenv("FAKE_CUDA_DRIVER_VERSION", "12040", 1);
-  Context ctx = cuda_runtime().device(0).primary_context();
+  Context ctx = test::cuda_runtime().device(0).primary_context();
   Module m = Module::compile(ctx, kSaxpy);
   CHECK_THAT(m.image(), test::contains(".version 8.4"));
   auto x = device_array(ctx, {64}, dtypes::float32), y = device_array(ctx, {64}, dtypes::float32);
@@ -182,7 +173,7 @@ TEST_CASE("cuda contract with NVRTC 12: NVRTC 12 compiles for Volta, which NVRTC
   }
   setenv("FAKE_CUDA_DRIVER_VERSION", "12040", 1);
   setenv("FAKE_CUDA_CC", "70", 1);
-  Context ctx = cuda_runtime().device(0).primary_context();
+  Context ctx = test::cuda_runtime().device(0).primary_context();
   Module m = Module::compile(ctx, kSaxpy);
   CHECK_THAT(m.image(), test::contains(".target sm_70"));
   auto x = device_array(ctx, {64}, dtypes::float32), y = device_array(ctx, {64}, dtypes::float32);
@@ -197,7 +188,7 @@ TEST_CASE("cuda contract with NVRTC 12: NVRTC 12.4 PTX on a CUDA 12.2 driver is 
     return;
   }
   setenv("FAKE_CUDA_DRIVER_VERSION", "12020", 1);
-  Context ctx = cuda_runtime().device(0).primary_context();
+  Context ctx = test::cuda_runtime().device(0).primary_context();
   REQUIRE_GPUHAL_ERROR(Module::compile(ctx, kSaxpy), Status::ERROR_UNSUPPORTED_TOOLCHAIN, "CUDA 12.2 driver");
   try {
     Module::compile(ctx, kSaxpy);
@@ -212,7 +203,7 @@ TEST_CASE("cuda contract with NVRTC 12: NVRTC 12.4 PTX on a CUDA 12.2 driver is 
 TEST_CASE("cuda contract: a kernel fault is sticky, every sticky code is LAUNCH_FAILED saying to reset, and reset "
           "recovers",
           "[cuda][contract]") {
-  Runtime rt = cuda_runtime();
+  Runtime rt = test::cuda_runtime();
   Context ctx = rt.device(0).primary_context();
   auto fault_next_launch = fake_symbol<void (*)(int)>("fake_cuda_fault_next_launch");
   const std::vector<float> v(256, 3.0f);
@@ -268,7 +259,7 @@ TEST_CASE("cuda contract: a kernel fault is sticky, every sticky code is LAUNCH_
 TEST_CASE("cuda contract: gpuhal called inside a stream callback is refused with NOT_PERMITTED, never calling the "
           "driver there",
           "[cuda][contract]") {
-  Runtime rt = cuda_runtime();
+  Runtime rt = test::cuda_runtime();
   Context ctx = rt.device(0).primary_context();
   Stream s = ctx.create_stream();
   std::string what;
@@ -325,7 +316,7 @@ TEST_CASE("cuda contract: device memory released inside a stream callback is fre
 
 TEST_CASE("cuda contract: gpuhal leaves the calling thread's current context as it found it", "[cuda][contract]") {
   setenv("FAKE_CUDA_DEVICES", "2", 1);
-  Runtime rt = cuda_runtime();
+  Runtime rt = test::cuda_runtime();
   REQUIRE(rt.device_count() == 2);
   // Another library's context (device 1's primary context) is current.
   void *other = nullptr;
@@ -363,7 +354,7 @@ TEST_CASE("cuda contract: gpuhal leaves the calling thread's current context as 
 
 TEST_CASE("cuda contract: one handle opened twice is two references, each closed once, and pool memory is not exported",
           "[cuda][contract]") {
-  Runtime rt = cuda_runtime();
+  Runtime rt = test::cuda_runtime();
   Context ctx = rt.device(0).primary_context();
   auto references = fake_symbol<long (*)()>("fake_cuda_ipc_open_references");
   std::vector<std::string> errors;
@@ -400,7 +391,7 @@ TEST_CASE("cuda contract: memory the stream-ordered pool holds counts as free an
           "fails",
           "[cuda][contract]") {
   setenv("FAKE_CUDA_MEMORY", std::to_string(64 << 20).c_str(), 1);
-  Runtime rt = cuda_runtime();
+  Runtime rt = test::cuda_runtime();
   Context ctx = rt.device(0).primary_context();
   auto pool_idle = fake_symbol<uint64_t (*)(int)>("fake_cuda_pool_idle");
   const uint64_t free_before = ctx.memory_info().free;
@@ -418,7 +409,7 @@ TEST_CASE("cuda contract: memory the stream-ordered pool holds counts as free an
 // ---- 7. streams made outside gpuhal ----------------------------------------------------------------
 
 TEST_CASE("cuda contract: an external CUstream works with every stream entry", "[cuda][contract]") {
-  Runtime rt = cuda_runtime();
+  Runtime rt = test::cuda_runtime();
   Context ctx = rt.device(0).primary_context();
   // Another library makes a stream in the device's primary context.
   void *primary = nullptr;
@@ -467,7 +458,7 @@ TEST_CASE("cuda contract: an external CUstream works with every stream entry", "
 TEST_CASE("cuda contract: launches of one kernel with different dynamic shared sizes from two threads never leave "
           "its limit too low",
           "[cuda][contract]") {
-  Runtime rt = cuda_runtime();
+  Runtime rt = test::cuda_runtime();
   Context ctx = rt.device(0).primary_context();
   Module m = Module::load(ctx, ImageFormat::Ptx, kNoopPtx, std::strlen(kNoopPtx));
   Kernel k = m.kernel("noop");
@@ -486,14 +477,14 @@ TEST_CASE("cuda contract: launches of one kernel with different dynamic shared s
 TEST_CASE("cuda contract: the driver is never unloaded, and a forked child gets a clear error instead of a hang",
           "[cuda][contract]") {
   {
-    Runtime rt = cuda_runtime();
+    Runtime rt = test::cuda_runtime();
     (void)rt.device(0).primary_context().memory_info();
   }
   void *still = dlopen(GPUHAL_TEST_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
   CHECK(still != nullptr);  // its threads may still run: never dlclosed
   if (still) dlclose(still);
 
-  Runtime rt = cuda_runtime();
+  Runtime rt = test::cuda_runtime();
   Context ctx = rt.device(0).primary_context();
   const std::vector<float> big(1 << 20, 1.0f);  // 4 MiB: a staged copy, through the copy threads
   DeviceArray d = to_device(ctx, HostView::of(big));
@@ -526,7 +517,7 @@ TEST_CASE("cuda contract: gpuhal works inside a context another library made and
   // (here it retains the primary context itself, through the driver); gpuhal
   // adopts it, works in it, and when its handles go it frees what it made
   // there and neither releases nor resets the other library's context.
-  Runtime rt = cuda_runtime();
+  Runtime rt = test::cuda_runtime();
   auto retain = fake_symbol<int (*)(void **, int)>("cuDevicePrimaryCtxRetain");
   auto release = fake_symbol<int (*)(int)>("cuDevicePrimaryCtxRelease_v2");
   auto refs = fake_symbol<int (*)(int)>("fake_cuda_primary_refs");
@@ -556,7 +547,7 @@ TEST_CASE("cuda contract: gpuhal works inside a context another library made and
 
 TEST_CASE("cuda contract: adopting what is not a context of the device is refused by name", "[cuda][contract][errors]") {
   setenv("FAKE_CUDA_DEVICES", "2", 1);  // read when the fake driver loads (a process per test case)
-  Runtime rt = cuda_runtime();
+  Runtime rt = test::cuda_runtime();
   REQUIRE(rt.device_count() == 2);
   int bogus = 0;
   REQUIRE_GPUHAL_ERROR(Context::adopt(rt.device(0), &bogus), Status::ERROR_INVALID_VALUE, "not a live CUcontext");

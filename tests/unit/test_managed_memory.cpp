@@ -55,18 +55,8 @@ TEST_CASE("managed arrays beyond the device's memory are out of memory, naming t
 }
 
 #if GPUHAL_TEST_HAVE_CUDA_PLUGIN
-namespace {
-Runtime cuda_runtime() {
-  Config c;
-  c.backend = "cuda";
-  c.plugin_path = {GPUHAL_TEST_LIB_DIR};
-  c.set_option("GPUHAL_CUDA_DRIVER", GPUHAL_TEST_FAKE_CUDA);
-  return Runtime::load(c);
-}
-}  // namespace
-
 TEST_CASE("cuda: managed arrays come from cuMemAllocManaged and go with cuMemFree", "[managed][cuda]") {
-  Runtime rt = cuda_runtime();
+  Runtime rt = test::cuda_runtime();
   REQUIRE(rt.supports(Capability::ManagedMemory));
   Context ctx = rt.device(0).primary_context();
   {
@@ -89,7 +79,7 @@ TEST_CASE("cuda: a device without managed memory says so by name", "[managed][cu
   // cuda.h: "If the device doesn't support allocating managed memory,
   // CUDA_ERROR_NOT_SUPPORTED is returned" (CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY 0).
   setenv("FAKE_CUDA_NO_MANAGED_MEMORY", "1", 1);
-  Context ctx = cuda_runtime().device(0).primary_context();
+  Context ctx = test::cuda_runtime().device(0).primary_context();
   REQUIRE(ctx.device().runtime().supports(Capability::ManagedMemory));  // the backend has it; this device not
   REQUIRE_GPUHAL_ERROR(managed_array(ctx, {16}), Status::ERROR_NOT_SUPPORTED, "CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY");
   unsetenv("FAKE_CUDA_NO_MANAGED_MEMORY");

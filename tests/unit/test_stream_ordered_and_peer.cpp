@@ -10,14 +10,6 @@ using namespace gpuhal;
 
 namespace {
 
-Runtime cuda_runtime() {
-  Config c;
-  c.backend = "cuda";
-  c.plugin_path = {GPUHAL_TEST_LIB_DIR};
-  c.set_option("GPUHAL_CUDA_DRIVER", GPUHAL_TEST_FAKE_CUDA);
-  return Runtime::load(c);
-}
-
 // The same checks on any backend.
 void check_stream_ordered(const Context &ctx) {
   REQUIRE(ctx.supports(Capability::StreamOrderedMemory));
@@ -60,7 +52,7 @@ TEST_CASE("stream-ordered allocation on the host backend") {
 }
 
 TEST_CASE("stream-ordered allocation on the cuda backend sets the pool's release threshold") {
-  Runtime rt = cuda_runtime();
+  Runtime rt = test::cuda_runtime();
   Context ctx = rt.device(0).primary_context();
   check_stream_ordered(ctx);
   void *fake = dlopen(GPUHAL_TEST_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
@@ -94,7 +86,7 @@ TEST_CASE("peer access between host devices") {
 
 TEST_CASE("peer access on the cuda backend over the fake driver") {
   setenv("FAKE_CUDA_DEVICES", "2", 1);
-  Runtime rt = cuda_runtime();
+  Runtime rt = test::cuda_runtime();
   REQUIRE(rt.device_count() == 2);
   CHECK(rt.device(0).can_access_peer(rt.device(1)));
   CHECK_FALSE(rt.device(1).can_access_peer(rt.device(1)));

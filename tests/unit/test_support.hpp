@@ -30,6 +30,18 @@ inline gpuhal::Context host_context(std::vector<std::pair<std::string, std::stri
   return host_runtime(std::move(options)).device(0).primary_context();
 }
 
+#ifdef GPUHAL_TEST_FAKE_CUDA
+// A cuda-backend runtime over the fake CUDA driver, with extra options.
+inline gpuhal::Runtime cuda_runtime(std::vector<std::pair<std::string, std::string>> options = {}) {
+  gpuhal::Config c;
+  c.backend = "cuda";
+  c.plugin_path = {GPUHAL_TEST_LIB_DIR};
+  c.set_option("GPUHAL_CUDA_DRIVER", GPUHAL_TEST_FAKE_CUDA);
+  for (auto &kv : options) c.set_option(kv.first, kv.second);
+  return gpuhal::Runtime::load(c);
+}
+#endif
+
 inline std::string fake_path(const char *file) {
   return std::string(GPUHAL_TEST_FAKES_DIR) + "/" + file;
 }
