@@ -255,6 +255,32 @@ void convert_value(DType from, const void *value, DType to, unsigned char *out, 
   }
 }
 
+// The assign kernel over dst's elements on s: from src (strides
+// `src_strides`, broadcast) or, with src null, every element set to the 16
+// bytes at `value`. ERROR_NOT_SUPPORTED on a backend without kernels.
+void run_assign(const DeviceArray &dst, const DeviceArray *src, const Strides &src_strides,
+                const unsigned char *value, const Stream &s, const char *call) {
+  const Context context = dst.context();
+  const std::shared_ptr<detail::ContextImpl> &ctx = context.impl();
+  if (!context.supports(Capability::Kernels))
+    throw Error(Status::ERROR_NOT_SUPPORTED, what(call) + ": this needs a kernel, and backend '" + ctx->lib().name() +
+                                                 "' has none (Capability::Kernels)");
+  const Axes axes = merged_axes(dst.layout(), src_strides);
+  Launch l;
+  l.kernel = assign_kernel(ctx);
+  l.dst_bytes = span_bytes(dst);
+  l.src_bytes = src ? span_bytes(*src) : l.dst_bytes;  // not read for a value
+  l.unit = word_size(dst.itemsize(), axes, dst.device_pointer(), src ? src->device_pointer() : 0);
+  l.units = uint32_t(dst.itemsize() / l.unit);
+  if (!src) {
+    l.from_value = 1;
+    std::memcpy(l.value, value, sizeof l.value);
+  }
+  l.stream = &s;
+  const Layout &d = dst.layout();
+  launch_axes(l, axes, d.offset() - d.span_begin(), src ? src->layout().offset() - src->layout().span_begin() : 0);
+}
+
 // A host source of `dst.assign` copied to a device array of its own layout.
 DeviceArray staged_source(const DeviceArray &dst, const HostView &src, const Stream *stream) {
   const Context ctx = dst.context();  // ERROR_INVALID_HANDLE for an empty array
@@ -311,18 +337,7 @@ void DeviceArray::assign_impl(const DeviceArray &src, const Stream *stream) cons
       copy_from_device(src);
     return;
   }
-  if (!Context(ctx_).supports(Capability::Kernels))
-    throw Error(Status::ERROR_NOT_SUPPORTED, what(call) + ": this layout needs a kernel, and backend '" +
-                                                 ctx_->lib().name() + "' has none (Capability::Kernels)");
-  const Axes axes = merged_axes(layout_, src_strides);
-  Launch l;
-  l.kernel = assign_kernel(ctx_);
-  l.dst_bytes = span_bytes(*this);
-  l.src_bytes = span_bytes(src);
-  l.unit = word_size(itemsize(), axes, device_pointer(), src.device_pointer());
-  l.units = uint32_t(itemsize() / l.unit);
-  l.stream = &s;
-  launch_axes(l, axes, layout_.offset() - layout_.span_begin(), src.layout_.offset() - src.layout_.span_begin());
+  run_assign(*this, &src, src_strides, nullptr, s, call);
   if (!stream) s.synchronize();
 }
 
@@ -342,20 +357,7 @@ void DeviceArray::fill_impl(DType from, const void *value, const Stream *stream)
     if (!stream) s.synchronize();
     return;
   }
-  if (!Context(ctx_).supports(Capability::Kernels))
-    throw Error(Status::ERROR_NOT_SUPPORTED, what(call) + ": this value or layout needs a kernel, and backend '" +
-                                                 ctx_->lib().name() + "' has none (Capability::Kernels)");
-  const Axes axes = merged_axes(layout_, Strides(size_t(ndim()), 0));
-  Launch l;
-  l.kernel = assign_kernel(ctx_);
-  l.dst_bytes = span_bytes(*this);
-  l.src_bytes = l.dst_bytes;  // not read
-  l.unit = word_size(itemsize(), axes, device_pointer(), 0);
-  l.units = uint32_t(itemsize() / l.unit);
-  l.from_value = 1;
-  std::memcpy(l.value, bytes, sizeof bytes);
-  l.stream = &s;
-  launch_axes(l, axes, layout_.offset() - layout_.span_begin(), 0);
+  run_assign(*this, nullptr, Strides(size_t(ndim()), 0), bytes, s, call);
   if (!stream) s.synchronize();
 }
 
