@@ -1,0 +1,193 @@
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+"""The backend, devices per thread, contexts, streams and events, with
+Numba's names (cuda.select_device, cuda.gpus, current_context() ...)."""
+
+import collections
+import os
+
+from . import _gpuhal
+
+__all__ = [
+    "set_backend", "backend", "is_available", "select_device", "get_current_device", "close", "list_devices", "gpus",
+    "current_context", "synchronize", "defer_cleanup", "stream", "default_stream", "legacy_default_stream",
+    "per_thread_default_stream", "external_stream", "event", "event_elapsed_time", "Context",
+]
+
+MemoryInfo = collections.namedtuple("MemoryInfo", ["free", "total"])
+
+
+def set_backend(name):
+    """Chooses the backend ("host", "cuda", "hsa", or a plugin's path)
+    before first use, as GPUHAL_BACKEND does. Once a backend is loaded it
+    cannot change: asking for another raises gpuhal.InvalidValueError."""
+    os.environ["GPUHAL_BACKEND"] = name
+    loaded = _gpuhal.backend_name()
+    if loaded != name and _gpuhal.plugin_path() != name:
+        _gpuhal._raise(2, f"set_backend('{name}'): the process already uses the '{loaded}' backend "
+                          "(choose it before the first use of gpuhal)")
+
+
+def backend():
+    """The loaded backend's name (loading it on first use)."""
+    return _gpuhal.backend_name()
+
+
+def is_available():
+    """True when a backend with at least one device loads."""
+    try:
+        return _gpuhal.device_count() > 0
+    except _gpuhal_errors().Error:
+        return False
+
+
+def _gpuhal_errors():
+    from . import _errors
+    return _errors
+
+
+select_device = _gpuhal.select_device
+get_current_device = _gpuhal.get_current_device
+list_devices = _gpuhal.list_devices
+close = _gpuhal.close_device
+
+
+class _GpuEntry:
+    """``gpus[i]``: the device, and ``with gpus[i]:`` selects it for the block."""
+
+    def __init__(self, ordinal):
+        self._ordinal = ordinal
+        self._scopes = []
+
+    def __getattr__(self, name):
+        return getattr(_gpuhal.list_devices()[self._ordinal], name)
+
+    def __enter__(self):
+        scope = _gpuhal._DeviceSelection(self._ordinal)
+        device = scope.__enter__()
+        self._scopes.append(scope)
+        return device
+
+    def __exit__(self, *exc):
+        self._scopes.pop().__exit__(None, None, None)
+
+    def __repr__(self):
+        return repr(_gpuhal.list_devices()[self._ordinal])
+
+
+class _GpuList:
+    """Numba's ``cuda.gpus``: every device, and ``gpus.current``."""
+
+    def __len__(self):
+        return _gpuhal.device_count()
+
+    def __getitem__(self, i):
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError(f"device {i} out of range ({n} devices)")
+        return _GpuEntry(i % n)
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    @property
+    def current(self):
+        return _gpuhal.get_current_device()
+
+
+gpus = _GpuList()
+
+
+class _Deallocations:
+    """Numba's ``context.deallocations``: the deferred deallocation queue."""
+
+    def __init__(self, ctx):
+        self._ctx = ctx
+
+    def clear(self):
+        """Runs the queued releases now (waits for the context's work first)."""
+        return self._ctx.flush_deallocations()
+
+    def __len__(self):
+        return self._ctx.pending_deallocations()
+
+    @property
+    def bytes(self):
+        return self._ctx.pending_deallocation_bytes()
+
+
+class Context:
+    """The calling thread's context (Numba's ``current_context()``)."""
+
+    def __init__(self, ctx):
+        self._c = ctx
+
+    device = property(lambda self: self._c.device)
+    deallocations = property(lambda self: _Deallocations(self._c))
+
+    def get_memory_info(self):
+        info = self._c._memory_info()
+        return MemoryInfo(info.free, info.total)
+
+    def synchronize(self):
+        self._c.synchronize()
+
+    def reset(self):
+        """Destroys everything made in the context (Numba's reset)."""
+        self._c.reset()
+
+    def supports(self, capability):
+        """"host_memory", "mapped_host_memory", "ipc", "kernels", "managed_memory" ..."""
+        return self._c.supports(capability)
+
+    def __eq__(self, other):
+        return isinstance(other, Context) and self._c == other._c
+
+    def __hash__(self):
+        return hash(self._c)
+
+
+def current_context():
+    return Context(_gpuhal.current_context())
+
+
+def synchronize():
+    """Waits for all work of the current context."""
+    _gpuhal.current_context().synchronize()
+
+
+def defer_cleanup():
+    """``with defer_cleanup():`` -- no deferred deallocation runs in the block."""
+    return _gpuhal._DeferCleanup()
+
+
+def stream():
+    """A new stream (blocking: ordered with the default stream, as CUDA's)."""
+    return _gpuhal.current_context().create_stream(True)
+
+
+def default_stream():
+    return _gpuhal.current_context().default_stream()
+
+
+def legacy_default_stream():
+    return _gpuhal.current_context().legacy_default_stream()
+
+
+def per_thread_default_stream():
+    return _gpuhal.current_context().per_thread_default_stream()
+
+
+def external_stream(ptr):
+    """A stream over a native stream handle made elsewhere (a CUstream on
+    cuda); gpuhal never destroys it."""
+    return _gpuhal.current_context().external_stream(int(ptr))
+
+
+def event(timing=True):
+    return _gpuhal.current_context().create_event(bool(timing))
+
+
+def event_elapsed_time(evtstart, evtend):
+    """Milliseconds between two completed events."""
+    return evtstart.elapsed_time(evtend)
+

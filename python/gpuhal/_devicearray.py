@@ -1,0 +1,206 @@
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+"""DeviceNDArray: Numba's device array over gpuhal's C++ DeviceArray.
+
+A DeviceNDArray is a strided view of device memory with NumPy's layout rules
+(the C++ core does every layout computation). Views (indexing, reshape,
+ravel, transpose, view) share the memory and keep it alive. ``stream`` is
+the stream the array is bound to, as in Numba: methods called with
+``stream=0`` use it, and ``__dlpack__`` / ``__cuda_array_interface__``
+report it. Thread safety: as the C++ API's (any thread; concurrent writes to
+the same memory are the caller's affair).
+"""
+
+import math
+
+import numpy as np
+
+from . import _gpuhal
+from ._streams import is_zero as _is_zero, stream_or_none
+
+__all__ = ["DeviceNDArray"]
+
+
+def _expand_key(key, ndim):
+    """Python's Ellipsis expanded to full slices; newaxis refused."""
+    items = key if isinstance(key, tuple) else (key,)
+    if any(k is None for k in items):
+        raise NotImplementedError("indexing a device array with None (np.newaxis) is not supported")
+    n_ellipsis = sum(1 for k in items if k is Ellipsis)
+    if n_ellipsis > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if n_ellipsis:
+        i = next(j for j, k in enumerate(items) if k is Ellipsis)
+        fill = ndim - (len(items) - 1)
+        items = items[:i] + (slice(None),) * max(fill, 0) + items[i + 1:]
+    return items
+
+
+class DeviceNDArray:
+    """An array in device memory (Numba's ``DeviceNDArray``)."""
+
+    __slots__ = ("_a", "_dtype", "stream", "__weakref__")
+
+    def __init__(self, array, dtype=None, stream=0):
+        # Made by gpuhal's functions (to_device, device_array ...), not by users.
+        if not isinstance(array, _gpuhal._DeviceArray):
+            raise TypeError("DeviceNDArray is made by gpuhal.device_array, to_device and their kin")
+        self._a = array
+        self._dtype = np.dtype(array.typestr) if dtype is None else np.dtype(dtype)
+        self.stream = stream
+
+    # ---- the array's description -----------------------------------------
+    shape = property(lambda self: self._a.shape)
+    strides = property(lambda self: self._a.strides)
+    ndim = property(lambda self: self._a.ndim)
+    size = property(lambda self: self._a.size)
+    nbytes = property(lambda self: self._a.nbytes)
+    itemsize = property(lambda self: self._a.itemsize)
+    alloc_size = property(lambda self: self._a.alloc_size, doc="Bytes the elements span")
+    dtype = property(lambda self: self._dtype)
+    device_pointer = property(lambda self: self._a.device_pointer, doc="Address of element 0 (0 when empty)")
+    device_ctypes_pointer = device_pointer
+
+    def is_c_contiguous(self):
+        return self._a.is_c_contiguous()
+
+    def is_f_contiguous(self):
+        return self._a.is_f_contiguous()
+
+    @property
+    def flags(self):
+        return {"C_CONTIGUOUS": self.is_c_contiguous(), "F_CONTIGUOUS": self.is_f_contiguous()}
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __repr__(self):
+        return f"<gpuhal.DeviceNDArray shape={self.shape} dtype={self.dtype} strides={self.strides}>"
+
+    def _wrap(self, array, dtype=None, stream=None):
+        return DeviceNDArray(array, self._dtype if dtype is None else dtype, self.stream if stream is None else stream)
+
+    def _bound(self, stream):
+        """``stream``, or the array's own stream for Numba's ``stream=0``."""
+        return self.stream if _is_zero(stream) else stream
+
+    def _stream(self, stream):
+        return stream_or_none(self._bound(stream))
+
+    def bind(self, stream=0):
+        """The same array bound to ``stream``."""
+        return self._wrap(self._a, stream=stream)
+
+    # ---- views ------------------------------------------------------------
+    def __getitem__(self, key):
+        return self.getitem(key)
+
+    def getitem(self, key, stream=0):
+        """A view, or (all axes indexed by integers) the element, copied to the host."""
+        items = _expand_key(key, self.ndim)
+        view = self._a.getitem(items) if items else self._a
+        if view.ndim == 0 and any(not isinstance(k, slice) for k in items):
+            s = self._stream(stream)
+            host = np.asarray(view.copy_to_host(s))
+            if s is not None:
+                s.synchronize()
+            return host.view(self._dtype)[()]
+        return self._wrap(view)
+
+    def __setitem__(self, key, value):
+        self.setitem(key, value)
+
+    def setitem(self, key, value, stream=0):
+        """``d[key] = value`` on the device: a scalar fills, an array is
+        broadcast and copied (NumPy's rules) by a kernel of the backend."""
+        items = _expand_key(key, self.ndim)
+        view = self._a.getitem(items) if items else self._a
+        s = self._stream(stream)
+        if isinstance(value, DeviceNDArray):
+            view.assign_device(value._a, s)
+        elif isinstance(value, (bool, int, float, complex, np.generic)) and not (
+                isinstance(value, np.generic) and value.dtype.fields is not None):
+            view.fill(value.item() if isinstance(value, np.generic) else value, s)
+        else:
+            host = np.asarray(value, dtype=self._dtype)
+            view.assign_host(host, s)
+            if s is not None:
+                s.synchronize()  # `host` may be a temporary made here
+
+    def reshape(self, *newshape, order="C"):
+        if len(newshape) == 1 and isinstance(newshape[0], (tuple, list)):
+            newshape = tuple(newshape[0])
+        if tuple(newshape) == self.shape:
+            return self
+        return self._wrap(self._a.reshape(list(newshape), order))
+
+    def ravel(self, order="C", stream=0):
+        return self._wrap(self._a.ravel(order))
+
+    def transpose(self, axes=None):
+        return self._wrap(self._a.transpose([] if axes is None else list(axes)))
+
+    @property
+    def T(self):
+        return self.transpose()
+
+    def view(self, dtype):
+        dtype = np.dtype(dtype)
+        return self._wrap(self._a.view_dtype(dtype.str), dtype=dtype)
+
+    def split(self, section, stream=0):
+        """Numba's split: views of ``section`` elements of a 1-d array with unit stride."""
+        if self.ndim != 1:
+            raise ValueError("only support 1d array")
+        if self.strides[0] != self.itemsize:
+            raise ValueError("only support unit stride")
+        if section <= 0:
+            raise ValueError("section must be positive")
+        for i in range(int(math.ceil(self.size / section))):
+            yield self._wrap(self._a.getitem(slice(i * section, min((i + 1) * section, self.size))),
+                             stream=self._bound(stream))
+
+    # ---- transfers ------------------------------------------------------------
+    def copy_to_host(self, ary=None, stream=0):
+        """This array -> a host array (a new one with the same strides, or
+        ``ary``). With a stream, read the result after synchronising it."""
+        s = self._stream(stream)
+        if ary is not None:
+            self._a.copy_to_host_into(ary, s)
+            return ary
+        if self.size == 0:
+            return np.empty(self.shape, dtype=self._dtype)
+        host = np.asarray(self._a.copy_to_host(s))
+        return host if host.dtype == self._dtype else host.view(self._dtype)
+
+    def copy_to_device(self, ary, stream=0):
+        """Host or device array -> this array (same dtype and shape)."""
+        s = self._stream(stream)
+        if isinstance(ary, DeviceNDArray):
+            self._a.copy_from_device(ary._a, s)
+        else:
+            self._a.copy_from_host(ary if isinstance(ary, np.ndarray) else np.asarray(ary, dtype=self._dtype), s)
+
+    def __array__(self, dtype=None, copy=None):
+        if copy is False:
+            raise ValueError("a device array becomes a NumPy array only through a copy")
+        host = self.copy_to_host()
+        return host if dtype is None else host.astype(dtype)
+
+    # ---- interchange ----------------------------------------------------------
+    def get_ipc_handle(self):
+        from ._ipc import IpcArrayHandle
+        return IpcArrayHandle(_gpuhal.get_ipc_handle(self._a), self._dtype)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        from ._interop import export_dlpack
+        return export_dlpack(self, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self):
+        return _gpuhal.dlpack_device(self._a.context)
+
+    @property
+    def __cuda_array_interface__(self):
+        from ._interop import cuda_array_interface
+        return cuda_array_interface(self)

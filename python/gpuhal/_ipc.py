@@ -1,0 +1,56 @@
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+"""Numba's IPC: ``d.get_ipc_handle()`` gives a picklable handle another
+process opens (``handle.open()`` or ``with handle as array:``) to use the
+same device memory. The exporter keeps its array alive while others use it.
+A handle cannot be opened in the process that made it (as in CUDA);
+backends without IPC raise gpuhal.NotSupportedError."""
+
+import numpy as np
+
+from . import _gpuhal
+
+__all__ = ["IpcArrayHandle"]
+
+
+class IpcArrayHandle:
+    """A device array's IPC handle (Numba's ``IpcArrayHandle``)."""
+
+    def __init__(self, handle, dtype):
+        self._handle = handle
+        self.dtype = np.dtype(dtype)
+        self._opened = None
+
+    shape = property(lambda self: self._handle.shape)
+    strides = property(lambda self: self._handle.strides)
+
+    def serialize(self):
+        """One line of printable text (what pickling sends)."""
+        return self._handle.serialize()
+
+    @classmethod
+    def deserialize(cls, text, dtype):
+        return cls(_gpuhal._IpcArrayHandle.deserialize(text), dtype)
+
+    def __reduce__(self):
+        return (IpcArrayHandle.deserialize, (self.serialize(), self.dtype))
+
+    def open(self):
+        """Maps the memory into the current context; returns a DeviceNDArray."""
+        from ._devicearray import DeviceNDArray
+        if self._opened is not None:
+            raise ValueError("this IPC handle is already open; close() it first")
+        self._opened = _gpuhal.open_ipc_array(_gpuhal.current_context(), self._handle)
+        return DeviceNDArray(self._opened.array, self.dtype)
+
+    def close(self):
+        """Drops the handle's reference to the mapping (arrays from open()
+        keep it mapped while they live)."""
+        if self._opened is not None:
+            self._opened.close()
+            self._opened = None
+
+    def __enter__(self):
+        return self.open()
+
+    def __exit__(self, *exc):
+        self.close()

@@ -1,0 +1,128 @@
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+"""Kernels: ``gpuhal.compile(source)`` and Numba's launch syntax.
+
+The source is gpuhal's portable kernel dialect (see docs/kernels.md), the
+same on every backend::
+
+    module = gpuhal.compile('''
+        GPUHAL_KERNEL void scale(GPUHAL_GLOBAL float *x, float a, int n) {
+          int i = gpuhal_global_id(0);
+          if (i < n) x[i] *= a;
+        }''')
+    module.scale[blocks, threads](d_x, 2.0, n)          # or module.scale[blocks, threads, stream, shared_bytes]
+
+Arguments follow Numba's rules: device arrays (and objects with
+``__dlpack__`` that are not NumPy arrays) are passed as they are; NumPy
+arrays are copied to the device before the kernel and back after it (not
+back when read-only or when the parameter points to const), and the launch
+then waits for its stream; mapped and managed arrays passed whole go as
+their device side; scalars by value, converted to the parameter's type
+(integers that fit; a float never becomes an integer). A wrong count or
+type raises before anything is queued.
+"""
+
+import numpy as np
+
+from . import _gpuhal
+from ._devicearray import DeviceNDArray
+from ._streams import stream_or_none
+
+__all__ = ["compile", "Module", "Kernel"]
+
+
+def _dims(value, what):
+    if isinstance(value, (int, np.integer)):
+        return [int(value)]
+    dims = [int(v) for v in value]
+    if not 1 <= len(dims) <= 3:
+        raise ValueError(f"{what} must have 1 to 3 dimensions, got {value!r}")
+    return dims
+
+
+def _argument(a):
+    if isinstance(a, DeviceNDArray):
+        return a._a
+    if isinstance(a, np.ndarray):
+        from ._memory import device_for_kernel
+        dev = device_for_kernel(a)
+        return a if dev is None else dev._a
+    if isinstance(a, np.generic):
+        if a.dtype == np.bool_:
+            raise TypeError("a NumPy bool has no kernel type; pass an integer")
+        return _gpuhal._Scalar(a.dtype.str, a.tobytes())
+    if hasattr(a, "__dlpack__"):
+        from ._interop import from_dlpack
+        return from_dlpack(a)._a
+    return a
+
+
+class Kernel:
+    """A compiled kernel; ``kernel[grid, block, stream, shared_bytes](*args)`` launches it."""
+
+    def __init__(self, kernel, module):
+        self._k = kernel
+        self._module = module  # keeps the module loaded
+        self.name = kernel.name
+
+    def __getitem__(self, config):
+        if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
+            raise ValueError("a launch needs [griddim, blockdim] and may add a stream and dynamic shared bytes")
+        grid, block, stream, shared = (tuple(config) + (0, 0))[:4]
+        return _Launch(self._k, _dims(grid, "griddim"), _dims(block, "blockdim"), stream_or_none(stream), int(shared))
+
+    def __call__(self, *args):
+        raise ValueError("no launch configuration: launch with kernel[blockspergrid, threadsperblock](args...)")
+
+    def __repr__(self):
+        return f"<gpuhal.Kernel {self.name}>"
+
+
+class _Launch:
+    __slots__ = ("_k", "_grid", "_block", "_stream", "_shared")
+
+    def __init__(self, k, grid, block, stream, shared):
+        self._k, self._grid, self._block, self._stream, self._shared = k, grid, block, stream, shared
+
+    def __call__(self, *args):
+        self._k.launch(self._grid, self._block, self._stream, self._shared, [_argument(a) for a in args])
+
+
+class Module:
+    """The kernels of one compiled source, as attributes (``module.name``)
+    or by ``module[name]``."""
+
+    def __init__(self, module):
+        self._m = module
+        self.kernel_names = list(module.kernel_names)
+        self._kernels = {}
+
+    def __getitem__(self, name):
+        k = self._kernels.get(name)
+        if k is None:
+            k = self._kernels[name] = Kernel(self._m.kernel(name), self)
+        return k
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self[name]
+        except LookupError as e:
+            raise AttributeError(str(e)) from None
+
+    @property
+    def lowered_source(self):
+        return self._m.lowered_source
+
+    def __repr__(self):
+        return f"<gpuhal.Module kernels={self.kernel_names}>"
+
+
+def compile(source, options="", constants=None):
+    """Compiles a portable kernel source for the current context's backend.
+    ``constants`` maps names to host arrays baked in as constant arrays
+    (Numba's cuda.const.array_like). Raises gpuhal.CompilationFailedError
+    with the compiler's messages, gpuhal.NotSupportedError on a backend
+    without kernels."""
+    pairs = [(name, np.asarray(value)) for name, value in (constants or {}).items()]
+    return Module(_gpuhal.compile(_gpuhal.current_context(), source, options, pairs))

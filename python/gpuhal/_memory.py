@@ -1,0 +1,207 @@
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+"""Numba's memory API: device, pinned, mapped and managed arrays, the
+pinned / mapped / register scopes, and transfers.
+
+Every function works in the calling thread's current context (the primary
+context of the device it selected; device 0 otherwise). ``stream=0`` means
+no stream: the call returns when it is done. With a stream the call is
+asynchronous and host arrays must stay alive and unchanged until the stream
+has run it (synchronize it, or an event recorded after it) -- Numba's rule.
+"""
+
+import contextlib
+
+import numpy as np
+
+from . import _gpuhal
+from ._devicearray import DeviceNDArray
+from ._streams import stream_or_none
+
+__all__ = [
+    "to_device", "device_array", "device_array_like", "managed_array", "pinned_array", "pinned_array_like",
+    "mapped_array", "mapped_array_like", "pinned", "mapped", "register", "deregister", "MappedNDArray",
+    "ManagedNDArray", "PinnedNDArray",
+]
+
+
+def _ctx():
+    return _gpuhal.current_context()
+
+
+def _shape(shape):
+    if isinstance(shape, (int, np.integer)):
+        return [int(shape)]
+    return [int(s) for s in shape]
+
+
+def _strides(strides):
+    if strides is None:
+        return []
+    return [int(strides)] if isinstance(strides, (int, np.integer)) else [int(s) for s in strides]
+
+
+def _typestr(dtype):
+    return np.dtype(dtype).str
+
+
+def _host_array(ary):
+    """A host argument as an object with the buffer protocol."""
+    if isinstance(ary, np.ndarray):
+        return ary
+    return np.asarray(ary)
+
+
+class PinnedNDArray(np.ndarray):
+    """A NumPy array in pinned (page-locked) host memory."""
+
+
+class MappedNDArray(np.ndarray):
+    """A NumPy array in mapped host memory; kernels and copies use its
+    device side (``device_array``) when it is passed whole."""
+
+    _gpuhal_device = None
+
+
+class ManagedNDArray(np.ndarray):
+    """A NumPy array over managed memory (the host and the device share
+    it); kernels get the device array. Touch it on the host only while no
+    work that uses it is in flight."""
+
+    _gpuhal_device = None
+
+
+def _numpy_over(holder, dtype, cls):
+    host = np.asarray(holder)
+    if host.dtype != dtype:
+        host = host.view(dtype)
+    return host.view(cls)
+
+
+def device_for_kernel(ary):
+    """The device array behind a mapped or managed NumPy array passed whole."""
+    # Only the array made by mapped_array / managed_array carries its device
+    # side (views of it are new objects without it, and pass as host arrays).
+    dev = getattr(ary, "_gpuhal_device", None)
+    if dev is None or ary.shape != dev.shape or ary.strides != dev.strides:
+        return None
+    return dev
+
+
+def to_device(obj, stream=0, copy=True, to=None):
+    """Host array -> device array (a new one with the same shape, strides
+    and dtype; or ``to``). The host array must be contiguous at its core
+    (broadcast arrays are fine); a device array is returned as it is."""
+    if isinstance(obj, DeviceNDArray):
+        return obj
+    if to is not None:
+        to.copy_to_device(obj, stream=stream)
+        return to
+    host = _host_array(obj)
+    array = _gpuhal.to_device(_ctx(), host, stream_or_none(stream), bool(copy))
+    return DeviceNDArray(array, host.dtype, stream)
+
+
+def device_array(shape, dtype=np.float64, strides=None, order="C", stream=0):
+    """An uninitialised device array (np.empty's shapes, strides and orders)."""
+    shape = _shape(shape)
+    array = _gpuhal.device_array(_ctx(), shape, _typestr(dtype), _strides(strides), order)
+    return DeviceNDArray(array, np.dtype(dtype), stream)
+
+
+def _strides_like(ary):
+    ary_shape = list(ary.shape)
+    return _gpuhal.strides_like(ary_shape, list(ary.strides), int(ary.dtype.itemsize), "K")
+
+
+def device_array_like(ary, stream=0):
+    """A device array with ``ary``'s shape and dtype and NumPy's empty_like strides."""
+    return device_array(ary.shape, ary.dtype, _strides_like(ary), stream=stream)
+
+
+def managed_array(shape, dtype=np.float64, strides=None, order="C", stream=0, attach_global=True):
+    """A ManagedNDArray: memory the host and the device both address
+    (gpuhal.NotSupportedError on backends or devices without it)."""
+    shape = _shape(shape)
+    array = _gpuhal.managed_array(_ctx(), shape, _typestr(dtype), _strides(strides), order)
+    dev = DeviceNDArray(array, np.dtype(dtype), stream)
+    host = _numpy_over(array.host_view(), np.dtype(dtype), ManagedNDArray)
+    host._gpuhal_device = dev
+    return host
+
+
+def pinned_array(shape, dtype=np.float64, strides=None, order="C"):
+    """A NumPy array in pinned host memory (freed through the deferred
+    deallocation queue when the array is gone)."""
+    shape = _shape(shape)
+    holder = _gpuhal.pinned_array(_ctx(), shape, _typestr(dtype), _strides(strides), order)
+    return _numpy_over(holder, np.dtype(dtype), PinnedNDArray)
+
+
+def pinned_array_like(ary):
+    return pinned_array(ary.shape, ary.dtype, _strides_like(ary))
+
+
+def mapped_array(shape, dtype=np.float64, strides=None, order="C", stream=0, portable=False, wc=False):
+    """A MappedNDArray: host memory mapped into the device's address space."""
+    shape = _shape(shape)
+    holder, array = _gpuhal.mapped_array(_ctx(), shape, _typestr(dtype), _strides(strides), order,
+                                         bool(portable), bool(wc))
+    host = _numpy_over(holder, np.dtype(dtype), MappedNDArray)
+    host._gpuhal_device = DeviceNDArray(array, np.dtype(dtype), stream)
+    return host
+
+
+def mapped_array_like(ary, stream=0, portable=False, wc=False):
+    return mapped_array(ary.shape, ary.dtype, _strides_like(ary), stream=stream, portable=portable, wc=wc)
+
+
+@contextlib.contextmanager
+def pinned(*arylist):
+    """``with pinned(a, b):`` -- the arrays are page-locked inside the block."""
+    scope = _gpuhal.pin(_ctx(), [_host_array(a) for a in arylist])
+    try:
+        yield
+    finally:
+        scope.close()
+
+
+@contextlib.contextmanager
+def mapped(*arylist, **kws):
+    """``with mapped(a) as d:`` -- the arrays are mapped into the device's
+    address space inside the block; yields their device arrays (one, or a
+    list for several)."""
+    if kws and set(kws) != {"stream"}:
+        raise TypeError("mapped() takes only 'stream' as a keyword")
+    stream = kws.get("stream", 0)
+    hosts = [_host_array(a) for a in arylist]
+    scope = _gpuhal.map(_ctx(), hosts)
+    try:
+        devs = [DeviceNDArray(d, h.dtype, stream) for d, h in zip(scope.device_arrays(), hosts)]
+        yield devs[0] if len(devs) == 1 else devs
+    finally:
+        scope.close()
+
+
+class register:
+    """Numba ROC's ``register(*arrays)``: registers (page-locks) the arrays
+    now; ``with register(a):`` deregisters at the block's end, and
+    ``release()`` (or ``deregister(a)``) at any time."""
+
+    def __init__(self, *arylist, portable=False):
+        self._arrays = [_host_array(a) for a in arylist]  # kept alive while registered
+        self._scope = _gpuhal.register_host(_ctx(), self._arrays, bool(portable), False)
+
+    def release(self):
+        self._scope.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
+
+
+def deregister(*arylist):
+    """Numba ROC's ``deregister``: drops one registration of each array's
+    bytes (gpuhal.NotRegisteredError when they are not registered)."""
+    _gpuhal.deregister_host(_ctx(), [_host_array(a) for a in arylist])

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// What the binding files of gpuhal's Python module share.
+//
+// The module is thin: objects of the C++ API are bound as they are (names
+// with a leading underscore where the Python package wraps them in Numba's
+// shapes, see python/gpuhal/). Conventions every file keeps:
+//  - the GIL is released around every call into the core that can block
+//    (synchronisation, copies, allocation -- which may flush the deferred
+//    deallocation queue and so wait for the device --, compilation, launch);
+//    Python objects are never touched while it is released;
+//  - host arrays come in through the buffer protocol (HostBuffer), held for
+//    the length of the call; asynchronous calls need the caller to keep them
+//    alive until the stream ran them, as in Numba and in the C++ API;
+//  - gpuhal::Error becomes the gpuhal.Error subclass of its status
+//    (errors.cpp); a stream argument of None is the synchronous overload.
+#pragma once
+
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gpuhal/gpuhal.hpp"
+
+namespace nb = nanobind;
+
+namespace gpuhal_py {
+
+using release_gil = nb::call_guard<nb::gil_scoped_release>;
+
+// A Python object's buffer (PyObject_GetBuffer with strides and format),
+// released when this goes, and the HostView over it. Throws TypeError for
+// objects without the buffer protocol, gpuhal errors for dtypes gpuhal does
+// not have (big-endian, long double ...). Not copyable.
+class HostBuffer {
+ public:
+  // writable: the view must accept writes (ERROR_INVALID_VALUE otherwise).
+  explicit HostBuffer(nb::handle object, bool writable = false);
+  ~HostBuffer();
+  HostBuffer(const HostBuffer &) = delete;
+  HostBuffer &operator=(const HostBuffer &) = delete;
+  HostBuffer(HostBuffer &&other) noexcept;
+  const gpuhal::HostView &view() const { return view_; }
+
+ private:
+  Py_buffer buffer_{};
+  bool held_ = false;
+  gpuhal::HostView view_;
+};
+
+// The dtype a buffer format string names ("<f", "Zd", "T{...}" ...).
+gpuhal::DType dtype_from_format(const char *format, Py_ssize_t itemsize);
+// A stream argument: None -> nullptr.
+inline const gpuhal::Stream *stream_or_null(const std::optional<gpuhal::Stream> &s) { return s ? &*s : nullptr; }
+// A Python index (an int, a slice, or a tuple of them) as gpuhal indices.
+std::vector<gpuhal::Index> indices_from(nb::handle key);
+nb::tuple to_tuple(const std::vector<int64_t> &values);
+
+// An owner of host memory that NumPy views through __array_interface__
+// (copy_to_host's result, pinned and mapped arrays, a managed array's host
+// side): np.asarray(holder) shares the memory and keeps the holder alive.
+struct HostMemoryHolder {
+  gpuhal::HostView view;
+  gpuhal::HostArray array;    // when the memory is a HostArray's
+  gpuhal::DeviceArray device;  // when it is a managed or mapped device array's
+};
+
+void bind_errors(nb::module_ &m);
+void bind_runtime(nb::module_ &m);
+void bind_streams(nb::module_ &m);
+void bind_device_array(nb::module_ &m);
+void bind_host_memory(nb::module_ &m);
+void bind_kernels(nb::module_ &m);
+void bind_dlpack(nb::module_ &m);
+void bind_ipc(nb::module_ &m);
+
+}  // namespace gpuhal_py

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// DLPack capsules (the Python array API's __dlpack__ / from_dlpack).
+//
+// A capsule named "dltensor_versioned" (DLPack 1.x) or "dltensor" (legacy)
+// carries a tensor the consumer takes by renaming the capsule to
+// "used_dltensor[_versioned]"; a capsule nobody took runs the tensor's
+// deleter when it is collected (the DLPack Python specification).
+#include "bindings.hpp"
+
+namespace gpuhal_py {
+namespace {
+
+constexpr const char *kVersioned = "dltensor_versioned";
+constexpr const char *kLegacy = "dltensor";
+constexpr const char *kUsedVersioned = "used_dltensor_versioned";
+constexpr const char *kUsedLegacy = "used_dltensor";
+
+template <class Tensor>
+void delete_unused(PyObject *capsule, const char *name) {
+  // A capsule destructor may run while an exception is set: keep it.
+  PyObject *type, *value, *traceback;
+  PyErr_Fetch(&type, &value, &traceback);
+  if (PyCapsule_IsValid(capsule, name)) {
+    auto *tensor = static_cast<Tensor *>(PyCapsule_GetPointer(capsule, name));
+    if (tensor && tensor->deleter) tensor->deleter(tensor);
+  }
+  PyErr_Restore(type, value, traceback);
+}
+
+void versioned_destructor(PyObject *capsule) {
+  delete_unused<gpuhal::dlpack::DLManagedTensorVersioned>(capsule, kVersioned);
+}
+void legacy_destructor(PyObject *capsule) { delete_unused<gpuhal::dlpack::DLManagedTensor>(capsule, kLegacy); }
+
+nb::object to_capsule(const gpuhal::DeviceArray &a, bool versioned, std::optional<gpuhal::Stream> producer,
+                      std::optional<gpuhal::Stream> consumer) {
+  PyObject *capsule;
+  if (versioned) {
+    gpuhal::dlpack::DLManagedTensorVersioned *t;
+    {
+      nb::gil_scoped_release unlocked;
+      t = gpuhal::to_dlpack_versioned(a, stream_or_null(producer), stream_or_null(consumer));
+    }
+    capsule = PyCapsule_New(t, kVersioned, versioned_destructor);
+    if (!capsule) t->deleter(t);
+  } else {
+    gpuhal::dlpack::DLManagedTensor *t;
+    {
+      nb::gil_scoped_release unlocked;
+      t = gpuhal::to_dlpack(a, stream_or_null(producer), stream_or_null(consumer));
+    }
+    capsule = PyCapsule_New(t, kLegacy, legacy_destructor);
+    if (!capsule) t->deleter(t);
+  }
+  if (!capsule) throw nb::python_error();
+  return nb::steal(capsule);
+}
+
+gpuhal::DeviceArray from_capsule(const gpuhal::Context &ctx, nb::handle capsule, std::optional<gpuhal::Stream> producer,
+                                 std::optional<gpuhal::Stream> consumer) {
+  PyObject *c = capsule.ptr();
+  if (!PyCapsule_CheckExact(c)) throw nb::type_error("from_dlpack: __dlpack__() did not return a capsule");
+  if (PyCapsule_IsValid(c, kUsedVersioned) || PyCapsule_IsValid(c, kUsedLegacy))
+    throw gpuhal::Error(gpuhal::Status::ERROR_INVALID_VALUE, "from_dlpack: the DLPack capsule was already consumed");
+  const gpuhal::Stream *p = stream_or_null(producer), *q = stream_or_null(consumer);
+  if (PyCapsule_IsValid(c, kVersioned)) {
+    auto *t = static_cast<gpuhal::dlpack::DLManagedTensorVersioned *>(PyCapsule_GetPointer(c, kVersioned));
+    // Ours from here on (from_dlpack runs the deleter also when it throws).
+    if (PyCapsule_SetName(c, kUsedVersioned) != 0) throw nb::python_error();
+    nb::gil_scoped_release unlocked;
+    return gpuhal::from_dlpack(ctx, t, p, q);
+  }
+  if (PyCapsule_IsValid(c, kLegacy)) {
+    auto *t = static_cast<gpuhal::dlpack::DLManagedTensor *>(PyCapsule_GetPointer(c, kLegacy));
+    if (PyCapsule_SetName(c, kUsedLegacy) != 0) throw nb::python_error();
+    nb::gil_scoped_release unlocked;
+    return gpuhal::from_dlpack(ctx, t, p, q);
+  }
+  throw gpuhal::Error(gpuhal::Status::ERROR_INVALID_VALUE, "from_dlpack: not a DLPack capsule");
+}
+
+}  // namespace
+
+void bind_dlpack(nb::module_ &m) {
+  m.def("to_dlpack", &to_capsule, nb::arg("array"), nb::arg("versioned"), nb::arg("producer").none(),
+        nb::arg("consumer").none());
+  m.def("from_dlpack", &from_capsule, nb::arg("ctx"), nb::arg("capsule"), nb::arg("producer").none(),
+        nb::arg("consumer").none());
+  m.def("dlpack_device", [](const gpuhal::Context &ctx) {
+    gpuhal::dlpack::DLDevice d = gpuhal::dlpack_device(ctx);
+    return nb::make_tuple(d.device_type, d.device_id);
+  });
+}
+
+}  // namespace gpuhal_py

@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// Host arrays through the buffer protocol, and Python index conversion.
+#include <cstring>
+
+#include "bindings.hpp"
+
+namespace gpuhal_py {
+
+gpuhal::DType dtype_from_format(const char *format, Py_ssize_t itemsize) {
+  using gpuhal::DType;
+  using gpuhal::DTypeKind;
+  std::string f = format ? format : "B";  // NULL means unsigned bytes (PEP 3118)
+  size_t i = 0;
+  if (!f.empty() && (f[0] == '@' || f[0] == '=' || f[0] == '<' || f[0] == '>' || f[0] == '!')) {
+    // gpuhal's backends are little-endian: the bytes of a big-endian array
+    // would be read wrong, so it is refused rather than copied unconverted.
+    if (f[0] == '>' || f[0] == '!')
+      throw gpuhal::Error(gpuhal::Status::ERROR_INVALID_DTYPE,
+                          "big-endian host array (format '" + f + "'): convert it first, e.g. a.astype(a.dtype.newbyteorder('<'))");
+    i = 1;
+  }
+  std::string code = f.substr(i);
+  auto sized = [&](DTypeKind kind) { return DType{kind, uint8_t(itemsize * 8), 1}; };
+  DType d;
+  if (code == "?") {
+    d = gpuhal::dtypes::bool_;
+  } else if (code == "b" || code == "h" || code == "i" || code == "l" || code == "q" || code == "n") {
+    d = sized(DTypeKind::Int);
+  } else if (code == "B" || code == "H" || code == "I" || code == "L" || code == "Q" || code == "N") {
+    d = sized(DTypeKind::UInt);
+  } else if (code == "e" || code == "f" || code == "d") {
+    d = sized(DTypeKind::Float);
+  } else if (code == "Zf" || code == "Zd") {
+    d = sized(DTypeKind::Complex);
+  } else if (code.rfind("T{", 0) == 0 || (!code.empty() && code.back() == 'x') || code.rfind("V", 0) == 0) {
+    // A record (structured) dtype, or NumPy's unstructured void.
+    return DType::record(itemsize);
+  } else {
+    throw gpuhal::Error(gpuhal::Status::ERROR_INVALID_DTYPE,
+                        "host array of buffer format '" + f + "' has no gpuhal dtype");
+  }
+  if (d.itemsize() != itemsize)
+    throw gpuhal::Error(gpuhal::Status::ERROR_INVALID_DTYPE,
+                        "host array of buffer format '" + f + "' with itemsize " + std::to_string(itemsize));
+  d.validate();
+  return d;
+}
+
+HostBuffer::HostBuffer(nb::handle object, bool writable) {
+  if (PyObject_GetBuffer(object.ptr(), &buffer_, PyBUF_RECORDS_RO) != 0) {
+    PyErr_Clear();
+    throw nb::type_error(("expected a host array (an object with the buffer protocol, such as a NumPy array), got " +
+                          std::string(nb::type_name(object.type()).c_str()))
+                             .c_str());
+  }
+  held_ = true;
+  if (writable && buffer_.readonly)
+    throw gpuhal::Error(gpuhal::Status::ERROR_INVALID_VALUE, "the host array is read-only");
+  gpuhal::DType dtype = dtype_from_format(buffer_.format, buffer_.itemsize);
+  gpuhal::Shape shape(buffer_.shape, buffer_.shape + buffer_.ndim);
+  gpuhal::Strides strides(buffer_.strides, buffer_.strides + buffer_.ndim);
+  // `buf` is element 0 (PEP 3118: the start of the logical structure),
+  // which is also what HostView takes, negative strides included.
+  view_ = buffer_.readonly ? gpuhal::HostView::readonly(buffer_.buf, shape, dtype, strides)
+                           : gpuhal::HostView(buffer_.buf, shape, dtype, strides);
+}
+
+HostBuffer::HostBuffer(HostBuffer &&other) noexcept
+    : buffer_(other.buffer_), held_(other.held_), view_(other.view_) {
+  other.held_ = false;
+}
+
+HostBuffer::~HostBuffer() {
+  if (held_) PyBuffer_Release(&buffer_);
+}
+
+namespace {
+
+std::optional<int64_t> optional_int(PyObject *o) {
+  if (o == Py_None) return std::nullopt;
+  return nb::cast<int64_t>(nb::handle(o));
+}
+
+gpuhal::Index index_from(nb::handle item) {
+  if (PySlice_Check(item.ptr())) {
+    auto *s = reinterpret_cast<PySliceObject *>(item.ptr());
+    int64_t step = s->step == Py_None ? 1 : nb::cast<int64_t>(nb::handle(s->step));
+    return gpuhal::Slice(optional_int(s->start), optional_int(s->stop), step);
+  }
+  if (PyIndex_Check(item.ptr()) && !PyBool_Check(item.ptr())) return gpuhal::Index(nb::cast<int64_t>(item));
+  throw nb::type_error(("only integers and slices index a device array, not " +
+                        std::string(nb::type_name(item.type()).c_str()))
+                           .c_str());
+}
+
+}  // namespace
+
+std::vector<gpuhal::Index> indices_from(nb::handle key) {
+  std::vector<gpuhal::Index> out;
+  if (PyTuple_Check(key.ptr())) {
+    for (nb::handle item : nb::borrow<nb::tuple>(key)) out.push_back(index_from(item));
+  } else {
+    out.push_back(index_from(key));
+  }
+  return out;
+}
+
+nb::tuple to_tuple(const std::vector<int64_t> &values) {
+  nb::list l;
+  for (int64_t v : values) l.append(v);
+  return nb::tuple(l);
+}
+
+}  // namespace gpuhal_py

@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// The runtime, devices per thread and contexts.
+#include <optional>
+
+#include "bindings.hpp"
+
+namespace gpuhal_py {
+namespace {
+
+gpuhal::Capability capability_from(const std::string &name) {
+  static const std::pair<const char *, gpuhal::Capability> names[] = {
+      {"stream_barrier", gpuhal::Capability::StreamBarrier},
+      {"host_memory", gpuhal::Capability::HostMemory},
+      {"mapped_host_memory", gpuhal::Capability::MappedHostMemory},
+      {"ipc", gpuhal::Capability::Ipc},
+      {"stream_ordered_memory", gpuhal::Capability::StreamOrderedMemory},
+      {"peer_access", gpuhal::Capability::PeerAccess},
+      {"kernels", gpuhal::Capability::Kernels},
+      {"managed_memory", gpuhal::Capability::ManagedMemory},
+  };
+  for (const auto &n : names)
+    if (name == n.first) return n.second;
+  throw gpuhal::Error(gpuhal::Status::ERROR_INVALID_VALUE, "unknown capability '" + name + "'");
+}
+
+nb::dict properties_of(const gpuhal::Device &d) {
+  const gpuhal::DeviceProperties &p = d.properties();
+  nb::dict out;
+  out["name"] = p.name;
+  out["vendor"] = p.vendor;
+  out["total_memory"] = p.total_memory;
+  out["shared_memory_per_block"] = p.shared_memory_per_block;
+  out["compute_capability"] = nb::make_tuple(p.compute_major, p.compute_minor);
+  out["multiprocessor_count"] = p.multiprocessor_count;
+  out["warp_size"] = p.warp_size;
+  out["max_threads_per_block"] = p.max_threads_per_block;
+  out["max_block_dim"] = nb::make_tuple(p.max_block_dim[0], p.max_block_dim[1], p.max_block_dim[2]);
+  out["max_grid_dim"] = nb::make_tuple(p.max_grid_dim[0], p.max_grid_dim[1], p.max_grid_dim[2]);
+  out["clock_rate_khz"] = p.clock_rate_khz;
+  out["can_map_host_memory"] = p.can_map_host_memory;
+  out["unified_addressing"] = p.unified_addressing;
+  out["concurrent_kernels"] = p.concurrent_kernels;
+  out["pci_bus_id"] = nb::make_tuple(p.pci_domain, p.pci_bus, p.pci_device);
+  out["driver_version"] = p.driver_version;
+  return out;
+}
+
+// `with defer_cleanup():` -- a DeferCleanup of the current context while
+// the block runs.
+struct DeferCleanupScope {
+  gpuhal::Context ctx;
+  std::optional<gpuhal::DeferCleanup> scope;
+};
+
+// `with gpus[i]:` -- a DeviceScope while the block runs.
+struct DeviceSelection {
+  explicit DeviceSelection(int o) : ordinal(o) {}
+  int ordinal;
+  std::optional<gpuhal::DeviceScope> scope;
+};
+
+}  // namespace
+
+void bind_runtime(nb::module_ &m) {
+  m.def("backend_name", [] { return gpuhal::Runtime::get().backend_name(); }, release_gil());
+  m.def("plugin_path", [] { return gpuhal::Runtime::get().plugin_path(); }, release_gil());
+  m.def("device_count", [] { return gpuhal::Runtime::get().device_count(); }, release_gil());
+  m.def("supports", [](const std::string &name) { return gpuhal::Runtime::get().supports(capability_from(name)); });
+
+  nb::class_<gpuhal::Device>(m, "Device", "A device of the loaded backend (Numba's cuda.gpus[i])")
+      .def_prop_ro("id", &gpuhal::Device::ordinal, "The device's ordinal")
+      .def_prop_ro("name", [](const gpuhal::Device &d) { return d.properties().name; })
+      .def_prop_ro("compute_capability", [](const gpuhal::Device &d) {
+        return nb::make_tuple(d.properties().compute_major, d.properties().compute_minor);
+      })
+      .def_prop_ro("properties", &properties_of, "Every property, as a dict")
+      .def("can_access_peer", &gpuhal::Device::can_access_peer, release_gil())
+      .def("primary_context", &gpuhal::Device::primary_context, release_gil())
+      .def("__eq__", [](const gpuhal::Device &a, const gpuhal::Device &b) {
+        return a.ordinal() == b.ordinal() && a.runtime().backend_name() == b.runtime().backend_name();
+      })
+      .def("__hash__", [](const gpuhal::Device &d) { return d.ordinal(); })
+      .def("__repr__", [](const gpuhal::Device &d) {
+        return "<gpuhal.Device " + std::to_string(d.ordinal()) + " '" + d.properties().name + "'>";
+      });
+
+  m.def("select_device", &gpuhal::select_device, nb::arg("ordinal"), release_gil());
+  m.def("get_current_device", &gpuhal::get_current_device, release_gil());
+  m.def("close_device", &gpuhal::close_device, release_gil());
+  m.def("list_devices", &gpuhal::list_devices, release_gil());
+
+  nb::class_<DeviceSelection>(m, "_DeviceSelection")
+      .def(nb::init<int>())
+      .def("__enter__",
+           [](DeviceSelection &s) {
+             if (s.scope) throw gpuhal::Error(gpuhal::Status::ERROR_INVALID_VALUE, "device scope entered twice");
+             s.scope.emplace(s.ordinal);
+             return s.scope->device();
+           })
+      .def("__exit__", [](DeviceSelection &s, nb::args) {
+        nb::gil_scoped_release unlocked;
+        s.scope.reset();
+      });
+
+  nb::class_<gpuhal::MemoryInfo>(m, "_MemoryInfo")
+      .def_ro("free", &gpuhal::MemoryInfo::free)
+      .def_ro("total", &gpuhal::MemoryInfo::total);
+
+  nb::class_<gpuhal::Context>(m, "Context", "A device's primary context (Numba's current_context())")
+      .def_prop_ro("device", &gpuhal::Context::device)
+      .def("_memory_info", &gpuhal::Context::memory_info, release_gil())
+      .def("synchronize", &gpuhal::Context::synchronize, release_gil(), "Waits for all work of the context")
+      .def("reset", &gpuhal::Context::reset, release_gil(), "Destroys everything made in the context")
+      .def("supports", [](const gpuhal::Context &c, const std::string &name) {
+        return c.supports(capability_from(name));
+      })
+      .def_prop_ro("adopted", &gpuhal::Context::adopted)
+      .def("default_stream", &gpuhal::Context::default_stream)
+      .def("legacy_default_stream", &gpuhal::Context::legacy_default_stream)
+      .def("per_thread_default_stream", &gpuhal::Context::per_thread_default_stream, release_gil())
+      .def("external_stream",
+           [](const gpuhal::Context &c, uintptr_t handle) {
+             return c.external_stream(reinterpret_cast<gpuhal_stream_t>(handle));
+           })
+      .def("create_stream",
+           [](const gpuhal::Context &c, bool blocking) {
+             return c.create_stream(blocking ? gpuhal::StreamKind::Blocking : gpuhal::StreamKind::NonBlocking);
+           },
+           nb::arg("blocking") = true, release_gil())
+      .def("create_event", &gpuhal::Context::create_event, nb::arg("timing") = true, release_gil())
+      .def("pending_deallocations", &gpuhal::Context::pending_deallocations)
+      .def("pending_deallocation_bytes", &gpuhal::Context::pending_deallocation_bytes)
+      .def("flush_deallocations", &gpuhal::Context::flush_deallocations, release_gil())
+      .def("__eq__", [](const gpuhal::Context &a, const gpuhal::Context &b) { return a == b; })
+      .def("__hash__", [](const gpuhal::Context &c) { return reinterpret_cast<uintptr_t>(c.impl().get()); });
+  m.def("current_context", &gpuhal::Context::current, release_gil());
+
+  nb::class_<DeferCleanupScope>(m, "_DeferCleanup")
+      .def("__init__", [](DeferCleanupScope *s) { new (s) DeferCleanupScope{gpuhal::Context::current(), {}}; })
+      .def("__enter__",
+           [](DeferCleanupScope &s) {
+             if (s.scope) throw gpuhal::Error(gpuhal::Status::ERROR_INVALID_VALUE, "defer_cleanup entered twice");
+             s.scope.emplace(s.ctx);
+           })
+      // Leaving may flush the queue, which waits for the device.
+      .def("__exit__", [](DeferCleanupScope &s, nb::args) {
+        nb::gil_scoped_release unlocked;
+        s.scope.reset();
+      });
+}
+
+}  // namespace gpuhal_py

@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// Streams and events (Numba's cuda.stream(), cuda.event()).
+#include "bindings.hpp"
+
+namespace gpuhal_py {
+namespace {
+
+// `with stream.auto_synchronize():` -- synchronises the stream when the
+// block ends. When the block raises, its exception goes on and a failing
+// synchronize is dropped (the C++ AutoSynchronize logs it then); after a
+// clean block a failing synchronize raises.
+struct AutoSynchronizeScope {
+  gpuhal::Stream stream;
+  bool entered = false;
+};
+
+// Numba's stream argument: a Stream, or 0 / None for the default stream.
+gpuhal::Stream stream_or_default(nb::handle stream, const gpuhal::Context &ctx) {
+  gpuhal::Stream *s = nullptr;
+  if (nb::try_cast(stream, s, false) && s) return *s;
+  if (stream.is_none() || (PyLong_CheckExact(stream.ptr()) && PyLong_AsLong(stream.ptr()) == 0))
+    return ctx.default_stream();
+  throw nb::type_error("stream must be a gpuhal.Stream or 0");
+}
+
+}  // namespace
+
+void bind_streams(nb::module_ &m) {
+  nb::class_<gpuhal::Stream>(m, "Stream", "An in-order queue of device work (Numba's cuda.stream())")
+      .def("synchronize", &gpuhal::Stream::synchronize, release_gil(), "Waits until all work so far has completed")
+      .def("query", &gpuhal::Stream::query, release_gil(), "True when all submitted work has completed")
+      .def("wait_event", [](const gpuhal::Stream &s, const gpuhal::Event &e) { s.wait(e); }, release_gil())
+      .def("wait_events", [](const gpuhal::Stream &s, const std::vector<gpuhal::Event> &e) { s.wait(e); },
+           release_gil())
+      .def("wait_for_all_prior_work", &gpuhal::Stream::wait_for_all_prior_work, release_gil())
+      .def("record", &gpuhal::Stream::record, release_gil(), "Records a new event on this stream")
+      .def("auto_synchronize", [](const gpuhal::Stream &s) { return AutoSynchronizeScope{s, {}}; })
+      .def_prop_ro("handle", [](const gpuhal::Stream &s) { return reinterpret_cast<uintptr_t>(s.native_handle()); },
+                   "The backend's handle (a CUstream on cuda; 0 for the default stream)")
+      .def_prop_ro("context", &gpuhal::Stream::context)
+      .def_prop_ro("is_default", &gpuhal::Stream::is_default)
+      .def_prop_ro("is_owned", &gpuhal::Stream::is_owned)
+      .def("__eq__", [](const gpuhal::Stream &a, const gpuhal::Stream &b) { return a == b; })
+      .def("__hash__", [](const gpuhal::Stream &s) { return reinterpret_cast<uintptr_t>(s.impl().get()); })
+      .def("__repr__", [](const gpuhal::Stream &s) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(
+                                                     reinterpret_cast<uintptr_t>(s.native_handle())));
+        return std::string(s.is_default() ? "<gpuhal.Stream default>" : "<gpuhal.Stream ") +
+               (s.is_default() ? "" : std::string(buf) + ">");
+      });
+
+  nb::class_<AutoSynchronizeScope>(m, "_AutoSynchronize")
+      .def("__enter__",
+           [](AutoSynchronizeScope &a) {
+             if (a.entered) throw gpuhal::Error(gpuhal::Status::ERROR_INVALID_VALUE, "auto_synchronize entered twice");
+             a.entered = true;
+             return a.stream;
+           })
+      .def("__exit__", [](AutoSynchronizeScope &a, nb::handle type, nb::args) {
+        bool raising = !type.is_none();
+        {
+          nb::gil_scoped_release unlocked;
+          if (raising) {
+            gpuhal::AutoSynchronize logs_failures(a.stream);
+          } else {
+            a.stream.synchronize();
+          }
+        }
+      });
+
+  nb::class_<gpuhal::Event>(m, "Event", "A point in a stream's work (Numba's cuda.event())")
+      .def("record",
+           [](const gpuhal::Event &e, nb::handle stream) {
+             gpuhal::Stream s = stream_or_default(stream, e.context());
+             nb::gil_scoped_release unlocked;
+             e.record(s);
+           },
+           nb::arg("stream") = 0)
+      .def("synchronize", &gpuhal::Event::synchronize, release_gil())
+      .def("query", &gpuhal::Event::query, release_gil())
+      .def("wait",
+           [](const gpuhal::Event &e, nb::handle stream) {
+             gpuhal::Stream s = stream_or_default(stream, e.context());
+             nb::gil_scoped_release unlocked;
+             s.wait(e);
+           },
+           nb::arg("stream") = 0)
+      .def("elapsed_time",
+           [](const gpuhal::Event &start, const gpuhal::Event &end) { return gpuhal::Event::elapsed_ms(start, end); },
+           nb::arg("evtend"), release_gil(), "Milliseconds from this event to `evtend` (both completed)");
+}
+
+}  // namespace gpuhal_py
