@@ -1,0 +1,66 @@
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+"""Fixtures of gpuhal's Python tests.
+
+The tests run in the backend GPUHAL_BACKEND names (the host backend by
+default). Tests that need another process (IPC, the cuda backend over the
+fake driver, a backend chosen before first use) run Python subprocesses.
+GPUHAL_TEST_FAKE_CUDA names the fake CUDA driver (tests/fakes/cuda) that
+the README's test command builds; without it those tests are skipped.
+"""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import gpuhal
+
+
+@pytest.fixture
+def ctx():
+    return gpuhal.current_context()
+
+
+@pytest.fixture(scope="session")
+def twice():
+    """A kernel doubling n floats in place."""
+    return gpuhal.compile(textwrap.dedent("""
+        GPUHAL_KERNEL void twice(GPUHAL_GLOBAL float *x, int n) {
+          int i = gpuhal_global_id(0);
+          if (i < n) x[i] *= 2.0f;
+        }
+        GPUHAL_KERNEL void add(GPUHAL_GLOBAL float *out, GPUHAL_GLOBAL const float *a, float b, int n) {
+          int i = gpuhal_global_id(0);
+          if (i < n) out[i] = a[i] + b;
+        }
+    """))
+
+
+def run_python(code, env=None, timeout=120):
+    """Runs `code` in a fresh interpreter; returns (returncode, stdout, stderr)."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    p = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full_env, capture_output=True, text=True,
+                       timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
+@pytest.fixture
+def python():
+    return run_python
+
+
+@pytest.fixture
+def fake_cuda_env():
+    driver = os.environ.get("GPUHAL_TEST_FAKE_CUDA")
+    if not driver or not os.path.exists(driver):
+        pytest.skip("GPUHAL_TEST_FAKE_CUDA does not name the fake CUDA driver (the README's test command sets it)")
+    return {"GPUHAL_BACKEND": "cuda", "GPUHAL_CUDA_DRIVER": driver}
+
+
+def assert_same(host, expected):
+    np.testing.assert_array_equal(host, expected)
+    assert host.dtype == expected.dtype
