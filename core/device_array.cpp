@@ -238,6 +238,12 @@ HostArray DeviceArray::copy_to_host() const {
 HostArray DeviceArray::copy_to_host(const Stream &stream) const {
   HostArray out = HostArray::with_layout(layout_, dtype_);
   copy_to_host_impl(out.view(), &stream, true);
+  // The caller may drop the result before the stream ran the copy (an
+  // exception before its synchronize, a Python caller ignoring it): a copy
+  // of the handle rides on the stream until then, so the copy never writes
+  // into freed memory. The buffer is freed on the backend's callback thread
+  // when that is the last handle.
+  if (size() != 0) stream.add_callback([keep = out]() mutable { keep = HostArray(); });
   return out;
 }
 

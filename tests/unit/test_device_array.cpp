@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // DeviceArray on the host backend: factories, transfers, views, errors.
+#include <cstring>
+#include <future>
 #include <numeric>
 
 #include "test_support.hpp"
@@ -276,4 +278,32 @@ TEST_CASE("large copies, split over the host backend's threads, arrive byte for 
   e.copy_to_host(gpuhal::HostView::of(back), s);
   s.synchronize();
   CHECK(back == src);
+}
+
+TEST_CASE("copy_to_host on a stream keeps its result alive until the copy ran", "[array][transfer][lifetime]") {
+  // The result of copy_to_host(stream) may be dropped before the stream
+  // runs the copy (a Python caller that ignores it, an exception between
+  // the call and the synchronize): the copy must not write into freed
+  // memory. The stream is held up by a callback so that the copy surely
+  // runs after the HostArray handle is gone; 16 MiB so that the buffer is
+  // its own mapping, unmapped when freed (a crash without ASan too).
+  Context ctx = test::host_context();
+  DeviceArray d = device_array(ctx, {2 << 20}, dtypes::float64);
+  d.memset(0x11);
+  Stream s = ctx.create_stream();
+  std::promise<void> go;
+  std::shared_future<void> started = go.get_future().share();
+  s.add_callback([started] { started.wait(); });
+  {
+    HostArray h = d.copy_to_host(s);
+    CHECK(h.size() == d.size());
+  }
+  go.set_value();
+  s.synchronize();
+  // And the result is freed once the stream has run the copy.
+  HostArray kept = d.copy_to_host(s);
+  s.synchronize();
+  unsigned char expected[8];
+  std::memset(expected, 0x11, sizeof expected);
+  CHECK(std::memcmp(&kept.at<double>({7}), expected, 8) == 0);
 }
