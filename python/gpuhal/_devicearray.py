@@ -123,10 +123,7 @@ class DeviceNDArray:
                 isinstance(value, np.generic) and value.dtype.fields is not None):
             view.fill(value.item() if isinstance(value, np.generic) else value, s)
         else:
-            host = np.asarray(value, dtype=self._dtype)
-            view.assign_host(host, s)
-            if s is not None:
-                s.synchronize()  # `host` may be a temporary made here
+            view.assign_host(np.asarray(value, dtype=self._dtype), s)  # kept alive until the stream ran it
 
     def reshape(self, *newshape, order="C"):
         if len(newshape) == 1 and isinstance(newshape[0], (tuple, list)):

@@ -82,8 +82,10 @@ def from_dlpack(obj):
             capsule = obj.__dlpack__(stream=stream, max_version=(1, 0))
         except TypeError:  # a producer older than DLPack 1.0's protocol
             capsule = obj.__dlpack__(stream=stream)
-    else:
+    elif type(obj).__name__ == "PyCapsule":
         capsule = obj
+    else:
+        raise TypeError(f"from_dlpack needs an object with __dlpack__ or a DLPack capsule, not {type(obj).__name__}")
     array = _gpuhal.from_dlpack(ctx, capsule, None, None)
     return DeviceNDArray(array)
 

@@ -10,6 +10,7 @@ has run it (synchronize it, or an event recorded after it) -- Numba's rule.
 """
 
 import contextlib
+import threading
 
 import numpy as np
 
@@ -182,17 +183,51 @@ def mapped(*arylist, **kws):
         scope.close()
 
 
+# Registrations made by register(), per context and byte range, so that
+# deregister() (Numba ROC's pair of register) can undo them; each entry
+# keeps its array alive while the bytes are registered.
+_registrations = {}
+_registrations_lock = threading.Lock()
+
+
+def _registration_key(ctx, host):
+    return (ctx, host.__array_interface__["data"][0], host.nbytes)
+
+
 class register:
     """Numba ROC's ``register(*arrays)``: registers (page-locks) the arrays
-    now; ``with register(a):`` deregisters at the block's end, and
-    ``release()`` (or ``deregister(a)``) at any time."""
+    now, until ``deregister(a)``, ``release()`` or the end of a ``with
+    register(a):`` block. Registrations nest and count: the bytes stay
+    registered while any registration covering them lives."""
 
     def __init__(self, *arylist, portable=False):
-        self._arrays = [_host_array(a) for a in arylist]  # kept alive while registered
-        self._scope = _gpuhal.register_host(_ctx(), self._arrays, bool(portable), False)
+        ctx = _ctx()
+        self._entries = []
+        try:
+            for a in arylist:
+                host = _host_array(a)
+                scope = _gpuhal.register_host(ctx, [host], bool(portable), False)
+                entry = (scope, host)
+                key = _registration_key(ctx, host)
+                with _registrations_lock:
+                    _registrations.setdefault(key, []).append(entry)
+                self._entries.append((key, entry))
+        except BaseException:
+            self.release()
+            raise
 
     def release(self):
-        self._scope.close()
+        """Undoes this call's registrations that deregister() did not."""
+        entries, self._entries = self._entries, []
+        for key, entry in entries:
+            with _registrations_lock:
+                live = _registrations.get(key, [])
+                if entry not in live:
+                    continue
+                live.remove(entry)
+                if not live:
+                    del _registrations[key]
+            entry[0].close()
 
     def __enter__(self):
         return self
@@ -203,5 +238,18 @@ class register:
 
 def deregister(*arylist):
     """Numba ROC's ``deregister``: drops one registration of each array's
-    bytes (gpuhal.NotRegisteredError when they are not registered)."""
-    _gpuhal.deregister_host(_ctx(), [_host_array(a) for a in arylist])
+    bytes (the newest register() of them; gpuhal.NotRegisteredError when
+    they are not registered)."""
+    ctx = _ctx()
+    for a in arylist:
+        host = _host_array(a)
+        key = _registration_key(ctx, host)
+        with _registrations_lock:
+            live = _registrations.get(key)
+            entry = live.pop() if live else None
+            if live == []:
+                del _registrations[key]
+        if entry is not None:
+            entry[0].close()
+        else:
+            _gpuhal.deregister_host(ctx, [host])

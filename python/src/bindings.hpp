@@ -54,6 +54,14 @@ class HostBuffer {
   gpuhal::HostView view_;
 };
 
+// Keeps `object` (a host array an asynchronous call reads or writes) alive
+// until `stream` has run the work queued so far: a stream callback hands it
+// back, and it is released at the next drain_released() (which every
+// synchronize binding and the next keep_until_ran run, with the GIL). The
+// callback never takes the GIL, so no backend thread can deadlock on it.
+void keep_until_ran(const gpuhal::Stream &stream, nb::handle object);
+void drain_released();
+
 // The dtype a buffer format string names ("<f", "Zd", "T{...}" ...).
 gpuhal::DType dtype_from_format(const char *format, Py_ssize_t itemsize);
 // A stream argument: None -> nullptr.

@@ -103,11 +103,14 @@ void bind_device_array(nb::module_ &m) {
       .def("copy_from_host",
            [](const DeviceArray &a, nb::handle src, std::optional<gpuhal::Stream> stream) {
              HostBuffer b(src);
-             nb::gil_scoped_release unlocked;
-             if (stream)
-               a.copy_from_host(b.view(), *stream);
-             else
-               a.copy_from_host(b.view());
+             {
+               nb::gil_scoped_release unlocked;
+               if (stream)
+                 a.copy_from_host(b.view(), *stream);
+               else
+                 a.copy_from_host(b.view());
+             }
+             if (stream) keep_until_ran(*stream, src);
            },
            nb::arg("src"), nb::arg("stream").none())
       .def("copy_from_device",
@@ -121,11 +124,14 @@ void bind_device_array(nb::module_ &m) {
       .def("copy_to_host_into",
            [](const DeviceArray &a, nb::handle dst, std::optional<gpuhal::Stream> stream) {
              HostBuffer b(dst, true);
-             nb::gil_scoped_release unlocked;
-             if (stream)
-               a.copy_to_host(b.view(), *stream);
-             else
-               a.copy_to_host(b.view());
+             {
+               nb::gil_scoped_release unlocked;
+               if (stream)
+                 a.copy_to_host(b.view(), *stream);
+               else
+                 a.copy_to_host(b.view());
+             }
+             if (stream) keep_until_ran(*stream, dst);
            },
            nb::arg("dst"), nb::arg("stream").none())
       .def("copy_to_host",
@@ -158,11 +164,14 @@ void bind_device_array(nb::module_ &m) {
       .def("assign_host",
            [](const DeviceArray &a, nb::handle src, std::optional<gpuhal::Stream> stream) {
              HostBuffer b(src);
-             nb::gil_scoped_release unlocked;
-             if (stream)
-               a.assign(b.view(), *stream);
-             else
-               a.assign(b.view());
+             {
+               nb::gil_scoped_release unlocked;
+               if (stream)
+                 a.assign(b.view(), *stream);
+               else
+                 a.assign(b.view());
+             }
+             if (stream) keep_until_ran(*stream, src);
            },
            nb::arg("src"), nb::arg("stream").none())
       .def("fill",
@@ -191,8 +200,13 @@ void bind_device_array(nb::module_ &m) {
         [](const gpuhal::Context &ctx, nb::handle host, std::optional<gpuhal::Stream> stream, bool copy) {
           HostBuffer b(host);
           gpuhal::Copy c = copy ? gpuhal::Copy::yes : gpuhal::Copy::no;
-          nb::gil_scoped_release unlocked;
-          return stream ? gpuhal::to_device(ctx, b.view(), *stream, c) : gpuhal::to_device(ctx, b.view(), c);
+          gpuhal::DeviceArray d;
+          {
+            nb::gil_scoped_release unlocked;
+            d = stream ? gpuhal::to_device(ctx, b.view(), *stream, c) : gpuhal::to_device(ctx, b.view(), c);
+          }
+          if (stream && copy) keep_until_ran(*stream, host);
+          return d;
         },
         nb::arg("ctx"), nb::arg("host"), nb::arg("stream").none(), nb::arg("copy"));
   m.def("strides_like",

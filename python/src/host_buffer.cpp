@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Host arrays through the buffer protocol, and Python index conversion.
 #include <cstring>
+#include <mutex>
 
 #include "bindings.hpp"
 
@@ -72,6 +73,40 @@ HostBuffer::HostBuffer(HostBuffer &&other) noexcept
 
 HostBuffer::~HostBuffer() {
   if (held_) PyBuffer_Release(&buffer_);
+}
+
+namespace {
+
+std::mutex released_mutex;
+std::vector<PyObject *> released;  // references to drop (with the GIL)
+
+}  // namespace
+
+void drain_released() {
+  std::vector<PyObject *> now;
+  {
+    std::lock_guard<std::mutex> lock(released_mutex);
+    now.swap(released);
+  }
+  for (PyObject *o : now) Py_DECREF(o);
+}
+
+void keep_until_ran(const gpuhal::Stream &stream, nb::handle object) {
+  drain_released();
+  PyObject *o = object.inc_ref().ptr();
+  try {
+    stream.add_callback([o] {
+      std::lock_guard<std::mutex> lock(released_mutex);
+      released.push_back(o);
+    });
+  } catch (...) {
+    // No callback: wait for the stream instead, so the memory is not
+    // released under queued work.
+    Py_DECREF(o);
+    nb::gil_scoped_release unlocked;
+    stream.synchronize();
+    throw;
+  }
 }
 
 namespace {

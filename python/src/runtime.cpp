@@ -109,7 +109,15 @@ void bind_runtime(nb::module_ &m) {
   nb::class_<gpuhal::Context>(m, "Context", "A device's primary context (Numba's current_context())")
       .def_prop_ro("device", &gpuhal::Context::device)
       .def("_memory_info", &gpuhal::Context::memory_info, release_gil())
-      .def("synchronize", &gpuhal::Context::synchronize, release_gil(), "Waits for all work of the context")
+      .def("synchronize",
+           [](const gpuhal::Context &c) {
+             {
+               nb::gil_scoped_release unlocked;
+               c.synchronize();
+             }
+             drain_released();
+           },
+           "Waits for all work of the context")
       .def("reset", &gpuhal::Context::reset, release_gil(), "Destroys everything made in the context")
       .def("supports", [](const gpuhal::Context &c, const std::string &name) {
         return c.supports(capability_from(name));

@@ -27,7 +27,15 @@ gpuhal::Stream stream_or_default(nb::handle stream, const gpuhal::Context &ctx) 
 
 void bind_streams(nb::module_ &m) {
   nb::class_<gpuhal::Stream>(m, "Stream", "An in-order queue of device work (Numba's cuda.stream())")
-      .def("synchronize", &gpuhal::Stream::synchronize, release_gil(), "Waits until all work so far has completed")
+      .def("synchronize",
+           [](const gpuhal::Stream &s) {
+             {
+               nb::gil_scoped_release unlocked;
+               s.synchronize();
+             }
+             drain_released();
+           },
+           "Waits until all work so far has completed")
       .def("query", &gpuhal::Stream::query, release_gil(), "True when all submitted work has completed")
       .def("wait_event", [](const gpuhal::Stream &s, const gpuhal::Event &e) { s.wait(e); }, release_gil())
       .def("wait_events", [](const gpuhal::Stream &s, const std::vector<gpuhal::Event> &e) { s.wait(e); },
@@ -57,7 +65,7 @@ void bind_streams(nb::module_ &m) {
              a.entered = true;
              return a.stream;
            })
-      .def("__exit__", [](AutoSynchronizeScope &a, nb::handle type, nb::args) {
+      .def("__exit__", [](AutoSynchronizeScope &a, nb::handle type, nb::handle, nb::handle) {
         bool raising = !type.is_none();
         {
           nb::gil_scoped_release unlocked;
@@ -67,7 +75,7 @@ void bind_streams(nb::module_ &m) {
             a.stream.synchronize();
           }
         }
-      });
+      }, nb::arg("type").none(), nb::arg("value").none(), nb::arg("traceback").none());
 
   nb::class_<gpuhal::Event>(m, "Event", "A point in a stream's work (Numba's cuda.event())")
       .def("record",
@@ -77,7 +85,14 @@ void bind_streams(nb::module_ &m) {
              e.record(s);
            },
            nb::arg("stream") = 0)
-      .def("synchronize", &gpuhal::Event::synchronize, release_gil())
+      .def("synchronize",
+           [](const gpuhal::Event &e) {
+             {
+               nb::gil_scoped_release unlocked;
+               e.synchronize();
+             }
+             drain_released();
+           })
       .def("query", &gpuhal::Event::query, release_gil())
       .def("wait",
            [](const gpuhal::Event &e, nb::handle stream) {

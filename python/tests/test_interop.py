@@ -1,0 +1,107 @@
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+"""Zero-copy interchange: DLPack both ways with NumPy (the host backend),
+and on cuda (over the fake driver) __dlpack_device__ and the CUDA Array
+Interface."""
+
+import json
+
+import numpy as np
+import pytest
+
+import gpuhal
+
+from conftest import assert_same
+
+
+def test_numpy_from_dlpack_shares_the_device_memory_on_the_host_backend():
+    d = gpuhal.to_device(np.arange(12, dtype=np.int32).reshape(3, 4))
+    assert d.__dlpack_device__() == (1, 0)  # kDLCPU
+    h = np.from_dlpack(d)
+    assert_same(h, np.arange(12, dtype=np.int32).reshape(3, 4))
+    d[1] = 99  # written on the device: NumPy sees it, no copy was made
+    assert_same(h[1], np.full(4, 99, dtype=np.int32))
+    v = np.from_dlpack(d.T)  # strided views export as they are
+    assert v.strides == d.T.strides and v[0, 1] == 99
+
+
+def test_from_dlpack_imports_numpy_memory_without_a_copy():
+    a = np.arange(10.0)
+    d = gpuhal.from_dlpack(a)
+    assert d.shape == (10,) and d.dtype == np.float64
+    d[:] = 7.0
+    assert_same(a, np.full(10, 7.0))
+    del a  # the device array keeps NumPy's memory alive
+    assert_same(d.copy_to_host(), np.full(10, 7.0))
+
+
+def test_dlpack_versions_streams_and_copies():
+    d = gpuhal.to_device(np.arange(4.0))
+    legacy = d.__dlpack__()
+    versioned = d.__dlpack__(max_version=(1, 0))
+    assert "dltensor" in repr(legacy) and "dltensor_versioned" in repr(versioned)
+    back = gpuhal.from_dlpack(legacy)  # a legacy capsule, taken directly
+    assert_same(back.copy_to_host(), np.arange(4.0))
+    with pytest.raises(gpuhal.InvalidValueError, match="consumed"):
+        gpuhal.from_dlpack(legacy)
+    del versioned  # an unused capsule runs its deleter when collected
+    copied = np.from_dlpack(d, copy=True)
+    d[0] = -1.0
+    assert copied[0] == 0.0  # a copy, not the same memory
+    with pytest.raises(BufferError):
+        d.__dlpack__(stream=5)  # the host backend has no streams to name
+    with pytest.raises(BufferError):
+        d.__dlpack__(dl_device=(2, 0))
+    unsynchronised = d.__dlpack__(stream=-1, max_version=(1, 0))
+    assert gpuhal.from_dlpack(unsynchronised).copy_to_host()[0] == -1.0
+
+
+def test_bad_imports():
+    ro = np.arange(3.0)
+    ro.flags.writeable = False
+    with pytest.raises(gpuhal.Error):
+        gpuhal.from_dlpack(ro)  # read-only memory: gpuhal's arrays are writeable
+    with pytest.raises(TypeError, match="__dlpack__"):
+        gpuhal.from_dlpack(object())
+    rec = gpuhal.to_device(np.zeros(2, dtype=[("a", "f4"), ("b", "i4")]))
+    with pytest.raises(BufferError):
+        rec.__dlpack__()
+    with pytest.raises(AttributeError):
+        gpuhal.device_array(2).__cuda_array_interface__  # cuda only
+    assert not hasattr(gpuhal.device_array(2), "__cuda_array_interface__")
+
+
+def test_cuda_backend_over_the_fake_driver(python, fake_cuda_env):
+    rc, out, err = python("""
+        import json
+        import numpy as np
+        import gpuhal
+        assert gpuhal.backend() == "cuda"
+        a = np.arange(6, dtype=np.float32).reshape(2, 3)
+        d = gpuhal.to_device(a)
+        assert (d.copy_to_host() == a).all()
+        cai = d.__cuda_array_interface__
+        s = gpuhal.stream()
+        e = gpuhal.to_device(a, stream=s)
+        s.synchronize()
+        cai_s = e.__cuda_array_interface__
+        t = d.T.__cuda_array_interface__
+        cap = d.__dlpack__(stream=1, max_version=(1, 0))
+        back = gpuhal.from_dlpack(cap)
+        assert (back.copy_to_host() == a).all()
+        try:
+            d.__dlpack__(stream=0)
+            raise SystemExit("stream 0 accepted")
+        except BufferError:
+            pass
+        print(json.dumps({"cai": cai, "cai_s": cai_s, "stream": s.handle, "t": t,
+                          "dev": d.__dlpack_device__()}))
+    """, env=fake_cuda_env)
+    assert rc == 0, err
+    r = json.loads(out.strip().splitlines()[-1])
+    cai = r["cai"]
+    assert cai["version"] == 3 and cai["shape"] == [2, 3] and cai["typestr"] == "<f4"
+    assert cai["strides"] is None and cai["data"][0] != 0 and cai["data"][1] is False
+    assert cai["stream"] == 1  # the legacy default stream
+    assert r["cai_s"]["stream"] == r["stream"] and r["stream"] not in (0, 1, 2)
+    assert r["t"]["strides"] == [4, 12]
+    assert r["dev"] == [2, 0]  # kDLCUDA, device 0

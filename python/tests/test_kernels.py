@@ -1,0 +1,104 @@
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+"""gpuhal.compile and Numba's launch syntax and argument rules."""
+
+import numpy as np
+import pytest
+
+import gpuhal
+
+from conftest import assert_same
+
+
+def test_launch_on_device_arrays_and_scalars(twice):
+    a = np.arange(100, dtype=np.float32)
+    d = gpuhal.to_device(a)
+    twice.twice[4, 32](d, 100)
+    assert_same(d.copy_to_host(), a * 2)
+    out = gpuhal.device_array_like(a)
+    twice.add[(4,), (32,)](out, d, np.float32(0.5), np.int32(100))
+    assert_same(out.copy_to_host(), a * 2 + 0.5)
+    assert twice.kernel_names == ["twice", "add"] and twice["add"].name == "add"
+    assert "twice" in repr(twice)
+
+
+def test_numpy_arrays_are_copied_in_and_back(twice):
+    a = np.arange(10, dtype=np.float32)
+    twice.twice[1, 16](a, 10)  # Numba's rule: copied to the device and back
+    assert_same(a, np.arange(10, dtype=np.float32) * 2)
+    ro = np.arange(10, dtype=np.float32)
+    ro.flags.writeable = False
+    out = np.zeros(10, dtype=np.float32)
+    twice.add[1, 16](out, ro, 1.0, 10)  # read-only and const: not copied back
+    assert_same(out, np.arange(10, dtype=np.float32) + 1)
+
+
+def test_launch_on_a_stream_with_shared_bytes(twice):
+    s = gpuhal.stream()
+    d = gpuhal.to_device(np.ones(64, dtype=np.float32), stream=s)
+    twice.twice[2, 32, s, 0](d, 64)
+    s.synchronize()
+    assert_same(d.copy_to_host(), np.full(64, 2.0, dtype=np.float32))
+
+
+def test_dlpack_objects_are_passed_as_device_arrays(twice):
+    d = gpuhal.to_device(np.ones(8, dtype=np.float32))
+
+    class Foreign:  # a producer that only speaks DLPack
+        def __init__(self, arr):
+            self._arr = arr
+
+        def __dlpack__(self, **kw):
+            return self._arr.__dlpack__(**kw)
+
+        def __dlpack_device__(self):
+            return self._arr.__dlpack_device__()
+
+    twice.twice[1, 8](Foreign(d), 8)
+    assert_same(d.copy_to_host(), np.full(8, 2.0, dtype=np.float32))
+
+
+def test_bad_launches_queue_nothing(twice):
+    d = gpuhal.to_device(np.ones(8, dtype=np.float32))
+    with pytest.raises(ValueError, match="launch configuration"):
+        twice.twice(d, 8)
+    with pytest.raises(ValueError):
+        twice.twice[1](d, 8)
+    with pytest.raises(ValueError):
+        twice.twice[(1, 1, 1, 1), 8](d, 8)
+    with pytest.raises(gpuhal.InvalidValueError):
+        twice.twice[0, 8](d, 8)
+    with pytest.raises(gpuhal.InvalidValueError):
+        twice.twice[1, 8](d)  # one argument missing
+    with pytest.raises(gpuhal.InvalidDtypeError):
+        twice.twice[1, 8](gpuhal.device_array(8, dtype=np.float64), 8)
+    with pytest.raises(gpuhal.InvalidValueError):
+        twice.twice[1, 8](d, 2.5)  # a float never becomes an int
+    with pytest.raises(TypeError):
+        twice.twice[1, 8](d, True)
+    with pytest.raises(gpuhal.InvalidValueError):
+        twice.twice[1, 8](d, 1 << 70)
+    with pytest.raises(TypeError):
+        twice.twice[1, 8](d, object())
+    with pytest.raises(AttributeError):
+        twice.nothing
+    with pytest.raises(gpuhal.NotFoundError):
+        twice["nothing"]
+    assert_same(d.copy_to_host(), np.ones(8, dtype=np.float32))
+
+
+def test_compile_errors_carry_the_compiler_messages():
+    with pytest.raises(gpuhal.CompilationFailedError) as info:
+        gpuhal.compile("GPUHAL_KERNEL void broken(GPUHAL_GLOBAL float *x) { x[0] = undefined_name; }")
+    assert "undefined_name" in info.value.message
+
+
+def test_constant_arrays():
+    m = gpuhal.compile("""
+        GPUHAL_KERNEL void lookup(GPUHAL_GLOBAL int *out) {
+          int i = gpuhal_global_id(0);
+          out[i] = table[i][1];
+        }""", constants={"table": np.arange(8, dtype=np.int32).reshape(4, 2)})
+    out = gpuhal.device_array(4, dtype=np.int32)
+    m.lookup[1, 4](out)
+    assert_same(out.copy_to_host(), np.array([1, 3, 5, 7], dtype=np.int32))
+    assert "table" in m.lowered_source

@@ -1,0 +1,136 @@
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+"""Pinned, mapped, registered and managed memory; the deferred
+deallocation queue; memory information."""
+
+import numpy as np
+import pytest
+
+import gpuhal
+
+from conftest import assert_same
+
+
+def test_pinned_array_is_a_numpy_array_in_pinned_memory():
+    p = gpuhal.pinned_array((4, 3), dtype=np.int32)
+    assert isinstance(p, gpuhal.PinnedNDArray) and isinstance(p, np.ndarray)
+    assert p.shape == (4, 3) and p.dtype == np.int32 and p.flags.c_contiguous
+    p[:] = np.arange(12).reshape(4, 3)
+    d = gpuhal.to_device(p)
+    assert_same(d.copy_to_host(), np.arange(12, dtype=np.int32).reshape(4, 3))
+    f = gpuhal.pinned_array_like(np.empty((2, 5), order="F"))
+    assert f.flags.f_contiguous and f.dtype == np.float64
+    # Registering memory the backend allocated is refused.
+    with pytest.raises(gpuhal.AlreadyRegisteredError):
+        gpuhal.register(p)
+
+
+def test_mapped_array_host_and_device_are_one_memory(twice):
+    m = gpuhal.mapped_array(8, dtype=np.float32)
+    assert isinstance(m, gpuhal.MappedNDArray)
+    m[:] = np.arange(8)
+    twice.twice[1, 8](m, 8)  # passed whole: the kernel works on the mapped memory
+    gpuhal.synchronize()
+    assert_same(np.asarray(m), np.arange(8, dtype=np.float32) * 2)
+    like = gpuhal.mapped_array_like(np.zeros((2, 2)))
+    assert like.shape == (2, 2)
+
+
+def test_pinned_scope_and_mapped_scope():
+    a = np.arange(16.0)
+    b = np.zeros(16)
+    with gpuhal.pinned(a, b):
+        d = gpuhal.to_device(a)
+        d.copy_to_host(b)
+    assert_same(b, a)
+    # The registrations ended with the block: pinning again works at once.
+    with gpuhal.pinned(a):
+        pass
+    with gpuhal.mapped(a) as da:
+        assert isinstance(da, gpuhal.DeviceNDArray) and da.shape == a.shape
+        da[:4] = -1.0  # through the device side, seen by the host
+        gpuhal.synchronize()
+        assert_same(a[:4], np.full(4, -1.0))
+    with gpuhal.mapped(a, b) as (da, db):
+        assert da.shape == db.shape == (16,)
+    with pytest.raises(TypeError):
+        with gpuhal.mapped(a, portable=True):
+            pass
+
+
+def test_scopes_end_on_exceptions():
+    a = np.zeros(8)
+    with pytest.raises(RuntimeError):
+        with gpuhal.pinned(a):
+            raise RuntimeError("inside")
+    r = gpuhal.register(a)  # not registered any more, so this is a first registration
+    r.release()
+    with pytest.raises(gpuhal.NotRegisteredError):
+        gpuhal.deregister(a)
+
+
+def test_register_and_deregister_count():
+    a = np.zeros(1024)
+    with gpuhal.register(a):
+        gpuhal.register(a)  # a second registration of the same bytes, kept until deregister
+        gpuhal.deregister(a)  # drops one
+        d = gpuhal.to_device(a)
+        assert d.shape == a.shape
+    with pytest.raises(gpuhal.NotRegisteredError):
+        gpuhal.deregister(a)
+    gpuhal.register(a, a[:512])  # ROC's pair: register ... deregister
+    gpuhal.deregister(a, a[:512])
+    with pytest.raises(gpuhal.NotRegisteredError):
+        gpuhal.deregister(a[:512])
+    with pytest.raises(TypeError):
+        gpuhal.register(object())
+
+
+def test_managed_array_is_shared_by_host_and_kernels(twice):
+    if not gpuhal.current_context().supports("managed_memory"):
+        pytest.skip("no managed memory on this backend")
+    m = gpuhal.managed_array(6, dtype=np.float32)
+    assert isinstance(m, gpuhal.ManagedNDArray)
+    m[:] = np.arange(6)
+    twice.twice[1, 6](m, 6)
+    gpuhal.synchronize()
+    assert_same(np.asarray(m), np.arange(6, dtype=np.float32) * 2)
+    # A view is no longer the whole array: it goes as a host array (copied in and back).
+    v = m[2:]
+    twice.twice[1, 4](v, 4)
+    assert_same(np.asarray(m), np.array([0, 2, 8, 12, 16, 20], dtype=np.float32))
+
+
+def test_deferred_deallocation_queue(ctx):
+    ctx.deallocations.clear()
+    with gpuhal.defer_cleanup():
+        for _ in range(30):
+            gpuhal.device_array(1024)
+        assert len(ctx.deallocations) == 30  # nothing freed inside the block
+        assert ctx.deallocations.bytes >= 30 * 8 * 1024
+    # Leaving the block flushed the queue (over its count limit).
+    assert len(ctx.deallocations) == 0
+    gpuhal.device_array(16)
+    assert len(ctx.deallocations) == 1
+    assert ctx.deallocations.clear() == 1 and len(ctx.deallocations) == 0
+    scope = gpuhal.defer_cleanup()
+    with scope:
+        with pytest.raises(gpuhal.InvalidValueError):
+            scope.__enter__()
+
+
+def test_memory_info(ctx):
+    info = ctx.get_memory_info()
+    assert 0 < info.free <= info.total
+    assert info == (info.free, info.total)
+    ctx.deallocations.clear()
+    keep = gpuhal.device_array(64 << 20, dtype=np.uint8)
+    del keep  # queued, not freed (Numba's deferred deallocation)
+    assert len(ctx.deallocations) == 1 and ctx.deallocations.bytes >= 64 << 20
+    ctx.deallocations.clear()
+    assert ctx.deallocations.bytes == 0
+
+
+def test_out_of_memory_is_memory_error(ctx):
+    with pytest.raises(MemoryError):
+        gpuhal.device_array(ctx.get_memory_info().total * 4, dtype=np.uint8)
+    gpuhal.device_array(16)  # still usable

@@ -1,0 +1,135 @@
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+"""Streams and events with Numba's names and rules."""
+
+import numpy as np
+import pytest
+
+import gpuhal
+
+from conftest import assert_same
+
+
+def test_async_round_trip_on_a_stream():
+    s = gpuhal.stream()
+    a = np.arange(1 << 16, dtype=np.float32)
+    d = gpuhal.to_device(a, stream=s)
+    assert d.stream is s
+    h = d.copy_to_host(stream=s)
+    s.synchronize()
+    assert s.query()
+    assert_same(h, a)
+    out = np.empty_like(a)
+    d.copy_to_host(out, stream=s)
+    s.synchronize()
+    assert_same(out, a)
+
+
+def test_auto_synchronize():
+    s = gpuhal.stream()
+    a = np.arange(100.0)
+    out = np.zeros_like(a)
+    with s.auto_synchronize() as same:
+        assert same == s
+        d = gpuhal.to_device(a, stream=s)
+        d.copy_to_host(out, stream=s)
+    assert_same(out, a)
+    # The block's exception goes on.
+    with pytest.raises(KeyError):
+        with s.auto_synchronize():
+            raise KeyError("x")
+    scope = s.auto_synchronize()
+    with scope:
+        with pytest.raises(gpuhal.InvalidValueError):
+            scope.__enter__()
+
+
+def test_default_streams_and_external_stream():
+    ctx = gpuhal.current_context()
+    assert gpuhal.default_stream().is_default
+    assert gpuhal.legacy_default_stream() is not None
+    pt = gpuhal.per_thread_default_stream()
+    assert not pt.is_owned
+    s = gpuhal.stream()
+    assert s.is_owned and not s.is_default and s.handle != 0
+    ext = gpuhal.external_stream(s.handle)  # the same native stream, not owned
+    assert not ext.is_owned and ext.handle == s.handle
+    d = gpuhal.to_device(np.arange(4.0), stream=ext)
+    ext.synchronize()
+    assert_same(d.copy_to_host(), np.arange(4.0))
+    assert isinstance(ctx, gpuhal.Context)
+
+
+def test_events_time_and_order_work():
+    s = gpuhal.stream()
+    start, end = gpuhal.event(), gpuhal.event()
+    start.record(s)
+    d = gpuhal.to_device(np.zeros(1 << 20), stream=s)
+    end.record(s)
+    end.synchronize()
+    assert end.query()
+    ms = gpuhal.event_elapsed_time(start, end)
+    assert ms >= 0.0 and ms == start.elapsed_time(end)
+    other = gpuhal.stream()
+    end.wait(other)  # later work of `other` waits for `end`
+    d.copy_to_host(stream=other)
+    other.synchronize()
+    e = gpuhal.event(timing=False)
+    e.record()  # stream=0: the default stream
+    e.synchronize()
+    with pytest.raises(gpuhal.Error):
+        gpuhal.event_elapsed_time(e, e)  # not timing-enabled
+    rec = s.record()
+    rec.synchronize()
+    s.wait_event(rec)
+    s.wait_events([rec, end])
+    s.synchronize()
+
+
+def test_bad_stream_arguments():
+    with pytest.raises(TypeError):
+        gpuhal.to_device(np.arange(3.0), stream=1)
+    with pytest.raises(TypeError):
+        gpuhal.event().record("default")
+    with pytest.raises(TypeError):
+        gpuhal.device_array(3).copy_to_host(stream=object())
+    with pytest.raises(gpuhal.InvalidHandleError):
+        gpuhal.external_stream(0xDEAD0).synchronize()
+
+
+def test_array_bound_stream_is_used_for_stream_zero():
+    s = gpuhal.stream()
+    d = gpuhal.device_array(8, stream=s)
+    d.copy_to_device(np.arange(8.0))  # on s: asynchronous
+    s.synchronize()
+    h = d.bind(0).copy_to_host()  # synchronous
+    assert_same(h, np.arange(8.0))
+
+
+SPIN = """
+GPUHAL_KERNEL void spin(GPUHAL_GLOBAL long long *out, long long n) {
+  long long acc = 0;
+  for (long long i = 0; i < n; ++i) acc = acc * 3 + i;
+  out[0] = acc;
+}
+"""
+
+
+def test_host_arrays_of_asynchronous_calls_live_until_the_stream_ran_them():
+    # The stream is held up by a long kernel, so the copies run after the
+    # temporaries below are dropped; gpuhal keeps them alive until then.
+    import sys
+    spin = gpuhal.compile(SPIN).spin
+    s = gpuhal.stream()
+    scratch = gpuhal.device_array(1, dtype=np.int64)
+    n = 1 << 21
+    spin[1, 1, s](scratch, 200_000_000)
+    d = gpuhal.to_device(np.arange(n, dtype=np.float64), stream=s)  # the source is a temporary
+    e = gpuhal.device_array(n, dtype=np.float64, stream=s)
+    e[:] = np.full(n, 3.0)  # so is this one (assigned on the bound stream)
+    out = np.zeros(n)
+    before = sys.getrefcount(out)
+    d.copy_to_host(out, stream=s)
+    s.synchronize()
+    assert sys.getrefcount(out) == before  # handed back once the stream ran it
+    assert_same(out, np.arange(n, dtype=np.float64))
+    assert_same(e.copy_to_host(), np.full(n, 3.0))
