@@ -5,7 +5,8 @@
 # Sanitizer (LeakSanitizer included) and the unit tests under ThreadSanitizer,
 # and runs each libFuzzer target for a bounded time (GPUHAL_FUZZ_SECONDS, seed GPUHAL_FUZZ_SEED,
 # default 15) from its seed corpus in tests/fuzz/corpus. NumPy comes from PyPI into
-# a virtual environment of the build, for the differential layout test.
+# a virtual environment of the build, for the differential layout test; the
+# Python package is pip-installed into another and its pytest suite run.
 # GPUHAL_SANITIZERS=0 skips the sanitizer and fuzz passes (quicker local runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -61,6 +62,21 @@ if [ "${GPUHAL_SANITIZERS:-1}" != "0" ]; then
     echo "fuzz_$target: $(grep -o 'number_of_executed_units: [0-9]*' "$build-fuzz/fuzz_$target.log" | awk '{print $2}') executions, no failure"
   done
 fi
+
+# The Python package: built and installed by pip from this tree into a
+# virtual environment of the build (scikit-build-core and nanobind come
+# from PyPI through pip's build isolation), then its pytest suite, run from
+# outside the source tree so that the installed package is what is tested.
+# The cuda tests run over the fake driver.
+echo "== python"
+py_env="$(cd "$build" && pwd)/python-venv"
+if ! "$py_env/bin/python" -c 'import numpy, pytest' 2>/dev/null; then
+  python3 -m venv "$py_env"
+  "$py_env/bin/python" -m pip install --quiet --disable-pip-version-check "numpy>=2.1,<3" "pytest>=7"
+fi
+"$py_env/bin/python" -m pip install --quiet --disable-pip-version-check -C build-dir="$build/python-build" .
+(cd "$build" && GPUHAL_TEST_FAKE_CUDA="$PWD/fakes/cuda/libcuda.so.1" \
+  "$py_env/bin/python" -m pytest -q -p no:cacheprovider "$OLDPWD/python/tests")
 
 # The benchmark harness in its smoke mode: every benchmark runs briefly and
 # the target table is printed (numbers from a smoke run are not measurements).

@@ -36,8 +36,9 @@ def test_launch_on_a_stream_with_shared_bytes(twice):
     s = gpuhal.stream()
     d = gpuhal.to_device(np.ones(64, dtype=np.float32), stream=s)
     twice.twice[2, 32, s, 0](d, 64)
+    h = d.copy_to_host()  # on d's stream (Numba's rule): asynchronous
     s.synchronize()
-    assert_same(d.copy_to_host(), np.full(64, 2.0, dtype=np.float32))
+    assert_same(h, np.full(64, 2.0, dtype=np.float32))
 
 
 def test_dlpack_objects_are_passed_as_device_arrays(twice):

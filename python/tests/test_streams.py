@@ -55,7 +55,7 @@ def test_default_streams_and_external_stream():
     assert not ext.is_owned and ext.handle == s.handle
     d = gpuhal.to_device(np.arange(4.0), stream=ext)
     ext.synchronize()
-    assert_same(d.copy_to_host(), np.arange(4.0))
+    assert_same(d.bind(0).copy_to_host(), np.arange(4.0))
     assert isinstance(ctx, gpuhal.Context)
 
 
@@ -132,4 +132,4 @@ def test_host_arrays_of_asynchronous_calls_live_until_the_stream_ran_them():
     s.synchronize()
     assert sys.getrefcount(out) == before  # handed back once the stream ran it
     assert_same(out, np.arange(n, dtype=np.float64))
-    assert_same(e.copy_to_host(), np.full(n, 3.0))
+    assert_same(e.bind(0).copy_to_host(), np.full(n, 3.0))
