@@ -59,6 +59,18 @@ struct DeviceSelection {
   std::optional<gpuhal::DeviceScope> scope;
 };
 
+// The context the calling thread used last, held so that it lives from its
+// first use until close() (Numba keeps a thread's context so; the C++ API
+// lets a context go with its last handle, which for Python callers, who
+// hold none, would make a new context per call). Let go at thread exit.
+thread_local gpuhal::Context t_last_used{nullptr};
+
+gpuhal::Context current_context() {
+  gpuhal::Context c = gpuhal::Context::current();
+  if (c != t_last_used) t_last_used = c;
+  return c;
+}
+
 }  // namespace
 
 void bind_runtime(nb::module_ &m) {
@@ -86,7 +98,12 @@ void bind_runtime(nb::module_ &m) {
 
   m.def("select_device", &gpuhal::select_device, nb::arg("ordinal"), release_gil());
   m.def("get_current_device", &gpuhal::get_current_device, release_gil());
-  m.def("close_device", &gpuhal::close_device, release_gil());
+  m.def("close_device",
+        [] {
+          t_last_used = gpuhal::Context(nullptr);
+          gpuhal::close_device();
+        },
+        release_gil());
   m.def("list_devices", &gpuhal::list_devices, release_gil());
 
   nb::class_<DeviceSelection>(m, "_DeviceSelection")
@@ -141,10 +158,10 @@ void bind_runtime(nb::module_ &m) {
       .def("flush_deallocations", &gpuhal::Context::flush_deallocations, release_gil())
       .def("__eq__", [](const gpuhal::Context &a, const gpuhal::Context &b) { return a == b; })
       .def("__hash__", [](const gpuhal::Context &c) { return reinterpret_cast<uintptr_t>(c.impl().get()); });
-  m.def("current_context", &gpuhal::Context::current, release_gil());
+  m.def("current_context", &current_context, release_gil());
 
   nb::class_<DeferCleanupScope>(m, "_DeferCleanup")
-      .def("__init__", [](DeferCleanupScope *s) { new (s) DeferCleanupScope{gpuhal::Context::current(), {}}; })
+      .def("__init__", [](DeferCleanupScope *s) { new (s) DeferCleanupScope{current_context(), {}}; })
       .def("__enter__",
            [](DeferCleanupScope &s) {
              if (s.scope) throw gpuhal::Error(gpuhal::Status::ERROR_INVALID_VALUE, "defer_cleanup entered twice");

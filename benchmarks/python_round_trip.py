@@ -1,0 +1,88 @@
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+"""The overhead of gpuhal's Python layer: a small to_device + copy_to_host
+round trip from Python against the same through the C++ API, timed the
+same way (batches of round trips; median and spread of the batches), in
+one run, alternating the two sides.
+
+    python benchmarks/python_round_trip.py --cpp build/bin/gpuhal-bench-round-trip [--bytes 1024]
+
+Needs the gpuhal package installed (pip install .). Prints a table, or
+JSON with --json.
+"""
+
+import argparse
+import json
+import statistics
+import subprocess
+import time
+
+import numpy as np
+
+import gpuhal
+
+
+def python_batches(nbytes, batch, repeats):
+    host = np.ones(nbytes // 8)
+    out = np.empty_like(host)
+    to_device = gpuhal.to_device
+
+    def new():
+        to_device(host).copy_to_host()
+
+    def into():
+        to_device(host).copy_to_host(out)
+
+    def timed(fn):
+        t0 = time.perf_counter_ns()
+        for _ in range(batch):
+            fn()
+        return (time.perf_counter_ns() - t0) / batch
+
+    timed(into)  # warm up
+    return [timed(new) for _ in range(repeats)], [timed(into) for _ in range(repeats)]
+
+
+def summary(values):
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cpp", required=True, help="the gpuhal-bench-round-trip program")
+    ap.add_argument("--bytes", type=int, default=1024)
+    ap.add_argument("--batch", type=int, default=20000)
+    ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--rounds", type=int, default=3, help="alternations of the two sides")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    py_new, py_into, cpp_new, cpp_into = [], [], [], []
+    for _ in range(args.rounds):
+        r = json.loads(subprocess.run([args.cpp, str(args.bytes), str(args.batch), str(args.repeats)], check=True,
+                                      capture_output=True, text=True).stdout)
+        cpp_new += r["new_ns"]
+        cpp_into += r["into_ns"]
+        n, i = python_batches(args.bytes, args.batch, args.repeats)
+        py_new += n
+        py_into += i
+    rows = {
+        "copy_to_host() (new array)": (summary(py_new), summary(cpp_new)),
+        "copy_to_host(out)": (summary(py_into), summary(cpp_into)),
+    }
+    result = {"backend": gpuhal.backend(), "bytes": args.bytes, "batch": args.batch,
+              "samples_per_side": len(py_new),
+              "rows": {k: {"python_ns": p, "cpp_ns": c, "overhead_ns": p["median"] - c["median"],
+                           "ratio": p["median"] / c["median"]} for k, (p, c) in rows.items()}}
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return
+    print(f"backend {result['backend']}, {args.bytes} B round trip (to_device + copy_to_host), "
+          f"{len(py_new)} batches of {args.batch} per side; ns per round trip, median [min, max]")
+    print(f"{'':28} {'Python':>24} {'C++':>24} {'overhead':>10} {'ratio':>6}")
+    for k, v in result["rows"].items():
+        p, c = v["python_ns"], v["cpp_ns"]
+        print(f"{k:28} {p['median']:>9.0f} [{p['min']:>5.0f}, {p['max']:>5.0f}] "
+              f"{c['median']:>9.0f} [{c['min']:>5.0f}, {c['max']:>5.0f}] {v['overhead_ns']:>10.0f} {v['ratio']:>6.2f}")
+
+
+if __name__ == "__main__":
+    main()
