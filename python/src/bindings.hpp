@@ -23,6 +23,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,11 @@ class HostBuffer {
 // callback never takes the GIL, so no backend thread can deadlock on it.
 void keep_until_ran(const gpuhal::Stream &stream, nb::handle object);
 void drain_released();
+// Runs `task` now when this thread holds the GIL, else at the next
+// drain_released(): gpuhal's threads (a deferred deallocation flush, a
+// backend thread) never wait for the GIL, which a thread holding it might
+// be waiting on them for.
+void run_with_gil(std::function<void()> task);
 
 // The dtype a buffer format string names ("<f", "Zd", "T{...}" ...).
 gpuhal::DType dtype_from_format(const char *format, Py_ssize_t itemsize);

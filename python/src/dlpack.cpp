@@ -56,6 +56,26 @@ nb::object to_capsule(const gpuhal::DeviceArray &a, bool versioned, std::optiona
   return nb::steal(capsule);
 }
 
+// A tensor from a Python producer: its deleter needs the GIL (NumPy's takes
+// it with PyGILState_Ensure), and gpuhal may run it on a thread flushing
+// the deferred deallocation queue while another thread holds the GIL and
+// waits for that flush. So gpuhal gets a wrapper whose deleter runs the
+// producer's with the GIL when it has it, and otherwise leaves it to the
+// next drain (run_with_gil). The wrapper's fields point into the
+// producer's tensor, which lives until its own deleter ran.
+template <class Tensor>
+Tensor *wrap_for_gil(Tensor *original) {
+  if (!original || !original->deleter) return original;  // from_dlpack reports what is missing
+  auto *w = new Tensor(*original);
+  w->manager_ctx = original;
+  w->deleter = [](Tensor *self) {
+    auto *producer = static_cast<Tensor *>(self->manager_ctx);
+    delete self;
+    run_with_gil([producer] { producer->deleter(producer); });
+  };
+  return w;
+}
+
 gpuhal::DeviceArray from_capsule(const gpuhal::Context &ctx, nb::handle capsule, std::optional<gpuhal::Stream> producer,
                                  std::optional<gpuhal::Stream> consumer) {
   PyObject *c = capsule.ptr();
@@ -67,12 +87,14 @@ gpuhal::DeviceArray from_capsule(const gpuhal::Context &ctx, nb::handle capsule,
     auto *t = static_cast<gpuhal::dlpack::DLManagedTensorVersioned *>(PyCapsule_GetPointer(c, kVersioned));
     // Ours from here on (from_dlpack runs the deleter also when it throws).
     if (PyCapsule_SetName(c, kUsedVersioned) != 0) throw nb::python_error();
+    t = wrap_for_gil(t);
     nb::gil_scoped_release unlocked;
     return gpuhal::from_dlpack(ctx, t, p, q);
   }
   if (PyCapsule_IsValid(c, kLegacy)) {
     auto *t = static_cast<gpuhal::dlpack::DLManagedTensor *>(PyCapsule_GetPointer(c, kLegacy));
     if (PyCapsule_SetName(c, kUsedLegacy) != 0) throw nb::python_error();
+    t = wrap_for_gil(t);
     nb::gil_scoped_release unlocked;
     return gpuhal::from_dlpack(ctx, t, p, q);
   }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Host arrays through the buffer protocol, and Python index conversion.
 #include <cstring>
+#include <functional>
 #include <mutex>
 
 #include "bindings.hpp"
@@ -77,18 +78,27 @@ HostBuffer::~HostBuffer() {
 
 namespace {
 
-std::mutex released_mutex;
-std::vector<PyObject *> released;  // references to drop (with the GIL)
+std::mutex later_mutex;
+std::vector<std::function<void()>> later;  // work that needs the GIL
 
 }  // namespace
 
 void drain_released() {
-  std::vector<PyObject *> now;
+  std::vector<std::function<void()>> now;
   {
-    std::lock_guard<std::mutex> lock(released_mutex);
-    now.swap(released);
+    std::lock_guard<std::mutex> lock(later_mutex);
+    now.swap(later);
   }
-  for (PyObject *o : now) Py_DECREF(o);
+  for (auto &task : now) task();
+}
+
+void run_with_gil(std::function<void()> task) {
+  if (PyGILState_Check()) {
+    task();
+    return;
+  }
+  std::lock_guard<std::mutex> lock(later_mutex);
+  later.push_back(std::move(task));
 }
 
 void keep_until_ran(const gpuhal::Stream &stream, nb::handle object) {
@@ -96,8 +106,8 @@ void keep_until_ran(const gpuhal::Stream &stream, nb::handle object) {
   PyObject *o = object.inc_ref().ptr();
   try {
     stream.add_callback([o] {
-      std::lock_guard<std::mutex> lock(released_mutex);
-      released.push_back(o);
+      std::lock_guard<std::mutex> lock(later_mutex);
+      later.push_back([o] { Py_DECREF(o); });
     });
   } catch (...) {
     // No callback: wait for the stream instead, so the memory is not

@@ -65,9 +65,16 @@ struct DeviceSelection {
 // hold none, would make a new context per call). Let go at thread exit.
 thread_local gpuhal::Context t_last_used{nullptr};
 
+// Called with the GIL by every function of the package: also the point
+// where work left for the GIL runs (drain_released).
 gpuhal::Context current_context() {
-  gpuhal::Context c = gpuhal::Context::current();
-  if (c != t_last_used) t_last_used = c;
+  gpuhal::Context c{nullptr};
+  {
+    nb::gil_scoped_release unlocked;  // the first use loads the backend
+    c = gpuhal::Context::current();
+    if (c != t_last_used) t_last_used = c;
+  }
+  drain_released();
   return c;
 }
 
@@ -158,7 +165,7 @@ void bind_runtime(nb::module_ &m) {
       .def("flush_deallocations", &gpuhal::Context::flush_deallocations, release_gil())
       .def("__eq__", [](const gpuhal::Context &a, const gpuhal::Context &b) { return a == b; })
       .def("__hash__", [](const gpuhal::Context &c) { return reinterpret_cast<uintptr_t>(c.impl().get()); });
-  m.def("current_context", &current_context, release_gil());
+  m.def("current_context", &current_context);
 
   nb::class_<DeferCleanupScope>(m, "_DeferCleanup")
       .def("__init__", [](DeferCleanupScope *s) { new (s) DeferCleanupScope{current_context(), {}}; })

@@ -24,6 +24,18 @@ def test_numpy_from_dlpack_shares_the_device_memory_on_the_host_backend():
     assert v.strides == d.T.strides and v[0, 1] == 99
 
 
+def test_imported_numpy_memory_is_handed_back():
+    import sys
+    a = np.arange(10.0)
+    refs = sys.getrefcount(a)
+    d = gpuhal.from_dlpack(a)
+    assert sys.getrefcount(a) > refs  # NumPy's export holds the array
+    del d
+    gpuhal.current_context().deallocations.clear()
+    gpuhal.synchronize()
+    assert sys.getrefcount(a) == refs  # the producer's deleter ran (with the GIL)
+
+
 def test_from_dlpack_imports_numpy_memory_without_a_copy():
     a = np.arange(10.0)
     d = gpuhal.from_dlpack(a)

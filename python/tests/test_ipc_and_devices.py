@@ -99,3 +99,15 @@ def test_plugins_are_found_inside_the_package(python):
     """, env={"GPUHAL_PLUGIN_PATH": "", "GPUHAL_BACKEND": "host"})
     assert rc == 0, err
     assert out.strip() == "True"
+
+
+def test_the_thread_context_lives_from_first_use_until_close(python):
+    rc, out, err = python("""
+        import gpuhal
+        gpuhal.device_array(16)  # dropped at once: queued on the thread's context
+        print(len(gpuhal.current_context().deallocations))  # the same context: 1
+        gpuhal.close()  # lets it go (its queue runs)
+        print(len(gpuhal.current_context().deallocations))  # a new context: 0
+    """)
+    assert rc == 0, err
+    assert out.split() == ["1", "0"]
