@@ -72,6 +72,12 @@ void run_with_gil(std::function<void()> task);
 gpuhal::DType dtype_from_format(const char *format, Py_ssize_t itemsize);
 // A stream argument: None -> nullptr.
 inline const gpuhal::Stream *stream_or_null(const std::optional<gpuhal::Stream> &s) { return s ? &*s : nullptr; }
+// Calls f(stream) -- the asynchronous overload -- or f() -- the synchronous
+// one -- with a generic lambda taking `const auto &...s`.
+template <class F>
+decltype(auto) maybe_on(const std::optional<gpuhal::Stream> &stream, F &&f) {
+  return stream ? f(*stream) : f();
+}
 // A Python index (an int, a slice, or a tuple of them) as gpuhal indices.
 std::vector<gpuhal::Index> indices_from(nb::handle key);
 nb::tuple to_tuple(const std::vector<int64_t> &values);

@@ -16,13 +16,10 @@ char order_of(const std::string &order) {
 }
 
 // A Python scalar or NumPy scalar for fill(): its bytes and dtype.
-void fill_from(const gpuhal::DeviceArray &a, nb::handle value, const gpuhal::Stream *stream) {
+void fill_from(const gpuhal::DeviceArray &a, nb::handle value, const std::optional<gpuhal::Stream> &stream) {
   auto run = [&](auto v) {
     nb::gil_scoped_release unlocked;
-    if (stream)
-      a.fill(v, *stream);
-    else
-      a.fill(v);
+    maybe_on(stream, [&](const auto &...s) { a.fill(v, s...); });
   };
   PyObject *o = value.ptr();
   if (PyBool_Check(o)) return run(o == Py_True);
@@ -52,10 +49,7 @@ void fill_from(const gpuhal::DeviceArray &a, nb::handle value, const gpuhal::Str
       throw gpuhal::Error(gpuhal::Status::ERROR_INVALID_VALUE,
                           "fill: a complex value does not convert to dtype " + a.dtype().name());
     nb::gil_scoped_release unlocked;
-    if (stream)
-      a.assign(src, *stream);
-    else
-      a.assign(src);
+    maybe_on(stream, [&](const auto &...s) { a.assign(src, s...); });
     if (stream) stream->synchronize();  // `f` and `v` live on this stack
     return;
   }
@@ -105,20 +99,14 @@ void bind_device_array(nb::module_ &m) {
              HostBuffer b(src);
              {
                nb::gil_scoped_release unlocked;
-               if (stream)
-                 a.copy_from_host(b.view(), *stream);
-               else
-                 a.copy_from_host(b.view());
+               maybe_on(stream, [&](const auto &...s) { a.copy_from_host(b.view(), s...); });
              }
              if (stream) keep_until_ran(*stream, src);
            },
            nb::arg("src"), nb::arg("stream").none())
       .def("copy_from_device",
            [](const DeviceArray &a, const DeviceArray &src, std::optional<gpuhal::Stream> stream) {
-             if (stream)
-               a.copy_from_device(src, *stream);
-             else
-               a.copy_from_device(src);
+             maybe_on(stream, [&](const auto &...s) { a.copy_from_device(src, s...); });
            },
            nb::arg("src"), nb::arg("stream").none(), release_gil())
       .def("copy_to_host_into",
@@ -126,10 +114,7 @@ void bind_device_array(nb::module_ &m) {
              HostBuffer b(dst, true);
              {
                nb::gil_scoped_release unlocked;
-               if (stream)
-                 a.copy_to_host(b.view(), *stream);
-               else
-                 a.copy_to_host(b.view());
+               maybe_on(stream, [&](const auto &...s) { a.copy_to_host(b.view(), s...); });
              }
              if (stream) keep_until_ran(*stream, dst);
            },
@@ -147,18 +132,12 @@ void bind_device_array(nb::module_ &m) {
            nb::arg("stream").none())
       .def("memset",
            [](const DeviceArray &a, uint8_t value, std::optional<gpuhal::Stream> stream) {
-             if (stream)
-               a.memset(value, *stream);
-             else
-               a.memset(value);
+             maybe_on(stream, [&](const auto &...s) { a.memset(value, s...); });
            },
            nb::arg("value"), nb::arg("stream").none(), release_gil())
       .def("assign_device",
            [](const DeviceArray &a, const DeviceArray &src, std::optional<gpuhal::Stream> stream) {
-             if (stream)
-               a.assign(src, *stream);
-             else
-               a.assign(src);
+             maybe_on(stream, [&](const auto &...s) { a.assign(src, s...); });
            },
            nb::arg("src"), nb::arg("stream").none(), release_gil())
       .def("assign_host",
@@ -166,17 +145,14 @@ void bind_device_array(nb::module_ &m) {
              HostBuffer b(src);
              {
                nb::gil_scoped_release unlocked;
-               if (stream)
-                 a.assign(b.view(), *stream);
-               else
-                 a.assign(b.view());
+               maybe_on(stream, [&](const auto &...s) { a.assign(b.view(), s...); });
              }
              if (stream) keep_until_ran(*stream, src);
            },
            nb::arg("src"), nb::arg("stream").none())
       .def("fill",
            [](const DeviceArray &a, nb::handle value, std::optional<gpuhal::Stream> stream) {
-             fill_from(a, value, stream_or_null(stream));
+             fill_from(a, value, stream);
            },
            nb::arg("value"), nb::arg("stream").none())
       .def("host_view", [](const DeviceArray &a) { return HostMemoryHolder{a.host_view(), {}, a}; })

@@ -32,28 +32,29 @@ void versioned_destructor(PyObject *capsule) {
 }
 void legacy_destructor(PyObject *capsule) { delete_unused<gpuhal::dlpack::DLManagedTensor>(capsule, kLegacy); }
 
+template <class Tensor, class Export>
+nb::object export_capsule(Export export_tensor, const char *name, PyCapsule_Destructor destructor) {
+  Tensor *t;
+  {
+    nb::gil_scoped_release unlocked;
+    t = export_tensor();
+  }
+  PyObject *capsule = PyCapsule_New(t, name, destructor);
+  if (!capsule) {
+    t->deleter(t);
+    throw nb::python_error();
+  }
+  return nb::steal(capsule);
+}
+
 nb::object to_capsule(const gpuhal::DeviceArray &a, bool versioned, std::optional<gpuhal::Stream> producer,
                       std::optional<gpuhal::Stream> consumer) {
-  PyObject *capsule;
-  if (versioned) {
-    gpuhal::dlpack::DLManagedTensorVersioned *t;
-    {
-      nb::gil_scoped_release unlocked;
-      t = gpuhal::to_dlpack_versioned(a, stream_or_null(producer), stream_or_null(consumer));
-    }
-    capsule = PyCapsule_New(t, kVersioned, versioned_destructor);
-    if (!capsule) t->deleter(t);
-  } else {
-    gpuhal::dlpack::DLManagedTensor *t;
-    {
-      nb::gil_scoped_release unlocked;
-      t = gpuhal::to_dlpack(a, stream_or_null(producer), stream_or_null(consumer));
-    }
-    capsule = PyCapsule_New(t, kLegacy, legacy_destructor);
-    if (!capsule) t->deleter(t);
-  }
-  if (!capsule) throw nb::python_error();
-  return nb::steal(capsule);
+  const gpuhal::Stream *p = stream_or_null(producer), *q = stream_or_null(consumer);
+  if (versioned)
+    return export_capsule<gpuhal::dlpack::DLManagedTensorVersioned>([&] { return gpuhal::to_dlpack_versioned(a, p, q); },
+                                                                     kVersioned, versioned_destructor);
+  return export_capsule<gpuhal::dlpack::DLManagedTensor>([&] { return gpuhal::to_dlpack(a, p, q); }, kLegacy,
+                                                         legacy_destructor);
 }
 
 // A tensor from a Python producer: its deleter needs the GIL (NumPy's takes
@@ -76,6 +77,17 @@ Tensor *wrap_for_gil(Tensor *original) {
   return w;
 }
 
+template <class Tensor>
+gpuhal::DeviceArray import_capsule(const gpuhal::Context &ctx, PyObject *c, const char *name, const char *used,
+                                   const gpuhal::Stream *p, const gpuhal::Stream *q) {
+  auto *t = static_cast<Tensor *>(PyCapsule_GetPointer(c, name));
+  // Ours from here on (from_dlpack runs the deleter also when it throws).
+  if (PyCapsule_SetName(c, used) != 0) throw nb::python_error();
+  t = wrap_for_gil(t);
+  nb::gil_scoped_release unlocked;
+  return gpuhal::from_dlpack(ctx, t, p, q);
+}
+
 gpuhal::DeviceArray from_capsule(const gpuhal::Context &ctx, nb::handle capsule, std::optional<gpuhal::Stream> producer,
                                  std::optional<gpuhal::Stream> consumer) {
   PyObject *c = capsule.ptr();
@@ -83,21 +95,10 @@ gpuhal::DeviceArray from_capsule(const gpuhal::Context &ctx, nb::handle capsule,
   if (PyCapsule_IsValid(c, kUsedVersioned) || PyCapsule_IsValid(c, kUsedLegacy))
     throw gpuhal::Error(gpuhal::Status::ERROR_INVALID_VALUE, "from_dlpack: the DLPack capsule was already consumed");
   const gpuhal::Stream *p = stream_or_null(producer), *q = stream_or_null(consumer);
-  if (PyCapsule_IsValid(c, kVersioned)) {
-    auto *t = static_cast<gpuhal::dlpack::DLManagedTensorVersioned *>(PyCapsule_GetPointer(c, kVersioned));
-    // Ours from here on (from_dlpack runs the deleter also when it throws).
-    if (PyCapsule_SetName(c, kUsedVersioned) != 0) throw nb::python_error();
-    t = wrap_for_gil(t);
-    nb::gil_scoped_release unlocked;
-    return gpuhal::from_dlpack(ctx, t, p, q);
-  }
-  if (PyCapsule_IsValid(c, kLegacy)) {
-    auto *t = static_cast<gpuhal::dlpack::DLManagedTensor *>(PyCapsule_GetPointer(c, kLegacy));
-    if (PyCapsule_SetName(c, kUsedLegacy) != 0) throw nb::python_error();
-    t = wrap_for_gil(t);
-    nb::gil_scoped_release unlocked;
-    return gpuhal::from_dlpack(ctx, t, p, q);
-  }
+  if (PyCapsule_IsValid(c, kVersioned))
+    return import_capsule<gpuhal::dlpack::DLManagedTensorVersioned>(ctx, c, kVersioned, kUsedVersioned, p, q);
+  if (PyCapsule_IsValid(c, kLegacy))
+    return import_capsule<gpuhal::dlpack::DLManagedTensor>(ctx, c, kLegacy, kUsedLegacy, p, q);
   throw gpuhal::Error(gpuhal::Status::ERROR_INVALID_VALUE, "from_dlpack: not a DLPack capsule");
 }
 

@@ -42,6 +42,17 @@ std::vector<gpuhal::HostView> views_of(const nb::sequence &arrays, std::vector<H
   return views;
 }
 
+// A scope over `arrays`, opened by `open` without the GIL.
+template <class Open>
+HostScope open_scope(const gpuhal::Context &ctx, const nb::sequence &arrays, Open open) {
+  std::vector<HostBuffer> held;
+  std::vector<gpuhal::HostView> views = views_of(arrays, held);
+  nb::gil_scoped_release unlocked;
+  HostScope s;
+  open(s, ctx, views);
+  return s;
+}
+
 }  // namespace
 
 void bind_host_memory(nb::module_ &m) {
@@ -70,21 +81,16 @@ void bind_host_memory(nb::module_ &m) {
       .def("device_arrays", [](const HostScope &s) {
         return s.mapped ? s.mapped->device_arrays() : std::vector<gpuhal::DeviceArray>{};
       });
+  // The scopes of `with pinned(...)` and `with mapped(...)`.
   m.def("pin", [](const gpuhal::Context &ctx, const nb::sequence &arrays) {
-    std::vector<HostBuffer> held;
-    std::vector<gpuhal::HostView> views = views_of(arrays, held);
-    nb::gil_scoped_release unlocked;
-    HostScope s;
-    s.pinned.emplace(ctx, views);
-    return s;
+    return open_scope(ctx, arrays, [](HostScope &s, const gpuhal::Context &c, const std::vector<gpuhal::HostView> &v) {
+      s.pinned.emplace(c, v);
+    });
   });
   m.def("map", [](const gpuhal::Context &ctx, const nb::sequence &arrays) {
-    std::vector<HostBuffer> held;
-    std::vector<gpuhal::HostView> views = views_of(arrays, held);
-    nb::gil_scoped_release unlocked;
-    HostScope s;
-    s.mapped.emplace(ctx, views);
-    return s;
+    return open_scope(ctx, arrays, [](HostScope &s, const gpuhal::Context &c, const std::vector<gpuhal::HostView> &v) {
+      s.mapped.emplace(c, v);
+    });
   });
   m.def("register_host", [](const gpuhal::Context &ctx, const nb::sequence &arrays, bool portable, bool mapped) {
     std::vector<HostBuffer> held;
