@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from . import _gpuhal
+from ._hostarrays import finish_if_pageable
 from ._streams import is_zero as _is_zero, stream_or_none
 
 __all__ = ["DeviceNDArray"]
@@ -123,7 +124,9 @@ class DeviceNDArray:
                 isinstance(value, np.generic) and value.dtype.fields is not None):
             view.fill(value.item() if isinstance(value, np.generic) else value, s)
         else:
-            view.assign_host(np.asarray(value, dtype=self._dtype), s)  # kept alive until the stream ran it
+            host = np.asarray(value, dtype=self._dtype)
+            view.assign_host(host, s)
+            finish_if_pageable(s, host)
 
     def reshape(self, *newshape, order="C"):
         if len(newshape) == 1 and isinstance(newshape[0], (tuple, list)):
@@ -161,14 +164,19 @@ class DeviceNDArray:
     # ---- transfers ------------------------------------------------------------
     def copy_to_host(self, ary=None, stream=0):
         """This array -> a host array (a new one with the same strides, or
-        ``ary``). With a stream, read the result after synchronising it."""
+        ``ary``). On a stream the copy is asynchronous only into gpuhal's
+        pinned, mapped or managed arrays (synchronise before reading them);
+        any other destination is filled when this returns, as CUDA does for
+        pageable memory."""
         s = self._stream(stream)
         if ary is not None:
             self._a.copy_to_host_into(ary, s)
+            finish_if_pageable(s, ary)
             return ary
         if self.size == 0:
             return np.empty(self.shape, dtype=self._dtype)
         host = np.asarray(self._a.copy_to_host(s))
+        finish_if_pageable(s, host)  # new memory is pageable: done when this returns
         return host if host.dtype == self._dtype else host.view(self._dtype)
 
     def copy_to_device(self, ary, stream=0):
@@ -177,7 +185,9 @@ class DeviceNDArray:
         if isinstance(ary, DeviceNDArray):
             self._a.copy_from_device(ary._a, s)
         else:
-            self._a.copy_from_host(ary if isinstance(ary, np.ndarray) else np.asarray(ary, dtype=self._dtype), s)
+            host = ary if isinstance(ary, np.ndarray) else np.asarray(ary, dtype=self._dtype)
+            self._a.copy_from_host(host, s)
+            finish_if_pageable(s, host)
 
     def __array__(self, dtype=None, copy=None):
         if copy is False:

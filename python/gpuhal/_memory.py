@@ -4,9 +4,11 @@ pinned / mapped / register scopes, and transfers.
 
 Every function works in the calling thread's current context (the primary
 context of the device it selected; device 0 otherwise). ``stream=0`` means
-no stream: the call returns when it is done. With a stream the call is
-asynchronous and host arrays must stay alive and unchanged until the stream
-has run it (synchronize it, or an event recorded after it) -- Numba's rule.
+no stream: the call returns when it is done. With a stream, a transfer is
+asynchronous when its host side is a pinned, mapped or managed array of
+gpuhal's (leave it unchanged until the stream ran it); with any other host
+array it is done when the call returns (CUDA's rule for pageable memory,
+see _hostarrays).
 """
 
 import contextlib
@@ -16,6 +18,7 @@ import numpy as np
 
 from . import _gpuhal
 from ._devicearray import DeviceNDArray
+from ._hostarrays import ManagedNDArray, MappedNDArray, PinnedNDArray, finish_if_pageable
 from ._streams import stream_or_none
 
 __all__ = [
@@ -52,25 +55,6 @@ def _host_array(ary):
     return np.asarray(ary)
 
 
-class PinnedNDArray(np.ndarray):
-    """A NumPy array in pinned (page-locked) host memory."""
-
-
-class MappedNDArray(np.ndarray):
-    """A NumPy array in mapped host memory; kernels and copies use its
-    device side (``device_array``) when it is passed whole."""
-
-    _gpuhal_device = None
-
-
-class ManagedNDArray(np.ndarray):
-    """A NumPy array over managed memory (the host and the device share
-    it); kernels get the device array. Touch it on the host only while no
-    work that uses it is in flight."""
-
-    _gpuhal_device = None
-
-
 def _numpy_over(holder, dtype, cls):
     host = np.asarray(holder)
     if host.dtype != dtype:
@@ -98,7 +82,10 @@ def to_device(obj, stream=0, copy=True, to=None):
         to.copy_to_device(obj, stream=stream)
         return to
     host = _host_array(obj)
-    array = _gpuhal.to_device(_ctx(), host, stream_or_none(stream), bool(copy))
+    s = stream_or_none(stream)
+    array = _gpuhal.to_device(_ctx(), host, s, bool(copy))
+    if copy:
+        finish_if_pageable(s, host)
     return DeviceNDArray(array, host.dtype, stream)
 
 

@@ -4,8 +4,9 @@
 The tests run in the backend GPUHAL_BACKEND names (the host backend by
 default). Tests that need another process (IPC, the cuda backend over the
 fake driver, a backend chosen before first use) run Python subprocesses.
-GPUHAL_TEST_FAKE_CUDA names the fake CUDA driver (tests/fakes/cuda) that
-the README's test command builds; without it those tests are skipped.
+GPUHAL_TEST_FAKE_CUDA and GPUHAL_TEST_FAKE_HSA name the fake CUDA driver
+and HSA runtime (tests/fakes/) that the README's test command builds;
+without them those tests are skipped.
 """
 
 import os
@@ -59,6 +60,14 @@ def fake_cuda_env():
     if not driver or not os.path.exists(driver):
         pytest.skip("GPUHAL_TEST_FAKE_CUDA does not name the fake CUDA driver (the README's test command sets it)")
     return {"GPUHAL_BACKEND": "cuda", "GPUHAL_CUDA_DRIVER": driver}
+
+
+@pytest.fixture
+def fake_hsa_env():
+    runtime = os.environ.get("GPUHAL_TEST_FAKE_HSA")
+    if not runtime or not os.path.exists(runtime):
+        pytest.skip("GPUHAL_TEST_FAKE_HSA does not name the fake HSA runtime (the README's test command sets it)")
+    return {"GPUHAL_BACKEND": "hsa", "GPUHAL_HSA_RUNTIME": runtime}
 
 
 def assert_same(host, expected):

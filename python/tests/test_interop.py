@@ -117,3 +117,33 @@ def test_cuda_backend_over_the_fake_driver(python, fake_cuda_env):
     assert r["cai_s"]["stream"] == r["stream"] and r["stream"] not in (0, 1, 2)
     assert r["t"]["strides"] == [4, 12]
     assert r["dev"] == [2, 0]  # kDLCUDA, device 0
+
+
+def test_hsa_backend_over_the_fake_runtime(python, fake_hsa_env):
+    rc, out, err = python("""
+        import numpy as np
+        import gpuhal
+        assert gpuhal.backend() == "hsa"
+        a = np.arange(12, dtype=np.int32).reshape(3, 4)
+        s = gpuhal.stream()
+        d = gpuhal.to_device(a, stream=s)
+        h = d.copy_to_host()  # on d's stream
+        s.synchronize()
+        assert (h == a).all()
+        v = d[1:, ::2].copy_to_host()  # views keep d's stream
+        s.synchronize()
+        assert (v == a[1:, ::2]).all()
+        with gpuhal.pinned(a):
+            assert (gpuhal.to_device(a).copy_to_host() == a).all()
+        assert not hasattr(d, "__cuda_array_interface__")
+        back = gpuhal.from_dlpack(d.__dlpack__(max_version=(1, 0)))
+        assert (back.copy_to_host() == a).all()
+        try:
+            d.get_ipc_handle()
+            raise SystemExit("IPC accepted")
+        except gpuhal.NotSupportedError:
+            pass
+        print(tuple(d.__dlpack_device__()))
+    """, env=fake_hsa_env)
+    assert rc == 0, err
+    assert out.strip().splitlines()[-1] == "(10, 0)"  # kDLROCM, device 0

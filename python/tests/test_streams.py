@@ -114,22 +114,42 @@ GPUHAL_KERNEL void spin(GPUHAL_GLOBAL long long *out, long long n) {
 """
 
 
-def test_host_arrays_of_asynchronous_calls_live_until_the_stream_ran_them():
+def _pinned(values):
+    p = gpuhal.pinned_array(values.shape, values.dtype)
+    p[...] = values
+    return p
+
+
+def test_pinned_transfers_are_asynchronous_and_their_arrays_live_until_the_stream_ran_them():
     # The stream is held up by a long kernel, so the copies run after the
     # temporaries below are dropped; gpuhal keeps them alive until then.
     import sys
     spin = gpuhal.compile(SPIN).spin
     s = gpuhal.stream()
     scratch = gpuhal.device_array(1, dtype=np.int64)
-    n = 1 << 21
+    n = 1 << 20
     spin[1, 1, s](scratch, 200_000_000)
-    d = gpuhal.to_device(np.arange(n, dtype=np.float64), stream=s)  # the source is a temporary
-    e = gpuhal.device_array(n, dtype=np.float64, stream=s)
-    e[:] = np.full(n, 3.0)  # so is this one (assigned on the bound stream)
-    out = np.zeros(n)
+    d = gpuhal.to_device(_pinned(np.arange(n, dtype=np.float64)), stream=s)  # a pinned temporary
+    out = gpuhal.pinned_array(n)
     before = sys.getrefcount(out)
     d.copy_to_host(out, stream=s)
+    assert not s.query()  # still spinning: the copies are queued, not done
     s.synchronize()
     assert sys.getrefcount(out) == before  # handed back once the stream ran it
-    assert_same(out, np.arange(n, dtype=np.float64))
-    assert_same(e.bind(0).copy_to_host(), np.full(n, 3.0))
+    assert_same(np.asarray(out), np.arange(n, dtype=np.float64))
+
+
+def test_pageable_transfers_are_done_when_the_call_returns():
+    # CUDA's rule for pageable memory, which Numba programs rely on.
+    spin = gpuhal.compile(SPIN).spin
+    s = gpuhal.stream()
+    scratch = gpuhal.device_array(1, dtype=np.int64)
+    n = 1 << 16
+    spin[1, 1, s](scratch, 50_000_000)
+    d = gpuhal.to_device(np.arange(n, dtype=np.float64), stream=s)
+    h = d.copy_to_host(stream=s)  # readable at once
+    assert_same(h, np.arange(n, dtype=np.float64))
+    out = np.zeros(n)
+    d[:] = np.full(n, 2.0)  # on d's stream, from a temporary
+    d.copy_to_host(out)
+    assert_same(out, np.full(n, 2.0))
