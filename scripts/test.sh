@@ -67,7 +67,7 @@ fi
 # virtual environment of the build (scikit-build-core and nanobind come
 # from PyPI through pip's build isolation), then its pytest suite, run from
 # outside the source tree so that the installed package is what is tested.
-# The cuda tests run over the fake driver.
+# The cuda and hsa tests run over the fake driver and runtime.
 echo "== python"
 py_env="$(cd "$build" && pwd)/python-venv"
 if ! "$py_env/bin/python" -c 'import numpy, pytest' 2>/dev/null; then
@@ -75,7 +75,7 @@ if ! "$py_env/bin/python" -c 'import numpy, pytest' 2>/dev/null; then
   "$py_env/bin/python" -m pip install --quiet --disable-pip-version-check "numpy>=2.1,<3" "pytest>=7"
 fi
 "$py_env/bin/python" -m pip install --quiet --disable-pip-version-check -C build-dir="$build/python-build" .
-(cd "$build" && GPUHAL_TEST_FAKE_CUDA="$PWD/fakes/cuda/libcuda.so.1" \
+(cd "$build" && GPUHAL_TEST_FAKE_CUDA="$PWD/fakes/cuda/libcuda.so.1" GPUHAL_TEST_FAKE_HSA="$PWD/fakes/hsa/libhsa-runtime64.so.1" \
   "$py_env/bin/python" -m pytest -q -p no:cacheprovider "$OLDPWD/python/tests")
 
 # The benchmark harness in its smoke mode: every benchmark runs briefly and
