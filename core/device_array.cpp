@@ -5,6 +5,8 @@
 // copies) are documented in docs/user-guide.md.
 #include "gpuhal/device_array.hpp"
 
+#include <cstdlib>
+
 #include "internal.hpp"
 #include "strided_copy.hpp"
 
@@ -236,14 +238,39 @@ HostArray DeviceArray::copy_to_host() const {
 }
 
 HostArray DeviceArray::copy_to_host(const Stream &stream) const {
-  HostArray out = HostArray::with_layout(layout_, dtype_);
-  copy_to_host_impl(out.view(), &stream, true);
   // The caller may drop the result before the stream ran the copy (an
-  // exception before its synchronize, a Python caller ignoring it): a copy
-  // of the handle rides on the stream until then, so the copy never writes
-  // into freed memory. The buffer is freed on the backend's callback thread
-  // when that is the last handle.
-  if (size() != 0) stream.add_callback([keep = out]() mutable { keep = HostArray(); });
+  // exception before its synchronize, a Python caller ignoring it): the
+  // buffer is then freed through the context's deferred deallocation
+  // queue, whose flush waits for the context's work first (as pinned host
+  // arrays are), so the copy never writes into freed memory. Dropped once
+  // the stream is idle (the usual case), it is freed at once.
+  const int64_t bytes = layout_.span_bytes();
+  if (bytes == 0) {
+    HostArray out = HostArray::with_layout(layout_, dtype_);
+    copy_to_host_impl(out.view(), &stream, true);
+    return out;
+  }
+  void *mem = std::aligned_alloc(64, (size_t(bytes) + 63) / 64 * 64);
+  if (!mem)
+    throw Error(Status::ERROR_OUT_OF_MEMORY,
+                what("copy_to_host") + ": cannot allocate " + std::to_string(bytes) + " host bytes");
+  auto release = [s = stream, b = uint64_t(bytes)](void *p) noexcept {
+    try {
+      if (s.query()) {
+        std::free(p);
+        return;
+      }
+    } catch (...) {
+      // Not answerable here (a stream callback, a failed context): queue it.
+    }
+    try {
+      s.context().defer_release([p] { std::free(p); }, b);
+    } catch (...) {
+      std::free(p);  // no queue: the context is gone, and with it every stream that could write here
+    }
+  };
+  HostArray out = HostArray::adopt(std::shared_ptr<void>(mem, release), layout_, dtype_);
+  copy_to_host_impl(out.view(), &stream, true);
   return out;
 }
 

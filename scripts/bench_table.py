@@ -21,7 +21,7 @@ UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 TARGETS = [
     ("D1", "dispatch", "BM_core_stream_query", "BM_direct_stream_query", "added", 2.0,
      "core -> plugin dispatch, no-op entry"),
-    ("H1 4 KiB", "copy", "BM_HostBackendH2D/4096", "BM_Memcpy/4096", "speed", 0.95, "host copy vs memcpy"),
+    ("H1 4 KiB", "copy", "BM_HostBackendH2D/4096", "BM_Memcpy/4096", "speed", 1 / 1.2, "host copy vs memcpy"),
     ("H1 64 KiB", "copy", "BM_HostBackendH2D/65536", "BM_Memcpy/65536", "speed", 0.95, "host copy vs memcpy"),
     ("H1 1 MiB", "copy", "BM_HostBackendH2D/1048576", "BM_Memcpy/1048576", "speed", 0.95, "host copy vs memcpy"),
     ("H2 memcpy", "copy", "BM_HostBackendH2D/67108864", "BM_Memcpy/67108864", "speed", 1.0,
@@ -34,11 +34,29 @@ TARGETS = [
      "async submit vs a direct call"),
     ("H5 plain", "kernels", "BM_gpuhal_saxpy/real_time", "BM_pocl_saxpy/real_time", "speed", 1.0,
      "barrier-free kernel vs PoCL"),
-    ("H5 barriers", "kernels", "BM_gpuhal_block_sum/real_time", "BM_pocl_block_sum/real_time", "speed", 1.0,
-     "barrier + shared-memory kernel vs PoCL"),
+    ("H5 barriers", "kernels", "BM_gpuhal_block_sum/real_time", "BM_pocl_block_sum/real_time", "speed", 10.0,
+     "barrier + shared-memory kernel (block reduction) vs PoCL"),
+] + [
+    ("S1 %s" % label, "kernels", "BM_gpuhal_saxpy_%s/real_time" % ours, "BM_pocl_saxpy_%s/real_time" % size, "speed",
+     1.0, "saxpy %s elements%s vs PoCL; limit: triad" % (size, shape),
+     {"limit": "BM_limit_triad_%s/real_time" % size, "limit_goal": 0.8})
+    for label, ours, size, shape in (("16M", "16M", "16M", ""), ("64M", "64M", "64M", ""),
+                                     ("16M b64", "16M_block64", "16M", ", block 64"),
+                                     ("16M b1024", "16M_block1024", "16M", ", block 1024"),
+                                     ("16M ragged", "16M_ragged", "16M", ", grid not dividing"))
+] + [
+    ("M1 N=%d" % n, "kernels", "BM_gpuhal_matmul_%d/real_time" % n, "BM_pocl_matmul_%d/real_time" % n, "speed", 5.0,
+     "tiled matmul N=%d vs PoCL; limit: peak FMA" % n,
+     {"limit": "BM_limit_fma/real_time#ns_per_flop", "limit_scale": 2.0 * n ** 3, "limit_goal": 0.2})
+    for n in (1000, 2000)
 ] + [
     ("A1 %s" % label, "pool", "BM_Pool/%d" % size, "BM_RawBackend/%d" % size, "time", 0.02,
      "pool alloc+free vs the backend's")
+    for label, size in (("256 B", 256), ("4 KiB", 4096), ("64 KiB", 65536), ("1 MiB", 1048576), ("4 MiB", 4194304))
+] + [
+    ("A2 %s" % label, "kernels", "BM_gpuhal_alloc/%d" % size, "BM_pocl_alloc/%d" % size, "time", 1.0,
+     "device alloc + release vs PoCL buffer create + release; limit: malloc + free",
+     {"limit": "BM_malloc_free/%d" % size, "limit_goal": 0.5})
     for label, size in (("256 B", 256), ("4 KiB", 4096), ("64 KiB", 65536), ("1 MiB", 1048576), ("4 MiB", 4194304))
 ] + [
     ("A5", "dealloc", "BM_DeferredFree/iterations:50/manual_time#ns_per_free", None, "abs", 100.0, "deferred free enqueue"),
@@ -108,7 +126,8 @@ def main():
     driver_note = os.path.join(results_dir, "cuda-driver.txt")
     fake_driver = os.path.exists(driver_note) and open(driver_note).read().strip() == "fake"
     rows = []
-    for target, binary, ours, peer, kind, goal, what in TARGETS + cuda_targets(smoke):
+    for target, binary, ours, peer, kind, goal, what, *extra in TARGETS + cuda_targets(smoke):
+        limit = extra[0] if extra else None
         if binary == "cuda" and fake_driver:
             what += " [fake driver: not a measurement]"
         runs = data.get(binary)
@@ -137,6 +156,22 @@ def main():
             ratio, met = o, o <= goal
             slack = abs(o - goal) / max(o, 1e-9)
         status = "MET" if met else ("WITHIN NOISE" if slack <= spread else "MISSED")
+        if limit:
+            # The machine's limit measured in the same run: its time for the
+            # same work over ours (a fraction of the limit reached).
+            l, l_cv = value(runs, limit["limit"])
+            if l is None:
+                status, row["note"] = "NOT RUN", "no limit result"
+            else:
+                l *= limit.get("limit_scale", 1.0)
+                of_limit = l / o
+                spread = max(spread, l_cv or 0.0)
+                l_met = of_limit >= limit["limit_goal"]
+                l_status = "MET" if l_met else (
+                    "WITHIN NOISE" if abs(of_limit - limit["limit_goal"]) / limit["limit_goal"] <= spread else "MISSED")
+                order = ["MISSED", "WITHIN NOISE", "MET"]
+                status = min(status, l_status, key=order.index)
+                row.update(limit_ns=l, of_limit=of_limit, limit_goal=limit["limit_goal"])
         row.update(ours_ns=o, peer_ns=p, ratio=ratio, spread=spread, status=status)
         rows.append(row)
 
@@ -159,9 +194,13 @@ def main():
             continue
         ratio = ("%+.1f ns" % r["ratio"]) if r["kind"] == "added" else \
             (fmt_ns(r["ratio"]) if r["kind"] == "abs" else "%.3gx" % r["ratio"])
+        what = r["what"]
+        if "of_limit" in r:
+            what += " (limit %s: ours %.2fx of it, goal >= %gx)" % (fmt_ns(r["limit_ns"]), r["of_limit"],
+                                                                  r["limit_goal"])
         print("%-12s %-12s %-12s %-12s %-10s %-7s %-13s %s" %
               (r["target"], fmt_ns(r["ours_ns"]), fmt_ns(r["peer_ns"]), ratio, goal_text[r["kind"]] % r["goal"],
-               "%.0f%%" % (100 * r["spread"]), r["status"], r["what"]))
+               "%.0f%%" % (100 * r["spread"]), r["status"], what))
     if smoke:
         print("smoke mode: a few short repetitions to keep the harness working; these numbers are not measurements")
     with open(os.path.join(results_dir, "summary.json"), "w") as f:

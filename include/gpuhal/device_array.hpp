@@ -85,8 +85,8 @@ class DeviceArray {
   void copy_from_device(const DeviceArray &src, const Stream &stream) const;
   // This array -> a new host array with the same strides (negative strides
   // included). With a stream, read the result only after synchronising;
-  // dropping it earlier is safe (the stream keeps the buffer until the copy
-  // ran).
+  // dropping it earlier is safe (its buffer is then freed through the
+  // context's deferred deallocation queue, after the context's work).
   HostArray copy_to_host() const;
   HostArray copy_to_host(const Stream &stream) const;
   // This array -> an existing writeable host view with the same dtype,

@@ -109,13 +109,15 @@ void keep_until_ran(const gpuhal::Stream &stream, nb::handle object) {
       std::lock_guard<std::mutex> lock(later_mutex);
       later.push_back([o] { Py_DECREF(o); });
     });
-  } catch (...) {
-    // No callback: wait for the stream instead, so the memory is not
-    // released under queued work.
+  } catch (const gpuhal::Error &) {
+    // No callback (a failing backend): wait for the stream instead. When
+    // even that fails the work may still be queued, so the reference is
+    // kept for the process's life rather than the memory freed under it.
+    {
+      nb::gil_scoped_release unlocked;
+      stream.synchronize();  // throws, keeping `o`
+    }
     Py_DECREF(o);
-    nb::gil_scoped_release unlocked;
-    stream.synchronize();
-    throw;
   }
 }
 
