@@ -129,12 +129,35 @@ bool is_elf(const std::vector<unsigned char> &b) {
   return b.size() > 4 && b[0] == 0x7f && b[1] == 'E' && b[2] == 'L' && b[3] == 'F';
 }
 
+// The CPU kernels are built for. On x86-64 they are compiled with
+// -march=native, so that the compiler uses every instruction this machine
+// has (AVX2, FMA, AVX-512 ...), as OpenCL's CPU drivers do; the cache key
+// then names the CPU (its model and feature flags), so that a cache shared
+// with another machine (a network home directory) never hands out code that
+// machine cannot run.
+const std::string &cpu_identity() {
+  static const std::string id = [] {
+    std::ifstream f("/proc/cpuinfo");
+    std::string line, model, flags;
+    while ((model.empty() || flags.empty()) && std::getline(f, line)) {
+      if (model.empty() && line.rfind("model name", 0) == 0) model = line;
+      if (flags.empty() && line.rfind("flags", 0) == 0) flags = line;
+    }
+    return model + "\n" + flags + "\n";
+  }();
+  return id;
+}
+
 std::string unique_suffix() {
   std::random_device rd;
   return std::to_string(::getpid()) + "-" + hex((uint64_t(rd()) << 32) | rd());
 }
 
 }  // namespace
+
+bool compiler_available(const std::string &cxx) {
+  return !cxx.empty() && !resolve(cxx).empty();
+}
 
 gpuhal_status_t compile_host_module(const CompilerSettings &settings, const std::string &source,
                                     const std::string &options, std::vector<unsigned char> *image) {
@@ -148,6 +171,9 @@ gpuhal_status_t compile_host_module(const CompilerSettings &settings, const std:
                 "host: the C++ compiler '" + compiler + "' cannot be used: " + std::strerror(errno));
 
   std::vector<std::string> argv = {compiler, "-std=c++17", "-O3", "-fPIC", "-shared", "-w"};
+#if defined(__x86_64__)
+  argv.push_back("-march=native");  // options given with the module come later and win
+#endif
   // GCC writes each function's frame and calls next to the output: the
   // stack a kernel's work-item needs (host_stack_usage.cpp). Clang has no
   // such output: its kernels' stack needs stay unknown.
@@ -162,6 +188,7 @@ gpuhal_status_t compile_host_module(const CompilerSettings &settings, const std:
   std::string key = std::to_string(cst.st_size) + ":" + std::to_string(cst.st_mtim.tv_sec) + "." +
                     std::to_string(cst.st_mtim.tv_nsec) + "\n";
   for (const auto &a : argv) key += a + "\n";
+  key += cpu_identity();
   key += "stack usage 2\n";  // the format of the <module>.stack file kept beside it
   key += source;
   const std::string name = cache_name(key);

@@ -131,7 +131,24 @@ gpuhal_status_t module_compile(gpuhal_context_t ctx, const gpuhal_compile_args_t
       plugin::log(GPUHAL_LOG_DEBUG, "host: kernel '" + k.first + "' runs its work-items as fibers: " + k.second);
     std::vector<unsigned char> so;
     gpuhal_status_t st = GPUHAL_ERROR_COMPILATION_FAILED;
-    if (!loops.kernels.empty()) {
+    // Every kernel runs as loops (no fibers): the vectorising compiler,
+    // when there is one (see host_compiler.hpp); the stack-counting one
+    // otherwise, and when it fails.
+    const CompilerSettings &settings = plugin_state().compiler;
+    if (loops.kernels.size() == barrier_kernels.size() && compiler_available(settings.vectorizing_cxx)) {
+      CompilerSettings vectorizing = settings;
+      vectorizing.cxx = settings.vectorizing_cxx;
+      st = compile_host_module(vectorizing,
+                               std::string(args->source) + "\n" + loops.text +
+                                   host_kernel_entry_points(*args, loops.kernels),
+                               options, &so);
+      // Its messages are not shown: the module goes to the other compiler,
+      // whose messages are the ones reported if that fails too.
+      if (st != GPUHAL_SUCCESS)
+        plugin::log(GPUHAL_LOG_DEBUG, "host: " + settings.vectorizing_cxx + " refused the module; building it with " +
+                                          settings.cxx);
+    }
+    if (st != GPUHAL_SUCCESS && !loops.kernels.empty()) {
       // The rewrite is checked by the compiler: should it not compile (a
       // construct the pass misread), the kernels keep their fibers and any
       // error shown is about the user's own source.

@@ -129,7 +129,10 @@ gpuhal_status_t init(const gpuhal_init_args_t *args) {
     st.threads = unsigned(threads);
     st.fiber_stack = size_t(fiber_stack);
     st.work_item_loops = loops != 0;
-    if (auto cxx = opts.get("GPUHAL_HOST_CXX"); cxx && !cxx->empty()) st.compiler.cxx = *cxx;
+    if (auto cxx = opts.get("GPUHAL_HOST_CXX"); cxx && !cxx->empty()) {
+      st.compiler.cxx = *cxx;
+      st.compiler.vectorizing_cxx.clear();  // the user's compiler for everything
+    }
     if (auto dir = opts.get("GPUHAL_KERNEL_CACHE"); dir && !dir->empty()) st.compiler.cache_dir = *dir;
     for (int64_t i = 0; i < devices; ++i) {
       auto d = std::make_unique<HostDevice>();
