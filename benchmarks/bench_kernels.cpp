@@ -339,6 +339,12 @@ void limit_triad(benchmark::State &state, unsigned n) {
   state.SetItemsProcessed(int64_t(state.iterations()) * n);
 }
 
+void limit_saxpy_loop(benchmark::State &state, unsigned n) {
+  limits::TriadArrays t(n);
+  for (auto _ : state) limits::saxpy_loop(t, 1.0001f);
+  state.SetItemsProcessed(int64_t(state.iterations()) * n);
+}
+
 // The peak FMA rate; its counter ns_per_flop (seconds per operation, in the
 // table's "ns_per_" convention) turns a matmul's 2 N^3 operations into the
 // machine's shortest time for them.
@@ -448,6 +454,7 @@ void register_large() {
     ms(benchmark::RegisterBenchmark(("BM_gpuhal_saxpy_" + size).c_str(), gpuhal_saxpy_sized, mega(m), 256u));
     ms(benchmark::RegisterBenchmark(("BM_pocl_saxpy_" + size).c_str(), pocl_saxpy_sized, mega(m)));
     ms(benchmark::RegisterBenchmark(("BM_limit_triad_" + size).c_str(), limit_triad, mega(m)));
+    ms(benchmark::RegisterBenchmark(("BM_limit_saxpy_loop_" + size).c_str(), limit_saxpy_loop, mega(m)));
   }
   // Launch shapes at 16M: small and large blocks, a grid that does not divide the size.
   for (unsigned block : {64u, 1024u})

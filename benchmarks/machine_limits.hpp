@@ -3,7 +3,8 @@
 // (the performance method: every row is ours / peer / limit):
 //  - memory bandwidth: a STREAM-style triad a[i] = b[i] + s * c[i] with one
 //    thread per hardware thread, each on its own contiguous part, the parts
-//    first touched by the thread that later uses them;
+//    first touched by the thread that later uses them; and the workload's
+//    own loop (saxpy) written the same way;
 //  - compute: a peak-FMA loop per hardware thread, independent chains of
 //    vector FMAs (AVX-512 where the CPU has it, else AVX2 + FMA).
 // Thread safety: each call is self-contained; not meant to run concurrently
@@ -65,6 +66,18 @@ inline void triad(TriadArrays &t, float s) {
     const float *__restrict b = t.b;
     const float *__restrict c = t.c;
     for (size_t i = lo; i < hi; ++i) a[i] = b[i] + s * c[i];
+  });
+}
+
+// The workload's own loop, y[i] = a * x[i] + y[i], as plain code with one
+// thread per hardware thread: what the machine does for saxpy's memory
+// traffic (three streams, no read-for-ownership of a fresh destination as
+// the triad's has).
+inline void saxpy_loop(TriadArrays &t, float s) {
+  parallel_parts(t.n, hardware_threads(), [&t, s](size_t lo, size_t hi) {
+    float *__restrict y = t.a;
+    const float *__restrict x = t.b;
+    for (size_t i = lo; i < hi; ++i) y[i] = s * x[i] + y[i];
   });
 }
 

@@ -45,6 +45,10 @@ TARGETS = [
                                      ("16M b1024", "16M_block1024", "16M", ", block 1024"),
                                      ("16M ragged", "16M_ragged", "16M", ", grid not dividing"))
 ] + [
+    ("S2 %s" % size, "kernels", "BM_gpuhal_saxpy_%s/real_time" % size, "BM_limit_saxpy_loop_%s/real_time" % size, "speed",
+     0.8, "saxpy %s elements vs the same loop as plain code, one thread per core (the machine's limit)" % size)
+    for size in ("16M", "64M")
+] + [
     ("M1 N=%d" % n, "kernels", "BM_gpuhal_matmul_%d/real_time" % n, "BM_pocl_matmul_%d/real_time" % n, "speed", 5.0,
      "tiled matmul N=%d vs PoCL; limit: peak FMA" % n,
      {"limit": "BM_limit_fma/real_time#ns_per_flop", "limit_scale": 2.0 * n ** 3, "limit_goal": 0.2})
@@ -183,7 +187,7 @@ def main():
                 return "%.3g %s" % (v / scale, unit)
         return "%.3g ns" % v
 
-    goal_text = {"speed": ">= %gx", "time": "<= %gx", "added": "+<= %g ns", "abs": "<= %g ns"}
+    goal_text = {"speed": ">= %.3gx", "time": "<= %.3gx", "added": "+<= %g ns", "abs": "<= %g ns"}
     print("%-12s %-12s %-12s %-12s %-10s %-7s %-13s %s" %
           ("target", "ours", "peer", "ratio", "goal", "spread", "status", "what"))
     for r in rows:

@@ -15,11 +15,15 @@
 // run_group_loops, when not NULL, runs a whole work-group of a kernel with
 // barriers as work-item loops (host_workitem_loops.hpp); it needs
 // group->scratch to hold local_items * loops_scratch_per_item + 64 bytes.
+// run_groups (version 4) runs the groups of linear index [first, last) of a
+// kernel without barriers one after the other, as run_group would, setting
+// group->group_id for each (x fastest): the arguments are read and the
+// work-item pointer set once per range instead of once per group.
 #pragma once
 
 #include <stdint.h>
 
-#define GPUHAL_HOST_KERNEL_ABI_VERSION 3
+#define GPUHAL_HOST_KERNEL_ABI_VERSION 4
 
 #define GPUHAL_HOST_KERNEL_ABI_TEXT                                                                  \
   struct gpuhal_host_group {                                                                        \
@@ -39,6 +43,8 @@
   };                                                                                                \
   typedef void (*gpuhal_host_run_group_fn)(const struct gpuhal_host_group *group, void *const *args); \
   typedef void (*gpuhal_host_run_item_fn)(const struct gpuhal_host_item *item, void *const *args);   \
+  typedef void (*gpuhal_host_run_groups_fn)(struct gpuhal_host_group * group, void *const *args,     \
+                                            uint64_t first, uint64_t last);                         \
   struct gpuhal_host_kernel {                                                                       \
     const char *name;                                                                               \
     gpuhal_host_run_group_fn run_group;                                                             \
@@ -48,6 +54,7 @@
     uint32_t uses_barrier;                                                                          \
     gpuhal_host_run_group_fn run_group_loops;                                                       \
     uint32_t loops_scratch_per_item;                                                                \
+    gpuhal_host_run_groups_fn run_groups;                                                           \
   };
 
 extern "C" {

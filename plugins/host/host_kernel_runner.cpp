@@ -418,10 +418,39 @@ std::string run_kernel(ThreadPool &pool, StackPool &stacks, const KernelLaunch &
     }
     if (!run_group_fibers(stacks, L.kernel, L.args.data(), g, L.block)) no_memory = true;
   };
+  // A kernel without barriers runs a whole chunk of groups in one call of
+  // its module (the arguments read and the work-item set once per chunk).
+  auto run_range = [&](uint64_t first, uint64_t last) {
+    gpuhal_host_group g{};
+    for (int d = 0; d < 3; ++d) {
+      g.local_size[d] = L.block[d];
+      g.num_groups[d] = L.grid[d];
+    }
+    g.dynamic_shared_bytes = L.dynamic_shared_bytes;
+    std::unique_ptr<unsigned char[]> dyn;
+    if (L.dynamic_shared_bytes) {  // one buffer for the chunk: its groups run one after the other
+      dyn.reset(new (std::nothrow) unsigned char[L.dynamic_shared_bytes + 15]);
+      if (!dyn) {
+        no_memory = true;
+        return;
+      }
+      g.dynamic_shared =
+          reinterpret_cast<unsigned char *>((reinterpret_cast<uintptr_t>(dyn.get()) + 15) & ~uintptr_t(15));
+    }
+    g.barrier = loop_barrier;
+    g.barrier_count = loop_barrier_count;
+    g.scheduler = &misuse;
+    L.kernel->run_groups(&g, L.args.data(), first, last);
+  };
+  const bool ranges = !fibers && L.kernel->run_groups != nullptr;
   // Groups are handed out in chunks (about eight per participant), so that
   // small groups do not pay a hand-out each.
   const uint64_t chunk = std::max<uint64_t>(1, groups / (uint64_t(pool.size()) * 8));
   pool.parallel_for((groups + chunk - 1) / chunk, [&](uint64_t c) {
+    if (ranges) {
+      run_range(c * chunk, std::min(groups, (c + 1) * chunk));
+      return;
+    }
     std::unique_ptr<unsigned char[]> scratch;
     if (scratch_bytes) {
       scratch.reset(new (std::nothrow) unsigned char[scratch_bytes]);

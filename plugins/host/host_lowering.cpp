@@ -151,6 +151,30 @@ template <class... P> struct sig<void (*)(P...)> {
         }
     __gpuhal_wi = nullptr;
   }
+  template <void (*K)(P...), size_t... I>
+  static void groups(gpuhal_host_group *g, void *const *a, uint64_t first, uint64_t last, std::index_sequence<I...>) {
+    std::tuple<P...> v{arg<P>(a[I])...};
+    (void)v;
+    gpuhal_host_item wi;
+    wi.group = g;
+    __gpuhal_wi = &wi;
+    const uint32_t nx = g->local_size[0], ny = g->local_size[1], nz = g->local_size[2];
+    const uint64_t gx = g->num_groups[0], gy = g->num_groups[1];
+    for (uint64_t gi = first; gi < last; ++gi) {
+      g->group_id[0] = uint32_t(gi % gx);
+      g->group_id[1] = uint32_t((gi / gx) % gy);
+      g->group_id[2] = uint32_t(gi / (gx * gy));
+      for (uint32_t z = 0; z < nz; ++z)
+        for (uint32_t y = 0; y < ny; ++y)
+          for (uint32_t x = 0; x < nx; ++x) {
+            wi.local_id[0] = x;
+            wi.local_id[1] = y;
+            wi.local_id[2] = z;
+            K(std::get<I>(v)...);
+          }
+    }
+    __gpuhal_wi = nullptr;
+  }
   template <void (*W)(const gpuhal_host_group *, P...), size_t... I>
   static void loops(const gpuhal_host_group *g, void *const *a, std::index_sequence<I...>) {
     W(g, arg<P>(a[I])...);
@@ -164,6 +188,10 @@ template <class... P> struct sig<void (*)(P...)> {
 template <auto K> static void run_group(const gpuhal_host_group *g, void *const *a) {
   using S = sig<decltype(K)>;
   S::template group<K>(g, a, std::make_index_sequence<S::count>());
+}
+template <auto K> static void run_groups(gpuhal_host_group *g, void *const *a, uint64_t first, uint64_t last) {
+  using S = sig<decltype(K)>;
+  S::template groups<K>(g, a, first, last, std::make_index_sequence<S::count>());
 }
 template <auto K, auto W> static void run_loops(const gpuhal_host_group *g, void *const *a) {
   using S = sig<decltype(K)>;
@@ -201,9 +229,9 @@ std::string host_kernel_entry_points(const gpuhal_compile_args_t &args, const st
          (barrier ? "1u" : "0u") + ", " +
          (has_loops ? "&__gpuhal_host::run_loops<&" + k + ", &" + k + "__gpuhal_loops>, " + k + "__gpuhal_loops_scratch"
                     : std::string("nullptr, 0u")) +
-         "},\n";
+         ", " + (barrier ? std::string("nullptr") : "&__gpuhal_host::run_groups<&" + k + ">") + "},\n";
   }
-  s += "  {nullptr, nullptr, nullptr, 0u, nullptr, 0u, nullptr, 0u}};\n";
+  s += "  {nullptr, nullptr, nullptr, 0u, nullptr, 0u, nullptr, 0u, nullptr}};\n";
   return s;
 }
 
