@@ -63,6 +63,10 @@ TARGETS = [
      {"limit": "BM_malloc_free/%d" % size, "limit_goal": 0.5})
     for label, size in (("256 B", 256), ("4 KiB", 4096), ("64 KiB", 65536), ("1 MiB", 1048576), ("4 MiB", 4194304))
 ] + [
+    ("C1 %s" % label, "kernels", "BM_gpuhal_d2d/%d/real_time" % size, "BM_pocl_d2d/%d/real_time" % size, "speed", 1.0,
+     "device-to-device copy + finish vs PoCL buffer copy + clFinish")
+    for label, size in (("4 KiB", 4096), ("64 KiB", 65536), ("1 MiB", 1048576), ("64 MiB", 67108864))
+] + [
     ("A5", "dealloc", "BM_DeferredFree/iterations:50/manual_time#ns_per_free", None, "abs", 100.0, "deferred free enqueue"),
 ]
 
