@@ -6,6 +6,7 @@ import collections
 import os
 
 from . import _gpuhal
+from ._errors import Error, raise_status
 
 __all__ = [
     "set_backend", "backend", "is_available", "select_device", "get_current_device", "close", "list_devices", "gpus",
@@ -19,12 +20,18 @@ MemoryInfo = collections.namedtuple("MemoryInfo", ["free", "total"])
 def set_backend(name):
     """Chooses the backend ("host", "cuda", "hsa", or a plugin's path)
     before first use, as GPUHAL_BACKEND does. Once a backend is loaded it
-    cannot change: asking for another raises gpuhal.InvalidValueError."""
+    cannot change: asking for another raises gpuhal.InvalidValueError (and
+    leaves GPUHAL_BACKEND as it was)."""
+    previous = os.environ.get("GPUHAL_BACKEND")
     os.environ["GPUHAL_BACKEND"] = name
     loaded = _gpuhal.backend_name()
     if loaded != name and _gpuhal.plugin_path() != name:
-        _gpuhal._raise(2, f"set_backend('{name}'): the process already uses the '{loaded}' backend "
-                          "(choose it before the first use of gpuhal)")
+        if previous is None:
+            del os.environ["GPUHAL_BACKEND"]
+        else:
+            os.environ["GPUHAL_BACKEND"] = previous
+        raise_status("ERROR_INVALID_VALUE", f"set_backend('{name}'): the process already uses the '{loaded}' "
+                                            "backend (choose it before the first use of gpuhal)")
 
 
 def backend():
@@ -36,13 +43,8 @@ def is_available():
     """True when a backend with at least one device loads."""
     try:
         return _gpuhal.device_count() > 0
-    except _gpuhal_errors().Error:
+    except Error:
         return False
-
-
-def _gpuhal_errors():
-    from . import _errors
-    return _errors
 
 
 select_device = _gpuhal.select_device

@@ -68,6 +68,13 @@ def _make_classes():
 
 
 _classes, _by_code = _make_classes()
+_codes = {status: code for status, code, _ in _gpuhal.statuses()}
+
+
+def raise_status(status, message):
+    """Raises the gpuhal.Error subclass of `status` (a name of the status list)."""
+    _gpuhal._raise(_codes[status], message)
+
 globals().update(_classes)
 __all__ += sorted(_classes)
 _gpuhal._set_error_classes(_by_code)

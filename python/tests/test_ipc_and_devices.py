@@ -73,10 +73,12 @@ def test_backend_is_chosen_before_first_use(python):
             gpuhal.set_backend("cuda")
         except gpuhal.InvalidValueError as e:
             print("refused:", e.message)
+        import os
+        print(os.environ["GPUHAL_BACKEND"])  # left as it was
     """, env={"GPUHAL_BACKEND": ""})
     assert rc == 0, err
     lines = out.strip().splitlines()
-    assert lines[0] == "host" and lines[1].startswith("refused: set_backend('cuda')")
+    assert lines[0] == "host" and lines[1].startswith("refused: set_backend('cuda')") and lines[2] == "host"
     rc, out, err = python("""
         import gpuhal
         try:
