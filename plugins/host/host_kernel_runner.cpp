@@ -369,6 +369,21 @@ int loop_barrier_count(void *flag, int predicate) {
 
 }  // namespace
 
+namespace {
+
+// Dynamic shared memory for a group (16-byte aligned, owned by `buffer`);
+// false when there is no memory for it.
+bool attach_dynamic_shared(gpuhal_host_group &g, std::unique_ptr<unsigned char[]> &buffer, uint32_t bytes) {
+  g.dynamic_shared_bytes = bytes;
+  if (!bytes) return true;
+  buffer.reset(new (std::nothrow) unsigned char[bytes + 15]);
+  if (!buffer) return false;
+  g.dynamic_shared = reinterpret_cast<unsigned char *>((reinterpret_cast<uintptr_t>(buffer.get()) + 15) & ~uintptr_t(15));
+  return true;
+}
+
+}  // namespace
+
 std::string run_kernel(ThreadPool &pool, StackPool &stacks, const KernelLaunch &L) {
   const uint64_t gx = L.grid[0], gy = L.grid[1], gz = L.grid[2];
   const uint64_t groups = gx * gy * gz;
@@ -390,16 +405,10 @@ std::string run_kernel(ThreadPool &pool, StackPool &stacks, const KernelLaunch &
       g.local_size[d] = L.block[d];
       g.num_groups[d] = L.grid[d];
     }
-    g.dynamic_shared_bytes = L.dynamic_shared_bytes;
     std::unique_ptr<unsigned char[]> dyn;
-    if (L.dynamic_shared_bytes) {
-      dyn.reset(new (std::nothrow) unsigned char[L.dynamic_shared_bytes + 15]);
-      if (!dyn) {
-        no_memory = true;
-        return;
-      }
-      g.dynamic_shared =
-          reinterpret_cast<unsigned char *>((reinterpret_cast<uintptr_t>(dyn.get()) + 15) & ~uintptr_t(15));
+    if (!attach_dynamic_shared(g, dyn, L.dynamic_shared_bytes)) {
+      no_memory = true;
+      return;
     }
     if (loops) {
       g.barrier = loop_barrier;
@@ -426,16 +435,10 @@ std::string run_kernel(ThreadPool &pool, StackPool &stacks, const KernelLaunch &
       g.local_size[d] = L.block[d];
       g.num_groups[d] = L.grid[d];
     }
-    g.dynamic_shared_bytes = L.dynamic_shared_bytes;
-    std::unique_ptr<unsigned char[]> dyn;
-    if (L.dynamic_shared_bytes) {  // one buffer for the chunk: its groups run one after the other
-      dyn.reset(new (std::nothrow) unsigned char[L.dynamic_shared_bytes + 15]);
-      if (!dyn) {
-        no_memory = true;
-        return;
-      }
-      g.dynamic_shared =
-          reinterpret_cast<unsigned char *>((reinterpret_cast<uintptr_t>(dyn.get()) + 15) & ~uintptr_t(15));
+    std::unique_ptr<unsigned char[]> dyn;  // one buffer for the chunk: its groups run one after the other
+    if (!attach_dynamic_shared(g, dyn, L.dynamic_shared_bytes)) {
+      no_memory = true;
+      return;
     }
     g.barrier = loop_barrier;
     g.barrier_count = loop_barrier_count;
