@@ -30,11 +30,31 @@
 
 namespace gpuhal::host {
 
+// LLVM keeps vector registers live across the general-dynamic TLS call
+// (__tls_get_addr), which glibc's implementation preserves but the
+// sanitizers' interceptors of it do not: in a process built with ASan or
+// TSan, clang-built kernels that touch their thread-local shared arrays
+// would read clobbered registers (seen as wrong results of a barrier
+// kernel's work-item loops under ASan). Such builds of the plugin compile
+// every module with "c++" (GCC assumes the call clobbers them).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define GPUHAL_HOST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define GPUHAL_HOST_SANITIZED 1
+#endif
+#endif
+#ifdef GPUHAL_HOST_SANITIZED
+inline constexpr const char *kVectorizingCompiler = "";
+#else
+inline constexpr const char *kVectorizingCompiler = "clang++";
+#endif
+
 struct CompilerSettings {
   std::string cxx = "c++";
   // For modules without fiber kernels; "" when GPUHAL_HOST_CXX chose one
-  // compiler for everything.
-  std::string vectorizing_cxx = "clang++";
+  // compiler for everything (and in sanitizer builds, see above).
+  std::string vectorizing_cxx = kVectorizingCompiler;
   std::string cache_dir;  // "" = the default place
 };
 
