@@ -54,20 +54,23 @@ def python():
     return run_python
 
 
+def _fake_backend_env(variable, backend, option, what):
+    """The environment running `backend` over the tests' fake `what`
+    (named by `variable`), or a skip when the test command did not set it."""
+    path = os.environ.get(variable)
+    if not path or not os.path.exists(path):
+        pytest.skip(f"{variable} does not name the fake {what} (the README's test command sets it)")
+    return {"GPUHAL_BACKEND": backend, option: path}
+
+
 @pytest.fixture
 def fake_cuda_env():
-    driver = os.environ.get("GPUHAL_TEST_FAKE_CUDA")
-    if not driver or not os.path.exists(driver):
-        pytest.skip("GPUHAL_TEST_FAKE_CUDA does not name the fake CUDA driver (the README's test command sets it)")
-    return {"GPUHAL_BACKEND": "cuda", "GPUHAL_CUDA_DRIVER": driver}
+    return _fake_backend_env("GPUHAL_TEST_FAKE_CUDA", "cuda", "GPUHAL_CUDA_DRIVER", "CUDA driver")
 
 
 @pytest.fixture
 def fake_hsa_env():
-    runtime = os.environ.get("GPUHAL_TEST_FAKE_HSA")
-    if not runtime or not os.path.exists(runtime):
-        pytest.skip("GPUHAL_TEST_FAKE_HSA does not name the fake HSA runtime (the README's test command sets it)")
-    return {"GPUHAL_BACKEND": "hsa", "GPUHAL_HSA_RUNTIME": runtime}
+    return _fake_backend_env("GPUHAL_TEST_FAKE_HSA", "hsa", "GPUHAL_HSA_RUNTIME", "HSA runtime")
 
 
 def assert_same(host, expected):

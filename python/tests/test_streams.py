@@ -114,6 +114,15 @@ GPUHAL_KERNEL void spin(GPUHAL_GLOBAL long long *out, long long n) {
 """
 
 
+def _held_up_stream(iterations):
+    """A new stream busy with a long kernel for a while (the copies queued
+    after it run later)."""
+    s = gpuhal.stream()
+    scratch = gpuhal.device_array(1, dtype=np.int64)
+    gpuhal.compile(SPIN).spin[1, 1, s](scratch, iterations)
+    return s
+
+
 def _pinned(values):
     p = gpuhal.pinned_array(values.shape, values.dtype)
     p[...] = values
@@ -124,11 +133,8 @@ def test_pinned_transfers_are_asynchronous_and_their_arrays_live_until_the_strea
     # The stream is held up by a long kernel, so the copies run after the
     # temporaries below are dropped; gpuhal keeps them alive until then.
     import sys
-    spin = gpuhal.compile(SPIN).spin
-    s = gpuhal.stream()
-    scratch = gpuhal.device_array(1, dtype=np.int64)
+    s = _held_up_stream(2_000_000_000)  # about 0.4 s: far longer than queueing the copies
     n = 1 << 20
-    spin[1, 1, s](scratch, 200_000_000)
     d = gpuhal.to_device(_pinned(np.arange(n, dtype=np.float64)), stream=s)  # a pinned temporary
     out = gpuhal.pinned_array(n)
     before = sys.getrefcount(out)
@@ -141,11 +147,8 @@ def test_pinned_transfers_are_asynchronous_and_their_arrays_live_until_the_strea
 
 def test_pageable_transfers_are_done_when_the_call_returns():
     # CUDA's rule for pageable memory, which Numba programs rely on.
-    spin = gpuhal.compile(SPIN).spin
-    s = gpuhal.stream()
-    scratch = gpuhal.device_array(1, dtype=np.int64)
+    s = _held_up_stream(50_000_000)
     n = 1 << 16
-    spin[1, 1, s](scratch, 50_000_000)
     d = gpuhal.to_device(np.arange(n, dtype=np.float64), stream=s)
     h = d.copy_to_host(stream=s)  # readable at once
     assert_same(h, np.arange(n, dtype=np.float64))
