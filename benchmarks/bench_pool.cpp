@@ -18,6 +18,7 @@
 
 #include "bench_backend.hpp"
 #include "gpuhal/gpuhal.hpp"
+#include "gpuhal/plugin.h"
 
 namespace {
 

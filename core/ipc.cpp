@@ -75,12 +75,21 @@ std::string to_hex(const unsigned char *p, size_t n) {
   return s;
 }
 
+// The user API's handle bytes and the plugin ABI's are the same 64 bytes.
+static_assert(sizeof(NativeIpcHandle) == sizeof(gpuhal_ipc_handle_t), "IPC handle sizes differ");
+gpuhal_ipc_handle_t to_abi(const NativeIpcHandle &h) {
+  gpuhal_ipc_handle_t out;
+  std::memcpy(out.bytes, h.bytes, sizeof out.bytes);
+  return out;
+}
+
 // Maps the handle and wraps [offset, offset+size) of it in a non-owning
 // allocation that unmaps when its last user goes.
 DeviceMemory open_memory(const std::shared_ptr<ContextImpl> &c, const IpcHandle &h) {
   gpuhal_deviceptr_t base = 0;
   uint64_t bytes = 0;
-  c->check(c->t().ipc_open(c->handle, &h.handle, &base, &bytes), "ipc_open");
+  const gpuhal_ipc_handle_t abi = to_abi(h.handle);
+  c->check(c->t().ipc_open(c->handle, &abi, &base, &bytes), "ipc_open");
   const uint64_t gen = c->current_generation();
   // Unmapped through the deferred queue, as device memory is freed: a copy
   // from the mapping may still be queued on a stream when its last handle
@@ -121,7 +130,9 @@ IpcHandle detail::backend_ipc_handle(const DeviceMemory &mem, uint64_t offset, u
   gpuhal_deviceptr_t base = 0;
   uint64_t bytes = 0;
   const gpuhal_deviceptr_t first = mem.device_pointer() + offset;
-  c->check(c->t().ipc_get_handle(c->handle, first, &h.handle, &base, &bytes), "ipc_get_handle");
+  gpuhal_ipc_handle_t abi{};
+  c->check(c->t().ipc_get_handle(c->handle, first, &abi, &base, &bytes), "ipc_get_handle");
+  std::memcpy(h.handle.bytes, abi.bytes, sizeof abi.bytes);
   if (first < base || first - base > bytes || size > bytes - (first - base))
     throw Error(Status::ERROR_INVALID_PLUGIN,
                 "get_ipc_handle: the backend's allocation range does not contain the "
@@ -261,7 +272,7 @@ IpcArray open_ipc_array(const Context &ctx, const IpcArrayHandle &h) {
   return out;
 }
 
-IpcArray open_ipc_array(const Context &ctx, const gpuhal_ipc_handle_t &handle, const Shape &shape, DType dtype,
+IpcArray open_ipc_array(const Context &ctx, const NativeIpcHandle &handle, const Shape &shape, DType dtype,
                         const Strides &strides, uint64_t offset) {
   const auto &c = require_ipc(ctx.impl(), "open_ipc_array");
   dtype.validate();

@@ -26,7 +26,7 @@ struct PoolMemoryManager::State {
   PoolOptions options;
   uint64_t max_cached = 0;
   mutable std::mutex mu;
-  std::vector<std::vector<gpuhal_deviceptr_t>> free_lists;  // by class
+  std::vector<std::vector<DevicePointer>> free_lists;  // by class
   PoolStats stats;
   std::atomic<int> defer_depth{0};
 };
@@ -61,7 +61,7 @@ DeviceMemory PoolMemoryManager::memalloc(uint64_t bytes) {
     }
   };
   if (bytes > st.options.max_block_bytes) {
-    const gpuhal_deviceptr_t p = fresh(bytes);
+    const DevicePointer p = fresh(bytes);
     {
       std::lock_guard<std::mutex> lock(st.mu);
       ++st.stats.misses;
@@ -70,7 +70,7 @@ DeviceMemory PoolMemoryManager::memalloc(uint64_t bytes) {
   }
   const int cls = class_of(bytes);
   const uint64_t size = uint64_t(1) << cls;
-  gpuhal_deviceptr_t p = 0;
+  DevicePointer p = 0;
   {
     std::lock_guard<std::mutex> lock(st.mu);
     auto &list = st.free_lists[size_t(cls)];
@@ -91,7 +91,7 @@ DeviceMemory PoolMemoryManager::memalloc(uint64_t bytes) {
   return wrap_block(p, bytes, uint64_t(cls));
 }
 
-void PoolMemoryManager::release_block(gpuhal_deviceptr_t p, uint64_t bytes, uint64_t cookie) {
+void PoolMemoryManager::release_block(DevicePointer p, uint64_t bytes, uint64_t cookie) {
   State &s = *state_;
   const int cls = int(cookie);
   if (bytes > s.options.max_block_bytes) {  // a direct allocation: not cached
@@ -99,7 +99,7 @@ void PoolMemoryManager::release_block(gpuhal_deviceptr_t p, uint64_t bytes, uint
     return;
   }
   const uint64_t size = uint64_t(1) << cls;
-  std::vector<std::pair<gpuhal_deviceptr_t, uint64_t>> release;
+  std::vector<std::pair<DevicePointer, uint64_t>> release;
   {
     std::lock_guard<std::mutex> lock(s.mu);
     s.stats.in_use_bytes -= size;
@@ -122,11 +122,11 @@ void PoolMemoryManager::release_block(gpuhal_deviceptr_t p, uint64_t bytes, uint
 }
 
 size_t PoolMemoryManager::trim() {
-  std::vector<std::pair<gpuhal_deviceptr_t, uint64_t>> release;
+  std::vector<std::pair<DevicePointer, uint64_t>> release;
   {
     std::lock_guard<std::mutex> lock(state_->mu);
     for (size_t c = 0; c < state_->free_lists.size(); ++c) {
-      for (gpuhal_deviceptr_t p : state_->free_lists[c]) release.emplace_back(p, uint64_t(1) << c);
+      for (DevicePointer p : state_->free_lists[c]) release.emplace_back(p, uint64_t(1) << c);
       state_->free_lists[c].clear();
     }
     state_->stats.cached_bytes = 0;

@@ -2,8 +2,12 @@
 #include "gpuhal/stream.hpp"
 
 #include <exception>
+#include <type_traits>
 
 #include "internal.hpp"
+
+// The user API's native stream is the plugin ABI's handle, unchanged.
+static_assert(std::is_same<gpuhal::NativeStream, gpuhal_stream_t>::value, "NativeStream is gpuhal_stream_t");
 
 namespace gpuhal {
 

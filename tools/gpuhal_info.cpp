@@ -138,7 +138,7 @@ void print_backends(const std::vector<gpuhal::LoadAttempt> &backends) {
 
 void print_text(const gpuhal::Runtime &rt, const std::vector<gpuhal::LoadAttempt> &backends,
                 const std::vector<int> &devices) {
-  std::printf("gpuhal %s, core plugin ABI %s\n", gpuhal::version().string, abi_text(GPUHAL_ABI_VERSION).c_str());
+  std::printf("gpuhal %s, core plugin ABI %s\n", gpuhal::version().string, abi_text((gpuhal::version().plugin_abi_major << 16) | gpuhal::version().plugin_abi_minor).c_str());
   std::printf("Backend: %s (%s), plugin ABI %s\n", rt.backend_name().c_str(), rt.plugin_path().c_str(),
               abi_text(rt.plugin_abi_version()).c_str());
   print_backends(backends);

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "gpuhal/error.hpp"
-#include "gpuhal/plugin.h"
+#include "gpuhal/native.hpp"
 #include "gpuhal/runtime.hpp"
 
 namespace gpuhal {
@@ -70,7 +70,7 @@ class Context {
   // gpuhal runtime over the same plugin). gpuhal never destroys it; the
   // owner keeps it alive while the Stream is used. Invalid handles fail at
   // first use with ERROR_INVALID_HANDLE.
-  Stream external_stream(gpuhal_stream_t native) const;
+  Stream external_stream(NativeStream native) const;
   Stream create_stream(StreamKind kind = StreamKind::Blocking) const;
   Event create_event(bool enable_timing = true) const;
   // Blocks until all work on every stream of this context has completed.

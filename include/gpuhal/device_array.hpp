@@ -46,7 +46,7 @@ class DeviceArray {
   bool is_c_contiguous() const { return layout_.is_c_contiguous(); }
   bool is_f_contiguous() const { return layout_.is_f_contiguous(); }
   // Address of element 0; 0 for zero-size arrays.
-  gpuhal_deviceptr_t device_pointer() const;
+  DevicePointer device_pointer() const;
   const DeviceMemory &memory() const { return memory_; }
   // True for managed memory (managed_array): host and device share it.
   bool is_managed() const;

@@ -24,14 +24,14 @@
 #include <string>
 
 #include "gpuhal/device_array.hpp"
-#include "gpuhal/plugin.h"
+#include "gpuhal/native.hpp"
 
 namespace gpuhal {
 
 // The shared bytes: the backend's handle for the allocation plus where the
 // bytes sit in it.
 struct IpcHandle {
-  gpuhal_ipc_handle_t handle{};
+  NativeIpcHandle handle{};
   uint64_t offset = 0;                                  // from the allocation's base
   uint64_t size = 0;                                    // bytes shared
   std::string backend;                                  // the backend that made it
@@ -76,7 +76,7 @@ class IpcArray {
 IpcArray open_ipc_array(const Context &ctx, const IpcArrayHandle &handle);
 // Numba's open_ipc_array(handle, shape, dtype, strides, offset) over the raw
 // backend bytes: the array starts `offset` bytes into the allocation.
-IpcArray open_ipc_array(const Context &ctx, const gpuhal_ipc_handle_t &handle, const Shape &shape, DType dtype,
+IpcArray open_ipc_array(const Context &ctx, const NativeIpcHandle &handle, const Shape &shape, DType dtype,
                         const Strides &strides = {}, uint64_t offset = 0);
 
 }  // namespace gpuhal

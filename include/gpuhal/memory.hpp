@@ -11,7 +11,7 @@
 #include <memory>
 
 #include "gpuhal/context.hpp"
-#include "gpuhal/plugin.h"
+#include "gpuhal/native.hpp"
 
 namespace gpuhal {
 
@@ -23,7 +23,7 @@ class DeviceMemory {
  public:
   DeviceMemory() = default;
   // Device address of the first byte (0 for an empty handle).
-  gpuhal_deviceptr_t device_pointer() const;
+  DevicePointer device_pointer() const;
   uint64_t size() const;
   Context context() const;
   explicit operator bool() const { return static_cast<bool>(impl_); }

@@ -20,7 +20,7 @@
 #ifndef GPUHAL_MEMORY_MANAGER_H
 #define GPUHAL_MEMORY_MANAGER_H
 
-#include "gpuhal/plugin.h"
+#include "gpuhal/abi_base.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -41,7 +41,7 @@ namespace gpuhal {
 namespace detail {
 struct ContextImpl;
 void attach_memory_manager(class MemoryManager &mm, const std::shared_ptr<ContextImpl> &ctx);
-void release_to_manager(class MemoryManager &mm, gpuhal_deviceptr_t ptr, uint64_t bytes, uint64_t cookie) noexcept;
+void release_to_manager(class MemoryManager &mm, DevicePointer ptr, uint64_t bytes, uint64_t cookie) noexcept;
 }  // namespace detail
 
 class MemoryManager {
@@ -84,23 +84,23 @@ class MemoryManager {
   // A device allocation straight from the backend (out of memory: the
   // context's deferred queue is flushed and the allocation retried once,
   // then ERROR_OUT_OF_MEMORY). Give it back with backend_free.
-  gpuhal_deviceptr_t backend_alloc(uint64_t bytes) const;
+  DevicePointer backend_alloc(uint64_t bytes) const;
   // Frees a backend_alloc allocation through the context's deferred queue
   // (no device synchronisation now). Never throws; failures are logged.
-  void backend_free(gpuhal_deviceptr_t ptr, uint64_t bytes) const;
+  void backend_free(DevicePointer ptr, uint64_t bytes) const;
   // A handle over [ptr, ptr+bytes) whose last release calls `on_release`
   // (not after a reset of the context, which freed everything).
-  DeviceMemory wrap(gpuhal_deviceptr_t ptr, uint64_t bytes, std::function<void()> on_release) const;
+  DeviceMemory wrap(DevicePointer ptr, uint64_t bytes, std::function<void()> on_release) const;
   // The same without a function object (the fast path of pools): the last
   // release calls release_block(ptr, bytes, cookie).
-  DeviceMemory wrap_block(gpuhal_deviceptr_t ptr, uint64_t bytes, uint64_t cookie);
-  virtual void release_block(gpuhal_deviceptr_t ptr, uint64_t bytes, uint64_t cookie);
+  DeviceMemory wrap_block(DevicePointer ptr, uint64_t bytes, uint64_t cookie);
+  virtual void release_block(DevicePointer ptr, uint64_t bytes, uint64_t cookie);
   // The backend's memory information.
   MemoryInfo backend_memory_info() const;
 
  private:
   friend void detail::attach_memory_manager(MemoryManager &, const std::shared_ptr<detail::ContextImpl> &);
-  friend void detail::release_to_manager(MemoryManager &, gpuhal_deviceptr_t, uint64_t, uint64_t) noexcept;
+  friend void detail::release_to_manager(MemoryManager &, DevicePointer, uint64_t, uint64_t) noexcept;
   std::weak_ptr<detail::ContextImpl> weak_ctx_;
   detail::ContextImpl *ctx_ = nullptr;  // the owner: valid for the manager's whole life
 };
@@ -152,7 +152,7 @@ class PoolMemoryManager : public MemoryManager {
   size_t trim();
 
  protected:
-  void release_block(gpuhal_deviceptr_t ptr, uint64_t bytes, uint64_t cookie) override;
+  void release_block(DevicePointer ptr, uint64_t bytes, uint64_t cookie) override;
 
  private:
   struct State;

@@ -46,13 +46,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gpuhal/abi_base.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define GPUHAL_MAKE_VERSION(major, minor) ((((uint32_t)(major)) << 16) | ((uint32_t)(minor)&0xffffu))
-#define GPUHAL_VERSION_MAJOR(v) (((uint32_t)(v)) >> 16)
-#define GPUHAL_VERSION_MINOR(v) (((uint32_t)(v)) & 0xffffu)
 
 #define GPUHAL_ABI_MAJOR 1
 #define GPUHAL_ABI_MINOR 4
@@ -66,15 +64,6 @@ extern "C" {
 #else
 #define GPUHAL_PLUGIN_EXPORT
 #endif
-
-/* ---- Status codes: one X-macro list (status.def) ------------------------ */
-typedef int32_t gpuhal_status_t;
-enum gpuhal_status_code {
-#define GPUHAL_STATUS(name, value, text) GPUHAL_##name = (value),
-#include "status.def"
-#undef GPUHAL_STATUS
-  GPUHAL_STATUS_FORCE_32BIT = 0x7fffffff
-};
 
 /* ---- Handles -------------------------------------------------------------
  * Opaque to the core. A NULL stream in an *_async entry means the context's
@@ -91,9 +80,7 @@ typedef struct gpuhal_kernel_s *gpuhal_kernel_t;
  * destroyed with its context). Neither may be destroyed. */
 #define GPUHAL_STREAM_LEGACY ((gpuhal_stream_t)0x1)
 #define GPUHAL_STREAM_PER_THREAD ((gpuhal_stream_t)0x2)
-/* A device address. On backends with unified addressing it may equal a host
- * address; the core never dereferences it. */
-typedef uint64_t gpuhal_deviceptr_t;
+/* gpuhal_deviceptr_t: see abi_base.h. */
 
 /* ---- Enumerations (fixed 32-bit values) --------------------------------- */
 /* Copy direction. Host addresses are passed as gpuhal_deviceptr_t. */

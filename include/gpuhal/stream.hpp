@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "gpuhal/context.hpp"
-#include "gpuhal/plugin.h"
+#include "gpuhal/native.hpp"
 
 namespace gpuhal {
 
@@ -52,7 +52,7 @@ class Stream {
   Event record() const;
 
   // The plugin's handle (NULL for the default stream).
-  gpuhal_stream_t native_handle() const;
+  NativeStream native_handle() const;
 
   friend bool operator==(const Stream &a, const Stream &b) { return a.impl_ == b.impl_; }
 

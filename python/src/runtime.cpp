@@ -152,7 +152,7 @@ void bind_runtime(nb::module_ &m) {
       .def("per_thread_default_stream", &gpuhal::Context::per_thread_default_stream, release_gil())
       .def("external_stream",
            [](const gpuhal::Context &c, uintptr_t handle) {
-             return c.external_stream(reinterpret_cast<gpuhal_stream_t>(handle));
+             return c.external_stream(reinterpret_cast<gpuhal::NativeStream>(handle));
            })
       .def("create_stream",
            [](const gpuhal::Context &c, bool blocking) {

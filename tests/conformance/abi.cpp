@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "conformance.hpp"
+#include "gpuhal/plugin.h"
 
 namespace gpuhal {
 namespace conformance {

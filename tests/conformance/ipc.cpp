@@ -135,7 +135,7 @@ void bad_handles_refused(Env &env) {
                "exporting a range outside the allocation");
   expect_error([&] { IpcArrayHandle::deserialize("gpuhal-ipc 1 nonsense"); }, Status::ERROR_INVALID_IPC_HANDLE, "",
                "deserialising garbage");
-  gpuhal_ipc_handle_t junk{};
+  NativeIpcHandle junk{};
   junk.bytes[0] = 'x';
   bool refused = false;
   try {

@@ -420,7 +420,7 @@ TEST_CASE("cuda contract: an external CUstream works with every stream entry", "
   void *popped = nullptr;
   REQUIRE(fake_symbol<int (*)(void **)>("cuCtxPopCurrent_v2")(&popped) == 0);
   {
-    Stream ext = ctx.external_stream(static_cast<gpuhal_stream_t>(native));
+    Stream ext = ctx.external_stream(static_cast<gpuhal::NativeStream>(native));
     DeviceArray d = device_array(ctx, {256}, dtypes::uint8);
     d.memset(9, ext);
     ext.synchronize();
@@ -443,7 +443,7 @@ TEST_CASE("cuda contract: an external CUstream works with every stream entry", "
     CHECK(d.copy_to_host().to_vector<uint8_t>() == std::vector<uint8_t>(256, 9));
     // A handle that is no stream of this context is refused.
     int junk = 0;
-    Stream bad = ctx.external_stream(reinterpret_cast<gpuhal_stream_t>(&junk));
+    Stream bad = ctx.external_stream(reinterpret_cast<gpuhal::NativeStream>(&junk));
     REQUIRE_GPUHAL_ERROR(bad.synchronize(), Status::ERROR_INVALID_HANDLE, "stream_synchronize");
   }
   ctx.synchronize();

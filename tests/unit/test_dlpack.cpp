@@ -45,7 +45,7 @@ TEST_CASE("a DLPack round trip keeps the pointer and the producer outlives the c
   Context ctx = test::host_context();
   std::vector<double> v{1, 2, 3, 4, 5, 6};
   DeviceArray a = to_device(ctx, HostView::of(v, {2, 3}));
-  const gpuhal_deviceptr_t ptr = a.device_pointer();
+  const gpuhal::DevicePointer ptr = a.device_pointer();
   DLManagedTensorVersioned *t = to_dlpack_versioned(a);
   CHECK(t->version.major == 1);
   CHECK(t->dl_tensor.device.device_type == kDLCPU);

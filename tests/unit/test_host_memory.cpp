@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "test_support.hpp"
+#include "gpuhal/plugin.h"
 
 using namespace gpuhal;
 

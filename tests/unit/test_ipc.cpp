@@ -141,7 +141,7 @@ TEST_CASE("IPC handles refuse bad input") {
     REQUIRE_GPUHAL_ERROR(open_ipc_array(ctx, other), Status::ERROR_INVALID_IPC_HANDLE, "from backend 'cuda'");
   }
   SECTION("garbage handle bytes") {
-    gpuhal_ipc_handle_t junk{};
+    NativeIpcHandle junk{};
     junk.bytes[0] = 'x';
     REQUIRE_GPUHAL_ERROR(open_ipc_array(ctx, junk, {4}, dtypes::float32), Status::ERROR_INVALID_IPC_HANDLE,
                          "not an IPC handle of the host backend");

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "test_support.hpp"
+#include "gpuhal/plugin.h"
 
 using namespace gpuhal;
 

@@ -35,10 +35,10 @@ CountingStats counting_stats() {
   return s;
 }
 
-bool counting_owns(gpuhal_deviceptr_t p) {
+bool counting_owns(gpuhal::DevicePointer p) {
   void *h = dlopen(manager_library("counting").c_str(), RTLD_NOW | RTLD_NOLOAD);
   REQUIRE(h);
-  auto fn = reinterpret_cast<int (*)(gpuhal_deviceptr_t)>(dlsym(h, "counting_mm_owns"));
+  auto fn = reinterpret_cast<int (*)(gpuhal::DevicePointer)>(dlsym(h, "counting_mm_owns"));
   REQUIRE(fn);
   const bool owned = fn(p) != 0;
   dlclose(h);
@@ -203,7 +203,7 @@ TEST_CASE("the pool manager reuses blocks by size class") {
   set_memory_manager(pool_memory_manager({uint64_t(1) << 20, uint64_t(4) << 20}));
   Context ctx = test::host_context();
   auto &pool = dynamic_cast<PoolMemoryManager &>(ctx.memory_manager());
-  gpuhal_deviceptr_t first;
+  gpuhal::DevicePointer first;
   {
     DeviceArray a = device_array(ctx, {125});  // 1000 bytes: the 1 KiB class
     first = a.device_pointer();

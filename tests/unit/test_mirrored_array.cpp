@@ -18,7 +18,7 @@ TEST_CASE("mirrored arrays copy lazily and track validity", "[mirrored]") {
   CHECK(m.has_device());
   CHECK(m.valid(Where::device));
   CHECK(d.copy_to_host().at<int32_t>({2, 3}) == 23);
-  const gpuhal_deviceptr_t ptr = d.device_pointer();
+  const gpuhal::DevicePointer ptr = d.device_pointer();
   CHECK(m.get_device().device_pointer() == ptr);  // no second allocation
 
   // Device writes: mark the device side, the host side is refreshed on demand.

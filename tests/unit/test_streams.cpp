@@ -273,7 +273,7 @@ TEST_CASE("legacy, per-thread and external streams", "[stream][default]") {
   CHECK(owner.query());  // still alive after the wrapper went
   REQUIRE_GPUHAL_ERROR(ctx.external_stream(nullptr), Status::ERROR_INVALID_HANDLE, "null handle");
   int not_a_stream = 0;
-  REQUIRE_GPUHAL_ERROR(ctx.external_stream(reinterpret_cast<gpuhal_stream_t>(&not_a_stream)).synchronize(),
+  REQUIRE_GPUHAL_ERROR(ctx.external_stream(reinterpret_cast<gpuhal::NativeStream>(&not_a_stream)).synchronize(),
                        Status::ERROR_INVALID_HANDLE, "invalid stream handle");
 }
 
