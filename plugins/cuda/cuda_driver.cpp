@@ -1,11 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "cuda_driver.hpp"
 
-#include <dlfcn.h>
-
-#include <cstring>
-
 #include "plugin_support.hpp"
+#include "vendor_library.hpp"
 
 namespace gpuhal::cuda {
 
@@ -14,31 +11,28 @@ Driver &driver() {
   return d;
 }
 
-namespace {
-void *resolve(void *handle, const char *symbol, const char *name) {
-  void *p = dlsym(handle, symbol);
-  if (!p && std::strcmp(symbol, name) != 0) p = dlsym(handle, name);
-  return p;
+std::string cuda_version_text(int v) {
+  return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
 }
-}  // namespace
 
 gpuhal_status_t Driver::load(const std::string &library, std::string *why) {
   path = library;
-  dlerror();
-  handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    const char *e = dlerror();
-    *why = "cannot load the CUDA driver " + library + ": " + (e ? e : "unknown error");
+  const plugin::VendorLibrary lib = plugin::open_vendor_library({library});
+  if (!lib) {
+    *why = lib.failure("the CUDA driver");
     return GPUHAL_ERROR_DRIVER_NOT_LOADABLE;
   }
-  std::string missing;
-#define GPUHAL_CUDA_REQUIRED(name, symbol, params)                            \
-  if (!(*reinterpret_cast<void **>(&name) = resolve(handle, #symbol, #name))) \
-    missing += std::string(missing.empty() ? "" : ", ") + #symbol;
-#define GPUHAL_CUDA_OPTIONAL(name, symbol, params) *reinterpret_cast<void **>(&name) = resolve(handle, #symbol, #name);
-  GPUHAL_CUDA_API(GPUHAL_CUDA_REQUIRED, GPUHAL_CUDA_OPTIONAL)
+  handle = lib.handle;
+  // cuda.h maps most names to a versioned symbol (cuMemAlloc -> cuMemAlloc_v2):
+  // that one first, then the plain name.
+  const plugin::VendorSymbol symbols[] = {
+#define GPUHAL_CUDA_REQUIRED(name, symbol, params) {plugin::slot_of(&name), true, #symbol, #name},
+#define GPUHAL_CUDA_OPTIONAL(name, symbol, params) {plugin::slot_of(&name), false, #symbol, #name},
+      GPUHAL_CUDA_API(GPUHAL_CUDA_REQUIRED, GPUHAL_CUDA_OPTIONAL)
 #undef GPUHAL_CUDA_REQUIRED
 #undef GPUHAL_CUDA_OPTIONAL
+  };
+  const std::string missing = plugin::resolve_vendor_symbols(handle, symbols);
   if (!missing.empty()) {
     *why = "the CUDA driver " + library + " lacks required entry points: " + missing;
     unload();

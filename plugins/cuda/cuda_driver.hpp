@@ -44,6 +44,9 @@ struct Driver {
   static bool is_sticky(api::CUresult r);
 };
 
+// "<major>.<minor>" of a cuDriverGetVersion number (12040 -> "12.4").
+std::string cuda_version_text(int version);
+
 // The process-wide driver (loaded by init, unloaded by the last shutdown).
 Driver &driver();
 

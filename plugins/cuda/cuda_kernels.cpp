@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "cuda_kernels.hpp"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -11,169 +9,11 @@
 
 #include "array_dims.hpp"
 #include "cuda_context.hpp"
+#include "cuda_nvrtc.hpp"
 #include "cuda_thread_rules.hpp"
 
 namespace gpuhal::cuda {
 namespace {
-
-// ---- NVRTC, loaded on first use ------------------------------------------------
-
-using nvrtcResult = int;
-struct _nvrtcProgram;
-using nvrtcProgram = _nvrtcProgram *;
-constexpr nvrtcResult NVRTC_SUCCESS = 0;
-
-#define GPUHAL_NVRTC_API(X)                                                                      \
-  X(nvrtcVersion, nvrtcResult, (int *, int *))                                                   \
-  X(nvrtcGetErrorString, const char *, (nvrtcResult))                                            \
-  X(nvrtcCreateProgram, nvrtcResult,                                                             \
-    (nvrtcProgram *, const char *, const char *, int, const char *const *, const char *const *)) \
-  X(nvrtcDestroyProgram, nvrtcResult, (nvrtcProgram *))                                          \
-  X(nvrtcCompileProgram, nvrtcResult, (nvrtcProgram, int, const char *const *))                  \
-  X(nvrtcGetPTXSize, nvrtcResult, (nvrtcProgram, size_t *))                                      \
-  X(nvrtcGetPTX, nvrtcResult, (nvrtcProgram, char *))                                            \
-  X(nvrtcGetProgramLogSize, nvrtcResult, (nvrtcProgram, size_t *))                               \
-  X(nvrtcGetProgramLog, nvrtcResult, (nvrtcProgram, char *))
-// Optional (NVRTC 11.2 and later): the architectures this NVRTC compiles for.
-#define GPUHAL_NVRTC_OPTIONAL_API(X)                  \
-  X(nvrtcGetNumSupportedArchs, nvrtcResult, (int *)) \
-  X(nvrtcGetSupportedArchs, nvrtcResult, (int *))
-
-struct Nvrtc {
-#define GPUHAL_NVRTC_PTR(name, ret, params) ret(*name) params = nullptr;
-  GPUHAL_NVRTC_API(GPUHAL_NVRTC_PTR)
-  GPUHAL_NVRTC_OPTIONAL_API(GPUHAL_NVRTC_PTR)
-#undef GPUHAL_NVRTC_PTR
-  void *handle = nullptr;
-  std::string path;
-  std::string why;  // why it could not be loaded
-  bool tried = false;
-  int major = 0, minor = 0;  // nvrtcVersion
-  std::vector<int> archs;    // supported compute capabilities (10 * major + minor), ascending
-};
-
-std::mutex g_nvrtc_mu;
-Nvrtc g_nvrtc;
-std::string g_nvrtc_library;
-
-std::string cuda_version(int v) {
-  return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
-}
-
-// The libraries tried, newest first. PTX from NVRTC N needs a driver of
-// CUDA N or newer (an older one refuses it with
-// CUDA_ERROR_UNSUPPORTED_PTX_VERSION), so with a known driver version the
-// search starts at the driver's major and goes down.
-std::vector<std::string> nvrtc_candidates(int driver_version) {
-  const int top = driver_version > 0 ? driver_version / 1000 : 13;
-  std::vector<std::string> names;
-  for (int major = top; major >= 11; --major) names.push_back("libnvrtc.so." + std::to_string(major));
-  names.push_back("libnvrtc.so");
-  for (int major = top; major >= 11; --major)
-    names.push_back("/usr/local/cuda/lib64/libnvrtc.so." + std::to_string(major));
-  return names;
-}
-
-// Loads NVRTC once (a failure is remembered and reported each time): the
-// newest whose major is at most the driver's, or GPUHAL_NVRTC as given.
-const Nvrtc *nvrtc(std::string *why) {
-  std::lock_guard<std::mutex> lock(g_nvrtc_mu);
-  if (!g_nvrtc.tried) {
-    g_nvrtc.tried = true;
-    const int driver_version = driver().version;
-    const bool forced = !g_nvrtc_library.empty();
-    const std::vector<std::string> names = forced ? std::vector<std::string>{g_nvrtc_library}
-                                                  : nvrtc_candidates(driver_version);
-    std::string tried;
-    for (const auto &n : names) {
-      dlerror();
-      void *h = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (!h) {
-        const char *e = dlerror();
-        tried += "\n  " + n + ": " + (e ? e : "dlopen failed");
-        continue;
-      }
-      auto version = reinterpret_cast<nvrtcResult (*)(int *, int *)>(dlsym(h, "nvrtcVersion"));
-      int major = 0, minor = 0;
-      if (!version || version(&major, &minor) != NVRTC_SUCCESS) {
-        tried += "\n  " + n + ": not an NVRTC (no nvrtcVersion)";
-        dlclose(h);
-        continue;
-      }
-      if (!forced && driver_version > 0 && major > driver_version / 1000) {
-        tried += "\n  " + n + ": NVRTC " + std::to_string(major) + "." + std::to_string(minor) +
-                 " is newer than the CUDA " + cuda_version(driver_version) +
-                 " driver, which would refuse its PTX (CUDA_ERROR_UNSUPPORTED_PTX_VERSION)";
-        dlclose(h);
-        continue;
-      }
-      g_nvrtc.handle = h;
-      g_nvrtc.path = n;
-      g_nvrtc.major = major;
-      g_nvrtc.minor = minor;
-      break;
-    }
-    if (!g_nvrtc.handle) {
-      g_nvrtc.why = "no usable NVRTC (the CUDA runtime compiler) for the CUDA " +
-                    (driver_version > 0 ? cuda_version(driver_version) : std::string("(unknown version)")) +
-                    " driver could be loaded; install the NVRTC of the driver's CUDA version or older, or set "
-                    "GPUHAL_NVRTC to one. Tried:" +
-                    tried;
-    } else {
-#define GPUHAL_NVRTC_SYM(name, ret, params)                                                                   \
-  if (!(g_nvrtc.name = reinterpret_cast<ret(*) params>(dlsym(g_nvrtc.handle, #name))) && g_nvrtc.why.empty()) \
-    g_nvrtc.why = g_nvrtc.path + " has no " #name;
-      GPUHAL_NVRTC_API(GPUHAL_NVRTC_SYM)
-#undef GPUHAL_NVRTC_SYM
-#define GPUHAL_NVRTC_OPT(name, ret, params) g_nvrtc.name = reinterpret_cast<ret(*) params>(dlsym(g_nvrtc.handle, #name));
-      GPUHAL_NVRTC_OPTIONAL_API(GPUHAL_NVRTC_OPT)
-#undef GPUHAL_NVRTC_OPT
-      int count = 0;
-      if (g_nvrtc.nvrtcGetNumSupportedArchs && g_nvrtc.nvrtcGetSupportedArchs &&
-          g_nvrtc.nvrtcGetNumSupportedArchs(&count) == NVRTC_SUCCESS && count > 0) {
-        g_nvrtc.archs.resize(size_t(count));
-        if (g_nvrtc.nvrtcGetSupportedArchs(g_nvrtc.archs.data()) != NVRTC_SUCCESS) g_nvrtc.archs.clear();
-        std::sort(g_nvrtc.archs.begin(), g_nvrtc.archs.end());
-      }
-      plugin::log(GPUHAL_LOG_DEBUG, "cuda: NVRTC " + std::to_string(g_nvrtc.major) + "." +
-                                        std::to_string(g_nvrtc.minor) + " from " + g_nvrtc.path);
-    }
-  }
-  if (!g_nvrtc.why.empty()) {
-    *why = g_nvrtc.why;
-    return nullptr;
-  }
-  return &g_nvrtc;
-}
-
-std::string nvrtc_name(const Nvrtc *n) {
-  return "NVRTC " + std::to_string(n->major) + "." + std::to_string(n->minor);
-}
-
-// The architecture to compile for: the device's own when NVRTC has it; the
-// newest NVRTC has below it when the device is newer (the driver
-// JIT-compiles PTX of an older architecture for newer devices); an error
-// naming both when the device is older than all NVRTC supports.
-gpuhal_status_t choose_arch(const Nvrtc *n, int cc, std::string *arch) {
-  int chosen = cc;
-  if (!n->archs.empty()) {
-    if (cc < n->archs.front())
-      return fail(GPUHAL_ERROR_COMPILATION_FAILED,
-                  "module_compile: the device has compute capability " + std::to_string(cc / 10) + "." +
-                      std::to_string(cc % 10) + ", and " + nvrtc_name(n) + " (" + n->path + ") supports compute_" +
-                      std::to_string(n->archs.front()) + " to compute_" + std::to_string(n->archs.back()) +
-                      "; install an older NVRTC that still supports the device and set GPUHAL_NVRTC to it");
-    chosen = n->archs.front();
-    for (int a : n->archs)
-      if (a <= cc) chosen = a;
-    if (chosen != cc)
-      plugin::log(GPUHAL_LOG_DEBUG, "cuda: " + nvrtc_name(n) + " has no compute_" + std::to_string(cc) +
-                                        "; compiling for compute_" + std::to_string(chosen) +
-                                        " (the driver JIT-compiles it for the device)");
-  }
-  *arch = "compute_" + std::to_string(chosen);
-  return GPUHAL_SUCCESS;
-}
 
 // ---- the lowering ------------------------------------------------------------------
 
@@ -247,12 +87,6 @@ bool has_arch_option(const std::vector<std::string> &opts) {
 }
 
 }  // namespace
-
-void set_nvrtc_library(const std::string &path) {
-  std::lock_guard<std::mutex> lock(g_nvrtc_mu);
-  if (g_nvrtc.tried) return;  // the first init's choice stays
-  g_nvrtc_library = path;
-}
 
 gpuhal_status_t lower_builtin(const char *builtin, const char **text) {
   if (!builtin || !text) return fail(GPUHAL_ERROR_INVALID_VALUE, "lower_builtin: null argument");
@@ -352,14 +186,10 @@ std::string toolchain_mismatch(const void *image, uint64_t bytes, uint32_t forma
     ptx_version = field(".version ");
     target = field(".target ");
   }
-  std::string nvrtc_text;
-  {
-    std::lock_guard<std::mutex> lock(g_nvrtc_mu);
-    if (g_nvrtc.handle) nvrtc_text = ", made by " + nvrtc_name(&g_nvrtc) + " (" + g_nvrtc.path + ")";
-  }
+  const std::string nvrtc_text = nvrtc_provenance();
   std::string arch = target;
   if (arch.rfind("sm_", 0) == 0) arch = "compute_" + arch.substr(3);
-  return "the CUDA " + cuda_version(driver().version) + " driver is older than the toolchain of this image (PTX ISA " +
+  return "the CUDA " + cuda_version_text(driver().version) + " driver is older than the toolchain of this image (PTX ISA " +
          ptx_version + " for " + arch + nvrtc_text +
          "): update the NVIDIA driver, or use an NVRTC no newer than the driver (GPUHAL_NVRTC)";
 }

@@ -10,10 +10,6 @@
 
 namespace gpuhal::cuda {
 
-// The NVRTC library to load ("" = the default search: libnvrtc.so.13,
-// .12, libnvrtc.so, then the toolkit's usual place). Set by init.
-void set_nvrtc_library(const std::string &path);
-
 gpuhal_status_t lower_builtin(const char *builtin, const char **text);
 gpuhal_status_t module_compile(gpuhal_context_t ctx, const gpuhal_compile_args_t *args, void **image, uint64_t *bytes,
                                uint32_t *format);

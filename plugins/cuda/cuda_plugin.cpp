@@ -21,6 +21,7 @@
 #include "cuda_context.hpp"
 #include "cuda_entries.hpp"
 #include "cuda_kernels.hpp"
+#include "cuda_nvrtc.hpp"
 #include "cuda_staging.hpp"
 #include "cuda_thread_rules.hpp"
 #include "plugin_support.hpp"

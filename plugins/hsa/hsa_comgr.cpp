@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <mutex>
 
+#include "vendor_library.hpp"
+
 namespace gpuhal::hsa {
 namespace {
 
@@ -73,32 +75,24 @@ Comgr::Comgr(const std::string &library) {
   const std::vector<std::string> names =
       library.empty() ? std::vector<std::string>{"libamd_comgr.so.3", "libamd_comgr.so.2"}
                       : std::vector<std::string>{library};
-  std::string tried;
-  std::string lib;
-  for (const auto &n : names) {
-    dlerror();
-    handle_ = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle_) {
-      lib = n;
-      break;
-    }
-    const char *e = dlerror();
-    tried += (tried.empty() ? "" : "; ") + n + ": " + (e ? e : "dlopen failed");
-  }
-  if (!handle_) {
-    why_ = "cannot load amd_comgr (" + tried + ")";
+  const plugin::VendorLibrary lib = plugin::open_vendor_library(names);
+  if (!lib) {
+    why_ = lib.failure("amd_comgr");
     return;
   }
+  handle_ = lib.handle;
   api_ = new Api();
-#define GPUHAL_COMGR_SYM(name, ret, params)                                                   \
-  if (!(api_->name = reinterpret_cast<ret(*) params>(dlsym(handle_, #name))) && why_.empty()) \
-    why_ = lib + " has no " #name;
-  GPUHAL_COMGR_API(GPUHAL_COMGR_SYM)
+  const plugin::VendorSymbol symbols[] = {
+#define GPUHAL_COMGR_SYM(name, ret, params) {plugin::slot_of(&api_->name), true, #name, nullptr},
+      GPUHAL_COMGR_API(GPUHAL_COMGR_SYM)
 #undef GPUHAL_COMGR_SYM
+  };
+  const std::string missing = plugin::resolve_vendor_symbols(handle_, symbols);
+  if (!missing.empty()) why_ = lib.path + " lacks required entry points: " + missing;
   if (!why_.empty()) return;
   size_t major = 0, minor = 0;
   api_->amd_comgr_get_version(&major, &minor);
-  description_ = "amd_comgr " + std::to_string(major) + "." + std::to_string(minor) + " (" + lib + ")";
+  description_ = "amd_comgr " + std::to_string(major) + "." + std::to_string(minor) + " (" + lib.path + ")";
   if (major == 2)
     interface_ = &kComgrInterface2;
   else if (major == 3)

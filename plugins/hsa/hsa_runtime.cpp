@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "hsa_runtime.hpp"
 
-#include <dlfcn.h>
 
 #include <cstdio>
 #include <cstring>
 
 #include "plugin_support.hpp"
+#include "vendor_library.hpp"
 
 namespace gpuhal::hsa {
 
@@ -17,21 +17,20 @@ Runtime &runtime() {
 
 gpuhal_status_t Runtime::load(const std::string &library, std::string *why) {
   path = library;
-  dlerror();
-  handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    const char *e = dlerror();
-    *why = "cannot load the HSA runtime " + library + ": " + (e ? e : "unknown error");
+  const plugin::VendorLibrary lib = plugin::open_vendor_library({library});
+  if (!lib) {
+    *why = lib.failure("the HSA runtime");
     return GPUHAL_ERROR_DRIVER_NOT_LOADABLE;
   }
-  std::string missing;
-#define GPUHAL_HSA_REQUIRED(ret, name, params)                     \
-  if (!(*reinterpret_cast<void **>(&name) = dlsym(handle, #name))) \
-    missing += std::string(missing.empty() ? "" : ", ") + #name;
-#define GPUHAL_HSA_OPTIONAL(ret, name, params) *reinterpret_cast<void **>(&name) = dlsym(handle, #name);
-  GPUHAL_HSA_API(GPUHAL_HSA_REQUIRED, GPUHAL_HSA_OPTIONAL)
+  handle = lib.handle;
+  const plugin::VendorSymbol symbols[] = {
+#define GPUHAL_HSA_REQUIRED(ret, name, params) {plugin::slot_of(&name), true, #name, nullptr},
+#define GPUHAL_HSA_OPTIONAL(ret, name, params) {plugin::slot_of(&name), false, #name, nullptr},
+      GPUHAL_HSA_API(GPUHAL_HSA_REQUIRED, GPUHAL_HSA_OPTIONAL)
 #undef GPUHAL_HSA_REQUIRED
 #undef GPUHAL_HSA_OPTIONAL
+  };
+  const std::string missing = plugin::resolve_vendor_symbols(handle, symbols);
   if (!missing.empty()) {
     *why = "the HSA runtime " + library + " lacks required entry points: " + missing;
     unload();
