@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-#include "cuda_kernels.hpp"
+#include "cuda_entries.hpp"
 
 #include <algorithm>
 #include <cstdlib>

@@ -20,7 +20,6 @@
 
 #include "cuda_context.hpp"
 #include "cuda_entries.hpp"
-#include "cuda_kernels.hpp"
 #include "cuda_nvrtc.hpp"
 #include "cuda_staging.hpp"
 #include "cuda_thread_rules.hpp"
@@ -45,9 +44,6 @@ CudaContext *find(gpuhal_context_t h) {
 gpuhal_status_t bad_context(const char *entry) {
   return fail(GPUHAL_ERROR_INVALID_HANDLE, std::string(entry) + ": invalid context handle");
 }
-
-namespace {
-
 
 // ---- lifecycle and devices ----------------------------------------------------
 
@@ -161,6 +157,7 @@ gpuhal_status_t device_properties(int32_t ordinal, gpuhal_device_properties_t *o
 
 // ---- contexts ------------------------------------------------------------------
 
+namespace {
 // A context of device `ordinal`: over its primary context (retained here)
 // or, with `adopt`, over another library's context (checked to be live and
 // of that device, and never retained, released or reset here).
@@ -233,6 +230,8 @@ gpuhal_status_t open_context(const char *entry, int32_t ordinal, CUcontext adopt
     return GPUHAL_SUCCESS;
   });
 }
+
+}  // namespace
 
 gpuhal_status_t context_create(int32_t ordinal, gpuhal_context_t *out) {
   return open_context("context_create", ordinal, nullptr, out);
@@ -359,75 +358,16 @@ gpuhal_status_t context_enable_peer_access(gpuhal_context_t ctx, gpuhal_context_
   return GPUHAL_SUCCESS;
 }
 
-gpuhal_plugin_table_t make_table() {
-  gpuhal_plugin_table_t t{};
-  t.abi_version = GPUHAL_ABI_VERSION;
-  t.struct_size = sizeof t;
-  t.name = "cuda";
-  t.init = init;
-  t.shutdown = shutdown;
-  t.last_error = last_error;
-  t.device_count = device_count;
-  t.device_properties = device_properties;
-  t.context_create = context_create;
-  t.context_destroy = context_destroy;
-  t.context_synchronize = context_synchronize;
-  t.memory_info = memory_info;
-  t.mem_alloc = mem_alloc;
-  t.mem_alloc_managed = mem_alloc_managed;
-  t.mem_free = mem_free;
-  t.memcpy_sync = memcpy_sync;
-  t.memcpy_async = memcpy_async;
-  t.memset_sync = memset_sync;
-  t.memset_async = memset_async;
-  t.stream_create = stream_create;
-  t.stream_destroy = stream_destroy;
-  t.stream_synchronize = stream_synchronize;
-  t.stream_query = stream_query;
-  t.stream_wait_event = stream_wait_event;
-  t.stream_add_callback = stream_add_callback;
-  t.event_create = event_create;
-  t.event_destroy = event_destroy;
-  t.event_record = event_record;
-  t.event_synchronize = event_synchronize;
-  t.event_query = event_query;
-  t.event_elapsed_ms = event_elapsed_ms;
-  t.stream_barrier = stream_barrier;
-  t.host_alloc = host_alloc;
-  t.host_free = host_free;
-  t.host_register = host_register;
-  t.host_unregister = host_unregister;
-  t.host_get_device_pointer = host_get_device_pointer;
-  t.ipc_get_handle = ipc_get_handle;
-  t.ipc_open = ipc_open;
-  t.ipc_close = ipc_close;
-  t.mem_alloc_async = mem_alloc_async;
-  t.mem_free_async = mem_free_async;
-  t.device_can_access_peer = device_can_access_peer;
-  t.context_enable_peer_access = context_enable_peer_access;
-  t.lower_builtin = lower_builtin;
-  t.module_compile = module_compile;
-  t.image_free = image_free;
-  t.module_load = module_load;
-  t.module_unload = module_unload;
-  t.module_get_kernel = module_get_kernel;
-  t.launch = launch;
-  t.native_handle = native_handle;
-  t.context_adopt = context_adopt;
-  return t;
-}
-
+namespace {
 // Negotiation runs before the driver is loaded, so the table lists every
 // entry; one whose driver entry point is missing returns ERROR_NOT_SUPPORTED.
-const gpuhal_plugin_table_t g_table = make_table();
-
+const gpuhal_plugin_table_t g_table = [] {
+  gpuhal_plugin_table_t table = plugin::empty_table("cuda");
+#include "plugin_table_fill.inc"
+  return table;
+}();
 }  // namespace
+
 }  // namespace gpuhal::cuda
 
-extern "C" GPUHAL_PLUGIN_EXPORT gpuhal_status_t gpuhal_plugin_negotiate(uint32_t core_max_abi,
-                                                                        const gpuhal_plugin_table_t **table) {
-  if (!table) return GPUHAL_ERROR_INVALID_VALUE;
-  if (GPUHAL_VERSION_MAJOR(core_max_abi) != GPUHAL_ABI_MAJOR) return GPUHAL_ERROR_ABI_MISMATCH;
-  *table = &gpuhal::cuda::g_table;
-  return GPUHAL_SUCCESS;
-}
+GPUHAL_PLUGIN_DEFINE_NEGOTIATE(gpuhal::cuda::g_table)

@@ -26,11 +26,4 @@ void *map_device_memory(uint64_t bytes);
 // Unmaps what map_device_memory or ipc_open mapped; closes `fd` if >= 0.
 void unmap_device_memory(void *ptr, uint64_t bytes, int fd);
 
-// The IPC entries of the plugin table.
-gpuhal_status_t ipc_get_handle(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpuhal_ipc_handle_t *out,
-                               gpuhal_deviceptr_t *base, uint64_t *bytes);
-gpuhal_status_t ipc_open(gpuhal_context_t ctx, const gpuhal_ipc_handle_t *handle, gpuhal_deviceptr_t *out,
-                         uint64_t *bytes);
-gpuhal_status_t ipc_close(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr);
-
 }  // namespace gpuhal::host

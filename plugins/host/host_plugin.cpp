@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// The host backend's plugin entry: negotiation, the table, and the entry
-// points (transfers are in host_transfers.cpp, events in host_events.cpp,
-// pinned and registered host memory in host_pinned_memory.cpp). Each entry validates its handles and
-// arguments, then delegates to HostContext / StreamState. Exceptions never
-// cross the C ABI (guard()).
+// The host backend's plugin: the table, the lifecycle, devices, contexts and
+// peer access (the other objects' entries are in files named after them; see
+// host_entries.hpp). Each entry validates its handles and arguments, then
+// delegates to HostContext / StreamState. Exceptions never cross the C ABI
+// (guard()).
 #include <pthread.h>
 #include <unistd.h>
 
@@ -86,6 +86,8 @@ uint64_t available_memory() {
   return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
 }
 
+}  // namespace
+
 // ---- lifecycle ---------------------------------------------------------------
 
 gpuhal_status_t init(const gpuhal_init_args_t *args) {
@@ -166,11 +168,13 @@ gpuhal_status_t device_count(int32_t *count) {
   return GPUHAL_SUCCESS;
 }
 
+namespace {
 HostDevice *device_at(int32_t ordinal) {
   if (!plugin_state_exists()) return nullptr;
   auto &d = plugin_state().devices;
   return ordinal >= 0 && size_t(ordinal) < d.size() ? d[size_t(ordinal)].get() : nullptr;
 }
+}  // namespace
 
 gpuhal_status_t device_properties(int32_t ordinal, gpuhal_device_properties_t *out) {
   if (!out || out->struct_size < 8)
@@ -256,101 +260,6 @@ gpuhal_status_t memory_info(gpuhal_context_t ctx, uint64_t *free_bytes, uint64_t
   return GPUHAL_SUCCESS;
 }
 
-// ---- streams and events ------------------------------------------------------------
-
-gpuhal_status_t stream_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_stream_t *out) {
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("stream_create");
-  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_create: null output pointer");
-  if (flags & ~GPUHAL_STREAM_NON_BLOCKING)
-    return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_create: unknown flags " + hex(flags));
-  return guard("stream_create", [&] {
-    *out = c->create_stream((flags & GPUHAL_STREAM_NON_BLOCKING) != 0);
-    return GPUHAL_SUCCESS;
-  });
-}
-
-gpuhal_status_t stream_destroy(gpuhal_context_t ctx, gpuhal_stream_t stream) {
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("stream_destroy");
-  if (!stream || stream == GPUHAL_STREAM_LEGACY || stream == GPUHAL_STREAM_PER_THREAD)
-    return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_destroy: a default stream cannot be destroyed");
-  return guard("stream_destroy", [&] {
-    return c->destroy_stream(stream) ? GPUHAL_SUCCESS
-                                     : fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_destroy: invalid stream handle");
-  });
-}
-
-gpuhal_status_t stream_synchronize(gpuhal_context_t ctx, gpuhal_stream_t stream) {
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("stream_synchronize");
-  if (on_worker_thread()) return would_deadlock("stream_synchronize");
-  std::shared_ptr<StreamState> s = c->stream(stream);
-  if (!s) return bad_stream("stream_synchronize");
-  s->synchronize();
-  return kernel_failure(c);
-}
-
-gpuhal_status_t stream_query(gpuhal_context_t ctx, gpuhal_stream_t stream) {
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("stream_query");
-  std::shared_ptr<StreamState> s = c->stream(stream);
-  if (!s) return bad_stream("stream_query");
-  return s->idle() ? GPUHAL_SUCCESS : GPUHAL_NOT_READY;
-}
-
-gpuhal_status_t stream_wait_event(gpuhal_context_t ctx, gpuhal_stream_t stream, gpuhal_event_t event) {
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("stream_wait_event");
-  std::shared_ptr<StreamState> s = c->stream(stream);
-  if (!s) return bad_stream("stream_wait_event");
-  auto e = c->event(event);
-  if (!e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_wait_event: invalid event handle");
-  Dep d;
-  if (!event_dep(e, &d)) return GPUHAL_SUCCESS;  // never recorded: nothing to wait for
-  return guard("stream_wait_event", [&] {
-    c->submit(s, nullptr, {d});
-    return GPUHAL_SUCCESS;
-  });
-}
-
-gpuhal_status_t stream_add_callback(gpuhal_context_t ctx, gpuhal_stream_t stream, gpuhal_host_fn fn, void *user) {
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("stream_add_callback");
-  std::shared_ptr<StreamState> s = c->stream(stream);
-  if (!s) return bad_stream("stream_add_callback");
-  if (!fn) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_add_callback: null function");
-  return guard("stream_add_callback", [&] {
-    c->submit(s, [fn, user](bool ok) { fn(user, ok ? GPUHAL_SUCCESS : GPUHAL_ERROR_CONTEXT_DESTROYED); });
-    return GPUHAL_SUCCESS;
-  });
-}
-
-gpuhal_status_t stream_barrier(gpuhal_context_t ctx, gpuhal_stream_t stream, const gpuhal_event_t *events,
-                               uint32_t count, uint32_t flags) {
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("stream_barrier");
-  std::shared_ptr<StreamState> s = c->stream(stream);
-  if (!s) return bad_stream("stream_barrier");
-  if (flags & ~GPUHAL_BARRIER_ALL_PRIOR_WORK)
-    return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_barrier: unknown flags " + hex(flags));
-  if (count && !events) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_barrier: null event list");
-  return guard("stream_barrier", [&]() -> gpuhal_status_t {
-    std::vector<Dep> deps;
-    for (uint32_t i = 0; i < count; ++i) {
-      auto e = c->event(events[i]);
-      if (!e)
-        return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_barrier: invalid event handle at index " + std::to_string(i));
-      Dep d;
-      if (event_dep(e, &d)) deps.push_back(d);
-    }
-    if (flags & GPUHAL_BARRIER_ALL_PRIOR_WORK)
-      for (auto &d : c->all_prior_work()) deps.push_back(d);
-    c->submit(s, nullptr, std::move(deps));
-    return GPUHAL_SUCCESS;
-  });
-}
-
 // ---- peer access: every host device addresses the same memory -----------------------
 
 gpuhal_status_t device_can_access_peer(int32_t ordinal, int32_t peer, int32_t *out) {
@@ -371,69 +280,14 @@ gpuhal_status_t context_enable_peer_access(gpuhal_context_t ctx, gpuhal_context_
   return GPUHAL_SUCCESS;  // nothing to map: all host devices share one address space
 }
 
+namespace {
 const gpuhal_plugin_table_t kTable = [] {
-  gpuhal_plugin_table_t t{};
-  t.abi_version = GPUHAL_ABI_VERSION;
-  t.struct_size = sizeof t;
-  t.name = "host";
-  t.init = init;
-  t.shutdown = shutdown;
-  t.last_error = last_error;
-  t.device_count = device_count;
-  t.device_properties = device_properties;
-  t.context_create = context_create;
-  t.context_destroy = context_destroy;
-  t.context_synchronize = context_synchronize;
-  t.memory_info = memory_info;
-  t.mem_alloc = mem_alloc;
-  t.mem_alloc_managed = mem_alloc_managed;
-  t.mem_free = mem_free;
-  t.memcpy_sync = memcpy_sync;
-  t.memcpy_async = memcpy_async;
-  t.memset_sync = memset_sync;
-  t.memset_async = memset_async;
-  t.stream_create = stream_create;
-  t.stream_destroy = stream_destroy;
-  t.stream_synchronize = stream_synchronize;
-  t.stream_query = stream_query;
-  t.stream_wait_event = stream_wait_event;
-  t.stream_add_callback = stream_add_callback;
-  t.event_create = event_create;
-  t.event_destroy = event_destroy;
-  t.event_record = event_record;
-  t.event_synchronize = event_synchronize;
-  t.event_query = event_query;
-  t.event_elapsed_ms = event_elapsed_ms;
-  t.stream_barrier = stream_barrier;
-  t.host_alloc = host_alloc;
-  t.host_free = host_free;
-  t.host_register = host_register;
-  t.host_unregister = host_unregister;
-  t.host_get_device_pointer = host_get_device_pointer;
-  t.ipc_get_handle = ipc_get_handle;
-  t.ipc_open = ipc_open;
-  t.ipc_close = ipc_close;
-  t.mem_alloc_async = mem_alloc_async;
-  t.mem_free_async = mem_free_async;
-  t.device_can_access_peer = device_can_access_peer;
-  t.context_enable_peer_access = context_enable_peer_access;
-  t.lower_builtin = lower_builtin;
-  t.module_compile = module_compile;
-  t.image_free = image_free;
-  t.module_load = module_load;
-  t.module_unload = module_unload;
-  t.module_get_kernel = module_get_kernel;
-  t.launch = launch;
-  return t;
+  gpuhal_plugin_table_t table = plugin::empty_table("host");
+#include "plugin_table_fill.inc"
+  return table;
 }();
-
 }  // namespace
+
 }  // namespace gpuhal::host
 
-extern "C" GPUHAL_PLUGIN_EXPORT gpuhal_status_t gpuhal_plugin_negotiate(uint32_t core_max_abi,
-                                                                        const gpuhal_plugin_table_t **table) {
-  if (!table) return GPUHAL_ERROR_INVALID_VALUE;
-  if (GPUHAL_VERSION_MAJOR(core_max_abi) != GPUHAL_ABI_MAJOR) return GPUHAL_ERROR_ABI_MISMATCH;
-  *table = &gpuhal::host::kTable;
-  return GPUHAL_SUCCESS;
-}
+GPUHAL_PLUGIN_DEFINE_NEGOTIATE(gpuhal::host::kTable)

@@ -326,15 +326,6 @@ gpuhal_status_t submit_marker(HsaStream *s, std::vector<SignalRef> extra, Signal
 gpuhal_status_t wait_stream(HsaContext *c, HsaStream *s, SignalRef last, const char *entry);
 // The event of a handle in c, or nullptr (c->mu held).
 HsaEvent *find_event(HsaContext *c, gpuhal_event_t e);
-// The entries of the table: streams (hsa_streams.cpp, which calls the
-// other two), transfers (hsa_transfers.cpp), events (hsa_events.cpp).
-void fill_stream_entries(gpuhal_plugin_table_t *t);
-// Pinned, mapped and registered host memory (hsa_host_memory.cpp).
-void fill_host_memory_entries(gpuhal_plugin_table_t *t);
-// Device and managed memory (hsa_memory.cpp).
-void fill_memory_entries(gpuhal_plugin_table_t *t);
-void fill_transfer_entries(gpuhal_plugin_table_t *t);
-void fill_event_entries(gpuhal_plugin_table_t *t);
 
 }  // namespace gpuhal::hsa
 

@@ -10,8 +10,6 @@
 
 namespace gpuhal::hsa {
 
-namespace {
-
 // ---- events ---------------------------------------------------------------------------------
 
 gpuhal_status_t event_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_event_t *out) {
@@ -36,6 +34,8 @@ gpuhal_status_t event_destroy(gpuhal_context_t ctx, gpuhal_event_t event) {
   return GPUHAL_SUCCESS;  // a pending marker keeps its signal until it completed
 }
 
+namespace {
+
 // True when ROCr stamps async copies for us (enabled once per process,
 // before the first timed copy, as hsa_ext_amd.h requires).
 bool copy_timing_available() {
@@ -49,6 +49,8 @@ bool copy_timing_available() {
   }();
   return enabled;
 }
+
+}  // namespace
 
 gpuhal_status_t event_record(gpuhal_context_t ctx, gpuhal_event_t event, gpuhal_stream_t stream) {
   WITH_CONTEXT("event_record");
@@ -140,17 +142,6 @@ gpuhal_status_t event_elapsed_ms(gpuhal_context_t ctx, gpuhal_event_t start, gpu
     return fail(GPUHAL_ERROR_DRIVER, "event_elapsed_ms: the runtime reports a zero timestamp frequency");
   *ms = float((double(end_b) - double(end_a)) * 1000.0 / double(frequency));
   return GPUHAL_SUCCESS;
-}
-
-}  // namespace
-
-void fill_event_entries(gpuhal_plugin_table_t *t) {
-  t->event_create = event_create;
-  t->event_destroy = event_destroy;
-  t->event_record = event_record;
-  t->event_synchronize = event_synchronize;
-  t->event_query = event_query;
-  t->event_elapsed_ms = event_elapsed_ms;
 }
 
 }  // namespace gpuhal::hsa

@@ -35,6 +35,8 @@ bool overlaps_pinned(HsaContext *c, uintptr_t p, uint64_t n) {
   return hit(c->registrations) || hit(c->host_allocations);
 }
 
+}  // namespace
+
 // Pinned, mapped host memory from the fine-grained system pool: the GPU
 // reads and writes it at the same address (HSA's unified address space), so
 // every allocation is both portable and mapped; write-combining is a hint
@@ -135,16 +137,6 @@ gpuhal_status_t host_get_device_pointer(gpuhal_context_t ctx, void *host_ptr, gp
     }
   }
   return fail(GPUHAL_ERROR_INVALID_VALUE, "host_get_device_pointer: not pinned or registered memory of this context");
-}
-
-}  // namespace
-
-void fill_host_memory_entries(gpuhal_plugin_table_t *t) {
-  t->host_alloc = host_alloc;
-  t->host_free = host_free;
-  t->host_register = host_register;
-  t->host_unregister = host_unregister;
-  t->host_get_device_pointer = host_get_device_pointer;
 }
 
 }  // namespace gpuhal::hsa

@@ -46,8 +46,6 @@ void set_comgr_library(const std::string &path) {
   if (!g_comgr) g_comgr_library = path;
 }
 
-namespace {
-
 gpuhal_status_t lower_builtin(const char *builtin, const char **text) {
   if (!builtin || !text) return fail(GPUHAL_ERROR_INVALID_VALUE, "lower_builtin: null argument");
   const char *t = hsa_lowering(builtin);
@@ -218,6 +216,7 @@ gpuhal_status_t module_get_kernel(gpuhal_context_t ctx, gpuhal_module_t module, 
   });
 }
 
+namespace {
 // The kernel handle if it belongs to a module of c (c->mu held).
 HsaKernel *find_kernel(HsaContext *c, gpuhal_kernel_t kernel) {
   for (auto &m : c->modules)
@@ -225,6 +224,9 @@ HsaKernel *find_kernel(HsaContext *c, gpuhal_kernel_t kernel) {
       if (reinterpret_cast<gpuhal_kernel_t>(k.second.get()) == kernel) return k.second.get();
   return nullptr;
 }
+}  // namespace
+
+namespace {
 
 // The hidden kernel arguments the code object's metadata lists, which the
 // launcher fills (code object v5, the ROCm 6 default: the kernel reads its
@@ -257,6 +259,8 @@ void fill_hidden_arguments(const HsaKernel &k, const gpuhal_launch_config_t &con
     std::memcpy(static_cast<char *>(kernarg) + a.offset, &v, a.size);  // little-endian: the low bytes
   }
 }
+
+}  // namespace
 
 gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuhal_launch_config_t *config,
                        void *const *args, uint32_t arg_count, gpuhal_stream_t stream) {
@@ -367,18 +371,6 @@ gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuha
     if (st != GPUHAL_SUCCESS && s->inflight.size() == queued && !on_reap) give_back_kernargs(s);
     return st;
   });
-}
-
-}  // namespace
-
-void fill_kernel_entries(gpuhal_plugin_table_t *t) {
-  t->lower_builtin = lower_builtin;
-  t->module_compile = module_compile;
-  t->image_free = image_free;
-  t->module_load = module_load;
-  t->module_unload = module_unload;
-  t->module_get_kernel = module_get_kernel;
-  t->launch = launch;
 }
 
 }  // namespace gpuhal::hsa

@@ -13,6 +13,5 @@ namespace gpuhal::hsa {
 // GPUHAL_AMD_COMGR from init ("" = libamd_comgr.so.2); amd_comgr is loaded
 // at the first compilation.
 void set_comgr_library(const std::string &path);
-void fill_kernel_entries(gpuhal_plugin_table_t *t);
 
 }  // namespace gpuhal::hsa

@@ -31,6 +31,8 @@ gpuhal_status_t remember(HsaContext *c, void *p, uint64_t bytes, bool managed, g
   return GPUHAL_SUCCESS;
 }
 
+}  // namespace
+
 gpuhal_status_t mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr_t *out) {
   if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc: null output pointer");
   if (bytes == 0 || bytes > SIZE_MAX) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc: size must be positive");
@@ -74,14 +76,6 @@ gpuhal_status_t mem_free(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
   c->allocations.erase(uintptr_t(ptr));
   if (!c->managed_allocations.erase(uintptr_t(ptr))) c->allocated_bytes -= bytes;
   return GPUHAL_SUCCESS;
-}
-
-}  // namespace
-
-void fill_memory_entries(gpuhal_plugin_table_t *t) {
-  t->mem_alloc = mem_alloc;
-  t->mem_alloc_managed = mem_alloc_managed;
-  t->mem_free = mem_free;
 }
 
 }  // namespace gpuhal::hsa

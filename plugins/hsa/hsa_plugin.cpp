@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "hsa_context.hpp"
+#include "hsa_entries.hpp"
 #include "hsa_kernels.hpp"
 #include "plugin_support.hpp"
 
@@ -35,7 +36,6 @@ HostAgent g_host;
 std::string g_no_device_reason;  // hsa_init's failure, reported by device_count
 std::unordered_map<HsaContext *, std::unique_ptr<HsaContext>> g_contexts;
 }  // namespace
-
 
 HsaContext *find(gpuhal_context_t h) {
   auto *c = reinterpret_cast<HsaContext *>(h);
@@ -220,6 +220,8 @@ gpuhal_status_t discover() {
 }
 
 // ---- lifecycle and devices -----------------------------------------------------------
+
+}  // namespace
 
 gpuhal_status_t init(const gpuhal_init_args_t *args) {
   return guard("init", [&]() -> gpuhal_status_t {
@@ -421,37 +423,14 @@ gpuhal_status_t native_handle(gpuhal_context_t ctx, int32_t kind, uint64_t *out)
   return fail(GPUHAL_ERROR_INVALID_VALUE, "native_handle: unknown kind " + std::to_string(kind));
 }
 
-gpuhal_plugin_table_t make_table() {
-  gpuhal_plugin_table_t t{};
-  t.abi_version = GPUHAL_ABI_VERSION;
-  t.struct_size = sizeof t;
-  t.name = "hsa";
-  t.init = init;
-  t.shutdown = shutdown;
-  t.last_error = last_error;
-  t.device_count = device_count;
-  t.device_properties = device_properties;
-  t.context_create = context_create;
-  t.context_destroy = context_destroy;
-  t.context_synchronize = context_synchronize;
-  t.memory_info = memory_info;
-  fill_memory_entries(&t);
-  fill_stream_entries(&t);
-  fill_host_memory_entries(&t);
-  fill_kernel_entries(&t);
-  t.native_handle = native_handle;
-  return t;
-}
-
-const gpuhal_plugin_table_t g_table = make_table();
-
+namespace {
+const gpuhal_plugin_table_t g_table = [] {
+  gpuhal_plugin_table_t table = plugin::empty_table("hsa");
+#include "plugin_table_fill.inc"
+  return table;
+}();
 }  // namespace
+
 }  // namespace gpuhal::hsa
 
-extern "C" GPUHAL_PLUGIN_EXPORT gpuhal_status_t gpuhal_plugin_negotiate(uint32_t core_max_abi,
-                                                                        const gpuhal_plugin_table_t **table) {
-  if (!table) return GPUHAL_ERROR_INVALID_VALUE;
-  if (GPUHAL_VERSION_MAJOR(core_max_abi) != GPUHAL_ABI_MAJOR) return GPUHAL_ERROR_ABI_MISMATCH;
-  *table = &gpuhal::hsa::g_table;
-  return GPUHAL_SUCCESS;
-}
+GPUHAL_PLUGIN_DEFINE_NEGOTIATE(gpuhal::hsa::g_table)

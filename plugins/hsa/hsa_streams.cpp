@@ -430,13 +430,10 @@ gpuhal_status_t wait_stream(HsaContext *c, HsaStream *s, SignalRef last, const c
   return context_failure(c, entry);
 }
 
-
 HsaEvent *find_event(HsaContext *c, gpuhal_event_t e) {
   auto it = c->events.find(reinterpret_cast<HsaEvent *>(e));
   return it == c->events.end() ? nullptr : it->second.get();
 }
-
-namespace {
 
 // ---- streams --------------------------------------------------------------------------------
 
@@ -509,7 +506,6 @@ gpuhal_status_t stream_query(gpuhal_context_t ctx, gpuhal_stream_t stream) {
   return context_failure(c, "stream_query");
 }
 
-
 gpuhal_status_t stream_wait_event(gpuhal_context_t ctx, gpuhal_stream_t stream, gpuhal_event_t event) {
   WITH_CONTEXT("stream_wait_event");
   return guard("stream_wait_event", [&]() -> gpuhal_status_t {
@@ -564,20 +560,6 @@ gpuhal_status_t stream_add_callback(gpuhal_context_t ctx, gpuhal_stream_t stream
     return submit_host_op(
         s, [fn, user] { fn(user, GPUHAL_SUCCESS); }, nullptr, [fn, user] { fn(user, GPUHAL_ERROR_LAUNCH_FAILED); });
   });
-}
-
-}  // namespace
-
-void fill_stream_entries(gpuhal_plugin_table_t *t) {
-  fill_transfer_entries(t);
-  fill_event_entries(t);
-  t->stream_create = stream_create;
-  t->stream_destroy = stream_destroy;
-  t->stream_synchronize = stream_synchronize;
-  t->stream_query = stream_query;
-  t->stream_wait_event = stream_wait_event;
-  t->stream_add_callback = stream_add_callback;
-  t->stream_barrier = stream_barrier;
 }
 
 }  // namespace gpuhal::hsa

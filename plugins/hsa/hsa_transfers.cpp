@@ -70,6 +70,8 @@ gpuhal_status_t enqueue_copy(HsaContext *c, HsaStream *s, uint32_t kind, gpuhal_
   }
 }
 
+}  // namespace
+
 gpuhal_status_t memcpy_async(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
                              uint64_t bytes, gpuhal_stream_t stream) {
   WITH_CONTEXT("memcpy_async");
@@ -97,6 +99,8 @@ gpuhal_status_t memcpy_sync(gpuhal_context_t ctx, uint32_t kind, gpuhal_devicept
     return wait_stream(c, s, last, "memcpy_sync");
   });
 }
+
+namespace {
 
 // hsa_amd_memory_fill writes 32-bit words at 4-byte aligned addresses; the
 // up to three bytes before and after go through the pinned scratch buffer.
@@ -131,6 +135,8 @@ void fill_bytes(HsaContext *c, uintptr_t dst, uint8_t value, uint64_t bytes) {
   edge(dst + head + words * 4, tail);
 }
 
+}  // namespace
+
 gpuhal_status_t memset_async(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t value, uint64_t bytes,
                              gpuhal_stream_t stream) {
   WITH_CONTEXT("memset_async");
@@ -159,15 +165,6 @@ gpuhal_status_t memset_sync(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_
     }
     return wait_stream(c, s, last, "memset_sync");
   });
-}
-
-}  // namespace
-
-void fill_transfer_entries(gpuhal_plugin_table_t *t) {
-  t->memcpy_sync = memcpy_sync;
-  t->memcpy_async = memcpy_async;
-  t->memset_sync = memset_sync;
-  t->memset_async = memset_async;
 }
 
 }  // namespace gpuhal::hsa

@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// The hsa plugin's entries, one file per object: hsa_plugin.cpp (lifecycle,
+// devices, contexts, native handles), hsa_memory.cpp (device and managed
+// memory), hsa_transfers.cpp, hsa_streams.cpp, hsa_events.cpp,
+// hsa_host_memory.cpp (pinned, mapped and registered host memory),
+// hsa_kernels.cpp (device code). hsa_plugin.cpp fills the table.
+#pragma once
+
+#include "plugin_table.hpp"
+
+namespace gpuhal::hsa {
+
+// Every entry of the plugin table, with the table's own signature.
+#include "plugin_entries.inc"
+// What the hsa backend leaves NULL, so the core reports it unsupported:
+// IPC, stream-ordered memory and peer access are not built yet (ROCr has
+// hsa_amd_ipc_memory_*, hsa_amd_memory_pool_* and hsa_amd_agents_allow_access
+// for them), and HSA has no context object to adopt.
+constexpr plugin::EntryNames<8> kLeftOut{{"ipc_get_handle", "ipc_open", "ipc_close", "mem_alloc_async",
+                                          "mem_free_async", "device_can_access_peer", "context_enable_peer_access",
+                                          "context_adopt"}};
+
+}  // namespace gpuhal::hsa
