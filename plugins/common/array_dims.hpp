@@ -8,13 +8,13 @@
 // __GPUHAL_DIMS(n0, ...) is "[(n0)]...[(n3)]" for one to four extents
 // (more fail to compile). A string literal to put in front of each array
 // builtin's definition (guarded: defined once).
-#define GPUHAL_PLUGIN_ARRAY_DIMS_MACROS                                                                   \
-  "#ifndef __GPUHAL_DIMS\n"                                                                              \
-  "#define __GPUHAL_PICK(_1, _2, _3, _4, N, ...) N\n"                                                    \
-  "#define __GPUHAL_DIMS(...) "                                                                          \
-  "__GPUHAL_PICK(__VA_ARGS__, __GPUHAL_D4, __GPUHAL_D3, __GPUHAL_D2, __GPUHAL_D1, _)(__VA_ARGS__)\n"     \
-  "#define __GPUHAL_D1(a) [(a)]\n"                                                                       \
-  "#define __GPUHAL_D2(a, b) [(a)][(b)]\n"                                                                \
-  "#define __GPUHAL_D3(a, b, c) [(a)][(b)][(c)]\n"                                                        \
-  "#define __GPUHAL_D4(a, b, c, d) [(a)][(b)][(c)][(d)]\n"                                               \
+#define GPUHAL_PLUGIN_ARRAY_DIMS_MACROS                                                              \
+  "#ifndef __GPUHAL_DIMS\n"                                                                          \
+  "#define __GPUHAL_PICK(_1, _2, _3, _4, N, ...) N\n"                                                \
+  "#define __GPUHAL_DIMS(...) "                                                                      \
+  "__GPUHAL_PICK(__VA_ARGS__, __GPUHAL_D4, __GPUHAL_D3, __GPUHAL_D2, __GPUHAL_D1, _)(__VA_ARGS__)\n" \
+  "#define __GPUHAL_D1(a) [(a)]\n"                                                                   \
+  "#define __GPUHAL_D2(a, b) [(a)][(b)]\n"                                                           \
+  "#define __GPUHAL_D3(a, b, c) [(a)][(b)][(c)]\n"                                                   \
+  "#define __GPUHAL_D4(a, b, c, d) [(a)][(b)][(c)][(d)]\n"                                           \
   "#endif\n"

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "plugin_support.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 
 namespace gpuhal::plugin {
 namespace {
@@ -106,6 +108,14 @@ void set_logger(const gpuhal_init_args_t *args) {
 
 void log(int32_t level, const std::string &message) {
   if (g_log && level <= g_log_level) g_log(g_log_user, level, message.c_str());
+}
+
+gpuhal_status_t write_properties(gpuhal_device_properties_t p, gpuhal_device_properties_t *out) {
+  const uint32_t n = std::min<uint32_t>(out->struct_size, sizeof p);
+  p.abi_version = GPUHAL_ABI_VERSION;
+  p.struct_size = n;
+  std::memcpy(out, &p, n);
+  return GPUHAL_SUCCESS;
 }
 
 }  // namespace gpuhal::plugin

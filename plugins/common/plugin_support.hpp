@@ -43,6 +43,11 @@ gpuhal_status_t guard(const char *entry, F &&body) noexcept {
   }
 }
 
+// Writes `p` into the core's struct, as much of it as the core's struct_size
+// holds (the ABI's rule for structs that grow by appending), with this
+// plugin's abi_version and the size written.
+gpuhal_status_t write_properties(gpuhal_device_properties_t p, gpuhal_device_properties_t *out);
+
 class Options {
  public:
   Options() = default;

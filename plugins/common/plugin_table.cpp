@@ -3,8 +3,7 @@
 
 namespace gpuhal::plugin {
 
-gpuhal_status_t negotiate(uint32_t core_max_abi, const gpuhal_plugin_table_t *mine,
-                          const gpuhal_plugin_table_t **out) {
+gpuhal_status_t negotiate(uint32_t core_max_abi, const gpuhal_plugin_table_t *mine, const gpuhal_plugin_table_t **out) {
   if (!out) return GPUHAL_ERROR_INVALID_VALUE;
   // plugin.h: "the core refuses a plugin whose major differs from its own";
   // the plugin refuses a core of another major for the same reason.

@@ -14,13 +14,11 @@
 //        }
 //  2. defines the entries it implements, in any of its files, in that
 //     namespace (not an anonymous one);
-//  3. fills its table and emits gpuhal_plugin_negotiate:
-//        const gpuhal_plugin_table_t kTable = [] {
-//          gpuhal_plugin_table_t table = plugin::empty_table("mybackend");
-//        #include "plugin_table_fill.inc"
-//          return table;
-//        }();
-//        GPUHAL_PLUGIN_DEFINE_NEGOTIATE(gpuhal::mybackend::kTable)
+//  3. fills its table and emits gpuhal_plugin_negotiate, once, at global
+//     scope (plugin_define.inc does both):
+//        #define GPUHAL_PLUGIN_NAMESPACE gpuhal::mybackend
+//        #define GPUHAL_PLUGIN_NAME "mybackend"
+//        #include "plugin_define.inc"
 //
 // Adding an entry point: append it to the table in plugin.h and to
 // plugin_entries.def; every backend then either defines it or lists it in
@@ -82,8 +80,7 @@ constexpr gpuhal_plugin_table_t empty_table(const char *name) {
 
 // The answer to the core's negotiation: this table when the core speaks the
 // same major version, ABI_MISMATCH otherwise.
-gpuhal_status_t negotiate(uint32_t core_max_abi, const gpuhal_plugin_table_t *mine,
-                          const gpuhal_plugin_table_t **out);
+gpuhal_status_t negotiate(uint32_t core_max_abi, const gpuhal_plugin_table_t *mine, const gpuhal_plugin_table_t **out);
 
 }  // namespace gpuhal::plugin
 

@@ -133,6 +133,34 @@ inline bool known_stream(CudaContext *c, gpuhal_stream_t s) {
   return external_stream_of(c, s);
 }
 
+// Runs a driver entry point (NULL when this driver lacks it: then
+// ERROR_NOT_SUPPORTED) and translates its result; the plain-status form of
+// CU_CALL.
+template <class Fn, class... Args>
+gpuhal_status_t cu_call(Fn *fn, const char *name, Args... args) {
+  if (!fn) return plugin::fail(GPUHAL_ERROR_NOT_SUPPORTED, std::string(name) + " is not provided by this driver");
+  const CUresult r = fn(args...);
+  return r == CUDA_SUCCESS ? GPUHAL_SUCCESS : drv().error(r, name);
+}
+
+// The one shape of every entry that releases what the context tracks:
+// refuse what c does not know (`refusal`, `why`), release it in the driver,
+// and forget it only once the driver really released it (a failed release
+// leaves it known, so the caller can retry or report it). `known` and
+// `forget` run under c->mu; `release` runs without it.
+template <class Known, class Release, class Forget>
+gpuhal_status_t release_tracked(CudaContext *c, Known known, gpuhal_status_t refusal, const char *why,
+                                Release release, Forget forget) {
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    if (!known()) return plugin::fail(refusal, why);
+  }
+  if (const gpuhal_status_t st = release(); st != GPUHAL_SUCCESS) return st;
+  std::lock_guard<std::mutex> lock(c->mu);
+  forget();
+  return GPUHAL_SUCCESS;
+}
+
 }  // namespace gpuhal::cuda
 
 // Runs a driver call; on failure returns the translated status from the

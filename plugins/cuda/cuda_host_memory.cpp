@@ -39,18 +39,14 @@ gpuhal_status_t host_alloc(gpuhal_context_t ctx, uint64_t bytes, uint32_t flags,
 
 gpuhal_status_t host_free(gpuhal_context_t ctx, void *ptr) {
   WITH_CONTEXT("host_free");
-  {
-    std::lock_guard<std::mutex> lock(c->mu);
-    if (!c->host_allocations.count(ptr))
-      return fail(GPUHAL_ERROR_INVALID_VALUE, "host_free: not a host allocation of this context");
-  }
-  CU_CALL(cuMemFreeHost, ptr);
-  {
-    std::lock_guard<std::mutex> lock(c->mu);  // forgotten only once really released
-    c->host_allocations.erase(ptr);
-    c->pinned_ranges.erase(reinterpret_cast<uintptr_t>(ptr));
-  }
-  return GPUHAL_SUCCESS;
+  return release_tracked(
+      c, [&] { return c->host_allocations.count(ptr) != 0; }, GPUHAL_ERROR_INVALID_VALUE,
+      "host_free: not a host allocation of this context",
+      [&] { return cu_call(drv().cuMemFreeHost, "cuMemFreeHost", ptr); },
+      [&] {
+        c->host_allocations.erase(ptr);
+        c->pinned_ranges.erase(reinterpret_cast<uintptr_t>(ptr));
+      });
 }
 
 gpuhal_status_t host_register(gpuhal_context_t ctx, void *ptr, uint64_t bytes, uint32_t flags) {
@@ -71,18 +67,14 @@ gpuhal_status_t host_register(gpuhal_context_t ctx, void *ptr, uint64_t bytes, u
 
 gpuhal_status_t host_unregister(gpuhal_context_t ctx, void *ptr) {
   WITH_CONTEXT("host_unregister");
-  {
-    std::lock_guard<std::mutex> lock(c->mu);
-    if (!c->registrations.count(ptr))
-      return fail(GPUHAL_ERROR_NOT_REGISTERED, "host_unregister: not registered in this context");
-  }
-  CU_CALL(cuMemHostUnregister, ptr);
-  {
-    std::lock_guard<std::mutex> lock(c->mu);  // forgotten only once really released
-    c->registrations.erase(ptr);
-    c->pinned_ranges.erase(reinterpret_cast<uintptr_t>(ptr));
-  }
-  return GPUHAL_SUCCESS;
+  return release_tracked(
+      c, [&] { return c->registrations.count(ptr) != 0; }, GPUHAL_ERROR_NOT_REGISTERED,
+      "host_unregister: not registered in this context",
+      [&] { return cu_call(drv().cuMemHostUnregister, "cuMemHostUnregister", ptr); },
+      [&] {
+        c->registrations.erase(ptr);
+        c->pinned_ranges.erase(reinterpret_cast<uintptr_t>(ptr));
+      });
 }
 
 gpuhal_status_t host_get_device_pointer(gpuhal_context_t ctx, void *host_ptr, gpuhal_deviceptr_t *out) {
@@ -93,6 +85,5 @@ gpuhal_status_t host_get_device_pointer(gpuhal_context_t ctx, void *host_ptr, gp
   *out = d;
   return GPUHAL_SUCCESS;
 }
-
 
 }  // namespace gpuhal::cuda

@@ -66,19 +66,14 @@ gpuhal_status_t ipc_open(gpuhal_context_t ctx, const gpuhal_ipc_handle_t *handle
 
 gpuhal_status_t ipc_close(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
   WITH_CONTEXT("ipc_close");
-  {
-    std::lock_guard<std::mutex> lock(c->mu);
-    if (!c->ipc_mappings.count(ptr))
-      return fail(GPUHAL_ERROR_INVALID_VALUE, "ipc_close: not memory opened with ipc_open in this context");
-  }
-  CU_CALL(cuIpcCloseMemHandle, ptr);
-  {
-    std::lock_guard<std::mutex> lock(c->mu);  // forgotten only once really released
-    auto it = c->ipc_mappings.find(ptr);
-    if (it != c->ipc_mappings.end() && --it->second == 0) c->ipc_mappings.erase(it);
-  }
-  return GPUHAL_SUCCESS;
+  return release_tracked(
+      c, [&] { return c->ipc_mappings.count(ptr) != 0; }, GPUHAL_ERROR_INVALID_VALUE,
+      "ipc_close: not memory opened with ipc_open in this context",
+      [&] { return cu_call(drv().cuIpcCloseMemHandle, "cuIpcCloseMemHandle", ptr); },
+      [&] {
+        auto it = c->ipc_mappings.find(ptr);
+        if (it != c->ipc_mappings.end() && --it->second == 0) c->ipc_mappings.erase(it);
+      });
 }
-
 
 }  // namespace gpuhal::cuda

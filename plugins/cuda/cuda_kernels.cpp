@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "array_dims.hpp"
+#include "compiled_image.hpp"
 #include "cuda_context.hpp"
 #include "cuda_nvrtc.hpp"
 #include "cuda_thread_rules.hpp"
@@ -105,18 +106,13 @@ gpuhal_status_t lower_builtin(const char *builtin, const char **text) {
 gpuhal_status_t module_compile(gpuhal_context_t ctx, const gpuhal_compile_args_t *args, void **image, uint64_t *bytes,
                                uint32_t *format) {
   return guard("module_compile", [&]() -> gpuhal_status_t {
-    if (!args || args->struct_size < sizeof(gpuhal_compile_args_t) || !args->source || !image || !bytes || !format)
-      return fail(GPUHAL_ERROR_INVALID_VALUE, "module_compile: null or short argument");
+    if (const gpuhal_status_t st = plugin::check_compile_args(args, image, bytes, format); st != GPUHAL_SUCCESS)
+      return st;
     WITH_CONTEXT("module_compile");
     std::string why;
     const Nvrtc *n = nvrtc(&why);
     if (!n) return fail(GPUHAL_ERROR_COMPILATION_FAILED, "module_compile: " + why);
-    std::vector<std::string> opts;
-    {
-      std::stringstream ss(args->options ? args->options : "");
-      std::string o;
-      while (ss >> o) opts.push_back(o);
-    }
+    std::vector<std::string> opts = plugin::compile_options(args);
     if (!has_arch_option(opts)) {
       int major = 0, minor = 0;
       CU_CALL(cuDeviceGetAttribute, &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, c->device);

@@ -59,7 +59,6 @@ gpuhal_status_t memory_info(gpuhal_context_t ctx, uint64_t *free_bytes, uint64_t
 
 // ---- device memory ---------------------------------------------------------------
 
-
 gpuhal_status_t mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr_t *out) {
   if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc: null output pointer");
   if (bytes == 0 || bytes > SIZE_MAX) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc: size must be positive");
@@ -91,8 +90,9 @@ gpuhal_status_t mem_alloc_managed(gpuhal_context_t ctx, uint64_t bytes, gpuhal_d
     int supported = 0;
     CU_CALL(cuDeviceGetAttribute, &supported, CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, c->device);
     if (!supported)
-      return fail(GPUHAL_ERROR_NOT_SUPPORTED,
-                  "mem_alloc_managed: this device cannot have managed memory (CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY is 0)");
+      return fail(
+          GPUHAL_ERROR_NOT_SUPPORTED,
+          "mem_alloc_managed: this device cannot have managed memory (CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY is 0)");
     CUdeviceptr p = 0;
     const CUresult r = drv().cuMemAllocManaged(&p, size_t(bytes), CU_MEM_ATTACH_GLOBAL);
     if (r != CUDA_SUCCESS) return context_error(c, r, "cuMemAllocManaged");
@@ -102,18 +102,13 @@ gpuhal_status_t mem_alloc_managed(gpuhal_context_t ctx, uint64_t bytes, gpuhal_d
 
 gpuhal_status_t mem_free(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
   WITH_CONTEXT("mem_free");
-  {
-    std::lock_guard<std::mutex> lock(c->mu);
-    if (!c->allocations.count(ptr))
-      return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_free: not a live allocation of this context");
-  }
-  CU_CALL(cuMemFree, ptr);
-  {
-    std::lock_guard<std::mutex> lock(c->mu);  // forgotten only once really released
-    c->allocations.erase(ptr);
-    c->pool_allocations.erase(ptr);
-  }
-  return GPUHAL_SUCCESS;
+  return release_tracked(
+      c, [&] { return c->allocations.count(ptr) != 0; }, GPUHAL_ERROR_INVALID_VALUE,
+      "mem_free: not a live allocation of this context", [&] { return cu_call(drv().cuMemFree, "cuMemFree", ptr); },
+      [&] {
+        c->allocations.erase(ptr);
+        c->pool_allocations.erase(ptr);
+      });
 }
 
 gpuhal_status_t mem_alloc_async(gpuhal_context_t ctx, uint64_t bytes, gpuhal_stream_t stream, gpuhal_deviceptr_t *out) {

@@ -78,8 +78,8 @@ void load_locked() {
     if (g_nvrtc.nvrtcGetSupportedArchs(g_nvrtc.archs.data()) != NVRTC_SUCCESS) g_nvrtc.archs.clear();
     std::sort(g_nvrtc.archs.begin(), g_nvrtc.archs.end());
   }
-  plugin::log(GPUHAL_LOG_DEBUG, "cuda: NVRTC " + std::to_string(g_nvrtc.major) + "." +
-                                    std::to_string(g_nvrtc.minor) + " from " + g_nvrtc.path);
+  plugin::log(GPUHAL_LOG_DEBUG, "cuda: NVRTC " + std::to_string(g_nvrtc.major) + "." + std::to_string(g_nvrtc.minor) +
+                                    " from " + g_nvrtc.path);
 }
 
 }  // namespace
@@ -117,10 +117,11 @@ gpuhal_status_t choose_arch(const Nvrtc *n, int cc, std::string *arch) {
   if (!n->archs.empty()) {
     if (cc < n->archs.front())
       return plugin::fail(GPUHAL_ERROR_COMPILATION_FAILED,
-                  "module_compile: the device has compute capability " + std::to_string(cc / 10) + "." +
-                      std::to_string(cc % 10) + ", and " + nvrtc_name(n) + " (" + n->path + ") supports compute_" +
-                      std::to_string(n->archs.front()) + " to compute_" + std::to_string(n->archs.back()) +
-                      "; install an older NVRTC that still supports the device and set GPUHAL_NVRTC to it");
+                          "module_compile: the device has compute capability " + std::to_string(cc / 10) + "." +
+                              std::to_string(cc % 10) + ", and " + nvrtc_name(n) + " (" + n->path +
+                              ") supports compute_" + std::to_string(n->archs.front()) + " to compute_" +
+                              std::to_string(n->archs.back()) +
+                              "; install an older NVRTC that still supports the device and set GPUHAL_NVRTC to it");
     chosen = n->archs.front();
     for (int a : n->archs)
       if (a <= cc) chosen = a;

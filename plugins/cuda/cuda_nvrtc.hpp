@@ -32,7 +32,7 @@ constexpr nvrtcResult NVRTC_SUCCESS = 0;
   X(nvrtcGetProgramLogSize, nvrtcResult, (nvrtcProgram, size_t *))                               \
   X(nvrtcGetProgramLog, nvrtcResult, (nvrtcProgram, char *))
 // Optional (NVRTC 11.2 and later): the architectures this NVRTC compiles for.
-#define GPUHAL_NVRTC_OPTIONAL_API(X)                  \
+#define GPUHAL_NVRTC_OPTIONAL_API(X)                 \
   X(nvrtcGetNumSupportedArchs, nvrtcResult, (int *)) \
   X(nvrtcGetSupportedArchs, nvrtcResult, (int *))
 

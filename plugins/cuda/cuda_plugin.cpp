@@ -148,11 +148,7 @@ gpuhal_status_t device_properties(int32_t ordinal, gpuhal_device_properties_t *o
 #undef ATTR
   if (const int dv = drv().version; dv > 0)  // cuDriverGetVersion: 1000 * major + 10 * minor
     std::snprintf(p.driver_version, sizeof p.driver_version, "CUDA %d.%d", dv / 1000, (dv % 1000) / 10);
-  const uint32_t n = std::min<uint32_t>(out->struct_size, sizeof p);
-  p.abi_version = GPUHAL_ABI_VERSION;
-  p.struct_size = n;
-  std::memcpy(out, &p, n);
-  return GPUHAL_SUCCESS;
+  return plugin::write_properties(p, out);
 }
 
 // ---- contexts ------------------------------------------------------------------
@@ -358,16 +354,10 @@ gpuhal_status_t context_enable_peer_access(gpuhal_context_t ctx, gpuhal_context_
   return GPUHAL_SUCCESS;
 }
 
-namespace {
-// Negotiation runs before the driver is loaded, so the table lists every
-// entry; one whose driver entry point is missing returns ERROR_NOT_SUPPORTED.
-const gpuhal_plugin_table_t g_table = [] {
-  gpuhal_plugin_table_t table = plugin::empty_table("cuda");
-#include "plugin_table_fill.inc"
-  return table;
-}();
-}  // namespace
-
 }  // namespace gpuhal::cuda
 
-GPUHAL_PLUGIN_DEFINE_NEGOTIATE(gpuhal::cuda::g_table)
+// Negotiation runs before the driver is loaded, so the table lists every
+// entry; one whose driver entry point is missing returns ERROR_NOT_SUPPORTED.
+#define GPUHAL_PLUGIN_NAMESPACE gpuhal::cuda
+#define GPUHAL_PLUGIN_NAME "cuda"
+#include "plugin_define.inc"

@@ -37,17 +37,11 @@ gpuhal_status_t stream_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_strea
 
 gpuhal_status_t stream_destroy(gpuhal_context_t ctx, gpuhal_stream_t stream) {
   WITH_CONTEXT("stream_destroy");
-  {
-    std::lock_guard<std::mutex> lock(c->mu);
-    if (!c->streams.count(native(stream)))
-      return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_destroy: not a stream created in this context");
-  }
-  CU_CALL(cuStreamDestroy, native(stream));
-  {
-    std::lock_guard<std::mutex> lock(c->mu);  // forgotten only once really released
-    c->streams.erase(native(stream));
-  }
-  return GPUHAL_SUCCESS;
+  return release_tracked(
+      c, [&] { return c->streams.count(native(stream)) != 0; }, GPUHAL_ERROR_INVALID_HANDLE,
+      "stream_destroy: not a stream created in this context",
+      [&] { return cu_call(drv().cuStreamDestroy, "cuStreamDestroy", native(stream)); },
+      [&] { c->streams.erase(native(stream)); });
 }
 
 gpuhal_status_t stream_synchronize(gpuhal_context_t ctx, gpuhal_stream_t stream) {
@@ -104,17 +98,11 @@ gpuhal_status_t event_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_event_
 
 gpuhal_status_t event_destroy(gpuhal_context_t ctx, gpuhal_event_t event) {
   WITH_CONTEXT("event_destroy");
-  {
-    std::lock_guard<std::mutex> lock(c->mu);
-    if (!c->events.count(reinterpret_cast<CUevent>(event)))
-      return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_destroy: not an event created in this context");
-  }
-  CU_CALL(cuEventDestroy, reinterpret_cast<CUevent>(event));
-  {
-    std::lock_guard<std::mutex> lock(c->mu);  // forgotten only once really released
-    c->events.erase(reinterpret_cast<CUevent>(event));
-  }
-  return GPUHAL_SUCCESS;
+  return release_tracked(
+      c, [&] { return c->events.count(reinterpret_cast<CUevent>(event)) != 0; }, GPUHAL_ERROR_INVALID_HANDLE,
+      "event_destroy: not an event created in this context",
+      [&] { return cu_call(drv().cuEventDestroy, "cuEventDestroy", reinterpret_cast<CUevent>(event)); },
+      [&] { c->events.erase(reinterpret_cast<CUevent>(event)); });
 }
 
 gpuhal_status_t event_record(gpuhal_context_t ctx, gpuhal_event_t event, gpuhal_stream_t stream) {
@@ -181,6 +169,5 @@ gpuhal_status_t stream_barrier(gpuhal_context_t ctx, gpuhal_stream_t stream, con
     return GPUHAL_SUCCESS;
   });
 }
-
 
 }  // namespace gpuhal::cuda

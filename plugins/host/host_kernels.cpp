@@ -9,6 +9,7 @@
 #include <cstring>
 #include <thread>
 
+#include "compiled_image.hpp"
 #include "host_context.hpp"
 #include "host_lowering.hpp"
 #include "host_workitem_loops.hpp"
@@ -116,9 +117,8 @@ gpuhal_status_t module_compile(gpuhal_context_t ctx, const gpuhal_compile_args_t
                                uint32_t *format) {
   return guard("module_compile", [&]() -> gpuhal_status_t {
     if (!find_context(ctx)) return no_context("module_compile");
-    if (!args || args->struct_size < sizeof(gpuhal_compile_args_t) || !args->source || !image || !bytes || !format ||
-        (args->kernel_count && !args->kernel_names))
-      return fail(GPUHAL_ERROR_INVALID_VALUE, "module_compile: null or short argument");
+    if (const gpuhal_status_t st = plugin::check_compile_args(args, image, bytes, format); st != GPUHAL_SUCCESS)
+      return st;
     const std::string options = args->options ? args->options : "";
     std::vector<std::string> barrier_kernels;
     for (uint32_t i = 0; i < args->kernel_count; ++i)
@@ -171,13 +171,7 @@ gpuhal_status_t module_compile(gpuhal_context_t ctx, const gpuhal_compile_args_t
                   "module_compile: the module has " + std::to_string(constants) +
                       " bytes of constant arrays (GPUHAL_CONSTANT and ModuleOptions constants); a GPU has " +
                       std::to_string(kConstantMemory) + " bytes of constant memory");
-    void *out = std::malloc(so.size());
-    if (!out) return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "module_compile: out of host memory for the image");
-    std::memcpy(out, so.data(), so.size());
-    *image = out;
-    *bytes = so.size();
-    *format = GPUHAL_IMAGE_HOST_SHARED_OBJECT;
-    return GPUHAL_SUCCESS;
+    return plugin::hand_out_image(so.data(), so.size(), GPUHAL_IMAGE_HOST_SHARED_OBJECT, image, bytes, format);
   });
 }
 

@@ -201,11 +201,7 @@ gpuhal_status_t device_properties(int32_t ordinal, gpuhal_device_properties_t *o
   p.pci_device = ordinal;
   std::snprintf(p.driver_version, sizeof p.driver_version, "gpuhal host backend (plugin ABI %d.%d)", GPUHAL_ABI_MAJOR,
                 GPUHAL_ABI_MINOR);
-  const uint32_t n = std::min<uint32_t>(out->struct_size, sizeof p);
-  p.abi_version = GPUHAL_ABI_VERSION;
-  p.struct_size = n;
-  std::memcpy(out, &p, n);
-  return GPUHAL_SUCCESS;
+  return plugin::write_properties(p, out);
 }
 
 // ---- contexts ----------------------------------------------------------------
@@ -280,14 +276,8 @@ gpuhal_status_t context_enable_peer_access(gpuhal_context_t ctx, gpuhal_context_
   return GPUHAL_SUCCESS;  // nothing to map: all host devices share one address space
 }
 
-namespace {
-const gpuhal_plugin_table_t kTable = [] {
-  gpuhal_plugin_table_t table = plugin::empty_table("host");
-#include "plugin_table_fill.inc"
-  return table;
-}();
-}  // namespace
-
 }  // namespace gpuhal::host
 
-GPUHAL_PLUGIN_DEFINE_NEGOTIATE(gpuhal::host::kTable)
+#define GPUHAL_PLUGIN_NAMESPACE gpuhal::host
+#define GPUHAL_PLUGIN_NAME "host"
+#include "plugin_define.inc"

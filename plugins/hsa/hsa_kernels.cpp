@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "hsa_comgr.hpp"
+#include "compiled_image.hpp"
 #include "hsa_context.hpp"
 #include "hsa_lowering.hpp"
 
@@ -87,30 +88,19 @@ bool has_count_cells_marker(const void *image, uint64_t bytes) {
 gpuhal_status_t module_compile(gpuhal_context_t ctx, const gpuhal_compile_args_t *args, void **image, uint64_t *bytes,
                                uint32_t *format) {
   return guard("module_compile", [&]() -> gpuhal_status_t {
-    if (!args || args->struct_size < sizeof(gpuhal_compile_args_t) || !args->source || !image || !bytes || !format)
-      return fail(GPUHAL_ERROR_INVALID_VALUE, "module_compile: null or short argument");
+    if (const gpuhal_status_t st = plugin::check_compile_args(args, image, bytes, format); st != GPUHAL_SUCCESS)
+      return st;
     WITH_CONTEXT("module_compile");
     std::string why;
     const Comgr *cg = comgr(&why);
     if (!cg) return fail(GPUHAL_ERROR_COMPILATION_FAILED, "module_compile: " + why);
-    std::vector<std::string> opts{"-O3"};
-    {
-      std::stringstream ss(args->options ? args->options : "");
-      std::string o;
-      while (ss >> o) opts.push_back(o);
-    }
+    const std::vector<std::string> opts = plugin::compile_options(args, {"-O3"});
     std::vector<char> code;
     std::string log;
     const std::string isa = "amdgcn-amd-amdhsa--" + c->device->isa_name;
     if (!cg->compile(with_count_cells(args->source), isa, opts, &code, &log))
       return fail(GPUHAL_ERROR_COMPILATION_FAILED, "module_compile: amd_comgr failed for " + isa + ":\n" + log);
-    void *out = std::malloc(code.size());
-    if (!out) return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "module_compile: out of host memory for the code object");
-    std::memcpy(out, code.data(), code.size());
-    *image = out;
-    *bytes = code.size();
-    *format = GPUHAL_IMAGE_HSACO;
-    return GPUHAL_SUCCESS;
+    return plugin::hand_out_image(code.data(), code.size(), GPUHAL_IMAGE_HSACO, image, bytes, format);
   });
 }
 

@@ -296,11 +296,7 @@ gpuhal_status_t device_properties(int32_t ordinal, gpuhal_device_properties_t *o
   if (ordinal < 0 || size_t(ordinal) >= g_devices.size())
     return fail(GPUHAL_ERROR_INVALID_VALUE, "device_properties: no hsa device " + std::to_string(ordinal));
   gpuhal_device_properties_t p = g_devices[size_t(ordinal)].props;
-  const uint32_t n = std::min<uint32_t>(out->struct_size, sizeof p);
-  p.abi_version = GPUHAL_ABI_VERSION;
-  p.struct_size = n;
-  std::memcpy(out, &p, n);
-  return GPUHAL_SUCCESS;
+  return plugin::write_properties(p, out);
 }
 
 // ---- contexts --------------------------------------------------------------------------
@@ -423,14 +419,8 @@ gpuhal_status_t native_handle(gpuhal_context_t ctx, int32_t kind, uint64_t *out)
   return fail(GPUHAL_ERROR_INVALID_VALUE, "native_handle: unknown kind " + std::to_string(kind));
 }
 
-namespace {
-const gpuhal_plugin_table_t g_table = [] {
-  gpuhal_plugin_table_t table = plugin::empty_table("hsa");
-#include "plugin_table_fill.inc"
-  return table;
-}();
-}  // namespace
-
 }  // namespace gpuhal::hsa
 
-GPUHAL_PLUGIN_DEFINE_NEGOTIATE(gpuhal::hsa::g_table)
+#define GPUHAL_PLUGIN_NAMESPACE gpuhal::hsa
+#define GPUHAL_PLUGIN_NAME "hsa"
+#include "plugin_define.inc"

@@ -36,12 +36,12 @@ TEST_CASE("vendor libraries: a failure names the library, every candidate and wh
 
   // A check refuses a candidate that opened; the reason is kept.
   std::vector<std::string> checked;
-  const VendorLibrary refused = open_vendor_library({"/nonexistent/a.so", "libm.so.6"},
-                                                    [&](void *h, const std::string &name) {
-                                                      checked.push_back(name);
-                                                      CHECK(dlsym(h, "cos") != nullptr);
-                                                      return std::string("too new for the driver");
-                                                    });
+  const VendorLibrary refused =
+      open_vendor_library({"/nonexistent/a.so", "libm.so.6"}, [&](void *h, const std::string &name) {
+        checked.push_back(name);
+        CHECK(dlsym(h, "cos") != nullptr);
+        return std::string("too new for the driver");
+      });
   CHECK_FALSE(refused);
   CHECK(checked == std::vector<std::string>{"libm.so.6"});
   const std::string why = refused.failure("the math library");
