@@ -23,6 +23,7 @@
 #include "cuda_nvrtc.hpp"
 #include "cuda_staging.hpp"
 #include "cuda_thread_rules.hpp"
+#include "handle_registry.hpp"
 #include "plugin_support.hpp"
 
 namespace gpuhal::cuda {
@@ -32,13 +33,11 @@ std::mutex g_mu;  // guards everything below
 int g_init_count = 0;
 int g_device_count = 0;
 uint64_t g_release_threshold = 0;  // 0: half of each device's memory
-std::unordered_map<CudaContext *, std::unique_ptr<CudaContext>> g_contexts;
+plugin::HandleRegistry<CudaContext, gpuhal_context_t> g_contexts;
 }  // namespace
 
 CudaContext *find(gpuhal_context_t h) {
-  auto *c = reinterpret_cast<CudaContext *>(h);
-  std::lock_guard<std::mutex> lock(g_mu);
-  return g_contexts.count(c) ? c : nullptr;
+  return g_contexts.find(h);
 }
 
 gpuhal_status_t bad_context(const char *entry) {
@@ -94,7 +93,7 @@ gpuhal_status_t init(const gpuhal_init_args_t *args) {
 void shutdown() {
   std::lock_guard<std::mutex> lock(g_mu);
   if (g_init_count == 0 || --g_init_count > 0) return;
-  g_contexts.clear();
+  g_contexts.take_all();  // destroyed here, before the driver goes
   driver().unload();
 }
 
@@ -220,9 +219,7 @@ gpuhal_status_t open_context(const char *entry, int32_t ordinal, CUcontext adopt
                                          plugin::last_error());
       }
     }
-    *out = reinterpret_cast<gpuhal_context_t>(c.get());
-    std::lock_guard<std::mutex> lock(g_mu);
-    g_contexts.emplace(c.get(), std::move(c));
+    *out = g_contexts.add(std::move(c));
     return GPUHAL_SUCCESS;
   });
 }
@@ -239,14 +236,8 @@ gpuhal_status_t context_adopt(int32_t ordinal, uint64_t native, gpuhal_context_t
 }
 
 gpuhal_status_t context_destroy(gpuhal_context_t ctx) {
-  std::unique_ptr<CudaContext> owned;
-  {
-    std::lock_guard<std::mutex> lock(g_mu);
-    auto it = g_contexts.find(reinterpret_cast<CudaContext *>(ctx));
-    if (it == g_contexts.end()) return bad_context("context_destroy");
-    owned = std::move(it->second);
-    g_contexts.erase(it);
-  }
+  std::unique_ptr<CudaContext> owned = g_contexts.take(ctx);
+  if (!owned) return bad_context("context_destroy");
   CudaContext *c = owned.get();
   const Driver &d = drv();
   ScopedContext scoped;

@@ -320,22 +320,14 @@ void create_plugin_state() {
 }
 void destroy_plugin_state() {
   // Contexts first: their streams may still be running kernels on the pool.
-  std::unordered_map<HostContext *, std::unique_ptr<HostContext>> contexts;
-  {
-    std::lock_guard<std::mutex> lock(g_state->contexts_mu);
-    contexts.swap(g_state->contexts);
-  }
-  contexts.clear();
+  g_state->contexts.take_all();
   delete g_state;
   g_state = nullptr;
 }
 
 HostContext *find_context(gpuhal_context_t handle) {
   if (!g_state) return nullptr;
-  auto &p = plugin_state();
-  std::lock_guard<std::mutex> lock(p.contexts_mu);
-  auto it = p.contexts.find(reinterpret_cast<HostContext *>(handle));
-  return it == p.contexts.end() ? nullptr : it->second.get();
+  return plugin_state().contexts.find(handle);
 }
 
 }  // namespace gpuhal::host

@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "handle_registry.hpp"
 #include "host_compiler.hpp"
 #include "host_kernel_runner.hpp"
 #include "host_stream.hpp"
@@ -152,8 +153,7 @@ class HostContext {
 struct HostPlugin {
   std::vector<std::unique_ptr<HostDevice>> devices;
   Registry registry;
-  std::mutex contexts_mu;
-  std::unordered_map<HostContext *, std::unique_ptr<HostContext>> contexts;
+  plugin::HandleRegistry<HostContext, gpuhal_context_t> contexts;
   std::string options_key;  // what init was given (a second init must agree)
   int init_count = 0;
   // Kernels: settings from the first init; the pool and the fiber stacks

@@ -211,11 +211,7 @@ gpuhal_status_t context_create(int32_t ordinal, gpuhal_context_t *out) {
     if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "context_create: null output pointer");
     HostDevice *d = device_at(ordinal);
     if (!d) return fail(GPUHAL_ERROR_INVALID_VALUE, "context_create: no host device " + std::to_string(ordinal));
-    auto c = std::make_unique<HostContext>(d);
-    auto &st = plugin_state();
-    std::lock_guard<std::mutex> lock(st.contexts_mu);
-    *out = reinterpret_cast<gpuhal_context_t>(c.get());
-    st.contexts[c.get()] = std::move(c);
+    *out = plugin_state().contexts.add(std::make_unique<HostContext>(d));
     return GPUHAL_SUCCESS;
   });
 }
@@ -223,16 +219,9 @@ gpuhal_status_t context_create(int32_t ordinal, gpuhal_context_t *out) {
 gpuhal_status_t context_destroy(gpuhal_context_t ctx) {
   return guard("context_destroy", [&]() -> gpuhal_status_t {
     if (!plugin_state_exists()) return fail(GPUHAL_ERROR_INVALID_HANDLE, "context_destroy: plugin not initialised");
-    std::unique_ptr<HostContext> doomed;
-    {
-      auto &st = plugin_state();
-      std::lock_guard<std::mutex> lock(st.contexts_mu);
-      auto it = st.contexts.find(reinterpret_cast<HostContext *>(ctx));
-      if (it == st.contexts.end()) return fail(GPUHAL_ERROR_INVALID_HANDLE, "context_destroy: invalid context handle");
-      doomed = std::move(it->second);
-      st.contexts.erase(it);
-    }
-    doomed.reset();  // outside the lock: joins stream workers
+    std::unique_ptr<HostContext> doomed = plugin_state().contexts.take(ctx);
+    if (!doomed) return fail(GPUHAL_ERROR_INVALID_HANDLE, "context_destroy: invalid context handle");
+    doomed.reset();  // outside the registry's lock: joins stream workers
     return GPUHAL_SUCCESS;
   });
 }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "hsa_context.hpp"
+#include "handle_registry.hpp"
 #include "hsa_entries.hpp"
 #include "hsa_kernels.hpp"
 #include "plugin_support.hpp"
@@ -34,13 +35,11 @@ int g_init_count = 0;
 std::vector<Device> g_devices;
 HostAgent g_host;
 std::string g_no_device_reason;  // hsa_init's failure, reported by device_count
-std::unordered_map<HsaContext *, std::unique_ptr<HsaContext>> g_contexts;
+plugin::HandleRegistry<HsaContext, gpuhal_context_t> g_contexts;
 }  // namespace
 
 HsaContext *find(gpuhal_context_t h) {
-  auto *c = reinterpret_cast<HsaContext *>(h);
-  std::lock_guard<std::mutex> lock(g_mu);
-  return g_contexts.count(c) ? c : nullptr;
+  return g_contexts.find(h);
 }
 
 gpuhal_status_t bad_context(const char *entry) {
@@ -268,12 +267,10 @@ void shutdown() {
   if (g_init_count == 0 || --g_init_count > 0) return;
   // Contexts are destroyed before shutdown (the ABI's rule); any left are
   // torn down as context_destroy would.
-  std::vector<HsaContext *> left;
-  for (auto &kv : g_contexts) left.push_back(kv.first);
   lock.unlock();
-  for (HsaContext *c : left) context_destroy(reinterpret_cast<gpuhal_context_t>(c));
+  for (gpuhal_context_t c : g_contexts.handles()) context_destroy(c);
   lock.lock();
-  g_contexts.clear();
+  g_contexts.take_all();
   g_devices.clear();
   drain_signal_pool();
   runtime().unload();
@@ -317,23 +314,15 @@ gpuhal_status_t context_create(int32_t ordinal, gpuhal_context_t *out) {
       destroy_stream(c->legacy.get());
       return st;
     }
-    *out = reinterpret_cast<gpuhal_context_t>(c.get());
     register_context(c.get());
-    std::lock_guard<std::mutex> lock(g_mu);
-    g_contexts.emplace(c.get(), std::move(c));
+    *out = g_contexts.add(std::move(c));
     return GPUHAL_SUCCESS;
   });
 }
 
 gpuhal_status_t context_destroy(gpuhal_context_t ctx) {
-  std::unique_ptr<HsaContext> owned;
-  {
-    std::lock_guard<std::mutex> lock(g_mu);
-    auto it = g_contexts.find(reinterpret_cast<HsaContext *>(ctx));
-    if (it == g_contexts.end()) return bad_context("context_destroy");
-    owned = std::move(it->second);
-    g_contexts.erase(it);
-  }
+  std::unique_ptr<HsaContext> owned = g_contexts.take(ctx);
+  if (!owned) return bad_context("context_destroy");
   HsaContext *c = owned.get();
   // Everything made in the context goes with it; the first failure is
   // reported after the rest was still released. A context that failed
@@ -390,14 +379,11 @@ gpuhal_status_t memory_info(gpuhal_context_t ctx, uint64_t *free_bytes, uint64_t
   // ROCr 5.x has no free-memory query: free is the pool's size less what
   // this process's contexts on the device hold.
   uint64_t used = 0;
-  {
-    std::lock_guard<std::mutex> glock(g_mu);
-    for (auto &kv : g_contexts)
-      if (kv.first->device == c->device) {
-        std::lock_guard<std::mutex> lock(kv.first->mu);
-        used += kv.first->allocated_bytes;
-      }
-  }
+  g_contexts.for_each([&](HsaContext &other) {
+    if (other.device != c->device) return;
+    std::lock_guard<std::mutex> lock(other.mu);
+    used += other.allocated_bytes;
+  });
   *total_bytes = c->device->device_pool_size;
   *free_bytes = used >= *total_bytes ? 0 : *total_bytes - used;
   return GPUHAL_SUCCESS;

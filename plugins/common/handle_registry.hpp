@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// Objects a plugin owns and hands out as opaque handles (its contexts): the
+// handle is the object's address, valid only while the registry holds the
+// object, so a stale or foreign handle is refused instead of dereferenced.
+//
+// Thread safety: every member may be called from any thread; the registry
+// locks its own mutex, a leaf lock (nothing else is locked under it except
+// what a for_each callback locks).
+// Ownership: the registry owns what it holds; take() and take_all() hand
+// ownership back (destroy outside the lock).
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace gpuhal::plugin {
+
+template <class T, class Handle>
+class HandleRegistry {
+ public:
+  // Takes ownership; returns the object's handle.
+  Handle add(std::unique_ptr<T> object) {
+    T *raw = object.get();
+    std::lock_guard<std::mutex> lock(mu_);
+    objects_.emplace(raw, std::move(object));
+    return reinterpret_cast<Handle>(raw);
+  }
+  // The object of a handle, or nullptr when the handle is not one of ours.
+  T *find(Handle h) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = objects_.find(reinterpret_cast<T *>(h));
+    return it == objects_.end() ? nullptr : it->second.get();
+  }
+  // Removes and returns the object (nullptr when the handle is not ours).
+  std::unique_ptr<T> take(Handle h) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = objects_.find(reinterpret_cast<T *>(h));
+    if (it == objects_.end()) return nullptr;
+    std::unique_ptr<T> out = std::move(it->second);
+    objects_.erase(it);
+    return out;
+  }
+  std::vector<std::unique_ptr<T>> take_all() {
+    std::vector<std::unique_ptr<T>> out;
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto &kv : objects_) out.push_back(std::move(kv.second));
+    objects_.clear();
+    return out;
+  }
+  // The handles held now (they may be taken by another thread afterwards).
+  std::vector<Handle> handles() const {
+    std::vector<Handle> out;
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto &kv : objects_) out.push_back(reinterpret_cast<Handle>(kv.first));
+    return out;
+  }
+  // Calls f(T&) for each object with the registry locked, so none is
+  // destroyed meanwhile.
+  template <class F>
+  void for_each(F f) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto &kv : objects_) f(*kv.second);
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_map<T *, std::unique_ptr<T>> objects_;
+};
+
+}  // namespace gpuhal::plugin
