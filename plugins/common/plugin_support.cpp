@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -115,6 +116,17 @@ gpuhal_status_t write_properties(gpuhal_device_properties_t p, gpuhal_device_pro
   p.abi_version = GPUHAL_ABI_VERSION;
   p.struct_size = n;
   std::memcpy(out, &p, n);
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t check_host_memory_args(const char *entry, HostArg kind, const void *p, uint64_t bytes, uint32_t flags) {
+  constexpr uint32_t kKnown = GPUHAL_HOST_ALLOC_PORTABLE | GPUHAL_HOST_ALLOC_MAPPED | GPUHAL_HOST_ALLOC_WRITE_COMBINED;
+  if (!p) return fail(GPUHAL_ERROR_INVALID_VALUE, std::string(entry) + ": null pointer");
+  if (bytes == 0 || bytes > SIZE_MAX || (kind == HostArg::Range && uintptr_t(p) + bytes < uintptr_t(p)))
+    return fail(GPUHAL_ERROR_INVALID_VALUE, std::string(entry) + ": bad size " + std::to_string(bytes) +
+                                                " (zero, or past the end of the address space)");
+  if (flags & ~kKnown)
+    return fail(GPUHAL_ERROR_INVALID_VALUE, std::string(entry) + ": unknown flags " + std::to_string(flags));
   return GPUHAL_SUCCESS;
 }
 

@@ -48,6 +48,14 @@ gpuhal_status_t guard(const char *entry, F &&body) noexcept {
 // plugin's abi_version and the size written.
 gpuhal_status_t write_properties(gpuhal_device_properties_t p, gpuhal_device_properties_t *out);
 
+// The argument checks host_alloc and host_register share: `p` (host_alloc's
+// output pointer, or the start of host_register's range) not null, `bytes`
+// positive (and, for a range, not wrapping around the address space),
+// `flags` only GPUHAL_HOST_ALLOC_* bits. Failures are ERROR_INVALID_VALUE
+// naming `entry`.
+enum class HostArg { Output, Range };
+gpuhal_status_t check_host_memory_args(const char *entry, HostArg kind, const void *p, uint64_t bytes, uint32_t flags);
+
 class Options {
  public:
   Options() = default;

@@ -55,4 +55,22 @@ std::string resolve_vendor_symbols(void *handle, const VendorSymbol *symbols, st
   return missing;
 }
 
+VendorLibrary load_vendor_library(const std::vector<std::string> &candidates, const std::string &what,
+                                  const VendorSymbol *symbols, std::size_t count, std::string *why) {
+  VendorLibrary lib = open_vendor_library(candidates);
+  if (!lib) {
+    *why = lib.failure(what);
+    return lib;
+  }
+  const std::string missing = resolve_vendor_symbols(lib.handle, symbols, count);
+  if (!missing.empty()) {
+    *why = what + " " + lib.path + " lacks required entry points: " + missing;
+    dlclose(lib.handle);
+    lib.refused.emplace_back(lib.path, "lacks required entry points: " + missing);
+    lib.handle = nullptr;
+    lib.path.clear();
+  }
+  return lib;
+}
+
 }  // namespace gpuhal::plugin

@@ -73,4 +73,17 @@ std::string resolve_vendor_symbols(void *handle, const VendorSymbol (&symbols)[N
   return resolve_vendor_symbols(handle, symbols, N);
 }
 
+// open_vendor_library, then resolve_vendor_symbols. On failure returns an
+// empty library (a candidate that lacks required symbols is closed) and sets
+// `why` to failure(what), or to "<what> <path> lacks required entry points:
+// <names>".
+VendorLibrary load_vendor_library(const std::vector<std::string> &candidates, const std::string &what,
+                                  const VendorSymbol *symbols, std::size_t count, std::string *why);
+
+template <std::size_t N>
+VendorLibrary load_vendor_library(const std::vector<std::string> &candidates, const std::string &what,
+                                  const VendorSymbol (&symbols)[N], std::string *why) {
+  return load_vendor_library(candidates, what, symbols, N, why);
+}
+
 }  // namespace gpuhal::plugin

@@ -17,12 +17,6 @@ std::string cuda_version_text(int v) {
 
 gpuhal_status_t Driver::load(const std::string &library, std::string *why) {
   path = library;
-  const plugin::VendorLibrary lib = plugin::open_vendor_library({library});
-  if (!lib) {
-    *why = lib.failure("the CUDA driver");
-    return GPUHAL_ERROR_DRIVER_NOT_LOADABLE;
-  }
-  handle = lib.handle;
   // cuda.h maps most names to a versioned symbol (cuMemAlloc -> cuMemAlloc_v2):
   // that one first, then the plain name.
   const plugin::VendorSymbol symbols[] = {
@@ -32,9 +26,8 @@ gpuhal_status_t Driver::load(const std::string &library, std::string *why) {
 #undef GPUHAL_CUDA_REQUIRED
 #undef GPUHAL_CUDA_OPTIONAL
   };
-  const std::string missing = plugin::resolve_vendor_symbols(handle, symbols);
-  if (!missing.empty()) {
-    *why = "the CUDA driver " + library + " lacks required entry points: " + missing;
+  handle = plugin::load_vendor_library({library}, "the CUDA driver", symbols, why).handle;
+  if (!handle) {
     unload();
     return GPUHAL_ERROR_DRIVER_NOT_LOADABLE;
   }
@@ -82,64 +75,52 @@ void Driver::unload() {
   *this = Driver();
 }
 
+namespace {
+// The CUresults with a gpuhal status of their own; any other is
+// ERROR_LAUNCH_FAILED when sticky, ERROR_DRIVER otherwise.
+struct StatusOf {
+  api::CUresult cuda;
+  gpuhal_status_t gpuhal;
+};
+constexpr StatusOf kStatusOf[] = {
+    {api::CUDA_SUCCESS, GPUHAL_SUCCESS},
+    {api::CUDA_ERROR_NOT_READY, GPUHAL_NOT_READY},
+    {api::CUDA_ERROR_INVALID_VALUE, GPUHAL_ERROR_INVALID_VALUE},
+    {api::CUDA_ERROR_OUT_OF_MEMORY, GPUHAL_ERROR_OUT_OF_MEMORY},
+    {api::CUDA_ERROR_INVALID_HANDLE, GPUHAL_ERROR_INVALID_HANDLE},
+    {api::CUDA_ERROR_INVALID_CONTEXT, GPUHAL_ERROR_INVALID_HANDLE},
+    {api::CUDA_ERROR_NO_DEVICE, GPUHAL_ERROR_NO_DEVICE},
+    {api::CUDA_ERROR_INVALID_DEVICE, GPUHAL_ERROR_NO_DEVICE},
+    {api::CUDA_ERROR_NOT_SUPPORTED, GPUHAL_ERROR_NOT_SUPPORTED},
+    {api::CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, GPUHAL_ERROR_ALREADY_REGISTERED},
+    {api::CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, GPUHAL_ERROR_NOT_REGISTERED},
+    {api::CUDA_ERROR_STUB_LIBRARY, GPUHAL_ERROR_DRIVER_NOT_LOADABLE},
+    {api::CUDA_ERROR_INVALID_IMAGE, GPUHAL_ERROR_INVALID_IMAGE},
+    {api::CUDA_ERROR_INVALID_PTX, GPUHAL_ERROR_INVALID_IMAGE},
+    {api::CUDA_ERROR_NOT_FOUND, GPUHAL_ERROR_NOT_FOUND},
+    {api::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, GPUHAL_ERROR_INVALID_VALUE},
+    {api::CUDA_ERROR_UNSUPPORTED_PTX_VERSION, GPUHAL_ERROR_UNSUPPORTED_TOOLCHAIN},
+    {api::CUDA_ERROR_NOT_PERMITTED, GPUHAL_ERROR_NOT_PERMITTED},
+};
+// cuda.h: "This leaves the process in an inconsistent state and any further
+// CUDA work will return the same error."
+constexpr api::CUresult kSticky[] = {
+    api::CUDA_ERROR_ILLEGAL_ADDRESS,       api::CUDA_ERROR_LAUNCH_TIMEOUT,      api::CUDA_ERROR_ASSERT,
+    api::CUDA_ERROR_HARDWARE_STACK_ERROR,  api::CUDA_ERROR_ILLEGAL_INSTRUCTION, api::CUDA_ERROR_MISALIGNED_ADDRESS,
+    api::CUDA_ERROR_INVALID_ADDRESS_SPACE, api::CUDA_ERROR_INVALID_PC,          api::CUDA_ERROR_LAUNCH_FAILED,
+};
+}  // namespace
+
 gpuhal_status_t Driver::status_of(api::CUresult r) {
-  switch (r) {
-    case api::CUDA_SUCCESS:
-      return GPUHAL_SUCCESS;
-    case api::CUDA_ERROR_NOT_READY:
-      return GPUHAL_NOT_READY;
-    case api::CUDA_ERROR_INVALID_VALUE:
-      return GPUHAL_ERROR_INVALID_VALUE;
-    case api::CUDA_ERROR_OUT_OF_MEMORY:
-      return GPUHAL_ERROR_OUT_OF_MEMORY;
-    case api::CUDA_ERROR_INVALID_HANDLE:
-    case api::CUDA_ERROR_INVALID_CONTEXT:
-      return GPUHAL_ERROR_INVALID_HANDLE;
-    case api::CUDA_ERROR_NO_DEVICE:
-    case api::CUDA_ERROR_INVALID_DEVICE:
-      return GPUHAL_ERROR_NO_DEVICE;
-    case api::CUDA_ERROR_NOT_SUPPORTED:
-      return GPUHAL_ERROR_NOT_SUPPORTED;
-    case api::CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED:
-      return GPUHAL_ERROR_ALREADY_REGISTERED;
-    case api::CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED:
-      return GPUHAL_ERROR_NOT_REGISTERED;
-    case api::CUDA_ERROR_STUB_LIBRARY:
-      return GPUHAL_ERROR_DRIVER_NOT_LOADABLE;
-    case api::CUDA_ERROR_INVALID_IMAGE:
-    case api::CUDA_ERROR_INVALID_PTX:
-      return GPUHAL_ERROR_INVALID_IMAGE;
-    case api::CUDA_ERROR_NOT_FOUND:
-      return GPUHAL_ERROR_NOT_FOUND;
-    case api::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES:
-      return GPUHAL_ERROR_INVALID_VALUE;
-    case api::CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
-      return GPUHAL_ERROR_UNSUPPORTED_TOOLCHAIN;
-    case api::CUDA_ERROR_NOT_PERMITTED:
-      return GPUHAL_ERROR_NOT_PERMITTED;
-    default:
-      if (is_sticky(r)) return GPUHAL_ERROR_LAUNCH_FAILED;
-      return GPUHAL_ERROR_DRIVER;
-  }
+  for (const StatusOf &m : kStatusOf)
+    if (m.cuda == r) return m.gpuhal;
+  return is_sticky(r) ? GPUHAL_ERROR_LAUNCH_FAILED : GPUHAL_ERROR_DRIVER;
 }
 
 bool Driver::is_sticky(api::CUresult r) {
-  // cuda.h: "This leaves the process in an inconsistent state and any further
-  // CUDA work will return the same error."
-  switch (r) {
-    case api::CUDA_ERROR_ILLEGAL_ADDRESS:
-    case api::CUDA_ERROR_LAUNCH_TIMEOUT:
-    case api::CUDA_ERROR_ASSERT:
-    case api::CUDA_ERROR_HARDWARE_STACK_ERROR:
-    case api::CUDA_ERROR_ILLEGAL_INSTRUCTION:
-    case api::CUDA_ERROR_MISALIGNED_ADDRESS:
-    case api::CUDA_ERROR_INVALID_ADDRESS_SPACE:
-    case api::CUDA_ERROR_INVALID_PC:
-    case api::CUDA_ERROR_LAUNCH_FAILED:
-      return true;
-    default:
-      return false;
-  }
+  for (api::CUresult s : kSticky)
+    if (s == r) return true;
+  return false;
 }
 
 gpuhal_status_t Driver::error(api::CUresult r, const char *call) const {
@@ -149,8 +130,9 @@ gpuhal_status_t Driver::error(api::CUresult r, const char *call) const {
   std::string msg = std::string(call) + " failed: " + (name ? name : "CUresult " + std::to_string(r));
   if (text) msg += std::string(" (") + text + ")";
   if (is_sticky(r))
-    msg += "; a kernel faulted and the context is unusable until Context::reset() (every call of it returns this "
-           "error until then)";
+    msg +=
+        "; a kernel faulted and the context is unusable until Context::reset() (every call of it returns this "
+        "error until then)";
   return plugin::fail(status_of(r), msg);
 }
 

@@ -17,13 +17,11 @@ namespace gpuhal::cuda {
 
 // ---- host memory -------------------------------------------------------------------------
 
-constexpr uint32_t kHostFlags =
-    GPUHAL_HOST_ALLOC_PORTABLE | GPUHAL_HOST_ALLOC_MAPPED | GPUHAL_HOST_ALLOC_WRITE_COMBINED;
-
 gpuhal_status_t host_alloc(gpuhal_context_t ctx, uint64_t bytes, uint32_t flags, void **out) {
-  if (!out || bytes == 0 || bytes > SIZE_MAX)
-    return fail(GPUHAL_ERROR_INVALID_VALUE, "host_alloc: null output or bad size");
-  if (flags & ~kHostFlags) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_alloc: unknown flags");
+  if (const gpuhal_status_t st =
+          plugin::check_host_memory_args("host_alloc", plugin::HostArg::Output, out, bytes, flags);
+      st != GPUHAL_SUCCESS)
+    return st;
   WITH_CONTEXT("host_alloc");
   return guard("host_alloc", [&]() -> gpuhal_status_t {
     // gpuhal's flag bits are CUDA's CU_MEMHOSTALLOC_* bits.
@@ -50,9 +48,10 @@ gpuhal_status_t host_free(gpuhal_context_t ctx, void *ptr) {
 }
 
 gpuhal_status_t host_register(gpuhal_context_t ctx, void *ptr, uint64_t bytes, uint32_t flags) {
-  if (!ptr || bytes == 0 || bytes > SIZE_MAX)
-    return fail(GPUHAL_ERROR_INVALID_VALUE, "host_register: null pointer or bad size");
-  if (flags & ~kHostFlags) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_register: unknown flags");
+  if (const gpuhal_status_t st =
+          plugin::check_host_memory_args("host_register", plugin::HostArg::Range, ptr, bytes, flags);
+      st != GPUHAL_SUCCESS)
+    return st;
   WITH_CONTEXT("host_register");
   return guard("host_register", [&]() -> gpuhal_status_t {
     const unsigned cu_flags = ((flags & GPUHAL_HOST_ALLOC_PORTABLE) ? CU_MEMHOSTREGISTER_PORTABLE : 0u) |

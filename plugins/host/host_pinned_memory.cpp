@@ -19,15 +19,13 @@ using plugin::guard;
 
 // ---- host memory -----------------------------------------------------------------------
 
-constexpr uint32_t kHostFlags =
-    GPUHAL_HOST_ALLOC_PORTABLE | GPUHAL_HOST_ALLOC_MAPPED | GPUHAL_HOST_ALLOC_WRITE_COMBINED;
-
 gpuhal_status_t host_alloc(gpuhal_context_t ctx, uint64_t bytes, uint32_t flags, void **out) {
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("host_alloc");
-  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_alloc: null output pointer");
-  if (bytes == 0) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_alloc: size must be positive");
-  if (flags & ~kHostFlags) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_alloc: unknown flags " + hex(flags));
+  if (const gpuhal_status_t st =
+          plugin::check_host_memory_args("host_alloc", plugin::HostArg::Output, out, bytes, flags);
+      st != GPUHAL_SUCCESS)
+    return st;
   void *p = nullptr;
   if (bytes > uint64_t(SIZE_MAX) / 2 || posix_memalign(&p, 4096, size_t(bytes)) != 0)
     return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "host_alloc: posix_memalign of " + std::to_string(bytes) + " bytes failed");
@@ -57,10 +55,10 @@ gpuhal_status_t host_free(gpuhal_context_t ctx, void *ptr) {
 gpuhal_status_t host_register(gpuhal_context_t ctx, void *ptr, uint64_t bytes, uint32_t flags) {
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("host_register");
-  if (!ptr || bytes == 0) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_register: null pointer or zero size");
-  if (flags & ~kHostFlags) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_register: unknown flags " + hex(flags));
-  if (uintptr_t(ptr) + bytes < uintptr_t(ptr))
-    return fail(GPUHAL_ERROR_INVALID_VALUE, "host_register: range wraps around");
+  if (const gpuhal_status_t st =
+          plugin::check_host_memory_args("host_register", plugin::HostArg::Range, ptr, bytes, flags);
+      st != GPUHAL_SUCCESS)
+    return st;
   return guard("host_register", [&]() -> gpuhal_status_t {
     auto &reg = plugin_state().registry;
     if (reg.overlaps_host(uintptr_t(ptr), bytes))

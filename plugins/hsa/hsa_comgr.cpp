@@ -75,20 +75,14 @@ Comgr::Comgr(const std::string &library) {
   const std::vector<std::string> names =
       library.empty() ? std::vector<std::string>{"libamd_comgr.so.3", "libamd_comgr.so.2"}
                       : std::vector<std::string>{library};
-  const plugin::VendorLibrary lib = plugin::open_vendor_library(names);
-  if (!lib) {
-    why_ = lib.failure("amd_comgr");
-    return;
-  }
-  handle_ = lib.handle;
   api_ = new Api();
   const plugin::VendorSymbol symbols[] = {
 #define GPUHAL_COMGR_SYM(name, ret, params) {plugin::slot_of(&api_->name), true, #name, nullptr},
       GPUHAL_COMGR_API(GPUHAL_COMGR_SYM)
 #undef GPUHAL_COMGR_SYM
   };
-  const std::string missing = plugin::resolve_vendor_symbols(handle_, symbols);
-  if (!missing.empty()) why_ = lib.path + " lacks required entry points: " + missing;
+  const plugin::VendorLibrary lib = plugin::load_vendor_library(names, "amd_comgr", symbols, &why_);
+  handle_ = lib.handle;
   if (!why_.empty()) return;
   size_t major = 0, minor = 0;
   api_->amd_comgr_get_version(&major, &minor);

@@ -15,9 +15,6 @@ namespace {
 
 // ---- host memory ----------------------------------------------------------------------------
 
-constexpr uint32_t kHostFlags =
-    GPUHAL_HOST_ALLOC_PORTABLE | GPUHAL_HOST_ALLOC_MAPPED | GPUHAL_HOST_ALLOC_WRITE_COMBINED;
-
 // The registration or pinned allocation overlapping [p, p + n), if any.
 bool overlaps_pinned(HsaContext *c, uintptr_t p, uint64_t n) {
   auto hit = [&](const auto &m) {
@@ -42,9 +39,10 @@ bool overlaps_pinned(HsaContext *c, uintptr_t p, uint64_t n) {
 // every allocation is both portable and mapped; write-combining is a hint
 // ROCr does not offer and is ignored.
 gpuhal_status_t host_alloc(gpuhal_context_t ctx, uint64_t bytes, uint32_t flags, void **out) {
-  if (!out || bytes == 0 || bytes > SIZE_MAX)
-    return fail(GPUHAL_ERROR_INVALID_VALUE, "host_alloc: null output or bad size");
-  if (flags & ~kHostFlags) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_alloc: unknown flags");
+  if (const gpuhal_status_t st =
+          plugin::check_host_memory_args("host_alloc", plugin::HostArg::Output, out, bytes, flags);
+      st != GPUHAL_SUCCESS)
+    return st;
   WITH_CONTEXT("host_alloc");
   return guard("host_alloc", [&]() -> gpuhal_status_t {
     void *p = nullptr;
@@ -78,9 +76,10 @@ gpuhal_status_t host_free(gpuhal_context_t ctx, void *ptr) {
 // pointer is what host_get_device_pointer answers); a runtime without it
 // falls back to hsa_memory_register, what numba.roc's register() called.
 gpuhal_status_t host_register(gpuhal_context_t ctx, void *ptr, uint64_t bytes, uint32_t flags) {
-  if (!ptr || bytes == 0 || bytes > SIZE_MAX || reinterpret_cast<uintptr_t>(ptr) + bytes < bytes)
-    return fail(GPUHAL_ERROR_INVALID_VALUE, "host_register: null pointer or bad size");
-  if (flags & ~kHostFlags) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_register: unknown flags");
+  if (const gpuhal_status_t st =
+          plugin::check_host_memory_args("host_register", plugin::HostArg::Range, ptr, bytes, flags);
+      st != GPUHAL_SUCCESS)
+    return st;
   WITH_CONTEXT("host_register");
   return guard("host_register", [&]() -> gpuhal_status_t {
     std::lock_guard<std::mutex> lock(c->mu);

@@ -17,12 +17,6 @@ Runtime &runtime() {
 
 gpuhal_status_t Runtime::load(const std::string &library, std::string *why) {
   path = library;
-  const plugin::VendorLibrary lib = plugin::open_vendor_library({library});
-  if (!lib) {
-    *why = lib.failure("the HSA runtime");
-    return GPUHAL_ERROR_DRIVER_NOT_LOADABLE;
-  }
-  handle = lib.handle;
   const plugin::VendorSymbol symbols[] = {
 #define GPUHAL_HSA_REQUIRED(ret, name, params) {plugin::slot_of(&name), true, #name, nullptr},
 #define GPUHAL_HSA_OPTIONAL(ret, name, params) {plugin::slot_of(&name), false, #name, nullptr},
@@ -30,9 +24,8 @@ gpuhal_status_t Runtime::load(const std::string &library, std::string *why) {
 #undef GPUHAL_HSA_REQUIRED
 #undef GPUHAL_HSA_OPTIONAL
   };
-  const std::string missing = plugin::resolve_vendor_symbols(handle, symbols);
-  if (!missing.empty()) {
-    *why = "the HSA runtime " + library + " lacks required entry points: " + missing;
+  handle = plugin::load_vendor_library({library}, "the HSA runtime", symbols, why).handle;
+  if (!handle) {
     unload();
     return GPUHAL_ERROR_DRIVER_NOT_LOADABLE;
   }

@@ -83,3 +83,27 @@ TEST_CASE("vendor symbols: required ones missing are all named, optional ones ar
   CHECK(absent_b == nullptr);
   CHECK(cos_fn != nullptr);
 }
+
+TEST_CASE("vendor libraries: loading opens and resolves in one step, refusing a library that lacks an entry point",
+          "[plugin-kit][errors]") {
+  double (*cos_fn)(double) = nullptr;
+  void (*absent)() = nullptr;
+  std::string why;
+  const VendorSymbol good[] = {{slot_of(&cos_fn), true, "cos", nullptr},
+                               {slot_of(&absent), false, "gpuhal_x", nullptr}};
+  const VendorLibrary lib = gpuhal::plugin::load_vendor_library({"libm.so.6"}, "the math library", good, &why);
+  REQUIRE(lib);
+  CHECK(why.empty());
+  CHECK(cos_fn != nullptr);
+
+  const VendorSymbol bad[] = {{slot_of(&cos_fn), true, "cos", nullptr}, {slot_of(&absent), true, "gpuhal_x", nullptr}};
+  const VendorLibrary refused = gpuhal::plugin::load_vendor_library({"libm.so.6"}, "the math library", bad, &why);
+  CHECK_FALSE(refused);
+  CHECK(refused.path.empty());
+  CHECK(why == "the math library libm.so.6 lacks required entry points: gpuhal_x");
+
+  const VendorLibrary missing =
+      gpuhal::plugin::load_vendor_library({"/nonexistent/libm.so.6"}, "the math library", good, &why);
+  CHECK_FALSE(missing);
+  CHECK(why.find("cannot load the math library /nonexistent/libm.so.6: ") == 0);
+}
