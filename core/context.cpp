@@ -99,8 +99,8 @@ void ContextImpl::context_destroyed(const char *what) const {
                     "backend's state stay in the parent. Load a runtime in the child (Runtime::load, or "
                     "Context::current()) and make new objects there");
   throw Error(Status::ERROR_CONTEXT_DESTROYED,
-                std::string(what) + ": the context of device " + std::to_string(device->ordinal) +
-                    " was reset; this object belonged to the old context and can no longer be used");
+              std::string(what) + ": the context of device " + std::to_string(device->ordinal) +
+                  " was reset; this object belonged to the old context and can no longer be used");
 }
 
 }  // namespace detail
@@ -112,12 +112,8 @@ Device Context::device() const {
 
 namespace {
 Stream unowned_stream(const std::shared_ptr<detail::ContextImpl> &ctx, gpuhal_stream_t handle, const char *what) {
-  ctx->check_alive(ctx->current_generation(), what);
-  auto s = std::make_shared<detail::StreamImpl>();
-  s->ctx = ctx;
+  auto s = detail::new_child<detail::StreamImpl>(ctx, what);
   s->handle = handle;
-  s->generation = ctx->current_generation();
-  s->owned = false;
   return Stream(s);
 }
 }  // namespace
@@ -143,11 +139,7 @@ Stream Context::external_stream(gpuhal_stream_t native) const {
 
 Stream Context::create_stream(StreamKind kind) const {
   detail::require_handle(impl_, "Context::create_stream");
-  const uint64_t gen = impl_->current_generation();
-  impl_->check_alive(gen, "Context::create_stream");
-  auto s = std::make_shared<detail::StreamImpl>();
-  s->ctx = impl_;
-  s->generation = gen;
+  auto s = detail::new_child<detail::StreamImpl>(impl_, "Context::create_stream");
   const uint32_t flags = kind == StreamKind::NonBlocking ? GPUHAL_STREAM_NON_BLOCKING : GPUHAL_STREAM_DEFAULT;
   impl_->check(impl_->t().stream_create(impl_->handle, flags, &s->handle), "stream_create");
   s->owned = true;
@@ -156,11 +148,7 @@ Stream Context::create_stream(StreamKind kind) const {
 
 Event Context::create_event(bool enable_timing) const {
   detail::require_handle(impl_, "Context::create_event");
-  const uint64_t gen = impl_->current_generation();
-  impl_->check_alive(gen, "Context::create_event");
-  auto e = std::make_shared<detail::EventImpl>();
-  e->ctx = impl_;
-  e->generation = gen;
+  auto e = detail::new_child<detail::EventImpl>(impl_, "Context::create_event");
   impl_->check(impl_->t().event_create(impl_->handle,
                                        enable_timing ? GPUHAL_EVENT_DEFAULT : GPUHAL_EVENT_DISABLE_TIMING, &e->handle),
                "event_create");
@@ -266,8 +254,7 @@ Context Context::adopt(const Device &device, void *native_context) {
   if (!native_context) throw Error(Status::ERROR_INVALID_VALUE, "Context::adopt: null native context");
   const uint64_t native = uint64_t(reinterpret_cast<uintptr_t>(native_context));
   detail::DeviceImpl *d = device.impl_.get();
-  return Context(
-      detail::create_context(std::shared_ptr<detail::RuntimeImpl>(device.impl_, d->runtime), d, &native));
+  return Context(detail::create_context(std::shared_ptr<detail::RuntimeImpl>(device.impl_, d->runtime), d, &native));
 }
 
 bool Context::adopted() const {

@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "dealloc_queue.hpp"
+#include "fork_guard.hpp"
 #include "gpuhal/context.hpp"
 #include "gpuhal/memory_manager.hpp"
 #include "gpuhal/runtime.hpp"
-#include "fork_guard.hpp"
 #include "plugin_library.hpp"
 
 namespace gpuhal::detail {
@@ -35,7 +35,6 @@ const std::shared_ptr<T> &require_handle(const std::shared_ptr<T> &impl, const c
                 std::string(what) + ": empty handle (moved from, or default-constructed)");
   return impl;
 }
-
 
 struct ContextImpl;
 
@@ -110,6 +109,13 @@ struct ContextImpl {
   const PluginLibrary &lib() const { return *runtime->library; }
   const Logger &logger() const { return runtime->library->logger(); }
   void check(gpuhal_status_t status, const char *call) const { lib().check(status, call); }
+  // A query's answer: false for NOT_READY, true for SUCCESS; any other
+  // status throws naming `call`.
+  bool ready(gpuhal_status_t status, const char *call) const {
+    if (status == GPUHAL_NOT_READY) return false;
+    check(status, call);
+    return true;
+  }
   // Throws ERROR_CONTEXT_DESTROYED when an object of generation `gen` is used
   // after a reset (or when the reset could not create a new context), and
   // ERROR_NOT_PERMITTED in a child of fork() for its parent's objects.
@@ -138,28 +144,39 @@ struct ContextImpl {
 std::shared_ptr<ContextImpl> create_context(const std::shared_ptr<RuntimeImpl> &runtime, DeviceImpl *device,
                                             const uint64_t *adopt = nullptr);
 
-struct StreamImpl {
+// What a stream or an event keeps: its context (kept alive), the plugin's
+// handle, and the context generation it was made in (a reset ends it).
+template <class Handle>
+struct ContextChild {
   std::shared_ptr<ContextImpl> ctx;
-  gpuhal_stream_t handle = nullptr;  // NULL: the default stream
+  Handle handle = nullptr;
   uint64_t generation = 0;
-  bool owned = false;
-  ~StreamImpl();
   // The handle after checking the context is still the one it was made in.
-  gpuhal_stream_t live(const char *what) const {
+  Handle live(const char *what) const {
     ctx->check_alive(generation, what);
     return handle;
   }
 };
 
-struct EventImpl {
-  std::shared_ptr<ContextImpl> ctx;
-  gpuhal_event_t handle = nullptr;
-  uint64_t generation = 0;
+// A new child object (stream, event, module) of a live context; throws
+// ERROR_CONTEXT_RESET-style errors naming `what` when the context is gone.
+template <class Impl>
+std::shared_ptr<Impl> new_child(const std::shared_ptr<ContextImpl> &ctx, const char *what) {
+  const uint64_t gen = ctx->current_generation();
+  ctx->check_alive(gen, what);
+  auto out = std::make_shared<Impl>();
+  out->ctx = ctx;
+  out->generation = gen;
+  return out;
+}
+
+struct StreamImpl : ContextChild<gpuhal_stream_t> {  // handle NULL: the default stream
+  bool owned = false;
+  ~StreamImpl();
+};
+
+struct EventImpl : ContextChild<gpuhal_event_t> {
   ~EventImpl();
-  gpuhal_event_t live(const char *what) const {
-    ctx->check_alive(generation, what);
-    return handle;
-  }
 };
 
 struct Allocation {
@@ -184,7 +201,7 @@ struct Allocation {
 
 // Allocates `bytes` (> 0) in `ctx` from the backend; freed through the
 // deferred queue.
-std::shared_ptr<Allocation> allocate(const std::shared_ptr<ContextImpl> &ctx, uint64_t bytes);
+std::shared_ptr<Allocation> allocate(const std::shared_ptr<ContextImpl> &ctx, uint64_t bytes, bool managed = false);
 // Managed memory of `bytes` (> 0) from the backend (mem_alloc_managed),
 // freed through the deferred queue like device memory.
 std::shared_ptr<Allocation> allocate_managed(const std::shared_ptr<ContextImpl> &ctx, uint64_t bytes);

@@ -19,8 +19,12 @@ struct Token {
   bool preprocessor = false;  // part of a # directive line
 };
 
-bool ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
-bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+bool ident_start(char c) {
+  return std::isalpha(static_cast<unsigned char>(c)) || c == '_';
+}
+bool ident_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+}
 
 // Splits C source into identifiers, numbers and punctuation; comments and
 // string / character literals are dropped (a literal becomes one "\"" token).
@@ -140,9 +144,8 @@ const std::map<std::string, DType> &type_names() {
 }
 
 const std::set<std::string> &qualifiers() {
-  static const std::set<std::string> q = {"const",           "volatile",   "GPUHAL_GLOBAL", "GPUHAL_RESTRICT",
-                                          "restrict",        "__restrict", "__restrict__",  "__global",
-                                          "GPUHAL_CONSTANT", "struct"};
+  static const std::set<std::string> q = {"const",      "volatile",     "GPUHAL_GLOBAL", "GPUHAL_RESTRICT", "restrict",
+                                          "__restrict", "__restrict__", "__global",      "GPUHAL_CONSTANT", "struct"};
   return q;
 }
 
@@ -171,8 +174,8 @@ KernelParam parse_param(const std::vector<Token> &toks, const std::string &kerne
   p.is_const = p.pointer && const_before_star;
   // The last word is the name when more than one word is left and it is not
   // part of a type name (`unsigned`, `int`, `long` ...).
-  static const std::set<std::string> type_words = {"unsigned", "signed", "int", "long", "short", "char", "float",
-                                                   "double", "void"};
+  static const std::set<std::string> type_words = {"unsigned", "signed", "int",    "long", "short",
+                                                   "char",     "float",  "double", "void"};
   if (words.size() > 1 && !type_words.count(words.back())) {
     p.name = words.back();
     words.pop_back();
@@ -266,6 +269,20 @@ std::string c_type_name(DType d) {
   }
 }
 
+namespace {
+// A C literal of `v` of the float type whose literal suffix is `suffix`:
+// hex floats are exact; inf and nan have no literal, so they are built from
+// 1/0 and 0/0.
+void float_literal(double v, const char *suffix, char *buf, size_t size) {
+  if (v != v)
+    std::snprintf(buf, size, "(0.0%s/0.0%s)", suffix, suffix);
+  else if (v - v != 0)
+    std::snprintf(buf, size, "(%s1.0%s/0.0%s)", v < 0 ? "-" : "", suffix, suffix);
+  else
+    std::snprintf(buf, size, "%a%s", v, suffix);
+}
+}  // namespace
+
 std::string constant_array_text(const ConstantArray &c) {
   if (c.name.empty() || !ident_start(c.name[0]))
     throw Error(Status::ERROR_INVALID_VALUE, "constant array name '" + c.name + "' is not a C identifier");
@@ -294,22 +311,11 @@ std::string constant_array_text(const ConstantArray &c) {
     if (c.dtype == dtypes::float32) {
       float v;
       std::memcpy(&v, p, 4);
-      // Hex floats are exact; inf and nan have no literal: built from 1/0 and 0/0.
-      if (v != v)
-        std::snprintf(buf, sizeof buf, "(0.0f/0.0f)");
-      else if (v - v != 0)
-        std::snprintf(buf, sizeof buf, "(%s1.0f/0.0f)", v < 0 ? "-" : "");
-      else
-        std::snprintf(buf, sizeof buf, "%af", double(v));
+      float_literal(double(v), "f", buf, sizeof buf);
     } else if (c.dtype == dtypes::float64) {
       double v;
       std::memcpy(&v, p, 8);
-      if (v != v)
-        std::snprintf(buf, sizeof buf, "(0.0/0.0)");
-      else if (v - v != 0)
-        std::snprintf(buf, sizeof buf, "(%s1.0/0.0)", v < 0 ? "-" : "");
-      else
-        std::snprintf(buf, sizeof buf, "%a", v);
+      float_literal(v, "", buf, sizeof buf);
     } else if (c.dtype.kind == DTypeKind::Int) {
       int64_t v = 0;
       if (item == 1) v = int8_t(p[0]);

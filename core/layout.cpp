@@ -27,9 +27,8 @@ char check_order(char order, const char *allowed, const char *what) {
     if (*p == upper) return upper;
   std::string list;
   for (const char *p = allowed; *p; ++p) list += std::string(list.empty() ? "" : ", ") + *p;
-  throw Error(Status::ERROR_INVALID_VALUE,
-              std::string(what) + ": order must be one of " + list + ", got " + order_text(order) +
-                  " (letters in either case)");
+  throw Error(Status::ERROR_INVALID_VALUE, std::string(what) + ": order must be one of " + list + ", got " +
+                                               order_text(order) + " (letters in either case)");
 }
 
 // Python's slice.indices(): normalised start and number of elements.
@@ -415,9 +414,9 @@ Layout Layout::transpose(const std::vector<int> &axes) const {
   for (int a : perm) {
     const int d = a < 0 ? a + n : a;
     if (d < 0 || d >= n)
-      throw Error(Status::ERROR_INDEX_OUT_OF_RANGE, "transpose: axis " + std::to_string(a) +
-                                                        " is out of bounds for an array of dimension " +
-                                                        std::to_string(n));
+      throw Error(
+          Status::ERROR_INDEX_OUT_OF_RANGE,
+          "transpose: axis " + std::to_string(a) + " is out of bounds for an array of dimension " + std::to_string(n));
     if (seen[size_t(d)]) throw Error(Status::ERROR_INVALID_VALUE, "transpose: repeated axis in transpose");
     seen[size_t(d)] = true;
     out.shape_.push_back(shape_[size_t(d)]);
@@ -458,12 +457,13 @@ Layout Layout::view_itemsize(int64_t itemsize) const {
   return out;
 }
 
-Layout Layout::squeeze() const {
+template <class Keep>
+Layout Layout::keep_axes(Keep keep) const {
   Layout out;
   out.itemsize_ = itemsize_;
   out.offset_ = offset_;
   for (size_t d = 0; d < shape_.size(); ++d)
-    if (shape_[d] != 1) {
+    if (keep(shape_[d], strides_[d])) {
       out.shape_.push_back(shape_[d]);
       out.strides_.push_back(strides_[d]);
     }
@@ -471,18 +471,13 @@ Layout Layout::squeeze() const {
   return out;
 }
 
+Layout Layout::squeeze() const {
+  return keep_axes([](int64_t extent, int64_t) { return extent != 1; });
+}
+
 Layout Layout::core() const {
   if (size_ == 0) return *this;
-  Layout out;
-  out.itemsize_ = itemsize_;
-  out.offset_ = offset_;
-  for (size_t d = 0; d < shape_.size(); ++d)
-    if (strides_[d] != 0) {
-      out.shape_.push_back(shape_[d]);
-      out.strides_.push_back(strides_[d]);
-    }
-  out.finish();
-  return out;
+  return keep_axes([](int64_t, int64_t stride) { return stride != 0; });
 }
 
 Layout Layout::with_offset(int64_t offset) const {

@@ -49,32 +49,26 @@ gpuhal_deviceptr_t backend_alloc(ContextImpl &ctx, uint64_t bytes, bool managed)
     // back meanwhile by other ways (another thread's frees, a pool the
     // driver trims, work that completed).
     const size_t freed = ctx.deallocs->flush();
-    ctx.logger().write(LogLevel::Debug, std::string(call) + " of " + std::to_string(bytes) +
-                                            " bytes: out of memory; " + std::to_string(freed) +
-                                            " deferred release(s) run, retrying once");
+    ctx.logger().write(LogLevel::Debug, std::string(call) + " of " + std::to_string(bytes) + " bytes: out of memory; " +
+                                            std::to_string(freed) + " deferred release(s) run, retrying once");
     st = alloc(ctx.handle, bytes, &ptr);
   }
   ctx.check(st, call);
   return ptr;
 }
 
-std::shared_ptr<Allocation> allocate_managed(const std::shared_ptr<ContextImpl> &ctx, uint64_t bytes) {
+std::shared_ptr<Allocation> allocate(const std::shared_ptr<ContextImpl> &ctx, uint64_t bytes, bool managed) {
   auto a = std::make_shared<Allocation>();
   a->ctx = ctx;
   a->generation = ctx->current_generation();
   a->size = bytes;
-  a->managed = true;
-  a->ptr = backend_alloc(*ctx, bytes, true);
+  a->managed = managed;
+  a->ptr = backend_alloc(*ctx, bytes, managed);
   return a;
 }
 
-std::shared_ptr<Allocation> allocate(const std::shared_ptr<ContextImpl> &ctx, uint64_t bytes) {
-  auto a = std::make_shared<Allocation>();
-  a->ctx = ctx;
-  a->generation = ctx->current_generation();
-  a->size = bytes;
-  a->ptr = backend_alloc(*ctx, bytes);
-  return a;
+std::shared_ptr<Allocation> allocate_managed(const std::shared_ptr<ContextImpl> &ctx, uint64_t bytes) {
+  return allocate(ctx, bytes, true);
 }
 
 }  // namespace detail

@@ -110,12 +110,8 @@ ModuleOptions &ModuleOptions::constant(const std::string &name, const HostView &
 Module Module::compile(const Context &ctx, const std::string &source, const ModuleOptions &options) {
   if (!ctx.impl()) throw Error(Status::ERROR_INVALID_HANDLE, "Module::compile: null context");
   auto &c = *ctx.impl();
-  const uint64_t gen = c.current_generation();
-  c.check_alive(gen, "Module::compile");
+  auto m = detail::new_child<ModuleImpl>(ctx.impl(), "Module::compile");
   const auto &t = detail::kernel_table(c, "Module::compile");
-  auto m = std::make_shared<ModuleImpl>();
-  m->ctx = ctx.impl();
-  m->generation = gen;
   m->decls = detail::scan_kernel_source(source).kernels;
   m->lowered = detail::lowering_text(c.lib());
   for (const auto &k : options.constants) {
@@ -162,12 +158,8 @@ Module Module::load(const Context &ctx, ImageFormat format, const void *image, s
   if (!ctx.impl()) throw Error(Status::ERROR_INVALID_HANDLE, "Module::load: null context");
   if (!image || bytes == 0) throw Error(Status::ERROR_INVALID_VALUE, "Module::load: empty image");
   auto &c = *ctx.impl();
-  const uint64_t gen = c.current_generation();
-  c.check_alive(gen, "Module::load");
+  auto m = detail::new_child<ModuleImpl>(ctx.impl(), "Module::load");
   const auto &t = detail::kernel_table(c, "Module::load");
-  auto m = std::make_shared<ModuleImpl>();
-  m->ctx = ctx.impl();
-  m->generation = gen;
   m->image.assign(static_cast<const char *>(image), bytes);
   m->format = format;
   c.check(t.module_load(c.handle, m->image.data(), m->image.size(), uint32_t(format), &m->handle), "module_load");
@@ -271,6 +263,5 @@ void Kernel::launch(Dim3 grid, Dim3 block, const std::vector<KernelArg> &args, c
                     uint32_t shared_bytes) const {
   launch(grid, block, args.data(), args.size(), stream, shared_bytes);
 }
-
 
 }  // namespace gpuhal

@@ -132,28 +132,25 @@ Device Runtime::device(int ordinal) const {
 
 bool Runtime::supports(Capability c) const {
   const auto &t = impl_->table();
-  switch (c) {
-    case Capability::StreamBarrier:
-      return t.stream_barrier != nullptr;
-    case Capability::HostMemory:
-      return t.host_alloc != nullptr;
-    case Capability::Ipc:
-      return t.ipc_get_handle != nullptr;
-    case Capability::StreamOrderedMemory:
-      return t.mem_alloc_async != nullptr;
-    case Capability::PeerAccess:
-      return t.device_can_access_peer != nullptr;
-    case Capability::Kernels:
-      return t.module_compile != nullptr;
-    case Capability::ManagedMemory:
-      return t.mem_alloc_managed != nullptr;
-    case Capability::MappedHostMemory: {
-      if (!t.host_alloc) return false;
-      for (const auto &d : impl_->devices)
-        if (!d->properties.can_map_host_memory) return false;
-      return true;
-    }
+  if (c == Capability::MappedHostMemory) {
+    if (!t.host_alloc) return false;
+    for (const auto &d : impl_->devices)
+      if (!d->properties.can_map_host_memory) return false;
+    return true;
   }
+  // Every other capability is one entry (the loader checked that its group
+  // is present in full or not at all).
+  const std::pair<Capability, bool> present[] = {
+      {Capability::StreamBarrier, t.stream_barrier != nullptr},
+      {Capability::HostMemory, t.host_alloc != nullptr},
+      {Capability::Ipc, t.ipc_get_handle != nullptr},
+      {Capability::StreamOrderedMemory, t.mem_alloc_async != nullptr},
+      {Capability::PeerAccess, t.device_can_access_peer != nullptr},
+      {Capability::Kernels, t.module_compile != nullptr},
+      {Capability::ManagedMemory, t.mem_alloc_managed != nullptr},
+  };
+  for (const auto &p : present)
+    if (p.first == c) return p.second;
   return false;
 }
 

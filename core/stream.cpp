@@ -55,8 +55,8 @@ void run_callback(void *user, gpuhal_status_t status) {
   detail::DeallocQueue::CallbackScope in_callback;
   std::unique_ptr<CallbackBox> box(static_cast<CallbackBox *>(user));
   if (status != GPUHAL_SUCCESS) {
-    box->logger.write(LogLevel::Warn,
-                      "stream callback released without running: its stream failed (" + to_string(Status(status)) + ")");
+    box->logger.write(LogLevel::Warn, "stream callback released without running: its stream failed (" +
+                                          to_string(Status(status)) + ")");
     return;  // box goes here, with the captures
   }
   try {
@@ -104,10 +104,7 @@ void Stream::synchronize() const {
 bool Stream::query() const {
   detail::require_handle(impl_, "Stream::query");
   auto h = impl_->live("Stream::query");
-  const gpuhal_status_t st = impl_->ctx->t().stream_query(impl_->ctx->handle, h);
-  if (st == GPUHAL_NOT_READY) return false;
-  impl_->ctx->check(st, "stream_query");
-  return true;
+  return impl_->ctx->ready(impl_->ctx->t().stream_query(impl_->ctx->handle, h), "stream_query");
 }
 
 static void check_same_context(const detail::StreamImpl &s, const detail::EventImpl &e, const char *what) {
@@ -193,10 +190,7 @@ void Event::synchronize() const {
 bool Event::query() const {
   detail::require_handle(impl_, "Event::query");
   auto e = impl_->live("Event::query");
-  const gpuhal_status_t st = impl_->ctx->t().event_query(impl_->ctx->handle, e);
-  if (st == GPUHAL_NOT_READY) return false;
-  impl_->ctx->check(st, "event_query");
-  return true;
+  return impl_->ctx->ready(impl_->ctx->t().event_query(impl_->ctx->handle, e), "event_query");
 }
 
 float Event::elapsed_ms(const Event &start, const Event &end) {

@@ -135,6 +135,9 @@ class Layout {
  private:
   // Computes size, span and contiguity from shape/strides/offset (checked).
   void finish();
+  // This layout with only the axes keep(extent, stride) accepts.
+  template <class Keep>
+  Layout keep_axes(Keep keep) const;
 
   Shape shape_;
   Strides strides_;
