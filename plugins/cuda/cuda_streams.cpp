@@ -20,8 +20,9 @@ namespace gpuhal::cuda {
 // ---- streams and events ---------------------------------------------------------------
 
 gpuhal_status_t stream_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_stream_t *out) {
-  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_create: null output pointer");
-  if (flags & ~GPUHAL_STREAM_NON_BLOCKING) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_create: unknown flags");
+  if (const gpuhal_status_t st = plugin::check_create_args("stream_create", out, flags, GPUHAL_STREAM_NON_BLOCKING);
+      st != GPUHAL_SUCCESS)
+    return st;
   WITH_CONTEXT("stream_create");
   return guard("stream_create", [&]() -> gpuhal_status_t {
     CUstream s = nullptr;
@@ -83,8 +84,9 @@ gpuhal_status_t stream_add_callback(gpuhal_context_t ctx, gpuhal_stream_t stream
 }
 
 gpuhal_status_t event_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_event_t *out) {
-  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "event_create: null output pointer");
-  if (flags & ~GPUHAL_EVENT_DISABLE_TIMING) return fail(GPUHAL_ERROR_INVALID_VALUE, "event_create: unknown flags");
+  if (const gpuhal_status_t st = plugin::check_create_args("event_create", out, flags, GPUHAL_EVENT_DISABLE_TIMING);
+      st != GPUHAL_SUCCESS)
+    return st;
   WITH_CONTEXT("event_create");
   return guard("event_create", [&]() -> gpuhal_status_t {
     CUevent e = nullptr;

@@ -20,9 +20,9 @@ using plugin::guard;
 gpuhal_status_t event_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_event_t *out) {
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("event_create");
-  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "event_create: null output pointer");
-  if (flags & ~GPUHAL_EVENT_DISABLE_TIMING)
-    return fail(GPUHAL_ERROR_INVALID_VALUE, "event_create: unknown flags " + hex(flags));
+  if (const gpuhal_status_t st = plugin::check_create_args("event_create", out, flags, GPUHAL_EVENT_DISABLE_TIMING);
+      st != GPUHAL_SUCCESS)
+    return st;
   return guard("event_create", [&] {
     *out = c->create_event((flags & GPUHAL_EVENT_DISABLE_TIMING) == 0);
     return GPUHAL_SUCCESS;

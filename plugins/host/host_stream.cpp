@@ -182,9 +182,9 @@ void StreamState::synchronize() {
 gpuhal_status_t stream_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_stream_t *out) {
   HostContext *c = find_context(ctx);
   if (!c) return bad_context("stream_create");
-  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_create: null output pointer");
-  if (flags & ~GPUHAL_STREAM_NON_BLOCKING)
-    return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_create: unknown flags " + hex(flags));
+  if (const gpuhal_status_t st = plugin::check_create_args("stream_create", out, flags, GPUHAL_STREAM_NON_BLOCKING);
+      st != GPUHAL_SUCCESS)
+    return st;
   return guard("stream_create", [&] {
     *out = c->create_stream((flags & GPUHAL_STREAM_NON_BLOCKING) != 0);
     return GPUHAL_SUCCESS;

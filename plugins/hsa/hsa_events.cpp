@@ -13,8 +13,9 @@ namespace gpuhal::hsa {
 // ---- events ---------------------------------------------------------------------------------
 
 gpuhal_status_t event_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_event_t *out) {
-  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "event_create: null output pointer");
-  if (flags & ~GPUHAL_EVENT_DISABLE_TIMING) return fail(GPUHAL_ERROR_INVALID_VALUE, "event_create: unknown flags");
+  if (const gpuhal_status_t st = plugin::check_create_args("event_create", out, flags, GPUHAL_EVENT_DISABLE_TIMING);
+      st != GPUHAL_SUCCESS)
+    return st;
   WITH_CONTEXT("event_create");
   return guard("event_create", [&]() -> gpuhal_status_t {
     auto e = std::make_unique<HsaEvent>();

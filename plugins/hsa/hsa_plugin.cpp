@@ -70,17 +70,28 @@ hsa_status_t collect_agent(hsa_agent_t agent, void *data) {
   return HSA_STATUS_SUCCESS;
 }
 
-struct PoolScan {
-  std::vector<hsa_amd_memory_pool_t> pools;
+// One memory pool of an agent, as ROCr describes it (a pool whose segment
+// cannot be read is left out).
+struct PoolInfo {
+  hsa_amd_memory_pool_t pool;
+  hsa_amd_segment_t segment = -1;
+  uint32_t flags = 0;  // global pools: HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_*
+  size_t size = 0;
+  bool alloc_allowed = false;
 };
 hsa_status_t collect_pool(hsa_amd_memory_pool_t pool, void *data) {
-  static_cast<PoolScan *>(data)->pools.push_back(pool);
+  PoolInfo info;
+  info.pool = pool;
+  const auto &r = rt();
+  if (r.hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_SEGMENT, &info.segment) != HSA_STATUS_SUCCESS)
+    return HSA_STATUS_SUCCESS;
+  r.hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_SIZE, &info.size);
+  if (info.segment == HSA_AMD_SEGMENT_GLOBAL) {
+    r.hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS, &info.flags);
+    r.hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED, &info.alloc_allowed);
+  }
+  static_cast<std::vector<PoolInfo> *>(data)->push_back(info);
   return HSA_STATUS_SUCCESS;
-}
-
-template <class T>
-hsa_status_t pool_info(hsa_amd_memory_pool_t pool, hsa_amd_memory_pool_info_t what, T *out) {
-  return rt().hsa_amd_memory_pool_get_info(pool, what, out);
 }
 
 // gfx90a -> 9.0, gfx1030 -> 10.3 (the last two characters are minor and
@@ -121,23 +132,15 @@ gpuhal_status_t describe_device(hsa_agent_t agent, Device *d) {
   rt().hsa_agent_get_info(agent, HSA_AMD_AGENT_INFO_MAX_CLOCK_FREQUENCY, &clock);
   rt().hsa_agent_get_info(agent, HSA_AMD_AGENT_INFO_BDFID, &bdf);
   rt().hsa_agent_get_info(agent, HSA_AMD_AGENT_INFO_DOMAIN, &domain);
-  PoolScan scan;
-  HSA_CALL(hsa_amd_agent_iterate_memory_pools, agent, collect_pool, &scan);
+  std::vector<PoolInfo> pools;
+  HSA_CALL(hsa_amd_agent_iterate_memory_pools, agent, collect_pool, &pools);
   bool have_device_pool = false;
-  for (hsa_amd_memory_pool_t pool : scan.pools) {
-    hsa_amd_segment_t segment = -1;
-    uint32_t flags = 0;
-    size_t size = 0;
-    bool alloc_allowed = false;
-    if (pool_info(pool, HSA_AMD_MEMORY_POOL_INFO_SEGMENT, &segment) != HSA_STATUS_SUCCESS) continue;
-    pool_info(pool, HSA_AMD_MEMORY_POOL_INFO_SIZE, &size);
-    if (segment == HSA_AMD_SEGMENT_GROUP) d->lds_size = size;
-    if (segment != HSA_AMD_SEGMENT_GLOBAL) continue;
-    pool_info(pool, HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS, &flags);
-    pool_info(pool, HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED, &alloc_allowed);
-    if (!have_device_pool && alloc_allowed && (flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED)) {
-      d->device_pool = pool;
-      d->device_pool_size = size;
+  for (const PoolInfo &info : pools) {
+    if (info.segment == HSA_AMD_SEGMENT_GROUP) d->lds_size = info.size;
+    if (info.segment != HSA_AMD_SEGMENT_GLOBAL) continue;
+    if (!have_device_pool && info.alloc_allowed && (info.flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED)) {
+      d->device_pool = info.pool;
+      d->device_pool_size = info.size;
       have_device_pool = true;
     }
   }
@@ -176,25 +179,19 @@ gpuhal_status_t describe_device(hsa_agent_t agent, Device *d) {
 gpuhal_status_t describe_host(hsa_agent_t agent) {
   g_host = HostAgent();
   g_host.agent = agent;
-  PoolScan scan;
-  HSA_CALL(hsa_amd_agent_iterate_memory_pools, agent, collect_pool, &scan);
+  std::vector<PoolInfo> pools;
+  HSA_CALL(hsa_amd_agent_iterate_memory_pools, agent, collect_pool, &pools);
   bool have_system = false;
-  for (hsa_amd_memory_pool_t pool : scan.pools) {
-    hsa_amd_segment_t segment = -1;
-    uint32_t flags = 0;
-    bool alloc_allowed = false;
-    if (pool_info(pool, HSA_AMD_MEMORY_POOL_INFO_SEGMENT, &segment) != HSA_STATUS_SUCCESS ||
-        segment != HSA_AMD_SEGMENT_GLOBAL)
+  for (const PoolInfo &info : pools) {
+    if (info.segment != HSA_AMD_SEGMENT_GLOBAL || !info.alloc_allowed ||
+        !(info.flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED))
       continue;
-    pool_info(pool, HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS, &flags);
-    pool_info(pool, HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED, &alloc_allowed);
-    if (!alloc_allowed || !(flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED)) continue;
-    if ((flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT) && !g_host.has_kernarg_pool) {
-      g_host.kernarg_pool = pool;
+    if ((info.flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT) && !g_host.has_kernarg_pool) {
+      g_host.kernarg_pool = info.pool;
       g_host.has_kernarg_pool = true;
     }
     if (!have_system) {
-      g_host.system_pool = pool;
+      g_host.system_pool = info.pool;
       have_system = true;
     }
   }

@@ -51,43 +51,41 @@ gpuhal_status_t take_chunk(HsaContext *c, HsaContext::StagingChunk **out) {
 
 }  // namespace
 
-gpuhal_status_t staged_copy_to_device(HsaStream *s, void *dst, hsa_agent_t dst_agent, const void *src, uint64_t bytes) {
-  HsaContext *c = s->ctx;
-  const hsa_agent_t cpu = host_agent().agent;
+namespace {
+// Runs stage(chunk, offset, n) for each chunk-sized piece of `bytes`, each
+// in a staging chunk free for reuse, and marks the chunk busy until the
+// stream's last operation (what stage enqueued) is done.
+template <class Stage>
+gpuhal_status_t by_chunks(HsaStream *s, uint64_t bytes, Stage stage) {
   for (uint64_t off = 0; off < bytes; off += kChunkBytes) {
     const uint64_t n = std::min(kChunkBytes, bytes - off);
     HsaContext::StagingChunk *chunk = nullptr;
-    if (const gpuhal_status_t st = take_chunk(c, &chunk); st != GPUHAL_SUCCESS) return st;
-    std::memcpy(chunk->buffer, static_cast<const char *>(src) + off, size_t(n));
-    if (const gpuhal_status_t st =
-            submit_copy(s, static_cast<char *>(dst) + off, dst_agent, chunk->buffer, cpu, n, nullptr);
-        st != GPUHAL_SUCCESS)
-      return st;
+    if (const gpuhal_status_t st = take_chunk(s->ctx, &chunk); st != GPUHAL_SUCCESS) return st;
+    if (const gpuhal_status_t st = stage(chunk->buffer, off, n); st != GPUHAL_SUCCESS) return st;
     chunk->busy = s->last;
   }
   return GPUHAL_SUCCESS;
 }
+}  // namespace
+
+gpuhal_status_t staged_copy_to_device(HsaStream *s, void *dst, hsa_agent_t dst_agent, const void *src, uint64_t bytes) {
+  const hsa_agent_t cpu = host_agent().agent;
+  return by_chunks(s, bytes, [&](void *buffer, uint64_t off, uint64_t n) {
+    std::memcpy(buffer, static_cast<const char *>(src) + off, size_t(n));
+    return submit_copy(s, static_cast<char *>(dst) + off, dst_agent, buffer, cpu, n, nullptr);
+  });
+}
 
 gpuhal_status_t staged_copy_to_host(HsaStream *s, void *dst, const void *src, hsa_agent_t src_agent, uint64_t bytes) {
-  HsaContext *c = s->ctx;
   const hsa_agent_t cpu = host_agent().agent;
-  for (uint64_t off = 0; off < bytes; off += kChunkBytes) {
-    const uint64_t n = std::min(kChunkBytes, bytes - off);
-    HsaContext::StagingChunk *chunk = nullptr;
-    if (const gpuhal_status_t st = take_chunk(c, &chunk); st != GPUHAL_SUCCESS) return st;
-    void *buffer = chunk->buffer;
+  return by_chunks(s, bytes, [&](void *buffer, uint64_t off, uint64_t n) {
     if (const gpuhal_status_t st =
             submit_copy(s, buffer, cpu, static_cast<const char *>(src) + off, src_agent, n, nullptr);
         st != GPUHAL_SUCCESS)
       return st;
     char *to = static_cast<char *>(dst) + off;
-    if (const gpuhal_status_t st = submit_host_op(
-            s, [to, buffer, n] { std::memcpy(to, buffer, size_t(n)); }, nullptr);
-        st != GPUHAL_SUCCESS)
-      return st;
-    chunk->busy = s->last;
-  }
-  return GPUHAL_SUCCESS;
+    return submit_host_op(s, [to, buffer, n] { std::memcpy(to, buffer, size_t(n)); }, nullptr);
+  });
 }
 
 void release_staging(HsaContext *c) {

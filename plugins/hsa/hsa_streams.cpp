@@ -438,8 +438,9 @@ HsaEvent *find_event(HsaContext *c, gpuhal_event_t e) {
 // ---- streams --------------------------------------------------------------------------------
 
 gpuhal_status_t stream_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_stream_t *out) {
-  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_create: null output pointer");
-  if (flags & ~GPUHAL_STREAM_NON_BLOCKING) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_create: unknown flags");
+  if (const gpuhal_status_t st = plugin::check_create_args("stream_create", out, flags, GPUHAL_STREAM_NON_BLOCKING);
+      st != GPUHAL_SUCCESS)
+    return st;
   WITH_CONTEXT("stream_create");
   return guard("stream_create", [&]() -> gpuhal_status_t {
     auto s = std::make_unique<HsaStream>();
