@@ -9,89 +9,15 @@
 #include <set>
 
 #include "gpuhal/error.hpp"
+#include "kernel_tokens.hpp"
 
 namespace gpuhal::detail {
 namespace {
 
-struct Token {
-  std::string text;
-  int line = 1;
-  bool preprocessor = false;  // part of a # directive line
-};
-
-bool ident_start(char c) {
-  return std::isalpha(static_cast<unsigned char>(c)) || c == '_';
-}
-bool ident_char(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-}
-
-// Splits C source into identifiers, numbers and punctuation; comments and
-// string / character literals are dropped (a literal becomes one "\"" token).
-std::vector<Token> tokenize(const std::string &s) {
-  std::vector<Token> out;
-  int line = 1;
-  bool line_start = true, in_directive = false;
-  size_t i = 0;
-  const size_t n = s.size();
-  while (i < n) {
-    const char c = s[i];
-    if (c == '\n') {
-      // A directive ends at a newline not escaped by a backslash.
-      if (!(i > 0 && s[i - 1] == '\\')) in_directive = false;
-      ++line;
-      line_start = true;
-      ++i;
-      continue;
-    }
-    if (std::isspace(static_cast<unsigned char>(c))) {
-      ++i;
-      continue;
-    }
-    if (c == '/' && i + 1 < n && s[i + 1] == '/') {
-      while (i < n && s[i] != '\n') ++i;
-      continue;
-    }
-    if (c == '/' && i + 1 < n && s[i + 1] == '*') {
-      i += 2;
-      while (i + 1 < n && !(s[i] == '*' && s[i + 1] == '/')) {
-        if (s[i] == '\n') ++line;
-        ++i;
-      }
-      i = std::min(n, i + 2);
-      continue;
-    }
-    if (c == '#' && line_start) in_directive = true;
-    line_start = false;
-    Token t;
-    t.line = line;
-    t.preprocessor = in_directive;
-    if (c == '"' || c == '\'') {
-      const char q = c;
-      ++i;
-      while (i < n && s[i] != q) {
-        if (s[i] == '\\') ++i;
-        if (i < n && s[i] == '\n') ++line;
-        ++i;
-      }
-      ++i;
-      t.text = "\"";
-    } else if (ident_start(c)) {
-      const size_t b = i;
-      while (i < n && ident_char(s[i])) ++i;
-      t.text = s.substr(b, i - b);
-    } else if (std::isdigit(static_cast<unsigned char>(c))) {
-      const size_t b = i;
-      while (i < n && (ident_char(s[i]) || s[i] == '.')) ++i;
-      t.text = s.substr(b, i - b);
-    } else {
-      t.text = std::string(1, c);
-      ++i;
-    }
-    out.push_back(std::move(t));
-  }
-  return out;
-}
+using dialect::ident_char;
+using dialect::ident_start;
+using dialect::Token;
+using dialect::tokenize;
 
 [[noreturn]] void malformed(int line, const std::string &what) {
   throw Error(Status::ERROR_COMPILATION_FAILED, "kernel source line " + std::to_string(line) + ": " + what);

@@ -15,16 +15,16 @@ namespace gpuhal::host::workitem {
 // Statement text with `return;` turned into "this work-item is done".
 std::string Rewriter::body_text(size_t b, size_t e, const std::string &label) const {
   std::string out;
-  size_t at = t_[b].b;
+  size_t at = t_[b].begin;
   for (size_t i = b; i < e; ++i) {
-    if (t_[i].s == "return") {
-      out += src_.substr(at, t_[i].b - at);
+    if (t_[i].text == "return") {
+      out += src_.substr(at, t_[i].begin - at);
       out += "{ __gpuhal_done[__gpuhal_i] = 1; goto " + label + "; }";
-      at = t_[i + 1].e;  // the ';' goes too
+      at = t_[i + 1].end;  // the ';' goes too
       ++i;
     }
   }
-  out += src_.substr(at, t_[e - 1].e - at);
+  out += src_.substr(at, t_[e - 1].end - at);
   return out;
 }
 
@@ -68,9 +68,9 @@ void Rewriter::emit_region(const std::vector<const Stmt *> &r, size_t block_end,
     const Decl d = read_decl(s->b, s->e);
     if (d.kind == Decl::Unknown) {
       for (size_t i = s->b; i < s->e; ++i)
-        if (is_ident(t_[i].s) && !type_words().count(t_[i].s) && !statement_words().count(t_[i].s) &&
-            appears(t_[i].s, re, block_end))
-          throw Unsupported{"a statement this pass cannot read declares or uses '" + t_[i].s + "' across a barrier"};
+        if (is_ident(t_[i].text) && !type_words().count(t_[i].text) && !statement_words().count(t_[i].text) &&
+            appears(t_[i].text, re, block_end))
+          throw Unsupported{"a statement this pass cannot read declares or uses '" + t_[i].text + "' across a barrier"};
       body += body_text(s->b, s->e, label) + "\n";
       continue;
     }
@@ -86,7 +86,7 @@ void Rewriter::emit_region(const std::vector<const Stmt *> &r, size_t block_end,
       declared.push_back({Entry::Uniform, d.ds[0].name, "", {}});
       uniform_names_.insert(d.ds[0].name);
       for (size_t i = bb_; i < be_; ++i)
-        if (t_[i].s == d.ds[0].name && i + 1 < be_ && is_assign_op(t_[i + 1].s))
+        if (t_[i].text == d.ds[0].name && i + 1 < be_ && is_assign_op(t_[i + 1].text))
           throw Unsupported{"a work-item writes the shared pointer '" + d.ds[0].name + "'"};
       continue;
     }
@@ -171,10 +171,10 @@ void Rewriter::emit_body(const Stmt &s, std::string &out) {
 // work-item 0 sees them) but not write them.
 void Rewriter::check_header(size_t b, size_t e, const std::set<std::string> &own) const {
   for (size_t i = b; i < e; ++i) {
-    if (!is_ident(t_[i].s) || own.count(t_[i].s)) continue;
-    const Entry *x = lookup(t_[i].s);
+    if (!is_ident(t_[i].text) || own.count(t_[i].text)) continue;
+    const Entry *x = lookup(t_[i].text);
     if (x && x->kind != Entry::Uniform && written(i, b))
-      throw Unsupported{"a loop or condition around a barrier writes the per-work-item '" + t_[i].s + "'"};
+      throw Unsupported{"a loop or condition around a barrier writes the per-work-item '" + t_[i].text + "'"};
   }
 }
 
@@ -246,9 +246,9 @@ void Rewriter::emit_control(const Stmt &s, std::string &out) {
       size_t semi1 = s.h1, semi2 = s.h1;
       int depth = 0;
       for (size_t i = s.h0; i < s.h1; ++i) {
-        if (t_[i].s == "(" || t_[i].s == "[" || t_[i].s == "{") ++depth;
-        if (t_[i].s == ")" || t_[i].s == "]" || t_[i].s == "}") --depth;
-        if (depth == 0 && t_[i].s == ";") (semi1 == s.h1 ? semi1 : semi2) = i;
+        if (t_[i].text == "(" || t_[i].text == "[" || t_[i].text == "{") ++depth;
+        if (t_[i].text == ")" || t_[i].text == "]" || t_[i].text == "}") --depth;
+        if (depth == 0 && t_[i].text == ";") (semi1 == s.h1 ? semi1 : semi2) = i;
       }
       if (semi2 == s.h1) throw Unsupported{"a for header this pass cannot read"};
       std::set<std::string> own;
@@ -261,7 +261,7 @@ void Rewriter::emit_control(const Stmt &s, std::string &out) {
       const Stmt &body = s.kids[0];
       for (const auto &v : own)
         for (size_t i = body.b; i < body.e; ++i)
-          if (t_[i].s == v && written(i, body.b))
+          if (t_[i].text == v && written(i, body.b))
             throw Unsupported{"a work-item writes the loop variable '" + v + "' of a loop around a barrier"};
       check_header(s.h0, s.h1, own);
       // The init runs once, as the representative work-item sees it; the

@@ -21,13 +21,13 @@ std::string Rewriter::rewrite(const std::string &name, size_t pb, size_t pe, siz
   be_ = be;
   match_brackets(bb, be);
   for (size_t i = bb; i < be; ++i) {
-    if (t_[i].pp) throw Unsupported{"a preprocessor line inside the kernel body"};
-    if (t_[i].s == "goto") throw Unsupported{"goto"};
-    if (t_[i].s == "return") {
+    if (t_[i].preprocessor) throw Unsupported{"a preprocessor line inside the kernel body"};
+    if (t_[i].text == "goto") throw Unsupported{"goto"};
+    if (t_[i].text == "return") {
       has_return_ = true;
-      if (i + 1 >= be || t_[i + 1].s != ";") throw Unsupported{"return with a value (or inside a lambda)"};
+      if (i + 1 >= be || t_[i + 1].text != ";") throw Unsupported{"return with a value (or inside a lambda)"};
     }
-    if (t_[i].s == "__gpuhal_wi" || t_[i].s.rfind("__gpuhal_", 0) == 0)
+    if (t_[i].text == "__gpuhal_wi" || t_[i].text.rfind("__gpuhal_", 0) == 0)
       throw Unsupported{"the body uses gpuhal's internal names"};
   }
   // Parameters: uniform, and no work-item may write one (each has its own
@@ -36,7 +36,7 @@ std::string Rewriter::rewrite(const std::string &name, size_t pb, size_t pe, siz
   std::vector<std::string> params = param_names(pb, pe);
   for (const auto &p : params) {
     for (size_t i = bb; i < be; ++i)
-      if (t_[i].s == p && written(i, bb)) throw Unsupported{"a work-item writes its parameter '" + p + "'"};
+      if (t_[i].text == p && written(i, bb)) throw Unsupported{"a work-item writes its parameter '" + p + "'"};
     scopes_.back().push_back({Entry::Uniform, p, "", {}});
     uniform_names_.insert(p);
   }
@@ -49,7 +49,7 @@ std::string Rewriter::rewrite(const std::string &name, size_t pb, size_t pe, siz
   f += "static void " + name + "__gpuhal_loops(const gpuhal_host_group *__gpuhal_g";
   if (!params.empty() || pe > pb) {
     const std::string ptext = text(pb, pe);
-    if (!(pe - pb == 1 && t_[pb].s == "void")) f += ", " + ptext;
+    if (!(pe - pb == 1 && t_[pb].text == "void")) f += ", " + ptext;
   }
   f += ") {\n";
   f += "  const uint32_t __gpuhal_gid[3] = {__gpuhal_g->group_id[0], __gpuhal_g->group_id[1], "
@@ -114,35 +114,35 @@ WorkItemLoops make_work_item_loops(const std::string &source, const std::vector<
   std::vector<Found> kernels;
   std::vector<bool> in_body(t.size(), false);
   for (size_t i = 0; i + 4 < t.size(); ++i) {
-    if (t[i].b < user || t[i].pp || t[i].s != "GPUHAL_KERNEL") continue;
-    if (t[i + 1].s != "void" || !is_ident(t[i + 2].s) || t[i + 3].s != "(") continue;
+    if (t[i].begin < user || t[i].preprocessor || t[i].text != "GPUHAL_KERNEL") continue;
+    if (t[i + 1].text != "void" || !is_ident(t[i + 2].text) || t[i + 3].text != "(") continue;
     size_t j = i + 3;
     int depth = 0;
     for (; j < t.size(); ++j) {
-      if (t[j].s == "(") ++depth;
-      if (t[j].s == ")" && --depth == 0) break;
+      if (t[j].text == "(") ++depth;
+      if (t[j].text == ")" && --depth == 0) break;
     }
-    if (j + 1 >= t.size() || t[j + 1].s != "{") continue;
+    if (j + 1 >= t.size() || t[j + 1].text != "{") continue;
     size_t k = j + 1;
     depth = 0;
     for (; k < t.size(); ++k) {
-      if (t[k].s == "{") ++depth;
-      if (t[k].s == "}" && --depth == 0) break;
+      if (t[k].text == "{") ++depth;
+      if (t[k].text == "}" && --depth == 0) break;
     }
     if (k >= t.size()) continue;
-    kernels.push_back({t[i + 2].s, i + 4, j, j + 2, k});
+    kernels.push_back({t[i + 2].text, i + 4, j, j + 2, k});
     for (size_t m = j + 1; m <= k; ++m) in_body[m] = true;
     i = k;
   }
   std::string all_skip;
   bool tls_items = false;
   for (size_t i = 0; i < t.size(); ++i) {
-    if (t[i].b < user || in_body[i]) continue;
-    if (t[i].s == "gpuhal_barrier" || is_counting_barrier(t[i].s))
+    if (t[i].begin < user || in_body[i]) continue;
+    if (t[i].text == "gpuhal_barrier" || is_counting_barrier(t[i].text))
       all_skip = "gpuhal_barrier is used outside kernel bodies (in a device function or a macro)";
-    if (id_builtins().count(t[i].s) || t[i].s == "GPUHAL_DYNAMIC_SHARED" || t[i].s == "gpuhal_dynamic_shared_bytes")
+    if (id_builtins().count(t[i].text) || t[i].text == "GPUHAL_DYNAMIC_SHARED" || t[i].text == "gpuhal_dynamic_shared_bytes")
       tls_items = true;
-    if (t[i].pp && (t[i].s == "return" || t[i].s == "break" || t[i].s == "continue" || t[i].s == "goto"))
+    if (t[i].preprocessor && (t[i].text == "return" || t[i].text == "break" || t[i].text == "continue" || t[i].text == "goto"))
       all_skip = "a macro contains return, break, continue or goto";
   }
   const std::set<std::string> macros = constant_macros(source, t, user);
@@ -161,7 +161,7 @@ WorkItemLoops make_work_item_loops(const std::string &source, const std::vector<
     // A barrier that counts a predicate sits inside an expression, where
     // the loops cannot split: such kernels keep their fibers.
     if (std::any_of(t.begin() + std::ptrdiff_t(k->bb), t.begin() + std::ptrdiff_t(k->be),
-                    [](const Tok &x) { return is_counting_barrier(x.s); })) {
+                    [](const Tok &x) { return is_counting_barrier(x.text); })) {
       r.skipped.push_back({name, "gpuhal_barrier_count / _and / _or reduce across the group (fibers keep them)"});
       continue;
     }

@@ -16,7 +16,7 @@ void Rewriter::match_brackets(size_t b, size_t e) {
   match_.assign(e - b, 0);
   std::vector<size_t> stack;
   for (size_t i = b; i < e; ++i) {
-    const std::string &s = t_[i].s;
+    const std::string &s = t_[i].text;
     if (s == "(" || s == "[" || s == "{") {
       stack.push_back(i);
     } else if (s == ")" || s == "]" || s == "}") {
@@ -24,7 +24,7 @@ void Rewriter::match_brackets(size_t b, size_t e) {
       const size_t o = stack.back();
       stack.pop_back();
       const char want = s == ")" ? '(' : s == "]" ? '[' : '{';
-      if (t_[o].s[0] != want) throw Unsupported{"unbalanced brackets"};
+      if (t_[o].text[0] != want) throw Unsupported{"unbalanced brackets"};
       match_[o - b] = i;
       match_[i - b] = o;
     }
@@ -33,24 +33,24 @@ void Rewriter::match_brackets(size_t b, size_t e) {
 }
 
 size_t Rewriter::partner(size_t i) const {
-  if (i < bb_ || i >= be_ || !std::strchr("([{)]}", t_[i].s[0]) || t_[i].s.size() != 1)
+  if (i < bb_ || i >= be_ || !std::strchr("([{)]}", t_[i].text[0]) || t_[i].text.size() != 1)
     throw Unsupported{"a bracket was expected"};
   return match_[i - bb_];
 }
 
 bool Rewriter::has_barrier(size_t b, size_t e) const {
   for (size_t i = b; i < e; ++i)
-    if (t_[i].s == "gpuhal_barrier") return true;
+    if (t_[i].text == "gpuhal_barrier") return true;
   return false;
 }
 
 // Token i (a name) is written: assigned, incremented, or its address taken.
 bool Rewriter::written(size_t i, size_t lo) const {
-  if (i + 1 < t_.size() && (is_assign_op(t_[i + 1].s) || t_[i + 1].s == "++" || t_[i + 1].s == "--")) return true;
-  if (i > lo && (t_[i - 1].s == "++" || t_[i - 1].s == "--")) return true;
-  if (i > lo && t_[i - 1].s == "&") {
+  if (i + 1 < t_.size() && (is_assign_op(t_[i + 1].text) || t_[i + 1].text == "++" || t_[i + 1].text == "--")) return true;
+  if (i > lo && (t_[i - 1].text == "++" || t_[i - 1].text == "--")) return true;
+  if (i > lo && t_[i - 1].text == "&") {
     if (i - 1 == lo) return true;
-    const std::string &p = t_[i - 2].s;
+    const std::string &p = t_[i - 2].text;
     if (!(is_ident(p) || is_number(p) || p == ")" || p == "]")) return true;
   }
   return false;
@@ -58,7 +58,7 @@ bool Rewriter::written(size_t i, size_t lo) const {
 
 bool Rewriter::appears(const std::string &name, size_t b, size_t e) const {
   for (size_t i = b; i < e; ++i)
-    if (t_[i].s == name) return true;
+    if (t_[i].text == name) return true;
   return false;
 }
 
@@ -67,13 +67,13 @@ std::vector<std::string> Rewriter::param_names(size_t pb, size_t pe) const {
   size_t start = pb;
   int depth = 0;
   for (size_t i = pb; i <= pe; ++i) {
-    if (i < pe && (t_[i].s == "(" || t_[i].s == "[")) ++depth;
-    if (i < pe && (t_[i].s == ")" || t_[i].s == "]")) --depth;
-    if (i == pe || (depth == 0 && t_[i].s == ",")) {
+    if (i < pe && (t_[i].text == "(" || t_[i].text == "[")) ++depth;
+    if (i < pe && (t_[i].text == ")" || t_[i].text == "]")) --depth;
+    if (i == pe || (depth == 0 && t_[i].text == ",")) {
       // The name: the last identifier before any array brackets.
       std::string last;
-      for (size_t j = start; j < i && t_[j].s != "["; ++j)
-        if (is_ident(t_[j].s)) last = t_[j].s;
+      for (size_t j = start; j < i && t_[j].text != "["; ++j)
+        if (is_ident(t_[j].text)) last = t_[j].text;
       if (!last.empty() && !type_words().count(last) && last != "void") out.push_back(last);
       start = i + 1;
     }
@@ -86,9 +86,9 @@ Stmt Rewriter::parse(size_t &i, size_t end, int loop_depth) {
   Deeper deeper(&depth_);
   Stmt s;
   s.b = i;
-  const std::string &w = t_[i].s;
+  const std::string &w = t_[i].text;
   auto paren = [&](size_t at) {
-    if (at >= end || t_[at].s != "(") throw Unsupported{"'" + w + "' without '('"};
+    if (at >= end || t_[at].text != "(") throw Unsupported{"'" + w + "' without '('"};
     return partner(at);
   };
   if (w == "{") {
@@ -103,7 +103,7 @@ Stmt Rewriter::parse(size_t &i, size_t end, int loop_depth) {
     s.h1 = close;
     i = close + 1;
     s.kids.push_back(parse(i, end, loop_depth));
-    if (i < end && t_[i].s == "else") {
+    if (i < end && t_[i].text == "else") {
       ++i;
       s.kids.push_back(parse(i, end, loop_depth));
     }
@@ -123,32 +123,32 @@ Stmt Rewriter::parse(size_t &i, size_t end, int loop_depth) {
     const size_t body_at = i;
     const bool barrier = stmt_has_barrier_ahead(body_at, end);
     s.kids.push_back(parse(i, end, barrier ? loop_depth : loop_depth + 1));
-    if (i >= end || t_[i].s != "while") throw Unsupported{"do without while"};
+    if (i >= end || t_[i].text != "while") throw Unsupported{"do without while"};
     const size_t close = paren(i + 1);
     s.h0 = i + 2;
     s.h1 = close;
     i = close + 1;
-    if (i >= end || t_[i].s != ";") throw Unsupported{"do-while without ';'"};
+    if (i >= end || t_[i].text != ";") throw Unsupported{"do-while without ';'"};
     ++i;
   } else if (w == "gpuhal_barrier") {
     s.kind = Stmt::Barrier;
     const size_t close = paren(i + 1);
     i = close + 1;
-    if (i >= end || t_[i].s != ";") throw Unsupported{"gpuhal_barrier(...) not used as a statement"};
+    if (i >= end || t_[i].text != ";") throw Unsupported{"gpuhal_barrier(...) not used as a statement"};
     ++i;
   } else if (w == "else") {
     throw Unsupported{"'else' without 'if'"};
   } else {
     // A simple statement: to the ';' outside brackets.
     size_t j = i;
-    while (j < end && t_[j].s != ";") {
-      if (t_[j].s == "(" || t_[j].s == "[" || t_[j].s == "{") j = partner(j);
+    while (j < end && t_[j].text != ";") {
+      if (t_[j].text == "(" || t_[j].text == "[" || t_[j].text == "{") j = partner(j);
       ++j;
     }
     if (j >= end) throw Unsupported{"a statement without ';'"};
     if (loop_depth == 0)
       for (size_t k = i; k < j; ++k)
-        if (t_[k].s == "break" || t_[k].s == "continue")
+        if (t_[k].text == "break" || t_[k].text == "continue")
           throw Unsupported{"break / continue out of a loop that contains a barrier"};
     i = j + 1;
   }
@@ -172,26 +172,26 @@ bool Rewriter::stmt_has_barrier_ahead(size_t i, size_t end) {
 size_t Rewriter::extent(size_t i, size_t end) const {
   if (i >= end) throw Unsupported{"a statement is missing"};
   Deeper deeper(&depth_);
-  const std::string &w = t_[i].s;
+  const std::string &w = t_[i].text;
   auto paren = [&](size_t at) {
-    if (at >= end || t_[at].s != "(") throw Unsupported{"'" + w + "' without '('"};
+    if (at >= end || t_[at].text != "(") throw Unsupported{"'" + w + "' without '('"};
     return partner(at);
   };
   if (w == "{") return partner(i) + 1;
   if (w == "if") {
     size_t j = extent(paren(i + 1) + 1, end);
-    if (j < end && t_[j].s == "else") j = extent(j + 1, end);
+    if (j < end && t_[j].text == "else") j = extent(j + 1, end);
     return j;
   }
   if (w == "for" || w == "while" || w == "switch") return extent(paren(i + 1) + 1, end);
   if (w == "do") {
     size_t j = extent(i + 1, end);  // body, then while ( ... ) ;
-    if (j + 1 < end && t_[j + 1].s == "(") return std::min(end, partner(j + 1) + 2);
+    if (j + 1 < end && t_[j + 1].text == "(") return std::min(end, partner(j + 1) + 2);
     return end;
   }
   size_t j = i;
-  while (j < end && t_[j].s != ";") {
-    if (t_[j].s == "(" || t_[j].s == "[" || t_[j].s == "{") j = partner(j);
+  while (j < end && t_[j].text != ";") {
+    if (t_[j].text == "(" || t_[j].text == "[" || t_[j].text == "{") j = partner(j);
     ++j;
   }
   return std::min(end, j + 1);
@@ -201,7 +201,7 @@ size_t Rewriter::extent(size_t i, size_t end) const {
 Decl Rewriter::read_decl(size_t b, size_t e) const {
   Decl d;
   const size_t end = e - 1;
-  const std::string &w = t_[b].s;
+  const std::string &w = t_[b].text;
   if (w == "GPUHAL_SHARED_ARRAY" || w == "GPUHAL_SHARED_ARRAY_ALIGNED" || w == "GPUHAL_DYNAMIC_SHARED") {
     d.kind = Decl::Shared;
     // (T, name, extents...), (T, name, alignment, extents...) or (T, name):
@@ -209,16 +209,16 @@ Decl Rewriter::read_decl(size_t b, size_t e) const {
     size_t j = b + 2;
     int depth = 0;
     for (; j < end; ++j) {
-      if (t_[j].s == "(" || t_[j].s == "[") ++depth;
-      if (t_[j].s == ")" || t_[j].s == "]") --depth;
-      if (depth == 0 && t_[j].s == ",") break;
+      if (t_[j].text == "(" || t_[j].text == "[") ++depth;
+      if (t_[j].text == ")" || t_[j].text == "]") --depth;
+      if (depth == 0 && t_[j].text == ",") break;
     }
-    if (j + 1 >= end || !is_ident(t_[j + 1].s)) {
+    if (j + 1 >= end || !is_ident(t_[j + 1].text)) {
       d.kind = Decl::Unknown;
       return d;
     }
     Declarator x;
-    x.name = t_[j + 1].s;
+    x.name = t_[j + 1].text;
     d.ds.push_back(x);
     return d;
   }
@@ -230,25 +230,25 @@ Decl Rewriter::read_decl(size_t b, size_t e) const {
   }
   if (w == "GPUHAL_LOCAL_ARRAY") {
     // (T, name, n0 [, n1 ...]): a private array.
-    if (b + 1 >= end || t_[b + 1].s != "(" || partner(b + 1) != end - 1) {
+    if (b + 1 >= end || t_[b + 1].text != "(" || partner(b + 1) != end - 1) {
       d.kind = Decl::Unknown;
       return d;
     }
     std::vector<size_t> commas;
     int depth = 0;
     for (size_t j = b + 2; j < end - 1; ++j) {
-      if (t_[j].s == "(" || t_[j].s == "[") ++depth;
-      if (t_[j].s == ")" || t_[j].s == "]") --depth;
-      if (depth == 0 && t_[j].s == ",") commas.push_back(j);
+      if (t_[j].text == "(" || t_[j].text == "[") ++depth;
+      if (t_[j].text == ")" || t_[j].text == "]") --depth;
+      if (depth == 0 && t_[j].text == ",") commas.push_back(j);
     }
-    if (commas.size() < 2 || commas.size() > 5 || commas[1] != commas[0] + 2 || !is_ident(t_[commas[0] + 1].s)) {
+    if (commas.size() < 2 || commas.size() > 5 || commas[1] != commas[0] + 2 || !is_ident(t_[commas[0] + 1].text)) {
       d.kind = Decl::Unknown;
       return d;
     }
     d.kind = Decl::Plain;
     Declarator x;
     x.type = text(b + 2, commas[0]);
-    x.name = t_[commas[0] + 1].s;
+    x.name = t_[commas[0] + 1].text;
     commas.push_back(end - 1);
     for (size_t k = 1; k + 1 < commas.size(); ++k) x.dims += "[(" + text(commas[k] + 1, commas[k + 1]) + ")]";
     d.ds.push_back(x);
@@ -262,10 +262,10 @@ Decl Rewriter::read_decl(size_t b, size_t e) const {
     return d;
   }
   size_t i = b;
-  while (i < end && is_ident(t_[i].s) && !statement_words().count(t_[i].s)) ++i;
+  while (i < end && is_ident(t_[i].text) && !statement_words().count(t_[i].text)) ++i;
   const size_t idents = i - b;
   if (idents == 0) return d;  // an expression: (..., *p = ..., ++i
-  const std::string next = i < end ? t_[i].s : ";";
+  const std::string next = i < end ? t_[i].text : ";";
   if (next == "<" || next == "::") {
     // A template or qualified name: a declaration this pass cannot read,
     // or an expression it need not (both rare in kernels).
@@ -288,36 +288,36 @@ Decl Rewriter::read_decl(size_t b, size_t e) const {
   while (i < end) {
     Declarator x;
     std::string stars;
-    while (i < end && (t_[i].s == "*" || t_[i].s == "&" || t_[i].s == "const" || t_[i].s == "volatile" ||
-                       t_[i].s == "__restrict__" || t_[i].s == "GPUHAL_RESTRICT")) {
-      if (t_[i].s == "&") x.reference = true;
-      stars += " " + t_[i].s;
+    while (i < end && (t_[i].text == "*" || t_[i].text == "&" || t_[i].text == "const" || t_[i].text == "volatile" ||
+                       t_[i].text == "__restrict__" || t_[i].text == "GPUHAL_RESTRICT")) {
+      if (t_[i].text == "&") x.reference = true;
+      stars += " " + t_[i].text;
       ++i;
     }
-    if (i >= end || !is_ident(t_[i].s)) {
+    if (i >= end || !is_ident(t_[i].text)) {
       // `a * b;` and the like: not a declaration after all.
       d.kind = type_words().count(w) ? Decl::Unknown : Decl::None;
       d.ds.clear();
       return d;
     }
-    x.name = t_[i].s;
+    x.name = t_[i].text;
     x.name_at = i;
     x.type = base + stars;
     ++i;
-    while (i < end && t_[i].s == "[") {
+    while (i < end && t_[i].text == "[") {
       x.dims += text(i, partner(i) + 1);
       i = partner(i) + 1;
     }
-    if (i < end && t_[i].s == "=") {
+    if (i < end && t_[i].text == "=") {
       x.init_b = ++i;
-      while (i < end && t_[i].s != ",") {
-        if (t_[i].s == "(" || t_[i].s == "[" || t_[i].s == "{") i = partner(i);
+      while (i < end && t_[i].text != ",") {
+        if (t_[i].text == "(" || t_[i].text == "[" || t_[i].text == "{") i = partner(i);
         ++i;
       }
       x.init_e = i;
     }
     d.ds.push_back(x);
-    if (i < end && t_[i].s == ",") {
+    if (i < end && t_[i].text == ",") {
       ++i;
       continue;
     }
@@ -346,8 +346,8 @@ const Entry *Rewriter::lookup(const std::string &name) const {
 bool Rewriter::rematerialisable(const Declarator &x, std::vector<std::string> *deps) const {
   if (x.reference || !x.dims.empty() || x.init_b == x.init_e) return false;
   for (size_t i = x.init_b; i < x.init_e; ++i) {
-    const std::string &s = t_[i].s;
-    const bool call = i + 1 < x.init_e && t_[i + 1].s == "(";
+    const std::string &s = t_[i].text;
+    const bool call = i + 1 < x.init_e && t_[i + 1].text == "(";
     if (is_number(s)) continue;
     if (is_ident(s)) {
       if (id_builtins().count(s) && call) continue;
@@ -364,12 +364,12 @@ bool Rewriter::rematerialisable(const Declarator &x, std::vector<std::string> *d
         is_assign_op(s) || s == "++" || s == "--" || s == "{" || s == "}")
       return false;
     if ((s == "*" || s == "&") &&
-        (i == x.init_b || !(is_ident(t_[i - 1].s) || is_number(t_[i - 1].s) || t_[i - 1].s == ")")))
+        (i == x.init_b || !(is_ident(t_[i - 1].text) || is_number(t_[i - 1].text) || t_[i - 1].text == ")")))
       return false;  // a dereference or an address
   }
   // Never written anywhere in the body.
   for (size_t i = bb_; i < be_; ++i)
-    if (i != x.name_at && t_[i].s == x.name && written(i, bb_)) return false;
+    if (i != x.name_at && t_[i].text == x.name && written(i, bb_)) return false;
   return true;
 }
 

@@ -3,8 +3,8 @@
 // interface): the tokens, statements and declarations it reads, and the
 // Rewriter, whose members are cut by concern: reading the kernel
 // (host_workitem_parse.cpp), emitting the loops (host_workitem_emit.cpp),
-// one kernel's rewrite (host_workitem_loops.cpp); the tokenizer and the word
-// lists are in host_workitem_tokens.cpp.
+// one kernel's rewrite (host_workitem_loops.cpp); the word lists are in
+// host_workitem_tokens.cpp; the tokenizer is the dialect's own.
 #pragma once
 
 #include <cstddef>
@@ -13,13 +13,15 @@
 #include <utility>
 #include <vector>
 
+#include "kernel_tokens.hpp"
+
 namespace gpuhal::host::workitem {
 
-struct Tok {
-  std::string s;
-  size_t b = 0, e = 0;  // byte range in the source
-  bool pp = false;      // part of a preprocessor line
-};
+// The dialect's tokens (dialect/kernel_tokens.hpp, shared with the core).
+using Tok = dialect::Token;
+using dialect::ident_char;
+using dialect::ident_start;
+using dialect::tokenize;
 
 struct Unsupported {
   std::string why;
@@ -56,11 +58,8 @@ struct Entry {
   std::vector<std::string> deps;  // Remat: names its initialiser reads
 };
 
-bool ident_start(char c);
-bool ident_char(char c);
 bool is_ident(const std::string &s);
 bool is_number(const std::string &s);
-std::vector<Tok> tokenize(const std::string &src);
 const std::set<std::string> &type_words();
 const std::set<std::string> &statement_words();
 const std::set<std::string> &id_builtins();
@@ -89,7 +88,7 @@ class Rewriter {
   std::vector<std::pair<std::string, std::string>> stored_types_;  // type, dims
   const std::vector<Entry> *pending_ = nullptr;                    // the current region's declarations so far
 
-  std::string text(size_t b, size_t e) const { return b < e ? src_.substr(t_[b].b, t_[e - 1].e - t_[b].b) : ""; }
+  std::string text(size_t b, size_t e) const { return b < e ? src_.substr(t_[b].begin, t_[e - 1].end - t_[b].begin) : ""; }
 
   void match_brackets(size_t b, size_t e);
   size_t partner(size_t i) const;
