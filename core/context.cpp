@@ -21,16 +21,16 @@ std::shared_ptr<ContextImpl> create_context(const std::shared_ptr<RuntimeImpl> &
   auto ctx = std::make_shared<ContextImpl>();
   ctx->forks = fork_count();
   ctx->runtime = runtime;
-  ctx->table = &runtime->table();
+  ctx->backend_ = runtime->backend.get();
   ctx->device = device;
   if (adopt) {
-    if (!ctx->t().context_adopt)
+    if (!ctx->backend().has_context_adopt())
       throw Error(Status::ERROR_NOT_SUPPORTED,
                   "Context::adopt: backend '" + ctx->lib().name() + "' cannot adopt another library's context");
     ctx->adopted = true;
-    ctx->check(ctx->t().context_adopt(device->ordinal, *adopt, &ctx->handle), "context_adopt");
+    ctx->backend().context_adopt(device->ordinal, *adopt, &ctx->handle);
   } else {
-    ctx->check(ctx->t().context_create(device->ordinal, &ctx->handle), "context_create");
+    ctx->backend().context_create(device->ordinal, &ctx->handle);
   }
   check_context_handle(*ctx);
   const Config &cfg = runtime->config;
@@ -39,7 +39,7 @@ std::shared_ptr<ContextImpl> create_context(const std::shared_ptr<RuntimeImpl> &
   ctx->deallocs = std::make_unique<DeallocQueue>(
       cfg.max_pending_deallocs_count, max_bytes,
       [raw] {
-        if (raw->handle) raw->check(raw->t().context_synchronize(raw->handle), "context_synchronize");
+        if (raw->handle) raw->backend().context_synchronize(raw->handle);
       },
       [raw](const Error &e) { raw->logger().write(LogLevel::Error, e.what()); });
   install_memory_manager(ctx);
@@ -87,7 +87,7 @@ ContextImpl::~ContextImpl() {
   }
   if (deallocs) deallocs->flush(true);
   if (!handle) return;
-  const gpuhal_status_t st = t().context_destroy(handle);
+  const gpuhal_status_t st = backend().context_destroy_status(handle);
   if (st != GPUHAL_SUCCESS) logger().write(LogLevel::Error, "context_destroy failed: " + lib().last_message());
 }
 
@@ -141,7 +141,7 @@ Stream Context::create_stream(StreamKind kind) const {
   detail::require_handle(impl_, "Context::create_stream");
   auto s = detail::new_child<detail::StreamImpl>(impl_, "Context::create_stream");
   const uint32_t flags = kind == StreamKind::NonBlocking ? GPUHAL_STREAM_NON_BLOCKING : GPUHAL_STREAM_DEFAULT;
-  impl_->check(impl_->t().stream_create(impl_->handle, flags, &s->handle), "stream_create");
+  impl_->backend().stream_create(impl_->handle, flags, &s->handle);
   s->owned = true;
   return Stream(s);
 }
@@ -149,16 +149,15 @@ Stream Context::create_stream(StreamKind kind) const {
 Event Context::create_event(bool enable_timing) const {
   detail::require_handle(impl_, "Context::create_event");
   auto e = detail::new_child<detail::EventImpl>(impl_, "Context::create_event");
-  impl_->check(impl_->t().event_create(impl_->handle,
-                                       enable_timing ? GPUHAL_EVENT_DEFAULT : GPUHAL_EVENT_DISABLE_TIMING, &e->handle),
-               "event_create");
+  impl_->backend().event_create(impl_->handle,
+                                       enable_timing ? GPUHAL_EVENT_DEFAULT : GPUHAL_EVENT_DISABLE_TIMING, &e->handle);
   return Event(e);
 }
 
 void Context::synchronize() const {
   detail::require_handle(impl_, "Context::synchronize");
   impl_->check_alive(impl_->current_generation(), "Context::synchronize");
-  impl_->check(impl_->t().context_synchronize(impl_->handle), "context_synchronize");
+  impl_->backend().context_synchronize(impl_->handle);
 }
 
 namespace {
@@ -166,11 +165,11 @@ namespace {
 uint64_t native_handle(const std::shared_ptr<detail::ContextImpl> &impl, int32_t kind, const char *what) {
   detail::require_handle(impl, what);
   impl->check_alive(impl->current_generation(), what);
-  if (!impl->t().native_handle)
+  if (!impl->backend().has_native_handle())
     throw Error(Status::ERROR_NOT_SUPPORTED,
                 std::string(what) + ": backend '" + impl->lib().name() + "' gives no native handles");
   uint64_t out = 0;
-  impl->check(impl->t().native_handle(impl->handle, kind, &out), "native_handle");
+  impl->backend().native_handle(impl->handle, kind, &out);
   return out;
 }
 
@@ -210,7 +209,7 @@ DeviceMemory Context::allocate_async(uint64_t bytes, const Stream &stream) const
   if (!stream.impl() || stream.impl()->ctx != impl_)
     throw Error(Status::ERROR_INVALID_HANDLE, "allocate_async: the stream is empty or belongs to another context");
   const gpuhal_stream_t s = stream.impl()->live("allocate_async");
-  if (!c.t().mem_alloc_async)
+  if (!c.backend().has_mem_alloc_async())
     throw Error(Status::ERROR_NOT_SUPPORTED,
                 "allocate_async: backend '" + c.lib().name() + "' has no stream-ordered allocation");
   if (bytes == 0) throw Error(Status::ERROR_INVALID_VALUE, "allocate_async: size must be positive");
@@ -221,9 +220,9 @@ DeviceMemory Context::allocate_async(uint64_t bytes, const Stream &stream) const
   a->ctx = impl_;
   a->generation = c.current_generation();
   a->size = bytes;
-  gpuhal_status_t st = c.t().mem_alloc_async(c.handle, bytes, s, &a->ptr);
+  gpuhal_status_t st = c.backend().mem_alloc_async_status(c.handle, bytes, s, &a->ptr);
   if (st == GPUHAL_ERROR_OUT_OF_MEMORY && c.deallocs->flush() > 0)
-    st = c.t().mem_alloc_async(c.handle, bytes, s, &a->ptr);
+    st = c.backend().mem_alloc_async_status(c.handle, bytes, s, &a->ptr);
   if (st != GPUHAL_SUCCESS) a->ptr = 0;
   c.check(st, "mem_alloc_async");
   a->free_stream = stream.impl();
@@ -239,9 +238,9 @@ void Context::enable_peer_access(const Context &peer) const {
   if (peer.impl_->runtime != impl_->runtime || peer.impl_->device == impl_->device)
     throw Error(Status::ERROR_INVALID_VALUE,
                 "enable_peer_access: the peer must be a context of another device of the same runtime");
-  if (!c.t().context_enable_peer_access)
+  if (!c.backend().has_context_enable_peer_access())
     throw Error(Status::ERROR_NOT_SUPPORTED, "enable_peer_access: backend '" + c.lib().name() + "' has no peer access");
-  c.check(c.t().context_enable_peer_access(c.handle, peer.impl_->handle), "context_enable_peer_access");
+  c.backend().context_enable_peer_access(c.handle, peer.impl_->handle);
 }
 
 MemoryManager &Context::memory_manager() const {
@@ -278,7 +277,7 @@ void Context::reset() const {
   if (c.deallocs) c.deallocs->flush(true);
   if (c.handle) {
     // Let queued work finish so that callbacks run before their context goes.
-    const gpuhal_status_t st = c.t().context_synchronize(c.handle);
+    const gpuhal_status_t st = c.backend().context_synchronize_status(c.handle);
     if (st != GPUHAL_SUCCESS)
       c.logger().write(LogLevel::Warn, "reset: context_synchronize failed: " + c.lib().last_message());
     c.generation.fetch_add(1, std::memory_order_acq_rel);
@@ -289,11 +288,11 @@ void Context::reset() const {
     }
     gpuhal_context_t old = c.handle;
     c.handle = nullptr;
-    c.check(c.t().context_destroy(old), "context_destroy");
+    c.backend().context_destroy(old);
   } else {
     c.generation.fetch_add(1, std::memory_order_acq_rel);
   }
-  c.check(c.t().context_create(c.device->ordinal, &c.handle), "context_create");
+  c.backend().context_create(c.device->ordinal, &c.handle);
   check_context_handle(c);
   c.manager->initialize();
 }

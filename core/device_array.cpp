@@ -155,11 +155,11 @@ void DeviceArray::copy_from_host_impl(const HostView &src, const Stream *stream)
     const gpuhal_deviceptr_t dst = memory_.device_pointer() + uint64_t(layout_.span_begin());
     const auto host = gpuhal_deviceptr_t(reinterpret_cast<uintptr_t>(src.data()));
     const auto bytes = uint64_t(layout_.nbytes());
-    const auto &t = ctx_->t();
+    const detail::Backend &t = ctx_->backend();
     if (!stream)
-      ctx_->check(t.memcpy_sync(ctx_->handle, GPUHAL_COPY_HOST_TO_DEVICE, dst, host, bytes), "memcpy_sync(H2D)");
+      ctx_->check(t.memcpy_sync_status(ctx_->handle, GPUHAL_COPY_HOST_TO_DEVICE, dst, host, bytes), "memcpy_sync(H2D)");
     else
-      ctx_->check(t.memcpy_async(ctx_->handle, GPUHAL_COPY_HOST_TO_DEVICE, dst, host, bytes, sh), "memcpy_async(H2D)");
+      ctx_->check(t.memcpy_async_status(ctx_->handle, GPUHAL_COPY_HOST_TO_DEVICE, dst, host, bytes, sh), "memcpy_async(H2D)");
     return;
   }
   const Layout dcore = layout_.core();
@@ -181,15 +181,15 @@ void DeviceArray::copy_from_host_impl(const HostView &src, const Stream *stream)
   }
   check_compatible(dcore, dtype_, source->layout(), source->dtype());
   if (size() == 0 || src.size() == 0) return;
-  const auto &t = ctx_->t();
+  const detail::Backend &t = ctx_->backend();
   const gpuhal_deviceptr_t dst = memory_.device_pointer() + uint64_t(layout_.span_begin());
   const auto host = gpuhal_deviceptr_t(reinterpret_cast<uintptr_t>(source->data()));
   const auto bytes = uint64_t(alloc_size());
   if (!stream) {
-    ctx_->check(t.memcpy_sync(ctx_->handle, GPUHAL_COPY_HOST_TO_DEVICE, dst, host, bytes), "memcpy_sync(H2D)");
+    ctx_->check(t.memcpy_sync_status(ctx_->handle, GPUHAL_COPY_HOST_TO_DEVICE, dst, host, bytes), "memcpy_sync(H2D)");
     return;
   }
-  ctx_->check(t.memcpy_async(ctx_->handle, GPUHAL_COPY_HOST_TO_DEVICE, dst, host, bytes, sh), "memcpy_async(H2D)");
+  ctx_->check(t.memcpy_async_status(ctx_->handle, GPUHAL_COPY_HOST_TO_DEVICE, dst, host, bytes, sh), "memcpy_async(H2D)");
   // The staging buffer must outlive the queued copy.
   if (staging.data()) stream->add_callback([keep = staging]() {});
 }
@@ -221,14 +221,14 @@ void DeviceArray::copy_from_device_impl(const DeviceArray &src, const Stream *st
     throw Error(Status::ERROR_NOT_CONTIGUOUS, what(call) + ": source " + kContiguousMessage);
   check_compatible(dcore, dtype_, score, src.dtype_);
   if (size() == 0) return;
-  const auto &t = ctx_->t();
+  const detail::Backend &t = ctx_->backend();
   const gpuhal_deviceptr_t dst = memory_.device_pointer() + uint64_t(layout_.span_begin());
   const gpuhal_deviceptr_t from = src.memory_.device_pointer() + uint64_t(src.layout_.span_begin());
   const auto bytes = uint64_t(alloc_size());
   if (!stream)
-    ctx_->check(t.memcpy_sync(ctx_->handle, GPUHAL_COPY_DEVICE_TO_DEVICE, dst, from, bytes), "memcpy_sync(D2D)");
+    ctx_->check(t.memcpy_sync_status(ctx_->handle, GPUHAL_COPY_DEVICE_TO_DEVICE, dst, from, bytes), "memcpy_sync(D2D)");
   else
-    ctx_->check(t.memcpy_async(ctx_->handle, GPUHAL_COPY_DEVICE_TO_DEVICE, dst, from, bytes, sh), "memcpy_async(D2D)");
+    ctx_->check(t.memcpy_async_status(ctx_->handle, GPUHAL_COPY_DEVICE_TO_DEVICE, dst, from, bytes, sh), "memcpy_async(D2D)");
 }
 
 HostArray DeviceArray::copy_to_host() const {
@@ -282,7 +282,7 @@ void DeviceArray::copy_to_host_impl(const HostView &dst, const Stream *stream, b
     throw Error(Status::ERROR_INVALID_VALUE, what(call) + ": the destination host view is read-only");
   check_compatible(layout_, dtype_, dst.layout(), dst.dtype());
   if (size() == 0) return;
-  const auto &t = ctx_->t();
+  const detail::Backend &t = ctx_->backend();
   const gpuhal_deviceptr_t from = memory_.device_pointer() + uint64_t(layout_.span_begin());
   const auto bytes = uint64_t(alloc_size());
   // A dense array (or a host buffer made for exactly this layout) receives
@@ -292,9 +292,9 @@ void DeviceArray::copy_to_host_impl(const HostView &dst, const Stream *stream, b
     const auto host = gpuhal_deviceptr_t(reinterpret_cast<uintptr_t>(dst.data()) +
                                          uintptr_t(layout_.span_begin() - layout_.offset()));
     if (!stream)
-      ctx_->check(t.memcpy_sync(ctx_->handle, GPUHAL_COPY_DEVICE_TO_HOST, host, from, bytes), "memcpy_sync(D2H)");
+      ctx_->check(t.memcpy_sync_status(ctx_->handle, GPUHAL_COPY_DEVICE_TO_HOST, host, from, bytes), "memcpy_sync(D2H)");
     else
-      ctx_->check(t.memcpy_async(ctx_->handle, GPUHAL_COPY_DEVICE_TO_HOST, host, from, bytes, sh), "memcpy_async(D2H)");
+      ctx_->check(t.memcpy_async_status(ctx_->handle, GPUHAL_COPY_DEVICE_TO_HOST, host, from, bytes, sh), "memcpy_async(D2H)");
     return;
   }
   HostArray staging = HostArray::with_layout(layout_, dtype_);
@@ -306,11 +306,11 @@ void DeviceArray::copy_to_host_impl(const HostView &dst, const Stream *stream, b
   const HostView src_squeezed =
       HostView::from_layout(static_cast<char *>(staging.data()) - layout_.offset(), layout_.squeeze(), dtype_, true);
   if (!stream) {
-    ctx_->check(t.memcpy_sync(ctx_->handle, GPUHAL_COPY_DEVICE_TO_HOST, host, from, bytes), "memcpy_sync(D2H)");
+    ctx_->check(t.memcpy_sync_status(ctx_->handle, GPUHAL_COPY_DEVICE_TO_HOST, host, from, bytes), "memcpy_sync(D2H)");
     detail::copy_elements(dst_squeezed, src_squeezed);
     return;
   }
-  ctx_->check(t.memcpy_async(ctx_->handle, GPUHAL_COPY_DEVICE_TO_HOST, host, from, bytes, sh), "memcpy_async(D2H)");
+  ctx_->check(t.memcpy_async_status(ctx_->handle, GPUHAL_COPY_DEVICE_TO_HOST, host, from, bytes, sh), "memcpy_async(D2H)");
   stream->add_callback([staging, dst_squeezed, src_squeezed]() { detail::copy_elements(dst_squeezed, src_squeezed); });
 }
 
@@ -320,12 +320,12 @@ void DeviceArray::memset_impl(uint8_t value, const Stream *stream) const {
   gpuhal_stream_t sh = stream ? stream_handle(ctx_, *stream, call) : nullptr;
   if (size() == 0) return;
   if (!layout_.is_contiguous()) throw Error(Status::ERROR_NOT_CONTIGUOUS, what(call) + ": " + kContiguousMessage);
-  const auto &t = ctx_->t();
+  const detail::Backend &t = ctx_->backend();
   const gpuhal_deviceptr_t dst = memory_.device_pointer() + uint64_t(layout_.span_begin());
   if (!stream)
-    ctx_->check(t.memset_sync(ctx_->handle, dst, value, uint64_t(alloc_size())), "memset_sync");
+    t.memset_sync(ctx_->handle, dst, value, uint64_t(alloc_size()));
   else
-    ctx_->check(t.memset_async(ctx_->handle, dst, value, uint64_t(alloc_size()), sh), "memset_async");
+    t.memset_async(ctx_->handle, dst, value, uint64_t(alloc_size()), sh);
 }
 
 DeviceArray device_array(const Context &ctx, const Shape &shape, DType dtype, const Strides &strides, char order) {

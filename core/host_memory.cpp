@@ -24,7 +24,7 @@ const std::shared_ptr<ContextImpl> &require_host_memory(const Context &ctx, cons
   if (!ctx.impl()) throw Error(Status::ERROR_INVALID_HANDLE, std::string(what) + ": null context");
   const auto &c = ctx.impl();
   c->check_alive(c->current_generation(), what);
-  if (!c->t().host_alloc)
+  if (!c->backend().has_host_alloc())
     throw Error(Status::ERROR_NOT_SUPPORTED,
                 std::string(what) + ": backend '" + c->lib().name() + "' has no pinned/registered host memory");
   if (mapped && !c->device->properties.can_map_host_memory)
@@ -85,7 +85,7 @@ void release_pieces(ContextImpl &c, uintptr_t base, uint64_t bytes) {
   for (auto it : pieces_over(c.registrations, base, bytes)) {
     if (it->second.count > 0) --it->second.count;
     if (it->second.count > 0) continue;
-    const gpuhal_status_t st = c.t().host_unregister(c.handle, reinterpret_cast<void *>(it->first));
+    const gpuhal_status_t st = c.backend().host_unregister_status(c.handle, reinterpret_cast<void *>(it->first));
     if (st == GPUHAL_SUCCESS) {
       c.registrations.erase(it);
     } else if (!first) {
@@ -138,13 +138,13 @@ void register_range(ContextImpl &c, char *first, uint64_t bytes, HostMemoryFlags
   std::vector<uintptr_t> made;
   try {
     for (const auto &g : gaps) {
-      c.check(c.t().host_register(c.handle, reinterpret_cast<void *>(g.first), g.second, want), "host_register");
+      c.backend().host_register(c.handle, reinterpret_cast<void *>(g.first), g.second, want);
       made.push_back(g.first);
       c.registrations[g.first] = detail::Registration{g.second, want, 0};
     }
   } catch (...) {
     for (uintptr_t m : made) {
-      if (c.t().host_unregister(c.handle, reinterpret_cast<void *>(m)) == GPUHAL_SUCCESS) c.registrations.erase(m);
+      if (c.backend().host_unregister_status(c.handle, reinterpret_cast<void *>(m)) == GPUHAL_SUCCESS) c.registrations.erase(m);
     }
     throw;
   }
@@ -250,7 +250,7 @@ MappedScope::MappedScope(const Context &ctx, const std::vector<HostView> &views)
       continue;
     }
     gpuhal_deviceptr_t dptr = 0;
-    c->check(c->t().host_get_device_pointer(c->handle, first, &dptr), "host_get_device_pointer");
+    c->backend().host_get_device_pointer(c->handle, first, &dptr);
     device_.push_back(device_view(c, dptr, bytes, v.layout(), v.dtype(), nullptr));
   }
 }
@@ -262,13 +262,13 @@ std::shared_ptr<void> backend_host_alloc(const std::shared_ptr<ContextImpl> &c, 
   require_host_memory(Context(c), "memhostalloc", flags.mapped);
   if (bytes == 0) throw Error(Status::ERROR_INVALID_VALUE, "memhostalloc: size must be positive");
   void *p = nullptr;
-  c->check(c->t().host_alloc(c->handle, bytes, to_bits(flags), &p), "host_alloc");
+  c->backend().host_alloc(c->handle, bytes, to_bits(flags), &p);
   const uint64_t gen = c->current_generation();
   return std::shared_ptr<void>(p, [c, gen, bytes](void *q) {
     ContextImpl *raw = c.get();
     try {
       raw->defer_release(
-          gen, bytes, [raw, q] { return raw->t().host_free(raw->handle, q); }, "host_free");
+          gen, bytes, [raw, q] { return raw->backend().host_free_status(raw->handle, q); }, "host_free");
     } catch (const std::exception &e) {
       raw->logger().write(LogLevel::Error, std::string("deferred free of pinned memory: ") + e.what());
     }
@@ -310,7 +310,7 @@ MappedArray mapped_array(const Context &ctx, const Shape &shape, DType dtype, co
   const uint64_t bytes = uint64_t(layout.span_bytes());
   std::shared_ptr<void> buffer = c->manager->memhostalloc(bytes, HostMemoryFlags{portable, true, write_combined});
   gpuhal_deviceptr_t dptr = 0;
-  c->check(c->t().host_get_device_pointer(c->handle, buffer.get(), &dptr), "host_get_device_pointer");
+  c->backend().host_get_device_pointer(c->handle, buffer.get(), &dptr);
   out.host = HostArray::adopt(buffer, layout, dtype);
   out.device = device_view(c, dptr, bytes, layout, dtype, buffer);  // the device side keeps the buffer alive
   return out;

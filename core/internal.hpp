@@ -22,6 +22,7 @@
 #include "gpuhal/context.hpp"
 #include "gpuhal/memory_manager.hpp"
 #include "gpuhal/runtime.hpp"
+#include "backend.hpp"
 #include "plugin_library.hpp"
 
 namespace gpuhal::detail {
@@ -61,11 +62,11 @@ struct RuntimeImpl {
   uint32_t forks = fork_count();  // fork_guard.hpp
   Config config;
   std::unique_ptr<PluginLibrary> library;
+  std::unique_ptr<Backend> backend;  // over `library`, made with it
   std::vector<LoadAttempt> attempts;
   std::vector<std::unique_ptr<DeviceImpl>> devices;
   // GPUHAL_MEMORY_MANAGER's choice (empty: the default manager).
   MemoryManagerFactory memory_manager;
-  const gpuhal_plugin_table_t &table() const { return library->table(); }
 };
 
 // True in a child of fork() for a runtime its parent loaded.
@@ -101,11 +102,11 @@ struct ContextImpl {
   // Made over another library's vendor context (Context::adopt): never
   // reset by gpuhal.
   bool adopted = false;
-  // The plugin's table (runtime->table(), cached: every call goes through it).
-  const gpuhal_plugin_table_t *table = nullptr;
+  // The runtime's backend (cached: every call goes through it).
+  const Backend *backend_ = nullptr;
 
   ~ContextImpl();
-  const gpuhal_plugin_table_t &t() const { return *table; }
+  const Backend &backend() const { return *backend_; }
   const PluginLibrary &lib() const { return *runtime->library; }
   const Logger &logger() const { return runtime->library->logger(); }
   void check(gpuhal_status_t status, const char *call) const { lib().check(status, call); }

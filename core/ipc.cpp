@@ -16,7 +16,7 @@ using detail::ContextImpl;
 const std::shared_ptr<ContextImpl> &require_ipc(const std::shared_ptr<ContextImpl> &c, const char *what) {
   if (!c) throw Error(Status::ERROR_INVALID_HANDLE, std::string(what) + ": null context");
   c->check_alive(c->current_generation(), what);
-  if (!c->t().ipc_get_handle)
+  if (!c->backend().has_ipc_get_handle())
     throw Error(Status::ERROR_NOT_SUPPORTED,
                 std::string(what) + ": backend '" + c->lib().name() + "' cannot share memory between processes");
   return c;
@@ -89,7 +89,7 @@ DeviceMemory open_memory(const std::shared_ptr<ContextImpl> &c, const IpcHandle 
   gpuhal_deviceptr_t base = 0;
   uint64_t bytes = 0;
   const gpuhal_ipc_handle_t abi = to_abi(h.handle);
-  c->check(c->t().ipc_open(c->handle, &abi, &base, &bytes), "ipc_open");
+  c->backend().ipc_open(c->handle, &abi, &base, &bytes);
   const uint64_t gen = c->current_generation();
   // Unmapped through the deferred queue, as device memory is freed: a copy
   // from the mapping may still be queued on a stream when its last handle
@@ -98,7 +98,7 @@ DeviceMemory open_memory(const std::shared_ptr<ContextImpl> &c, const IpcHandle 
   auto close = [c, gen](void *p) {
     ContextImpl *ctx = c.get();
     const gpuhal_deviceptr_t ptr = gpuhal_deviceptr_t(reinterpret_cast<uintptr_t>(p));
-    c->defer_release(gen, 0, [ctx, ptr] { return ctx->t().ipc_close(ctx->handle, ptr); }, "ipc_close");
+    c->defer_release(gen, 0, [ctx, ptr] { return ctx->backend().ipc_close_status(ctx->handle, ptr); }, "ipc_close");
   };
   std::shared_ptr<void> mapping(reinterpret_cast<void *>(uintptr_t(base)), close);
   if (h.offset > bytes || h.size > bytes - h.offset)
@@ -131,7 +131,7 @@ IpcHandle detail::backend_ipc_handle(const DeviceMemory &mem, uint64_t offset, u
   uint64_t bytes = 0;
   const gpuhal_deviceptr_t first = mem.device_pointer() + offset;
   gpuhal_ipc_handle_t abi{};
-  c->check(c->t().ipc_get_handle(c->handle, first, &abi, &base, &bytes), "ipc_get_handle");
+  c->backend().ipc_get_handle(c->handle, first, &abi, &base, &bytes);
   std::memcpy(h.handle.bytes, abi.bytes, sizeof abi.bytes);
   if (first < base || first - base > bytes || size > bytes - (first - base))
     throw Error(Status::ERROR_INVALID_PLUGIN,

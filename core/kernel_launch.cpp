@@ -250,7 +250,7 @@ void Kernel::launch(Dim3 grid, Dim3 block, const KernelArg *arg_list, size_t arg
     cfg.block[d] = b[d];
   }
   cfg.dynamic_shared_bytes = shared_bytes;
-  c.check(c.t().launch(c.handle, entry_->handle, &cfg, ptrs, uint32_t(args.size()), sh), "launch");
+  c.backend().launch(c.handle, entry_->handle, &cfg, ptrs, uint32_t(args.size()), sh);
   for (size_t i = 0; i < args.size(); ++i)
     if (args[i].kind() == KernelArg::Kind::Mirrored && !(decl && decl->params[i].is_const))
       args[i].mirrored().mark_changed(Where::device);

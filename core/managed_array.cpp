@@ -25,7 +25,7 @@ DeviceArray managed_array(const Context &ctx, const Shape &shape, DType dtype, c
   if (!ctx.impl()) throw Error(Status::ERROR_INVALID_HANDLE, "managed_array: null context");
   auto &c = *ctx.impl();
   c.check_alive(c.current_generation(), "managed_array");
-  if (!c.t().mem_alloc_managed)
+  if (!c.backend().has_mem_alloc_managed())
     throw Error(Status::ERROR_NOT_SUPPORTED,
                 "managed_array: backend '" + c.lib().name() + "' has no managed memory (Capability::ManagedMemory)");
   dtype.validate();

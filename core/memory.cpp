@@ -16,7 +16,7 @@ Allocation::~Allocation() {
   }
   if (free_stream) {  // stream-ordered: no need to wait, nothing to defer
     // A failure leaves the memory to the context's destruction or reset.
-    const gpuhal_status_t st = ctx->t().mem_free_async(ctx->handle, ptr, free_stream->handle);
+    const gpuhal_status_t st = ctx->backend().mem_free_async_status(ctx->handle, ptr, free_stream->handle);
     if (st != GPUHAL_SUCCESS) ctx->report_release_failure(st, "mem_free_async");
     return;
   }
@@ -25,7 +25,7 @@ Allocation::~Allocation() {
   const gpuhal_deviceptr_t p = ptr;
   try {
     c->defer_release(
-        generation, size, [c, p] { return c->t().mem_free(c->handle, p); }, "mem_free");
+        generation, size, [c, p] { return c->backend().mem_free_status(c->handle, p); }, "mem_free");
   } catch (const std::exception &e) {  // a flush triggered here failed to allocate
     c->logger().write(LogLevel::Error, std::string("deferred free of device memory: ") + e.what());
   }
@@ -37,10 +37,13 @@ gpuhal_deviceptr_t backend_alloc(ContextImpl &ctx, uint64_t bytes, bool managed)
   if (bytes > uint64_t(INT64_MAX))
     throw Error(Status::ERROR_SIZE_OVERFLOW, "allocate: " + std::to_string(bytes) + " bytes exceeds the largest size");
   const char *call = managed ? "mem_alloc_managed" : "mem_alloc";
-  if (managed && !ctx.t().mem_alloc_managed)
+  if (managed && !ctx.backend().has_mem_alloc_managed())
     throw Error(Status::ERROR_NOT_SUPPORTED,
                 "managed memory: backend '" + ctx.lib().name() + "' has none (Capability::ManagedMemory)");
-  const auto alloc = managed ? ctx.t().mem_alloc_managed : ctx.t().mem_alloc;
+  const detail::Backend &b = ctx.backend();
+  auto alloc = [&](gpuhal_context_t h, uint64_t n, gpuhal_deviceptr_t *out) {
+    return managed ? b.mem_alloc_managed_status(h, n, out) : b.mem_alloc_status(h, n, out);
+  };
   gpuhal_deviceptr_t ptr = 0;
   gpuhal_status_t st = alloc(ctx.handle, bytes, &ptr);
   if (st == GPUHAL_ERROR_OUT_OF_MEMORY) {

@@ -33,7 +33,7 @@ void MemoryManager::backend_free(gpuhal_deviceptr_t ptr, uint64_t bytes) const {
   detail::ContextImpl *c = ctx_;
   try {
     c->defer_release(
-        c->current_generation(), bytes, [c, ptr] { return c->t().mem_free(c->handle, ptr); }, "mem_free");
+        c->current_generation(), bytes, [c, ptr] { return c->backend().mem_free_status(c->handle, ptr); }, "mem_free");
   } catch (const std::exception &e) {
     c->logger().write(LogLevel::Error, std::string("memory manager free: ") + e.what());
   }
@@ -86,7 +86,7 @@ void MemoryManager::release_block(gpuhal_deviceptr_t, uint64_t, uint64_t) {
 MemoryInfo MemoryManager::backend_memory_info() const {
   if (!ctx_) throw Error(Status::ERROR_INVALID_HANDLE, "MemoryManager: not attached to a context");
   MemoryInfo info;
-  ctx_->check(ctx_->t().memory_info(ctx_->handle, &info.free, &info.total), "memory_info");
+  ctx_->backend().memory_info(ctx_->handle, &info.free, &info.total);
   return info;
 }
 

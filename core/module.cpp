@@ -11,22 +11,22 @@ namespace gpuhal {
 namespace detail {
 namespace {
 
-const gpuhal_plugin_table_t &kernel_table(const ContextImpl &c, const char *what) {
-  if (!c.t().module_compile)
+const Backend &kernel_backend(const ContextImpl &c, const char *what) {
+  if (!c.backend().has_module_compile())
     throw Error(Status::ERROR_NOT_SUPPORTED,
                 std::string(what) + ": backend '" + c.lib().name() + "' has no kernel support (Capability::Kernels)");
-  return c.t();
+  return c.backend();
 }
 
-std::string lowering_text(const PluginLibrary &lib) {
+std::string lowering_text(const Backend &lib) {
   std::string out = "/* gpuhal portable kernel dialect, lowered for the " + lib.name() + " backend */\n";
   const char *text = nullptr;
-  lib.check(lib.table().lower_builtin("", &text), "lower_builtin(\"\")");
+  lib.check(lib.lower_builtin_status("", &text), "lower_builtin(\"\")");
   out += text ? text : "";
   out += "\n";
   for (const auto &name : kernel_builtins()) {
     text = nullptr;
-    lib.check(lib.table().lower_builtin(name.c_str(), &text), ("lower_builtin(" + name + ")").c_str());
+    lib.check(lib.lower_builtin_status(name.c_str(), &text), ("lower_builtin(" + name + ")").c_str());
     if (!text) throw Error(Status::ERROR_INVALID_PLUGIN, lib.name() + ": lower_builtin(" + name + ") gave no text");
     out += text;
     out += "\n";
@@ -65,18 +65,18 @@ const std::vector<std::string> &kernel_builtins() {
 }
 
 std::vector<std::pair<std::string, std::string>> Runtime::kernel_lowering() const {
-  const auto &lib = *impl_->library;
-  if (!lib.table().lower_builtin)
+  const detail::Backend &lib = *impl_->backend;
+  if (!lib.has_lower_builtin())
     throw Error(Status::ERROR_NOT_SUPPORTED, "backend '" + lib.name() + "' has no kernel support");
   std::vector<std::pair<std::string, std::string>> out;
   for (const std::string &name : std::vector<std::string>{""}) {
     const char *text = nullptr;
-    lib.check(lib.table().lower_builtin(name.c_str(), &text), "lower_builtin");
+    lib.lower_builtin(name.c_str(), &text);
     out.emplace_back(name, text ? text : "");
   }
   for (const auto &name : kernel_builtins()) {
     const char *text = nullptr;
-    lib.check(lib.table().lower_builtin(name.c_str(), &text), "lower_builtin");
+    lib.lower_builtin(name.c_str(), &text);
     out.emplace_back(name, text ? text : "");
   }
   return out;
@@ -111,9 +111,9 @@ Module Module::compile(const Context &ctx, const std::string &source, const Modu
   if (!ctx.impl()) throw Error(Status::ERROR_INVALID_HANDLE, "Module::compile: null context");
   auto &c = *ctx.impl();
   auto m = detail::new_child<ModuleImpl>(ctx.impl(), "Module::compile");
-  const auto &t = detail::kernel_table(c, "Module::compile");
+  const auto &t = detail::kernel_backend(c, "Module::compile");
   m->decls = detail::scan_kernel_source(source).kernels;
-  m->lowered = detail::lowering_text(c.lib());
+  m->lowered = detail::lowering_text(c.backend());
   for (const auto &k : options.constants) {
     const uint64_t count = k.bytes.size() / uint64_t(k.dtype.itemsize());
     m->lowered += detail::constant_array_text({k.name, k.dtype, k.bytes.data(), count, k.shape});
@@ -139,16 +139,16 @@ Module Module::compile(const Context &ctx, const std::string &source, const Modu
   void *image = nullptr;
   uint64_t bytes = 0;
   uint32_t format = 0;
-  c.check(t.module_compile(c.handle, &args, &image, &bytes, &format), "module_compile");
+  t.module_compile(c.handle, &args, &image, &bytes, &format);
   try {
     m->image.assign(static_cast<const char *>(image), size_t(bytes));
   } catch (...) {
-    t.image_free(image);
+    t.image_free_status(image);
     throw;
   }
-  t.image_free(image);
+  t.image_free_status(image);
   m->format = static_cast<ImageFormat>(format);
-  c.check(t.module_load(c.handle, m->image.data(), m->image.size(), format, &m->handle), "module_load");
+  t.module_load(c.handle, m->image.data(), m->image.size(), format, &m->handle);
   Module out;
   out.impl_ = std::move(m);
   return out;
@@ -159,10 +159,10 @@ Module Module::load(const Context &ctx, ImageFormat format, const void *image, s
   if (!image || bytes == 0) throw Error(Status::ERROR_INVALID_VALUE, "Module::load: empty image");
   auto &c = *ctx.impl();
   auto m = detail::new_child<ModuleImpl>(ctx.impl(), "Module::load");
-  const auto &t = detail::kernel_table(c, "Module::load");
+  const auto &t = detail::kernel_backend(c, "Module::load");
   m->image.assign(static_cast<const char *>(image), bytes);
   m->format = format;
-  c.check(t.module_load(c.handle, m->image.data(), m->image.size(), uint32_t(format), &m->handle), "module_load");
+  t.module_load(c.handle, m->image.data(), m->image.size(), uint32_t(format), &m->handle);
   Module out;
   out.impl_ = std::move(m);
   return out;
@@ -201,7 +201,7 @@ Kernel Module::kernel(const std::string &name) const {
   auto e = std::make_unique<KernelEntry>();
   e->name = name;
   e->decl = decl;
-  m.ctx->check(m.ctx->t().module_get_kernel(m.ctx->handle, m.handle, name.c_str(), &e->handle), "module_get_kernel");
+  m.ctx->check(m.ctx->backend().module_get_kernel_status(m.ctx->handle, m.handle, name.c_str(), &e->handle), "module_get_kernel");
   Kernel k;
   k.module_ = impl_;
   k.entry_ = e.get();

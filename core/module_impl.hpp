@@ -41,7 +41,7 @@ struct ModuleImpl {
     if (!handle || ctx->current_generation() != generation || ctx->inherited()) return;
     ContextImpl *c = ctx.get();
     gpuhal_module_t module = handle;
-    ctx->defer_release(generation, 0, [c, module] { return c->t().module_unload(c->handle, module); },
+    ctx->defer_release(generation, 0, [c, module] { return c->backend().module_unload_status(c->handle, module); },
                        "module_unload");
   }
 };

@@ -49,17 +49,18 @@ Runtime Runtime::load(const Config &config) {
   auto rt = std::make_shared<RuntimeImpl>();
   rt->config = config;
   rt->library = std::move(sel.library);
+  rt->backend = std::make_unique<detail::Backend>(*rt->library);
   rt->attempts = std::move(sel.attempts);
   if (config.memory_manager == "pool")
     rt->memory_manager = pool_memory_manager();
   else if (!config.memory_manager.empty() && config.memory_manager != "default")
     rt->memory_manager = detail::load_memory_manager_library(config.memory_manager);
-  const auto &t = rt->table();
+  const detail::Backend &t = *rt->backend;
   for (int i = 0; i < rt->library->device_count(); ++i) {
     gpuhal_device_properties_t p{};
     p.abi_version = GPUHAL_ABI_VERSION;
     p.struct_size = sizeof p;
-    rt->library->check(t.device_properties(i, &p), "device_properties");
+    t.device_properties(i, &p);
     auto d = std::make_unique<DeviceImpl>();
     d->runtime = rt.get();
     d->ordinal = i;
@@ -131,9 +132,9 @@ Device Runtime::device(int ordinal) const {
 }
 
 bool Runtime::supports(Capability c) const {
-  const auto &t = impl_->table();
+  const detail::Backend &t = *impl_->backend;
   if (c == Capability::MappedHostMemory) {
-    if (!t.host_alloc) return false;
+    if (!t.has_host_alloc()) return false;
     for (const auto &d : impl_->devices)
       if (!d->properties.can_map_host_memory) return false;
     return true;
@@ -141,13 +142,13 @@ bool Runtime::supports(Capability c) const {
   // Every other capability is one entry (the loader checked that its group
   // is present in full or not at all).
   const std::pair<Capability, bool> present[] = {
-      {Capability::StreamBarrier, t.stream_barrier != nullptr},
-      {Capability::HostMemory, t.host_alloc != nullptr},
-      {Capability::Ipc, t.ipc_get_handle != nullptr},
-      {Capability::StreamOrderedMemory, t.mem_alloc_async != nullptr},
-      {Capability::PeerAccess, t.device_can_access_peer != nullptr},
-      {Capability::Kernels, t.module_compile != nullptr},
-      {Capability::ManagedMemory, t.mem_alloc_managed != nullptr},
+      {Capability::StreamBarrier, t.has_stream_barrier()},
+      {Capability::HostMemory, t.has_host_alloc()},
+      {Capability::Ipc, t.has_ipc_get_handle()},
+      {Capability::StreamOrderedMemory, t.has_mem_alloc_async()},
+      {Capability::PeerAccess, t.has_device_can_access_peer()},
+      {Capability::Kernels, t.has_module_compile()},
+      {Capability::ManagedMemory, t.has_mem_alloc_managed()},
   };
   for (const auto &p : present)
     if (p.first == c) return p.second;
@@ -169,9 +170,9 @@ Runtime Device::runtime() const {
 bool Device::can_access_peer(const Device &peer) const {
   if (!impl_ || !peer.impl_) throw Error(Status::ERROR_INVALID_HANDLE, "Device::can_access_peer: empty device");
   RuntimeImpl *rt = impl_->runtime;
-  if (peer.impl_->runtime != rt || peer.impl_ == impl_ || !rt->table().device_can_access_peer) return false;
+  if (peer.impl_->runtime != rt || peer.impl_ == impl_ || !rt->backend->has_device_can_access_peer()) return false;
   int32_t out = 0;
-  rt->library->check(rt->table().device_can_access_peer(impl_->ordinal, peer.impl_->ordinal, &out),
+  rt->library->check(rt->backend->device_can_access_peer_status(impl_->ordinal, peer.impl_->ordinal, &out),
                      "device_can_access_peer");
   return out != 0;
 }

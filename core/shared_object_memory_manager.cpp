@@ -93,7 +93,7 @@ class SharedObjectMemoryManager : public MemoryManager {
   gpuhal_status_t service_free(gpuhal_deviceptr_t ptr) {
     return service([&] {
       const auto &c = *context().impl();
-      c.check(c.t().mem_free(c.handle, ptr), "mem_free");
+      c.backend().mem_free(c.handle, ptr);
     });
   }
   gpuhal_status_t service_memory_info(uint64_t *f, uint64_t *t) {

@@ -19,7 +19,7 @@ StreamImpl::~StreamImpl() {
   gpuhal_stream_t h = handle;
   try {
     c->defer_release(
-        generation, 0, [c, h] { return c->t().stream_destroy(c->handle, h); }, "stream_destroy");
+        generation, 0, [c, h] { return c->backend().stream_destroy_status(c->handle, h); }, "stream_destroy");
   } catch (const std::exception &e) {
     c->logger().write(LogLevel::Error, std::string("deferred stream destruction: ") + e.what());
   }
@@ -31,7 +31,7 @@ EventImpl::~EventImpl() {
   gpuhal_event_t h = handle;
   try {
     c->defer_release(
-        generation, 0, [c, h] { return c->t().event_destroy(c->handle, h); }, "event_destroy");
+        generation, 0, [c, h] { return c->backend().event_destroy_status(c->handle, h); }, "event_destroy");
   } catch (const std::exception &e) {
     c->logger().write(LogLevel::Error, std::string("deferred event destruction: ") + e.what());
   }
@@ -98,13 +98,13 @@ gpuhal_stream_t Stream::native_handle() const {
 void Stream::synchronize() const {
   detail::require_handle(impl_, "Stream::synchronize");
   auto h = impl_->live("Stream::synchronize");
-  impl_->ctx->check(impl_->ctx->t().stream_synchronize(impl_->ctx->handle, h), "stream_synchronize");
+  impl_->ctx->check(impl_->ctx->backend().stream_synchronize_status(impl_->ctx->handle, h), "stream_synchronize");
 }
 
 bool Stream::query() const {
   detail::require_handle(impl_, "Stream::query");
   auto h = impl_->live("Stream::query");
-  return impl_->ctx->ready(impl_->ctx->t().stream_query(impl_->ctx->handle, h), "stream_query");
+  return impl_->ctx->ready(impl_->ctx->backend().stream_query_status(impl_->ctx->handle, h), "stream_query");
 }
 
 static void check_same_context(const detail::StreamImpl &s, const detail::EventImpl &e, const char *what) {
@@ -118,7 +118,7 @@ void Stream::wait(const Event &event) const {
   check_same_context(*impl_, *event.impl(), "Stream::wait");
   auto h = impl_->live("Stream::wait");
   auto e = event.impl()->live("Stream::wait");
-  impl_->ctx->check(impl_->ctx->t().stream_wait_event(impl_->ctx->handle, h, e), "stream_wait_event");
+  impl_->ctx->check(impl_->ctx->backend().stream_wait_event_status(impl_->ctx->handle, h, e), "stream_wait_event");
 }
 
 void Stream::wait(const std::vector<Event> &events) const {
@@ -130,24 +130,22 @@ void Stream::wait(const std::vector<Event> &events) const {
     check_same_context(*impl_, *ev.impl(), "Stream::wait");
     handles.push_back(ev.impl()->live("Stream::wait"));
   }
-  const auto &t = impl_->ctx->t();
-  if (t.stream_barrier) {
-    impl_->ctx->check(t.stream_barrier(impl_->ctx->handle, h, handles.data(), uint32_t(handles.size()), 0),
-                      "stream_barrier");
+  const detail::Backend &t = impl_->ctx->backend();
+  if (t.has_stream_barrier()) {
+    t.stream_barrier(impl_->ctx->handle, h, handles.data(), uint32_t(handles.size()), 0);
     return;
   }
-  for (auto e : handles) impl_->ctx->check(t.stream_wait_event(impl_->ctx->handle, h, e), "stream_wait_event");
+  for (auto e : handles) t.stream_wait_event(impl_->ctx->handle, h, e);
 }
 
 void Stream::wait_for_all_prior_work() const {
   detail::require_handle(impl_, "Stream::wait_for_all_prior_work");
   auto h = impl_->live("Stream::wait_for_all_prior_work");
-  const auto &t = impl_->ctx->t();
-  if (!t.stream_barrier)
+  const detail::Backend &t = impl_->ctx->backend();
+  if (!t.has_stream_barrier())
     throw Error(Status::ERROR_NOT_SUPPORTED, "Stream::wait_for_all_prior_work: backend '" + impl_->ctx->lib().name() +
                                                  "' has no stream_barrier entry");
-  impl_->ctx->check(t.stream_barrier(impl_->ctx->handle, h, nullptr, 0, GPUHAL_BARRIER_ALL_PRIOR_WORK),
-                    "stream_barrier");
+  t.stream_barrier(impl_->ctx->handle, h, nullptr, 0, GPUHAL_BARRIER_ALL_PRIOR_WORK);
 }
 
 void Stream::add_callback(std::function<void()> fn) const {
@@ -155,7 +153,7 @@ void Stream::add_callback(std::function<void()> fn) const {
   if (!fn) throw Error(Status::ERROR_INVALID_VALUE, "Stream::add_callback: empty function");
   auto h = impl_->live("Stream::add_callback");
   auto box = std::make_unique<CallbackBox>(CallbackBox{std::move(fn), impl_->ctx->logger()});
-  impl_->ctx->check(impl_->ctx->t().stream_add_callback(impl_->ctx->handle, h, run_callback, box.get()),
+  impl_->ctx->check(impl_->ctx->backend().stream_add_callback_status(impl_->ctx->handle, h, run_callback, box.get()),
                     "stream_add_callback");
   box.release();  // owned by the plugin's queue until run_callback
 }
@@ -178,19 +176,19 @@ void Event::record(const Stream &stream) const {
   check_same_context(*stream.impl(), *impl_, "Event::record");
   auto e = impl_->live("Event::record");
   auto s = stream.impl()->live("Event::record");
-  impl_->ctx->check(impl_->ctx->t().event_record(impl_->ctx->handle, e, s), "event_record");
+  impl_->ctx->check(impl_->ctx->backend().event_record_status(impl_->ctx->handle, e, s), "event_record");
 }
 
 void Event::synchronize() const {
   detail::require_handle(impl_, "Event::synchronize");
   auto e = impl_->live("Event::synchronize");
-  impl_->ctx->check(impl_->ctx->t().event_synchronize(impl_->ctx->handle, e), "event_synchronize");
+  impl_->ctx->check(impl_->ctx->backend().event_synchronize_status(impl_->ctx->handle, e), "event_synchronize");
 }
 
 bool Event::query() const {
   detail::require_handle(impl_, "Event::query");
   auto e = impl_->live("Event::query");
-  return impl_->ctx->ready(impl_->ctx->t().event_query(impl_->ctx->handle, e), "event_query");
+  return impl_->ctx->ready(impl_->ctx->backend().event_query_status(impl_->ctx->handle, e), "event_query");
 }
 
 float Event::elapsed_ms(const Event &start, const Event &end) {
@@ -200,7 +198,7 @@ float Event::elapsed_ms(const Event &start, const Event &end) {
   auto a = start.impl()->live("Event::elapsed_ms");
   auto b = end.impl()->live("Event::elapsed_ms");
   float ms = 0;
-  start.impl()->ctx->check(start.impl()->ctx->t().event_elapsed_ms(start.impl()->ctx->handle, a, b, &ms),
+  start.impl()->ctx->check(start.impl()->ctx->backend().event_elapsed_ms_status(start.impl()->ctx->handle, a, b, &ms),
                            "event_elapsed_ms");
   return ms;
 }
