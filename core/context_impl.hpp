@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// ContextImpl: one context of a device, what every object of it holds; and
+// ContextChild, what a stream, an event or a module keeps of it.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "dealloc_queue.hpp"
+#include "fork_guard.hpp"
+#include "gpuhal/context.hpp"
+#include "runtime_impl.hpp"
+
+namespace gpuhal::detail {
+
+// A host range the plugin holds registered (host_register), with how many
+// of the user's registrations use it. Pieces never overlap: a registration
+// over bytes some pieces cover already registers only the gaps between them
+// (drivers refuse a second registration of any byte), so one user
+// registration can span several adjacent pieces. See host_memory.cpp.
+struct Registration {
+  uint64_t size = 0;
+  uint32_t flags = 0;
+  int count = 0;  // user registrations touching the piece; 0 only after a failed unregister
+};
+
+struct ContextImpl {
+  std::shared_ptr<RuntimeImpl> runtime;
+  DeviceImpl *device = nullptr;
+  gpuhal_context_t handle = nullptr;
+  // Bumped by reset(); objects remember the generation they were made in.
+  std::atomic<uint64_t> generation{1};
+  // fork_count() when the context was made: a different count means this is
+  // a child of fork() holding its parent's context (fork_guard.hpp).
+  uint32_t forks = 0;
+  // Deferred releases of this context's objects (created with the context).
+  std::unique_ptr<DeallocQueue> deallocs;
+  // Registered host memory: the plugin's pieces by start address, and the
+  // user's registrations (start, size) with their counts.
+  std::mutex registrations_mutex;
+  std::map<uintptr_t, Registration> registrations;
+  std::map<std::pair<uintptr_t, uint64_t>, int> user_registrations;
+  // Serves every allocation of the context (installed by create_context).
+  std::unique_ptr<MemoryManager> manager;
+  // The core's own kernels (DeviceArray::assign / fill), compiled on first
+  // use in the current generation. The module refers to this context
+  // without owning it (no cycle): ~ContextImpl drops it first, and only
+  // the core's calls, made while a caller holds the context, use it.
+  std::mutex builtin_mutex;
+  std::shared_ptr<struct ModuleImpl> builtin_module;
+
+  // Made over another library's vendor context (Context::adopt): never
+  // reset by gpuhal.
+  bool adopted = false;
+  // The runtime's backend (cached: every call goes through it).
+  const Backend *backend_ = nullptr;
+
+  ~ContextImpl();
+  const Backend &backend() const { return *backend_; }
+  const PluginLibrary &lib() const { return *runtime->library; }
+  const Logger &logger() const { return runtime->library->logger(); }
+  void check(gpuhal_status_t status, const char *call) const { lib().check(status, call); }
+  // A query's answer: false for NOT_READY, true for SUCCESS; any other
+  // status throws naming `call`.
+  bool ready(gpuhal_status_t status, const char *call) const {
+    if (status == GPUHAL_NOT_READY) return false;
+    check(status, call);
+    return true;
+  }
+  // Throws ERROR_CONTEXT_DESTROYED when an object of generation `gen` is used
+  // after a reset (or when the reset could not create a new context), and
+  // ERROR_NOT_PERMITTED in a child of fork() for its parent's objects.
+  // Inline: every call of every object does it.
+  void check_alive(uint64_t gen, const char *what) const {
+    if (__builtin_expect(
+            gen == generation.load(std::memory_order_acquire) && handle != nullptr && forks == fork_count(), 1))
+      return;
+    context_destroyed(what);
+  }
+  // True in a child of fork() for a context its parent made: nothing of it
+  // may call the plugin (destructors do nothing).
+  bool inherited() const { return forks != fork_count(); }
+  [[noreturn]] void context_destroyed(const char *what) const;
+  uint64_t current_generation() const { return generation.load(std::memory_order_acquire); }
+  // Queues `release` (a plugin call for an object of generation `gen`),
+  // skipped if the context was reset before it runs.
+  void defer_release(uint64_t gen, uint64_t bytes, std::function<gpuhal_status_t()> release, const char *call);
+  // Reports a failed plugin release that happened in a destructor to the
+  // deallocation error handler (nothing may throw from a destructor).
+  void report_release_failure(gpuhal_status_t status, const char *call) const;
+};
+
+// Creates the context for `device` (context_create + its deallocation
+// queue), or with `adopt` one over that vendor context (context_adopt).
+std::shared_ptr<ContextImpl> create_context(const std::shared_ptr<RuntimeImpl> &runtime, DeviceImpl *device,
+                                            const uint64_t *adopt = nullptr);
+
+// What a stream or an event keeps: its context (kept alive), the plugin's
+// handle, and the context generation it was made in (a reset ends it).
+template <class Handle>
+struct ContextChild {
+  std::shared_ptr<ContextImpl> ctx;
+  Handle handle = nullptr;
+  uint64_t generation = 0;
+  // The handle after checking the context is still the one it was made in.
+  Handle live(const char *what) const {
+    ctx->check_alive(generation, what);
+    return handle;
+  }
+};
+
+// A new child object (stream, event, module) of a live context; throws
+// ERROR_CONTEXT_RESET-style errors naming `what` when the context is gone.
+template <class Impl>
+std::shared_ptr<Impl> new_child(const std::shared_ptr<ContextImpl> &ctx, const char *what) {
+  const uint64_t gen = ctx->current_generation();
+  ctx->check_alive(gen, what);
+  auto out = std::make_shared<Impl>();
+  out->ctx = ctx;
+  out->generation = gen;
+  return out;
+}
+
+}  // namespace gpuhal::detail
