@@ -114,7 +114,7 @@ namespace {
 Stream unowned_stream(const std::shared_ptr<detail::ContextImpl> &ctx, gpuhal_stream_t handle, const char *what) {
   auto s = detail::new_child<detail::StreamImpl>(ctx, what);
   s->handle = handle;
-  return Stream(s);
+  return detail::Access::wrap<Stream>(s);
 }
 }  // namespace
 
@@ -143,7 +143,7 @@ Stream Context::create_stream(StreamKind kind) const {
   const uint32_t flags = kind == StreamKind::NonBlocking ? GPUHAL_STREAM_NON_BLOCKING : GPUHAL_STREAM_DEFAULT;
   impl_->backend().stream_create(impl_->handle, flags, &s->handle);
   s->owned = true;
-  return Stream(s);
+  return detail::Access::wrap<Stream>(s);
 }
 
 Event Context::create_event(bool enable_timing) const {
@@ -151,7 +151,7 @@ Event Context::create_event(bool enable_timing) const {
   auto e = detail::new_child<detail::EventImpl>(impl_, "Context::create_event");
   impl_->backend().event_create(impl_->handle,
                                        enable_timing ? GPUHAL_EVENT_DEFAULT : GPUHAL_EVENT_DISABLE_TIMING, &e->handle);
-  return Event(e);
+  return detail::Access::wrap<Event>(e);
 }
 
 void Context::synchronize() const {
@@ -196,7 +196,7 @@ DeviceMemory Context::allocate(uint64_t bytes) const {
   if (bytes > uint64_t(INT64_MAX))
     throw Error(Status::ERROR_SIZE_OVERFLOW, "allocate: " + std::to_string(bytes) + " bytes exceeds the largest size");
   DeviceMemory m = impl_->manager->memalloc(bytes);
-  if (!m || m.size() < bytes || m.impl()->ctx != impl_)
+  if (!m || m.size() < bytes || detail::impl_of(m)->ctx != impl_)
     throw Error(Status::ERROR_INVALID_VALUE, "allocate: memory manager '" + impl_->manager->name() +
                                                  "' returned no memory, too little, or memory of another context");
   return m;
@@ -206,9 +206,9 @@ DeviceMemory Context::allocate_async(uint64_t bytes, const Stream &stream) const
   detail::require_handle(impl_, "Context::allocate_async");
   auto &c = *impl_;
   c.check_alive(c.current_generation(), "allocate_async");
-  if (!stream.impl() || stream.impl()->ctx != impl_)
+  if (!detail::impl_of(stream) || detail::impl_of(stream)->ctx != impl_)
     throw Error(Status::ERROR_INVALID_HANDLE, "allocate_async: the stream is empty or belongs to another context");
-  const gpuhal_stream_t s = stream.impl()->live("allocate_async");
+  const gpuhal_stream_t s = detail::impl_of(stream)->live("allocate_async");
   if (!c.backend().has_mem_alloc_async())
     throw Error(Status::ERROR_NOT_SUPPORTED,
                 "allocate_async: backend '" + c.lib().name() + "' has no stream-ordered allocation");
@@ -225,8 +225,8 @@ DeviceMemory Context::allocate_async(uint64_t bytes, const Stream &stream) const
     st = c.backend().mem_alloc_async_status(c.handle, bytes, s, &a->ptr);
   if (st != GPUHAL_SUCCESS) a->ptr = 0;
   c.check(st, "mem_alloc_async");
-  a->free_stream = stream.impl();
-  return DeviceMemory(a);
+  a->free_stream = detail::impl_of(stream);
+  return detail::Access::wrap<DeviceMemory>(a);
 }
 
 void Context::enable_peer_access(const Context &peer) const {
@@ -325,14 +325,14 @@ void Context::set_deallocation_error_handler(std::function<void(const Error &)> 
 }
 
 DeferCleanup::DeferCleanup(Context ctx) : ctx_(std::move(ctx)) {
-  if (!ctx_.impl()) throw Error(Status::ERROR_INVALID_HANDLE, "DeferCleanup: null context");
-  ctx_.impl()->deallocs->defer_begin();
-  ctx_.impl()->manager->defer_cleanup_begin();
+  if (!detail::impl_of(ctx_)) throw Error(Status::ERROR_INVALID_HANDLE, "DeferCleanup: null context");
+  detail::impl_of(ctx_)->deallocs->defer_begin();
+  detail::impl_of(ctx_)->manager->defer_cleanup_begin();
 }
 
 DeferCleanup::~DeferCleanup() {
-  ctx_.impl()->manager->defer_cleanup_end();
-  ctx_.impl()->deallocs->defer_end();
+  detail::impl_of(ctx_)->manager->defer_cleanup_end();
+  detail::impl_of(ctx_)->deallocs->defer_end();
 }
 
 bool Context::supports(Capability capability) const {

@@ -11,12 +11,12 @@ namespace {
 // The calling thread's selection: the selected device's primary context,
 // or empty (device 0). Destroyed at the thread's exit, before the
 // process's statics (the runtime).
-thread_local Context t_selected{nullptr};
+thread_local Context t_selected;
 
 // The selection, unless it was made by the parent of a fork(): a child
 // uses its own runtime (fork_guard.hpp), so it starts with none.
 const Context &selection() {
-  if (t_selected.impl() && t_selected.impl()->inherited()) t_selected = Context(nullptr);
+  if (detail::impl_of(t_selected) && detail::impl_of(t_selected)->inherited()) t_selected = Context();
   return t_selected;
 }
 
@@ -24,7 +24,7 @@ const Context &selection() {
 
 Context Context::current() {
   const Context &selected = selection();
-  if (selected.impl()) return selected;
+  if (detail::impl_of(selected)) return selected;
   return Runtime::get().device(0).primary_context();
 }
 
@@ -39,7 +39,7 @@ Device get_current_device() {
 }
 
 void close_device() {
-  t_selected = Context(nullptr);
+  t_selected = Context();
 }
 
 std::vector<Device> list_devices() {

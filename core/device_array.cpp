@@ -47,7 +47,7 @@ DeviceArray::DeviceArray(DeviceMemory memory, const Layout &layout, DType dtype)
     throw Error(Status::ERROR_INVALID_DTYPE, "DeviceArray: layout itemsize " + std::to_string(layout.itemsize()) +
                                                  " does not match dtype " + dtype.name());
   if (!memory_) throw Error(Status::ERROR_INVALID_HANDLE, "DeviceArray: empty DeviceMemory");
-  ctx_ = memory_.impl()->ctx;
+  ctx_ = detail::impl_of(memory_)->ctx;
   if (layout.size() != 0 && (layout.span_begin() < 0 || uint64_t(layout.span_end()) > memory_.size()))
     throw Error(Status::ERROR_INVALID_SHAPE, "DeviceArray: layout spans bytes [" + std::to_string(layout.span_begin()) +
                                                  ", " + std::to_string(layout.span_end()) + ") outside the memory of " +
@@ -61,7 +61,7 @@ gpuhal_deviceptr_t DeviceArray::device_pointer() const {
 
 Context DeviceArray::context() const {
   if (!ctx_) throw Error(Status::ERROR_INVALID_HANDLE, "DeviceArray::context: empty DeviceArray");
-  return Context(ctx_);
+  return detail::Access::wrap<Context>(ctx_);
 }
 
 int64_t DeviceArray::length() const {
@@ -130,15 +130,15 @@ namespace {
 
 // The plugin stream handle for a transfer, after liveness and context checks.
 gpuhal_stream_t stream_handle(const std::shared_ptr<detail::ContextImpl> &ctx, const Stream &s, const char *call) {
-  if (!s.impl()) throw Error(Status::ERROR_INVALID_HANDLE, what(call) + ": null stream");
-  if (s.impl()->ctx != ctx)
+  if (!detail::impl_of(s)) throw Error(Status::ERROR_INVALID_HANDLE, what(call) + ": null stream");
+  if (detail::impl_of(s)->ctx != ctx)
     throw Error(Status::ERROR_INVALID_HANDLE, what(call) + ": the stream belongs to another context");
-  return s.impl()->live(call);
+  return detail::impl_of(s)->live(call);
 }
 
 void check_live(const std::shared_ptr<detail::ContextImpl> &ctx, const DeviceMemory &mem, const char *call) {
   if (!ctx) throw Error(Status::ERROR_INVALID_HANDLE, what(call) + ": empty DeviceArray");
-  ctx->check_alive(mem ? mem.impl()->generation : ctx->current_generation(), call);
+  ctx->check_alive(mem ? detail::impl_of(mem)->generation : ctx->current_generation(), call);
 }
 
 }  // namespace
@@ -329,16 +329,16 @@ void DeviceArray::memset_impl(uint8_t value, const Stream *stream) const {
 }
 
 DeviceArray device_array(const Context &ctx, const Shape &shape, DType dtype, const Strides &strides, char order) {
-  if (!ctx.impl()) throw Error(Status::ERROR_INVALID_HANDLE, "device_array: null context");
+  if (!detail::impl_of(ctx)) throw Error(Status::ERROR_INVALID_HANDLE, "device_array: null context");
   dtype.validate();
   const Layout layout = Layout::make(shape, dtype.itemsize(), strides, order);
   if (layout.size() == 0) {
-    ctx.impl()->check_alive(ctx.impl()->current_generation(), "device_array");
+    detail::impl_of(ctx)->check_alive(detail::impl_of(ctx)->current_generation(), "device_array");
     // A zero-size array owns no memory; it remembers its context only.
     DeviceArray out;
     out.layout_ = layout;
     out.dtype_ = dtype;
-    out.ctx_ = ctx.impl();
+    out.ctx_ = detail::impl_of(ctx);
     return out;
   }
   return DeviceArray(ctx.allocate(uint64_t(layout.span_bytes())), layout, dtype);

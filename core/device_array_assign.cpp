@@ -89,7 +89,7 @@ Kernel assign_kernel(const std::shared_ptr<detail::ContextImpl> &ctx) {
   std::lock_guard<std::mutex> lock(c.builtin_mutex);
   if (!c.builtin_module || c.builtin_module->generation != c.current_generation()) {
     c.builtin_module.reset();
-    Module m = Module::compile(Context(ctx), kAssignSource);
+    Module m = Module::compile(detail::Access::wrap<Context>(ctx), kAssignSource);
     std::shared_ptr<detail::ModuleImpl> impl = detail::ModuleAccess::impl(m);
     m = Module();
     // Refer to the context without owning it (the context owns the module).
@@ -261,7 +261,7 @@ void convert_value(DType from, const void *value, DType to, unsigned char *out, 
 void run_assign(const DeviceArray &dst, const DeviceArray *src, const Strides &src_strides,
                 const unsigned char *value, const Stream &s, const char *call) {
   const Context context = dst.context();
-  const std::shared_ptr<detail::ContextImpl> &ctx = context.impl();
+  const std::shared_ptr<detail::ContextImpl> &ctx = detail::impl_of(context);
   if (!context.supports(Capability::Kernels))
     throw Error(Status::ERROR_NOT_SUPPORTED, what(call) + ": this needs a kernel, and backend '" + ctx->lib().name() +
                                                  "' has none (Capability::Kernels)");
@@ -319,11 +319,11 @@ void DeviceArray::assign_impl(const DeviceArray &src, const Stream *stream) cons
   const Strides src_strides = broadcast_strides(layout_, src.layout_, call);
   if (size() == 0) return;
   check_not_broadcast(layout_, call);
-  const Stream s = stream ? *stream : Context(ctx_).default_stream();
+  const Stream s = stream ? *stream : detail::Access::wrap<Context>(ctx_).default_stream();
   if (overlaps(*this, src)) {
     // Read everything before writing anything (NumPy copies overlapping
     // sources first): through a contiguous temporary.
-    const DeviceArray staged = device_array(Context(ctx_), src.shape(), dtype_);
+    const DeviceArray staged = device_array(detail::Access::wrap<Context>(ctx_), src.shape(), dtype_);
     staged.assign_impl(src, &s);
     assign_impl(staged, &s);
     if (!stream) s.synchronize();
@@ -349,7 +349,7 @@ void DeviceArray::fill_impl(DType from, const void *value, const Stream *stream)
   convert_value(from, value, dtype_, bytes, call);
   if (size() == 0) return;
   check_not_broadcast(layout_, call);
-  const Stream s = stream ? *stream : Context(ctx_).default_stream();
+  const Stream s = stream ? *stream : detail::Access::wrap<Context>(ctx_).default_stream();
   // Every byte the same in a contiguous array: the driver's memset.
   const auto n = size_t(itemsize());
   if (layout_.is_contiguous() && std::count(bytes, bytes + n, bytes[0]) == long(n)) {

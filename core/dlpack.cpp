@@ -36,7 +36,8 @@ template <class Managed>
 Managed *export_array(const DeviceArray &array, const Stream *producer, const Stream *consumer) {
   const Context ctx = array.context();  // throws for an empty array
   // Memory of a context that was reset since is gone (or reused): never exported.
-  if (array.memory().impl()) ctx.impl()->check_alive(array.memory().impl()->generation, "to_dlpack");
+  if (detail::impl_of(array.memory()))
+    detail::impl_of(ctx)->check_alive(detail::impl_of(array.memory())->generation, "to_dlpack");
   if (array.dtype().kind == DTypeKind::Opaque)
     throw Error(Status::ERROR_INVALID_DTYPE, "to_dlpack: record arrays (" + array.dtype().name() +
                                                  ") have no DLPack type (kDLOpaqueHandle is a handle, not bytes)");
@@ -66,7 +67,7 @@ Managed *export_array(const DeviceArray &array, const Stream *producer, const St
 }
 
 DeviceArray import_tensor(const Context &ctx, const DLTensor &t, std::shared_ptr<void> owner) {
-  if (!ctx.impl()) throw Error(Status::ERROR_INVALID_HANDLE, "from_dlpack: null context");
+  if (!detail::impl_of(ctx)) throw Error(Status::ERROR_INVALID_HANDLE, "from_dlpack: null context");
   const dlpack::DLDevice want = dlpack_device(ctx);
   if (t.device.device_type != want.device_type || t.device.device_id != want.device_id)
     throw Error(Status::ERROR_INVALID_VALUE,
@@ -88,8 +89,8 @@ DeviceArray import_tensor(const Context &ctx, const DLTensor &t, std::shared_ptr
   }
   const Layout layout = Layout::make(shape, dtype.itemsize(), strides);  // validates dims and overflow
   auto a = std::make_shared<detail::Allocation>();
-  a->ctx = ctx.impl();
-  a->generation = ctx.impl()->current_generation();
+  a->ctx = detail::impl_of(ctx);
+  a->generation = detail::impl_of(ctx)->current_generation();
   a->owns_device_memory = false;
   a->keep_alive = std::move(owner);
   if (layout.size() != 0) {
@@ -122,7 +123,7 @@ DeviceArray import_tensor(const Context &ctx, const DLTensor &t, std::shared_ptr
   } else {
     a->size = 1;  // nothing is ever read; keeps DeviceArray's checks simple
   }
-  return DeviceArray(DeviceMemory(a), layout, dtype);
+  return DeviceArray(detail::Access::wrap<DeviceMemory>(a), layout, dtype);
 }
 
 template <class Managed>

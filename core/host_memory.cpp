@@ -21,8 +21,8 @@ std::string hex(uintptr_t v) {
 }
 
 const std::shared_ptr<ContextImpl> &require_host_memory(const Context &ctx, const char *what, bool mapped) {
-  if (!ctx.impl()) throw Error(Status::ERROR_INVALID_HANDLE, std::string(what) + ": null context");
-  const auto &c = ctx.impl();
+  if (!detail::impl_of(ctx)) throw Error(Status::ERROR_INVALID_HANDLE, std::string(what) + ": null context");
+  const auto &c = detail::impl_of(ctx);
   c->check_alive(c->current_generation(), what);
   if (!c->backend().has_host_alloc())
     throw Error(Status::ERROR_NOT_SUPPORTED,
@@ -163,7 +163,8 @@ DeviceArray device_view(const std::shared_ptr<ContextImpl> &c, gpuhal_deviceptr_
   a->owns_device_memory = false;
   a->keep_alive = std::move(keep_alive);
   // Element 0 of `layout` sits at offset - span_begin from the span's start.
-  return DeviceArray(DeviceMemory(a), layout.with_offset(layout.offset() - layout.span_begin()), dtype);
+  return DeviceArray(detail::Access::wrap<DeviceMemory>(a), layout.with_offset(layout.offset() - layout.span_begin()),
+                     dtype);
 }
 
 }  // namespace
@@ -185,9 +186,9 @@ HostRegistration::~HostRegistration() {
   try {
     release();
   } catch (const Error &e) {
-    if (ctx_.impl()->deallocs) ctx_.impl()->deallocs->report(e);  // the deallocation error handler
+    if (detail::impl_of(ctx_)->deallocs) detail::impl_of(ctx_)->deallocs->report(e);  // the deallocation error handler
   } catch (const std::exception &e) {
-    ctx_.impl()->logger().write(LogLevel::Error, std::string("HostRegistration: ") + e.what());
+    detail::impl_of(ctx_)->logger().write(LogLevel::Error, std::string("HostRegistration: ") + e.what());
   }
 }
 
@@ -195,7 +196,7 @@ void HostRegistration::release() {
   if (!ptr_) return;
   void *p = ptr_;
   ptr_ = nullptr;
-  auto &c = *ctx_.impl();
+  auto &c = *detail::impl_of(ctx_);
   if (generation_ != c.current_generation() || c.inherited()) return;  // dropped by a reset, or a fork's child
   unregister_range(c, reinterpret_cast<uintptr_t>(p), size_);
 }
@@ -234,8 +235,8 @@ PinnedScope::PinnedScope(const Context &ctx, std::initializer_list<HostView> vie
 
 PinnedScope::PinnedScope(const Context &ctx, const std::vector<HostView> &views) {
   // A failure part way unwinds the registrations made so far.
-  if (!ctx.impl()) throw Error(Status::ERROR_INVALID_HANDLE, "PinnedScope: null context");
-  for (const auto &v : views) registrations_.push_back(ctx.impl()->manager->mempin(v, false));
+  if (!detail::impl_of(ctx)) throw Error(Status::ERROR_INVALID_HANDLE, "PinnedScope: null context");
+  for (const auto &v : views) registrations_.push_back(detail::impl_of(ctx)->manager->mempin(v, false));
 }
 
 MappedScope::MappedScope(const Context &ctx, const std::vector<HostView> &views) {
@@ -259,7 +260,7 @@ namespace detail {
 
 // Page-locked memory, freed through the deferred queue with its real size.
 std::shared_ptr<void> backend_host_alloc(const std::shared_ptr<ContextImpl> &c, uint64_t bytes, HostMemoryFlags flags) {
-  require_host_memory(Context(c), "memhostalloc", flags.mapped);
+  require_host_memory(detail::Access::wrap<Context>(c), "memhostalloc", flags.mapped);
   if (bytes == 0) throw Error(Status::ERROR_INVALID_VALUE, "memhostalloc: size must be positive");
   void *p = nullptr;
   c->backend().host_alloc(c->handle, bytes, to_bits(flags), &p);

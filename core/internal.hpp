@@ -26,6 +26,24 @@
 
 namespace gpuhal::detail {
 
+// The core's way into the public handles, whose impls and impl
+// constructors are private (friends of Access only): the impl behind a
+// handle, and a handle over an impl.
+struct Access {
+  template <class Handle>
+  static const auto &impl(const Handle &h) {
+    return h.impl_;
+  }
+  template <class Handle, class Impl>
+  static Handle wrap(Impl &&impl) {
+    return Handle(std::forward<Impl>(impl));
+  }
+};
+template <class Handle>
+const auto &impl_of(const Handle &h) {
+  return Access::impl(h);
+}
+
 // The impl of a public handle, or ERROR_INVALID_HANDLE naming the call when
 // the handle is empty (moved from, or default-constructed).
 template <class T>

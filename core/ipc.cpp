@@ -112,15 +112,15 @@ DeviceMemory open_memory(const std::shared_ptr<ContextImpl> &c, const IpcHandle 
   a->generation = gen;
   a->owns_device_memory = false;
   a->keep_alive = std::move(mapping);
-  return DeviceMemory(a);
+  return detail::Access::wrap<DeviceMemory>(a);
 }
 
 }  // namespace
 
 IpcHandle detail::backend_ipc_handle(const DeviceMemory &mem, uint64_t offset, uint64_t size) {
   if (!mem) throw Error(Status::ERROR_INVALID_HANDLE, "get_ipc_handle: empty DeviceMemory");
-  const auto &c = require_ipc(mem.impl()->ctx, "get_ipc_handle");
-  c->check_alive(mem.impl()->generation, "get_ipc_handle");
+  const auto &c = require_ipc(detail::impl_of(mem)->ctx, "get_ipc_handle");
+  c->check_alive(detail::impl_of(mem)->generation, "get_ipc_handle");
   if (size == 0) throw Error(Status::ERROR_INVALID_VALUE, "get_ipc_handle: size must be positive");
   if (offset > mem.size() || size > mem.size() - offset)
     throw Error(Status::ERROR_INDEX_OUT_OF_RANGE, "get_ipc_handle: bytes [" + std::to_string(offset) + ", +" +
@@ -150,8 +150,8 @@ IpcHandle detail::backend_ipc_handle(const DeviceMemory &mem, uint64_t offset, u
 
 IpcHandle get_ipc_handle(const DeviceMemory &mem, uint64_t offset, uint64_t size) {
   if (!mem) throw Error(Status::ERROR_INVALID_HANDLE, "get_ipc_handle: empty DeviceMemory");
-  const auto &c = mem.impl()->ctx;
-  c->check_alive(mem.impl()->generation, "get_ipc_handle");
+  const auto &c = detail::impl_of(mem)->ctx;
+  c->check_alive(detail::impl_of(mem)->generation, "get_ipc_handle");
   return c->manager->get_ipc_handle(mem, offset, size);  // the manager knows its allocations' bases
 }
 
@@ -249,7 +249,7 @@ void IpcArray::close() {
 }
 
 IpcArray open_ipc_array(const Context &ctx, const IpcArrayHandle &h) {
-  const auto &c = require_ipc(ctx.impl(), "open_ipc_array");
+  const auto &c = require_ipc(detail::impl_of(ctx), "open_ipc_array");
   if (h.memory.exported_here)
     throw Error(Status::ERROR_INVALID_VALUE,
                 "open_ipc_array: the handle was exported by this process; open it in another one (serialize it)");
@@ -274,7 +274,7 @@ IpcArray open_ipc_array(const Context &ctx, const IpcArrayHandle &h) {
 
 IpcArray open_ipc_array(const Context &ctx, const NativeIpcHandle &handle, const Shape &shape, DType dtype,
                         const Strides &strides, uint64_t offset) {
-  const auto &c = require_ipc(ctx.impl(), "open_ipc_array");
+  const auto &c = require_ipc(detail::impl_of(ctx), "open_ipc_array");
   dtype.validate();
   const Layout made = Layout::make(shape, dtype.itemsize(), strides);
   IpcArrayHandle h;

@@ -90,10 +90,10 @@ void Kernel::launch(Dim3 grid, Dim3 block, const KernelArg *arg_list, size_t arg
   auto &m = *module_;
   auto &c = *m.ctx;
   c.check_alive(m.generation, "Kernel::launch");
-  if (!stream.impl()) throw Error(Status::ERROR_INVALID_HANDLE, "Kernel::launch: null stream");
-  if (stream.impl()->ctx != m.ctx)
+  if (!detail::impl_of(stream)) throw Error(Status::ERROR_INVALID_HANDLE, "Kernel::launch: null stream");
+  if (detail::impl_of(stream)->ctx != m.ctx)
     throw Error(Status::ERROR_INVALID_VALUE, "Kernel::launch: the stream belongs to another context than the kernel");
-  const gpuhal_stream_t sh = stream.impl()->live("Kernel::launch");
+  const gpuhal_stream_t sh = detail::impl_of(stream)->live("Kernel::launch");
   // Built only for error messages.
   const auto kname = [&] { return "kernel '" + entry_->name + "'"; };
 
@@ -170,14 +170,14 @@ void Kernel::launch(Dim3 grid, Dim3 block, const KernelArg *arg_list, size_t arg
     switch (a.kind()) {
       case KernelArg::Kind::Device: {
         const DeviceArray &d = a.device();
-        if (!d.memory().impl() && d.size() != 0)
+        if (!detail::impl_of(d.memory()) && d.size() != 0)
           throw Error(Status::ERROR_INVALID_HANDLE, what.str() + ": an empty DeviceArray handle");
-        if (d.size() != 0 && d.context() != Context(m.ctx))
+        if (d.size() != 0 && d.context() != detail::Access::wrap<Context>(m.ctx))
           throw Error(Status::ERROR_INVALID_VALUE,
                       what.str() + ": the array belongs to another context than the kernel");
         // An array from before a reset points at memory that is gone or
         // reused by now: refused, as copies refuse it.
-        if (d.memory().impl() && d.memory().impl()->generation != m.ctx->current_generation())
+        if (detail::impl_of(d.memory()) && detail::impl_of(d.memory())->generation != m.ctx->current_generation())
           throw Error(Status::ERROR_CONTEXT_DESTROYED,
                       what.str() + ": the array was made before the context was reset; its memory is gone");
         detail::check_array(d, p, what);
@@ -185,7 +185,7 @@ void Kernel::launch(Dim3 grid, Dim3 block, const KernelArg *arg_list, size_t arg
       }
       case KernelArg::Kind::Mirrored: {
         const MirroredArray &mi = a.mirrored();
-        if (mi.context() != Context(m.ctx))
+        if (mi.context() != detail::Access::wrap<Context>(m.ctx))
           throw Error(Status::ERROR_INVALID_VALUE,
                       what.str() + ": the mirrored array belongs to another context than the kernel");
         if (p && p->dtype && *p->dtype != mi.dtype())
@@ -211,7 +211,7 @@ void Kernel::launch(Dim3 grid, Dim3 block, const KernelArg *arg_list, size_t arg
   }
 
   // Materialise: mirrored arrays brought up to date, host arrays copied in.
-  Context ctx(m.ctx);
+  const Context ctx = detail::Access::wrap<Context>(m.ctx);
   std::vector<std::pair<DeviceArray, HostView>> copy_back;
   std::vector<DeviceArray> temporaries;
   bool host_args = false;

@@ -8,7 +8,7 @@
 namespace gpuhal {
 
 bool DeviceArray::is_managed() const {
-  return memory_ && memory_.impl()->managed;
+  return memory_ && detail::impl_of(memory_)->managed;
 }
 
 HostView DeviceArray::host_view() const {
@@ -17,13 +17,13 @@ HostView DeviceArray::host_view() const {
   if (!is_managed())
     throw Error(Status::ERROR_INVALID_VALUE,
                 "DeviceArray::host_view: not a managed array (device memory is not the host's; copy_to_host it)");
-  ctx_->check_alive(memory_.impl()->generation, "DeviceArray::host_view");
+  ctx_->check_alive(detail::impl_of(memory_)->generation, "DeviceArray::host_view");
   return HostView::from_layout(reinterpret_cast<void *>(uintptr_t(memory_.device_pointer())), layout_, dtype_, true);
 }
 
 DeviceArray managed_array(const Context &ctx, const Shape &shape, DType dtype, const Strides &strides, char order) {
-  if (!ctx.impl()) throw Error(Status::ERROR_INVALID_HANDLE, "managed_array: null context");
-  auto &c = *ctx.impl();
+  if (!detail::impl_of(ctx)) throw Error(Status::ERROR_INVALID_HANDLE, "managed_array: null context");
+  auto &c = *detail::impl_of(ctx);
   c.check_alive(c.current_generation(), "managed_array");
   if (!c.backend().has_mem_alloc_managed())
     throw Error(Status::ERROR_NOT_SUPPORTED,
@@ -31,8 +31,9 @@ DeviceArray managed_array(const Context &ctx, const Shape &shape, DType dtype, c
   dtype.validate();
   const Layout layout = Layout::make(shape, dtype.itemsize(), strides, order);
   if (layout.size() == 0) return device_array(ctx, shape, dtype, strides, order);  // no memory to manage
-  return DeviceArray(DeviceMemory(detail::allocate_managed(ctx.impl(), uint64_t(layout.span_bytes()))), layout,
-                     dtype);
+  return DeviceArray(
+      detail::Access::wrap<DeviceMemory>(detail::allocate_managed(detail::impl_of(ctx), uint64_t(layout.span_bytes()))),
+      layout, dtype);
 }
 
 DeviceArray managed_array_like(const Context &ctx, const HostView &like) {

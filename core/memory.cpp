@@ -84,7 +84,7 @@ uint64_t DeviceMemory::size() const {
 }
 Context DeviceMemory::context() const {
   if (!impl_) throw Error(Status::ERROR_INVALID_HANDLE, "DeviceMemory::context: empty handle");
-  return Context(impl_->ctx);
+  return detail::Access::wrap<Context>(impl_->ctx);
 }
 
 }  // namespace gpuhal

@@ -20,7 +20,7 @@ MemoryManager::~MemoryManager() = default;
 Context MemoryManager::context() const {
   auto c = weak_ctx_.lock();
   if (!c) throw Error(Status::ERROR_CONTEXT_DESTROYED, "MemoryManager::context: the context is being destroyed");
-  return Context(c);
+  return detail::Access::wrap<Context>(c);
 }
 
 gpuhal_deviceptr_t MemoryManager::backend_alloc(uint64_t bytes) const {
@@ -61,7 +61,7 @@ DeviceMemory MemoryManager::wrap(gpuhal_deviceptr_t ptr, uint64_t bytes, std::fu
           raw->logger().write(LogLevel::Error, std::string("memory manager release: ") + e.what());
         }
       });
-  return DeviceMemory(a);
+  return detail::Access::wrap<DeviceMemory>(a);
 }
 
 DeviceMemory MemoryManager::wrap_block(gpuhal_deviceptr_t ptr, uint64_t bytes, uint64_t cookie) {
@@ -75,7 +75,7 @@ DeviceMemory MemoryManager::wrap_block(gpuhal_deviceptr_t ptr, uint64_t bytes, u
   a->owns_device_memory = false;
   a->releaser = this;  // the context (kept alive by `a`) owns this manager
   a->cookie = cookie;
-  return DeviceMemory(a);
+  return detail::Access::wrap<DeviceMemory>(a);
 }
 
 void MemoryManager::release_block(gpuhal_deviceptr_t, uint64_t, uint64_t) {
@@ -91,7 +91,7 @@ MemoryInfo MemoryManager::backend_memory_info() const {
 }
 
 std::shared_ptr<void> MemoryManager::memhostalloc(uint64_t bytes, HostMemoryFlags flags) {
-  return detail::backend_host_alloc(context().impl(), bytes, flags);
+  return detail::backend_host_alloc(detail::impl_of(context()), bytes, flags);
 }
 
 HostRegistration MemoryManager::mempin(const HostView &view, bool mapped) {
@@ -107,7 +107,7 @@ MemoryInfo MemoryManager::get_memory_info() {
 }
 
 DeviceMemory DefaultMemoryManager::memalloc(uint64_t bytes) {
-  return DeviceMemory(detail::allocate(context().impl(), bytes));
+  return detail::Access::wrap<DeviceMemory>(detail::allocate(detail::impl_of(context()), bytes));
 }
 
 MemoryManagerFactory default_memory_manager() {

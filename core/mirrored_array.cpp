@@ -3,10 +3,12 @@
 
 #include <mutex>
 
+#include "internal.hpp"
+
 namespace gpuhal {
 
 struct MirroredArray::State {
-  Context ctx{nullptr};
+  Context ctx;
   std::mutex mutex;
   Shape shape;
   DType dtype;
@@ -36,7 +38,7 @@ bool MirroredArray::has_device_locked() const {
 }
 
 MirroredArray MirroredArray::from_host(const Context &ctx, HostArray host) {
-  if (!ctx.impl()) throw Error(Status::ERROR_INVALID_HANDLE, "MirroredArray: null context");
+  if (!detail::impl_of(ctx)) throw Error(Status::ERROR_INVALID_HANDLE, "MirroredArray: null context");
   if (host.size() != 0 && !host.view().layout().core().is_contiguous())
     throw Error(Status::ERROR_NOT_CONTIGUOUS, "MirroredArray: the host side must be contiguous");
   MirroredArray m = MirroredArray::with_state(ctx, host.shape(), host.dtype());
@@ -60,7 +62,7 @@ MirroredArray MirroredArray::from_device(DeviceArray device) {
 
 MirroredArray MirroredArray::empty(const Context &ctx, const Shape &shape, DType dtype, char order, Where where) {
   if (where == Where::device) {
-    if (!ctx.impl()) throw Error(Status::ERROR_INVALID_HANDLE, "MirroredArray: null context");
+    if (!detail::impl_of(ctx)) throw Error(Status::ERROR_INVALID_HANDLE, "MirroredArray: null context");
     return from_device(device_array(ctx, shape, dtype, {}, order));
   }
   return from_host(ctx, HostArray::empty(shape, dtype, order));

@@ -108,9 +108,9 @@ ModuleOptions &ModuleOptions::constant(const std::string &name, const HostView &
 }
 
 Module Module::compile(const Context &ctx, const std::string &source, const ModuleOptions &options) {
-  if (!ctx.impl()) throw Error(Status::ERROR_INVALID_HANDLE, "Module::compile: null context");
-  auto &c = *ctx.impl();
-  auto m = detail::new_child<ModuleImpl>(ctx.impl(), "Module::compile");
+  if (!detail::impl_of(ctx)) throw Error(Status::ERROR_INVALID_HANDLE, "Module::compile: null context");
+  auto &c = *detail::impl_of(ctx);
+  auto m = detail::new_child<ModuleImpl>(detail::impl_of(ctx), "Module::compile");
   const auto &t = detail::kernel_backend(c, "Module::compile");
   m->decls = detail::scan_kernel_source(source).kernels;
   m->lowered = detail::lowering_text(c.backend());
@@ -155,10 +155,10 @@ Module Module::compile(const Context &ctx, const std::string &source, const Modu
 }
 
 Module Module::load(const Context &ctx, ImageFormat format, const void *image, size_t bytes) {
-  if (!ctx.impl()) throw Error(Status::ERROR_INVALID_HANDLE, "Module::load: null context");
+  if (!detail::impl_of(ctx)) throw Error(Status::ERROR_INVALID_HANDLE, "Module::load: null context");
   if (!image || bytes == 0) throw Error(Status::ERROR_INVALID_VALUE, "Module::load: empty image");
-  auto &c = *ctx.impl();
-  auto m = detail::new_child<ModuleImpl>(ctx.impl(), "Module::load");
+  auto &c = *detail::impl_of(ctx);
+  auto m = detail::new_child<ModuleImpl>(detail::impl_of(ctx), "Module::load");
   const auto &t = detail::kernel_backend(c, "Module::load");
   m->image.assign(static_cast<const char *>(image), bytes);
   m->format = format;
@@ -231,7 +231,7 @@ ImageFormat Module::image_format() const {
 }
 Context Module::context() const {
   if (!impl_) throw Error(Status::ERROR_INVALID_HANDLE, "Module::context: empty module");
-  return Context(impl_->ctx);
+  return detail::Access::wrap<Context>(impl_->ctx);
 }
 
 const std::string &Kernel::name() const {
@@ -251,12 +251,12 @@ ConfiguredKernel Kernel::operator()(Dim3 grid, Dim3 block, const Stream &stream,
 }
 ConfiguredKernel Kernel::operator()(Dim3 grid, Dim3 block) const {
   if (!module_) throw Error(Status::ERROR_INVALID_HANDLE, "Kernel: empty kernel");
-  return ConfiguredKernel(*this, grid, block, Context(module_->ctx).default_stream(), 0);
+  return ConfiguredKernel(*this, grid, block, detail::Access::wrap<Context>(module_->ctx).default_stream(), 0);
 }
 
 void Kernel::launch(Dim3 grid, Dim3 block, const std::vector<KernelArg> &args, uint32_t shared_bytes) const {
   if (!module_) throw Error(Status::ERROR_INVALID_HANDLE, "Kernel::launch: empty kernel");
-  launch(grid, block, args, Context(module_->ctx).default_stream(), shared_bytes);
+  launch(grid, block, args, detail::Access::wrap<Context>(module_->ctx).default_stream(), shared_bytes);
 }
 
 void Kernel::launch(Dim3 grid, Dim3 block, const std::vector<KernelArg> &args, const Stream &stream,

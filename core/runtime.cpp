@@ -179,10 +179,10 @@ bool Device::can_access_peer(const Device &peer) const {
 
 Context Device::primary_context() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  if (auto existing = impl_->primary.lock()) return Context(existing);
+  if (auto existing = impl_->primary.lock()) return detail::Access::wrap<Context>(existing);
   auto ctx = detail::create_context(std::shared_ptr<RuntimeImpl>(impl_, impl_->runtime), impl_.get());
   impl_->primary = ctx;
-  return Context(ctx);
+  return detail::Access::wrap<Context>(ctx);
 }
 
 }  // namespace gpuhal

@@ -42,7 +42,7 @@ class SharedObjectMemoryManager : public MemoryManager {
   void initialize() override {
     if (!state_) {
       Context ctx = context();
-      const auto &c = *ctx.impl();
+      const auto &c = *detail::impl_of(ctx);
       backend_.abi_version = GPUHAL_MM_ABI_VERSION;
       backend_.struct_size = sizeof backend_;
       backend_.core = this;
@@ -92,7 +92,7 @@ class SharedObjectMemoryManager : public MemoryManager {
   }
   gpuhal_status_t service_free(gpuhal_deviceptr_t ptr) {
     return service([&] {
-      const auto &c = *context().impl();
+      const auto &c = *detail::impl_of(context());
       c.backend().mem_free(c.handle, ptr);
     });
   }

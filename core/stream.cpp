@@ -72,7 +72,7 @@ void run_callback(void *user, gpuhal_status_t status) {
 
 Context Stream::context() const {
   detail::require_handle(impl_, "Stream::context");
-  return Context(impl_->ctx);
+  return detail::Access::wrap<Context>(impl_->ctx);
 }
 bool Stream::is_default() const {
   detail::require_handle(impl_, "Stream::is_default");
@@ -87,7 +87,7 @@ AutoSynchronize::~AutoSynchronize() {
   try {
     stream_.synchronize();
   } catch (const std::exception &e) {
-    stream_.impl()->ctx->logger().write(LogLevel::Error, std::string("AutoSynchronize: ") + e.what());
+    detail::impl_of(stream_)->ctx->logger().write(LogLevel::Error, std::string("AutoSynchronize: ") + e.what());
   }
 }
 gpuhal_stream_t Stream::native_handle() const {
@@ -114,10 +114,10 @@ static void check_same_context(const detail::StreamImpl &s, const detail::EventI
 
 void Stream::wait(const Event &event) const {
   detail::require_handle(impl_, "Stream::wait");
-  if (!event.impl()) throw Error(Status::ERROR_INVALID_HANDLE, "Stream::wait: null event");
-  check_same_context(*impl_, *event.impl(), "Stream::wait");
+  if (!detail::impl_of(event)) throw Error(Status::ERROR_INVALID_HANDLE, "Stream::wait: null event");
+  check_same_context(*impl_, *detail::impl_of(event), "Stream::wait");
   auto h = impl_->live("Stream::wait");
-  auto e = event.impl()->live("Stream::wait");
+  auto e = detail::impl_of(event)->live("Stream::wait");
   impl_->ctx->check(impl_->ctx->backend().stream_wait_event_status(impl_->ctx->handle, h, e), "stream_wait_event");
 }
 
@@ -126,9 +126,9 @@ void Stream::wait(const std::vector<Event> &events) const {
   auto h = impl_->live("Stream::wait");
   std::vector<gpuhal_event_t> handles;
   for (const auto &ev : events) {
-    if (!ev.impl()) throw Error(Status::ERROR_INVALID_HANDLE, "Stream::wait: null event in the list");
-    check_same_context(*impl_, *ev.impl(), "Stream::wait");
-    handles.push_back(ev.impl()->live("Stream::wait"));
+    if (!detail::impl_of(ev)) throw Error(Status::ERROR_INVALID_HANDLE, "Stream::wait: null event in the list");
+    check_same_context(*impl_, *detail::impl_of(ev), "Stream::wait");
+    handles.push_back(detail::impl_of(ev)->live("Stream::wait"));
   }
   const detail::Backend &t = impl_->ctx->backend();
   if (t.has_stream_barrier()) {
@@ -167,15 +167,15 @@ Event Stream::record() const {
 
 Context Event::context() const {
   detail::require_handle(impl_, "Event::context");
-  return Context(impl_->ctx);
+  return detail::Access::wrap<Context>(impl_->ctx);
 }
 
 void Event::record(const Stream &stream) const {
   detail::require_handle(impl_, "Event::record");
-  if (!stream.impl()) throw Error(Status::ERROR_INVALID_HANDLE, "Event::record: null stream");
-  check_same_context(*stream.impl(), *impl_, "Event::record");
+  if (!detail::impl_of(stream)) throw Error(Status::ERROR_INVALID_HANDLE, "Event::record: null stream");
+  check_same_context(*detail::impl_of(stream), *impl_, "Event::record");
   auto e = impl_->live("Event::record");
-  auto s = stream.impl()->live("Event::record");
+  auto s = detail::impl_of(stream)->live("Event::record");
   impl_->ctx->check(impl_->ctx->backend().event_record_status(impl_->ctx->handle, e, s), "event_record");
 }
 
@@ -192,14 +192,16 @@ bool Event::query() const {
 }
 
 float Event::elapsed_ms(const Event &start, const Event &end) {
-  if (!start.impl() || !end.impl()) throw Error(Status::ERROR_INVALID_HANDLE, "Event::elapsed_ms: null event");
-  if (start.impl()->ctx != end.impl()->ctx)
+  if (!detail::impl_of(start) || !detail::impl_of(end))
+    throw Error(Status::ERROR_INVALID_HANDLE, "Event::elapsed_ms: null event");
+  if (detail::impl_of(start)->ctx != detail::impl_of(end)->ctx)
     throw Error(Status::ERROR_INVALID_HANDLE, "Event::elapsed_ms: events of different contexts");
-  auto a = start.impl()->live("Event::elapsed_ms");
-  auto b = end.impl()->live("Event::elapsed_ms");
+  auto a = detail::impl_of(start)->live("Event::elapsed_ms");
+  auto b = detail::impl_of(end)->live("Event::elapsed_ms");
   float ms = 0;
-  start.impl()->ctx->check(start.impl()->ctx->backend().event_elapsed_ms_status(start.impl()->ctx->handle, a, b, &ms),
-                           "event_elapsed_ms");
+  detail::impl_of(start)->ctx->check(
+      detail::impl_of(start)->ctx->backend().event_elapsed_ms_status(detail::impl_of(start)->ctx->handle, a, b, &ms),
+      "event_elapsed_ms");
   return ms;
 }
 

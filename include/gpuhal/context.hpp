@@ -22,6 +22,7 @@ namespace gpuhal {
 
 namespace detail {
 struct ContextImpl;
+struct Access;
 }
 
 class Stream;
@@ -41,6 +42,10 @@ enum class StreamKind {
 
 class Context {
  public:
+  // An empty handle (every call on it throws ERROR_INVALID_HANDLE); what a
+  // moved-from Context is too.
+  Context() = default;
+  explicit Context(std::nullptr_t) {}
   // The calling thread's context: the primary context of the device it
   // selected (select_device, DeviceScope), else of device 0 of
   // Runtime::get() (Numba's implicit "first use selects GPU 0").
@@ -129,11 +134,12 @@ class Context {
   friend bool operator==(const Context &a, const Context &b) { return a.impl_ == b.impl_; }
   friend bool operator!=(const Context &a, const Context &b) { return a.impl_ != b.impl_; }
 
-  // For the implementation; not part of the stable API.
-  const std::shared_ptr<detail::ContextImpl> &impl() const { return impl_; }
-  explicit Context(std::shared_ptr<detail::ContextImpl> impl) : impl_(std::move(impl)) {}
+  // A hash for unordered containers (the identity of the context).
+  size_t hash() const { return std::hash<const void *>()(impl_.get()); }
 
  private:
+  friend struct detail::Access;  // the core's only way in (core/internal.hpp)
+  explicit Context(std::shared_ptr<detail::ContextImpl> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<detail::ContextImpl> impl_;
 };
 
@@ -184,8 +190,13 @@ class DeviceScope {
   Device device() const;
 
  private:
-  Context context_{nullptr};
-  Context previous_{nullptr};
+  Context context_;
+  Context previous_;
 };
 
 }  // namespace gpuhal
+
+template <>
+struct std::hash<gpuhal::Context> {
+  size_t operator()(const gpuhal::Context &x) const { return x.hash(); }
+};

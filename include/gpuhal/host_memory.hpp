@@ -50,7 +50,7 @@ class HostRegistration {
 
  private:
   friend HostRegistration register_host(const Context &, const HostView &, HostMemoryFlags);
-  Context ctx_{nullptr};
+  Context ctx_;
   void *ptr_ = nullptr;
   uint64_t size_ = 0;
   uint64_t generation_ = 0;  // a reset drops every registration of the context

@@ -17,6 +17,7 @@ namespace gpuhal {
 
 namespace detail {
 struct Allocation;
+struct Access;
 }
 
 class DeviceMemory {
@@ -27,11 +28,13 @@ class DeviceMemory {
   uint64_t size() const;
   Context context() const;
   explicit operator bool() const { return static_cast<bool>(impl_); }
-
-  const std::shared_ptr<detail::Allocation> &impl() const { return impl_; }
-  explicit DeviceMemory(std::shared_ptr<detail::Allocation> impl) : impl_(std::move(impl)) {}
+  // The same allocation (views of it compare equal through memory()).
+  friend bool operator==(const DeviceMemory &a, const DeviceMemory &b) { return a.impl_ == b.impl_; }
+  friend bool operator!=(const DeviceMemory &a, const DeviceMemory &b) { return a.impl_ != b.impl_; }
 
  private:
+  friend struct detail::Access;  // the core's only way in (core/internal.hpp)
+  explicit DeviceMemory(std::shared_ptr<detail::Allocation> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<detail::Allocation> impl_;
 };
 

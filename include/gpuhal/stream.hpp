@@ -22,6 +22,7 @@ namespace gpuhal {
 namespace detail {
 struct StreamImpl;
 struct EventImpl;
+struct Access;
 }  // namespace detail
 
 class Event;
@@ -55,11 +56,15 @@ class Stream {
   NativeStream native_handle() const;
 
   friend bool operator==(const Stream &a, const Stream &b) { return a.impl_ == b.impl_; }
-
-  const std::shared_ptr<detail::StreamImpl> &impl() const { return impl_; }
-  explicit Stream(std::shared_ptr<detail::StreamImpl> impl) : impl_(std::move(impl)) {}
+  // An empty handle (every call on it throws ERROR_INVALID_HANDLE).
+  Stream() = default;
+  explicit Stream(std::nullptr_t) {}
+  // A hash for unordered containers (the identity of the stream).
+  size_t hash() const { return std::hash<const void *>()(impl_.get()); }
 
  private:
+  friend struct detail::Access;  // the core's only way in (core/internal.hpp)
+  explicit Stream(std::shared_ptr<detail::StreamImpl> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<detail::StreamImpl> impl_;
 };
 
@@ -75,10 +80,13 @@ class Event {
   // Milliseconds between two completed, timing-enabled events.
   static float elapsed_ms(const Event &start, const Event &end);
 
-  const std::shared_ptr<detail::EventImpl> &impl() const { return impl_; }
-  explicit Event(std::shared_ptr<detail::EventImpl> impl) : impl_(std::move(impl)) {}
+  // An empty handle (every call on it throws ERROR_INVALID_HANDLE).
+  Event() = default;
+  explicit Event(std::nullptr_t) {}
 
  private:
+  friend struct detail::Access;  // the core's only way in (core/internal.hpp)
+  explicit Event(std::shared_ptr<detail::EventImpl> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<detail::EventImpl> impl_;
 };
 
@@ -98,3 +106,8 @@ class AutoSynchronize {
 };
 
 }  // namespace gpuhal
+
+template <>
+struct std::hash<gpuhal::Stream> {
+  size_t operator()(const gpuhal::Stream &x) const { return x.hash(); }
+};

@@ -88,75 +88,85 @@ void bind_device_array(nb::module_ &m) {
       .def("is_c_contiguous", &DeviceArray::is_c_contiguous)
       .def("is_f_contiguous", &DeviceArray::is_f_contiguous)
       .def("getitem", [](const DeviceArray &a, nb::handle key) { return a.view(indices_from(key)); })
-      .def("reshape", [](const DeviceArray &a, const gpuhal::Shape &s, const std::string &order) {
-        return a.reshape(s, order_of(order));
-      })
+      .def("reshape", [](const DeviceArray &a, const gpuhal::Shape &s,
+                         const std::string &order) { return a.reshape(s, order_of(order)); })
       .def("ravel", [](const DeviceArray &a, const std::string &order) { return a.ravel(order_of(order)); })
       .def("transpose", [](const DeviceArray &a, const std::vector<int> &axes) { return a.transpose(axes); })
       .def("view_dtype", [](const DeviceArray &a, const std::string &t) { return a.view(dtype_of(t)); })
-      .def("copy_from_host",
-           [](const DeviceArray &a, nb::handle src, std::optional<gpuhal::Stream> stream) {
-             HostBuffer b(src);
-             {
-               nb::gil_scoped_release unlocked;
-               maybe_on(stream, [&](const auto &...s) { a.copy_from_host(b.view(), s...); });
-             }
-             if (stream) keep_until_ran(*stream, src);
-           },
-           nb::arg("src"), nb::arg("stream").none())
-      .def("copy_from_device",
-           [](const DeviceArray &a, const DeviceArray &src, std::optional<gpuhal::Stream> stream) {
-             maybe_on(stream, [&](const auto &...s) { a.copy_from_device(src, s...); });
-           },
-           nb::arg("src"), nb::arg("stream").none(), release_gil())
-      .def("copy_to_host_into",
-           [](const DeviceArray &a, nb::handle dst, std::optional<gpuhal::Stream> stream) {
-             HostBuffer b(dst, true);
-             {
-               nb::gil_scoped_release unlocked;
-               maybe_on(stream, [&](const auto &...s) { a.copy_to_host(b.view(), s...); });
-             }
-             if (stream) keep_until_ran(*stream, dst);
-           },
-           nb::arg("dst"), nb::arg("stream").none())
-      .def("copy_to_host",
-           [](const DeviceArray &a, std::optional<gpuhal::Stream> stream) {
-             HostMemoryHolder h;
-             {
-               nb::gil_scoped_release unlocked;
-               h.array = stream ? a.copy_to_host(*stream) : a.copy_to_host();
-             }
-             h.view = h.array.view();
-             return h;
-           },
-           nb::arg("stream").none())
-      .def("memset",
-           [](const DeviceArray &a, uint8_t value, std::optional<gpuhal::Stream> stream) {
-             maybe_on(stream, [&](const auto &...s) { a.memset(value, s...); });
-           },
-           nb::arg("value"), nb::arg("stream").none(), release_gil())
-      .def("assign_device",
-           [](const DeviceArray &a, const DeviceArray &src, std::optional<gpuhal::Stream> stream) {
-             maybe_on(stream, [&](const auto &...s) { a.assign(src, s...); });
-           },
-           nb::arg("src"), nb::arg("stream").none(), release_gil())
-      .def("assign_host",
-           [](const DeviceArray &a, nb::handle src, std::optional<gpuhal::Stream> stream) {
-             HostBuffer b(src);
-             {
-               nb::gil_scoped_release unlocked;
-               maybe_on(stream, [&](const auto &...s) { a.assign(b.view(), s...); });
-             }
-             if (stream) keep_until_ran(*stream, src);
-           },
-           nb::arg("src"), nb::arg("stream").none())
-      .def("fill",
-           [](const DeviceArray &a, nb::handle value, std::optional<gpuhal::Stream> stream) {
-             fill_from(a, value, stream);
-           },
-           nb::arg("value"), nb::arg("stream").none())
-      .def("host_view", [](const DeviceArray &a) { return HostMemoryHolder{a.host_view(), {}, a}; })
-      .def("same_memory", [](const DeviceArray &a, const DeviceArray &b) { return a.memory().impl() == b.memory().impl(); });
+      .def(
+          "copy_from_host",
+          [](const DeviceArray &a, nb::handle src, std::optional<gpuhal::Stream> stream) {
+            HostBuffer b(src);
+            {
+              nb::gil_scoped_release unlocked;
+              maybe_on(stream, [&](const auto &...s) { a.copy_from_host(b.view(), s...); });
+            }
+            if (stream) keep_until_ran(*stream, src);
+          },
+          nb::arg("src"), nb::arg("stream").none())
+      .def(
+          "copy_from_device",
+          [](const DeviceArray &a, const DeviceArray &src, std::optional<gpuhal::Stream> stream) {
+            maybe_on(stream, [&](const auto &...s) { a.copy_from_device(src, s...); });
+          },
+          nb::arg("src"), nb::arg("stream").none(), release_gil())
+      .def(
+          "copy_to_host_into",
+          [](const DeviceArray &a, nb::handle dst, std::optional<gpuhal::Stream> stream) {
+            HostBuffer b(dst, true);
+            {
+              nb::gil_scoped_release unlocked;
+              maybe_on(stream, [&](const auto &...s) { a.copy_to_host(b.view(), s...); });
+            }
+            if (stream) keep_until_ran(*stream, dst);
+          },
+          nb::arg("dst"), nb::arg("stream").none())
+      .def(
+          "copy_to_host",
+          [](const DeviceArray &a, std::optional<gpuhal::Stream> stream) {
+            HostMemoryHolder h;
+            {
+              nb::gil_scoped_release unlocked;
+              h.array = stream ? a.copy_to_host(*stream) : a.copy_to_host();
+            }
+            h.view = h.array.view();
+            return h;
+          },
+          nb::arg("stream").none())
+      .def(
+          "memset",
+          [](const DeviceArray &a, uint8_t value, std::optional<gpuhal::Stream> stream) {
+            maybe_on(stream, [&](const auto &...s) { a.memset(value, s...); });
+          },
+          nb::arg("value"), nb::arg("stream").none(), release_gil())
+      .def(
+          "assign_device",
+          [](const DeviceArray &a, const DeviceArray &src, std::optional<gpuhal::Stream> stream) {
+            maybe_on(stream, [&](const auto &...s) { a.assign(src, s...); });
+          },
+          nb::arg("src"), nb::arg("stream").none(), release_gil())
+      .def(
+          "assign_host",
+          [](const DeviceArray &a, nb::handle src, std::optional<gpuhal::Stream> stream) {
+            HostBuffer b(src);
+            {
+              nb::gil_scoped_release unlocked;
+              maybe_on(stream, [&](const auto &...s) { a.assign(b.view(), s...); });
+            }
+            if (stream) keep_until_ran(*stream, src);
+          },
+          nb::arg("src"), nb::arg("stream").none())
+      .def(
+          "fill",
+          [](const DeviceArray &a, nb::handle value, std::optional<gpuhal::Stream> stream) {
+            fill_from(a, value, stream);
+          },
+          nb::arg("value"), nb::arg("stream").none())
+      .def("host_view",
+           [](const DeviceArray &a) {
+             return HostMemoryHolder{a.host_view(), {}, a};
+           })
+      .def("same_memory", [](const DeviceArray &a, const DeviceArray &b) { return a.memory() == b.memory(); });
 
   m.def("device_array",
         [](const gpuhal::Context &ctx, const gpuhal::Shape &shape, const std::string &typestr,

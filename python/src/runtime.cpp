@@ -63,12 +63,12 @@ struct DeviceSelection {
 // first use until close() (Numba keeps a thread's context so; the C++ API
 // lets a context go with its last handle, which for Python callers, who
 // hold none, would make a new context per call). Let go at thread exit.
-thread_local gpuhal::Context t_last_used{nullptr};
+thread_local gpuhal::Context t_last_used;
 
 // Called with the GIL by every function of the package: also the point
 // where work left for the GIL runs (drain_released).
 gpuhal::Context current_context() {
-  gpuhal::Context c{nullptr};
+  gpuhal::Context c;
   {
     nb::gil_scoped_release unlocked;  // the first use loads the backend
     c = gpuhal::Context::current();
@@ -105,12 +105,13 @@ void bind_runtime(nb::module_ &m) {
 
   m.def("select_device", &gpuhal::select_device, nb::arg("ordinal"), release_gil());
   m.def("get_current_device", &gpuhal::get_current_device, release_gil());
-  m.def("close_device",
-        [] {
-          t_last_used = gpuhal::Context(nullptr);
-          gpuhal::close_device();
-        },
-        release_gil());
+  m.def(
+      "close_device",
+      [] {
+        t_last_used = gpuhal::Context();
+        gpuhal::close_device();
+      },
+      release_gil());
   m.def("list_devices", &gpuhal::list_devices, release_gil());
 
   nb::class_<DeviceSelection>(m, "_DeviceSelection")
@@ -133,19 +134,19 @@ void bind_runtime(nb::module_ &m) {
   nb::class_<gpuhal::Context>(m, "Context", "A device's primary context (Numba's current_context())")
       .def_prop_ro("device", &gpuhal::Context::device)
       .def("_memory_info", &gpuhal::Context::memory_info, release_gil())
-      .def("synchronize",
-           [](const gpuhal::Context &c) {
-             {
-               nb::gil_scoped_release unlocked;
-               c.synchronize();
-             }
-             drain_released();
-           },
-           "Waits for all work of the context")
+      .def(
+          "synchronize",
+          [](const gpuhal::Context &c) {
+            {
+              nb::gil_scoped_release unlocked;
+              c.synchronize();
+            }
+            drain_released();
+          },
+          "Waits for all work of the context")
       .def("reset", &gpuhal::Context::reset, release_gil(), "Destroys everything made in the context")
-      .def("supports", [](const gpuhal::Context &c, const std::string &name) {
-        return c.supports(capability_from(name));
-      })
+      .def("supports",
+           [](const gpuhal::Context &c, const std::string &name) { return c.supports(capability_from(name)); })
       .def_prop_ro("adopted", &gpuhal::Context::adopted)
       .def("default_stream", &gpuhal::Context::default_stream)
       .def("legacy_default_stream", &gpuhal::Context::legacy_default_stream)
@@ -154,17 +155,18 @@ void bind_runtime(nb::module_ &m) {
            [](const gpuhal::Context &c, uintptr_t handle) {
              return c.external_stream(reinterpret_cast<gpuhal::NativeStream>(handle));
            })
-      .def("create_stream",
-           [](const gpuhal::Context &c, bool blocking) {
-             return c.create_stream(blocking ? gpuhal::StreamKind::Blocking : gpuhal::StreamKind::NonBlocking);
-           },
-           nb::arg("blocking") = true, release_gil())
+      .def(
+          "create_stream",
+          [](const gpuhal::Context &c, bool blocking) {
+            return c.create_stream(blocking ? gpuhal::StreamKind::Blocking : gpuhal::StreamKind::NonBlocking);
+          },
+          nb::arg("blocking") = true, release_gil())
       .def("create_event", &gpuhal::Context::create_event, nb::arg("timing") = true, release_gil())
       .def("pending_deallocations", &gpuhal::Context::pending_deallocations)
       .def("pending_deallocation_bytes", &gpuhal::Context::pending_deallocation_bytes)
       .def("flush_deallocations", &gpuhal::Context::flush_deallocations, release_gil())
       .def("__eq__", [](const gpuhal::Context &a, const gpuhal::Context &b) { return a == b; })
-      .def("__hash__", [](const gpuhal::Context &c) { return reinterpret_cast<uintptr_t>(c.impl().get()); });
+      .def("__hash__", [](const gpuhal::Context &c) { return c.hash(); });
   m.def("current_context", &current_context);
 
   nb::class_<DeferCleanupScope>(m, "_DeferCleanup")

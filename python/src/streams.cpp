@@ -27,29 +27,35 @@ gpuhal::Stream stream_or_default(nb::handle stream, const gpuhal::Context &ctx) 
 
 void bind_streams(nb::module_ &m) {
   nb::class_<gpuhal::Stream>(m, "Stream", "An in-order queue of device work (Numba's cuda.stream())")
-      .def("synchronize",
-           [](const gpuhal::Stream &s) {
-             {
-               nb::gil_scoped_release unlocked;
-               s.synchronize();
-             }
-             drain_released();
-           },
-           "Waits until all work so far has completed")
+      .def(
+          "synchronize",
+          [](const gpuhal::Stream &s) {
+            {
+              nb::gil_scoped_release unlocked;
+              s.synchronize();
+            }
+            drain_released();
+          },
+          "Waits until all work so far has completed")
       .def("query", &gpuhal::Stream::query, release_gil(), "True when all submitted work has completed")
-      .def("wait_event", [](const gpuhal::Stream &s, const gpuhal::Event &e) { s.wait(e); }, release_gil())
-      .def("wait_events", [](const gpuhal::Stream &s, const std::vector<gpuhal::Event> &e) { s.wait(e); },
-           release_gil())
+      .def(
+          "wait_event", [](const gpuhal::Stream &s, const gpuhal::Event &e) { s.wait(e); }, release_gil())
+      .def(
+          "wait_events", [](const gpuhal::Stream &s, const std::vector<gpuhal::Event> &e) { s.wait(e); }, release_gil())
       .def("wait_for_all_prior_work", &gpuhal::Stream::wait_for_all_prior_work, release_gil())
       .def("record", &gpuhal::Stream::record, release_gil(), "Records a new event on this stream")
-      .def("auto_synchronize", [](const gpuhal::Stream &s) { return AutoSynchronizeScope{s, {}}; })
-      .def_prop_ro("handle", [](const gpuhal::Stream &s) { return reinterpret_cast<uintptr_t>(s.native_handle()); },
-                   "The backend's handle (a CUstream on cuda; 0 for the default stream)")
+      .def("auto_synchronize",
+           [](const gpuhal::Stream &s) {
+             return AutoSynchronizeScope{s, {}};
+           })
+      .def_prop_ro(
+          "handle", [](const gpuhal::Stream &s) { return reinterpret_cast<uintptr_t>(s.native_handle()); },
+          "The backend's handle (a CUstream on cuda; 0 for the default stream)")
       .def_prop_ro("context", &gpuhal::Stream::context)
       .def_prop_ro("is_default", &gpuhal::Stream::is_default)
       .def_prop_ro("is_owned", &gpuhal::Stream::is_owned)
       .def("__eq__", [](const gpuhal::Stream &a, const gpuhal::Stream &b) { return a == b; })
-      .def("__hash__", [](const gpuhal::Stream &s) { return reinterpret_cast<uintptr_t>(s.impl().get()); })
+      .def("__hash__", [](const gpuhal::Stream &s) { return s.hash(); })
       .def("__repr__", [](const gpuhal::Stream &s) {
         char buf[64];
         std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(

@@ -7,6 +7,7 @@
 
 #include <thread>
 
+#include "internal.hpp"  // white-box: the context object itself (detail::impl_of)
 #include "test_support.hpp"
 
 using namespace gpuhal;
@@ -84,7 +85,7 @@ TEST_CASE("a selected device's context lives while selected and goes after close
   if (!three_devices()) return;
   std::weak_ptr<detail::ContextImpl> weak;
   select_device(2);
-  weak = Context::current().impl();
+  weak = detail::impl_of(Context::current());
   CHECK_FALSE(weak.expired());  // held by the selection alone
   close_device();
   CHECK(weak.expired());  // nothing else held it
