@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <thread>
+#include <unordered_set>
 
 #include "test_support.hpp"
 
@@ -354,4 +355,31 @@ TEST_CASE("moved-from streams, events and contexts give a clear error, never a n
   keep_s.synchronize();
   CHECK(keep_e.query());
   CHECK(keep.memory_info().total > 0);
+}
+
+TEST_CASE("empty handles refuse every call by name, and handles hash and compare by identity", "[handles][errors]") {
+  Context none;
+  REQUIRE_GPUHAL_ERROR(none.synchronize(), Status::ERROR_INVALID_HANDLE, "empty handle");
+  REQUIRE_GPUHAL_ERROR(none.create_stream(), Status::ERROR_INVALID_HANDLE, "empty handle");
+  CHECK(Context(nullptr) == none);
+  Stream no_stream;
+  REQUIRE_GPUHAL_ERROR(no_stream.synchronize(), Status::ERROR_INVALID_HANDLE, "Stream::synchronize");
+  Event no_event;
+  REQUIRE_GPUHAL_ERROR(no_event.synchronize(), Status::ERROR_INVALID_HANDLE, "Event::synchronize");
+
+  Runtime rt = test::host_runtime();
+  Context ctx = rt.device(0).primary_context();
+  Stream a = ctx.create_stream(), b = ctx.create_stream();
+  std::unordered_set<Stream> streams{a, b, a};
+  CHECK(streams.size() == 2);
+  std::unordered_set<Context> contexts{ctx, rt.device(0).primary_context()};
+  CHECK(contexts.size() == 1);
+  CHECK(std::hash<Context>()(ctx) == ctx.hash());
+  CHECK(ctx.hash() != none.hash());
+
+  DeviceMemory m = ctx.allocate(64), n = ctx.allocate(64);
+  DeviceMemory m2 = m;
+  CHECK(m == m2);
+  CHECK(m != n);
+  CHECK(DeviceMemory() == DeviceMemory());
 }
