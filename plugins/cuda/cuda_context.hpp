@@ -161,6 +161,19 @@ gpuhal_status_t release_tracked(CudaContext *c, Known known, gpuhal_status_t ref
   return GPUHAL_SUCCESS;
 }
 
+// The shape of every entry that works in a context: resolves the handle
+// (ERROR_INVALID_HANDLE naming `entry`), makes the context current for the
+// body (the caller's comes back afterwards), and runs body(c) under guard()
+// (an exception becomes a status naming `entry`).
+template <class Body>
+gpuhal_status_t in_context(gpuhal_context_t ctx, const char *entry, Body &&body) {
+  CudaContext *c = find(ctx);
+  if (!c) return bad_context(entry);
+  ScopedContext scoped;
+  if (const gpuhal_status_t st = scoped.enter(c->cu, entry); st != GPUHAL_SUCCESS) return st;
+  return plugin::guard(entry, [&]() -> gpuhal_status_t { return body(c); });
+}
+
 }  // namespace gpuhal::cuda
 
 // Runs a driver call; on failure returns the translated status from the
@@ -172,13 +185,3 @@ gpuhal_status_t release_tracked(CudaContext *c, Known known, gpuhal_status_t ref
     const CUresult r_ = drv().fn(__VA_ARGS__);                                                     \
     if (r_ != CUDA_SUCCESS) return drv().error(r_, #fn);                                           \
   } while (0)
-
-// Resolves the context and makes it current for the rest of the entry (the
-// caller's context comes back when the entry returns), or returns.
-#define WITH_CONTEXT(entry)                                               \
-  CudaContext *c = find(ctx);                                             \
-  if (!c) return bad_context(entry);                                      \
-  ScopedContext scoped_context_;                                          \
-  if (const gpuhal_status_t enter_ = scoped_context_.enter(c->cu, entry); \
-      enter_ != GPUHAL_SUCCESS)                                           \
-  return enter_

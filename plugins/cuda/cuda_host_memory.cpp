@@ -22,8 +22,7 @@ gpuhal_status_t host_alloc(gpuhal_context_t ctx, uint64_t bytes, uint32_t flags,
           plugin::check_host_memory_args("host_alloc", plugin::HostArg::Output, out, bytes, flags);
       st != GPUHAL_SUCCESS)
     return st;
-  WITH_CONTEXT("host_alloc");
-  return guard("host_alloc", [&]() -> gpuhal_status_t {
+  return in_context(ctx, "host_alloc", [&](CudaContext *c) -> gpuhal_status_t {
     // gpuhal's flag bits are CUDA's CU_MEMHOSTALLOC_* bits.
     void *p = nullptr;
     CU_CALL(cuMemHostAlloc, &p, size_t(bytes), flags);
@@ -36,15 +35,16 @@ gpuhal_status_t host_alloc(gpuhal_context_t ctx, uint64_t bytes, uint32_t flags,
 }
 
 gpuhal_status_t host_free(gpuhal_context_t ctx, void *ptr) {
-  WITH_CONTEXT("host_free");
-  return release_tracked(
-      c, [&] { return c->host_allocations.count(ptr) != 0; }, GPUHAL_ERROR_INVALID_VALUE,
-      "host_free: not a host allocation of this context",
-      [&] { return cu_call(drv().cuMemFreeHost, "cuMemFreeHost", ptr); },
-      [&] {
-        c->host_allocations.erase(ptr);
-        c->pinned_ranges.erase(reinterpret_cast<uintptr_t>(ptr));
-      });
+  return in_context(ctx, "host_free", [&](CudaContext *c) -> gpuhal_status_t {
+    return release_tracked(
+        c, [&] { return c->host_allocations.count(ptr) != 0; }, GPUHAL_ERROR_INVALID_VALUE,
+        "host_free: not a host allocation of this context",
+        [&] { return cu_call(drv().cuMemFreeHost, "cuMemFreeHost", ptr); },
+        [&] {
+          c->host_allocations.erase(ptr);
+          c->pinned_ranges.erase(reinterpret_cast<uintptr_t>(ptr));
+        });
+  });
 }
 
 gpuhal_status_t host_register(gpuhal_context_t ctx, void *ptr, uint64_t bytes, uint32_t flags) {
@@ -52,8 +52,7 @@ gpuhal_status_t host_register(gpuhal_context_t ctx, void *ptr, uint64_t bytes, u
           plugin::check_host_memory_args("host_register", plugin::HostArg::Range, ptr, bytes, flags);
       st != GPUHAL_SUCCESS)
     return st;
-  WITH_CONTEXT("host_register");
-  return guard("host_register", [&]() -> gpuhal_status_t {
+  return in_context(ctx, "host_register", [&](CudaContext *c) -> gpuhal_status_t {
     const unsigned cu_flags = ((flags & GPUHAL_HOST_ALLOC_PORTABLE) ? CU_MEMHOSTREGISTER_PORTABLE : 0u) |
                               ((flags & GPUHAL_HOST_ALLOC_MAPPED) ? CU_MEMHOSTREGISTER_DEVICEMAP : 0u);
     CU_CALL(cuMemHostRegister, ptr, size_t(bytes), cu_flags);
@@ -65,24 +64,26 @@ gpuhal_status_t host_register(gpuhal_context_t ctx, void *ptr, uint64_t bytes, u
 }
 
 gpuhal_status_t host_unregister(gpuhal_context_t ctx, void *ptr) {
-  WITH_CONTEXT("host_unregister");
-  return release_tracked(
-      c, [&] { return c->registrations.count(ptr) != 0; }, GPUHAL_ERROR_NOT_REGISTERED,
-      "host_unregister: not registered in this context",
-      [&] { return cu_call(drv().cuMemHostUnregister, "cuMemHostUnregister", ptr); },
-      [&] {
-        c->registrations.erase(ptr);
-        c->pinned_ranges.erase(reinterpret_cast<uintptr_t>(ptr));
-      });
+  return in_context(ctx, "host_unregister", [&](CudaContext *c) -> gpuhal_status_t {
+    return release_tracked(
+        c, [&] { return c->registrations.count(ptr) != 0; }, GPUHAL_ERROR_NOT_REGISTERED,
+        "host_unregister: not registered in this context",
+        [&] { return cu_call(drv().cuMemHostUnregister, "cuMemHostUnregister", ptr); },
+        [&] {
+          c->registrations.erase(ptr);
+          c->pinned_ranges.erase(reinterpret_cast<uintptr_t>(ptr));
+        });
+  });
 }
 
 gpuhal_status_t host_get_device_pointer(gpuhal_context_t ctx, void *host_ptr, gpuhal_deviceptr_t *out) {
   if (!host_ptr || !out) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_get_device_pointer: null pointer");
-  WITH_CONTEXT("host_get_device_pointer");
-  CUdeviceptr d = 0;
-  CU_CALL(cuMemHostGetDevicePointer, &d, host_ptr, 0u);
-  *out = d;
-  return GPUHAL_SUCCESS;
+  return in_context(ctx, "host_get_device_pointer", [&](CudaContext *) -> gpuhal_status_t {
+    CUdeviceptr d = 0;
+    CU_CALL(cuMemHostGetDevicePointer, &d, host_ptr, 0u);
+    *out = d;
+    return GPUHAL_SUCCESS;
+  });
 }
 
 }  // namespace gpuhal::cuda

@@ -20,31 +20,31 @@ namespace gpuhal::cuda {
 gpuhal_status_t ipc_get_handle(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpuhal_ipc_handle_t *out,
                                gpuhal_deviceptr_t *base, uint64_t *bytes) {
   if (!out || !base || !bytes) return fail(GPUHAL_ERROR_INVALID_VALUE, "ipc_get_handle: null output pointer");
-  WITH_CONTEXT("ipc_get_handle");
-  CUdeviceptr b = 0;
-  size_t size = 0;
-  CU_CALL(cuMemGetAddressRange, &b, &size, ptr);
-  {
-    std::lock_guard<std::mutex> lock(c->mu);
-    if (c->pool_allocations.count(b))
-      return fail(GPUHAL_ERROR_NOT_SUPPORTED,
-                  "ipc_get_handle: memory from allocate_async (the device's default stream-ordered pool) cannot be "
-                  "exported: cuIpcGetMemHandle refuses it; share memory from allocate() instead");
-  }
-  CUipcMemHandle h;
-  CU_CALL(cuIpcGetMemHandle, &h, b);
-  static_assert(sizeof h == sizeof out->bytes, "IPC handle size");
-  std::memcpy(out->bytes, &h, sizeof h);
-  *base = b;
-  *bytes = size;
-  return GPUHAL_SUCCESS;
+  return in_context(ctx, "ipc_get_handle", [&](CudaContext *c) -> gpuhal_status_t {
+    CUdeviceptr b = 0;
+    size_t size = 0;
+    CU_CALL(cuMemGetAddressRange, &b, &size, ptr);
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      if (c->pool_allocations.count(b))
+        return fail(GPUHAL_ERROR_NOT_SUPPORTED,
+                    "ipc_get_handle: memory from allocate_async (the device's default stream-ordered pool) cannot be "
+                    "exported: cuIpcGetMemHandle refuses it; share memory from allocate() instead");
+    }
+    CUipcMemHandle h;
+    CU_CALL(cuIpcGetMemHandle, &h, b);
+    static_assert(sizeof h == sizeof out->bytes, "IPC handle size");
+    std::memcpy(out->bytes, &h, sizeof h);
+    *base = b;
+    *bytes = size;
+    return GPUHAL_SUCCESS;
+  });
 }
 
 gpuhal_status_t ipc_open(gpuhal_context_t ctx, const gpuhal_ipc_handle_t *handle, gpuhal_deviceptr_t *out,
                          uint64_t *bytes) {
   if (!handle || !out || !bytes) return fail(GPUHAL_ERROR_INVALID_VALUE, "ipc_open: null pointer");
-  WITH_CONTEXT("ipc_open");
-  return guard("ipc_open", [&]() -> gpuhal_status_t {
+  return in_context(ctx, "ipc_open", [&](CudaContext *c) -> gpuhal_status_t {
     CUipcMemHandle h;
     std::memcpy(&h, handle->bytes, sizeof h);
     CUdeviceptr p = 0;
@@ -65,15 +65,16 @@ gpuhal_status_t ipc_open(gpuhal_context_t ctx, const gpuhal_ipc_handle_t *handle
 }
 
 gpuhal_status_t ipc_close(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
-  WITH_CONTEXT("ipc_close");
-  return release_tracked(
-      c, [&] { return c->ipc_mappings.count(ptr) != 0; }, GPUHAL_ERROR_INVALID_VALUE,
-      "ipc_close: not memory opened with ipc_open in this context",
-      [&] { return cu_call(drv().cuIpcCloseMemHandle, "cuIpcCloseMemHandle", ptr); },
-      [&] {
-        auto it = c->ipc_mappings.find(ptr);
-        if (it != c->ipc_mappings.end() && --it->second == 0) c->ipc_mappings.erase(it);
-      });
+  return in_context(ctx, "ipc_close", [&](CudaContext *c) -> gpuhal_status_t {
+    return release_tracked(
+        c, [&] { return c->ipc_mappings.count(ptr) != 0; }, GPUHAL_ERROR_INVALID_VALUE,
+        "ipc_close: not memory opened with ipc_open in this context",
+        [&] { return cu_call(drv().cuIpcCloseMemHandle, "cuIpcCloseMemHandle", ptr); },
+        [&] {
+          auto it = c->ipc_mappings.find(ptr);
+          if (it != c->ipc_mappings.end() && --it->second == 0) c->ipc_mappings.erase(it);
+        });
+  });
 }
 
 }  // namespace gpuhal::cuda

@@ -108,57 +108,58 @@ gpuhal_status_t module_compile(gpuhal_context_t ctx, const gpuhal_compile_args_t
   return guard("module_compile", [&]() -> gpuhal_status_t {
     if (const gpuhal_status_t st = plugin::check_compile_args(args, image, bytes, format); st != GPUHAL_SUCCESS)
       return st;
-    WITH_CONTEXT("module_compile");
-    std::string why;
-    const Nvrtc *n = nvrtc(&why);
-    if (!n) return fail(GPUHAL_ERROR_COMPILATION_FAILED, "module_compile: " + why);
-    std::vector<std::string> opts = plugin::compile_options(args);
-    if (!has_arch_option(opts)) {
-      int major = 0, minor = 0;
-      CU_CALL(cuDeviceGetAttribute, &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, c->device);
-      CU_CALL(cuDeviceGetAttribute, &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, c->device);
-      std::string arch;
-      if (const gpuhal_status_t st = choose_arch(n, 10 * major + minor, &arch); st != GPUHAL_SUCCESS) return st;
-      opts.push_back("--gpu-architecture=" + arch);
-    }
-    std::vector<const char *> copts;
-    for (const auto &o : opts) copts.push_back(o.c_str());
-    nvrtcProgram prog = nullptr;
-    nvrtcResult r = n->nvrtcCreateProgram(&prog, args->source, "kernel.cu", 0, nullptr, nullptr);
-    if (r != NVRTC_SUCCESS)
-      return fail(GPUHAL_ERROR_COMPILATION_FAILED,
-                  std::string("module_compile: nvrtcCreateProgram failed: ") + n->nvrtcGetErrorString(r));
-    struct Destroy {
-      const Nvrtc *n;
-      nvrtcProgram *p;
-      ~Destroy() { n->nvrtcDestroyProgram(p); }
-    } destroy{n, &prog};
-    r = n->nvrtcCompileProgram(prog, int(copts.size()), copts.data());
-    if (r != NVRTC_SUCCESS) {
-      size_t log_size = 0;
-      std::string log;
-      if (n->nvrtcGetProgramLogSize(prog, &log_size) == NVRTC_SUCCESS && log_size > 1) {
-        log.resize(log_size);
-        n->nvrtcGetProgramLog(prog, &log[0]);
-        log.resize(std::strlen(log.c_str()));
+    return in_context(ctx, "module_compile", [&](CudaContext *c) -> gpuhal_status_t {
+      std::string why;
+      const Nvrtc *n = nvrtc(&why);
+      if (!n) return fail(GPUHAL_ERROR_COMPILATION_FAILED, "module_compile: " + why);
+      std::vector<std::string> opts = plugin::compile_options(args);
+      if (!has_arch_option(opts)) {
+        int major = 0, minor = 0;
+        CU_CALL(cuDeviceGetAttribute, &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, c->device);
+        CU_CALL(cuDeviceGetAttribute, &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, c->device);
+        std::string arch;
+        if (const gpuhal_status_t st = choose_arch(n, 10 * major + minor, &arch); st != GPUHAL_SUCCESS) return st;
+        opts.push_back("--gpu-architecture=" + arch);
       }
-      return fail(GPUHAL_ERROR_COMPILATION_FAILED, std::string("module_compile: nvrtcCompileProgram failed (") +
-                                                       n->nvrtcGetErrorString(r) + "):\n" + log);
-    }
-    size_t size = 0;
-    if ((r = n->nvrtcGetPTXSize(prog, &size)) != NVRTC_SUCCESS || size == 0)
-      return fail(GPUHAL_ERROR_COMPILATION_FAILED, "module_compile: nvrtcGetPTXSize failed");
-    char *ptx = static_cast<char *>(std::malloc(size));
-    if (!ptx) return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "module_compile: out of host memory for the PTX");
-    if ((r = n->nvrtcGetPTX(prog, ptx)) != NVRTC_SUCCESS) {
-      std::free(ptx);
-      return fail(GPUHAL_ERROR_COMPILATION_FAILED,
-                  std::string("module_compile: nvrtcGetPTX failed: ") + n->nvrtcGetErrorString(r));
-    }
-    *image = ptx;
-    *bytes = std::strlen(ptx);  // the text; module_load adds the NUL the driver wants
-    *format = GPUHAL_IMAGE_PTX;
-    return GPUHAL_SUCCESS;
+      std::vector<const char *> copts;
+      for (const auto &o : opts) copts.push_back(o.c_str());
+      nvrtcProgram prog = nullptr;
+      nvrtcResult r = n->nvrtcCreateProgram(&prog, args->source, "kernel.cu", 0, nullptr, nullptr);
+      if (r != NVRTC_SUCCESS)
+        return fail(GPUHAL_ERROR_COMPILATION_FAILED,
+                    std::string("module_compile: nvrtcCreateProgram failed: ") + n->nvrtcGetErrorString(r));
+      struct Destroy {
+        const Nvrtc *n;
+        nvrtcProgram *p;
+        ~Destroy() { n->nvrtcDestroyProgram(p); }
+      } destroy{n, &prog};
+      r = n->nvrtcCompileProgram(prog, int(copts.size()), copts.data());
+      if (r != NVRTC_SUCCESS) {
+        size_t log_size = 0;
+        std::string log;
+        if (n->nvrtcGetProgramLogSize(prog, &log_size) == NVRTC_SUCCESS && log_size > 1) {
+          log.resize(log_size);
+          n->nvrtcGetProgramLog(prog, &log[0]);
+          log.resize(std::strlen(log.c_str()));
+        }
+        return fail(GPUHAL_ERROR_COMPILATION_FAILED, std::string("module_compile: nvrtcCompileProgram failed (") +
+                                                         n->nvrtcGetErrorString(r) + "):\n" + log);
+      }
+      size_t size = 0;
+      if ((r = n->nvrtcGetPTXSize(prog, &size)) != NVRTC_SUCCESS || size == 0)
+        return fail(GPUHAL_ERROR_COMPILATION_FAILED, "module_compile: nvrtcGetPTXSize failed");
+      char *ptx = static_cast<char *>(std::malloc(size));
+      if (!ptx) return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "module_compile: out of host memory for the PTX");
+      if ((r = n->nvrtcGetPTX(prog, ptx)) != NVRTC_SUCCESS) {
+        std::free(ptx);
+        return fail(GPUHAL_ERROR_COMPILATION_FAILED,
+                    std::string("module_compile: nvrtcGetPTX failed: ") + n->nvrtcGetErrorString(r));
+      }
+      *image = ptx;
+      *bytes = std::strlen(ptx);  // the text; module_load adds the NUL the driver wants
+      *format = GPUHAL_IMAGE_PTX;
+      return GPUHAL_SUCCESS;
+    });
   });
 }
 
@@ -198,74 +199,77 @@ gpuhal_status_t module_load(gpuhal_context_t ctx, const void *image, uint64_t by
     if (format != GPUHAL_IMAGE_PTX && format != GPUHAL_IMAGE_CUBIN)
       return fail(GPUHAL_ERROR_INVALID_IMAGE,
                   "module_load: the cuda backend loads PTX and cubin images (format " + std::to_string(format) + ")");
-    WITH_CONTEXT("module_load");
-    // PTX must be NUL-terminated for the driver: copy it when it is not.
-    std::string text;
-    const void *data = image;
-    if (format == GPUHAL_IMAGE_PTX && static_cast<const char *>(image)[bytes - 1] != '\0') {
-      text.assign(static_cast<const char *>(image), size_t(bytes));
-      data = text.c_str();
-    }
-    char log[4096] = {};
-    CUjit_option keys[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-    void *values[2] = {log, reinterpret_cast<void *>(uintptr_t(sizeof log - 1))};
-    if (!drv().cuModuleLoadDataEx)
-      return fail(GPUHAL_ERROR_NOT_SUPPORTED, "cuModuleLoadDataEx is not provided by this driver");
-    CUmodule m = nullptr;
-    const CUresult r = drv().cuModuleLoadDataEx(&m, data, 2, keys, values);
-    if (r != CUDA_SUCCESS) {
-      const gpuhal_status_t st = drv().error(r, "cuModuleLoadDataEx");
-      std::string message = plugin::last_error();
-      if (r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION) message += "; " + toolchain_mismatch(image, bytes, format);
-      if (log[0]) message += std::string(":\n") + log;
-      return fail(st, message);
-    }
-    {
-      std::lock_guard<std::mutex> lock(c->mu);
-      c->modules.insert(m);
-    }
-    *out = reinterpret_cast<gpuhal_module_t>(m);
-    return GPUHAL_SUCCESS;
+    return in_context(ctx, "module_load", [&](CudaContext *c) -> gpuhal_status_t {
+      // PTX must be NUL-terminated for the driver: copy it when it is not.
+      std::string text;
+      const void *data = image;
+      if (format == GPUHAL_IMAGE_PTX && static_cast<const char *>(image)[bytes - 1] != '\0') {
+        text.assign(static_cast<const char *>(image), size_t(bytes));
+        data = text.c_str();
+      }
+      char log[4096] = {};
+      CUjit_option keys[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+      void *values[2] = {log, reinterpret_cast<void *>(uintptr_t(sizeof log - 1))};
+      if (!drv().cuModuleLoadDataEx)
+        return fail(GPUHAL_ERROR_NOT_SUPPORTED, "cuModuleLoadDataEx is not provided by this driver");
+      CUmodule m = nullptr;
+      const CUresult r = drv().cuModuleLoadDataEx(&m, data, 2, keys, values);
+      if (r != CUDA_SUCCESS) {
+        const gpuhal_status_t st = drv().error(r, "cuModuleLoadDataEx");
+        std::string message = plugin::last_error();
+        if (r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION) message += "; " + toolchain_mismatch(image, bytes, format);
+        if (log[0]) message += std::string(":\n") + log;
+        return fail(st, message);
+      }
+      {
+        std::lock_guard<std::mutex> lock(c->mu);
+        c->modules.insert(m);
+      }
+      *out = reinterpret_cast<gpuhal_module_t>(m);
+      return GPUHAL_SUCCESS;
+    });
   });
 }
 
 gpuhal_status_t module_unload(gpuhal_context_t ctx, gpuhal_module_t module) {
-  WITH_CONTEXT("module_unload");
-  CUmodule m = reinterpret_cast<CUmodule>(module);
-  {
+  return in_context(ctx, "module_unload", [&](CudaContext *c) -> gpuhal_status_t {
+    CUmodule m = reinterpret_cast<CUmodule>(module);
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      if (!c->modules.count(m)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "module_unload: not a module of this context");
+    }
+    // Forgotten only once unloaded: after a failure, context_destroy tries again.
+    CU_CALL(cuModuleUnload, m);
     std::lock_guard<std::mutex> lock(c->mu);
-    if (!c->modules.count(m)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "module_unload: not a module of this context");
-  }
-  // Forgotten only once unloaded: after a failure, context_destroy tries again.
-  CU_CALL(cuModuleUnload, m);
-  std::lock_guard<std::mutex> lock(c->mu);
-  c->modules.erase(m);
-  for (auto it = c->kernels.begin(); it != c->kernels.end();)
-    it = it->second->module == m ? c->kernels.erase(it) : std::next(it);
-  return GPUHAL_SUCCESS;
+    c->modules.erase(m);
+    for (auto it = c->kernels.begin(); it != c->kernels.end();)
+      it = it->second->module == m ? c->kernels.erase(it) : std::next(it);
+    return GPUHAL_SUCCESS;
+  });
 }
 
 gpuhal_status_t module_get_kernel(gpuhal_context_t ctx, gpuhal_module_t module, const char *name,
                                   gpuhal_kernel_t *out) {
   if (!name || !out) return fail(GPUHAL_ERROR_INVALID_VALUE, "module_get_kernel: null argument");
   return guard("module_get_kernel", [&]() -> gpuhal_status_t {
-    WITH_CONTEXT("module_get_kernel");
-    CUmodule m = reinterpret_cast<CUmodule>(module);
-    {
+    return in_context(ctx, "module_get_kernel", [&](CudaContext *c) -> gpuhal_status_t {
+      CUmodule m = reinterpret_cast<CUmodule>(module);
+      {
+        std::lock_guard<std::mutex> lock(c->mu);
+        if (!c->modules.count(m))
+          return fail(GPUHAL_ERROR_INVALID_HANDLE, "module_get_kernel: not a module of this context");
+      }
+      auto k = std::make_unique<CudaKernel>();
+      k->module = m;
+      CU_CALL(cuModuleGetFunction, &k->function, m, name);
+      CU_CALL(cuFuncGetAttribute, &k->max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k->function);
+      CU_CALL(cuFuncGetAttribute, &k->static_shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, k->function);
+      const CudaKernel *raw = k.get();
       std::lock_guard<std::mutex> lock(c->mu);
-      if (!c->modules.count(m))
-        return fail(GPUHAL_ERROR_INVALID_HANDLE, "module_get_kernel: not a module of this context");
-    }
-    auto k = std::make_unique<CudaKernel>();
-    k->module = m;
-    CU_CALL(cuModuleGetFunction, &k->function, m, name);
-    CU_CALL(cuFuncGetAttribute, &k->max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k->function);
-    CU_CALL(cuFuncGetAttribute, &k->static_shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, k->function);
-    const CudaKernel *raw = k.get();
-    std::lock_guard<std::mutex> lock(c->mu);
-    c->kernels.emplace(raw, std::move(k));
-    *out = reinterpret_cast<gpuhal_kernel_t>(const_cast<CudaKernel *>(raw));
-    return GPUHAL_SUCCESS;
+      c->kernels.emplace(raw, std::move(k));
+      *out = reinterpret_cast<gpuhal_kernel_t>(const_cast<CudaKernel *>(raw));
+      return GPUHAL_SUCCESS;
+    });
   });
 }
 
@@ -275,53 +279,54 @@ gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuha
     return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: null or short launch configuration");
   if (!kernel) return fail(GPUHAL_ERROR_INVALID_HANDLE, "launch: null kernel");
   if (arg_count && !args) return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: null argument array");
-  WITH_CONTEXT("launch");
-  CudaKernel *k = nullptr;
-  {
-    // One lock for both lookups: the launch path's only one in the plugin.
-    bool stream_known = true;
+  return in_context(ctx, "launch", [&](CudaContext *c) -> gpuhal_status_t {
+    CudaKernel *k = nullptr;
     {
-      std::lock_guard<std::mutex> lock(c->mu);
-      const bool special = !stream || stream == GPUHAL_STREAM_LEGACY || stream == GPUHAL_STREAM_PER_THREAD;
-      stream_known = special || c->streams.count(native(stream)) != 0;
-      auto it = c->kernels.find(reinterpret_cast<const CudaKernel *>(kernel));
-      if (it == c->kernels.end()) return fail(GPUHAL_ERROR_INVALID_HANDLE, "launch: not a kernel of this context");
-      k = it->second.get();
+      // One lock for both lookups: the launch path's only one in the plugin.
+      bool stream_known = true;
+      {
+        std::lock_guard<std::mutex> lock(c->mu);
+        const bool special = !stream || stream == GPUHAL_STREAM_LEGACY || stream == GPUHAL_STREAM_PER_THREAD;
+        stream_known = special || c->streams.count(native(stream)) != 0;
+        auto it = c->kernels.find(reinterpret_cast<const CudaKernel *>(kernel));
+        if (it == c->kernels.end()) return fail(GPUHAL_ERROR_INVALID_HANDLE, "launch: not a kernel of this context");
+        k = it->second.get();
+      }
+      if (!stream_known && !external_stream_of(c, stream))
+        return fail(GPUHAL_ERROR_INVALID_HANDLE, "launch: invalid stream");
     }
-    if (!stream_known && !external_stream_of(c, stream))
-      return fail(GPUHAL_ERROR_INVALID_HANDLE, "launch: invalid stream");
-  }
-  // What this kernel can take (registers and static shared memory limit it
-  // below the device's maxima), from what was read at lookup: refused here,
-  // before anything is queued.
-  const uint64_t threads = uint64_t(config->block[0]) * config->block[1] * config->block[2];
-  if (k->max_threads > 0 && threads > uint64_t(k->max_threads))
-    return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: a block of " + std::to_string(threads) +
-                                                " threads, this kernel allows at most " +
-                                                std::to_string(k->max_threads));
-  const uint64_t shared = uint64_t(k->static_shared) + config->dynamic_shared_bytes;
-  if (shared > uint64_t(c->shared_optin))
-    return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: " + std::to_string(k->static_shared) + " bytes of static and " +
-                                                std::to_string(config->dynamic_shared_bytes) +
-                                                " of dynamic shared memory, the device has " +
-                                                std::to_string(c->shared_optin) + " per block");
-  // Above the default limit the kernel must opt in (once per size reached).
-  const int dynamic = int(config->dynamic_shared_bytes);
-  if (shared > uint64_t(c->shared_per_block) && dynamic > k->dynamic_opt_in.load(std::memory_order_acquire)) {
-    // Read, raise and record under one lock: the driver keeps the last value set.
-    std::lock_guard<std::mutex> lock(k->opt_in_mu);
-    if (dynamic > k->dynamic_opt_in.load(std::memory_order_relaxed)) {
-      CU_CALL(cuFuncSetAttribute, k->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic);
-      k->dynamic_opt_in.store(dynamic, std::memory_order_release);
+    // What this kernel can take (registers and static shared memory limit it
+    // below the device's maxima), from what was read at lookup: refused here,
+    // before anything is queued.
+    const uint64_t threads = uint64_t(config->block[0]) * config->block[1] * config->block[2];
+    if (k->max_threads > 0 && threads > uint64_t(k->max_threads))
+      return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: a block of " + std::to_string(threads) +
+                                                  " threads, this kernel allows at most " +
+                                                  std::to_string(k->max_threads));
+    const uint64_t shared = uint64_t(k->static_shared) + config->dynamic_shared_bytes;
+    if (shared > uint64_t(c->shared_optin))
+      return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: " + std::to_string(k->static_shared) + " bytes of static and " +
+                                                  std::to_string(config->dynamic_shared_bytes) +
+                                                  " of dynamic shared memory, the device has " +
+                                                  std::to_string(c->shared_optin) + " per block");
+    // Above the default limit the kernel must opt in (once per size reached).
+    const int dynamic = int(config->dynamic_shared_bytes);
+    if (shared > uint64_t(c->shared_per_block) && dynamic > k->dynamic_opt_in.load(std::memory_order_acquire)) {
+      // Read, raise and record under one lock: the driver keeps the last value set.
+      std::lock_guard<std::mutex> lock(k->opt_in_mu);
+      if (dynamic > k->dynamic_opt_in.load(std::memory_order_relaxed)) {
+        CU_CALL(cuFuncSetAttribute, k->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic);
+        k->dynamic_opt_in.store(dynamic, std::memory_order_release);
+      }
     }
-  }
-  CUfunction f = k->function;
-  const CUresult r = drv().cuLaunchKernel
-                        ? drv().cuLaunchKernel(f, config->grid[0], config->grid[1], config->grid[2], config->block[0],
-                                               config->block[1], config->block[2], config->dynamic_shared_bytes,
-                                               native(stream), const_cast<void **>(args), nullptr)
-                        : CUDA_ERROR_NOT_SUPPORTED;
-  return r == CUDA_SUCCESS ? GPUHAL_SUCCESS : context_error(c, r, "cuLaunchKernel");
+    CUfunction f = k->function;
+    const CUresult r = drv().cuLaunchKernel ? drv().cuLaunchKernel(f, config->grid[0], config->grid[1], config->grid[2],
+                                                                   config->block[0], config->block[1], config->block[2],
+                                                                   config->dynamic_shared_bytes, native(stream),
+                                                                   const_cast<void **>(args), nullptr)
+                                            : CUDA_ERROR_NOT_SUPPORTED;
+    return r == CUDA_SUCCESS ? GPUHAL_SUCCESS : context_error(c, r, "cuLaunchKernel");
+  });
 }
 
 }  // namespace gpuhal::cuda

@@ -46,15 +46,16 @@ gpuhal_status_t remember(CudaContext *c, CUdeviceptr p, gpuhal_deviceptr_t *out)
 
 gpuhal_status_t memory_info(gpuhal_context_t ctx, uint64_t *free_bytes, uint64_t *total_bytes) {
   if (!free_bytes || !total_bytes) return fail(GPUHAL_ERROR_INVALID_VALUE, "memory_info: null output pointer");
-  WITH_CONTEXT("memory_info");
-  size_t f = 0, t = 0;
-  CU_CALL(cuMemGetInfo, &f, &t);
-  // What the stream-ordered pool holds unused is not free to the driver but
-  // is to gpuhal: stream-ordered allocations reuse it, and mem_alloc trims
-  // the pool before it reports out of memory.
-  *free_bytes = std::min<uint64_t>(t, uint64_t(f) + pool_idle_bytes(c));
-  *total_bytes = t;
-  return GPUHAL_SUCCESS;
+  return in_context(ctx, "memory_info", [&](CudaContext *c) -> gpuhal_status_t {
+    size_t f = 0, t = 0;
+    CU_CALL(cuMemGetInfo, &f, &t);
+    // What the stream-ordered pool holds unused is not free to the driver but
+    // is to gpuhal: stream-ordered allocations reuse it, and mem_alloc trims
+    // the pool before it reports out of memory.
+    *free_bytes = std::min<uint64_t>(t, uint64_t(f) + pool_idle_bytes(c));
+    *total_bytes = t;
+    return GPUHAL_SUCCESS;
+  });
 }
 
 // ---- device memory ---------------------------------------------------------------
@@ -62,8 +63,7 @@ gpuhal_status_t memory_info(gpuhal_context_t ctx, uint64_t *free_bytes, uint64_t
 gpuhal_status_t mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr_t *out) {
   if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc: null output pointer");
   if (bytes == 0 || bytes > SIZE_MAX) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc: size must be positive");
-  WITH_CONTEXT("mem_alloc");
-  return guard("mem_alloc", [&]() -> gpuhal_status_t {
+  return in_context(ctx, "mem_alloc", [&](CudaContext *c) -> gpuhal_status_t {
     CUdeviceptr p = 0;
     CUresult r = drv().cuMemAlloc(&p, size_t(bytes));
     // The pool's reserve is out of cuMemAlloc's reach: given back, then once more.
@@ -85,8 +85,7 @@ gpuhal_status_t mem_alloc_managed(gpuhal_context_t ctx, uint64_t bytes, gpuhal_d
     return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc_managed: size must be positive");
   if (!drv().cuMemAllocManaged)
     return fail(GPUHAL_ERROR_NOT_SUPPORTED, "cuMemAllocManaged is not provided by this driver");
-  WITH_CONTEXT("mem_alloc_managed");
-  return guard("mem_alloc_managed", [&]() -> gpuhal_status_t {
+  return in_context(ctx, "mem_alloc_managed", [&](CudaContext *c) -> gpuhal_status_t {
     int supported = 0;
     CU_CALL(cuDeviceGetAttribute, &supported, CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, c->device);
     if (!supported)
@@ -101,52 +100,55 @@ gpuhal_status_t mem_alloc_managed(gpuhal_context_t ctx, uint64_t bytes, gpuhal_d
 }
 
 gpuhal_status_t mem_free(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
-  WITH_CONTEXT("mem_free");
-  return release_tracked(
-      c, [&] { return c->allocations.count(ptr) != 0; }, GPUHAL_ERROR_INVALID_VALUE,
-      "mem_free: not a live allocation of this context", [&] { return cu_call(drv().cuMemFree, "cuMemFree", ptr); },
-      [&] {
-        c->allocations.erase(ptr);
-        c->pool_allocations.erase(ptr);
-      });
+  return in_context(ctx, "mem_free", [&](CudaContext *c) -> gpuhal_status_t {
+    return release_tracked(
+        c, [&] { return c->allocations.count(ptr) != 0; }, GPUHAL_ERROR_INVALID_VALUE,
+        "mem_free: not a live allocation of this context", [&] { return cu_call(drv().cuMemFree, "cuMemFree", ptr); },
+        [&] {
+          c->allocations.erase(ptr);
+          c->pool_allocations.erase(ptr);
+        });
+  });
 }
 
 gpuhal_status_t mem_alloc_async(gpuhal_context_t ctx, uint64_t bytes, gpuhal_stream_t stream, gpuhal_deviceptr_t *out) {
   if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc_async: null output pointer");
   if (bytes == 0 || bytes > SIZE_MAX) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc_async: size must be positive");
-  WITH_CONTEXT("mem_alloc_async");
-  if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "mem_alloc_async: invalid stream");
-  return guard("mem_alloc_async", [&]() -> gpuhal_status_t {
-    CUdeviceptr p = 0;
-    CU_CALL(cuMemAllocAsync, &p, size_t(bytes), native(stream));
-    try {
-      std::lock_guard<std::mutex> lock(c->mu);
-      c->allocations.insert(p);  // cuMemFree frees it too, at context_destroy
-      c->pool_allocations.insert(p);
-    } catch (...) {
-      drv().cuMemFreeAsync(p, native(stream));
-      throw;
-    }
-    *out = p;
-    return GPUHAL_SUCCESS;
+  return in_context(ctx, "mem_alloc_async", [&](CudaContext *c) -> gpuhal_status_t {
+    if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "mem_alloc_async: invalid stream");
+    return guard("mem_alloc_async", [&]() -> gpuhal_status_t {
+      CUdeviceptr p = 0;
+      CU_CALL(cuMemAllocAsync, &p, size_t(bytes), native(stream));
+      try {
+        std::lock_guard<std::mutex> lock(c->mu);
+        c->allocations.insert(p);  // cuMemFree frees it too, at context_destroy
+        c->pool_allocations.insert(p);
+      } catch (...) {
+        drv().cuMemFreeAsync(p, native(stream));
+        throw;
+      }
+      *out = p;
+      return GPUHAL_SUCCESS;
+    });
   });
 }
 
 gpuhal_status_t mem_free_async(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpuhal_stream_t stream) {
-  WITH_CONTEXT("mem_free_async");
-  if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "mem_free_async: invalid stream");
-  {
-    std::lock_guard<std::mutex> lock(c->mu);
-    if (!c->allocations.count(ptr))
-      return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_free_async: not a live allocation of this context");
-  }
-  CU_CALL(cuMemFreeAsync, ptr, native(stream));
-  {
-    std::lock_guard<std::mutex> lock(c->mu);
-    c->allocations.erase(ptr);
-    c->pool_allocations.erase(ptr);
-  }
-  return GPUHAL_SUCCESS;
+  return in_context(ctx, "mem_free_async", [&](CudaContext *c) -> gpuhal_status_t {
+    if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "mem_free_async: invalid stream");
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      if (!c->allocations.count(ptr))
+        return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_free_async: not a live allocation of this context");
+    }
+    CU_CALL(cuMemFreeAsync, ptr, native(stream));
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      c->allocations.erase(ptr);
+      c->pool_allocations.erase(ptr);
+    }
+    return GPUHAL_SUCCESS;
+  });
 }
 
 }  // namespace gpuhal::cuda

@@ -294,9 +294,10 @@ gpuhal_status_t context_destroy(gpuhal_context_t ctx) {
 }
 
 gpuhal_status_t context_synchronize(gpuhal_context_t ctx) {
-  WITH_CONTEXT("context_synchronize");
-  const CUresult r = drv().cuCtxSynchronize();
-  return r == CUDA_SUCCESS ? GPUHAL_SUCCESS : context_error(c, r, "cuCtxSynchronize");
+  return in_context(ctx, "context_synchronize", [&](CudaContext *c) -> gpuhal_status_t {
+    const CUresult r = drv().cuCtxSynchronize();
+    return r == CUDA_SUCCESS ? GPUHAL_SUCCESS : context_error(c, r, "cuCtxSynchronize");
+  });
 }
 
 // The primary context retained for ctx and its device: no driver call.
@@ -337,12 +338,14 @@ gpuhal_status_t device_can_access_peer(int32_t ordinal, int32_t peer, int32_t *o
 gpuhal_status_t context_enable_peer_access(gpuhal_context_t ctx, gpuhal_context_t peer) {
   CudaContext *p = find(peer);
   if (!p) return bad_context("context_enable_peer_access");
-  WITH_CONTEXT("context_enable_peer_access");
-  if (!drv().cuCtxEnablePeerAccess)
-    return fail(GPUHAL_ERROR_NOT_SUPPORTED, "cuCtxEnablePeerAccess is not provided by this driver");
-  const CUresult r = drv().cuCtxEnablePeerAccess(p->cu, 0u);
-  if (r != CUDA_SUCCESS && r != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) return drv().error(r, "cuCtxEnablePeerAccess");
-  return GPUHAL_SUCCESS;
+  return in_context(ctx, "context_enable_peer_access", [&](CudaContext *) -> gpuhal_status_t {
+    if (!drv().cuCtxEnablePeerAccess)
+      return fail(GPUHAL_ERROR_NOT_SUPPORTED, "cuCtxEnablePeerAccess is not provided by this driver");
+    const CUresult r = drv().cuCtxEnablePeerAccess(p->cu, 0u);
+    if (r != CUDA_SUCCESS && r != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)
+      return drv().error(r, "cuCtxEnablePeerAccess");
+    return GPUHAL_SUCCESS;
+  });
 }
 
 }  // namespace gpuhal::cuda

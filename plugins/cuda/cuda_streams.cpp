@@ -23,8 +23,7 @@ gpuhal_status_t stream_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_strea
   if (const gpuhal_status_t st = plugin::check_create_args("stream_create", out, flags, GPUHAL_STREAM_NON_BLOCKING);
       st != GPUHAL_SUCCESS)
     return st;
-  WITH_CONTEXT("stream_create");
-  return guard("stream_create", [&]() -> gpuhal_status_t {
+  return in_context(ctx, "stream_create", [&](CudaContext *c) -> gpuhal_status_t {
     CUstream s = nullptr;
     CU_CALL(cuStreamCreate, &s, (flags & GPUHAL_STREAM_NON_BLOCKING) ? CU_STREAM_NON_BLOCKING : 0u);
     std::lock_guard<std::mutex> lock(c->mu);
@@ -37,28 +36,31 @@ gpuhal_status_t stream_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_strea
 // Checks that a created stream belongs to the context (special handles pass).
 
 gpuhal_status_t stream_destroy(gpuhal_context_t ctx, gpuhal_stream_t stream) {
-  WITH_CONTEXT("stream_destroy");
-  return release_tracked(
-      c, [&] { return c->streams.count(native(stream)) != 0; }, GPUHAL_ERROR_INVALID_HANDLE,
-      "stream_destroy: not a stream created in this context",
-      [&] { return cu_call(drv().cuStreamDestroy, "cuStreamDestroy", native(stream)); },
-      [&] { c->streams.erase(native(stream)); });
+  return in_context(ctx, "stream_destroy", [&](CudaContext *c) -> gpuhal_status_t {
+    return release_tracked(
+        c, [&] { return c->streams.count(native(stream)) != 0; }, GPUHAL_ERROR_INVALID_HANDLE,
+        "stream_destroy: not a stream created in this context",
+        [&] { return cu_call(drv().cuStreamDestroy, "cuStreamDestroy", native(stream)); },
+        [&] { c->streams.erase(native(stream)); });
+  });
 }
 
 gpuhal_status_t stream_synchronize(gpuhal_context_t ctx, gpuhal_stream_t stream) {
-  WITH_CONTEXT("stream_synchronize");
-  if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_synchronize: invalid stream");
-  const CUresult r = drv().cuStreamSynchronize(native(stream));
-  return r == CUDA_SUCCESS ? GPUHAL_SUCCESS : context_error(c, r, "cuStreamSynchronize");
+  return in_context(ctx, "stream_synchronize", [&](CudaContext *c) -> gpuhal_status_t {
+    if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_synchronize: invalid stream");
+    const CUresult r = drv().cuStreamSynchronize(native(stream));
+    return r == CUDA_SUCCESS ? GPUHAL_SUCCESS : context_error(c, r, "cuStreamSynchronize");
+  });
 }
 
 gpuhal_status_t stream_query(gpuhal_context_t ctx, gpuhal_stream_t stream) {
-  WITH_CONTEXT("stream_query");
-  if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_query: invalid stream");
-  const CUresult r = drv().cuStreamQuery(native(stream));
-  if (r == CUDA_ERROR_NOT_READY) return GPUHAL_NOT_READY;
-  if (r != CUDA_SUCCESS) return context_error(c, r, "cuStreamQuery");
-  return GPUHAL_SUCCESS;
+  return in_context(ctx, "stream_query", [&](CudaContext *c) -> gpuhal_status_t {
+    if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_query: invalid stream");
+    const CUresult r = drv().cuStreamQuery(native(stream));
+    if (r == CUDA_ERROR_NOT_READY) return GPUHAL_NOT_READY;
+    if (r != CUDA_SUCCESS) return context_error(c, r, "cuStreamQuery");
+    return GPUHAL_SUCCESS;
+  });
 }
 
 namespace {
@@ -69,26 +71,27 @@ bool known_event(CudaContext *c, gpuhal_event_t e) {
 }  // namespace
 
 gpuhal_status_t stream_wait_event(gpuhal_context_t ctx, gpuhal_stream_t stream, gpuhal_event_t event) {
-  WITH_CONTEXT("stream_wait_event");
-  if (!known_stream(c, stream) || !known_event(c, event))
-    return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_wait_event: invalid stream or event");
-  CU_CALL(cuStreamWaitEvent, native(stream), reinterpret_cast<CUevent>(event), 0u);
-  return GPUHAL_SUCCESS;
+  return in_context(ctx, "stream_wait_event", [&](CudaContext *c) -> gpuhal_status_t {
+    if (!known_stream(c, stream) || !known_event(c, event))
+      return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_wait_event: invalid stream or event");
+    CU_CALL(cuStreamWaitEvent, native(stream), reinterpret_cast<CUevent>(event), 0u);
+    return GPUHAL_SUCCESS;
+  });
 }
 
 gpuhal_status_t stream_add_callback(gpuhal_context_t ctx, gpuhal_stream_t stream, gpuhal_host_fn fn, void *user) {
   if (!fn) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_add_callback: null function");
-  WITH_CONTEXT("stream_add_callback");
-  if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_add_callback: invalid stream");
-  return guard("stream_add_callback", [&] { return queue_callback(c, native(stream), fn, user); });
+  return in_context(ctx, "stream_add_callback", [&](CudaContext *c) -> gpuhal_status_t {
+    if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_add_callback: invalid stream");
+    return guard("stream_add_callback", [&] { return queue_callback(c, native(stream), fn, user); });
+  });
 }
 
 gpuhal_status_t event_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_event_t *out) {
   if (const gpuhal_status_t st = plugin::check_create_args("event_create", out, flags, GPUHAL_EVENT_DISABLE_TIMING);
       st != GPUHAL_SUCCESS)
     return st;
-  WITH_CONTEXT("event_create");
-  return guard("event_create", [&]() -> gpuhal_status_t {
+  return in_context(ctx, "event_create", [&](CudaContext *c) -> gpuhal_status_t {
     CUevent e = nullptr;
     CU_CALL(cuEventCreate, &e, (flags & GPUHAL_EVENT_DISABLE_TIMING) ? CU_EVENT_DISABLE_TIMING : CU_EVENT_DEFAULT);
     std::lock_guard<std::mutex> lock(c->mu);
@@ -99,45 +102,50 @@ gpuhal_status_t event_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_event_
 }
 
 gpuhal_status_t event_destroy(gpuhal_context_t ctx, gpuhal_event_t event) {
-  WITH_CONTEXT("event_destroy");
-  return release_tracked(
-      c, [&] { return c->events.count(reinterpret_cast<CUevent>(event)) != 0; }, GPUHAL_ERROR_INVALID_HANDLE,
-      "event_destroy: not an event created in this context",
-      [&] { return cu_call(drv().cuEventDestroy, "cuEventDestroy", reinterpret_cast<CUevent>(event)); },
-      [&] { c->events.erase(reinterpret_cast<CUevent>(event)); });
+  return in_context(ctx, "event_destroy", [&](CudaContext *c) -> gpuhal_status_t {
+    return release_tracked(
+        c, [&] { return c->events.count(reinterpret_cast<CUevent>(event)) != 0; }, GPUHAL_ERROR_INVALID_HANDLE,
+        "event_destroy: not an event created in this context",
+        [&] { return cu_call(drv().cuEventDestroy, "cuEventDestroy", reinterpret_cast<CUevent>(event)); },
+        [&] { c->events.erase(reinterpret_cast<CUevent>(event)); });
+  });
 }
 
 gpuhal_status_t event_record(gpuhal_context_t ctx, gpuhal_event_t event, gpuhal_stream_t stream) {
-  WITH_CONTEXT("event_record");
-  if (!known_stream(c, stream) || !known_event(c, event))
-    return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_record: invalid stream or event");
-  CU_CALL(cuEventRecord, reinterpret_cast<CUevent>(event), native(stream));
-  return GPUHAL_SUCCESS;
+  return in_context(ctx, "event_record", [&](CudaContext *c) -> gpuhal_status_t {
+    if (!known_stream(c, stream) || !known_event(c, event))
+      return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_record: invalid stream or event");
+    CU_CALL(cuEventRecord, reinterpret_cast<CUevent>(event), native(stream));
+    return GPUHAL_SUCCESS;
+  });
 }
 
 gpuhal_status_t event_synchronize(gpuhal_context_t ctx, gpuhal_event_t event) {
-  WITH_CONTEXT("event_synchronize");
-  if (!known_event(c, event)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_synchronize: invalid event");
-  const CUresult r = drv().cuEventSynchronize(reinterpret_cast<CUevent>(event));
-  return r == CUDA_SUCCESS ? GPUHAL_SUCCESS : context_error(c, r, "cuEventSynchronize");
+  return in_context(ctx, "event_synchronize", [&](CudaContext *c) -> gpuhal_status_t {
+    if (!known_event(c, event)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_synchronize: invalid event");
+    const CUresult r = drv().cuEventSynchronize(reinterpret_cast<CUevent>(event));
+    return r == CUDA_SUCCESS ? GPUHAL_SUCCESS : context_error(c, r, "cuEventSynchronize");
+  });
 }
 
 gpuhal_status_t event_query(gpuhal_context_t ctx, gpuhal_event_t event) {
-  WITH_CONTEXT("event_query");
-  if (!known_event(c, event)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_query: invalid event");
-  const CUresult r = drv().cuEventQuery(reinterpret_cast<CUevent>(event));
-  if (r == CUDA_ERROR_NOT_READY) return GPUHAL_NOT_READY;
-  if (r != CUDA_SUCCESS) return context_error(c, r, "cuEventQuery");
-  return GPUHAL_SUCCESS;
+  return in_context(ctx, "event_query", [&](CudaContext *c) -> gpuhal_status_t {
+    if (!known_event(c, event)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_query: invalid event");
+    const CUresult r = drv().cuEventQuery(reinterpret_cast<CUevent>(event));
+    if (r == CUDA_ERROR_NOT_READY) return GPUHAL_NOT_READY;
+    if (r != CUDA_SUCCESS) return context_error(c, r, "cuEventQuery");
+    return GPUHAL_SUCCESS;
+  });
 }
 
 gpuhal_status_t event_elapsed_ms(gpuhal_context_t ctx, gpuhal_event_t start, gpuhal_event_t end, float *ms) {
   if (!ms) return fail(GPUHAL_ERROR_INVALID_VALUE, "event_elapsed_ms: null output pointer");
-  WITH_CONTEXT("event_elapsed_ms");
-  if (!known_event(c, start) || !known_event(c, end))
-    return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_elapsed_ms: invalid event");
-  CU_CALL(cuEventElapsedTime, ms, reinterpret_cast<CUevent>(start), reinterpret_cast<CUevent>(end));
-  return GPUHAL_SUCCESS;
+  return in_context(ctx, "event_elapsed_ms", [&](CudaContext *c) -> gpuhal_status_t {
+    if (!known_event(c, start) || !known_event(c, end))
+      return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_elapsed_ms: invalid event");
+    CU_CALL(cuEventElapsedTime, ms, reinterpret_cast<CUevent>(start), reinterpret_cast<CUevent>(end));
+    return GPUHAL_SUCCESS;
+  });
 }
 
 // Events + cuStreamWaitEvent; "all prior work" records a private event on
@@ -146,29 +154,30 @@ gpuhal_status_t stream_barrier(gpuhal_context_t ctx, gpuhal_stream_t stream, con
                                uint32_t count, uint32_t flags) {
   if (count && !events) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_barrier: null event list");
   if (flags & ~GPUHAL_BARRIER_ALL_PRIOR_WORK) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_barrier: unknown flags");
-  WITH_CONTEXT("stream_barrier");
-  if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_barrier: invalid stream");
-  for (uint32_t i = 0; i < count; ++i)
-    if (!known_event(c, events[i])) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_barrier: invalid event");
-  for (uint32_t i = 0; i < count; ++i)
-    CU_CALL(cuStreamWaitEvent, native(stream), reinterpret_cast<CUevent>(events[i]), 0u);
-  if (!(flags & GPUHAL_BARRIER_ALL_PRIOR_WORK)) return GPUHAL_SUCCESS;
-  return guard("stream_barrier", [&]() -> gpuhal_status_t {
-    std::vector<CUstream> sources{api::stream_legacy()};
-    {
-      std::lock_guard<std::mutex> lock(c->mu);
-      sources.insert(sources.end(), c->streams.begin(), c->streams.end());
-    }
-    for (CUstream src : sources) {
-      if (src == native(stream)) continue;
-      CUevent e = nullptr;
-      CU_CALL(cuEventCreate, &e, CU_EVENT_DISABLE_TIMING);
-      CUresult r = drv().cuEventRecord(e, src);
-      if (r == CUDA_SUCCESS) r = drv().cuStreamWaitEvent(native(stream), e, 0u);
-      drv().cuEventDestroy(e);  // released once the wait is satisfied
-      if (r != CUDA_SUCCESS) return drv().error(r, "cuEventRecord/cuStreamWaitEvent");
-    }
-    return GPUHAL_SUCCESS;
+  return in_context(ctx, "stream_barrier", [&](CudaContext *c) -> gpuhal_status_t {
+    if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_barrier: invalid stream");
+    for (uint32_t i = 0; i < count; ++i)
+      if (!known_event(c, events[i])) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_barrier: invalid event");
+    for (uint32_t i = 0; i < count; ++i)
+      CU_CALL(cuStreamWaitEvent, native(stream), reinterpret_cast<CUevent>(events[i]), 0u);
+    if (!(flags & GPUHAL_BARRIER_ALL_PRIOR_WORK)) return GPUHAL_SUCCESS;
+    return guard("stream_barrier", [&]() -> gpuhal_status_t {
+      std::vector<CUstream> sources{api::stream_legacy()};
+      {
+        std::lock_guard<std::mutex> lock(c->mu);
+        sources.insert(sources.end(), c->streams.begin(), c->streams.end());
+      }
+      for (CUstream src : sources) {
+        if (src == native(stream)) continue;
+        CUevent e = nullptr;
+        CU_CALL(cuEventCreate, &e, CU_EVENT_DISABLE_TIMING);
+        CUresult r = drv().cuEventRecord(e, src);
+        if (r == CUDA_SUCCESS) r = drv().cuStreamWaitEvent(native(stream), e, 0u);
+        drv().cuEventDestroy(e);  // released once the wait is satisfied
+        if (r != CUDA_SUCCESS) return drv().error(r, "cuEventRecord/cuStreamWaitEvent");
+      }
+      return GPUHAL_SUCCESS;
+    });
   });
 }
 

@@ -16,70 +16,74 @@ namespace gpuhal::cuda {
 
 gpuhal_status_t memcpy_sync(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
                             uint64_t bytes) {
-  WITH_CONTEXT("memcpy_sync");
-  if (bytes == 0) return GPUHAL_SUCCESS;
-  switch (kind) {
-    case GPUHAL_COPY_HOST_TO_DEVICE: {
-      const void *host = reinterpret_cast<const void *>(uintptr_t(src));
-      if (bytes >= kStageMinBytes && !is_pinned(c, host, size_t(bytes))) {
-        // Staged on the legacy default stream (where cuMemcpyHtoD is ordered), then waited for.
-        if (const gpuhal_status_t st = staged_h2d(c, dst, host, size_t(bytes), api::stream_legacy());
-            st != GPUHAL_SUCCESS)
-          return st;
-        CU_CALL(cuStreamSynchronize, api::stream_legacy());
+  return in_context(ctx, "memcpy_sync", [&](CudaContext *c) -> gpuhal_status_t {
+    if (bytes == 0) return GPUHAL_SUCCESS;
+    switch (kind) {
+      case GPUHAL_COPY_HOST_TO_DEVICE: {
+        const void *host = reinterpret_cast<const void *>(uintptr_t(src));
+        if (bytes >= kStageMinBytes && !is_pinned(c, host, size_t(bytes))) {
+          // Staged on the legacy default stream (where cuMemcpyHtoD is ordered), then waited for.
+          if (const gpuhal_status_t st = staged_h2d(c, dst, host, size_t(bytes), api::stream_legacy());
+              st != GPUHAL_SUCCESS)
+            return st;
+          CU_CALL(cuStreamSynchronize, api::stream_legacy());
+          return GPUHAL_SUCCESS;
+        }
+        CU_CALL(cuMemcpyHtoD, dst, host, size_t(bytes));
         return GPUHAL_SUCCESS;
       }
-      CU_CALL(cuMemcpyHtoD, dst, host, size_t(bytes));
-      return GPUHAL_SUCCESS;
+      case GPUHAL_COPY_DEVICE_TO_HOST:
+        CU_CALL(cuMemcpyDtoH, reinterpret_cast<void *>(uintptr_t(dst)), src, size_t(bytes));
+        return GPUHAL_SUCCESS;
+      case GPUHAL_COPY_DEVICE_TO_DEVICE:
+        CU_CALL(cuMemcpyDtoD, dst, src, size_t(bytes));
+        return GPUHAL_SUCCESS;
+      default:
+        return fail(GPUHAL_ERROR_INVALID_VALUE, "memcpy_sync: unknown copy kind " + std::to_string(kind));
     }
-    case GPUHAL_COPY_DEVICE_TO_HOST:
-      CU_CALL(cuMemcpyDtoH, reinterpret_cast<void *>(uintptr_t(dst)), src, size_t(bytes));
-      return GPUHAL_SUCCESS;
-    case GPUHAL_COPY_DEVICE_TO_DEVICE:
-      CU_CALL(cuMemcpyDtoD, dst, src, size_t(bytes));
-      return GPUHAL_SUCCESS;
-    default:
-      return fail(GPUHAL_ERROR_INVALID_VALUE, "memcpy_sync: unknown copy kind " + std::to_string(kind));
-  }
+  });
 }
 
 gpuhal_status_t memcpy_async(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
                              uint64_t bytes, gpuhal_stream_t stream) {
-  WITH_CONTEXT("memcpy_async");
-  if (bytes == 0) return GPUHAL_SUCCESS;
-  const CUstream s = native(stream);
-  switch (kind) {
-    case GPUHAL_COPY_HOST_TO_DEVICE: {
-      const void *host = reinterpret_cast<const void *>(uintptr_t(src));
-      if (bytes >= kStageMinBytes && !is_pinned(c, host, size_t(bytes)))
-        return guard("memcpy_async", [&] { return staged_h2d(c, dst, host, size_t(bytes), s); });
-      CU_CALL(cuMemcpyHtoDAsync, dst, host, size_t(bytes), s);
-      return GPUHAL_SUCCESS;
+  return in_context(ctx, "memcpy_async", [&](CudaContext *c) -> gpuhal_status_t {
+    if (bytes == 0) return GPUHAL_SUCCESS;
+    const CUstream s = native(stream);
+    switch (kind) {
+      case GPUHAL_COPY_HOST_TO_DEVICE: {
+        const void *host = reinterpret_cast<const void *>(uintptr_t(src));
+        if (bytes >= kStageMinBytes && !is_pinned(c, host, size_t(bytes)))
+          return guard("memcpy_async", [&] { return staged_h2d(c, dst, host, size_t(bytes), s); });
+        CU_CALL(cuMemcpyHtoDAsync, dst, host, size_t(bytes), s);
+        return GPUHAL_SUCCESS;
+      }
+      case GPUHAL_COPY_DEVICE_TO_HOST:
+        CU_CALL(cuMemcpyDtoHAsync, reinterpret_cast<void *>(uintptr_t(dst)), src, size_t(bytes), s);
+        return GPUHAL_SUCCESS;
+      case GPUHAL_COPY_DEVICE_TO_DEVICE:
+        CU_CALL(cuMemcpyDtoDAsync, dst, src, size_t(bytes), s);
+        return GPUHAL_SUCCESS;
+      default:
+        return fail(GPUHAL_ERROR_INVALID_VALUE, "memcpy_async: unknown copy kind " + std::to_string(kind));
     }
-    case GPUHAL_COPY_DEVICE_TO_HOST:
-      CU_CALL(cuMemcpyDtoHAsync, reinterpret_cast<void *>(uintptr_t(dst)), src, size_t(bytes), s);
-      return GPUHAL_SUCCESS;
-    case GPUHAL_COPY_DEVICE_TO_DEVICE:
-      CU_CALL(cuMemcpyDtoDAsync, dst, src, size_t(bytes), s);
-      return GPUHAL_SUCCESS;
-    default:
-      return fail(GPUHAL_ERROR_INVALID_VALUE, "memcpy_async: unknown copy kind " + std::to_string(kind));
-  }
+  });
 }
 
 gpuhal_status_t memset_sync(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t value, uint64_t bytes) {
-  WITH_CONTEXT("memset_sync");
-  if (bytes == 0) return GPUHAL_SUCCESS;
-  CU_CALL(cuMemsetD8, dst, value, size_t(bytes));
-  return GPUHAL_SUCCESS;
+  return in_context(ctx, "memset_sync", [&](CudaContext *) -> gpuhal_status_t {
+    if (bytes == 0) return GPUHAL_SUCCESS;
+    CU_CALL(cuMemsetD8, dst, value, size_t(bytes));
+    return GPUHAL_SUCCESS;
+  });
 }
 
 gpuhal_status_t memset_async(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t value, uint64_t bytes,
                              gpuhal_stream_t stream) {
-  WITH_CONTEXT("memset_async");
-  if (bytes == 0) return GPUHAL_SUCCESS;
-  CU_CALL(cuMemsetD8Async, dst, value, size_t(bytes), native(stream));
-  return GPUHAL_SUCCESS;
+  return in_context(ctx, "memset_async", [&](CudaContext *) -> gpuhal_status_t {
+    if (bytes == 0) return GPUHAL_SUCCESS;
+    CU_CALL(cuMemsetD8Async, dst, value, size_t(bytes), native(stream));
+    return GPUHAL_SUCCESS;
+  });
 }
 
 }  // namespace gpuhal::cuda

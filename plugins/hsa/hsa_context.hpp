@@ -327,9 +327,14 @@ gpuhal_status_t wait_stream(HsaContext *c, HsaStream *s, SignalRef last, const c
 // The event of a handle in c, or nullptr (c->mu held).
 HsaEvent *find_event(HsaContext *c, gpuhal_event_t e);
 
-}  // namespace gpuhal::hsa
+// The shape of every entry that works in a context: resolves the handle
+// (ERROR_INVALID_HANDLE naming `entry`) and runs body(c) under guard() (an
+// exception becomes a status naming `entry`).
+template <class Body>
+gpuhal_status_t in_context(gpuhal_context_t ctx, const char *entry, Body &&body) {
+  HsaContext *c = find(ctx);
+  if (!c) return bad_context(entry);
+  return plugin::guard(entry, [&]() -> gpuhal_status_t { return body(c); });
+}
 
-// Resolves the context or returns from the entry.
-#define WITH_CONTEXT(entry)  \
-  HsaContext *c = find(ctx); \
-  if (!c) return bad_context(entry)
+}  // namespace gpuhal::hsa

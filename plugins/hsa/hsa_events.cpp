@@ -16,8 +16,7 @@ gpuhal_status_t event_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_event_
   if (const gpuhal_status_t st = plugin::check_create_args("event_create", out, flags, GPUHAL_EVENT_DISABLE_TIMING);
       st != GPUHAL_SUCCESS)
     return st;
-  WITH_CONTEXT("event_create");
-  return guard("event_create", [&]() -> gpuhal_status_t {
+  return in_context(ctx, "event_create", [&](HsaContext *c) -> gpuhal_status_t {
     auto e = std::make_unique<HsaEvent>();
     e->timing = !(flags & GPUHAL_EVENT_DISABLE_TIMING);
     std::lock_guard<std::mutex> lock(c->mu);
@@ -28,11 +27,12 @@ gpuhal_status_t event_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_event_
 }
 
 gpuhal_status_t event_destroy(gpuhal_context_t ctx, gpuhal_event_t event) {
-  WITH_CONTEXT("event_destroy");
-  std::lock_guard<std::mutex> lock(c->mu);
-  if (!c->events.erase(reinterpret_cast<HsaEvent *>(event)))
-    return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_destroy: not an event created in this context");
-  return GPUHAL_SUCCESS;  // a pending marker keeps its signal until it completed
+  return in_context(ctx, "event_destroy", [&](HsaContext *c) -> gpuhal_status_t {
+    std::lock_guard<std::mutex> lock(c->mu);
+    if (!c->events.erase(reinterpret_cast<HsaEvent *>(event)))
+      return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_destroy: not an event created in this context");
+    return GPUHAL_SUCCESS;  // a pending marker keeps its signal until it completed
+  });
 }
 
 namespace {
@@ -54,8 +54,7 @@ bool copy_timing_available() {
 }  // namespace
 
 gpuhal_status_t event_record(gpuhal_context_t ctx, gpuhal_event_t event, gpuhal_stream_t stream) {
-  WITH_CONTEXT("event_record");
-  return guard("event_record", [&]() -> gpuhal_status_t {
+  return in_context(ctx, "event_record", [&](HsaContext *c) -> gpuhal_status_t {
     std::lock_guard<std::mutex> lock(c->mu);
     HsaStream *s = resolve_stream(c, stream);
     HsaEvent *e = find_event(c, event);
@@ -80,69 +79,72 @@ gpuhal_status_t event_record(gpuhal_context_t ctx, gpuhal_event_t event, gpuhal_
 }
 
 gpuhal_status_t event_synchronize(gpuhal_context_t ctx, gpuhal_event_t event) {
-  WITH_CONTEXT("event_synchronize");
-  SignalRef sig;
-  {
-    std::lock_guard<std::mutex> lock(c->mu);
-    HsaEvent *e = find_event(c, event);
-    if (!e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_synchronize: invalid event");
-    sig = e->signal;
-  }
-  if (sig) sig->wait(&c->failed);
-  if (sig && sig->failed()) fail_context(c, "the work an event waited for failed");
-  return context_failure(c, "event_synchronize");
+  return in_context(ctx, "event_synchronize", [&](HsaContext *c) -> gpuhal_status_t {
+    SignalRef sig;
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      HsaEvent *e = find_event(c, event);
+      if (!e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_synchronize: invalid event");
+      sig = e->signal;
+    }
+    if (sig) sig->wait(&c->failed);
+    if (sig && sig->failed()) fail_context(c, "the work an event waited for failed");
+    return context_failure(c, "event_synchronize");
+  });
 }
 
 gpuhal_status_t event_query(gpuhal_context_t ctx, gpuhal_event_t event) {
-  WITH_CONTEXT("event_query");
-  std::lock_guard<std::mutex> lock(c->mu);
-  HsaEvent *e = find_event(c, event);
-  if (!e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_query: invalid event");
-  return !e->signal || e->signal->done() ? GPUHAL_SUCCESS : GPUHAL_NOT_READY;
+  return in_context(ctx, "event_query", [&](HsaContext *c) -> gpuhal_status_t {
+    std::lock_guard<std::mutex> lock(c->mu);
+    HsaEvent *e = find_event(c, event);
+    if (!e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_query: invalid event");
+    return !e->signal || e->signal->done() ? GPUHAL_SUCCESS : GPUHAL_NOT_READY;
+  });
 }
 
 // The markers' timestamps (written by the packet processor on queues with
 // profiling enabled), from the end of one to the end of the other.
 gpuhal_status_t event_elapsed_ms(gpuhal_context_t ctx, gpuhal_event_t start, gpuhal_event_t end, float *ms) {
   if (!ms) return fail(GPUHAL_ERROR_INVALID_VALUE, "event_elapsed_ms: null output pointer");
-  WITH_CONTEXT("event_elapsed_ms");
-  SignalRef a, b;
-  bool copies = false;
-  {
-    std::lock_guard<std::mutex> lock(c->mu);
-    HsaEvent *ea = find_event(c, start), *eb = find_event(c, end);
-    if (!ea || !eb) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_elapsed_ms: invalid event");
-    if (!ea->timing || !eb->timing)
-      return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_elapsed_ms: an event was created with timing disabled");
-    if (!ea->signal || !eb->signal)
-      return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_elapsed_ms: an event was never recorded");
-    a = ea->signal;
-    b = eb->signal;
-    copies = ea->timed_copy && eb->timed_copy;
-  }
-  if (!a->done() || !b->done()) return GPUHAL_NOT_READY;
-  uint64_t end_a = 0, end_b = 0;
-  if (copies) {
-    hsa_amd_profiling_async_copy_time_t ta{}, tb{};
-    HSA_CALL(hsa_amd_profiling_get_async_copy_time, a->handle, &ta);
-    HSA_CALL(hsa_amd_profiling_get_async_copy_time, b->handle, &tb);
-    end_a = ta.end;
-    end_b = tb.end;
-  } else {
-    if (!rt().hsa_amd_profiling_get_dispatch_time)
-      return fail(GPUHAL_ERROR_NOT_SUPPORTED, "event_elapsed_ms: the HSA runtime has no dispatch timestamps");
-    hsa_amd_profiling_dispatch_time_t ta{}, tb{};
-    HSA_CALL(hsa_amd_profiling_get_dispatch_time, c->device->agent, a->handle, &ta);
-    HSA_CALL(hsa_amd_profiling_get_dispatch_time, c->device->agent, b->handle, &tb);
-    end_a = ta.end;
-    end_b = tb.end;
-  }
-  uint64_t frequency = 0;
-  HSA_CALL(hsa_system_get_info, HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY, &frequency);
-  if (frequency == 0)
-    return fail(GPUHAL_ERROR_DRIVER, "event_elapsed_ms: the runtime reports a zero timestamp frequency");
-  *ms = float((double(end_b) - double(end_a)) * 1000.0 / double(frequency));
-  return GPUHAL_SUCCESS;
+  return in_context(ctx, "event_elapsed_ms", [&](HsaContext *c) -> gpuhal_status_t {
+    SignalRef a, b;
+    bool copies = false;
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      HsaEvent *ea = find_event(c, start), *eb = find_event(c, end);
+      if (!ea || !eb) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_elapsed_ms: invalid event");
+      if (!ea->timing || !eb->timing)
+        return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_elapsed_ms: an event was created with timing disabled");
+      if (!ea->signal || !eb->signal)
+        return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_elapsed_ms: an event was never recorded");
+      a = ea->signal;
+      b = eb->signal;
+      copies = ea->timed_copy && eb->timed_copy;
+    }
+    if (!a->done() || !b->done()) return GPUHAL_NOT_READY;
+    uint64_t end_a = 0, end_b = 0;
+    if (copies) {
+      hsa_amd_profiling_async_copy_time_t ta{}, tb{};
+      HSA_CALL(hsa_amd_profiling_get_async_copy_time, a->handle, &ta);
+      HSA_CALL(hsa_amd_profiling_get_async_copy_time, b->handle, &tb);
+      end_a = ta.end;
+      end_b = tb.end;
+    } else {
+      if (!rt().hsa_amd_profiling_get_dispatch_time)
+        return fail(GPUHAL_ERROR_NOT_SUPPORTED, "event_elapsed_ms: the HSA runtime has no dispatch timestamps");
+      hsa_amd_profiling_dispatch_time_t ta{}, tb{};
+      HSA_CALL(hsa_amd_profiling_get_dispatch_time, c->device->agent, a->handle, &ta);
+      HSA_CALL(hsa_amd_profiling_get_dispatch_time, c->device->agent, b->handle, &tb);
+      end_a = ta.end;
+      end_b = tb.end;
+    }
+    uint64_t frequency = 0;
+    HSA_CALL(hsa_system_get_info, HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY, &frequency);
+    if (frequency == 0)
+      return fail(GPUHAL_ERROR_DRIVER, "event_elapsed_ms: the runtime reports a zero timestamp frequency");
+    *ms = float((double(end_b) - double(end_a)) * 1000.0 / double(frequency));
+    return GPUHAL_SUCCESS;
+  });
 }
 
 }  // namespace gpuhal::hsa

@@ -43,8 +43,7 @@ gpuhal_status_t host_alloc(gpuhal_context_t ctx, uint64_t bytes, uint32_t flags,
           plugin::check_host_memory_args("host_alloc", plugin::HostArg::Output, out, bytes, flags);
       st != GPUHAL_SUCCESS)
     return st;
-  WITH_CONTEXT("host_alloc");
-  return guard("host_alloc", [&]() -> gpuhal_status_t {
+  return in_context(ctx, "host_alloc", [&](HsaContext *c) -> gpuhal_status_t {
     void *p = nullptr;
     if (const gpuhal_status_t st = alloc_system(c, bytes, &p); st != GPUHAL_SUCCESS) return st;
     try {
@@ -60,16 +59,17 @@ gpuhal_status_t host_alloc(gpuhal_context_t ctx, uint64_t bytes, uint32_t flags,
 }
 
 gpuhal_status_t host_free(gpuhal_context_t ctx, void *ptr) {
-  WITH_CONTEXT("host_free");
-  {
+  return in_context(ctx, "host_free", [&](HsaContext *c) -> gpuhal_status_t {
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      if (!c->host_allocations.count(reinterpret_cast<uintptr_t>(ptr)))
+        return fail(GPUHAL_ERROR_INVALID_VALUE, "host_free: not a host allocation of this context");
+    }
+    HSA_CALL(hsa_amd_memory_pool_free, ptr);
     std::lock_guard<std::mutex> lock(c->mu);
-    if (!c->host_allocations.count(reinterpret_cast<uintptr_t>(ptr)))
-      return fail(GPUHAL_ERROR_INVALID_VALUE, "host_free: not a host allocation of this context");
-  }
-  HSA_CALL(hsa_amd_memory_pool_free, ptr);
-  std::lock_guard<std::mutex> lock(c->mu);
-  c->host_allocations.erase(reinterpret_cast<uintptr_t>(ptr));
-  return GPUHAL_SUCCESS;
+    c->host_allocations.erase(reinterpret_cast<uintptr_t>(ptr));
+    return GPUHAL_SUCCESS;
+  });
 }
 
 // Page-locks with hsa_amd_memory_lock for the context's GPU (the agent
@@ -80,8 +80,7 @@ gpuhal_status_t host_register(gpuhal_context_t ctx, void *ptr, uint64_t bytes, u
           plugin::check_host_memory_args("host_register", plugin::HostArg::Range, ptr, bytes, flags);
       st != GPUHAL_SUCCESS)
     return st;
-  WITH_CONTEXT("host_register");
-  return guard("host_register", [&]() -> gpuhal_status_t {
+  return in_context(ctx, "host_register", [&](HsaContext *c) -> gpuhal_status_t {
     std::lock_guard<std::mutex> lock(c->mu);
     if (overlaps_pinned(c, reinterpret_cast<uintptr_t>(ptr), bytes))
       return fail(GPUHAL_ERROR_ALREADY_REGISTERED, "host_register: the range overlaps registered or pinned memory");
@@ -103,39 +102,41 @@ gpuhal_status_t host_register(gpuhal_context_t ctx, void *ptr, uint64_t bytes, u
 }
 
 gpuhal_status_t host_unregister(gpuhal_context_t ctx, void *ptr) {
-  WITH_CONTEXT("host_unregister");
-  std::lock_guard<std::mutex> lock(c->mu);
-  auto it = c->registrations.find(reinterpret_cast<uintptr_t>(ptr));
-  if (it == c->registrations.end())
-    return fail(GPUHAL_ERROR_NOT_REGISTERED, "host_unregister: not registered in this context");
-  if (it->second.locked)
-    HSA_CALL(hsa_amd_memory_unlock, ptr);
-  else
-    HSA_CALL(hsa_memory_deregister, ptr, size_t(it->second.bytes));
-  c->registrations.erase(it);
-  return GPUHAL_SUCCESS;
+  return in_context(ctx, "host_unregister", [&](HsaContext *c) -> gpuhal_status_t {
+    std::lock_guard<std::mutex> lock(c->mu);
+    auto it = c->registrations.find(reinterpret_cast<uintptr_t>(ptr));
+    if (it == c->registrations.end())
+      return fail(GPUHAL_ERROR_NOT_REGISTERED, "host_unregister: not registered in this context");
+    if (it->second.locked)
+      HSA_CALL(hsa_amd_memory_unlock, ptr);
+    else
+      HSA_CALL(hsa_memory_deregister, ptr, size_t(it->second.bytes));
+    c->registrations.erase(it);
+    return GPUHAL_SUCCESS;
+  });
 }
 
 gpuhal_status_t host_get_device_pointer(gpuhal_context_t ctx, void *host_ptr, gpuhal_deviceptr_t *out) {
   if (!host_ptr || !out) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_get_device_pointer: null pointer");
-  WITH_CONTEXT("host_get_device_pointer");
-  std::lock_guard<std::mutex> lock(c->mu);
-  const uintptr_t p = reinterpret_cast<uintptr_t>(host_ptr);
-  if (auto it = c->host_allocations.upper_bound(p); it != c->host_allocations.begin()) {
-    --it;
-    if (p < it->first + it->second) {
-      *out = p;  // fine-grained system memory: the same address on the GPU
-      return GPUHAL_SUCCESS;
+  return in_context(ctx, "host_get_device_pointer", [&](HsaContext *c) -> gpuhal_status_t {
+    std::lock_guard<std::mutex> lock(c->mu);
+    const uintptr_t p = reinterpret_cast<uintptr_t>(host_ptr);
+    if (auto it = c->host_allocations.upper_bound(p); it != c->host_allocations.begin()) {
+      --it;
+      if (p < it->first + it->second) {
+        *out = p;  // fine-grained system memory: the same address on the GPU
+        return GPUHAL_SUCCESS;
+      }
     }
-  }
-  if (auto it = c->registrations.upper_bound(p); it != c->registrations.begin()) {
-    --it;
-    if (p < it->first + it->second.bytes) {
-      *out = reinterpret_cast<uintptr_t>(it->second.agent_ptr) + (p - it->first);
-      return GPUHAL_SUCCESS;
+    if (auto it = c->registrations.upper_bound(p); it != c->registrations.begin()) {
+      --it;
+      if (p < it->first + it->second.bytes) {
+        *out = reinterpret_cast<uintptr_t>(it->second.agent_ptr) + (p - it->first);
+        return GPUHAL_SUCCESS;
+      }
     }
-  }
-  return fail(GPUHAL_ERROR_INVALID_VALUE, "host_get_device_pointer: not pinned or registered memory of this context");
+    return fail(GPUHAL_ERROR_INVALID_VALUE, "host_get_device_pointer: not pinned or registered memory of this context");
+  });
 }
 
 }  // namespace gpuhal::hsa

@@ -90,17 +90,18 @@ gpuhal_status_t module_compile(gpuhal_context_t ctx, const gpuhal_compile_args_t
   return guard("module_compile", [&]() -> gpuhal_status_t {
     if (const gpuhal_status_t st = plugin::check_compile_args(args, image, bytes, format); st != GPUHAL_SUCCESS)
       return st;
-    WITH_CONTEXT("module_compile");
-    std::string why;
-    const Comgr *cg = comgr(&why);
-    if (!cg) return fail(GPUHAL_ERROR_COMPILATION_FAILED, "module_compile: " + why);
-    const std::vector<std::string> opts = plugin::compile_options(args, {"-O3"});
-    std::vector<char> code;
-    std::string log;
-    const std::string isa = "amdgcn-amd-amdhsa--" + c->device->isa_name;
-    if (!cg->compile(with_count_cells(args->source), isa, opts, &code, &log))
-      return fail(GPUHAL_ERROR_COMPILATION_FAILED, "module_compile: amd_comgr failed for " + isa + ":\n" + log);
-    return plugin::hand_out_image(code.data(), code.size(), GPUHAL_IMAGE_HSACO, image, bytes, format);
+    return in_context(ctx, "module_compile", [&](HsaContext *c) -> gpuhal_status_t {
+      std::string why;
+      const Comgr *cg = comgr(&why);
+      if (!cg) return fail(GPUHAL_ERROR_COMPILATION_FAILED, "module_compile: " + why);
+      const std::vector<std::string> opts = plugin::compile_options(args, {"-O3"});
+      std::vector<char> code;
+      std::string log;
+      const std::string isa = "amdgcn-amd-amdhsa--" + c->device->isa_name;
+      if (!cg->compile(with_count_cells(args->source), isa, opts, &code, &log))
+        return fail(GPUHAL_ERROR_COMPILATION_FAILED, "module_compile: amd_comgr failed for " + isa + ":\n" + log);
+      return plugin::hand_out_image(code.data(), code.size(), GPUHAL_IMAGE_HSACO, image, bytes, format);
+    });
   });
 }
 
@@ -115,94 +116,97 @@ gpuhal_status_t module_load(gpuhal_context_t ctx, const void *image, uint64_t by
     if (format != GPUHAL_IMAGE_HSACO)
       return fail(GPUHAL_ERROR_INVALID_IMAGE,
                   "module_load: the hsa backend loads AMDGPU code objects (format " + std::to_string(format) + ")");
-    WITH_CONTEXT("module_load");
-    auto m = std::make_unique<HsaModule>();
-    // The kernels' argument layouts: through amd_comgr's metadata API when
-    // comgr loads, else the plugin's own reader (hsa_code_object.cpp). When
-    // comgr refuses the image, the reader says more precisely why (comgr's
-    // status is only INVALID_ARGUMENT); its message is used when it refuses
-    // too, comgr's otherwise (comgr is the authority where it loads).
-    std::string why, no_comgr;
-    const Comgr *cg = comgr(&no_comgr);
-    if (!cg || !cg->read_metadata(image, size_t(bytes), &m->md, &why)) {
-      std::string reader_why;
-      const bool read = read_code_object_metadata(image, bytes, &m->md, &reader_why);
-      if (!cg && !read) why = reader_why;
-      if (cg && !read) why = reader_why + " (" + why + ")";
-      if (cg || !read) return fail(GPUHAL_ERROR_INVALID_IMAGE, "module_load: " + why);
-    }
-    m->count_cells = has_count_cells_marker(image, bytes) ? kCountCellsBytes : 0;
-    HSA_CALL(hsa_code_object_reader_create_from_memory, image, size_t(bytes), &m->reader);
-    auto release = [&](hsa_status_t s, const char *call) {
-      const gpuhal_status_t st = rt().error(s, call);
-      if (m->executable.handle) rt().hsa_executable_destroy(m->executable);
-      rt().hsa_code_object_reader_destroy(m->reader);
-      return st;
-    };
-    hsa_status_t s =
-        rt().hsa_executable_create_alt(HSA_PROFILE_FULL, HSA_DEFAULT_FLOAT_ROUNDING_MODE_DEFAULT, "", &m->executable);
-    if (s != HSA_STATUS_SUCCESS) return release(s, "hsa_executable_create_alt");
-    s = rt().hsa_executable_load_agent_code_object(m->executable, c->device->agent, m->reader, "", nullptr);
-    if (s != HSA_STATUS_SUCCESS) return release(s, "hsa_executable_load_agent_code_object");
-    s = rt().hsa_executable_freeze(m->executable, "");
-    if (s != HSA_STATUS_SUCCESS) return release(s, "hsa_executable_freeze");
-    std::lock_guard<std::mutex> lock(c->mu);
-    *out = reinterpret_cast<gpuhal_module_t>(m.get());
-    c->modules.emplace(m.get(), std::move(m));
-    return GPUHAL_SUCCESS;
+    return in_context(ctx, "module_load", [&](HsaContext *c) -> gpuhal_status_t {
+      auto m = std::make_unique<HsaModule>();
+      // The kernels' argument layouts: through amd_comgr's metadata API when
+      // comgr loads, else the plugin's own reader (hsa_code_object.cpp). When
+      // comgr refuses the image, the reader says more precisely why (comgr's
+      // status is only INVALID_ARGUMENT); its message is used when it refuses
+      // too, comgr's otherwise (comgr is the authority where it loads).
+      std::string why, no_comgr;
+      const Comgr *cg = comgr(&no_comgr);
+      if (!cg || !cg->read_metadata(image, size_t(bytes), &m->md, &why)) {
+        std::string reader_why;
+        const bool read = read_code_object_metadata(image, bytes, &m->md, &reader_why);
+        if (!cg && !read) why = reader_why;
+        if (cg && !read) why = reader_why + " (" + why + ")";
+        if (cg || !read) return fail(GPUHAL_ERROR_INVALID_IMAGE, "module_load: " + why);
+      }
+      m->count_cells = has_count_cells_marker(image, bytes) ? kCountCellsBytes : 0;
+      HSA_CALL(hsa_code_object_reader_create_from_memory, image, size_t(bytes), &m->reader);
+      auto release = [&](hsa_status_t s, const char *call) {
+        const gpuhal_status_t st = rt().error(s, call);
+        if (m->executable.handle) rt().hsa_executable_destroy(m->executable);
+        rt().hsa_code_object_reader_destroy(m->reader);
+        return st;
+      };
+      hsa_status_t s =
+          rt().hsa_executable_create_alt(HSA_PROFILE_FULL, HSA_DEFAULT_FLOAT_ROUNDING_MODE_DEFAULT, "", &m->executable);
+      if (s != HSA_STATUS_SUCCESS) return release(s, "hsa_executable_create_alt");
+      s = rt().hsa_executable_load_agent_code_object(m->executable, c->device->agent, m->reader, "", nullptr);
+      if (s != HSA_STATUS_SUCCESS) return release(s, "hsa_executable_load_agent_code_object");
+      s = rt().hsa_executable_freeze(m->executable, "");
+      if (s != HSA_STATUS_SUCCESS) return release(s, "hsa_executable_freeze");
+      std::lock_guard<std::mutex> lock(c->mu);
+      *out = reinterpret_cast<gpuhal_module_t>(m.get());
+      c->modules.emplace(m.get(), std::move(m));
+      return GPUHAL_SUCCESS;
+    });
   });
 }
 
 gpuhal_status_t module_unload(gpuhal_context_t ctx, gpuhal_module_t module) {
-  WITH_CONTEXT("module_unload");
-  std::lock_guard<std::mutex> lock(c->mu);
-  auto it = c->modules.find(reinterpret_cast<HsaModule *>(module));
-  if (it == c->modules.end()) return fail(GPUHAL_ERROR_INVALID_HANDLE, "module_unload: not a module of this context");
-  // Forgotten only once destroyed: after a failure, context_destroy tries again.
-  HSA_CALL(hsa_executable_destroy, it->second->executable);
-  rt().hsa_code_object_reader_destroy(it->second->reader);
-  c->modules.erase(it);
-  return GPUHAL_SUCCESS;
+  return in_context(ctx, "module_unload", [&](HsaContext *c) -> gpuhal_status_t {
+    std::lock_guard<std::mutex> lock(c->mu);
+    auto it = c->modules.find(reinterpret_cast<HsaModule *>(module));
+    if (it == c->modules.end()) return fail(GPUHAL_ERROR_INVALID_HANDLE, "module_unload: not a module of this context");
+    // Forgotten only once destroyed: after a failure, context_destroy tries again.
+    HSA_CALL(hsa_executable_destroy, it->second->executable);
+    rt().hsa_code_object_reader_destroy(it->second->reader);
+    c->modules.erase(it);
+    return GPUHAL_SUCCESS;
+  });
 }
 
 gpuhal_status_t module_get_kernel(gpuhal_context_t ctx, gpuhal_module_t module, const char *name,
                                   gpuhal_kernel_t *out) {
   if (!name || !out) return fail(GPUHAL_ERROR_INVALID_VALUE, "module_get_kernel: null argument");
   return guard("module_get_kernel", [&]() -> gpuhal_status_t {
-    WITH_CONTEXT("module_get_kernel");
-    std::lock_guard<std::mutex> lock(c->mu);
-    auto it = c->modules.find(reinterpret_cast<HsaModule *>(module));
-    if (it == c->modules.end())
-      return fail(GPUHAL_ERROR_INVALID_HANDLE, "module_get_kernel: not a module of this context");
-    HsaModule *m = it->second.get();
-    if (auto k = m->kernels.find(name); k != m->kernels.end()) {
-      *out = reinterpret_cast<gpuhal_kernel_t>(k->second.get());
+    return in_context(ctx, "module_get_kernel", [&](HsaContext *c) -> gpuhal_status_t {
+      std::lock_guard<std::mutex> lock(c->mu);
+      auto it = c->modules.find(reinterpret_cast<HsaModule *>(module));
+      if (it == c->modules.end())
+        return fail(GPUHAL_ERROR_INVALID_HANDLE, "module_get_kernel: not a module of this context");
+      HsaModule *m = it->second.get();
+      if (auto k = m->kernels.find(name); k != m->kernels.end()) {
+        *out = reinterpret_cast<gpuhal_kernel_t>(k->second.get());
+        return GPUHAL_SUCCESS;
+      }
+      const KernelMetadata *md = nullptr;
+      for (const auto &k : m->md.kernels)
+        if (k.name == name) md = &k;
+      if (!md)
+        return fail(GPUHAL_ERROR_NOT_FOUND, std::string("module_get_kernel: no kernel '") + name + "' in the module");
+      auto k = std::make_unique<HsaKernel>();
+      k->md = *md;
+      k->count_cells = m->count_cells;
+      hsa_executable_symbol_t sym{};
+      hsa_agent_t agent = c->device->agent;
+      HSA_CALL(hsa_executable_get_symbol_by_name, m->executable, md->symbol.c_str(), &agent, &sym);
+      HSA_CALL(hsa_executable_symbol_get_info, sym, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT, &k->object);
+      HSA_CALL(hsa_executable_symbol_get_info, sym, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE,
+               &k->kernarg_size);
+      HSA_CALL(hsa_executable_symbol_get_info, sym, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE,
+               &k->group_segment_size);
+      HSA_CALL(hsa_executable_symbol_get_info, sym, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE,
+               &k->private_segment_size);
+      if (k->kernarg_size < md->kernarg_size)
+        return fail(GPUHAL_ERROR_INVALID_IMAGE, std::string("module_get_kernel: ") + name +
+                                                    ": the runtime's kernarg segment is smaller than the metadata's");
+      *out = reinterpret_cast<gpuhal_kernel_t>(k.get());
+      m->kernels.emplace(name, std::move(k));
       return GPUHAL_SUCCESS;
-    }
-    const KernelMetadata *md = nullptr;
-    for (const auto &k : m->md.kernels)
-      if (k.name == name) md = &k;
-    if (!md)
-      return fail(GPUHAL_ERROR_NOT_FOUND, std::string("module_get_kernel: no kernel '") + name + "' in the module");
-    auto k = std::make_unique<HsaKernel>();
-    k->md = *md;
-    k->count_cells = m->count_cells;
-    hsa_executable_symbol_t sym{};
-    hsa_agent_t agent = c->device->agent;
-    HSA_CALL(hsa_executable_get_symbol_by_name, m->executable, md->symbol.c_str(), &agent, &sym);
-    HSA_CALL(hsa_executable_symbol_get_info, sym, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT, &k->object);
-    HSA_CALL(hsa_executable_symbol_get_info, sym, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE,
-             &k->kernarg_size);
-    HSA_CALL(hsa_executable_symbol_get_info, sym, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE,
-             &k->group_segment_size);
-    HSA_CALL(hsa_executable_symbol_get_info, sym, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE,
-             &k->private_segment_size);
-    if (k->kernarg_size < md->kernarg_size)
-      return fail(GPUHAL_ERROR_INVALID_IMAGE, std::string("module_get_kernel: ") + name +
-                                                  ": the runtime's kernarg segment is smaller than the metadata's");
-    *out = reinterpret_cast<gpuhal_kernel_t>(k.get());
-    m->kernels.emplace(name, std::move(k));
-    return GPUHAL_SUCCESS;
+    });
   });
 }
 
@@ -258,8 +262,7 @@ gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuha
     return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: null or short launch configuration");
   if (!kernel) return fail(GPUHAL_ERROR_INVALID_HANDLE, "launch: null kernel");
   if (arg_count && !args) return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: null argument array");
-  WITH_CONTEXT("launch");
-  return guard("launch", [&]() -> gpuhal_status_t {
+  return in_context(ctx, "launch", [&](HsaContext *c) -> gpuhal_status_t {
     std::lock_guard<std::mutex> lock(c->mu);
     HsaStream *s = resolve_stream(c, stream);
     if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "launch: invalid stream");

@@ -36,8 +36,7 @@ gpuhal_status_t remember(HsaContext *c, void *p, uint64_t bytes, bool managed, g
 gpuhal_status_t mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr_t *out) {
   if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc: null output pointer");
   if (bytes == 0 || bytes > SIZE_MAX) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc: size must be positive");
-  WITH_CONTEXT("mem_alloc");
-  return guard("mem_alloc", [&]() -> gpuhal_status_t {
+  return in_context(ctx, "mem_alloc", [&](HsaContext *c) -> gpuhal_status_t {
     void *p = nullptr;
     HSA_CALL(hsa_amd_memory_pool_allocate, c->device->device_pool, size_t(bytes), 0u, &p);
     return remember(c, p, bytes, false, out);
@@ -53,8 +52,7 @@ gpuhal_status_t mem_alloc_managed(gpuhal_context_t ctx, uint64_t bytes, gpuhal_d
   if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc_managed: null output pointer");
   if (bytes == 0 || bytes > SIZE_MAX)
     return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc_managed: size must be positive");
-  WITH_CONTEXT("mem_alloc_managed");
-  return guard("mem_alloc_managed", [&]() -> gpuhal_status_t {
+  return in_context(ctx, "mem_alloc_managed", [&](HsaContext *c) -> gpuhal_status_t {
     void *p = nullptr;
     if (const gpuhal_status_t st = alloc_system(c, bytes, &p); st != GPUHAL_SUCCESS) return st;
     return remember(c, p, bytes, true, out);
@@ -62,20 +60,21 @@ gpuhal_status_t mem_alloc_managed(gpuhal_context_t ctx, uint64_t bytes, gpuhal_d
 }
 
 gpuhal_status_t mem_free(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
-  WITH_CONTEXT("mem_free");
-  uint64_t bytes = 0;
-  {
-    std::lock_guard<std::mutex> lock(c->mu);
-    auto it = c->allocations.find(uintptr_t(ptr));
-    if (it == c->allocations.end())
-      return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_free: not a live allocation of this context");
-    bytes = it->second;
-  }
-  HSA_CALL(hsa_amd_memory_pool_free, reinterpret_cast<void *>(uintptr_t(ptr)));
-  std::lock_guard<std::mutex> lock(c->mu);  // forgotten only once really released
-  c->allocations.erase(uintptr_t(ptr));
-  if (!c->managed_allocations.erase(uintptr_t(ptr))) c->allocated_bytes -= bytes;
-  return GPUHAL_SUCCESS;
+  return in_context(ctx, "mem_free", [&](HsaContext *c) -> gpuhal_status_t {
+    uint64_t bytes = 0;
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      auto it = c->allocations.find(uintptr_t(ptr));
+      if (it == c->allocations.end())
+        return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_free: not a live allocation of this context");
+      bytes = it->second;
+    }
+    HSA_CALL(hsa_amd_memory_pool_free, reinterpret_cast<void *>(uintptr_t(ptr)));
+    std::lock_guard<std::mutex> lock(c->mu);  // forgotten only once really released
+    c->allocations.erase(uintptr_t(ptr));
+    if (!c->managed_allocations.erase(uintptr_t(ptr))) c->allocated_bytes -= bytes;
+    return GPUHAL_SUCCESS;
+  });
 }
 
 }  // namespace gpuhal::hsa

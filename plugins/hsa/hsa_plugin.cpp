@@ -366,24 +366,25 @@ gpuhal_status_t context_destroy(gpuhal_context_t ctx) {
 }
 
 gpuhal_status_t context_synchronize(gpuhal_context_t ctx) {
-  WITH_CONTEXT("context_synchronize");
-  return synchronize_context(c);
+  return in_context(ctx, "context_synchronize",
+                    [&](HsaContext *c) -> gpuhal_status_t { return synchronize_context(c); });
 }
 
 gpuhal_status_t memory_info(gpuhal_context_t ctx, uint64_t *free_bytes, uint64_t *total_bytes) {
   if (!free_bytes || !total_bytes) return fail(GPUHAL_ERROR_INVALID_VALUE, "memory_info: null output pointer");
-  WITH_CONTEXT("memory_info");
-  // ROCr 5.x has no free-memory query: free is the pool's size less what
-  // this process's contexts on the device hold.
-  uint64_t used = 0;
-  g_contexts.for_each([&](HsaContext &other) {
-    if (other.device != c->device) return;
-    std::lock_guard<std::mutex> lock(other.mu);
-    used += other.allocated_bytes;
+  return in_context(ctx, "memory_info", [&](HsaContext *c) -> gpuhal_status_t {
+    // ROCr 5.x has no free-memory query: free is the pool's size less what
+    // this process's contexts on the device hold.
+    uint64_t used = 0;
+    g_contexts.for_each([&](HsaContext &other) {
+      if (other.device != c->device) return;
+      std::lock_guard<std::mutex> lock(other.mu);
+      used += other.allocated_bytes;
+    });
+    *total_bytes = c->device->device_pool_size;
+    *free_bytes = used >= *total_bytes ? 0 : *total_bytes - used;
+    return GPUHAL_SUCCESS;
   });
-  *total_bytes = c->device->device_pool_size;
-  *free_bytes = used >= *total_bytes ? 0 : *total_bytes - used;
-  return GPUHAL_SUCCESS;
 }
 
 // ---- native handles -------------------------------------------------------------------------

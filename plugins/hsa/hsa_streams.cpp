@@ -441,8 +441,7 @@ gpuhal_status_t stream_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_strea
   if (const gpuhal_status_t st = plugin::check_create_args("stream_create", out, flags, GPUHAL_STREAM_NON_BLOCKING);
       st != GPUHAL_SUCCESS)
     return st;
-  WITH_CONTEXT("stream_create");
-  return guard("stream_create", [&]() -> gpuhal_status_t {
+  return in_context(ctx, "stream_create", [&](HsaContext *c) -> gpuhal_status_t {
     auto s = std::make_unique<HsaStream>();
     s->ctx = c;
     s->blocking = !(flags & GPUHAL_STREAM_NON_BLOCKING);
@@ -463,53 +462,55 @@ gpuhal_status_t stream_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_strea
 // Pending work still completes: the call waits for it, then releases the
 // stream's queue.
 gpuhal_status_t stream_destroy(gpuhal_context_t ctx, gpuhal_stream_t stream) {
-  WITH_CONTEXT("stream_destroy");
-  std::unique_ptr<HsaStream> owned;
-  {
-    std::lock_guard<std::mutex> lock(c->mu);
-    auto it = c->streams.find(reinterpret_cast<HsaStream *>(stream));
-    if (it == c->streams.end())
-      return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_destroy: not a stream created in this context");
-    owned = std::move(it->second);
-    c->streams.erase(it);
-  }
-  if (owned->last) owned->last->wait(&c->failed);
-  {
-    std::lock_guard<std::mutex> lock(c->mu);
-    reap(owned.get());
-  }
-  destroy_stream(owned.get());
-  return context_failure(c, "stream_destroy");
+  return in_context(ctx, "stream_destroy", [&](HsaContext *c) -> gpuhal_status_t {
+    std::unique_ptr<HsaStream> owned;
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      auto it = c->streams.find(reinterpret_cast<HsaStream *>(stream));
+      if (it == c->streams.end())
+        return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_destroy: not a stream created in this context");
+      owned = std::move(it->second);
+      c->streams.erase(it);
+    }
+    if (owned->last) owned->last->wait(&c->failed);
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      reap(owned.get());
+    }
+    destroy_stream(owned.get());
+    return context_failure(c, "stream_destroy");
+  });
 }
 
 gpuhal_status_t stream_synchronize(gpuhal_context_t ctx, gpuhal_stream_t stream) {
-  WITH_CONTEXT("stream_synchronize");
-  SignalRef last;
-  HsaStream *s = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(c->mu);
-    s = resolve_stream(c, stream);
-    if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_synchronize: invalid stream");
-    if (const gpuhal_status_t st = make_visible(s); st != GPUHAL_SUCCESS) return st;  // the host looks next
-    last = s->last;
-  }
-  return wait_stream(c, s, last, "stream_synchronize");
+  return in_context(ctx, "stream_synchronize", [&](HsaContext *c) -> gpuhal_status_t {
+    SignalRef last;
+    HsaStream *s = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      s = resolve_stream(c, stream);
+      if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_synchronize: invalid stream");
+      if (const gpuhal_status_t st = make_visible(s); st != GPUHAL_SUCCESS) return st;  // the host looks next
+      last = s->last;
+    }
+    return wait_stream(c, s, last, "stream_synchronize");
+  });
 }
 
 gpuhal_status_t stream_query(gpuhal_context_t ctx, gpuhal_stream_t stream) {
-  WITH_CONTEXT("stream_query");
-  std::lock_guard<std::mutex> lock(c->mu);
-  HsaStream *s = resolve_stream(c, stream);
-  if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_query: invalid stream");
-  if (const gpuhal_status_t st = make_visible(s); st != GPUHAL_SUCCESS) return st;  // idle means visible
-  if (s->last && !s->last->done() && !c->failed.load()) return GPUHAL_NOT_READY;
-  reap(s);
-  return context_failure(c, "stream_query");
+  return in_context(ctx, "stream_query", [&](HsaContext *c) -> gpuhal_status_t {
+    std::lock_guard<std::mutex> lock(c->mu);
+    HsaStream *s = resolve_stream(c, stream);
+    if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_query: invalid stream");
+    if (const gpuhal_status_t st = make_visible(s); st != GPUHAL_SUCCESS) return st;  // idle means visible
+    if (s->last && !s->last->done() && !c->failed.load()) return GPUHAL_NOT_READY;
+    reap(s);
+    return context_failure(c, "stream_query");
+  });
 }
 
 gpuhal_status_t stream_wait_event(gpuhal_context_t ctx, gpuhal_stream_t stream, gpuhal_event_t event) {
-  WITH_CONTEXT("stream_wait_event");
-  return guard("stream_wait_event", [&]() -> gpuhal_status_t {
+  return in_context(ctx, "stream_wait_event", [&](HsaContext *c) -> gpuhal_status_t {
     std::lock_guard<std::mutex> lock(c->mu);
     HsaStream *s = resolve_stream(c, stream);
     HsaEvent *e = find_event(c, event);
@@ -525,8 +526,7 @@ gpuhal_status_t stream_barrier(gpuhal_context_t ctx, gpuhal_stream_t stream, con
                                uint32_t count, uint32_t flags) {
   if (count && !events) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_barrier: null event list");
   if (flags & ~GPUHAL_BARRIER_ALL_PRIOR_WORK) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_barrier: unknown flags");
-  WITH_CONTEXT("stream_barrier");
-  return guard("stream_barrier", [&]() -> gpuhal_status_t {
+  return in_context(ctx, "stream_barrier", [&](HsaContext *c) -> gpuhal_status_t {
     std::lock_guard<std::mutex> lock(c->mu);
     HsaStream *s = resolve_stream(c, stream);
     if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_barrier: invalid stream");
@@ -551,8 +551,7 @@ gpuhal_status_t stream_barrier(gpuhal_context_t ctx, gpuhal_stream_t stream, con
 
 gpuhal_status_t stream_add_callback(gpuhal_context_t ctx, gpuhal_stream_t stream, gpuhal_host_fn fn, void *user) {
   if (!fn) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_add_callback: null function");
-  WITH_CONTEXT("stream_add_callback");
-  return guard("stream_add_callback", [&]() -> gpuhal_status_t {
+  return in_context(ctx, "stream_add_callback", [&](HsaContext *c) -> gpuhal_status_t {
     std::lock_guard<std::mutex> lock(c->mu);
     HsaStream *s = resolve_stream(c, stream);
     if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_add_callback: invalid stream");

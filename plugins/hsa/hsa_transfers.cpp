@@ -74,8 +74,7 @@ gpuhal_status_t enqueue_copy(HsaContext *c, HsaStream *s, uint32_t kind, gpuhal_
 
 gpuhal_status_t memcpy_async(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
                              uint64_t bytes, gpuhal_stream_t stream) {
-  WITH_CONTEXT("memcpy_async");
-  return guard("memcpy_async", [&]() -> gpuhal_status_t {
+  return in_context(ctx, "memcpy_async", [&](HsaContext *c) -> gpuhal_status_t {
     if (bytes == 0) return GPUHAL_SUCCESS;
     std::lock_guard<std::mutex> lock(c->mu);
     HsaStream *s = resolve_stream(c, stream);
@@ -86,8 +85,7 @@ gpuhal_status_t memcpy_async(gpuhal_context_t ctx, uint32_t kind, gpuhal_devicep
 
 gpuhal_status_t memcpy_sync(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
                             uint64_t bytes) {
-  WITH_CONTEXT("memcpy_sync");
-  return guard("memcpy_sync", [&]() -> gpuhal_status_t {
+  return in_context(ctx, "memcpy_sync", [&](HsaContext *c) -> gpuhal_status_t {
     if (bytes == 0) return GPUHAL_SUCCESS;
     SignalRef last;
     HsaStream *s = c->legacy.get();
@@ -139,8 +137,7 @@ void fill_bytes(HsaContext *c, uintptr_t dst, uint8_t value, uint64_t bytes) {
 
 gpuhal_status_t memset_async(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t value, uint64_t bytes,
                              gpuhal_stream_t stream) {
-  WITH_CONTEXT("memset_async");
-  return guard("memset_async", [&]() -> gpuhal_status_t {
+  return in_context(ctx, "memset_async", [&](HsaContext *c) -> gpuhal_status_t {
     if (bytes == 0) return GPUHAL_SUCCESS;
     std::lock_guard<std::mutex> lock(c->mu);
     HsaStream *s = resolve_stream(c, stream);
@@ -151,8 +148,7 @@ gpuhal_status_t memset_async(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8
 }
 
 gpuhal_status_t memset_sync(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t value, uint64_t bytes) {
-  WITH_CONTEXT("memset_sync");
-  return guard("memset_sync", [&]() -> gpuhal_status_t {
+  return in_context(ctx, "memset_sync", [&](HsaContext *c) -> gpuhal_status_t {
     if (bytes == 0) return GPUHAL_SUCCESS;
     SignalRef last;
     HsaStream *s = c->legacy.get();
