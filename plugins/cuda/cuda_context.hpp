@@ -134,8 +134,9 @@ inline bool known_stream(CudaContext *c, gpuhal_stream_t s) {
 }
 
 // Runs a driver entry point (NULL when this driver lacks it: then
-// ERROR_NOT_SUPPORTED) and translates its result; the plain-status form of
-// CU_CALL.
+// ERROR_NOT_SUPPORTED) and translates its result (Driver::error names the
+// call): every driver call that fails the entry goes through it, as
+//   if (const gpuhal_status_t call_st = cu_call(drv().cuX, "cuX", ...); call_st != GPUHAL_SUCCESS) return call_st;
 template <class Fn, class... Args>
 gpuhal_status_t cu_call(Fn *fn, const char *name, Args... args) {
   if (!fn) return plugin::fail(GPUHAL_ERROR_NOT_SUPPORTED, std::string(name) + " is not provided by this driver");
@@ -175,13 +176,3 @@ gpuhal_status_t in_context(gpuhal_context_t ctx, const char *entry, Body &&body)
 }
 
 }  // namespace gpuhal::cuda
-
-// Runs a driver call; on failure returns the translated status from the
-// enclosing entry. Optional entry points this driver lacks report
-// ERROR_NOT_SUPPORTED.
-#define CU_CALL(fn, ...)                                                                           \
-  do {                                                                                             \
-    if (!drv().fn) return fail(GPUHAL_ERROR_NOT_SUPPORTED, #fn " is not provided by this driver"); \
-    const CUresult r_ = drv().fn(__VA_ARGS__);                                                     \
-    if (r_ != CUDA_SUCCESS) return drv().error(r_, #fn);                                           \
-  } while (0)

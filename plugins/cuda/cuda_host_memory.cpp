@@ -25,7 +25,9 @@ gpuhal_status_t host_alloc(gpuhal_context_t ctx, uint64_t bytes, uint32_t flags,
   return in_context(ctx, "host_alloc", [&](CudaContext *c) -> gpuhal_status_t {
     // gpuhal's flag bits are CUDA's CU_MEMHOSTALLOC_* bits.
     void *p = nullptr;
-    CU_CALL(cuMemHostAlloc, &p, size_t(bytes), flags);
+    if (const gpuhal_status_t call_st = cu_call(drv().cuMemHostAlloc, "cuMemHostAlloc", &p, size_t(bytes), flags);
+        call_st != GPUHAL_SUCCESS)
+      return call_st;
     std::lock_guard<std::mutex> lock(c->mu);
     c->host_allocations.insert(p);
     c->pinned_ranges[reinterpret_cast<uintptr_t>(p)] = size_t(bytes);
@@ -55,7 +57,10 @@ gpuhal_status_t host_register(gpuhal_context_t ctx, void *ptr, uint64_t bytes, u
   return in_context(ctx, "host_register", [&](CudaContext *c) -> gpuhal_status_t {
     const unsigned cu_flags = ((flags & GPUHAL_HOST_ALLOC_PORTABLE) ? CU_MEMHOSTREGISTER_PORTABLE : 0u) |
                               ((flags & GPUHAL_HOST_ALLOC_MAPPED) ? CU_MEMHOSTREGISTER_DEVICEMAP : 0u);
-    CU_CALL(cuMemHostRegister, ptr, size_t(bytes), cu_flags);
+    if (const gpuhal_status_t call_st =
+            cu_call(drv().cuMemHostRegister, "cuMemHostRegister", ptr, size_t(bytes), cu_flags);
+        call_st != GPUHAL_SUCCESS)
+      return call_st;
     std::lock_guard<std::mutex> lock(c->mu);
     c->registrations.insert(ptr);
     c->pinned_ranges[reinterpret_cast<uintptr_t>(ptr)] = size_t(bytes);
@@ -80,7 +85,10 @@ gpuhal_status_t host_get_device_pointer(gpuhal_context_t ctx, void *host_ptr, gp
   if (!host_ptr || !out) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_get_device_pointer: null pointer");
   return in_context(ctx, "host_get_device_pointer", [&](CudaContext *) -> gpuhal_status_t {
     CUdeviceptr d = 0;
-    CU_CALL(cuMemHostGetDevicePointer, &d, host_ptr, 0u);
+    if (const gpuhal_status_t call_st =
+            cu_call(drv().cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer", &d, host_ptr, 0u);
+        call_st != GPUHAL_SUCCESS)
+      return call_st;
     *out = d;
     return GPUHAL_SUCCESS;
   });

@@ -23,7 +23,9 @@ gpuhal_status_t ipc_get_handle(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpu
   return in_context(ctx, "ipc_get_handle", [&](CudaContext *c) -> gpuhal_status_t {
     CUdeviceptr b = 0;
     size_t size = 0;
-    CU_CALL(cuMemGetAddressRange, &b, &size, ptr);
+    if (const gpuhal_status_t call_st = cu_call(drv().cuMemGetAddressRange, "cuMemGetAddressRange", &b, &size, ptr);
+        call_st != GPUHAL_SUCCESS)
+      return call_st;
     {
       std::lock_guard<std::mutex> lock(c->mu);
       if (c->pool_allocations.count(b))
@@ -32,7 +34,9 @@ gpuhal_status_t ipc_get_handle(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpu
                     "exported: cuIpcGetMemHandle refuses it; share memory from allocate() instead");
     }
     CUipcMemHandle h;
-    CU_CALL(cuIpcGetMemHandle, &h, b);
+    if (const gpuhal_status_t call_st = cu_call(drv().cuIpcGetMemHandle, "cuIpcGetMemHandle", &h, b);
+        call_st != GPUHAL_SUCCESS)
+      return call_st;
     static_assert(sizeof h == sizeof out->bytes, "IPC handle size");
     std::memcpy(out->bytes, &h, sizeof h);
     *base = b;
@@ -48,7 +52,10 @@ gpuhal_status_t ipc_open(gpuhal_context_t ctx, const gpuhal_ipc_handle_t *handle
     CUipcMemHandle h;
     std::memcpy(&h, handle->bytes, sizeof h);
     CUdeviceptr p = 0;
-    CU_CALL(cuIpcOpenMemHandle, &p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    if (const gpuhal_status_t call_st =
+            cu_call(drv().cuIpcOpenMemHandle, "cuIpcOpenMemHandle", &p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+        call_st != GPUHAL_SUCCESS)
+      return call_st;
     CUdeviceptr b = 0;
     size_t size = 0;
     const CUresult r = drv().cuMemGetAddressRange(&b, &size, p);

@@ -115,8 +115,14 @@ gpuhal_status_t module_compile(gpuhal_context_t ctx, const gpuhal_compile_args_t
       std::vector<std::string> opts = plugin::compile_options(args);
       if (!has_arch_option(opts)) {
         int major = 0, minor = 0;
-        CU_CALL(cuDeviceGetAttribute, &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, c->device);
-        CU_CALL(cuDeviceGetAttribute, &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, c->device);
+        if (const gpuhal_status_t call_st = cu_call(drv().cuDeviceGetAttribute, "cuDeviceGetAttribute", &major,
+                                                    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, c->device);
+            call_st != GPUHAL_SUCCESS)
+          return call_st;
+        if (const gpuhal_status_t call_st = cu_call(drv().cuDeviceGetAttribute, "cuDeviceGetAttribute", &minor,
+                                                    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, c->device);
+            call_st != GPUHAL_SUCCESS)
+          return call_st;
         std::string arch;
         if (const gpuhal_status_t st = choose_arch(n, 10 * major + minor, &arch); st != GPUHAL_SUCCESS) return st;
         opts.push_back("--gpu-architecture=" + arch);
@@ -239,7 +245,8 @@ gpuhal_status_t module_unload(gpuhal_context_t ctx, gpuhal_module_t module) {
       if (!c->modules.count(m)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "module_unload: not a module of this context");
     }
     // Forgotten only once unloaded: after a failure, context_destroy tries again.
-    CU_CALL(cuModuleUnload, m);
+    if (const gpuhal_status_t call_st = cu_call(drv().cuModuleUnload, "cuModuleUnload", m); call_st != GPUHAL_SUCCESS)
+      return call_st;
     std::lock_guard<std::mutex> lock(c->mu);
     c->modules.erase(m);
     for (auto it = c->kernels.begin(); it != c->kernels.end();)
@@ -261,9 +268,18 @@ gpuhal_status_t module_get_kernel(gpuhal_context_t ctx, gpuhal_module_t module, 
       }
       auto k = std::make_unique<CudaKernel>();
       k->module = m;
-      CU_CALL(cuModuleGetFunction, &k->function, m, name);
-      CU_CALL(cuFuncGetAttribute, &k->max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k->function);
-      CU_CALL(cuFuncGetAttribute, &k->static_shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, k->function);
+      if (const gpuhal_status_t call_st =
+              cu_call(drv().cuModuleGetFunction, "cuModuleGetFunction", &k->function, m, name);
+          call_st != GPUHAL_SUCCESS)
+        return call_st;
+      if (const gpuhal_status_t call_st = cu_call(drv().cuFuncGetAttribute, "cuFuncGetAttribute", &k->max_threads,
+                                                  CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k->function);
+          call_st != GPUHAL_SUCCESS)
+        return call_st;
+      if (const gpuhal_status_t call_st = cu_call(drv().cuFuncGetAttribute, "cuFuncGetAttribute", &k->static_shared,
+                                                  CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, k->function);
+          call_st != GPUHAL_SUCCESS)
+        return call_st;
       const CudaKernel *raw = k.get();
       std::lock_guard<std::mutex> lock(c->mu);
       c->kernels.emplace(raw, std::move(k));
@@ -315,7 +331,10 @@ gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuha
       // Read, raise and record under one lock: the driver keeps the last value set.
       std::lock_guard<std::mutex> lock(k->opt_in_mu);
       if (dynamic > k->dynamic_opt_in.load(std::memory_order_relaxed)) {
-        CU_CALL(cuFuncSetAttribute, k->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic);
+        if (const gpuhal_status_t call_st = cu_call(drv().cuFuncSetAttribute, "cuFuncSetAttribute", k->function,
+                                                    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic);
+            call_st != GPUHAL_SUCCESS)
+          return call_st;
         k->dynamic_opt_in.store(dynamic, std::memory_order_release);
       }
     }

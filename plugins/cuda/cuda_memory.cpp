@@ -48,7 +48,8 @@ gpuhal_status_t memory_info(gpuhal_context_t ctx, uint64_t *free_bytes, uint64_t
   if (!free_bytes || !total_bytes) return fail(GPUHAL_ERROR_INVALID_VALUE, "memory_info: null output pointer");
   return in_context(ctx, "memory_info", [&](CudaContext *c) -> gpuhal_status_t {
     size_t f = 0, t = 0;
-    CU_CALL(cuMemGetInfo, &f, &t);
+    if (const gpuhal_status_t call_st = cu_call(drv().cuMemGetInfo, "cuMemGetInfo", &f, &t); call_st != GPUHAL_SUCCESS)
+      return call_st;
     // What the stream-ordered pool holds unused is not free to the driver but
     // is to gpuhal: stream-ordered allocations reuse it, and mem_alloc trims
     // the pool before it reports out of memory.
@@ -87,7 +88,10 @@ gpuhal_status_t mem_alloc_managed(gpuhal_context_t ctx, uint64_t bytes, gpuhal_d
     return fail(GPUHAL_ERROR_NOT_SUPPORTED, "cuMemAllocManaged is not provided by this driver");
   return in_context(ctx, "mem_alloc_managed", [&](CudaContext *c) -> gpuhal_status_t {
     int supported = 0;
-    CU_CALL(cuDeviceGetAttribute, &supported, CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, c->device);
+    if (const gpuhal_status_t call_st = cu_call(drv().cuDeviceGetAttribute, "cuDeviceGetAttribute", &supported,
+                                                CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, c->device);
+        call_st != GPUHAL_SUCCESS)
+      return call_st;
     if (!supported)
       return fail(
           GPUHAL_ERROR_NOT_SUPPORTED,
@@ -118,7 +122,10 @@ gpuhal_status_t mem_alloc_async(gpuhal_context_t ctx, uint64_t bytes, gpuhal_str
     if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "mem_alloc_async: invalid stream");
     return guard("mem_alloc_async", [&]() -> gpuhal_status_t {
       CUdeviceptr p = 0;
-      CU_CALL(cuMemAllocAsync, &p, size_t(bytes), native(stream));
+      if (const gpuhal_status_t call_st =
+              cu_call(drv().cuMemAllocAsync, "cuMemAllocAsync", &p, size_t(bytes), native(stream));
+          call_st != GPUHAL_SUCCESS)
+        return call_st;
       try {
         std::lock_guard<std::mutex> lock(c->mu);
         c->allocations.insert(p);  // cuMemFree frees it too, at context_destroy
@@ -141,7 +148,9 @@ gpuhal_status_t mem_free_async(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpu
       if (!c->allocations.count(ptr))
         return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_free_async: not a live allocation of this context");
     }
-    CU_CALL(cuMemFreeAsync, ptr, native(stream));
+    if (const gpuhal_status_t call_st = cu_call(drv().cuMemFreeAsync, "cuMemFreeAsync", ptr, native(stream));
+        call_st != GPUHAL_SUCCESS)
+      return call_st;
     {
       std::lock_guard<std::mutex> lock(c->mu);
       c->allocations.erase(ptr);

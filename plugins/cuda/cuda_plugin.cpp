@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -114,37 +115,51 @@ gpuhal_status_t device_properties(int32_t ordinal, gpuhal_device_properties_t *o
     return fail(GPUHAL_ERROR_INVALID_VALUE, "device_properties: no cuda device " + std::to_string(ordinal));
   if (const gpuhal_status_t st = check_thread("device_properties"); st != GPUHAL_SUCCESS) return st;
   CUdevice dev = 0;
-  CU_CALL(cuDeviceGet, &dev, ordinal);
+  if (const gpuhal_status_t call_st = cu_call(drv().cuDeviceGet, "cuDeviceGet", &dev, ordinal);
+      call_st != GPUHAL_SUCCESS)
+    return call_st;
   gpuhal_device_properties_t p{};
-  CU_CALL(cuDeviceGetName, p.name, int(sizeof p.name), dev);
+  if (const gpuhal_status_t call_st =
+          cu_call(drv().cuDeviceGetName, "cuDeviceGetName", p.name, int(sizeof p.name), dev);
+      call_st != GPUHAL_SUCCESS)
+    return call_st;
   std::snprintf(p.vendor, sizeof p.vendor, "NVIDIA");
   size_t total = 0;
-  CU_CALL(cuDeviceTotalMem, &total, dev);
+  if (const gpuhal_status_t call_st = cu_call(drv().cuDeviceTotalMem, "cuDeviceTotalMem", &total, dev);
+      call_st != GPUHAL_SUCCESS)
+    return call_st;
   p.total_memory = total;
-  int v = 0;
-#define ATTR(field, attribute)                       \
-  CU_CALL(cuDeviceGetAttribute, &v, attribute, dev); \
-  field = decltype(field)(v)
-  ATTR(p.shared_memory_per_block, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
-  ATTR(p.compute_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
-  ATTR(p.compute_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
-  ATTR(p.multiprocessor_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
-  ATTR(p.warp_size, CU_DEVICE_ATTRIBUTE_WARP_SIZE);
-  ATTR(p.max_threads_per_block, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
-  ATTR(p.max_block_dim[0], CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X);
-  ATTR(p.max_block_dim[1], CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y);
-  ATTR(p.max_block_dim[2], CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z);
-  ATTR(p.max_grid_dim[0], CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X);
-  ATTR(p.max_grid_dim[1], CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y);
-  ATTR(p.max_grid_dim[2], CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z);
-  ATTR(p.clock_rate_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE);
-  ATTR(p.can_map_host_memory, CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY);
-  ATTR(p.unified_addressing, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING);
-  ATTR(p.concurrent_kernels, CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS);
-  ATTR(p.pci_domain, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID);
-  ATTR(p.pci_bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID);
-  ATTR(p.pci_device, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID);
-#undef ATTR
+  // Each property from its device attribute; the first failure stops the
+  // rest and is the entry's.
+  gpuhal_status_t failed = GPUHAL_SUCCESS;
+  auto attribute = [&](CUdevice_attribute a) {
+    int v = 0;
+    if (failed == GPUHAL_SUCCESS) failed = cu_call(drv().cuDeviceGetAttribute, "cuDeviceGetAttribute", &v, a, dev);
+    return v;
+  };
+  auto set = [&](auto &field, CUdevice_attribute a) {
+    field = static_cast<std::remove_reference_t<decltype(field)>>(attribute(a));
+  };
+  set(p.shared_memory_per_block, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
+  set(p.compute_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+  set(p.compute_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  set(p.multiprocessor_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  set(p.warp_size, CU_DEVICE_ATTRIBUTE_WARP_SIZE);
+  set(p.max_threads_per_block, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+  set(p.max_block_dim[0], CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X);
+  set(p.max_block_dim[1], CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y);
+  set(p.max_block_dim[2], CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z);
+  set(p.max_grid_dim[0], CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X);
+  set(p.max_grid_dim[1], CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y);
+  set(p.max_grid_dim[2], CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z);
+  set(p.clock_rate_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE);
+  set(p.can_map_host_memory, CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY);
+  set(p.unified_addressing, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING);
+  set(p.concurrent_kernels, CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS);
+  set(p.pci_domain, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID);
+  set(p.pci_bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID);
+  set(p.pci_device, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID);
+  if (failed != GPUHAL_SUCCESS) return failed;
   if (const int dv = drv().version; dv > 0)  // cuDriverGetVersion: 1000 * major + 10 * minor
     std::snprintf(p.driver_version, sizeof p.driver_version, "CUDA %d.%d", dv / 1000, (dv % 1000) / 10);
   return plugin::write_properties(p, out);
@@ -164,7 +179,9 @@ gpuhal_status_t open_context(const char *entry, int32_t ordinal, CUcontext adopt
     if (const gpuhal_status_t st = check_thread(entry); st != GPUHAL_SUCCESS) return st;
     auto c = std::make_unique<CudaContext>();
     c->ordinal = ordinal;
-    CU_CALL(cuDeviceGet, &c->device, ordinal);
+    if (const gpuhal_status_t call_st = cu_call(drv().cuDeviceGet, "cuDeviceGet", &c->device, ordinal);
+        call_st != GPUHAL_SUCCESS)
+      return call_st;
     ScopedContext scoped;
     if (adopt) {
       c->cu = adopt;
@@ -175,12 +192,17 @@ gpuhal_status_t open_context(const char *entry, int32_t ordinal, CUcontext adopt
       if (!drv().cuCtxGetDevice)
         return fail(GPUHAL_ERROR_NOT_SUPPORTED, "cuCtxGetDevice is not provided by this driver");
       CUdevice of = 0;
-      CU_CALL(cuCtxGetDevice, &of);
+      if (const gpuhal_status_t call_st = cu_call(drv().cuCtxGetDevice, "cuCtxGetDevice", &of);
+          call_st != GPUHAL_SUCCESS)
+        return call_st;
       if (of != c->device)
         return fail(GPUHAL_ERROR_INVALID_VALUE, std::string(entry) + ": the CUcontext belongs to device " +
                                                     std::to_string(of) + ", not to device " + std::to_string(ordinal));
     } else {
-      CU_CALL(cuDevicePrimaryCtxRetain, &c->cu, c->device);
+      if (const gpuhal_status_t call_st =
+              cu_call(drv().cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", &c->cu, c->device);
+          call_st != GPUHAL_SUCCESS)
+        return call_st;
       if (const gpuhal_status_t st = scoped.enter(c->cu, entry); st != GPUHAL_SUCCESS) {
         drv().cuDevicePrimaryCtxRelease(c->device);
         return st;
@@ -327,10 +349,14 @@ gpuhal_status_t device_can_access_peer(int32_t ordinal, int32_t peer, int32_t *o
   }
   if (const gpuhal_status_t st = check_thread("device_can_access_peer"); st != GPUHAL_SUCCESS) return st;
   CUdevice a = 0, b = 0;
-  CU_CALL(cuDeviceGet, &a, ordinal);
-  CU_CALL(cuDeviceGet, &b, peer);
+  if (const gpuhal_status_t call_st = cu_call(drv().cuDeviceGet, "cuDeviceGet", &a, ordinal); call_st != GPUHAL_SUCCESS)
+    return call_st;
+  if (const gpuhal_status_t call_st = cu_call(drv().cuDeviceGet, "cuDeviceGet", &b, peer); call_st != GPUHAL_SUCCESS)
+    return call_st;
   int can = 0;
-  CU_CALL(cuDeviceCanAccessPeer, &can, a, b);
+  if (const gpuhal_status_t call_st = cu_call(drv().cuDeviceCanAccessPeer, "cuDeviceCanAccessPeer", &can, a, b);
+      call_st != GPUHAL_SUCCESS)
+    return call_st;
   *out = can ? 1 : 0;
   return GPUHAL_SUCCESS;
 }

@@ -120,10 +120,19 @@ gpuhal_status_t staged_h2d(CudaContext *c, CUdeviceptr dst, const void *src, siz
   for (size_t off = 0; off < bytes; off += kStageChunkBytes, k = (k + 1) % slots.size()) {
     auto &slot = slots[k];
     const size_t n = std::min(kStageChunkBytes, bytes - off);
-    if (slot.used) CU_CALL(cuEventSynchronize, slot.done);  // its previous DMA finished
+    if (slot.used) {  // its previous DMA finished
+      if (const gpuhal_status_t call_st = cu_call(drv().cuEventSynchronize, "cuEventSynchronize", slot.done);
+          call_st != GPUHAL_SUCCESS)
+        return call_st;
+    }
     copy_threads().copy(slot.buffer, static_cast<const char *>(src) + off, n);
-    CU_CALL(cuMemcpyHtoDAsync, dst + off, slot.buffer, n, stream);
-    CU_CALL(cuEventRecord, slot.done, stream);
+    if (const gpuhal_status_t call_st =
+            cu_call(drv().cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync", dst + off, slot.buffer, n, stream);
+        call_st != GPUHAL_SUCCESS)
+      return call_st;
+    if (const gpuhal_status_t call_st = cu_call(drv().cuEventRecord, "cuEventRecord", slot.done, stream);
+        call_st != GPUHAL_SUCCESS)
+      return call_st;
     slot.used = true;
   }
   return GPUHAL_SUCCESS;

@@ -25,7 +25,10 @@ gpuhal_status_t stream_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_strea
     return st;
   return in_context(ctx, "stream_create", [&](CudaContext *c) -> gpuhal_status_t {
     CUstream s = nullptr;
-    CU_CALL(cuStreamCreate, &s, (flags & GPUHAL_STREAM_NON_BLOCKING) ? CU_STREAM_NON_BLOCKING : 0u);
+    if (const gpuhal_status_t call_st = cu_call(drv().cuStreamCreate, "cuStreamCreate", &s,
+                                                (flags & GPUHAL_STREAM_NON_BLOCKING) ? CU_STREAM_NON_BLOCKING : 0u);
+        call_st != GPUHAL_SUCCESS)
+      return call_st;
     std::lock_guard<std::mutex> lock(c->mu);
     c->streams.insert(s);
     *out = reinterpret_cast<gpuhal_stream_t>(s);
@@ -74,7 +77,10 @@ gpuhal_status_t stream_wait_event(gpuhal_context_t ctx, gpuhal_stream_t stream, 
   return in_context(ctx, "stream_wait_event", [&](CudaContext *c) -> gpuhal_status_t {
     if (!known_stream(c, stream) || !known_event(c, event))
       return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_wait_event: invalid stream or event");
-    CU_CALL(cuStreamWaitEvent, native(stream), reinterpret_cast<CUevent>(event), 0u);
+    if (const gpuhal_status_t call_st =
+            cu_call(drv().cuStreamWaitEvent, "cuStreamWaitEvent", native(stream), reinterpret_cast<CUevent>(event), 0u);
+        call_st != GPUHAL_SUCCESS)
+      return call_st;
     return GPUHAL_SUCCESS;
   });
 }
@@ -93,7 +99,11 @@ gpuhal_status_t event_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_event_
     return st;
   return in_context(ctx, "event_create", [&](CudaContext *c) -> gpuhal_status_t {
     CUevent e = nullptr;
-    CU_CALL(cuEventCreate, &e, (flags & GPUHAL_EVENT_DISABLE_TIMING) ? CU_EVENT_DISABLE_TIMING : CU_EVENT_DEFAULT);
+    if (const gpuhal_status_t call_st =
+            cu_call(drv().cuEventCreate, "cuEventCreate", &e,
+                    (flags & GPUHAL_EVENT_DISABLE_TIMING) ? CU_EVENT_DISABLE_TIMING : CU_EVENT_DEFAULT);
+        call_st != GPUHAL_SUCCESS)
+      return call_st;
     std::lock_guard<std::mutex> lock(c->mu);
     c->events.insert(e);
     *out = reinterpret_cast<gpuhal_event_t>(e);
@@ -115,7 +125,10 @@ gpuhal_status_t event_record(gpuhal_context_t ctx, gpuhal_event_t event, gpuhal_
   return in_context(ctx, "event_record", [&](CudaContext *c) -> gpuhal_status_t {
     if (!known_stream(c, stream) || !known_event(c, event))
       return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_record: invalid stream or event");
-    CU_CALL(cuEventRecord, reinterpret_cast<CUevent>(event), native(stream));
+    if (const gpuhal_status_t call_st =
+            cu_call(drv().cuEventRecord, "cuEventRecord", reinterpret_cast<CUevent>(event), native(stream));
+        call_st != GPUHAL_SUCCESS)
+      return call_st;
     return GPUHAL_SUCCESS;
   });
 }
@@ -143,7 +156,10 @@ gpuhal_status_t event_elapsed_ms(gpuhal_context_t ctx, gpuhal_event_t start, gpu
   return in_context(ctx, "event_elapsed_ms", [&](CudaContext *c) -> gpuhal_status_t {
     if (!known_event(c, start) || !known_event(c, end))
       return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_elapsed_ms: invalid event");
-    CU_CALL(cuEventElapsedTime, ms, reinterpret_cast<CUevent>(start), reinterpret_cast<CUevent>(end));
+    if (const gpuhal_status_t call_st = cu_call(drv().cuEventElapsedTime, "cuEventElapsedTime", ms,
+                                                reinterpret_cast<CUevent>(start), reinterpret_cast<CUevent>(end));
+        call_st != GPUHAL_SUCCESS)
+      return call_st;
     return GPUHAL_SUCCESS;
   });
 }
@@ -158,8 +174,12 @@ gpuhal_status_t stream_barrier(gpuhal_context_t ctx, gpuhal_stream_t stream, con
     if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_barrier: invalid stream");
     for (uint32_t i = 0; i < count; ++i)
       if (!known_event(c, events[i])) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_barrier: invalid event");
-    for (uint32_t i = 0; i < count; ++i)
-      CU_CALL(cuStreamWaitEvent, native(stream), reinterpret_cast<CUevent>(events[i]), 0u);
+    for (uint32_t i = 0; i < count; ++i) {
+      if (const gpuhal_status_t call_st = cu_call(drv().cuStreamWaitEvent, "cuStreamWaitEvent", native(stream),
+                                                  reinterpret_cast<CUevent>(events[i]), 0u);
+          call_st != GPUHAL_SUCCESS)
+        return call_st;
+    }
     if (!(flags & GPUHAL_BARRIER_ALL_PRIOR_WORK)) return GPUHAL_SUCCESS;
     return guard("stream_barrier", [&]() -> gpuhal_status_t {
       std::vector<CUstream> sources{api::stream_legacy()};
@@ -170,7 +190,9 @@ gpuhal_status_t stream_barrier(gpuhal_context_t ctx, gpuhal_stream_t stream, con
       for (CUstream src : sources) {
         if (src == native(stream)) continue;
         CUevent e = nullptr;
-        CU_CALL(cuEventCreate, &e, CU_EVENT_DISABLE_TIMING);
+        if (const gpuhal_status_t call_st = cu_call(drv().cuEventCreate, "cuEventCreate", &e, CU_EVENT_DISABLE_TIMING);
+            call_st != GPUHAL_SUCCESS)
+          return call_st;
         CUresult r = drv().cuEventRecord(e, src);
         if (r == CUDA_SUCCESS) r = drv().cuStreamWaitEvent(native(stream), e, 0u);
         drv().cuEventDestroy(e);  // released once the wait is satisfied

@@ -72,9 +72,13 @@ gpuhal_status_t check_thread(const char *entry) {
 gpuhal_status_t ScopedContext::enter(CUcontext cu, const char *entry) {
   if (const gpuhal_status_t st = check_thread(entry); st != GPUHAL_SUCCESS) return st;
   CUcontext current = nullptr;
-  CU_CALL(cuCtxGetCurrent, &current);
+  if (const gpuhal_status_t call_st = cu_call(drv().cuCtxGetCurrent, "cuCtxGetCurrent", &current);
+      call_st != GPUHAL_SUCCESS)
+    return call_st;
   if (current == cu) return GPUHAL_SUCCESS;
-  CU_CALL(cuCtxPushCurrent, cu);
+  if (const gpuhal_status_t call_st = cu_call(drv().cuCtxPushCurrent, "cuCtxPushCurrent", cu);
+      call_st != GPUHAL_SUCCESS)
+    return call_st;
   pushed_ = true;
   return GPUHAL_SUCCESS;
 }

@@ -26,17 +26,27 @@ gpuhal_status_t memcpy_sync(gpuhal_context_t ctx, uint32_t kind, gpuhal_devicept
           if (const gpuhal_status_t st = staged_h2d(c, dst, host, size_t(bytes), api::stream_legacy());
               st != GPUHAL_SUCCESS)
             return st;
-          CU_CALL(cuStreamSynchronize, api::stream_legacy());
+          if (const gpuhal_status_t call_st =
+                  cu_call(drv().cuStreamSynchronize, "cuStreamSynchronize", api::stream_legacy());
+              call_st != GPUHAL_SUCCESS)
+            return call_st;
           return GPUHAL_SUCCESS;
         }
-        CU_CALL(cuMemcpyHtoD, dst, host, size_t(bytes));
+        if (const gpuhal_status_t call_st = cu_call(drv().cuMemcpyHtoD, "cuMemcpyHtoD", dst, host, size_t(bytes));
+            call_st != GPUHAL_SUCCESS)
+          return call_st;
         return GPUHAL_SUCCESS;
       }
       case GPUHAL_COPY_DEVICE_TO_HOST:
-        CU_CALL(cuMemcpyDtoH, reinterpret_cast<void *>(uintptr_t(dst)), src, size_t(bytes));
+        if (const gpuhal_status_t call_st = cu_call(drv().cuMemcpyDtoH, "cuMemcpyDtoH",
+                                                    reinterpret_cast<void *>(uintptr_t(dst)), src, size_t(bytes));
+            call_st != GPUHAL_SUCCESS)
+          return call_st;
         return GPUHAL_SUCCESS;
       case GPUHAL_COPY_DEVICE_TO_DEVICE:
-        CU_CALL(cuMemcpyDtoD, dst, src, size_t(bytes));
+        if (const gpuhal_status_t call_st = cu_call(drv().cuMemcpyDtoD, "cuMemcpyDtoD", dst, src, size_t(bytes));
+            call_st != GPUHAL_SUCCESS)
+          return call_st;
         return GPUHAL_SUCCESS;
       default:
         return fail(GPUHAL_ERROR_INVALID_VALUE, "memcpy_sync: unknown copy kind " + std::to_string(kind));
@@ -54,14 +64,23 @@ gpuhal_status_t memcpy_async(gpuhal_context_t ctx, uint32_t kind, gpuhal_devicep
         const void *host = reinterpret_cast<const void *>(uintptr_t(src));
         if (bytes >= kStageMinBytes && !is_pinned(c, host, size_t(bytes)))
           return guard("memcpy_async", [&] { return staged_h2d(c, dst, host, size_t(bytes), s); });
-        CU_CALL(cuMemcpyHtoDAsync, dst, host, size_t(bytes), s);
+        if (const gpuhal_status_t call_st =
+                cu_call(drv().cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync", dst, host, size_t(bytes), s);
+            call_st != GPUHAL_SUCCESS)
+          return call_st;
         return GPUHAL_SUCCESS;
       }
       case GPUHAL_COPY_DEVICE_TO_HOST:
-        CU_CALL(cuMemcpyDtoHAsync, reinterpret_cast<void *>(uintptr_t(dst)), src, size_t(bytes), s);
+        if (const gpuhal_status_t call_st = cu_call(drv().cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync",
+                                                    reinterpret_cast<void *>(uintptr_t(dst)), src, size_t(bytes), s);
+            call_st != GPUHAL_SUCCESS)
+          return call_st;
         return GPUHAL_SUCCESS;
       case GPUHAL_COPY_DEVICE_TO_DEVICE:
-        CU_CALL(cuMemcpyDtoDAsync, dst, src, size_t(bytes), s);
+        if (const gpuhal_status_t call_st =
+                cu_call(drv().cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync", dst, src, size_t(bytes), s);
+            call_st != GPUHAL_SUCCESS)
+          return call_st;
         return GPUHAL_SUCCESS;
       default:
         return fail(GPUHAL_ERROR_INVALID_VALUE, "memcpy_async: unknown copy kind " + std::to_string(kind));
@@ -72,7 +91,9 @@ gpuhal_status_t memcpy_async(gpuhal_context_t ctx, uint32_t kind, gpuhal_devicep
 gpuhal_status_t memset_sync(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t value, uint64_t bytes) {
   return in_context(ctx, "memset_sync", [&](CudaContext *) -> gpuhal_status_t {
     if (bytes == 0) return GPUHAL_SUCCESS;
-    CU_CALL(cuMemsetD8, dst, value, size_t(bytes));
+    if (const gpuhal_status_t call_st = cu_call(drv().cuMemsetD8, "cuMemsetD8", dst, value, size_t(bytes));
+        call_st != GPUHAL_SUCCESS)
+      return call_st;
     return GPUHAL_SUCCESS;
   });
 }
@@ -81,7 +102,10 @@ gpuhal_status_t memset_async(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8
                              gpuhal_stream_t stream) {
   return in_context(ctx, "memset_async", [&](CudaContext *) -> gpuhal_status_t {
     if (bytes == 0) return GPUHAL_SUCCESS;
-    CU_CALL(cuMemsetD8Async, dst, value, size_t(bytes), native(stream));
+    if (const gpuhal_status_t call_st =
+            cu_call(drv().cuMemsetD8Async, "cuMemsetD8Async", dst, value, size_t(bytes), native(stream));
+        call_st != GPUHAL_SUCCESS)
+      return call_st;
     return GPUHAL_SUCCESS;
   });
 }

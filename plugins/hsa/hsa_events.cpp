@@ -60,8 +60,12 @@ gpuhal_status_t event_record(gpuhal_context_t ctx, gpuhal_event_t event, gpuhal_
     HsaEvent *e = find_event(c, event);
     if (!s || !e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_record: invalid stream or event");
     if (e->timing && copy_timing_available()) {
-      if (!c->event_scratch)
-        HSA_CALL(hsa_amd_memory_pool_allocate, c->device->device_pool, 256, 0u, &c->event_scratch);
+      if (!c->event_scratch) {
+        if (const gpuhal_status_t call_st = hsa_call(rt().hsa_amd_memory_pool_allocate, "hsa_amd_memory_pool_allocate",
+                                                     c->device->device_pool, 256, 0u, &c->event_scratch);
+            call_st != GPUHAL_SUCCESS)
+          return call_st;
+      }
       const hsa_agent_t gpu = c->device->agent;
       char *scratch = static_cast<char *>(c->event_scratch);
       if (const gpuhal_status_t st = submit_copy(s, scratch + 4, gpu, scratch, gpu, 4, nullptr); st != GPUHAL_SUCCESS)
@@ -125,21 +129,38 @@ gpuhal_status_t event_elapsed_ms(gpuhal_context_t ctx, gpuhal_event_t start, gpu
     uint64_t end_a = 0, end_b = 0;
     if (copies) {
       hsa_amd_profiling_async_copy_time_t ta{}, tb{};
-      HSA_CALL(hsa_amd_profiling_get_async_copy_time, a->handle, &ta);
-      HSA_CALL(hsa_amd_profiling_get_async_copy_time, b->handle, &tb);
+      if (const gpuhal_status_t call_st = hsa_call(rt().hsa_amd_profiling_get_async_copy_time,
+                                                   "hsa_amd_profiling_get_async_copy_time", a->handle, &ta);
+          call_st != GPUHAL_SUCCESS)
+        return call_st;
+      if (const gpuhal_status_t call_st = hsa_call(rt().hsa_amd_profiling_get_async_copy_time,
+                                                   "hsa_amd_profiling_get_async_copy_time", b->handle, &tb);
+          call_st != GPUHAL_SUCCESS)
+        return call_st;
       end_a = ta.end;
       end_b = tb.end;
     } else {
       if (!rt().hsa_amd_profiling_get_dispatch_time)
         return fail(GPUHAL_ERROR_NOT_SUPPORTED, "event_elapsed_ms: the HSA runtime has no dispatch timestamps");
       hsa_amd_profiling_dispatch_time_t ta{}, tb{};
-      HSA_CALL(hsa_amd_profiling_get_dispatch_time, c->device->agent, a->handle, &ta);
-      HSA_CALL(hsa_amd_profiling_get_dispatch_time, c->device->agent, b->handle, &tb);
+      if (const gpuhal_status_t call_st =
+              hsa_call(rt().hsa_amd_profiling_get_dispatch_time, "hsa_amd_profiling_get_dispatch_time",
+                       c->device->agent, a->handle, &ta);
+          call_st != GPUHAL_SUCCESS)
+        return call_st;
+      if (const gpuhal_status_t call_st =
+              hsa_call(rt().hsa_amd_profiling_get_dispatch_time, "hsa_amd_profiling_get_dispatch_time",
+                       c->device->agent, b->handle, &tb);
+          call_st != GPUHAL_SUCCESS)
+        return call_st;
       end_a = ta.end;
       end_b = tb.end;
     }
     uint64_t frequency = 0;
-    HSA_CALL(hsa_system_get_info, HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY, &frequency);
+    if (const gpuhal_status_t call_st =
+            hsa_call(rt().hsa_system_get_info, "hsa_system_get_info", HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY, &frequency);
+        call_st != GPUHAL_SUCCESS)
+      return call_st;
     if (frequency == 0)
       return fail(GPUHAL_ERROR_DRIVER, "event_elapsed_ms: the runtime reports a zero timestamp frequency");
     *ms = float((double(end_b) - double(end_a)) * 1000.0 / double(frequency));

@@ -65,7 +65,9 @@ gpuhal_status_t host_free(gpuhal_context_t ctx, void *ptr) {
       if (!c->host_allocations.count(reinterpret_cast<uintptr_t>(ptr)))
         return fail(GPUHAL_ERROR_INVALID_VALUE, "host_free: not a host allocation of this context");
     }
-    HSA_CALL(hsa_amd_memory_pool_free, ptr);
+    if (const gpuhal_status_t call_st = hsa_call(rt().hsa_amd_memory_pool_free, "hsa_amd_memory_pool_free", ptr);
+        call_st != GPUHAL_SUCCESS)
+      return call_st;
     std::lock_guard<std::mutex> lock(c->mu);
     c->host_allocations.erase(reinterpret_cast<uintptr_t>(ptr));
     return GPUHAL_SUCCESS;
@@ -88,12 +90,17 @@ gpuhal_status_t host_register(gpuhal_context_t ctx, void *ptr, uint64_t bytes, u
     r.bytes = bytes;
     if (rt().hsa_amd_memory_lock && rt().hsa_amd_memory_unlock) {
       hsa_agent_t agent = c->device->agent;
-      HSA_CALL(hsa_amd_memory_lock, ptr, size_t(bytes), &agent, 1, &r.agent_ptr);
+      if (const gpuhal_status_t call_st =
+              hsa_call(rt().hsa_amd_memory_lock, "hsa_amd_memory_lock", ptr, size_t(bytes), &agent, 1, &r.agent_ptr);
+          call_st != GPUHAL_SUCCESS)
+        return call_st;
       r.locked = true;
     } else {
       if (!rt().hsa_memory_deregister)
         return fail(GPUHAL_ERROR_NOT_SUPPORTED, "host_register: the HSA runtime has no way to register memory");
-      HSA_CALL(hsa_memory_register, ptr, size_t(bytes));
+      if (const gpuhal_status_t call_st = hsa_call(rt().hsa_memory_register, "hsa_memory_register", ptr, size_t(bytes));
+          call_st != GPUHAL_SUCCESS)
+        return call_st;
       r.agent_ptr = ptr;
     }
     c->registrations.emplace(reinterpret_cast<uintptr_t>(ptr), r);
@@ -107,10 +114,11 @@ gpuhal_status_t host_unregister(gpuhal_context_t ctx, void *ptr) {
     auto it = c->registrations.find(reinterpret_cast<uintptr_t>(ptr));
     if (it == c->registrations.end())
       return fail(GPUHAL_ERROR_NOT_REGISTERED, "host_unregister: not registered in this context");
-    if (it->second.locked)
-      HSA_CALL(hsa_amd_memory_unlock, ptr);
-    else
-      HSA_CALL(hsa_memory_deregister, ptr, size_t(it->second.bytes));
+    const gpuhal_status_t released =
+        it->second.locked
+            ? hsa_call(rt().hsa_amd_memory_unlock, "hsa_amd_memory_unlock", ptr)
+            : hsa_call(rt().hsa_memory_deregister, "hsa_memory_deregister", ptr, size_t(it->second.bytes));
+    if (released != GPUHAL_SUCCESS) return released;
     c->registrations.erase(it);
     return GPUHAL_SUCCESS;
   });

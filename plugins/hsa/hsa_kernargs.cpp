@@ -25,7 +25,10 @@ gpuhal_status_t take_kernargs(HsaStream *s, size_t bytes, const SignalRef &done,
   KernargRing &r = s->kernargs;
   if (!r.base) {
     void *p = nullptr;
-    HSA_CALL(hsa_amd_memory_pool_allocate, host_agent().kernarg_pool, kRingBytes, 0u, &p);
+    if (const gpuhal_status_t call_st = hsa_call(rt().hsa_amd_memory_pool_allocate, "hsa_amd_memory_pool_allocate",
+                                                 host_agent().kernarg_pool, kRingBytes, 0u, &p);
+        call_st != GPUHAL_SUCCESS)
+      return call_st;
     hsa_agent_t agent = c->device->agent;
     if (const hsa_status_t st = rt().hsa_amd_agents_allow_access(1, &agent, nullptr, p); st != HSA_STATUS_SUCCESS) {
       rt().hsa_amd_memory_pool_free(p);

@@ -133,7 +133,11 @@ gpuhal_status_t module_load(gpuhal_context_t ctx, const void *image, uint64_t by
         if (cg || !read) return fail(GPUHAL_ERROR_INVALID_IMAGE, "module_load: " + why);
       }
       m->count_cells = has_count_cells_marker(image, bytes) ? kCountCellsBytes : 0;
-      HSA_CALL(hsa_code_object_reader_create_from_memory, image, size_t(bytes), &m->reader);
+      if (const gpuhal_status_t call_st =
+              hsa_call(rt().hsa_code_object_reader_create_from_memory, "hsa_code_object_reader_create_from_memory",
+                       image, size_t(bytes), &m->reader);
+          call_st != GPUHAL_SUCCESS)
+        return call_st;
       auto release = [&](hsa_status_t s, const char *call) {
         const gpuhal_status_t st = rt().error(s, call);
         if (m->executable.handle) rt().hsa_executable_destroy(m->executable);
@@ -161,7 +165,10 @@ gpuhal_status_t module_unload(gpuhal_context_t ctx, gpuhal_module_t module) {
     auto it = c->modules.find(reinterpret_cast<HsaModule *>(module));
     if (it == c->modules.end()) return fail(GPUHAL_ERROR_INVALID_HANDLE, "module_unload: not a module of this context");
     // Forgotten only once destroyed: after a failure, context_destroy tries again.
-    HSA_CALL(hsa_executable_destroy, it->second->executable);
+    if (const gpuhal_status_t call_st =
+            hsa_call(rt().hsa_executable_destroy, "hsa_executable_destroy", it->second->executable);
+        call_st != GPUHAL_SUCCESS)
+      return call_st;
     rt().hsa_code_object_reader_destroy(it->second->reader);
     c->modules.erase(it);
     return GPUHAL_SUCCESS;
@@ -192,14 +199,31 @@ gpuhal_status_t module_get_kernel(gpuhal_context_t ctx, gpuhal_module_t module, 
       k->count_cells = m->count_cells;
       hsa_executable_symbol_t sym{};
       hsa_agent_t agent = c->device->agent;
-      HSA_CALL(hsa_executable_get_symbol_by_name, m->executable, md->symbol.c_str(), &agent, &sym);
-      HSA_CALL(hsa_executable_symbol_get_info, sym, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT, &k->object);
-      HSA_CALL(hsa_executable_symbol_get_info, sym, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE,
-               &k->kernarg_size);
-      HSA_CALL(hsa_executable_symbol_get_info, sym, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE,
-               &k->group_segment_size);
-      HSA_CALL(hsa_executable_symbol_get_info, sym, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE,
-               &k->private_segment_size);
+      if (const gpuhal_status_t call_st =
+              hsa_call(rt().hsa_executable_get_symbol_by_name, "hsa_executable_get_symbol_by_name", m->executable,
+                       md->symbol.c_str(), &agent, &sym);
+          call_st != GPUHAL_SUCCESS)
+        return call_st;
+      if (const gpuhal_status_t call_st =
+              hsa_call(rt().hsa_executable_symbol_get_info, "hsa_executable_symbol_get_info", sym,
+                       HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT, &k->object);
+          call_st != GPUHAL_SUCCESS)
+        return call_st;
+      if (const gpuhal_status_t call_st =
+              hsa_call(rt().hsa_executable_symbol_get_info, "hsa_executable_symbol_get_info", sym,
+                       HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE, &k->kernarg_size);
+          call_st != GPUHAL_SUCCESS)
+        return call_st;
+      if (const gpuhal_status_t call_st =
+              hsa_call(rt().hsa_executable_symbol_get_info, "hsa_executable_symbol_get_info", sym,
+                       HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE, &k->group_segment_size);
+          call_st != GPUHAL_SUCCESS)
+        return call_st;
+      if (const gpuhal_status_t call_st =
+              hsa_call(rt().hsa_executable_symbol_get_info, "hsa_executable_symbol_get_info", sym,
+                       HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE, &k->private_segment_size);
+          call_st != GPUHAL_SUCCESS)
+        return call_st;
       if (k->kernarg_size < md->kernarg_size)
         return fail(GPUHAL_ERROR_INVALID_IMAGE, std::string("module_get_kernel: ") + name +
                                                     ": the runtime's kernarg segment is smaller than the metadata's");
@@ -317,7 +341,10 @@ gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuha
     std::function<void()> free_kernarg = [s] { give_back_kernargs(s); };  // until submitted
     std::function<void()> on_reap;  // the ring's bytes come back with the dispatch's completion
     if (!kernarg) {
-      HSA_CALL(hsa_amd_memory_pool_allocate, host_agent().kernarg_pool, kernarg_bytes, 0u, &kernarg);
+      if (const gpuhal_status_t call_st = hsa_call(rt().hsa_amd_memory_pool_allocate, "hsa_amd_memory_pool_allocate",
+                                                   host_agent().kernarg_pool, kernarg_bytes, 0u, &kernarg);
+          call_st != GPUHAL_SUCCESS)
+        return call_st;
       free_kernarg = [kernarg] { rt().hsa_amd_memory_pool_free(kernarg); };
       on_reap = free_kernarg;
       hsa_agent_t agent = d.agent;

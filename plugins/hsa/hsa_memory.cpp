@@ -38,7 +38,10 @@ gpuhal_status_t mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr
   if (bytes == 0 || bytes > SIZE_MAX) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc: size must be positive");
   return in_context(ctx, "mem_alloc", [&](HsaContext *c) -> gpuhal_status_t {
     void *p = nullptr;
-    HSA_CALL(hsa_amd_memory_pool_allocate, c->device->device_pool, size_t(bytes), 0u, &p);
+    if (const gpuhal_status_t call_st = hsa_call(rt().hsa_amd_memory_pool_allocate, "hsa_amd_memory_pool_allocate",
+                                                 c->device->device_pool, size_t(bytes), 0u, &p);
+        call_st != GPUHAL_SUCCESS)
+      return call_st;
     return remember(c, p, bytes, false, out);
   });
 }
@@ -69,7 +72,10 @@ gpuhal_status_t mem_free(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
         return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_free: not a live allocation of this context");
       bytes = it->second;
     }
-    HSA_CALL(hsa_amd_memory_pool_free, reinterpret_cast<void *>(uintptr_t(ptr)));
+    if (const gpuhal_status_t call_st = hsa_call(rt().hsa_amd_memory_pool_free, "hsa_amd_memory_pool_free",
+                                                 reinterpret_cast<void *>(uintptr_t(ptr)));
+        call_st != GPUHAL_SUCCESS)
+      return call_st;
     std::lock_guard<std::mutex> lock(c->mu);  // forgotten only once really released
     c->allocations.erase(uintptr_t(ptr));
     if (!c->managed_allocations.erase(uintptr_t(ptr))) c->allocated_bytes -= bytes;

@@ -111,29 +111,53 @@ void parse_gfx(const std::string &name, int32_t *major, int32_t *minor) {
 gpuhal_status_t describe_device(hsa_agent_t agent, Device *d) {
   d->agent = agent;
   char name[64] = {0};
-  HSA_CALL(hsa_agent_get_info, agent, HSA_AGENT_INFO_NAME, name);
+  if (const gpuhal_status_t call_st =
+          hsa_call(rt().hsa_agent_get_info, "hsa_agent_get_info", agent, HSA_AGENT_INFO_NAME, name);
+      call_st != GPUHAL_SUCCESS)
+    return call_st;
   d->isa_name.assign(name, strnlen(name, sizeof name));
   gpuhal_device_properties_t &p = d->props;
   char product[64] = {0}, vendor[64] = {0};
   if (rt().hsa_agent_get_info(agent, HSA_AMD_AGENT_INFO_PRODUCT_NAME, product) != HSA_STATUS_SUCCESS || !product[0])
     std::snprintf(product, sizeof product, "%s", d->isa_name.c_str());
-  HSA_CALL(hsa_agent_get_info, agent, HSA_AGENT_INFO_VENDOR_NAME, vendor);
+  if (const gpuhal_status_t call_st =
+          hsa_call(rt().hsa_agent_get_info, "hsa_agent_get_info", agent, HSA_AGENT_INFO_VENDOR_NAME, vendor);
+      call_st != GPUHAL_SUCCESS)
+    return call_st;
   std::snprintf(p.name, sizeof p.name, "%.63s (%s)", product, d->isa_name.c_str());
   std::snprintf(p.vendor, sizeof p.vendor, "%.63s", vendor);
   uint32_t wavefront = 0, cus = 0, clock = 0, bdf = 0, domain = 0;
   hsa_dim3_t grid{};
-  HSA_CALL(hsa_agent_get_info, agent, HSA_AGENT_INFO_WAVEFRONT_SIZE, &wavefront);
-  HSA_CALL(hsa_agent_get_info, agent, HSA_AGENT_INFO_WORKGROUP_MAX_SIZE, &d->max_workgroup_size);
-  HSA_CALL(hsa_agent_get_info, agent, HSA_AGENT_INFO_WORKGROUP_MAX_DIM, d->max_workgroup_dim);
-  HSA_CALL(hsa_agent_get_info, agent, HSA_AGENT_INFO_GRID_MAX_DIM, &grid);
-  HSA_CALL(hsa_agent_get_info, agent, HSA_AGENT_INFO_QUEUE_MAX_SIZE, &d->queue_max_size);
+  if (const gpuhal_status_t call_st =
+          hsa_call(rt().hsa_agent_get_info, "hsa_agent_get_info", agent, HSA_AGENT_INFO_WAVEFRONT_SIZE, &wavefront);
+      call_st != GPUHAL_SUCCESS)
+    return call_st;
+  if (const gpuhal_status_t call_st = hsa_call(rt().hsa_agent_get_info, "hsa_agent_get_info", agent,
+                                               HSA_AGENT_INFO_WORKGROUP_MAX_SIZE, &d->max_workgroup_size);
+      call_st != GPUHAL_SUCCESS)
+    return call_st;
+  if (const gpuhal_status_t call_st = hsa_call(rt().hsa_agent_get_info, "hsa_agent_get_info", agent,
+                                               HSA_AGENT_INFO_WORKGROUP_MAX_DIM, d->max_workgroup_dim);
+      call_st != GPUHAL_SUCCESS)
+    return call_st;
+  if (const gpuhal_status_t call_st =
+          hsa_call(rt().hsa_agent_get_info, "hsa_agent_get_info", agent, HSA_AGENT_INFO_GRID_MAX_DIM, &grid);
+      call_st != GPUHAL_SUCCESS)
+    return call_st;
+  if (const gpuhal_status_t call_st = hsa_call(rt().hsa_agent_get_info, "hsa_agent_get_info", agent,
+                                               HSA_AGENT_INFO_QUEUE_MAX_SIZE, &d->queue_max_size);
+      call_st != GPUHAL_SUCCESS)
+    return call_st;
   // AMD's extensions are informational: a runtime without one leaves 0.
   rt().hsa_agent_get_info(agent, HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT, &cus);
   rt().hsa_agent_get_info(agent, HSA_AMD_AGENT_INFO_MAX_CLOCK_FREQUENCY, &clock);
   rt().hsa_agent_get_info(agent, HSA_AMD_AGENT_INFO_BDFID, &bdf);
   rt().hsa_agent_get_info(agent, HSA_AMD_AGENT_INFO_DOMAIN, &domain);
   std::vector<PoolInfo> pools;
-  HSA_CALL(hsa_amd_agent_iterate_memory_pools, agent, collect_pool, &pools);
+  if (const gpuhal_status_t call_st = hsa_call(rt().hsa_amd_agent_iterate_memory_pools,
+                                               "hsa_amd_agent_iterate_memory_pools", agent, collect_pool, &pools);
+      call_st != GPUHAL_SUCCESS)
+    return call_st;
   bool have_device_pool = false;
   for (const PoolInfo &info : pools) {
     if (info.segment == HSA_AMD_SEGMENT_GROUP) d->lds_size = info.size;
@@ -180,7 +204,10 @@ gpuhal_status_t describe_host(hsa_agent_t agent) {
   g_host = HostAgent();
   g_host.agent = agent;
   std::vector<PoolInfo> pools;
-  HSA_CALL(hsa_amd_agent_iterate_memory_pools, agent, collect_pool, &pools);
+  if (const gpuhal_status_t call_st = hsa_call(rt().hsa_amd_agent_iterate_memory_pools,
+                                               "hsa_amd_agent_iterate_memory_pools", agent, collect_pool, &pools);
+      call_st != GPUHAL_SUCCESS)
+    return call_st;
   bool have_system = false;
   for (const PoolInfo &info : pools) {
     if (info.segment != HSA_AMD_SEGMENT_GLOBAL || !info.alloc_allowed ||

@@ -14,6 +14,7 @@
 
 #include "gpuhal/plugin.h"
 #include "hsa_api.hpp"
+#include "plugin_support.hpp"
 
 namespace gpuhal::hsa {
 
@@ -49,15 +50,16 @@ inline const Runtime &rt() {
   return runtime();
 }
 
-}  // namespace gpuhal::hsa
+// Runs a runtime entry point returning hsa_status_t (NULL when this runtime
+// lacks it: then ERROR_NOT_SUPPORTED) and translates its result
+// (Runtime::error names the call): every runtime call that fails the entry
+// goes through it, as
+//   if (const gpuhal_status_t call_st = hsa_call(rt().hsa_x, "hsa_x", ...); call_st != GPUHAL_SUCCESS) return call_st;
+template <class Fn, class... Args>
+gpuhal_status_t hsa_call(Fn *fn, const char *name, Args... args) {
+  if (!fn) return plugin::fail(GPUHAL_ERROR_NOT_SUPPORTED, std::string(name) + " is not provided by this HSA runtime");
+  const api::hsa_status_t s = fn(args...);
+  return s == api::HSA_STATUS_SUCCESS ? GPUHAL_SUCCESS : rt().error(s, name);
+}
 
-// Runs a runtime call returning hsa_status_t; on failure returns the
-// translated status from the enclosing entry. Optional entry points this
-// runtime lacks report ERROR_NOT_SUPPORTED.
-#define HSA_CALL(fn, ...)                                                                                    \
-  do {                                                                                                       \
-    if (!::gpuhal::hsa::rt().fn)                                                                             \
-      return ::gpuhal::plugin::fail(GPUHAL_ERROR_NOT_SUPPORTED, #fn " is not provided by this HSA runtime"); \
-    const ::gpuhal::hsa::api::hsa_status_t s_ = ::gpuhal::hsa::rt().fn(__VA_ARGS__);                         \
-    if (s_ != ::gpuhal::hsa::api::HSA_STATUS_SUCCESS) return ::gpuhal::hsa::rt().error(s_, #fn);             \
-  } while (0)
+}  // namespace gpuhal::hsa

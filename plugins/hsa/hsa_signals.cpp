@@ -64,8 +64,10 @@ gpuhal_status_t make_signal(int64_t initial, SignalRef *out) {
   }
   if (s->handle.handle)
     rt().hsa_signal_store_screlease(s->handle, initial);
-  else
-    HSA_CALL(hsa_signal_create, initial, 0u, nullptr, &s->handle);
+  else if (const gpuhal_status_t call_st =
+               hsa_call(rt().hsa_signal_create, "hsa_signal_create", initial, 0u, nullptr, &s->handle);
+           call_st != GPUHAL_SUCCESS)
+    return call_st;
   *out = std::move(s);
   return GPUHAL_SUCCESS;
 }

@@ -16,7 +16,10 @@ HsaContext::~HsaContext() {
 
 gpuhal_status_t alloc_system(HsaContext *c, uint64_t bytes, void **out) {
   void *p = nullptr;
-  HSA_CALL(hsa_amd_memory_pool_allocate, host_agent().system_pool, size_t(bytes), 0u, &p);
+  if (const gpuhal_status_t call_st = hsa_call(rt().hsa_amd_memory_pool_allocate, "hsa_amd_memory_pool_allocate",
+                                               host_agent().system_pool, size_t(bytes), 0u, &p);
+      call_st != GPUHAL_SUCCESS)
+    return call_st;
   hsa_agent_t agent = c->device->agent;
   const hsa_status_t s = rt().hsa_amd_agents_allow_access(1, &agent, nullptr, p);
   if (s != HSA_STATUS_SUCCESS) {
@@ -139,8 +142,11 @@ gpuhal_status_t context_failure(HsaContext *c, const char *entry) {
 
 gpuhal_status_t create_queue(HsaContext *c, HsaStream *s) {
   const uint32_t size = std::max<uint32_t>(64, std::min<uint32_t>(c->device->queue_max_size, 1024));
-  HSA_CALL(hsa_queue_create, c->device->agent, size, HSA_QUEUE_TYPE_MULTI, queue_error_callback, c, UINT32_MAX,
-           UINT32_MAX, &s->queue);
+  if (const gpuhal_status_t call_st =
+          hsa_call(rt().hsa_queue_create, "hsa_queue_create", c->device->agent, size, HSA_QUEUE_TYPE_MULTI,
+                   queue_error_callback, c, UINT32_MAX, UINT32_MAX, &s->queue);
+      call_st != GPUHAL_SUCCESS)
+    return call_st;
   if (s->queue->size == 0 || (s->queue->size & (s->queue->size - 1)) || !s->queue->base_address) {
     rt().hsa_queue_destroy(s->queue);
     s->queue = nullptr;

@@ -10,6 +10,7 @@
 
 #include "fuzz_input.hpp"
 #include "gpuhal/gpuhal.hpp"
+#include "gpuhal/plugin.h"
 
 using Configure = void (*)(uint32_t, uint32_t, uint64_t, int, int);
 
