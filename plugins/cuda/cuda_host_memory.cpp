@@ -36,17 +36,27 @@ gpuhal_status_t host_alloc(gpuhal_context_t ctx, uint64_t bytes, uint32_t flags,
   });
 }
 
-gpuhal_status_t host_free(gpuhal_context_t ctx, void *ptr) {
-  return in_context(ctx, "host_free", [&](CudaContext *c) -> gpuhal_status_t {
+namespace {
+// host_free and host_unregister: `ptr` must be in `made` (else `refusal`,
+// `why`); once the driver released it, it leaves `made` and the pinned
+// ranges.
+gpuhal_status_t release_pinned(const char *entry, gpuhal_context_t ctx, void *ptr,
+                               std::unordered_set<void *> CudaContext::*made, gpuhal_status_t refusal, const char *why,
+                               CUresult (*Driver::*release)(void *), const char *call) {
+  return in_context(ctx, entry, [&](CudaContext *c) -> gpuhal_status_t {
     return release_tracked(
-        c, [&] { return c->host_allocations.count(ptr) != 0; }, GPUHAL_ERROR_INVALID_VALUE,
-        "host_free: not a host allocation of this context",
-        [&] { return cu_call(drv().cuMemFreeHost, "cuMemFreeHost", ptr); },
+        c, [&] { return (c->*made).count(ptr) != 0; }, refusal, why, [&] { return cu_call(drv().*release, call, ptr); },
         [&] {
-          c->host_allocations.erase(ptr);
+          (c->*made).erase(ptr);
           c->pinned_ranges.erase(reinterpret_cast<uintptr_t>(ptr));
         });
   });
+}
+}  // namespace
+
+gpuhal_status_t host_free(gpuhal_context_t ctx, void *ptr) {
+  return release_pinned("host_free", ctx, ptr, &CudaContext::host_allocations, GPUHAL_ERROR_INVALID_VALUE,
+                        "host_free: not a host allocation of this context", &Driver::cuMemFreeHost, "cuMemFreeHost");
 }
 
 gpuhal_status_t host_register(gpuhal_context_t ctx, void *ptr, uint64_t bytes, uint32_t flags) {
@@ -69,16 +79,9 @@ gpuhal_status_t host_register(gpuhal_context_t ctx, void *ptr, uint64_t bytes, u
 }
 
 gpuhal_status_t host_unregister(gpuhal_context_t ctx, void *ptr) {
-  return in_context(ctx, "host_unregister", [&](CudaContext *c) -> gpuhal_status_t {
-    return release_tracked(
-        c, [&] { return c->registrations.count(ptr) != 0; }, GPUHAL_ERROR_NOT_REGISTERED,
-        "host_unregister: not registered in this context",
-        [&] { return cu_call(drv().cuMemHostUnregister, "cuMemHostUnregister", ptr); },
-        [&] {
-          c->registrations.erase(ptr);
-          c->pinned_ranges.erase(reinterpret_cast<uintptr_t>(ptr));
-        });
-  });
+  return release_pinned("host_unregister", ctx, ptr, &CudaContext::registrations, GPUHAL_ERROR_NOT_REGISTERED,
+                        "host_unregister: not registered in this context", &Driver::cuMemHostUnregister,
+                        "cuMemHostUnregister");
 }
 
 gpuhal_status_t host_get_device_pointer(gpuhal_context_t ctx, void *host_ptr, gpuhal_deviceptr_t *out) {

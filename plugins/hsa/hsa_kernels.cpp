@@ -204,26 +204,18 @@ gpuhal_status_t module_get_kernel(gpuhal_context_t ctx, gpuhal_module_t module, 
                        md->symbol.c_str(), &agent, &sym);
           call_st != GPUHAL_SUCCESS)
         return call_st;
-      if (const gpuhal_status_t call_st =
-              hsa_call(rt().hsa_executable_symbol_get_info, "hsa_executable_symbol_get_info", sym,
-                       HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT, &k->object);
-          call_st != GPUHAL_SUCCESS)
-        return call_st;
-      if (const gpuhal_status_t call_st =
-              hsa_call(rt().hsa_executable_symbol_get_info, "hsa_executable_symbol_get_info", sym,
-                       HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE, &k->kernarg_size);
-          call_st != GPUHAL_SUCCESS)
-        return call_st;
-      if (const gpuhal_status_t call_st =
-              hsa_call(rt().hsa_executable_symbol_get_info, "hsa_executable_symbol_get_info", sym,
-                       HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE, &k->group_segment_size);
-          call_st != GPUHAL_SUCCESS)
-        return call_st;
-      if (const gpuhal_status_t call_st =
-              hsa_call(rt().hsa_executable_symbol_get_info, "hsa_executable_symbol_get_info", sym,
-                       HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE, &k->private_segment_size);
-          call_st != GPUHAL_SUCCESS)
-        return call_st;
+      const std::pair<hsa_executable_symbol_info_t, void *> infos[] = {
+          {HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT, &k->object},
+          {HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE, &k->kernarg_size},
+          {HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE, &k->group_segment_size},
+          {HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE, &k->private_segment_size},
+      };
+      for (const auto &info : infos) {
+        if (const gpuhal_status_t call_st = hsa_call(rt().hsa_executable_symbol_get_info,
+                                                     "hsa_executable_symbol_get_info", sym, info.first, info.second);
+            call_st != GPUHAL_SUCCESS)
+          return call_st;
+      }
       if (k->kernarg_size < md->kernarg_size)
         return fail(GPUHAL_ERROR_INVALID_IMAGE, std::string("module_get_kernel: ") + name +
                                                     ": the runtime's kernarg segment is smaller than the metadata's");

@@ -128,26 +128,19 @@ gpuhal_status_t describe_device(hsa_agent_t agent, Device *d) {
   std::snprintf(p.vendor, sizeof p.vendor, "%.63s", vendor);
   uint32_t wavefront = 0, cus = 0, clock = 0, bdf = 0, domain = 0;
   hsa_dim3_t grid{};
-  if (const gpuhal_status_t call_st =
-          hsa_call(rt().hsa_agent_get_info, "hsa_agent_get_info", agent, HSA_AGENT_INFO_WAVEFRONT_SIZE, &wavefront);
-      call_st != GPUHAL_SUCCESS)
-    return call_st;
-  if (const gpuhal_status_t call_st = hsa_call(rt().hsa_agent_get_info, "hsa_agent_get_info", agent,
-                                               HSA_AGENT_INFO_WORKGROUP_MAX_SIZE, &d->max_workgroup_size);
-      call_st != GPUHAL_SUCCESS)
-    return call_st;
-  if (const gpuhal_status_t call_st = hsa_call(rt().hsa_agent_get_info, "hsa_agent_get_info", agent,
-                                               HSA_AGENT_INFO_WORKGROUP_MAX_DIM, d->max_workgroup_dim);
-      call_st != GPUHAL_SUCCESS)
-    return call_st;
-  if (const gpuhal_status_t call_st =
-          hsa_call(rt().hsa_agent_get_info, "hsa_agent_get_info", agent, HSA_AGENT_INFO_GRID_MAX_DIM, &grid);
-      call_st != GPUHAL_SUCCESS)
-    return call_st;
-  if (const gpuhal_status_t call_st = hsa_call(rt().hsa_agent_get_info, "hsa_agent_get_info", agent,
-                                               HSA_AGENT_INFO_QUEUE_MAX_SIZE, &d->queue_max_size);
-      call_st != GPUHAL_SUCCESS)
-    return call_st;
+  const std::pair<hsa_agent_info_t, void *> required[] = {
+      {HSA_AGENT_INFO_WAVEFRONT_SIZE, &wavefront},
+      {HSA_AGENT_INFO_WORKGROUP_MAX_SIZE, &d->max_workgroup_size},
+      {HSA_AGENT_INFO_WORKGROUP_MAX_DIM, d->max_workgroup_dim},
+      {HSA_AGENT_INFO_GRID_MAX_DIM, &grid},
+      {HSA_AGENT_INFO_QUEUE_MAX_SIZE, &d->queue_max_size},
+  };
+  for (const auto &info : required) {
+    if (const gpuhal_status_t call_st =
+            hsa_call(rt().hsa_agent_get_info, "hsa_agent_get_info", agent, info.first, info.second);
+        call_st != GPUHAL_SUCCESS)
+      return call_st;
+  }
   // AMD's extensions are informational: a runtime without one leaves 0.
   rt().hsa_agent_get_info(agent, HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT, &cus);
   rt().hsa_agent_get_info(agent, HSA_AMD_AGENT_INFO_MAX_CLOCK_FREQUENCY, &clock);
