@@ -112,8 +112,8 @@ struct ContextChild {
   }
 };
 
-// A new child object (stream, event, module) of a live context; throws
-// ERROR_CONTEXT_RESET-style errors naming `what` when the context is gone.
+// A new child object (stream, event, module) of a live context; check_alive
+// throws (naming `what`) when the context was reset or is a parent's after fork().
 template <class Impl>
 std::shared_ptr<Impl> new_child(const std::shared_ptr<ContextImpl> &ctx, const char *what) {
   const uint64_t gen = ctx->current_generation();

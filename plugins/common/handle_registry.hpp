@@ -18,6 +18,18 @@
 
 namespace gpuhal::plugin {
 
+// Removes `key` from a map of owned objects and hands the object back
+// (nullptr when the key is not there), so the caller destroys it after
+// unlocking. The caller holds whatever lock guards the map.
+template <class Map, class Key>
+typename Map::mapped_type take_owned(Map &owned, const Key &key) {
+  auto it = owned.find(key);
+  if (it == owned.end()) return nullptr;
+  typename Map::mapped_type out = std::move(it->second);
+  owned.erase(it);
+  return out;
+}
+
 template <class T, class Handle>
 class HandleRegistry {
  public:
@@ -37,11 +49,7 @@ class HandleRegistry {
   // Removes and returns the object (nullptr when the handle is not ours).
   std::unique_ptr<T> take(Handle h) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = objects_.find(reinterpret_cast<T *>(h));
-    if (it == objects_.end()) return nullptr;
-    std::unique_ptr<T> out = std::move(it->second);
-    objects_.erase(it);
-    return out;
+    return take_owned(objects_, reinterpret_cast<T *>(h));
   }
   std::vector<std::unique_ptr<T>> take_all() {
     std::vector<std::unique_ptr<T>> out;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "cuda_thread_rules.hpp"
 
+#include "handle_registry.hpp"
+
 #include <dlfcn.h>
 #include <pthread.h>
 
@@ -31,11 +33,9 @@ void trampoline(void *p) {
   std::unique_ptr<HostCall> call;
   {
     std::lock_guard<std::mutex> lock(g_calls_mu);
-    auto it = g_calls.find(static_cast<HostCall *>(p));
-    if (it == g_calls.end()) return;
-    call = std::move(it->second);
-    g_calls.erase(it);
+    call = plugin::take_owned(g_calls, static_cast<HostCall *>(p));
   }
+  if (!call) return;
   t_on_callback = true;
   call->fn(call->user, GPUHAL_SUCCESS);  // the driver runs it only after the prior work succeeded
   t_on_callback = false;

@@ -263,12 +263,9 @@ gpuhal_status_t module_unload(gpuhal_context_t ctx, gpuhal_module_t module) {
     std::unique_ptr<HostModule> m;
     {
       std::lock_guard<std::mutex> lock(c->modules_mu);
-      auto it = c->modules.find(reinterpret_cast<HostModule *>(module));
-      if (it == c->modules.end())
-        return fail(GPUHAL_ERROR_INVALID_HANDLE, "module_unload: not a module of this context");
-      m = std::move(it->second);
-      c->modules.erase(it);
+      m = plugin::take_owned(c->modules, reinterpret_cast<HostModule *>(module));
     }
+    if (!m) return fail(GPUHAL_ERROR_INVALID_HANDLE, "module_unload: not a module of this context");
     return GPUHAL_SUCCESS;  // m's destructor dlcloses
   });
 }

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <thread>
 
+#include "handle_registry.hpp"
 #include "hsa_context.hpp"
 
 namespace gpuhal::hsa {
@@ -472,12 +473,9 @@ gpuhal_status_t stream_destroy(gpuhal_context_t ctx, gpuhal_stream_t stream) {
     std::unique_ptr<HsaStream> owned;
     {
       std::lock_guard<std::mutex> lock(c->mu);
-      auto it = c->streams.find(reinterpret_cast<HsaStream *>(stream));
-      if (it == c->streams.end())
-        return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_destroy: not a stream created in this context");
-      owned = std::move(it->second);
-      c->streams.erase(it);
+      owned = plugin::take_owned(c->streams, reinterpret_cast<HsaStream *>(stream));
     }
+    if (!owned) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_destroy: not a stream created in this context");
     if (owned->last) owned->last->wait(&c->failed);
     {
       std::lock_guard<std::mutex> lock(c->mu);
