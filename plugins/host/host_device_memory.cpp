@@ -14,13 +14,13 @@
 #include <string>
 
 #include "host_context.hpp"
+#include "host_entries.hpp"
 #include "plugin_support.hpp"
 
 namespace gpuhal::host {
 namespace {
 
 using plugin::fail;
-using plugin::guard;
 
 // Layout of the 64 handle bytes (host byte order: same machine only).
 struct HandleBytes {
@@ -107,9 +107,7 @@ void unmap_device_memory(void *ptr, uint64_t bytes, int fd) {
 
 gpuhal_status_t ipc_get_handle(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpuhal_ipc_handle_t *out,
                                gpuhal_deviceptr_t *base_out, uint64_t *bytes_out) {
-  return guard("ipc_get_handle", [&]() -> gpuhal_status_t {
-    HostContext *c = find_context(ctx);
-    if (!c) return fail(GPUHAL_ERROR_INVALID_HANDLE, "ipc_get_handle: invalid context handle");
+  return in_context(ctx, "ipc_get_handle", [&](HostContext *c) -> gpuhal_status_t {
     if (!out || !base_out || !bytes_out) return fail(GPUHAL_ERROR_INVALID_VALUE, "ipc_get_handle: null output pointer");
     std::lock_guard<std::mutex> lock(g_export_mu);
     uintptr_t base = 0;
@@ -151,9 +149,7 @@ gpuhal_status_t ipc_get_handle(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpu
 
 gpuhal_status_t ipc_open(gpuhal_context_t ctx, const gpuhal_ipc_handle_t *handle, gpuhal_deviceptr_t *out,
                          uint64_t *bytes_out) {
-  return guard("ipc_open", [&]() -> gpuhal_status_t {
-    HostContext *c = find_context(ctx);
-    if (!c) return fail(GPUHAL_ERROR_INVALID_HANDLE, "ipc_open: invalid context handle");
+  return in_context(ctx, "ipc_open", [&](HostContext *c) -> gpuhal_status_t {
     if (!handle || !out || !bytes_out) return fail(GPUHAL_ERROR_INVALID_VALUE, "ipc_open: null pointer");
     HandleBytes h;
     std::memcpy(&h, handle->bytes, sizeof h);
@@ -193,9 +189,7 @@ gpuhal_status_t ipc_open(gpuhal_context_t ctx, const gpuhal_ipc_handle_t *handle
 }
 
 gpuhal_status_t ipc_close(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
-  return guard("ipc_close", [&]() -> gpuhal_status_t {
-    HostContext *c = find_context(ctx);
-    if (!c) return fail(GPUHAL_ERROR_INVALID_HANDLE, "ipc_close: invalid context handle");
+  return in_context(ctx, "ipc_close", [&](HostContext *c) -> gpuhal_status_t {
     const Region r = plugin_state().registry.erase(uintptr_t(ptr), c, RegionKind::IpcOpened);
     if (r.size == 0)
       return fail(GPUHAL_ERROR_INVALID_VALUE,

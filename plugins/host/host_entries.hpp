@@ -9,8 +9,9 @@
 #include <string>
 
 #include "gpuhal/plugin.h"
-#include "plugin_table.hpp"
 #include "host_context.hpp"
+#include "plugin_support.hpp"
+#include "plugin_table.hpp"
 
 namespace gpuhal::host {
 
@@ -23,6 +24,18 @@ gpuhal_status_t would_deadlock(const char *entry);
 gpuhal_status_t kernel_failure(HostContext *c);
 // The stream position an event's last record stands for; false if never recorded.
 bool event_dep(const std::shared_ptr<HostEvent> &e, Dep *out);
+
+// The shape of every entry that works in a context: resolves the handle
+// (ERROR_INVALID_HANDLE naming `entry`) and runs body(c) under guard() (an
+// exception becomes a status naming `entry`). c stays valid for the call:
+// the core destroys a context only when its last handle goes, and a call
+// holds one.
+template <class Body>
+gpuhal_status_t in_context(gpuhal_context_t ctx, const char *entry, Body &&body) {
+  HostContext *c = find_context(ctx);
+  if (!c) return bad_context(entry);
+  return plugin::guard(entry, [&]() -> gpuhal_status_t { return body(c); });
+}
 
 // Every entry of the plugin table, with the table's own signature, defined
 // in the file of its object: host_plugin.cpp (lifecycle, devices, contexts,

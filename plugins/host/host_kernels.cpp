@@ -11,6 +11,7 @@
 
 #include "compiled_image.hpp"
 #include "host_context.hpp"
+#include "host_entries.hpp"
 #include "host_lowering.hpp"
 #include "host_workitem_loops.hpp"
 #include "plugin_support.hpp"
@@ -18,16 +19,11 @@
 namespace gpuhal::host {
 
 using plugin::fail;
-using plugin::guard;
 
 namespace {
 
 // Launches of at most this many work-items may run on the calling thread.
 constexpr uint64_t kInlineLaunchItems = 4096;
-
-gpuhal_status_t no_context(const char *entry) {
-  return fail(GPUHAL_ERROR_INVALID_HANDLE, std::string(entry) + ": invalid or destroyed context handle");
-}
 
 HostModule *find_module(HostContext *c, gpuhal_module_t handle) {
   std::lock_guard<std::mutex> lock(c->modules_mu);
@@ -115,8 +111,7 @@ gpuhal_status_t lower_builtin(const char *builtin, const char **text) {
 
 gpuhal_status_t module_compile(gpuhal_context_t ctx, const gpuhal_compile_args_t *args, void **image, uint64_t *bytes,
                                uint32_t *format) {
-  return guard("module_compile", [&]() -> gpuhal_status_t {
-    if (!find_context(ctx)) return no_context("module_compile");
+  return in_context(ctx, "module_compile", [&](HostContext *) -> gpuhal_status_t {
     if (const gpuhal_status_t st = plugin::check_compile_args(args, image, bytes, format); st != GPUHAL_SUCCESS)
       return st;
     const std::string options = args->options ? args->options : "";
@@ -181,9 +176,7 @@ void image_free(void *image) {
 
 gpuhal_status_t module_load(gpuhal_context_t ctx, const void *image, uint64_t bytes, uint32_t format,
                             gpuhal_module_t *out) {
-  return guard("module_load", [&]() -> gpuhal_status_t {
-    HostContext *c = find_context(ctx);
-    if (!c) return no_context("module_load");
+  return in_context(ctx, "module_load", [&](HostContext *c) -> gpuhal_status_t {
     if (!image || !bytes || !out) return fail(GPUHAL_ERROR_INVALID_VALUE, "module_load: null or empty image");
     if (format != GPUHAL_IMAGE_HOST_SHARED_OBJECT)
       return fail(GPUHAL_ERROR_INVALID_IMAGE, "module_load: the host backend loads host shared objects only (format " +
@@ -257,9 +250,7 @@ gpuhal_status_t module_load(gpuhal_context_t ctx, const void *image, uint64_t by
 }
 
 gpuhal_status_t module_unload(gpuhal_context_t ctx, gpuhal_module_t module) {
-  return guard("module_unload", [&]() -> gpuhal_status_t {
-    HostContext *c = find_context(ctx);
-    if (!c) return no_context("module_unload");
+  return in_context(ctx, "module_unload", [&](HostContext *c) -> gpuhal_status_t {
     std::unique_ptr<HostModule> m;
     {
       std::lock_guard<std::mutex> lock(c->modules_mu);
@@ -272,24 +263,22 @@ gpuhal_status_t module_unload(gpuhal_context_t ctx, gpuhal_module_t module) {
 
 gpuhal_status_t module_get_kernel(gpuhal_context_t ctx, gpuhal_module_t module, const char *name,
                                   gpuhal_kernel_t *out) {
-  HostContext *c = find_context(ctx);
-  if (!c) return no_context("module_get_kernel");
-  if (!name || !out) return fail(GPUHAL_ERROR_INVALID_VALUE, "module_get_kernel: null argument");
-  HostModule *m = find_module(c, module);
-  if (!m) return fail(GPUHAL_ERROR_INVALID_HANDLE, "module_get_kernel: not a module of this context");
-  for (const auto *k : m->kernels)
-    if (std::strcmp(k->name, name) == 0) {
-      *out = reinterpret_cast<gpuhal_kernel_t>(const_cast<gpuhal_host_kernel *>(k));
-      return GPUHAL_SUCCESS;
-    }
-  return fail(GPUHAL_ERROR_NOT_FOUND, std::string("module_get_kernel: no kernel '") + name + "' in the module");
+  return in_context(ctx, "module_get_kernel", [&](HostContext *c) -> gpuhal_status_t {
+    if (!name || !out) return fail(GPUHAL_ERROR_INVALID_VALUE, "module_get_kernel: null argument");
+    HostModule *m = find_module(c, module);
+    if (!m) return fail(GPUHAL_ERROR_INVALID_HANDLE, "module_get_kernel: not a module of this context");
+    for (const auto *k : m->kernels)
+      if (std::strcmp(k->name, name) == 0) {
+        *out = reinterpret_cast<gpuhal_kernel_t>(const_cast<gpuhal_host_kernel *>(k));
+        return GPUHAL_SUCCESS;
+      }
+    return fail(GPUHAL_ERROR_NOT_FOUND, std::string("module_get_kernel: no kernel '") + name + "' in the module");
+  });
 }
 
 gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuhal_launch_config_t *config,
                        void *const *args, uint32_t arg_count, gpuhal_stream_t stream) {
-  return guard("launch", [&]() -> gpuhal_status_t {
-    HostContext *c = find_context(ctx);
-    if (!c) return no_context("launch");
+  return in_context(ctx, "launch", [&](HostContext *c) -> gpuhal_status_t {
     if (!config || config->struct_size < sizeof(gpuhal_launch_config_t))
       return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: null or short launch configuration");
     const auto *k = reinterpret_cast<const gpuhal_host_kernel *>(kernel);

@@ -13,31 +13,28 @@
 namespace gpuhal::host {
 
 using plugin::fail;
-using plugin::guard;
 
 gpuhal_status_t mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr_t *out) {
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("mem_alloc");
-  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc: null output pointer");
-  if (bytes == 0) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc: size must be positive");
-  HostDevice *d = c->device();
-  if (d->limit) {
-    uint64_t used = d->used.load();
-    do {
-      if (bytes > d->limit || used > d->limit - bytes)
-        return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "mem_alloc: out of device memory: " + std::to_string(bytes) +
-                                                    " bytes requested, " + std::to_string(used) + " of " +
-                                                    std::to_string(d->limit) + " in use (GPUHAL_HOST_MEMORY_LIMIT)");
-    } while (!d->used.compare_exchange_weak(used, used + bytes));
-  } else {
-    d->used.fetch_add(bytes);
-  }
-  void *p = map_device_memory(bytes);
-  if (!p) {
-    d->used.fetch_sub(bytes);
-    return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "mem_alloc: mapping " + std::to_string(bytes) + " bytes failed");
-  }
-  return guard("mem_alloc", [&]() -> gpuhal_status_t {
+  return in_context(ctx, "mem_alloc", [&](HostContext *c) -> gpuhal_status_t {
+    if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc: null output pointer");
+    if (bytes == 0) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc: size must be positive");
+    HostDevice *d = c->device();
+    if (d->limit) {
+      uint64_t used = d->used.load();
+      do {
+        if (bytes > d->limit || used > d->limit - bytes)
+          return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "mem_alloc: out of device memory: " + std::to_string(bytes) +
+                                                      " bytes requested, " + std::to_string(used) + " of " +
+                                                      std::to_string(d->limit) + " in use (GPUHAL_HOST_MEMORY_LIMIT)");
+      } while (!d->used.compare_exchange_weak(used, used + bytes));
+    } else {
+      d->used.fetch_add(bytes);
+    }
+    void *p = map_device_memory(bytes);
+    if (!p) {
+      d->used.fetch_sub(bytes);
+      return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "mem_alloc: mapping " + std::to_string(bytes) + " bytes failed");
+    }
     try {
       plugin_state().registry.insert(reinterpret_cast<uintptr_t>(p), Region{bytes, c, RegionKind::Device, 0});
     } catch (...) {
@@ -51,14 +48,14 @@ gpuhal_status_t mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr
 }
 
 gpuhal_status_t mem_free(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("mem_free");
-  const Region r = plugin_state().registry.erase(uintptr_t(ptr), c, RegionKind::Device);
-  if (r.size == 0)
-    return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_free: " + hex(ptr) + " is not a live allocation of this context");
-  unmap_device_memory(reinterpret_cast<void *>(uintptr_t(ptr)), r.size, r.fd);
-  c->device()->used.fetch_sub(r.size);
-  return GPUHAL_SUCCESS;
+  return in_context(ctx, "mem_free", [&](HostContext *c) -> gpuhal_status_t {
+    const Region r = plugin_state().registry.erase(uintptr_t(ptr), c, RegionKind::Device);
+    if (r.size == 0)
+      return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_free: " + hex(ptr) + " is not a live allocation of this context");
+    unmap_device_memory(reinterpret_cast<void *>(uintptr_t(ptr)), r.size, r.fd);
+    c->device()->used.fetch_sub(r.size);
+    return GPUHAL_SUCCESS;
+  });
 }
 
 // The host's device memory is the host's memory: managed memory is device
@@ -70,18 +67,16 @@ gpuhal_status_t mem_alloc_managed(gpuhal_context_t ctx, uint64_t bytes, gpuhal_d
 // Stream-ordered memory: the allocation is made at once (always early
 // enough); the free runs on the stream after the work submitted before it.
 gpuhal_status_t mem_alloc_async(gpuhal_context_t ctx, uint64_t bytes, gpuhal_stream_t stream, gpuhal_deviceptr_t *out) {
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("mem_alloc_async");
-  if (!c->stream(stream)) return bad_stream("mem_alloc_async");
-  return mem_alloc(ctx, bytes, out);
+  return in_context(ctx, "mem_alloc_async", [&](HostContext *c) -> gpuhal_status_t {
+    if (!c->stream(stream)) return bad_stream("mem_alloc_async");
+    return mem_alloc(ctx, bytes, out);
+  });
 }
 
 gpuhal_status_t mem_free_async(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpuhal_stream_t stream) {
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("mem_free_async");
-  std::shared_ptr<StreamState> s = c->stream(stream);
-  if (!s) return bad_stream("mem_free_async");
-  return guard("mem_free_async", [&]() -> gpuhal_status_t {
+  return in_context(ctx, "mem_free_async", [&](HostContext *c) -> gpuhal_status_t {
+    std::shared_ptr<StreamState> s = c->stream(stream);
+    if (!s) return bad_stream("mem_free_async");
     // Out of the registry now (new work may not use it), unmapped later.
     const Region r = plugin_state().registry.erase(uintptr_t(ptr), c, RegionKind::Device);
     if (r.size == 0)

@@ -15,21 +15,19 @@
 namespace gpuhal::host {
 
 using plugin::fail;
-using plugin::guard;
 
 // ---- host memory -----------------------------------------------------------------------
 
 gpuhal_status_t host_alloc(gpuhal_context_t ctx, uint64_t bytes, uint32_t flags, void **out) {
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("host_alloc");
-  if (const gpuhal_status_t st =
-          plugin::check_host_memory_args("host_alloc", plugin::HostArg::Output, out, bytes, flags);
-      st != GPUHAL_SUCCESS)
-    return st;
-  void *p = nullptr;
-  if (bytes > uint64_t(SIZE_MAX) / 2 || posix_memalign(&p, 4096, size_t(bytes)) != 0)
-    return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "host_alloc: posix_memalign of " + std::to_string(bytes) + " bytes failed");
-  return guard("host_alloc", [&]() -> gpuhal_status_t {
+  return in_context(ctx, "host_alloc", [&](HostContext *c) -> gpuhal_status_t {
+    if (const gpuhal_status_t st =
+            plugin::check_host_memory_args("host_alloc", plugin::HostArg::Output, out, bytes, flags);
+        st != GPUHAL_SUCCESS)
+      return st;
+    void *p = nullptr;
+    if (bytes > uint64_t(SIZE_MAX) / 2 || posix_memalign(&p, 4096, size_t(bytes)) != 0)
+      return fail(GPUHAL_ERROR_OUT_OF_MEMORY,
+                  "host_alloc: posix_memalign of " + std::to_string(bytes) + " bytes failed");
     try {
       plugin_state().registry.insert(reinterpret_cast<uintptr_t>(p), Region{bytes, c, RegionKind::HostAlloc, flags});
     } catch (...) {
@@ -42,24 +40,22 @@ gpuhal_status_t host_alloc(gpuhal_context_t ctx, uint64_t bytes, uint32_t flags,
 }
 
 gpuhal_status_t host_free(gpuhal_context_t ctx, void *ptr) {
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("host_free");
-  const Region r = plugin_state().registry.erase(reinterpret_cast<uintptr_t>(ptr), c, RegionKind::HostAlloc);
-  if (r.size == 0)
-    return fail(GPUHAL_ERROR_INVALID_VALUE,
-                "host_free: " + hex(uintptr_t(ptr)) + " is not a host allocation of this context");
-  std::free(ptr);
-  return GPUHAL_SUCCESS;
+  return in_context(ctx, "host_free", [&](HostContext *c) -> gpuhal_status_t {
+    const Region r = plugin_state().registry.erase(reinterpret_cast<uintptr_t>(ptr), c, RegionKind::HostAlloc);
+    if (r.size == 0)
+      return fail(GPUHAL_ERROR_INVALID_VALUE,
+                  "host_free: " + hex(uintptr_t(ptr)) + " is not a host allocation of this context");
+    std::free(ptr);
+    return GPUHAL_SUCCESS;
+  });
 }
 
 gpuhal_status_t host_register(gpuhal_context_t ctx, void *ptr, uint64_t bytes, uint32_t flags) {
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("host_register");
-  if (const gpuhal_status_t st =
-          plugin::check_host_memory_args("host_register", plugin::HostArg::Range, ptr, bytes, flags);
-      st != GPUHAL_SUCCESS)
-    return st;
-  return guard("host_register", [&]() -> gpuhal_status_t {
+  return in_context(ctx, "host_register", [&](HostContext *c) -> gpuhal_status_t {
+    if (const gpuhal_status_t st =
+            plugin::check_host_memory_args("host_register", plugin::HostArg::Range, ptr, bytes, flags);
+        st != GPUHAL_SUCCESS)
+      return st;
     auto &reg = plugin_state().registry;
     if (reg.overlaps_host(uintptr_t(ptr), bytes))
       return fail(GPUHAL_ERROR_ALREADY_REGISTERED,
@@ -71,26 +67,26 @@ gpuhal_status_t host_register(gpuhal_context_t ctx, void *ptr, uint64_t bytes, u
 }
 
 gpuhal_status_t host_unregister(gpuhal_context_t ctx, void *ptr) {
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("host_unregister");
-  const Region r = plugin_state().registry.erase(reinterpret_cast<uintptr_t>(ptr), c, RegionKind::Registered);
-  if (r.size == 0)
-    return fail(GPUHAL_ERROR_NOT_REGISTERED,
-                "host_unregister: " + hex(uintptr_t(ptr)) + " is not registered in this context");
-  return GPUHAL_SUCCESS;
+  return in_context(ctx, "host_unregister", [&](HostContext *c) -> gpuhal_status_t {
+    const Region r = plugin_state().registry.erase(reinterpret_cast<uintptr_t>(ptr), c, RegionKind::Registered);
+    if (r.size == 0)
+      return fail(GPUHAL_ERROR_NOT_REGISTERED,
+                  "host_unregister: " + hex(uintptr_t(ptr)) + " is not registered in this context");
+    return GPUHAL_SUCCESS;
+  });
 }
 
 gpuhal_status_t host_get_device_pointer(gpuhal_context_t ctx, void *host_ptr, gpuhal_deviceptr_t *out) {
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("host_get_device_pointer");
-  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_get_device_pointer: null output pointer");
-  uintptr_t base;
-  Region r;
-  if (!plugin_state().registry.find_host(uintptr_t(host_ptr), &base, &r) || !(r.flags & GPUHAL_HOST_ALLOC_MAPPED))
-    return fail(GPUHAL_ERROR_INVALID_VALUE, "host_get_device_pointer: " + hex(uintptr_t(host_ptr)) +
-                                                " is not inside host memory allocated or registered as mapped");
-  *out = uintptr_t(host_ptr);  // unified addressing: the same address
-  return GPUHAL_SUCCESS;
+  return in_context(ctx, "host_get_device_pointer", [&](HostContext *) -> gpuhal_status_t {
+    if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_get_device_pointer: null output pointer");
+    uintptr_t base;
+    Region r;
+    if (!plugin_state().registry.find_host(uintptr_t(host_ptr), &base, &r) || !(r.flags & GPUHAL_HOST_ALLOC_MAPPED))
+      return fail(GPUHAL_ERROR_INVALID_VALUE, "host_get_device_pointer: " + hex(uintptr_t(host_ptr)) +
+                                                  " is not inside host memory allocated or registered as mapped");
+    *out = uintptr_t(host_ptr);  // unified addressing: the same address
+    return GPUHAL_SUCCESS;
+  });
 }
 
 }  // namespace gpuhal::host

@@ -227,22 +227,22 @@ gpuhal_status_t context_destroy(gpuhal_context_t ctx) {
 }
 
 gpuhal_status_t context_synchronize(gpuhal_context_t ctx) {
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("context_synchronize");
-  if (on_worker_thread()) return would_deadlock("context_synchronize");
-  c->synchronize();
-  return kernel_failure(c);
+  return in_context(ctx, "context_synchronize", [&](HostContext *c) -> gpuhal_status_t {
+    if (on_worker_thread()) return would_deadlock("context_synchronize");
+    c->synchronize();
+    return kernel_failure(c);
+  });
 }
 
 gpuhal_status_t memory_info(gpuhal_context_t ctx, uint64_t *free_bytes, uint64_t *total_bytes) {
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("memory_info");
-  if (!free_bytes || !total_bytes) return fail(GPUHAL_ERROR_INVALID_VALUE, "memory_info: null output pointer");
-  HostDevice *d = c->device();
-  const uint64_t used = d->used.load();
-  *total_bytes = d->total_memory;
-  *free_bytes = d->limit ? (used < d->limit ? d->limit - used : 0) : std::min(available_memory(), d->total_memory);
-  return GPUHAL_SUCCESS;
+  return in_context(ctx, "memory_info", [&](HostContext *c) -> gpuhal_status_t {
+    if (!free_bytes || !total_bytes) return fail(GPUHAL_ERROR_INVALID_VALUE, "memory_info: null output pointer");
+    HostDevice *d = c->device();
+    const uint64_t used = d->used.load();
+    *total_bytes = d->total_memory;
+    *free_bytes = d->limit ? (used < d->limit ? d->limit - used : 0) : std::min(available_memory(), d->total_memory);
+    return GPUHAL_SUCCESS;
+  });
 }
 
 // ---- peer access: every host device addresses the same memory -----------------------

@@ -10,7 +10,6 @@
 namespace gpuhal::host {
 
 using plugin::fail;
-using plugin::guard;
 
 namespace {
 thread_local bool t_on_worker = false;
@@ -180,68 +179,60 @@ void StreamState::synchronize() {
 // ---- the stream entries of the plugin table ------------------------------------------------------------
 
 gpuhal_status_t stream_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_stream_t *out) {
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("stream_create");
-  if (const gpuhal_status_t st = plugin::check_create_args("stream_create", out, flags, GPUHAL_STREAM_NON_BLOCKING);
-      st != GPUHAL_SUCCESS)
-    return st;
-  return guard("stream_create", [&] {
+  return in_context(ctx, "stream_create", [&](HostContext *c) -> gpuhal_status_t {
+    if (const gpuhal_status_t st = plugin::check_create_args("stream_create", out, flags, GPUHAL_STREAM_NON_BLOCKING);
+        st != GPUHAL_SUCCESS)
+      return st;
     *out = c->create_stream((flags & GPUHAL_STREAM_NON_BLOCKING) != 0);
     return GPUHAL_SUCCESS;
   });
 }
 
 gpuhal_status_t stream_destroy(gpuhal_context_t ctx, gpuhal_stream_t stream) {
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("stream_destroy");
-  if (!stream || stream == GPUHAL_STREAM_LEGACY || stream == GPUHAL_STREAM_PER_THREAD)
-    return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_destroy: a default stream cannot be destroyed");
-  return guard("stream_destroy", [&] {
+  return in_context(ctx, "stream_destroy", [&](HostContext *c) -> gpuhal_status_t {
+    if (!stream || stream == GPUHAL_STREAM_LEGACY || stream == GPUHAL_STREAM_PER_THREAD)
+      return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_destroy: a default stream cannot be destroyed");
     return c->destroy_stream(stream) ? GPUHAL_SUCCESS
                                      : fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_destroy: invalid stream handle");
   });
 }
 
 gpuhal_status_t stream_synchronize(gpuhal_context_t ctx, gpuhal_stream_t stream) {
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("stream_synchronize");
-  if (on_worker_thread()) return would_deadlock("stream_synchronize");
-  std::shared_ptr<StreamState> s = c->stream(stream);
-  if (!s) return bad_stream("stream_synchronize");
-  s->synchronize();
-  return kernel_failure(c);
+  return in_context(ctx, "stream_synchronize", [&](HostContext *c) -> gpuhal_status_t {
+    if (on_worker_thread()) return would_deadlock("stream_synchronize");
+    std::shared_ptr<StreamState> s = c->stream(stream);
+    if (!s) return bad_stream("stream_synchronize");
+    s->synchronize();
+    return kernel_failure(c);
+  });
 }
 
 gpuhal_status_t stream_query(gpuhal_context_t ctx, gpuhal_stream_t stream) {
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("stream_query");
-  std::shared_ptr<StreamState> s = c->stream(stream);
-  if (!s) return bad_stream("stream_query");
-  return s->idle() ? GPUHAL_SUCCESS : GPUHAL_NOT_READY;
+  return in_context(ctx, "stream_query", [&](HostContext *c) -> gpuhal_status_t {
+    std::shared_ptr<StreamState> s = c->stream(stream);
+    if (!s) return bad_stream("stream_query");
+    return s->idle() ? GPUHAL_SUCCESS : GPUHAL_NOT_READY;
+  });
 }
 
 gpuhal_status_t stream_wait_event(gpuhal_context_t ctx, gpuhal_stream_t stream, gpuhal_event_t event) {
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("stream_wait_event");
-  std::shared_ptr<StreamState> s = c->stream(stream);
-  if (!s) return bad_stream("stream_wait_event");
-  auto e = c->event(event);
-  if (!e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_wait_event: invalid event handle");
-  Dep d;
-  if (!event_dep(e, &d)) return GPUHAL_SUCCESS;  // never recorded: nothing to wait for
-  return guard("stream_wait_event", [&] {
+  return in_context(ctx, "stream_wait_event", [&](HostContext *c) -> gpuhal_status_t {
+    std::shared_ptr<StreamState> s = c->stream(stream);
+    if (!s) return bad_stream("stream_wait_event");
+    auto e = c->event(event);
+    if (!e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_wait_event: invalid event handle");
+    Dep d;
+    if (!event_dep(e, &d)) return GPUHAL_SUCCESS;  // never recorded: nothing to wait for
     c->submit(s, nullptr, {d});
     return GPUHAL_SUCCESS;
   });
 }
 
 gpuhal_status_t stream_add_callback(gpuhal_context_t ctx, gpuhal_stream_t stream, gpuhal_host_fn fn, void *user) {
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("stream_add_callback");
-  std::shared_ptr<StreamState> s = c->stream(stream);
-  if (!s) return bad_stream("stream_add_callback");
-  if (!fn) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_add_callback: null function");
-  return guard("stream_add_callback", [&] {
+  return in_context(ctx, "stream_add_callback", [&](HostContext *c) -> gpuhal_status_t {
+    std::shared_ptr<StreamState> s = c->stream(stream);
+    if (!s) return bad_stream("stream_add_callback");
+    if (!fn) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_add_callback: null function");
     c->submit(s, [fn, user](bool ok) { fn(user, ok ? GPUHAL_SUCCESS : GPUHAL_ERROR_CONTEXT_DESTROYED); });
     return GPUHAL_SUCCESS;
   });
@@ -249,14 +240,12 @@ gpuhal_status_t stream_add_callback(gpuhal_context_t ctx, gpuhal_stream_t stream
 
 gpuhal_status_t stream_barrier(gpuhal_context_t ctx, gpuhal_stream_t stream, const gpuhal_event_t *events,
                                uint32_t count, uint32_t flags) {
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("stream_barrier");
-  std::shared_ptr<StreamState> s = c->stream(stream);
-  if (!s) return bad_stream("stream_barrier");
-  if (flags & ~GPUHAL_BARRIER_ALL_PRIOR_WORK)
-    return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_barrier: unknown flags " + hex(flags));
-  if (count && !events) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_barrier: null event list");
-  return guard("stream_barrier", [&]() -> gpuhal_status_t {
+  return in_context(ctx, "stream_barrier", [&](HostContext *c) -> gpuhal_status_t {
+    std::shared_ptr<StreamState> s = c->stream(stream);
+    if (!s) return bad_stream("stream_barrier");
+    if (flags & ~GPUHAL_BARRIER_ALL_PRIOR_WORK)
+      return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_barrier: unknown flags " + hex(flags));
+    if (count && !events) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_barrier: null event list");
     std::vector<Dep> deps;
     for (uint32_t i = 0; i < count; ++i) {
       auto e = c->event(events[i]);

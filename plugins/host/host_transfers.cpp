@@ -15,7 +15,6 @@
 namespace gpuhal::host {
 
 using plugin::fail;
-using plugin::guard;
 
 // ---- transfers -------------------------------------------------------------------
 
@@ -56,23 +55,23 @@ gpuhal_status_t copy_on(HostContext *c, const std::shared_ptr<StreamState> &s, g
 
 gpuhal_status_t memcpy_sync(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
                             uint64_t bytes) {
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("memcpy_sync");
-  if (on_worker_thread()) return would_deadlock("memcpy_sync");
-  if (gpuhal_status_t st = check_copy("memcpy_sync", kind, dst, src, bytes)) return st;
-  if (bytes == 0) return GPUHAL_SUCCESS;
-  return guard("memcpy_sync", [&] { return copy_on(c, c->stream(nullptr), dst, src, bytes, true); });
+  return in_context(ctx, "memcpy_sync", [&](HostContext *c) -> gpuhal_status_t {
+    if (on_worker_thread()) return would_deadlock("memcpy_sync");
+    if (gpuhal_status_t st = check_copy("memcpy_sync", kind, dst, src, bytes)) return st;
+    if (bytes == 0) return GPUHAL_SUCCESS;
+    return copy_on(c, c->stream(nullptr), dst, src, bytes, true);
+  });
 }
 
 gpuhal_status_t memcpy_async(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
                              uint64_t bytes, gpuhal_stream_t stream) {
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("memcpy_async");
-  std::shared_ptr<StreamState> s = c->stream(stream);
-  if (!s) return bad_stream("memcpy_async");
-  if (gpuhal_status_t st = check_copy("memcpy_async", kind, dst, src, bytes)) return st;
-  if (bytes == 0) return GPUHAL_SUCCESS;
-  return guard("memcpy_async", [&] { return copy_on(c, s, dst, src, bytes, false); });
+  return in_context(ctx, "memcpy_async", [&](HostContext *c) -> gpuhal_status_t {
+    std::shared_ptr<StreamState> s = c->stream(stream);
+    if (!s) return bad_stream("memcpy_async");
+    if (gpuhal_status_t st = check_copy("memcpy_async", kind, dst, src, bytes)) return st;
+    if (bytes == 0) return GPUHAL_SUCCESS;
+    return copy_on(c, s, dst, src, bytes, false);
+  });
 }
 
 namespace {
@@ -100,19 +99,19 @@ gpuhal_status_t set_on(HostContext *c, const std::shared_ptr<StreamState> &s, gp
 }  // namespace
 
 gpuhal_status_t memset_sync(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t value, uint64_t bytes) {
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("memset_sync");
-  if (on_worker_thread()) return would_deadlock("memset_sync");
-  return guard("memset_sync", [&] { return set_on(c, c->stream(nullptr), dst, value, bytes, true); });
+  return in_context(ctx, "memset_sync", [&](HostContext *c) -> gpuhal_status_t {
+    if (on_worker_thread()) return would_deadlock("memset_sync");
+    return set_on(c, c->stream(nullptr), dst, value, bytes, true);
+  });
 }
 
 gpuhal_status_t memset_async(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t value, uint64_t bytes,
                              gpuhal_stream_t stream) {
-  HostContext *c = find_context(ctx);
-  if (!c) return bad_context("memset_async");
-  std::shared_ptr<StreamState> s = c->stream(stream);
-  if (!s) return bad_stream("memset_async");
-  return guard("memset_async", [&] { return set_on(c, s, dst, value, bytes, false); });
+  return in_context(ctx, "memset_async", [&](HostContext *c) -> gpuhal_status_t {
+    std::shared_ptr<StreamState> s = c->stream(stream);
+    if (!s) return bad_stream("memset_async");
+    return set_on(c, s, dst, value, bytes, false);
+  });
 }
 
 }  // namespace gpuhal::host
