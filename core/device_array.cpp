@@ -6,6 +6,7 @@
 #include "gpuhal/device_array.hpp"
 
 #include <cstdlib>
+#include <utility>
 
 #include "internal.hpp"
 #include "strided_copy.hpp"
@@ -69,36 +70,32 @@ int64_t DeviceArray::length() const {
   return shape()[0];
 }
 
-DeviceArray DeviceArray::view(const std::vector<Index> &indices) const {
+DeviceArray DeviceArray::with_layout(Layout layout, DType dtype) const {
   DeviceArray out = *this;
-  out.layout_ = layout_.index(indices);
-  return out;
-}
-
-DeviceArray DeviceArray::reshape(const Shape &new_shape, char order) const {
-  DeviceArray out = *this;
-  out.layout_ = layout_.reshape(new_shape, order);
-  return out;
-}
-
-DeviceArray DeviceArray::view(DType dtype) const {
-  dtype.validate();
-  DeviceArray out = *this;
-  out.layout_ = layout_.view_itemsize(dtype.itemsize());
+  out.layout_ = std::move(layout);
   out.dtype_ = dtype;
   return out;
 }
 
+DeviceArray DeviceArray::view(const std::vector<Index> &indices) const {
+  return with_layout(layout_.index(indices), dtype_);
+}
+
+DeviceArray DeviceArray::reshape(const Shape &new_shape, char order) const {
+  return with_layout(layout_.reshape(new_shape, order), dtype_);
+}
+
+DeviceArray DeviceArray::view(DType dtype) const {
+  dtype.validate();
+  return with_layout(layout_.view_itemsize(dtype.itemsize()), dtype);
+}
+
 DeviceArray DeviceArray::transpose(const std::vector<int> &axes) const {
-  DeviceArray out = *this;
-  out.layout_ = layout_.transpose(axes);
-  return out;
+  return with_layout(layout_.transpose(axes), dtype_);
 }
 
 DeviceArray DeviceArray::ravel(char order) const {
-  DeviceArray out = *this;
-  out.layout_ = layout_.ravel(order);
-  return out;
+  return with_layout(layout_.ravel(order), dtype_);
 }
 
 void DeviceArray::copy_from_host(const HostView &src) const {

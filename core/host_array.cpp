@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 namespace gpuhal {
 
@@ -51,18 +52,20 @@ HostView HostView::view(const std::vector<Index> &indices) const {
   return v;
 }
 
-HostView HostView::view(DType dtype) const {
-  dtype.validate();
+HostView HostView::with_layout(Layout layout, DType dtype) const {
   HostView v = *this;
-  v.layout_ = layout_.view_itemsize(dtype.itemsize());
+  v.layout_ = std::move(layout);
   v.dtype_ = dtype;
   return v;
 }
 
+HostView HostView::view(DType dtype) const {
+  dtype.validate();
+  return with_layout(layout_.view_itemsize(dtype.itemsize()), dtype);
+}
+
 HostView HostView::transpose(const std::vector<int> &axes) const {
-  HostView v = *this;
-  v.layout_ = layout_.transpose(axes);  // same element 0, same data pointer
-  return v;
+  return with_layout(layout_.transpose(axes), dtype_);  // same element 0, same data pointer
 }
 
 void *HostView::element(const std::vector<int64_t> &indices) const {

@@ -86,6 +86,8 @@ class HostView {
   static HostView from_layout(void *base, const Layout &layout, DType dtype, bool writeable);
 
  private:
+  // The same data pointer (element 0) under another layout and dtype.
+  HostView with_layout(Layout layout, DType dtype) const;
   static HostView checked_over(void *data, size_t bytes, const Shape &shape, DType dtype, bool writeable);
   void *data_ = nullptr;
   Layout layout_;

@@ -20,23 +20,12 @@ namespace gpuhal::cuda {
 // ---- streams and events ---------------------------------------------------------------
 
 gpuhal_status_t stream_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_stream_t *out) {
-  if (const gpuhal_status_t st = plugin::check_create_args("stream_create", out, flags, GPUHAL_STREAM_NON_BLOCKING);
-      st != GPUHAL_SUCCESS)
-    return st;
-  return in_context(ctx, "stream_create", [&](CudaContext *c) -> gpuhal_status_t {
-    CUstream s = nullptr;
-    if (const gpuhal_status_t call_st = cu_call(drv().cuStreamCreate, "cuStreamCreate", &s,
-                                                (flags & GPUHAL_STREAM_NON_BLOCKING) ? CU_STREAM_NON_BLOCKING : 0u);
-        call_st != GPUHAL_SUCCESS)
-      return call_st;
-    std::lock_guard<std::mutex> lock(c->mu);
-    c->streams.insert(s);
-    *out = reinterpret_cast<gpuhal_stream_t>(s);
-    return GPUHAL_SUCCESS;
-  });
+  return create_tracked(ctx, "stream_create", flags, GPUHAL_STREAM_NON_BLOCKING, out, &CudaContext::streams,
+                        &Driver::cuStreamDestroy, [&](CUstream *s) {
+                          const unsigned cu_flags = (flags & GPUHAL_STREAM_NON_BLOCKING) ? CU_STREAM_NON_BLOCKING : 0u;
+                          return cu_call(drv().cuStreamCreate, "cuStreamCreate", s, cu_flags);
+                        });
 }
-
-// Checks that a created stream belongs to the context (special handles pass).
 
 gpuhal_status_t stream_destroy(gpuhal_context_t ctx, gpuhal_stream_t stream) {
   return in_context(ctx, "stream_destroy", [&](CudaContext *c) -> gpuhal_status_t {
@@ -94,21 +83,12 @@ gpuhal_status_t stream_add_callback(gpuhal_context_t ctx, gpuhal_stream_t stream
 }
 
 gpuhal_status_t event_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_event_t *out) {
-  if (const gpuhal_status_t st = plugin::check_create_args("event_create", out, flags, GPUHAL_EVENT_DISABLE_TIMING);
-      st != GPUHAL_SUCCESS)
-    return st;
-  return in_context(ctx, "event_create", [&](CudaContext *c) -> gpuhal_status_t {
-    CUevent e = nullptr;
-    if (const gpuhal_status_t call_st =
-            cu_call(drv().cuEventCreate, "cuEventCreate", &e,
-                    (flags & GPUHAL_EVENT_DISABLE_TIMING) ? CU_EVENT_DISABLE_TIMING : CU_EVENT_DEFAULT);
-        call_st != GPUHAL_SUCCESS)
-      return call_st;
-    std::lock_guard<std::mutex> lock(c->mu);
-    c->events.insert(e);
-    *out = reinterpret_cast<gpuhal_event_t>(e);
-    return GPUHAL_SUCCESS;
-  });
+  return create_tracked(ctx, "event_create", flags, GPUHAL_EVENT_DISABLE_TIMING, out, &CudaContext::events,
+                        &Driver::cuEventDestroy, [&](CUevent *e) {
+                          const unsigned cu_flags =
+                              (flags & GPUHAL_EVENT_DISABLE_TIMING) ? CU_EVENT_DISABLE_TIMING : CU_EVENT_DEFAULT;
+                          return cu_call(drv().cuEventCreate, "cuEventCreate", e, cu_flags);
+                        });
 }
 
 gpuhal_status_t event_destroy(gpuhal_context_t ctx, gpuhal_event_t event) {
