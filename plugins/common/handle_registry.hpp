@@ -30,6 +30,19 @@ typename Map::mapped_type take_owned(Map &owned, const Key &key) {
   return out;
 }
 
+// Gives `object` to a map of owned objects (keyed by its address) and
+// writes its handle to *out. The map's slot is made first: if the map
+// cannot grow (std::bad_alloc goes on), `object` is still the caller's,
+// whole, so the caller can release what it holds (a queue, an executable)
+// before destroying it; nothing is handed out. The caller holds whatever
+// lock guards the map.
+template <class Map, class T, class Handle>
+void hand_out_owned(Map &owned, std::unique_ptr<T> &object, Handle *out) {
+  auto slot = owned.emplace(object.get(), nullptr).first;
+  *out = reinterpret_cast<Handle>(object.get());
+  slot->second = std::move(object);
+}
+
 template <class T, class Handle>
 class HandleRegistry {
  public:

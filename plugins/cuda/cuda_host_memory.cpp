@@ -17,26 +17,15 @@ namespace gpuhal::cuda {
 
 // ---- host memory -------------------------------------------------------------------------
 
-gpuhal_status_t host_alloc(gpuhal_context_t ctx, uint64_t bytes, uint32_t flags, void **out) {
-  if (const gpuhal_status_t st =
-          plugin::check_host_memory_args("host_alloc", plugin::HostArg::Output, out, bytes, flags);
-      st != GPUHAL_SUCCESS)
-    return st;
-  return in_context(ctx, "host_alloc", [&](CudaContext *c) -> gpuhal_status_t {
-    // gpuhal's flag bits are CUDA's CU_MEMHOSTALLOC_* bits.
-    void *p = nullptr;
-    if (const gpuhal_status_t call_st = cu_call(drv().cuMemHostAlloc, "cuMemHostAlloc", &p, size_t(bytes), flags);
-        call_st != GPUHAL_SUCCESS)
-      return call_st;
-    std::lock_guard<std::mutex> lock(c->mu);
-    c->host_allocations.insert(p);
-    c->pinned_ranges[reinterpret_cast<uintptr_t>(p)] = size_t(bytes);
-    *out = p;
-    return GPUHAL_SUCCESS;
-  });
+namespace {
+// host_alloc and host_register: records a range the driver pinned in `made`
+// and in the pinned ranges.
+void remember_pinned(CudaContext *c, std::unordered_set<void *> CudaContext::*made, void *ptr, uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(c->mu);
+  (c->*made).insert(ptr);
+  c->pinned_ranges[reinterpret_cast<uintptr_t>(ptr)] = size_t(bytes);
 }
 
-namespace {
 // host_free and host_unregister: `ptr` must be in `made` (else `refusal`,
 // `why`); once the driver released it, it leaves `made` and the pinned
 // ranges.
@@ -53,6 +42,24 @@ gpuhal_status_t release_pinned(const char *entry, gpuhal_context_t ctx, void *pt
   });
 }
 }  // namespace
+
+gpuhal_status_t host_alloc(gpuhal_context_t ctx, uint64_t bytes, uint32_t flags, void **out) {
+  if (const gpuhal_status_t st =
+          plugin::check_host_memory_args("host_alloc", plugin::HostArg::Output, out, bytes, flags);
+      st != GPUHAL_SUCCESS)
+    return st;
+  return in_context(ctx, "host_alloc", [&](CudaContext *c) -> gpuhal_status_t {
+    // gpuhal's flag bits are CUDA's CU_MEMHOSTALLOC_* bits.
+    void *p = nullptr;
+    if (const gpuhal_status_t call_st = cu_call(drv().cuMemHostAlloc, "cuMemHostAlloc", &p, size_t(bytes), flags);
+        call_st != GPUHAL_SUCCESS)
+      return call_st;
+    remember_pinned(c, &CudaContext::host_allocations, p, bytes);
+    *out = p;
+    return GPUHAL_SUCCESS;
+  });
+}
+
 
 gpuhal_status_t host_free(gpuhal_context_t ctx, void *ptr) {
   return release_pinned("host_free", ctx, ptr, &CudaContext::host_allocations, GPUHAL_ERROR_INVALID_VALUE,
@@ -71,9 +78,7 @@ gpuhal_status_t host_register(gpuhal_context_t ctx, void *ptr, uint64_t bytes, u
             cu_call(drv().cuMemHostRegister, "cuMemHostRegister", ptr, size_t(bytes), cu_flags);
         call_st != GPUHAL_SUCCESS)
       return call_st;
-    std::lock_guard<std::mutex> lock(c->mu);
-    c->registrations.insert(ptr);
-    c->pinned_ranges[reinterpret_cast<uintptr_t>(ptr)] = size_t(bytes);
+    remember_pinned(c, &CudaContext::registrations, ptr, bytes);
     return GPUHAL_SUCCESS;
   });
 }

@@ -18,11 +18,9 @@ using plugin::fail;
 
 gpuhal_status_t event_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_event_t *out) {
   return in_context(ctx, "event_create", [&](HostContext *c) -> gpuhal_status_t {
-    if (const gpuhal_status_t st = plugin::check_create_args("event_create", out, flags, GPUHAL_EVENT_DISABLE_TIMING);
-        st != GPUHAL_SUCCESS)
-      return st;
-    *out = c->create_event((flags & GPUHAL_EVENT_DISABLE_TIMING) == 0);
-    return GPUHAL_SUCCESS;
+    const gpuhal_status_t st = plugin::check_create_args("event_create", out, flags, GPUHAL_EVENT_DISABLE_TIMING);
+    if (st == GPUHAL_SUCCESS) *out = c->create_event((flags & GPUHAL_EVENT_DISABLE_TIMING) == 0);
+    return st;
   });
 }
 

@@ -239,12 +239,8 @@ gpuhal_status_t module_load(gpuhal_context_t ctx, const void *image, uint64_t by
       const auto st = stack.find(k->name);
       m->stack_need.push_back(st == stack.end() ? 0 : st->second);
     }
-    HostModule *raw = m.get();
-    {
-      std::lock_guard<std::mutex> lock(c->modules_mu);
-      c->modules.emplace(raw, std::move(m));
-    }
-    *out = reinterpret_cast<gpuhal_module_t>(raw);
+    std::lock_guard<std::mutex> lock(c->modules_mu);
+    plugin::hand_out_owned(c->modules, m, out);
     return GPUHAL_SUCCESS;
   });
 }

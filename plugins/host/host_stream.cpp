@@ -180,11 +180,9 @@ void StreamState::synchronize() {
 
 gpuhal_status_t stream_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_stream_t *out) {
   return in_context(ctx, "stream_create", [&](HostContext *c) -> gpuhal_status_t {
-    if (const gpuhal_status_t st = plugin::check_create_args("stream_create", out, flags, GPUHAL_STREAM_NON_BLOCKING);
-        st != GPUHAL_SUCCESS)
-      return st;
-    *out = c->create_stream((flags & GPUHAL_STREAM_NON_BLOCKING) != 0);
-    return GPUHAL_SUCCESS;
+    const gpuhal_status_t st = plugin::check_create_args("stream_create", out, flags, GPUHAL_STREAM_NON_BLOCKING);
+    if (st == GPUHAL_SUCCESS) *out = c->create_stream((flags & GPUHAL_STREAM_NON_BLOCKING) != 0);
+    return st;
   });
 }
 

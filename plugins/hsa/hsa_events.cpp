@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "handle_registry.hpp"
 #include "hsa_context.hpp"
 
 namespace gpuhal::hsa {
@@ -20,8 +21,7 @@ gpuhal_status_t event_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_event_
     auto e = std::make_unique<HsaEvent>();
     e->timing = !(flags & GPUHAL_EVENT_DISABLE_TIMING);
     std::lock_guard<std::mutex> lock(c->mu);
-    *out = reinterpret_cast<gpuhal_event_t>(e.get());
-    c->events.emplace(e.get(), std::move(e));
+    plugin::hand_out_owned(c->events, e, out);
     return GPUHAL_SUCCESS;
   });
 }

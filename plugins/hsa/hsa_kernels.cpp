@@ -20,6 +20,7 @@
 
 #include "hsa_comgr.hpp"
 #include "compiled_image.hpp"
+#include "handle_registry.hpp"
 #include "hsa_context.hpp"
 #include "hsa_lowering.hpp"
 
@@ -152,8 +153,7 @@ gpuhal_status_t module_load(gpuhal_context_t ctx, const void *image, uint64_t by
       s = rt().hsa_executable_freeze(m->executable, "");
       if (s != HSA_STATUS_SUCCESS) return release(s, "hsa_executable_freeze");
       std::lock_guard<std::mutex> lock(c->mu);
-      *out = reinterpret_cast<gpuhal_module_t>(m.get());
-      c->modules.emplace(m.get(), std::move(m));
+      plugin::hand_out_owned(c->modules, m, out);
       return GPUHAL_SUCCESS;
     });
   });

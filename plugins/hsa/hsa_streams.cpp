@@ -454,12 +454,10 @@ gpuhal_status_t stream_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_strea
     s->blocking = !(flags & GPUHAL_STREAM_NON_BLOCKING);
     if (const gpuhal_status_t st = create_queue(c, s.get()); st != GPUHAL_SUCCESS) return st;
     std::lock_guard<std::mutex> lock(c->mu);
-    *out = reinterpret_cast<gpuhal_stream_t>(s.get());
-    HsaStream *raw = s.get();
     try {
-      c->streams.emplace(raw, std::move(s));
+      plugin::hand_out_owned(c->streams, s, out);
     } catch (...) {
-      destroy_stream(raw);
+      destroy_stream(s.get());  // its queue; s itself goes with the unique_ptr
       throw;
     }
     return GPUHAL_SUCCESS;
