@@ -195,6 +195,7 @@ DeviceMemory Context::allocate(uint64_t bytes) const {
   if (bytes == 0) throw Error(Status::ERROR_INVALID_VALUE, "allocate: size must be positive");
   if (bytes > uint64_t(INT64_MAX))
     throw Error(Status::ERROR_SIZE_OVERFLOW, "allocate: " + std::to_string(bytes) + " bytes exceeds the largest size");
+  if (impl_->default_manager) return detail::Access::wrap<DeviceMemory>(detail::allocate(impl_, bytes));
   DeviceMemory m = impl_->manager->memalloc(bytes);
   if (!m || m.size() < bytes || detail::impl_of(m)->ctx != impl_)
     throw Error(Status::ERROR_INVALID_VALUE, "allocate: memory manager '" + impl_->manager->name() +

@@ -45,6 +45,10 @@ struct ContextImpl {
   std::map<std::pair<uintptr_t, uint64_t>, int> user_registrations;
   // Serves every allocation of the context (installed by create_context).
   std::unique_ptr<MemoryManager> manager;
+  // The manager is exactly the DefaultMemoryManager: Context::allocate
+  // makes its allocation itself, from the handle's own reference, instead
+  // of the manager locking its weak one for the same call.
+  bool default_manager = false;
   // The core's own kernels (DeviceArray::assign / fill), compiled on first
   // use in the current generation. The module refers to this context
   // without owning it (no cycle): ~ContextImpl drops it first, and only

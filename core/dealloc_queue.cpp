@@ -2,6 +2,7 @@
 #include "dealloc_queue.hpp"
 
 #include <exception>
+#include <iterator>
 
 namespace gpuhal::detail {
 
@@ -68,28 +69,40 @@ size_t DeallocQueue::flush(bool force) {
     report(Error(e.status(), std::string("deferred deallocation: synchronising before the flush failed: ") + e.what()));
     if (!force) return 0;
   }
+  // What is queued is taken in batches, one lock each; a release may queue
+  // more (a module's unload frees its memory), which the next batch takes.
   size_t done = 0;
   for (;;) {
-    Item item;
+    std::deque<Item> batch;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (items_.empty()) break;
-      item = std::move(items_.front());
-      items_.pop_front();
-      bytes_ -= item.bytes;
+      batch.swap(items_);
+      for (const Item &item : batch) bytes_ -= item.bytes;
     }
-    try {
-      item.release();
-      ++done;
-    } catch (const Error &e) {
-      report(Error(e.status(), std::string("deferred deallocation failed: ") + e.what()));
-      if (!force) break;  // the rest stay queued
-    } catch (const std::exception &e) {
-      report(Error(Status::ERROR_UNKNOWN, std::string("deferred deallocation failed: ") + e.what()));
-      if (!force) break;
-    } catch (...) {
-      report(Error(Status::ERROR_UNKNOWN, "deferred deallocation failed with an unknown exception"));
-      if (!force) break;
+    while (!batch.empty()) {
+      bool failed = false;
+      try {
+        batch.front().release();
+        ++done;
+      } catch (const Error &e) {
+        report(Error(e.status(), std::string("deferred deallocation failed: ") + e.what()));
+        failed = true;
+      } catch (const std::exception &e) {
+        report(Error(Status::ERROR_UNKNOWN, std::string("deferred deallocation failed: ") + e.what()));
+        failed = true;
+      } catch (...) {
+        report(Error(Status::ERROR_UNKNOWN, "deferred deallocation failed with an unknown exception"));
+        failed = true;
+      }
+      batch.pop_front();
+      if (failed && !force) {
+        // The rest stay queued, ahead of what came meanwhile, as they were.
+        std::lock_guard<std::mutex> lock(mu_);
+        for (const Item &item : batch) bytes_ += item.bytes;
+        items_.insert(items_.begin(), std::make_move_iterator(batch.begin()), std::make_move_iterator(batch.end()));
+        return done;
+      }
     }
   }
   return done;

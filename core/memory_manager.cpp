@@ -5,6 +5,7 @@
 
 #include <mutex>
 #include <optional>
+#include <typeinfo>
 
 #include "internal.hpp"
 
@@ -164,6 +165,7 @@ void install_memory_manager(const std::shared_ptr<ContextImpl> &ctx) {
                                                 std::to_string(MemoryManager::kInterfaceVersion) + " required");
   attach_memory_manager(*mm, ctx);
   mm->initialize();
+  ctx->default_manager = typeid(*mm) == typeid(DefaultMemoryManager);
   ctx->manager = std::move(mm);
 }
 

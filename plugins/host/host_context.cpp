@@ -140,7 +140,7 @@ HostContext::~HostContext() {
   for (auto &kv : plugin_state().registry.take_all(this)) {
     if (kv.second.kind == RegionKind::Device) {
       device_->used.fetch_sub(kv.second.size);
-      unmap_device_memory(reinterpret_cast<void *>(kv.first), kv.second.size, kv.second.fd);
+      release_device_memory(reinterpret_cast<void *>(kv.first), kv.second.size, kv.second.fd);
     } else if (kv.second.kind == RegionKind::IpcOpened) {
       unmap_device_memory(reinterpret_cast<void *>(kv.first), kv.second.size, -1);
     } else if (kv.second.kind == RegionKind::HostAlloc) {

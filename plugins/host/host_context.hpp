@@ -22,6 +22,7 @@
 #include "handle_registry.hpp"
 #include "host_compiler.hpp"
 #include "host_kernel_runner.hpp"
+#include "host_mapping_cache.hpp"
 #include "host_stream.hpp"
 
 namespace gpuhal::host {
@@ -153,6 +154,9 @@ class HostContext {
 struct HostPlugin {
   std::vector<std::unique_ptr<HostDevice>> devices;
   Registry registry;
+  // Released device mappings kept for reuse (GPUHAL_HOST_MAPPING_CACHE);
+  // made by init, drained when the plugin state goes.
+  std::unique_ptr<MappingCache> mappings = std::make_unique<MappingCache>();
   plugin::HandleRegistry<HostContext, gpuhal_context_t> contexts;
   std::string options_key;  // what init was given (a second init must agree)
   int init_count = 0;

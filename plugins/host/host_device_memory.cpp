@@ -96,8 +96,14 @@ uint64_t page_round(uint64_t bytes) {
 void *map_device_memory(uint64_t bytes) {
   const uint64_t mapped = page_round(bytes);
   if (mapped == 0 || mapped > uint64_t(SIZE_MAX / 2)) return nullptr;
+  if (void *cached = plugin_state().mappings->take(mapped)) return cached;
   void *p = mmap(nullptr, size_t(mapped), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   return p == MAP_FAILED ? nullptr : p;
+}
+
+void release_device_memory(void *ptr, uint64_t bytes, int fd) {
+  if (ptr && fd < 0 && plugin_state().mappings->keep(ptr, page_round(bytes))) return;
+  unmap_device_memory(ptr, bytes, fd);
 }
 
 void unmap_device_memory(void *ptr, uint64_t bytes, int fd) {

@@ -21,8 +21,14 @@ namespace gpuhal::host {
 
 // `bytes` rounded up to whole pages; 0 when that overflows.
 uint64_t page_round(uint64_t bytes);
-// A fresh zero-filled mapping of page_round(bytes) bytes, or nullptr.
+// A mapping of page_round(bytes) bytes for a device allocation, or nullptr:
+// a released one of the same size from the plugin's mapping cache (holding
+// its last owner's bytes; host_mapping_cache.hpp), else a fresh one.
 void *map_device_memory(uint64_t bytes);
+// Releases a device allocation's mapping: into the mapping cache when it was
+// never exported (fd < 0) and the cache has room, else unmapped (and `fd`
+// closed).
+void release_device_memory(void *ptr, uint64_t bytes, int fd);
 // Unmaps what map_device_memory or ipc_open mapped; closes `fd` if >= 0.
 void unmap_device_memory(void *ptr, uint64_t bytes, int fd);
 

@@ -38,7 +38,7 @@ gpuhal_status_t mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr
     try {
       plugin_state().registry.insert(reinterpret_cast<uintptr_t>(p), Region{bytes, c, RegionKind::Device, 0});
     } catch (...) {
-      unmap_device_memory(p, bytes, -1);
+      release_device_memory(p, bytes, -1);
       d->used.fetch_sub(bytes);
       throw;
     }
@@ -52,7 +52,7 @@ gpuhal_status_t mem_free(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
     const Region r = plugin_state().registry.erase(uintptr_t(ptr), c, RegionKind::Device);
     if (r.size == 0)
       return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_free: " + hex(ptr) + " is not a live allocation of this context");
-    unmap_device_memory(reinterpret_cast<void *>(uintptr_t(ptr)), r.size, r.fd);
+    release_device_memory(reinterpret_cast<void *>(uintptr_t(ptr)), r.size, r.fd);
     c->device()->used.fetch_sub(r.size);
     return GPUHAL_SUCCESS;
   });
@@ -84,7 +84,7 @@ gpuhal_status_t mem_free_async(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpu
                   "mem_free_async: " + hex(ptr) + " is not a live allocation of this context");
     HostDevice *d = c->device();
     c->submit(s, [ptr, r, d](bool) {
-      unmap_device_memory(reinterpret_cast<void *>(uintptr_t(ptr)), r.size, r.fd);
+      release_device_memory(reinterpret_cast<void *>(uintptr_t(ptr)), r.size, r.fd);
       d->used.fetch_sub(r.size);
     });
     return GPUHAL_SUCCESS;

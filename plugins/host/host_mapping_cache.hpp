@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// Released device mappings kept for reuse, by mapped size.
+//
+// Every device allocation of the host backend is a page-granular mapping of
+// its own (host_device_memory.hpp says why: IPC export after the fact, bad
+// ranges refused by the allocation map, nothing shared between two
+// allocations). A fresh mapping and its release cost a system call each,
+// about 2 us together, where a GPU runtime's caching allocator answers in a
+// fraction of that. So a released mapping is kept here, up to a byte limit
+// (GPUHAL_HOST_MAPPING_CACHE, default 64 MiB, 0 keeps none), and the next
+// allocation of the same mapped size takes it back.
+//
+// What stays as it was: each allocation is still its own mapping (export,
+// the allocation map, the memory limit, which counts live allocations, work
+// as before); a use after free is still refused by the allocation map. What
+// changes: memory from the cache holds what its last owner wrote (device
+// memory is uninitialised, as cuMemAlloc's is), and a released range stays
+// mapped while cached, so a raw access after free reads stale bytes instead
+// of faulting. Exported mappings (shared with another process) and ipc_open
+// mappings never come here.
+//
+// Thread safety: every member may be called from any thread.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+namespace gpuhal::host {
+
+class MappingCache {
+ public:
+  explicit MappingCache(uint64_t limit_bytes = 0) : limit_(limit_bytes) {}
+  ~MappingCache() { drain(); }
+  MappingCache(const MappingCache &) = delete;
+  MappingCache &operator=(const MappingCache &) = delete;
+
+  // A cached mapping of exactly `mapped` bytes (a multiple of the page
+  // size), taken out of the cache; nullptr when there is none.
+  void *take(uint64_t mapped);
+  // Keeps a released mapping of `mapped` bytes; false when that would pass
+  // the limit (the caller unmaps it).
+  bool keep(void *base, uint64_t mapped);
+  // Unmaps every cached mapping.
+  void drain();
+  uint64_t bytes() const;
+
+ private:
+  const uint64_t limit_;
+  mutable std::mutex mu_;
+  uint64_t bytes_ = 0;                                      // guarded by mu_
+  std::unordered_map<uint64_t, std::vector<void *>> free_;  // mapped size -> bases; guarded by mu_
+};
+
+}  // namespace gpuhal::host
