@@ -37,6 +37,19 @@ gpuhal_status_t in_context(gpuhal_context_t ctx, const char *entry, Body &&body)
   return plugin::guard(entry, [&]() -> gpuhal_status_t { return body(c); });
 }
 
+// The shape of every entry that works on a stream: in_context, then the
+// stream handle resolved in that context (ERROR_INVALID_HANDLE naming
+// `entry`; nullptr and the two default-stream handles name default streams),
+// then body(c, s).
+template <class Body>
+gpuhal_status_t in_stream(gpuhal_context_t ctx, gpuhal_stream_t stream, const char *entry, Body &&body) {
+  return in_context(ctx, entry, [&](HostContext *c) -> gpuhal_status_t {
+    const std::shared_ptr<StreamState> s = c->stream(stream);
+    if (!s) return bad_stream(entry);
+    return body(c, s);
+  });
+}
+
 // Every entry of the plugin table, with the table's own signature, defined
 // in the file of its object: host_plugin.cpp (lifecycle, devices, contexts,
 // peer access), host_memory.cpp (device and managed memory),

@@ -32,14 +32,13 @@ gpuhal_status_t event_destroy(gpuhal_context_t ctx, gpuhal_event_t event) {
 }
 
 gpuhal_status_t event_record(gpuhal_context_t ctx, gpuhal_event_t event, gpuhal_stream_t stream) {
-  return in_context(ctx, "event_record", [&](HostContext *c) -> gpuhal_status_t {
-    std::shared_ptr<StreamState> s = c->stream(stream);
-    if (!s) return bad_stream("event_record");
-    auto e = c->event(event);
-    if (!e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_record: invalid event handle");
-    c->record(e, s);
-    return GPUHAL_SUCCESS;
-  });
+  return in_stream(ctx, stream, "event_record",
+                   [&](HostContext *c, const std::shared_ptr<StreamState> &s) -> gpuhal_status_t {
+                     auto e = c->event(event);
+                     if (!e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_record: invalid event handle");
+                     c->record(e, s);
+                     return GPUHAL_SUCCESS;
+                   });
 }
 
 gpuhal_status_t event_synchronize(gpuhal_context_t ctx, gpuhal_event_t event) {

@@ -74,21 +74,20 @@ gpuhal_status_t mem_alloc_async(gpuhal_context_t ctx, uint64_t bytes, gpuhal_str
 }
 
 gpuhal_status_t mem_free_async(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpuhal_stream_t stream) {
-  return in_context(ctx, "mem_free_async", [&](HostContext *c) -> gpuhal_status_t {
-    std::shared_ptr<StreamState> s = c->stream(stream);
-    if (!s) return bad_stream("mem_free_async");
-    // Out of the registry now (new work may not use it), unmapped later.
-    const Region r = plugin_state().registry.erase(uintptr_t(ptr), c, RegionKind::Device);
-    if (r.size == 0)
-      return fail(GPUHAL_ERROR_INVALID_VALUE,
-                  "mem_free_async: " + hex(ptr) + " is not a live allocation of this context");
-    HostDevice *d = c->device();
-    c->submit(s, [ptr, r, d](bool) {
-      release_device_memory(reinterpret_cast<void *>(uintptr_t(ptr)), r.size, r.fd);
-      d->used.fetch_sub(r.size);
-    });
-    return GPUHAL_SUCCESS;
-  });
+  return in_stream(ctx, stream, "mem_free_async",
+                   [&](HostContext *c, const std::shared_ptr<StreamState> &s) -> gpuhal_status_t {
+                     // Out of the registry now (new work may not use it), unmapped later.
+                     const Region r = plugin_state().registry.erase(uintptr_t(ptr), c, RegionKind::Device);
+                     if (r.size == 0)
+                       return fail(GPUHAL_ERROR_INVALID_VALUE,
+                                   "mem_free_async: " + hex(ptr) + " is not a live allocation of this context");
+                     HostDevice *d = c->device();
+                     c->submit(s, [ptr, r, d](bool) {
+                       release_device_memory(reinterpret_cast<void *>(uintptr_t(ptr)), r.size, r.fd);
+                       d->used.fetch_sub(r.size);
+                     });
+                     return GPUHAL_SUCCESS;
+                   });
 }
 
 }  // namespace gpuhal::host

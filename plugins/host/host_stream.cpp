@@ -206,57 +206,55 @@ gpuhal_status_t stream_synchronize(gpuhal_context_t ctx, gpuhal_stream_t stream)
 }
 
 gpuhal_status_t stream_query(gpuhal_context_t ctx, gpuhal_stream_t stream) {
-  return in_context(ctx, "stream_query", [&](HostContext *c) -> gpuhal_status_t {
-    std::shared_ptr<StreamState> s = c->stream(stream);
-    if (!s) return bad_stream("stream_query");
-    return s->idle() ? GPUHAL_SUCCESS : GPUHAL_NOT_READY;
-  });
+  return in_stream(ctx, stream, "stream_query",
+                   [&](HostContext *, const std::shared_ptr<StreamState> &s) -> gpuhal_status_t {
+                     return s->idle() ? GPUHAL_SUCCESS : GPUHAL_NOT_READY;
+                   });
 }
 
 gpuhal_status_t stream_wait_event(gpuhal_context_t ctx, gpuhal_stream_t stream, gpuhal_event_t event) {
-  return in_context(ctx, "stream_wait_event", [&](HostContext *c) -> gpuhal_status_t {
-    std::shared_ptr<StreamState> s = c->stream(stream);
-    if (!s) return bad_stream("stream_wait_event");
-    auto e = c->event(event);
-    if (!e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_wait_event: invalid event handle");
-    Dep d;
-    if (!event_dep(e, &d)) return GPUHAL_SUCCESS;  // never recorded: nothing to wait for
-    c->submit(s, nullptr, {d});
-    return GPUHAL_SUCCESS;
-  });
+  return in_stream(ctx, stream, "stream_wait_event",
+                   [&](HostContext *c, const std::shared_ptr<StreamState> &s) -> gpuhal_status_t {
+                     auto e = c->event(event);
+                     if (!e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_wait_event: invalid event handle");
+                     Dep d;
+                     if (!event_dep(e, &d)) return GPUHAL_SUCCESS;  // never recorded: nothing to wait for
+                     c->submit(s, nullptr, {d});
+                     return GPUHAL_SUCCESS;
+                   });
 }
 
 gpuhal_status_t stream_add_callback(gpuhal_context_t ctx, gpuhal_stream_t stream, gpuhal_host_fn fn, void *user) {
-  return in_context(ctx, "stream_add_callback", [&](HostContext *c) -> gpuhal_status_t {
-    std::shared_ptr<StreamState> s = c->stream(stream);
-    if (!s) return bad_stream("stream_add_callback");
-    if (!fn) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_add_callback: null function");
-    c->submit(s, [fn, user](bool ok) { fn(user, ok ? GPUHAL_SUCCESS : GPUHAL_ERROR_CONTEXT_DESTROYED); });
-    return GPUHAL_SUCCESS;
-  });
+  return in_stream(ctx, stream, "stream_add_callback",
+                   [&](HostContext *c, const std::shared_ptr<StreamState> &s) -> gpuhal_status_t {
+                     if (!fn) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_add_callback: null function");
+                     c->submit(s,
+                               [fn, user](bool ok) { fn(user, ok ? GPUHAL_SUCCESS : GPUHAL_ERROR_CONTEXT_DESTROYED); });
+                     return GPUHAL_SUCCESS;
+                   });
 }
 
 gpuhal_status_t stream_barrier(gpuhal_context_t ctx, gpuhal_stream_t stream, const gpuhal_event_t *events,
                                uint32_t count, uint32_t flags) {
-  return in_context(ctx, "stream_barrier", [&](HostContext *c) -> gpuhal_status_t {
-    std::shared_ptr<StreamState> s = c->stream(stream);
-    if (!s) return bad_stream("stream_barrier");
-    if (flags & ~GPUHAL_BARRIER_ALL_PRIOR_WORK)
-      return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_barrier: unknown flags " + hex(flags));
-    if (count && !events) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_barrier: null event list");
-    std::vector<Dep> deps;
-    for (uint32_t i = 0; i < count; ++i) {
-      auto e = c->event(events[i]);
-      if (!e)
-        return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_barrier: invalid event handle at index " + std::to_string(i));
-      Dep d;
-      if (event_dep(e, &d)) deps.push_back(d);
-    }
-    if (flags & GPUHAL_BARRIER_ALL_PRIOR_WORK)
-      for (auto &d : c->all_prior_work()) deps.push_back(d);
-    c->submit(s, nullptr, std::move(deps));
-    return GPUHAL_SUCCESS;
-  });
+  return in_stream(ctx, stream, "stream_barrier",
+                   [&](HostContext *c, const std::shared_ptr<StreamState> &s) -> gpuhal_status_t {
+                     if (flags & ~GPUHAL_BARRIER_ALL_PRIOR_WORK)
+                       return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_barrier: unknown flags " + hex(flags));
+                     if (count && !events) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_barrier: null event list");
+                     std::vector<Dep> deps;
+                     for (uint32_t i = 0; i < count; ++i) {
+                       auto e = c->event(events[i]);
+                       if (!e)
+                         return fail(GPUHAL_ERROR_INVALID_HANDLE,
+                                     "stream_barrier: invalid event handle at index " + std::to_string(i));
+                       Dep d;
+                       if (event_dep(e, &d)) deps.push_back(d);
+                     }
+                     if (flags & GPUHAL_BARRIER_ALL_PRIOR_WORK)
+                       for (auto &d : c->all_prior_work()) deps.push_back(d);
+                     c->submit(s, nullptr, std::move(deps));
+                     return GPUHAL_SUCCESS;
+                   });
 }
 
 }  // namespace gpuhal::host

@@ -65,13 +65,12 @@ gpuhal_status_t memcpy_sync(gpuhal_context_t ctx, uint32_t kind, gpuhal_devicept
 
 gpuhal_status_t memcpy_async(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
                              uint64_t bytes, gpuhal_stream_t stream) {
-  return in_context(ctx, "memcpy_async", [&](HostContext *c) -> gpuhal_status_t {
-    std::shared_ptr<StreamState> s = c->stream(stream);
-    if (!s) return bad_stream("memcpy_async");
-    if (gpuhal_status_t st = check_copy("memcpy_async", kind, dst, src, bytes)) return st;
-    if (bytes == 0) return GPUHAL_SUCCESS;
-    return copy_on(c, s, dst, src, bytes, false);
-  });
+  return in_stream(ctx, stream, "memcpy_async",
+                   [&](HostContext *c, const std::shared_ptr<StreamState> &s) -> gpuhal_status_t {
+                     if (gpuhal_status_t st = check_copy("memcpy_async", kind, dst, src, bytes)) return st;
+                     if (bytes == 0) return GPUHAL_SUCCESS;
+                     return copy_on(c, s, dst, src, bytes, false);
+                   });
 }
 
 namespace {
@@ -107,11 +106,10 @@ gpuhal_status_t memset_sync(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_
 
 gpuhal_status_t memset_async(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t value, uint64_t bytes,
                              gpuhal_stream_t stream) {
-  return in_context(ctx, "memset_async", [&](HostContext *c) -> gpuhal_status_t {
-    std::shared_ptr<StreamState> s = c->stream(stream);
-    if (!s) return bad_stream("memset_async");
-    return set_on(c, s, dst, value, bytes, false);
-  });
+  return in_stream(ctx, stream, "memset_async",
+                   [&](HostContext *c, const std::shared_ptr<StreamState> &s) -> gpuhal_status_t {
+                     return set_on(c, s, dst, value, bytes, false);
+                   });
 }
 
 }  // namespace gpuhal::host
