@@ -399,7 +399,7 @@ gpuhal_status_t elapsed(gpuhal_context_t, gpuhal_event_t a, gpuhal_event_t b, fl
   return GPUHAL_SUCCESS;
 }
 
-gpuhal_plugin_table_t make_table() {
+constexpr gpuhal_plugin_table_t make_table() {
   gpuhal_plugin_table_t t{};
   t.abi_version = GPUHAL_ABI_VERSION;
   t.struct_size = sizeof t;
@@ -442,7 +442,29 @@ gpuhal_plugin_table_t make_table() {
   return t;  // stream_barrier, stream-ordered memory, peer access and kernels stay NULL: unsupported
 }
 
-const gpuhal_plugin_table_t kTable = make_table();
+constexpr gpuhal_plugin_table_t kTable = make_table();
+
+// gpuhal takes an optional group only in full. The groups this plugin
+// claims are checked against gpuhal's own list of entry points
+// (gpuhal/plugin_entries.def, installed beside plugin.h) when it is built:
+// built against a gpuhal whose list has grown, it stops here instead of
+// being refused when loaded.
+constexpr bool same(const char *a, const char *b) {
+  while (*a && *a == *b) ++a, ++b;
+  return *a == *b;
+}
+constexpr bool claimed(const char *group) {
+  return same(group, "required") || same(group, "host_memory") || same(group, "ipc");
+}
+constexpr bool fills_what_it_claims(const gpuhal_plugin_table_t &t) {
+  bool ok = true;
+#define GPUHAL_PLUGIN_ENTRY(name, group, minor) ok = ok && (!claimed(#group) || t.name != nullptr);
+#include <gpuhal/plugin_entries.def>
+#undef GPUHAL_PLUGIN_ENTRY
+  return ok;
+}
+static_assert(fills_what_it_claims(kTable),
+              "counting: an entry of a group this plugin claims is left NULL (see gpuhal/plugin_entries.def)");
 
 }  // namespace
 

@@ -121,7 +121,6 @@ static gpuhal_status_t fake_context_create(int32_t ordinal, gpuhal_context_t *ou
 static void **g_allocs = NULL;
 static size_t g_nallocs = 0, g_capacity = 0;
 
-#ifndef FAKE_MISSING_REQUIRED
 static int track(void *p) {
   if (g_nallocs == g_capacity) {
     size_t cap = g_capacity ? g_capacity * 2 : 64;
@@ -133,7 +132,6 @@ static int track(void *p) {
   g_allocs[g_nallocs++] = p;
   return 1;
 }
-#endif
 
 static int untrack(void *p) {
   size_t i;
@@ -164,7 +162,6 @@ static gpuhal_status_t fake_memory_info(gpuhal_context_t ctx, uint64_t *f, uint6
   *f = *t = (uint64_t)1 << 30;
   return GPUHAL_SUCCESS;
 }
-#ifndef FAKE_MISSING_REQUIRED
 static gpuhal_status_t fake_mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr_t *out) {
   void *p;
   (void)ctx;
@@ -177,7 +174,6 @@ static gpuhal_status_t fake_mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuh
   *out = (gpuhal_deviceptr_t)(uintptr_t)p;
   return GPUHAL_SUCCESS;
 }
-#endif
 static gpuhal_status_t fake_mem_free(gpuhal_context_t ctx, gpuhal_deviceptr_t p) {
   (void)ctx;
   if (!untrack((void *)(uintptr_t)p)) return fail(GPUHAL_ERROR_INVALID_VALUE, "fake: mem_free of an unknown pointer");
@@ -275,6 +271,15 @@ static gpuhal_status_t fake_future(void) {
 
 static fake_table_t g_table;
 
+/* Entries that share one implementation. */
+#define fake_context_synchronize fake_ctx_op
+#define fake_stream_destroy fake_stream_op
+#define fake_stream_synchronize fake_stream_op
+#define fake_stream_query fake_stream_op
+#define fake_event_destroy fake_event_op
+#define fake_event_synchronize fake_event_op
+#define fake_event_query fake_event_op
+
 #ifdef FAKE_NO_ENTRY
 #define FAKE_ENTRY_NAME gpuhal_plugin_negotiate_misspelt
 #else
@@ -288,35 +293,22 @@ GPUHAL_PLUGIN_EXPORT gpuhal_status_t FAKE_ENTRY_NAME(uint32_t core_max_abi, cons
   t->abi_version = GPUHAL_MAKE_VERSION(FAKE_ABI_MAJOR, FAKE_ABI_MINOR);
   t->struct_size = (uint32_t)sizeof g_table;
   t->name = "fake";
-  t->init = fake_init;
-  t->shutdown = fake_shutdown;
-  t->last_error = fake_last_error;
-  t->device_count = fake_device_count;
-  t->device_properties = fake_device_properties;
-  t->context_create = fake_context_create;
-  t->context_destroy = fake_context_destroy;
-  t->context_synchronize = fake_ctx_op;
-  t->memory_info = fake_memory_info;
-#ifndef FAKE_MISSING_REQUIRED
-  t->mem_alloc = fake_mem_alloc;
+  /* From the one list of entries: every required entry is fake_<name> (an
+   * entry added to the required group fails to compile here until the fake
+   * has it); the optional groups stay NULL. */
+#define FAKE_FILL_required(name) t->name = fake_##name;
+#define FAKE_FILL_host_memory(name)
+#define FAKE_FILL_ipc(name)
+#define FAKE_FILL_stream_ordered(name)
+#define FAKE_FILL_peer_access(name)
+#define FAKE_FILL_kernels(name)
+#define FAKE_FILL_optional(name)
+#define GPUHAL_PLUGIN_ENTRY(name, group, minor) FAKE_FILL_##group(name)
+#include "gpuhal/plugin_entries.def"
+#undef GPUHAL_PLUGIN_ENTRY
+#ifdef FAKE_MISSING_REQUIRED
+  t->mem_alloc = NULL;
 #endif
-  t->mem_free = fake_mem_free;
-  t->memcpy_sync = fake_memcpy_sync;
-  t->memcpy_async = fake_memcpy_async;
-  t->memset_sync = fake_memset_sync;
-  t->memset_async = fake_memset_async;
-  t->stream_create = fake_stream_create;
-  t->stream_destroy = fake_stream_op;
-  t->stream_synchronize = fake_stream_op;
-  t->stream_query = fake_stream_op;
-  t->stream_wait_event = fake_stream_wait_event;
-  t->stream_add_callback = fake_stream_add_callback;
-  t->event_create = fake_event_create;
-  t->event_destroy = fake_event_op;
-  t->event_record = fake_event_record;
-  t->event_synchronize = fake_event_op;
-  t->event_query = fake_event_op;
-  t->event_elapsed_ms = fake_event_elapsed_ms;
 #ifdef FAKE_FUZZ_TABLE
   {
     /* Entry slots are the pointers after `name`, up to the end of the table. */
