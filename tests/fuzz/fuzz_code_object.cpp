@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// The hsa plugin's code-object reader (plugins/hsa/hsa_code_object.cpp) over
+// The hsa plugin's code-object reader (plugins/hsa/codegen/hsa_code_object.cpp) over
 // any bytes: an ELF whose notes hold the AMDGPU metadata (MessagePack), as
 // amd_comgr writes it, or garbage. It must neither crash nor read out of
 // bounds, and a refusal always says why.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The host backend's work-item-loop rewrite of barrier kernels
-// (plugins/host/host_workitem_loops.cpp): any source text, any kernel
+// (plugins/host/kernels/host_workitem_loops.cpp): any source text, any kernel
 // names. It must neither crash nor hang, and a kernel is either rewritten or
 // skipped with a reason, never both. The input is the source; the kernels
 // asked for are "k" and every GPUHAL_KERNEL name the text has.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// Compares the hsa plugin's in-tree runtime declarations (plugins/hsa/hsa_api.hpp)
+// Compares the hsa plugin's in-tree runtime declarations (plugins/hsa/driver/hsa_api.hpp)
 // with Debian's hsa/hsa.h and hsa/hsa_ext_amd.h: status, enum and flag
 // values, the layouts of the queue and the AQL packets, and for every entry
 // point its arity and parameter and return sizes. All checks are

@@ -120,7 +120,7 @@ GPUHAL_KERNEL void dyn(GPUHAL_GLOBAL float *out, GPUHAL_GLOBAL unsigned *bytes) 
 }  // namespace
 
 // Barrier kernels that exercise every construct of the host backend's
-// work-item loops (plugins/host/host_workitem_loops.hpp): a barrier loop
+// work-item loops (plugins/host/kernels/host_workitem_loops.hpp): a barrier loop
 // with per-work-item variables carried across barriers (a value, a private
 // array, a rematerialised chain), early returns, and a device function
 // reading the work-item's id. (Outside the anonymous namespace: not every

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The host backend's rewrite of barrier kernels into work-item loops
-// (plugins/host/host_workitem_loops.cpp), as a pure function: which kernels
+// (plugins/host/kernels/host_workitem_loops.cpp), as a pure function: which kernels
 // it takes, which it leaves to fibers and why. What the rewritten kernels
 // compute is checked by the [loops] and [kernel] tests in test_kernels.cpp.
 #include "catch_compat.hpp"
