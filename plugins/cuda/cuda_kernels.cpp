@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "array_dims.hpp"
+#include "builtin_table.hpp"
 #include "compiled_image.hpp"
 #include "cuda_context.hpp"
 #include "cuda_nvrtc.hpp"
@@ -39,12 +40,7 @@ const char kPrologue[] =
     "  return r;\n"
     "}";
 
-struct Builtin {
-  const char *name;
-  const char *text;
-};
-
-const Builtin kBuiltins[] = {
+const plugin::BuiltinText kBuiltins[] = {
     {"GPUHAL_KERNEL", "#define GPUHAL_KERNEL extern \"C\" __global__"},
     {"GPUHAL_DEVICE", "#define GPUHAL_DEVICE static __device__ __forceinline__"},
     {"GPUHAL_GLOBAL", "#define GPUHAL_GLOBAL"},
@@ -69,10 +65,12 @@ const Builtin kBuiltins[] = {
      "#define GPUHAL_SHARED_ARRAY(T, name, ...) __shared__ __align__(16) T name __GPUHAL_DIMS(__VA_ARGS__)"},
     {"GPUHAL_DYNAMIC_SHARED", "#define GPUHAL_DYNAMIC_SHARED(T, name) T *name = (T *)__gpuhal_dynamic_smem"},
     {"gpuhal_dynamic_shared_bytes", "#define gpuhal_dynamic_shared_bytes() __gpuhal_dynamic_smem_size()"},
-    {"GPUHAL_LOCAL_ARRAY", GPUHAL_PLUGIN_ARRAY_DIMS_MACROS "#define GPUHAL_LOCAL_ARRAY(T, name, ...) T name __GPUHAL_DIMS(__VA_ARGS__)"},
+    {"GPUHAL_LOCAL_ARRAY",
+     GPUHAL_PLUGIN_ARRAY_DIMS_MACROS "#define GPUHAL_LOCAL_ARRAY(T, name, ...) T name __GPUHAL_DIMS(__VA_ARGS__)"},
     // __align__ only ever raises a variable's alignment.
-    {"GPUHAL_SHARED_ARRAY_ALIGNED", GPUHAL_PLUGIN_ARRAY_DIMS_MACROS
-     "#define GPUHAL_SHARED_ARRAY_ALIGNED(T, name, align, ...) __shared__ __align__(align) T name __GPUHAL_DIMS(__VA_ARGS__)"},
+    {"GPUHAL_SHARED_ARRAY_ALIGNED",
+     GPUHAL_PLUGIN_ARRAY_DIMS_MACROS "#define GPUHAL_SHARED_ARRAY_ALIGNED(T, name, align, ...) __shared__ "
+                                     "__align__(align) T name __GPUHAL_DIMS(__VA_ARGS__)"},
     {"GPUHAL_LOCAL_ARRAY_ALIGNED", GPUHAL_PLUGIN_ARRAY_DIMS_MACROS
      "#define GPUHAL_LOCAL_ARRAY_ALIGNED(T, name, align, ...) __align__(align) T name __GPUHAL_DIMS(__VA_ARGS__)"},
     // bar.red.popc / .and / .or: a __syncthreads that reduces the predicate.
@@ -90,17 +88,7 @@ bool has_arch_option(const std::vector<std::string> &opts) {
 }  // namespace
 
 gpuhal_status_t lower_builtin(const char *builtin, const char **text) {
-  if (!builtin || !text) return fail(GPUHAL_ERROR_INVALID_VALUE, "lower_builtin: null argument");
-  if (!*builtin) {
-    *text = kPrologue;
-    return GPUHAL_SUCCESS;
-  }
-  for (const auto &b : kBuiltins)
-    if (std::strcmp(b.name, builtin) == 0) {
-      *text = b.text;
-      return GPUHAL_SUCCESS;
-    }
-  return fail(GPUHAL_ERROR_NOT_FOUND, std::string("lower_builtin: no builtin '") + builtin + "'");
+  return plugin::lower_builtin_entry(builtin, text, plugin::find_builtin(kBuiltins, kPrologue, builtin));
 }
 
 gpuhal_status_t module_compile(gpuhal_context_t ctx, const gpuhal_compile_args_t *args, void **image, uint64_t *bytes,

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <thread>
 
+#include "builtin_table.hpp"
 #include "compiled_image.hpp"
 #include "host_context.hpp"
 #include "host_entries.hpp"
@@ -102,11 +103,7 @@ HostModule::~HostModule() {
 }
 
 gpuhal_status_t lower_builtin(const char *builtin, const char **text) {
-  if (!builtin || !text) return fail(GPUHAL_ERROR_INVALID_VALUE, "lower_builtin: null argument");
-  const char *t = host_lowering(builtin);
-  if (!t) return fail(GPUHAL_ERROR_NOT_FOUND, std::string("lower_builtin: no builtin '") + builtin + "'");
-  *text = t;
-  return GPUHAL_SUCCESS;
+  return plugin::lower_builtin_entry(builtin, text, host_lowering(builtin));
 }
 
 gpuhal_status_t module_compile(gpuhal_context_t ctx, const gpuhal_compile_args_t *args, void **image, uint64_t *bytes,

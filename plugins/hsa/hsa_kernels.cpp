@@ -18,9 +18,10 @@
 #include <memory>
 #include <sstream>
 
-#include "hsa_comgr.hpp"
+#include "builtin_table.hpp"
 #include "compiled_image.hpp"
 #include "handle_registry.hpp"
+#include "hsa_comgr.hpp"
 #include "hsa_context.hpp"
 #include "hsa_lowering.hpp"
 
@@ -49,11 +50,7 @@ void set_comgr_library(const std::string &path) {
 }
 
 gpuhal_status_t lower_builtin(const char *builtin, const char **text) {
-  if (!builtin || !text) return fail(GPUHAL_ERROR_INVALID_VALUE, "lower_builtin: null argument");
-  const char *t = hsa_lowering(builtin);
-  if (!t) return fail(GPUHAL_ERROR_NOT_FOUND, std::string("lower_builtin: no builtin '") + builtin + "'");
-  *text = t;
-  return GPUHAL_SUCCESS;
+  return plugin::lower_builtin_entry(builtin, text, hsa_lowering(builtin));
 }
 
 namespace {

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "array_dims.hpp"
+#include "builtin_table.hpp"
 #include "host_kernel_abi.hpp"
 
 namespace gpuhal::host {
@@ -52,13 +53,8 @@ const char kPrologue[] =
   "#define __GPUHAL_C4(a, b, c, d) (__GPUHAL_C3(a, b, c) * (unsigned long long)(d))\n"                   \
   "#endif\n"
 
-struct Builtin {
-  const char *name;
-  const char *text;
-};
-
 // One entry per name in kernel_builtins.def.
-const Builtin kBuiltins[] = {
+const plugin::BuiltinText kBuiltins[] = {
     {"GPUHAL_KERNEL", "#define GPUHAL_KERNEL static inline"},
     {"GPUHAL_DEVICE", "#define GPUHAL_DEVICE static inline"},
     {"GPUHAL_GLOBAL", "#define GPUHAL_GLOBAL"},
@@ -93,7 +89,8 @@ const Builtin kBuiltins[] = {
     {"GPUHAL_DYNAMIC_SHARED",
      "#define GPUHAL_DYNAMIC_SHARED(T, name) T *name = (T *)(__gpuhal_wi->group->dynamic_shared)"},
     {"gpuhal_dynamic_shared_bytes", "#define gpuhal_dynamic_shared_bytes() (__gpuhal_wi->group->dynamic_shared_bytes)"},
-    {"GPUHAL_LOCAL_ARRAY", GPUHAL_PLUGIN_ARRAY_DIMS_MACROS "#define GPUHAL_LOCAL_ARRAY(T, name, ...) T name __GPUHAL_DIMS(__VA_ARGS__)"},
+    {"GPUHAL_LOCAL_ARRAY",
+     GPUHAL_PLUGIN_ARRAY_DIMS_MACROS "#define GPUHAL_LOCAL_ARRAY(T, name, ...) T name __GPUHAL_DIMS(__VA_ARGS__)"},
     // alignas(T) too: a weaker alignas than the type's own is ill-formed in
     // C++, and on a GPU the alignment never goes below the type's.
     {"GPUHAL_SHARED_ARRAY_ALIGNED", GPUHAL_PLUGIN_ARRAY_DIMS_MACROS kHostArrayCount
@@ -101,8 +98,9 @@ const Builtin kBuiltins[] = {
      "static_assert(sizeof(T) * __GPUHAL_COUNT(__VA_ARGS__) <= 65536ull, "
      "\"GPUHAL_SHARED_ARRAY \" #name \": more shared memory than a work-group has (65536 bytes)\"); "
      "alignas(align) alignas(T) static thread_local T name __GPUHAL_DIMS(__VA_ARGS__)"},
-    {"GPUHAL_LOCAL_ARRAY_ALIGNED", GPUHAL_PLUGIN_ARRAY_DIMS_MACROS
-     "#define GPUHAL_LOCAL_ARRAY_ALIGNED(T, name, align, ...) alignas(align) alignas(T) T name __GPUHAL_DIMS(__VA_ARGS__)"},
+    {"GPUHAL_LOCAL_ARRAY_ALIGNED",
+     GPUHAL_PLUGIN_ARRAY_DIMS_MACROS "#define GPUHAL_LOCAL_ARRAY_ALIGNED(T, name, align, ...) alignas(align) "
+                                     "alignas(T) T name __GPUHAL_DIMS(__VA_ARGS__)"},
     // The group's scheduler counts the predicates of a barrier round (the
     // work-items run as fibers; the work-item loops leave such kernels
     // alone). and / or: no predicate zero / some predicate nonzero.
@@ -211,11 +209,7 @@ template <auto K> static void run_item(const gpuhal_host_item *it, void *const *
 }  // namespace
 
 const char *host_lowering(const char *builtin) {
-  if (!builtin) return nullptr;
-  if (!*builtin) return kPrologue;
-  for (const auto &b : kBuiltins)
-    if (std::strcmp(b.name, builtin) == 0) return b.text;
-  return nullptr;
+  return plugin::find_builtin(kBuiltins, kPrologue, builtin);
 }
 
 std::string host_kernel_entry_points(const gpuhal_compile_args_t &args, const std::vector<std::string> &loops) {

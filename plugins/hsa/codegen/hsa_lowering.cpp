@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "array_dims.hpp"
+#include "builtin_table.hpp"
 
 namespace gpuhal::hsa {
 namespace {
@@ -76,12 +77,7 @@ const char kPrologue[] =
     "  return *(__constant unsigned int *)(__gpuhal_packet() + 28) - __gpuhal_dynamic_lds_base();\n"
     "}";
 
-struct Builtin {
-  const char *name;
-  const char *text;
-};
-
-const Builtin kBuiltins[] = {
+const plugin::BuiltinText kBuiltins[] = {
     {"GPUHAL_KERNEL", "#define GPUHAL_KERNEL __kernel __attribute__((amdgpu_flat_work_group_size(1, 1024)))"},
     {"GPUHAL_DEVICE", "#define GPUHAL_DEVICE static inline"},
     {"GPUHAL_GLOBAL", "#define GPUHAL_GLOBAL __global"},
@@ -105,13 +101,14 @@ const Builtin kBuiltins[] = {
     {"gpuhal_mem_fence",
      "#define gpuhal_mem_fence(flags) (((flags) & 2u) ? __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, \"agent\") "
      ": __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, \"workgroup\"))"},
-    {"GPUHAL_SHARED_ARRAY", GPUHAL_PLUGIN_ARRAY_DIMS_MACROS
-     "#define GPUHAL_SHARED_ARRAY(T, name, ...) __local T name __GPUHAL_DIMS(__VA_ARGS__) __attribute__((aligned(16)))"},
+    {"GPUHAL_SHARED_ARRAY", GPUHAL_PLUGIN_ARRAY_DIMS_MACROS "#define GPUHAL_SHARED_ARRAY(T, name, ...) __local T name "
+                                                            "__GPUHAL_DIMS(__VA_ARGS__) __attribute__((aligned(16)))"},
     {"GPUHAL_DYNAMIC_SHARED",
      "#define GPUHAL_DYNAMIC_SHARED(T, name) __local T *name = (__local T *)(__local unsigned char *)"
      "__gpuhal_dynamic_lds_base()"},
     {"gpuhal_dynamic_shared_bytes", "#define gpuhal_dynamic_shared_bytes() __gpuhal_dynamic_lds_bytes()"},
-    {"GPUHAL_LOCAL_ARRAY", GPUHAL_PLUGIN_ARRAY_DIMS_MACROS "#define GPUHAL_LOCAL_ARRAY(T, name, ...) T name __GPUHAL_DIMS(__VA_ARGS__)"},
+    {"GPUHAL_LOCAL_ARRAY",
+     GPUHAL_PLUGIN_ARRAY_DIMS_MACROS "#define GPUHAL_LOCAL_ARRAY(T, name, ...) T name __GPUHAL_DIMS(__VA_ARGS__)"},
     // aligned() only ever raises a variable's alignment.
     {"GPUHAL_SHARED_ARRAY_ALIGNED", GPUHAL_PLUGIN_ARRAY_DIMS_MACROS
      "#define GPUHAL_SHARED_ARRAY_ALIGNED(T, name, align, ...) __local T name __GPUHAL_DIMS(__VA_ARGS__) "
@@ -127,11 +124,7 @@ const Builtin kBuiltins[] = {
 }  // namespace
 
 const char *hsa_lowering(const char *builtin) {
-  if (!builtin) return nullptr;
-  if (!*builtin) return kPrologue;
-  for (const auto &b : kBuiltins)
-    if (std::strcmp(b.name, builtin) == 0) return b.text;
-  return nullptr;
+  return plugin::find_builtin(kBuiltins, kPrologue, builtin);
 }
 
 }  // namespace gpuhal::hsa
