@@ -93,9 +93,7 @@ gpuhal_status_t lower_builtin(const char *builtin, const char **text) {
 
 gpuhal_status_t module_compile(gpuhal_context_t ctx, const gpuhal_compile_args_t *args, void **image, uint64_t *bytes,
                                uint32_t *format) {
-  return guard("module_compile", [&]() -> gpuhal_status_t {
-    if (const gpuhal_status_t st = plugin::check_compile_args(args, image, bytes, format); st != GPUHAL_SUCCESS)
-      return st;
+  return plugin::compile_checked(args, image, bytes, format, [&] {
     return in_context(ctx, "module_compile", [&](CudaContext *c) -> gpuhal_status_t {
       std::string why;
       const Nvrtc *n = nvrtc(&why);

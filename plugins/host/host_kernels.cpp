@@ -108,62 +108,62 @@ gpuhal_status_t lower_builtin(const char *builtin, const char **text) {
 
 gpuhal_status_t module_compile(gpuhal_context_t ctx, const gpuhal_compile_args_t *args, void **image, uint64_t *bytes,
                                uint32_t *format) {
-  return in_context(ctx, "module_compile", [&](HostContext *) -> gpuhal_status_t {
-    if (const gpuhal_status_t st = plugin::check_compile_args(args, image, bytes, format); st != GPUHAL_SUCCESS)
-      return st;
-    const std::string options = args->options ? args->options : "";
-    std::vector<std::string> barrier_kernels;
-    for (uint32_t i = 0; i < args->kernel_count; ++i)
-      if (args->kernel_uses_barrier && args->kernel_uses_barrier[i]) barrier_kernels.push_back(args->kernel_names[i]);
-    WorkItemLoops loops;
-    if (plugin_state().work_item_loops) loops = make_work_item_loops(args->source, barrier_kernels);
-    for (const auto &k : loops.kernels)
-      plugin::log(GPUHAL_LOG_DEBUG, "host: kernel '" + k + "' runs as work-item loops");
-    for (const auto &k : loops.skipped)
-      plugin::log(GPUHAL_LOG_DEBUG, "host: kernel '" + k.first + "' runs its work-items as fibers: " + k.second);
-    std::vector<unsigned char> so;
-    gpuhal_status_t st = GPUHAL_ERROR_COMPILATION_FAILED;
-    // Every kernel runs as loops (no fibers): the vectorising compiler,
-    // when there is one (see host_compiler.hpp); the stack-counting one
-    // otherwise, and when it fails.
-    const CompilerSettings &settings = plugin_state().compiler;
-    if (loops.kernels.size() == barrier_kernels.size() && compiler_available(settings.vectorizing_cxx)) {
-      CompilerSettings vectorizing = settings;
-      vectorizing.cxx = settings.vectorizing_cxx;
-      st = compile_host_module(vectorizing,
-                               std::string(args->source) + "\n" + loops.text +
-                                   host_kernel_entry_points(*args, loops.kernels),
-                               options, &so);
-      // Its messages are not shown: the module goes to the other compiler,
-      // whose messages are the ones reported if that fails too.
+  return plugin::compile_checked(args, image, bytes, format, [&] {
+    return in_context(ctx, "module_compile", [&](HostContext *) -> gpuhal_status_t {
+      const std::string options = args->options ? args->options : "";
+      std::vector<std::string> barrier_kernels;
+      for (uint32_t i = 0; i < args->kernel_count; ++i)
+        if (args->kernel_uses_barrier && args->kernel_uses_barrier[i]) barrier_kernels.push_back(args->kernel_names[i]);
+      WorkItemLoops loops;
+      if (plugin_state().work_item_loops) loops = make_work_item_loops(args->source, barrier_kernels);
+      for (const auto &k : loops.kernels)
+        plugin::log(GPUHAL_LOG_DEBUG, "host: kernel '" + k + "' runs as work-item loops");
+      for (const auto &k : loops.skipped)
+        plugin::log(GPUHAL_LOG_DEBUG, "host: kernel '" + k.first + "' runs its work-items as fibers: " + k.second);
+      std::vector<unsigned char> so;
+      gpuhal_status_t st = GPUHAL_ERROR_COMPILATION_FAILED;
+      // Every kernel runs as loops (no fibers): the vectorising compiler,
+      // when there is one (see host_compiler.hpp); the stack-counting one
+      // otherwise, and when it fails.
+      const CompilerSettings &settings = plugin_state().compiler;
+      if (loops.kernels.size() == barrier_kernels.size() && compiler_available(settings.vectorizing_cxx)) {
+        CompilerSettings vectorizing = settings;
+        vectorizing.cxx = settings.vectorizing_cxx;
+        st = compile_host_module(
+            vectorizing, std::string(args->source) + "\n" + loops.text + host_kernel_entry_points(*args, loops.kernels),
+            options, &so);
+        // Its messages are not shown: the module goes to the other compiler,
+        // whose messages are the ones reported if that fails too.
+        if (st != GPUHAL_SUCCESS)
+          plugin::log(GPUHAL_LOG_DEBUG,
+                      "host: " + settings.vectorizing_cxx + " refused the module; building it with " + settings.cxx);
+      }
+      if (st != GPUHAL_SUCCESS && !loops.kernels.empty()) {
+        // The rewrite is checked by the compiler: should it not compile (a
+        // construct the pass misread), the kernels keep their fibers and any
+        // error shown is about the user's own source.
+        st = compile_host_module(
+            plugin_state().compiler,
+            std::string(args->source) + "\n" + loops.text + host_kernel_entry_points(*args, loops.kernels), options,
+            &so);
+        if (st != GPUHAL_SUCCESS)
+          plugin::log(GPUHAL_LOG_INFO,
+                      "host: the work-item loops did not compile; the module's barrier kernels run as "
+                      "fibers: " +
+                          std::string(plugin::last_error()).substr(0, 2000));
+      }
       if (st != GPUHAL_SUCCESS)
-        plugin::log(GPUHAL_LOG_DEBUG, "host: " + settings.vectorizing_cxx + " refused the module; building it with " +
-                                          settings.cxx);
-    }
-    if (st != GPUHAL_SUCCESS && !loops.kernels.empty()) {
-      // The rewrite is checked by the compiler: should it not compile (a
-      // construct the pass misread), the kernels keep their fibers and any
-      // error shown is about the user's own source.
-      st = compile_host_module(
-          plugin_state().compiler,
-          std::string(args->source) + "\n" + loops.text + host_kernel_entry_points(*args, loops.kernels), options, &so);
-      if (st != GPUHAL_SUCCESS)
-        plugin::log(GPUHAL_LOG_INFO,
-                    "host: the work-item loops did not compile; the module's barrier kernels run as "
-                    "fibers: " +
-                        std::string(plugin::last_error()).substr(0, 2000));
-    }
-    if (st != GPUHAL_SUCCESS)
-      st = compile_host_module(plugin_state().compiler,
-                               std::string(args->source) + "\n" + host_kernel_entry_points(*args, {}), options, &so);
-    if (st != GPUHAL_SUCCESS) return st;
-    if (const uint64_t constants = constant_bytes(so.data(), so.size(), constant_names(args->source));
-        constants > kConstantMemory)
-      return fail(GPUHAL_ERROR_COMPILATION_FAILED,
-                  "module_compile: the module has " + std::to_string(constants) +
-                      " bytes of constant arrays (GPUHAL_CONSTANT and ModuleOptions constants); a GPU has " +
-                      std::to_string(kConstantMemory) + " bytes of constant memory");
-    return plugin::hand_out_image(so.data(), so.size(), GPUHAL_IMAGE_HOST_SHARED_OBJECT, image, bytes, format);
+        st = compile_host_module(plugin_state().compiler,
+                                 std::string(args->source) + "\n" + host_kernel_entry_points(*args, {}), options, &so);
+      if (st != GPUHAL_SUCCESS) return st;
+      if (const uint64_t constants = constant_bytes(so.data(), so.size(), constant_names(args->source));
+          constants > kConstantMemory)
+        return fail(GPUHAL_ERROR_COMPILATION_FAILED,
+                    "module_compile: the module has " + std::to_string(constants) +
+                        " bytes of constant arrays (GPUHAL_CONSTANT and ModuleOptions constants); a GPU has " +
+                        std::to_string(kConstantMemory) + " bytes of constant memory");
+      return plugin::hand_out_image(so.data(), so.size(), GPUHAL_IMAGE_HOST_SHARED_OBJECT, image, bytes, format);
+    });
   });
 }
 
