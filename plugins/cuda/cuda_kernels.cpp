@@ -186,40 +186,38 @@ std::string toolchain_mismatch(const void *image, uint64_t bytes, uint32_t forma
 
 gpuhal_status_t module_load(gpuhal_context_t ctx, const void *image, uint64_t bytes, uint32_t format,
                             gpuhal_module_t *out) {
-  return guard("module_load", [&]() -> gpuhal_status_t {
-    if (!image || !bytes || !out) return fail(GPUHAL_ERROR_INVALID_VALUE, "module_load: null or empty image");
-    if (format != GPUHAL_IMAGE_PTX && format != GPUHAL_IMAGE_CUBIN)
-      return fail(GPUHAL_ERROR_INVALID_IMAGE,
-                  "module_load: the cuda backend loads PTX and cubin images (format " + std::to_string(format) + ")");
-    return in_context(ctx, "module_load", [&](CudaContext *c) -> gpuhal_status_t {
-      // PTX must be NUL-terminated for the driver: copy it when it is not.
-      std::string text;
-      const void *data = image;
-      if (format == GPUHAL_IMAGE_PTX && static_cast<const char *>(image)[bytes - 1] != '\0') {
-        text.assign(static_cast<const char *>(image), size_t(bytes));
-        data = text.c_str();
-      }
-      char log[4096] = {};
-      CUjit_option keys[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-      void *values[2] = {log, reinterpret_cast<void *>(uintptr_t(sizeof log - 1))};
-      if (!drv().cuModuleLoadDataEx)
-        return fail(GPUHAL_ERROR_NOT_SUPPORTED, "cuModuleLoadDataEx is not provided by this driver");
-      CUmodule m = nullptr;
-      const CUresult r = drv().cuModuleLoadDataEx(&m, data, 2, keys, values);
-      if (r != CUDA_SUCCESS) {
-        const gpuhal_status_t st = drv().error(r, "cuModuleLoadDataEx");
-        std::string message = plugin::last_error();
-        if (r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION) message += "; " + toolchain_mismatch(image, bytes, format);
-        if (log[0]) message += std::string(":\n") + log;
-        return fail(st, message);
-      }
-      {
-        std::lock_guard<std::mutex> lock(c->mu);
-        c->modules.insert(m);
-      }
-      *out = reinterpret_cast<gpuhal_module_t>(m);
-      return GPUHAL_SUCCESS;
-    });
+  if (!image || !bytes || !out) return fail(GPUHAL_ERROR_INVALID_VALUE, "module_load: null or empty image");
+  if (format != GPUHAL_IMAGE_PTX && format != GPUHAL_IMAGE_CUBIN)
+    return fail(GPUHAL_ERROR_INVALID_IMAGE,
+                "module_load: the cuda backend loads PTX and cubin images (format " + std::to_string(format) + ")");
+  return in_context(ctx, "module_load", [&](CudaContext *c) -> gpuhal_status_t {
+    // PTX must be NUL-terminated for the driver: copy it when it is not.
+    std::string text;
+    const void *data = image;
+    if (format == GPUHAL_IMAGE_PTX && static_cast<const char *>(image)[bytes - 1] != '\0') {
+      text.assign(static_cast<const char *>(image), size_t(bytes));
+      data = text.c_str();
+    }
+    char log[4096] = {};
+    CUjit_option keys[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *values[2] = {log, reinterpret_cast<void *>(uintptr_t(sizeof log - 1))};
+    if (!drv().cuModuleLoadDataEx)
+      return fail(GPUHAL_ERROR_NOT_SUPPORTED, "cuModuleLoadDataEx is not provided by this driver");
+    CUmodule m = nullptr;
+    const CUresult r = drv().cuModuleLoadDataEx(&m, data, 2, keys, values);
+    if (r != CUDA_SUCCESS) {
+      const gpuhal_status_t st = drv().error(r, "cuModuleLoadDataEx");
+      std::string message = plugin::last_error();
+      if (r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION) message += "; " + toolchain_mismatch(image, bytes, format);
+      if (log[0]) message += std::string(":\n") + log;
+      return fail(st, message);
+    }
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      c->modules.insert(m);
+    }
+    *out = reinterpret_cast<gpuhal_module_t>(m);
+    return GPUHAL_SUCCESS;
   });
 }
 
@@ -244,34 +242,32 @@ gpuhal_status_t module_unload(gpuhal_context_t ctx, gpuhal_module_t module) {
 gpuhal_status_t module_get_kernel(gpuhal_context_t ctx, gpuhal_module_t module, const char *name,
                                   gpuhal_kernel_t *out) {
   if (!name || !out) return fail(GPUHAL_ERROR_INVALID_VALUE, "module_get_kernel: null argument");
-  return guard("module_get_kernel", [&]() -> gpuhal_status_t {
-    return in_context(ctx, "module_get_kernel", [&](CudaContext *c) -> gpuhal_status_t {
-      CUmodule m = reinterpret_cast<CUmodule>(module);
-      {
-        std::lock_guard<std::mutex> lock(c->mu);
-        if (!c->modules.count(m))
-          return fail(GPUHAL_ERROR_INVALID_HANDLE, "module_get_kernel: not a module of this context");
-      }
-      auto k = std::make_unique<CudaKernel>();
-      k->module = m;
-      if (const gpuhal_status_t call_st =
-              cu_call(drv().cuModuleGetFunction, "cuModuleGetFunction", &k->function, m, name);
-          call_st != GPUHAL_SUCCESS)
-        return call_st;
-      if (const gpuhal_status_t call_st = cu_call(drv().cuFuncGetAttribute, "cuFuncGetAttribute", &k->max_threads,
-                                                  CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k->function);
-          call_st != GPUHAL_SUCCESS)
-        return call_st;
-      if (const gpuhal_status_t call_st = cu_call(drv().cuFuncGetAttribute, "cuFuncGetAttribute", &k->static_shared,
-                                                  CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, k->function);
-          call_st != GPUHAL_SUCCESS)
-        return call_st;
-      const CudaKernel *raw = k.get();
+  return in_context(ctx, "module_get_kernel", [&](CudaContext *c) -> gpuhal_status_t {
+    CUmodule m = reinterpret_cast<CUmodule>(module);
+    {
       std::lock_guard<std::mutex> lock(c->mu);
-      c->kernels.emplace(raw, std::move(k));
-      *out = reinterpret_cast<gpuhal_kernel_t>(const_cast<CudaKernel *>(raw));
-      return GPUHAL_SUCCESS;
-    });
+      if (!c->modules.count(m))
+        return fail(GPUHAL_ERROR_INVALID_HANDLE, "module_get_kernel: not a module of this context");
+    }
+    auto k = std::make_unique<CudaKernel>();
+    k->module = m;
+    if (const gpuhal_status_t call_st =
+            cu_call(drv().cuModuleGetFunction, "cuModuleGetFunction", &k->function, m, name);
+        call_st != GPUHAL_SUCCESS)
+      return call_st;
+    if (const gpuhal_status_t call_st = cu_call(drv().cuFuncGetAttribute, "cuFuncGetAttribute", &k->max_threads,
+                                                CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k->function);
+        call_st != GPUHAL_SUCCESS)
+      return call_st;
+    if (const gpuhal_status_t call_st = cu_call(drv().cuFuncGetAttribute, "cuFuncGetAttribute", &k->static_shared,
+                                                CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, k->function);
+        call_st != GPUHAL_SUCCESS)
+      return call_st;
+    const CudaKernel *raw = k.get();
+    std::lock_guard<std::mutex> lock(c->mu);
+    c->kernels.emplace(raw, std::move(k));
+    *out = reinterpret_cast<gpuhal_kernel_t>(const_cast<CudaKernel *>(raw));
+    return GPUHAL_SUCCESS;
   });
 }
 

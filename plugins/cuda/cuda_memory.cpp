@@ -120,23 +120,21 @@ gpuhal_status_t mem_alloc_async(gpuhal_context_t ctx, uint64_t bytes, gpuhal_str
   if (bytes == 0 || bytes > SIZE_MAX) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc_async: size must be positive");
   return in_context(ctx, "mem_alloc_async", [&](CudaContext *c) -> gpuhal_status_t {
     if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "mem_alloc_async: invalid stream");
-    return guard("mem_alloc_async", [&]() -> gpuhal_status_t {
-      CUdeviceptr p = 0;
-      if (const gpuhal_status_t call_st =
-              cu_call(drv().cuMemAllocAsync, "cuMemAllocAsync", &p, size_t(bytes), native(stream));
-          call_st != GPUHAL_SUCCESS)
-        return call_st;
-      try {
-        std::lock_guard<std::mutex> lock(c->mu);
-        c->allocations.insert(p);  // cuMemFree frees it too, at context_destroy
-        c->pool_allocations.insert(p);
-      } catch (...) {
-        drv().cuMemFreeAsync(p, native(stream));
-        throw;
-      }
-      *out = p;
-      return GPUHAL_SUCCESS;
-    });
+    CUdeviceptr p = 0;
+    if (const gpuhal_status_t call_st =
+            cu_call(drv().cuMemAllocAsync, "cuMemAllocAsync", &p, size_t(bytes), native(stream));
+        call_st != GPUHAL_SUCCESS)
+      return call_st;
+    try {
+      std::lock_guard<std::mutex> lock(c->mu);
+      c->allocations.insert(p);  // cuMemFree frees it too, at context_destroy
+      c->pool_allocations.insert(p);
+    } catch (...) {
+      drv().cuMemFreeAsync(p, native(stream));
+      throw;
+    }
+    *out = p;
+    return GPUHAL_SUCCESS;
   });
 }
 

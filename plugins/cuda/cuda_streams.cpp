@@ -78,7 +78,7 @@ gpuhal_status_t stream_add_callback(gpuhal_context_t ctx, gpuhal_stream_t stream
   if (!fn) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_add_callback: null function");
   return in_context(ctx, "stream_add_callback", [&](CudaContext *c) -> gpuhal_status_t {
     if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_add_callback: invalid stream");
-    return guard("stream_add_callback", [&] { return queue_callback(c, native(stream), fn, user); });
+    return queue_callback(c, native(stream), fn, user);
   });
 }
 
@@ -161,25 +161,23 @@ gpuhal_status_t stream_barrier(gpuhal_context_t ctx, gpuhal_stream_t stream, con
         return call_st;
     }
     if (!(flags & GPUHAL_BARRIER_ALL_PRIOR_WORK)) return GPUHAL_SUCCESS;
-    return guard("stream_barrier", [&]() -> gpuhal_status_t {
-      std::vector<CUstream> sources{api::stream_legacy()};
-      {
-        std::lock_guard<std::mutex> lock(c->mu);
-        sources.insert(sources.end(), c->streams.begin(), c->streams.end());
-      }
-      for (CUstream src : sources) {
-        if (src == native(stream)) continue;
-        CUevent e = nullptr;
-        if (const gpuhal_status_t call_st = cu_call(drv().cuEventCreate, "cuEventCreate", &e, CU_EVENT_DISABLE_TIMING);
-            call_st != GPUHAL_SUCCESS)
-          return call_st;
-        CUresult r = drv().cuEventRecord(e, src);
-        if (r == CUDA_SUCCESS) r = drv().cuStreamWaitEvent(native(stream), e, 0u);
-        drv().cuEventDestroy(e);  // released once the wait is satisfied
-        if (r != CUDA_SUCCESS) return drv().error(r, "cuEventRecord/cuStreamWaitEvent");
-      }
-      return GPUHAL_SUCCESS;
-    });
+    std::vector<CUstream> sources{api::stream_legacy()};
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      sources.insert(sources.end(), c->streams.begin(), c->streams.end());
+    }
+    for (CUstream src : sources) {
+      if (src == native(stream)) continue;
+      CUevent e = nullptr;
+      if (const gpuhal_status_t call_st = cu_call(drv().cuEventCreate, "cuEventCreate", &e, CU_EVENT_DISABLE_TIMING);
+          call_st != GPUHAL_SUCCESS)
+        return call_st;
+      CUresult r = drv().cuEventRecord(e, src);
+      if (r == CUDA_SUCCESS) r = drv().cuStreamWaitEvent(native(stream), e, 0u);
+      drv().cuEventDestroy(e);  // released once the wait is satisfied
+      if (r != CUDA_SUCCESS) return drv().error(r, "cuEventRecord/cuStreamWaitEvent");
+    }
+    return GPUHAL_SUCCESS;
   });
 }
 

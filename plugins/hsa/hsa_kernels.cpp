@@ -107,50 +107,48 @@ void image_free(void *image) {
 
 gpuhal_status_t module_load(gpuhal_context_t ctx, const void *image, uint64_t bytes, uint32_t format,
                             gpuhal_module_t *out) {
-  return guard("module_load", [&]() -> gpuhal_status_t {
-    if (!image || !bytes || !out) return fail(GPUHAL_ERROR_INVALID_VALUE, "module_load: null or empty image");
-    if (format != GPUHAL_IMAGE_HSACO)
-      return fail(GPUHAL_ERROR_INVALID_IMAGE,
-                  "module_load: the hsa backend loads AMDGPU code objects (format " + std::to_string(format) + ")");
-    return in_context(ctx, "module_load", [&](HsaContext *c) -> gpuhal_status_t {
-      auto m = std::make_unique<HsaModule>();
-      // The kernels' argument layouts: through amd_comgr's metadata API when
-      // comgr loads, else the plugin's own reader (hsa_code_object.cpp). When
-      // comgr refuses the image, the reader says more precisely why (comgr's
-      // status is only INVALID_ARGUMENT); its message is used when it refuses
-      // too, comgr's otherwise (comgr is the authority where it loads).
-      std::string why, no_comgr;
-      const Comgr *cg = comgr(&no_comgr);
-      if (!cg || !cg->read_metadata(image, size_t(bytes), &m->md, &why)) {
-        std::string reader_why;
-        const bool read = read_code_object_metadata(image, bytes, &m->md, &reader_why);
-        if (!cg && !read) why = reader_why;
-        if (cg && !read) why = reader_why + " (" + why + ")";
-        if (cg || !read) return fail(GPUHAL_ERROR_INVALID_IMAGE, "module_load: " + why);
-      }
-      m->count_cells = has_count_cells_marker(image, bytes) ? kCountCellsBytes : 0;
-      if (const gpuhal_status_t call_st =
-              hsa_call(rt().hsa_code_object_reader_create_from_memory, "hsa_code_object_reader_create_from_memory",
-                       image, size_t(bytes), &m->reader);
-          call_st != GPUHAL_SUCCESS)
-        return call_st;
-      auto release = [&](hsa_status_t s, const char *call) {
-        const gpuhal_status_t st = rt().error(s, call);
-        if (m->executable.handle) rt().hsa_executable_destroy(m->executable);
-        rt().hsa_code_object_reader_destroy(m->reader);
-        return st;
-      };
-      hsa_status_t s =
-          rt().hsa_executable_create_alt(HSA_PROFILE_FULL, HSA_DEFAULT_FLOAT_ROUNDING_MODE_DEFAULT, "", &m->executable);
-      if (s != HSA_STATUS_SUCCESS) return release(s, "hsa_executable_create_alt");
-      s = rt().hsa_executable_load_agent_code_object(m->executable, c->device->agent, m->reader, "", nullptr);
-      if (s != HSA_STATUS_SUCCESS) return release(s, "hsa_executable_load_agent_code_object");
-      s = rt().hsa_executable_freeze(m->executable, "");
-      if (s != HSA_STATUS_SUCCESS) return release(s, "hsa_executable_freeze");
-      std::lock_guard<std::mutex> lock(c->mu);
-      plugin::hand_out_owned(c->modules, m, out);
-      return GPUHAL_SUCCESS;
-    });
+  if (!image || !bytes || !out) return fail(GPUHAL_ERROR_INVALID_VALUE, "module_load: null or empty image");
+  if (format != GPUHAL_IMAGE_HSACO)
+    return fail(GPUHAL_ERROR_INVALID_IMAGE,
+                "module_load: the hsa backend loads AMDGPU code objects (format " + std::to_string(format) + ")");
+  return in_context(ctx, "module_load", [&](HsaContext *c) -> gpuhal_status_t {
+    auto m = std::make_unique<HsaModule>();
+    // The kernels' argument layouts: through amd_comgr's metadata API when
+    // comgr loads, else the plugin's own reader (hsa_code_object.cpp). When
+    // comgr refuses the image, the reader says more precisely why (comgr's
+    // status is only INVALID_ARGUMENT); its message is used when it refuses
+    // too, comgr's otherwise (comgr is the authority where it loads).
+    std::string why, no_comgr;
+    const Comgr *cg = comgr(&no_comgr);
+    if (!cg || !cg->read_metadata(image, size_t(bytes), &m->md, &why)) {
+      std::string reader_why;
+      const bool read = read_code_object_metadata(image, bytes, &m->md, &reader_why);
+      if (!cg && !read) why = reader_why;
+      if (cg && !read) why = reader_why + " (" + why + ")";
+      if (cg || !read) return fail(GPUHAL_ERROR_INVALID_IMAGE, "module_load: " + why);
+    }
+    m->count_cells = has_count_cells_marker(image, bytes) ? kCountCellsBytes : 0;
+    if (const gpuhal_status_t call_st =
+            hsa_call(rt().hsa_code_object_reader_create_from_memory, "hsa_code_object_reader_create_from_memory", image,
+                     size_t(bytes), &m->reader);
+        call_st != GPUHAL_SUCCESS)
+      return call_st;
+    auto release = [&](hsa_status_t s, const char *call) {
+      const gpuhal_status_t st = rt().error(s, call);
+      if (m->executable.handle) rt().hsa_executable_destroy(m->executable);
+      rt().hsa_code_object_reader_destroy(m->reader);
+      return st;
+    };
+    hsa_status_t s =
+        rt().hsa_executable_create_alt(HSA_PROFILE_FULL, HSA_DEFAULT_FLOAT_ROUNDING_MODE_DEFAULT, "", &m->executable);
+    if (s != HSA_STATUS_SUCCESS) return release(s, "hsa_executable_create_alt");
+    s = rt().hsa_executable_load_agent_code_object(m->executable, c->device->agent, m->reader, "", nullptr);
+    if (s != HSA_STATUS_SUCCESS) return release(s, "hsa_executable_load_agent_code_object");
+    s = rt().hsa_executable_freeze(m->executable, "");
+    if (s != HSA_STATUS_SUCCESS) return release(s, "hsa_executable_freeze");
+    std::lock_guard<std::mutex> lock(c->mu);
+    plugin::hand_out_owned(c->modules, m, out);
+    return GPUHAL_SUCCESS;
   });
 }
 
@@ -173,51 +171,49 @@ gpuhal_status_t module_unload(gpuhal_context_t ctx, gpuhal_module_t module) {
 gpuhal_status_t module_get_kernel(gpuhal_context_t ctx, gpuhal_module_t module, const char *name,
                                   gpuhal_kernel_t *out) {
   if (!name || !out) return fail(GPUHAL_ERROR_INVALID_VALUE, "module_get_kernel: null argument");
-  return guard("module_get_kernel", [&]() -> gpuhal_status_t {
-    return in_context(ctx, "module_get_kernel", [&](HsaContext *c) -> gpuhal_status_t {
-      std::lock_guard<std::mutex> lock(c->mu);
-      auto it = c->modules.find(reinterpret_cast<HsaModule *>(module));
-      if (it == c->modules.end())
-        return fail(GPUHAL_ERROR_INVALID_HANDLE, "module_get_kernel: not a module of this context");
-      HsaModule *m = it->second.get();
-      if (auto k = m->kernels.find(name); k != m->kernels.end()) {
-        *out = reinterpret_cast<gpuhal_kernel_t>(k->second.get());
-        return GPUHAL_SUCCESS;
-      }
-      const KernelMetadata *md = nullptr;
-      for (const auto &k : m->md.kernels)
-        if (k.name == name) md = &k;
-      if (!md)
-        return fail(GPUHAL_ERROR_NOT_FOUND, std::string("module_get_kernel: no kernel '") + name + "' in the module");
-      auto k = std::make_unique<HsaKernel>();
-      k->md = *md;
-      k->count_cells = m->count_cells;
-      hsa_executable_symbol_t sym{};
-      hsa_agent_t agent = c->device->agent;
-      if (const gpuhal_status_t call_st =
-              hsa_call(rt().hsa_executable_get_symbol_by_name, "hsa_executable_get_symbol_by_name", m->executable,
-                       md->symbol.c_str(), &agent, &sym);
+  return in_context(ctx, "module_get_kernel", [&](HsaContext *c) -> gpuhal_status_t {
+    std::lock_guard<std::mutex> lock(c->mu);
+    auto it = c->modules.find(reinterpret_cast<HsaModule *>(module));
+    if (it == c->modules.end())
+      return fail(GPUHAL_ERROR_INVALID_HANDLE, "module_get_kernel: not a module of this context");
+    HsaModule *m = it->second.get();
+    if (auto k = m->kernels.find(name); k != m->kernels.end()) {
+      *out = reinterpret_cast<gpuhal_kernel_t>(k->second.get());
+      return GPUHAL_SUCCESS;
+    }
+    const KernelMetadata *md = nullptr;
+    for (const auto &k : m->md.kernels)
+      if (k.name == name) md = &k;
+    if (!md)
+      return fail(GPUHAL_ERROR_NOT_FOUND, std::string("module_get_kernel: no kernel '") + name + "' in the module");
+    auto k = std::make_unique<HsaKernel>();
+    k->md = *md;
+    k->count_cells = m->count_cells;
+    hsa_executable_symbol_t sym{};
+    hsa_agent_t agent = c->device->agent;
+    if (const gpuhal_status_t call_st =
+            hsa_call(rt().hsa_executable_get_symbol_by_name, "hsa_executable_get_symbol_by_name", m->executable,
+                     md->symbol.c_str(), &agent, &sym);
+        call_st != GPUHAL_SUCCESS)
+      return call_st;
+    const std::pair<hsa_executable_symbol_info_t, void *> infos[] = {
+        {HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT, &k->object},
+        {HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE, &k->kernarg_size},
+        {HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE, &k->group_segment_size},
+        {HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE, &k->private_segment_size},
+    };
+    for (const auto &info : infos) {
+      if (const gpuhal_status_t call_st = hsa_call(rt().hsa_executable_symbol_get_info,
+                                                   "hsa_executable_symbol_get_info", sym, info.first, info.second);
           call_st != GPUHAL_SUCCESS)
         return call_st;
-      const std::pair<hsa_executable_symbol_info_t, void *> infos[] = {
-          {HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT, &k->object},
-          {HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE, &k->kernarg_size},
-          {HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE, &k->group_segment_size},
-          {HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE, &k->private_segment_size},
-      };
-      for (const auto &info : infos) {
-        if (const gpuhal_status_t call_st = hsa_call(rt().hsa_executable_symbol_get_info,
-                                                     "hsa_executable_symbol_get_info", sym, info.first, info.second);
-            call_st != GPUHAL_SUCCESS)
-          return call_st;
-      }
-      if (k->kernarg_size < md->kernarg_size)
-        return fail(GPUHAL_ERROR_INVALID_IMAGE, std::string("module_get_kernel: ") + name +
-                                                    ": the runtime's kernarg segment is smaller than the metadata's");
-      *out = reinterpret_cast<gpuhal_kernel_t>(k.get());
-      m->kernels.emplace(name, std::move(k));
-      return GPUHAL_SUCCESS;
-    });
+    }
+    if (k->kernarg_size < md->kernarg_size)
+      return fail(GPUHAL_ERROR_INVALID_IMAGE, std::string("module_get_kernel: ") + name +
+                                                  ": the runtime's kernarg segment is smaller than the metadata's");
+    *out = reinterpret_cast<gpuhal_kernel_t>(k.get());
+    m->kernels.emplace(name, std::move(k));
+    return GPUHAL_SUCCESS;
   });
 }
 
