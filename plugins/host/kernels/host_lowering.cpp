@@ -132,27 +132,6 @@ template <class... P> struct sig<void (*)(P...)> {
   static constexpr uint32_t count = sizeof...(P);
   static constexpr uint32_t sizes[sizeof...(P) + 1] = {uint32_t(std::is_pointer<P>::value ? 8 : sizeof(P))..., 0};
   template <void (*K)(P...), size_t... I>
-  static void group(const gpuhal_host_group *g, void *const *a, std::index_sequence<I...>) {
-    std::tuple<P...> v{arg<P>(a[I])...};
-    (void)v;
-    gpuhal_host_item wi;
-    wi.group = g;
-    __gpuhal_wi = &wi;
-    const uint32_t nx = g->local_size[0], ny = g->local_size[1], nz = g->local_size[2];
-    for (uint32_t z = 0; z < nz; ++z)
-      for (uint32_t y = 0; y < ny; ++y)
-        for (uint32_t x = 0; x < nx; ++x) {
-          wi.local_id[0] = x;
-          wi.local_id[1] = y;
-          wi.local_id[2] = z;
-          K(std::get<I>(v)...);
-        }
-    __gpuhal_wi = nullptr;
-  }
-  // The same work-item loop as group()'s, written out again on purpose: with
-  // the loop in a shared helper (arguments by reference or by value, even
-  // always_inline) clang 14 left saxpy's loop unvectorised, 4x slower.
-  template <void (*K)(P...), size_t... I>
   static void groups(gpuhal_host_group *g, void *const *a, uint64_t first, uint64_t last, std::index_sequence<I...>) {
     std::tuple<P...> v{arg<P>(a[I])...};
     (void)v;
@@ -186,9 +165,14 @@ template <class... P> struct sig<void (*)(P...)> {
     K(arg<P>(a[I])...);
   }
 };
+// One group: the chunk loop over just that group (its linear index gives
+// back the same group id), on a copy, since that loop writes the group id.
 template <auto K> static void run_group(const gpuhal_host_group *g, void *const *a) {
   using S = sig<decltype(K)>;
-  S::template group<K>(g, a, std::make_index_sequence<S::count>());
+  gpuhal_host_group one = *g;
+  const uint64_t gi =
+      g->group_id[0] + uint64_t(g->num_groups[0]) * (g->group_id[1] + uint64_t(g->num_groups[1]) * g->group_id[2]);
+  S::template groups<K>(&one, a, gi, gi + 1, std::make_index_sequence<S::count>());
 }
 template <auto K> static void run_groups(gpuhal_host_group *g, void *const *a, uint64_t first, uint64_t last) {
   using S = sig<decltype(K)>;
