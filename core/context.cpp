@@ -41,7 +41,7 @@ std::shared_ptr<ContextImpl> create_context(const std::shared_ptr<RuntimeImpl> &
       [raw] {
         if (raw->handle) raw->backend().context_synchronize(raw->handle);
       },
-      [raw](const Error &e) { raw->logger().write(LogLevel::Error, e.what()); });
+      [raw](const Error &e) { raw->logger().write(LogLevel::Error, e.what()); }, &ctx->generation);
   install_memory_manager(ctx);
   return ctx;
 }
@@ -49,11 +49,18 @@ std::shared_ptr<ContextImpl> create_context(const std::shared_ptr<RuntimeImpl> &
 void ContextImpl::defer_release(uint64_t gen, uint64_t bytes, std::function<gpuhal_status_t()> release,
                                 const char *call) {
   if (inherited()) return;  // a child of fork(): the parent's object, never released here
-  deallocs->add({[this, gen, release = std::move(release), call] {
-                   if (gen != current_generation() || !handle) return;  // freed by the reset
-                   check(release(), call);
+  deallocs->add({[this, release = std::move(release), call] {
+                   if (handle) check(release(), call);
                  },
-                 bytes});
+                 bytes, gen});  // skipped by the queue once a reset freed it
+}
+
+void ContextImpl::defer_free(uint64_t gen, uint64_t bytes, gpuhal_deviceptr_t ptr) {
+  if (inherited()) return;
+  deallocs->add({[this, ptr] {
+                   if (handle) check(backend().mem_free_status(handle, ptr), "mem_free");
+                 },
+                 bytes, gen});
 }
 
 void ContextImpl::report_release_failure(gpuhal_status_t status, const char *call) const {

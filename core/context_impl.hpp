@@ -92,6 +92,9 @@ struct ContextImpl {
   // Queues `release` (a plugin call for an object of generation `gen`),
   // skipped if the context was reset before it runs.
   void defer_release(uint64_t gen, uint64_t bytes, std::function<gpuhal_status_t()> release, const char *call);
+  // The same for mem_free of `ptr`, without allocating: the hot path of
+  // every device array's release.
+  void defer_free(uint64_t gen, uint64_t bytes, gpuhal_deviceptr_t ptr);
   // Reports a failed plugin release that happened in a destructor to the
   // deallocation error handler (nothing may throw from a destructor).
   void report_release_failure(gpuhal_status_t status, const char *call) const;

@@ -6,8 +6,13 @@
 
 namespace gpuhal::detail {
 
-DeallocQueue::DeallocQueue(uint64_t max_count, uint64_t max_bytes, Synchronize sync, ErrorHandler handler)
-    : max_count_(max_count), max_bytes_(max_bytes), sync_(std::move(sync)), handler_(std::move(handler)) {}
+DeallocQueue::DeallocQueue(uint64_t max_count, uint64_t max_bytes, Synchronize sync, ErrorHandler handler,
+                           const std::atomic<uint64_t> *generation)
+    : max_count_(max_count),
+      max_bytes_(max_bytes),
+      sync_(std::move(sync)),
+      generation_(generation),
+      handler_(std::move(handler)) {}
 
 namespace {
 thread_local bool t_in_callback = false;
@@ -83,8 +88,11 @@ size_t DeallocQueue::flush(bool force) {
     while (!batch.empty()) {
       bool failed = false;
       try {
-        batch.front().release();
-        ++done;
+        const Item &item = batch.front();
+        if (item.generation == 0 || !generation_ || item.generation == generation_->load(std::memory_order_acquire)) {
+          item.release();
+          ++done;
+        }
       } catch (const Error &e) {
         report(Error(e.status(), std::string("deferred deallocation failed: ") + e.what()));
         failed = true;

@@ -33,11 +33,18 @@ class DeallocQueue {
   struct Item {
     std::function<void()> release;  // throws gpuhal::Error (or anything) on failure
     uint64_t bytes = 0;
+    // 0, or the context generation of what `release` frees: the item is
+    // skipped when the context was reset since (the reset freed it). Kept
+    // here, not in the closure, so that a device free's closure (context
+    // and pointer) fits std::function's inline storage.
+    uint64_t generation = 0;
   };
   using Synchronize = std::function<void()>;  // throws on failure
   using ErrorHandler = std::function<void(const Error &)>;
 
-  DeallocQueue(uint64_t max_count, uint64_t max_bytes, Synchronize sync, ErrorHandler handler);
+  // `generation`: the context's current generation (read when an item runs).
+  DeallocQueue(uint64_t max_count, uint64_t max_bytes, Synchronize sync, ErrorHandler handler,
+               const std::atomic<uint64_t> *generation = nullptr);
 
   // Queues `item`; flushes when over a limit and not deferred, and not on a
   // thread running a stream callback (the flush synchronises and calls the
@@ -88,6 +95,7 @@ class DeallocQueue {
   std::mutex flush_mu_;  // one flush at a time
   std::deque<Item> items_;
   uint64_t bytes_ = 0;
+  const std::atomic<uint64_t> *generation_;
   int defer_depth_ = 0;
   ErrorHandler handler_;
 };

@@ -22,10 +22,8 @@ Allocation::~Allocation() {
   }
   if (!owns_device_memory) return;
   ContextImpl *c = ctx.get();
-  const gpuhal_deviceptr_t p = ptr;
   try {
-    c->defer_release(
-        generation, size, [c, p] { return c->backend().mem_free_status(c->handle, p); }, "mem_free");
+    c->defer_free(generation, size, ptr);
   } catch (const std::exception &e) {  // a flush triggered here failed to allocate
     c->logger().write(LogLevel::Error, std::string("deferred free of device memory: ") + e.what());
   }

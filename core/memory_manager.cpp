@@ -33,8 +33,7 @@ void MemoryManager::backend_free(gpuhal_deviceptr_t ptr, uint64_t bytes) const {
   if (!ctx_ || !ptr) return;
   detail::ContextImpl *c = ctx_;
   try {
-    c->defer_release(
-        c->current_generation(), bytes, [c, ptr] { return c->backend().mem_free_status(c->handle, ptr); }, "mem_free");
+    c->defer_free(c->current_generation(), bytes, ptr);
   } catch (const std::exception &e) {
     c->logger().write(LogLevel::Error, std::string("memory manager free: ") + e.what());
   }

@@ -14,7 +14,15 @@ namespace gpuhal::host {
 
 void Registry::insert(uintptr_t base, const Region &r) {
   std::lock_guard<std::mutex> lock(mu_);
-  regions_[base] = r;
+  if (spare_.empty() || regions_.count(base)) {
+    regions_[base] = r;
+    return;
+  }
+  Map::node_type node = std::move(spare_.back());
+  spare_.pop_back();
+  node.key() = base;
+  node.mapped() = r;
+  regions_.insert(std::move(node));
 }
 
 Region Registry::erase(uintptr_t base, HostContext *owner, RegionKind kind) {
@@ -22,7 +30,14 @@ Region Registry::erase(uintptr_t base, HostContext *owner, RegionKind kind) {
   auto it = regions_.find(base);
   if (it == regions_.end() || it->second.owner != owner || it->second.kind != kind) return Region{};
   Region r = it->second;
-  regions_.erase(it);
+  Map::node_type node = regions_.extract(it);
+  if (spare_.size() < kSpareNodes) {
+    try {
+      spare_.push_back(std::move(node));
+    } catch (...) {
+      // no room to keep it: the node goes with `node`
+    }
+  }
   return r;
 }
 

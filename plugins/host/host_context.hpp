@@ -74,8 +74,13 @@ class Registry {
   std::vector<std::pair<uintptr_t, Region>> take_all(HostContext *owner);
 
  private:
+  using Map = std::map<uintptr_t, Region>;
   mutable std::mutex mu_;
-  std::map<uintptr_t, Region> regions_;
+  Map regions_;
+  // Nodes of erased ranges kept for the next inserts (at most kSpareNodes):
+  // an allocation and its release then cost the map no malloc and free.
+  static constexpr size_t kSpareNodes = 64;
+  std::vector<Map::node_type> spare_;
 };
 
 struct HostEvent {
