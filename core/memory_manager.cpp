@@ -164,7 +164,8 @@ void install_memory_manager(const std::shared_ptr<ContextImpl> &ctx) {
                                                 std::to_string(MemoryManager::kInterfaceVersion) + " required");
   attach_memory_manager(*mm, ctx);
   mm->initialize();
-  ctx->default_manager = typeid(*mm) == typeid(DefaultMemoryManager);
+  const MemoryManager &made = *mm;
+  ctx->default_manager = typeid(made) == typeid(DefaultMemoryManager);  // exactly it, not a subclass
   ctx->manager = std::move(mm);
 }
 
