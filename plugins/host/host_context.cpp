@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "host_context.hpp"
 
-#include "host_device_memory.hpp"
 #include "host_compiler.hpp"
+#include "host_device_mappings.hpp"
 #include "host_kernels.hpp"
 #include "host_stream.hpp"
 

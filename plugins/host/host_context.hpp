@@ -185,7 +185,7 @@ struct HostPlugin {
 // plugin anew. Nothing of the parent's is freed: the child's copy of it
 // goes at exit.
 void forget_parent_after_fork();
-// In a child of fork(): fresh locks for IPC exports (host_device_memory.cpp).
+// In a child of fork(): fresh locks for IPC exports (host_ipc.cpp).
 void reset_export_locks_after_fork();
 
 HostPlugin &plugin_state();

@@ -53,7 +53,7 @@ gpuhal_status_t in_stream(gpuhal_context_t ctx, gpuhal_stream_t stream, const ch
 // Every entry of the plugin table, with the table's own signature, defined
 // in the file of its object: host_plugin.cpp (lifecycle, devices, contexts,
 // peer access), host_memory.cpp (device and managed memory),
-// host_device_memory.cpp (IPC), host_transfers.cpp, host_stream.cpp,
+// host_ipc.cpp (IPC), host_transfers.cpp, host_stream.cpp,
 // host_events.cpp, host_pinned_memory.cpp (pinned and registered host
 // memory), host_kernels.cpp (device code).
 #include "plugin_entries.inc"

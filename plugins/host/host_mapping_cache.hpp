@@ -2,7 +2,7 @@
 // Released device mappings kept for reuse, by mapped size.
 //
 // Every device allocation of the host backend is a page-granular mapping of
-// its own (host_device_memory.hpp says why: IPC export after the fact, bad
+// its own (host_device_mappings.hpp says why: IPC export after the fact, bad
 // ranges refused by the allocation map, nothing shared between two
 // allocations). A fresh mapping and its release cost a system call each,
 // about 2 us together, where a GPU runtime's caching allocator answers in a

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The host backend's device memory entries: page-granular mappings
-// (host_device_memory.hpp) counted against the device's memory limit and
+// (host_device_mappings.hpp) counted against the device's memory limit and
 // kept in the plugin's registry, managed memory (the same), and
 // stream-ordered frees run by the stream's worker.
 #include <memory>
 #include <string>
 
-#include "host_device_memory.hpp"
+#include "host_device_mappings.hpp"
 #include "host_entries.hpp"
 #include "plugin_support.hpp"
 

@@ -14,8 +14,8 @@
 #include <thread>
 
 #include "host_context.hpp"
+#include "host_device_mappings.hpp"
 #include "host_entries.hpp"
-#include "host_device_memory.hpp"
 #include "host_kernels.hpp"
 #include "plugin_support.hpp"
 

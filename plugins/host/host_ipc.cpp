@@ -1,5 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-#include "host_device_memory.hpp"
+// The host backend's inter-process sharing of device memory.
+//
+// On the first export of an allocation its pages are copied into a memfd
+// that is then mapped over the same addresses (MAP_FIXED), so the device
+// pointer and the contents stay the same while another process can now map
+// the same pages. The handle names the exporting process, the memfd's
+// descriptor there and a random token that is also in the memfd's name; the
+// importer opens /proc/<pid>/fd/<fd>, checks the token and maps it. This
+// needs the importer to be allowed to read the exporter's /proc entries
+// (same user, the usual case), and the exporter to be alive.
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -9,11 +18,12 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
-#include <shared_mutex>
 #include <random>
+#include <shared_mutex>
 #include <string>
 
 #include "host_context.hpp"
+#include "host_device_mappings.hpp"
 #include "host_entries.hpp"
 #include "plugin_support.hpp"
 
@@ -35,11 +45,6 @@ constexpr char kMagic[8] = {'g', 'p', 'u', 'h', 'a', 'l', 'H', '1'};
 
 // Serialises first exports (the copy + remap must not run twice at once).
 std::mutex g_export_mu;
-
-uint64_t page_size() {
-  static const uint64_t p = uint64_t(sysconf(_SC_PAGESIZE));
-  return p;
-}
 
 std::string errno_text(const char *call) {
   return std::string(call) + ": " + std::strerror(errno);
@@ -86,30 +91,6 @@ int share_in_place(void *base, uint64_t mapped, uint64_t token) {
 }
 
 }  // namespace
-
-uint64_t page_round(uint64_t bytes) {
-  const uint64_t p = page_size();
-  if (bytes > UINT64_MAX - (p - 1)) return 0;
-  return (bytes + p - 1) / p * p;
-}
-
-void *map_device_memory(uint64_t bytes) {
-  const uint64_t mapped = page_round(bytes);
-  if (mapped == 0 || mapped > uint64_t(SIZE_MAX / 2)) return nullptr;
-  if (void *cached = plugin_state().mappings->take(mapped)) return cached;
-  void *p = mmap(nullptr, size_t(mapped), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  return p == MAP_FAILED ? nullptr : p;
-}
-
-void release_device_memory(void *ptr, uint64_t bytes, int fd) {
-  if (ptr && fd < 0 && plugin_state().mappings->keep(ptr, page_round(bytes))) return;
-  unmap_device_memory(ptr, bytes, fd);
-}
-
-void unmap_device_memory(void *ptr, uint64_t bytes, int fd) {
-  if (ptr) munmap(ptr, size_t(page_round(bytes)));
-  if (fd >= 0) close(fd);
-}
 
 gpuhal_status_t ipc_get_handle(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpuhal_ipc_handle_t *out,
                                gpuhal_deviceptr_t *base_out, uint64_t *bytes_out) {
