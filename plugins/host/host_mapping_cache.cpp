@@ -3,6 +3,9 @@
 
 #include <sys/mman.h>
 
+#include <iterator>
+#include <utility>
+
 namespace gpuhal::host {
 
 void *MappingCache::take(uint64_t mapped) {
@@ -16,15 +19,30 @@ void *MappingCache::take(uint64_t mapped) {
 }
 
 bool MappingCache::keep(void *base, uint64_t mapped) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (mapped > limit_ || bytes_ > limit_ - mapped) return false;
-  try {
-    free_[mapped].push_back(base);
-  } catch (...) {
-    return false;  // out of memory for the list: the caller unmaps it
+  if (mapped > limit_) return false;
+  // Over the limit, older mappings make room (unmapped after the lock): a
+  // workload that moved on to other sizes is not left with a cache full of
+  // sizes it no longer asks for.
+  std::vector<std::pair<void *, uint64_t>> evicted;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    try {
+      for (auto it = free_.begin(); bytes_ > limit_ - mapped && it != free_.end();) {
+        while (bytes_ > limit_ - mapped && !it->second.empty()) {
+          evicted.emplace_back(it->second.front(), it->first);
+          it->second.erase(it->second.begin());
+          bytes_ -= it->first;
+        }
+        it = it->second.empty() ? free_.erase(it) : std::next(it);
+      }
+      free_[mapped].push_back(base);
+      bytes_ += mapped;
+    } catch (...) {
+      base = nullptr;  // out of memory for the lists: the caller unmaps it
+    }
   }
-  bytes_ += mapped;
-  return true;
+  for (const auto &victim : evicted) munmap(victim.first, size_t(victim.second));
+  return base != nullptr;
 }
 
 void MappingCache::drain() {

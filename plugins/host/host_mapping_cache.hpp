@@ -7,8 +7,9 @@
 // allocations). A fresh mapping and its release cost a system call each,
 // about 2 us together, where a GPU runtime's caching allocator answers in a
 // fraction of that. So a released mapping is kept here, up to a byte limit
-// (GPUHAL_HOST_MAPPING_CACHE, default 64 MiB, 0 keeps none), and the next
-// allocation of the same mapped size takes it back.
+// (GPUHAL_HOST_MAPPING_CACHE, default 64 MiB, 0 keeps none; when it is
+// full, older ones make room), and the next allocation of the same mapped
+// size takes it back.
 //
 // What stays as it was: each allocation is still its own mapping (export,
 // the allocation map, the memory limit, which counts live allocations, work
@@ -39,8 +40,10 @@ class MappingCache {
   // A cached mapping of exactly `mapped` bytes (a multiple of the page
   // size), taken out of the cache; nullptr when there is none.
   void *take(uint64_t mapped);
-  // Keeps a released mapping of `mapped` bytes; false when that would pass
-  // the limit (the caller unmaps it).
+  // Keeps a released mapping of `mapped` bytes, unmapping cached ones (of
+  // any size, the longest kept of each size first) as needed to stay
+  // within the limit; false when the mapping alone is over the limit (the
+  // caller unmaps it).
   bool keep(void *base, uint64_t mapped);
   // Unmaps every cached mapping.
   void drain();

@@ -74,6 +74,16 @@ TEST_CASE("host mappings: the cache keeps no more than its limit", "[host][memor
   CHECK_FALSE(mapped(big, 64 * 1024));
 }
 
+TEST_CASE("host mappings: a full cache makes room for the newest release", "[host][memory]") {
+  Context ctx = test::host_context({{"GPUHAL_HOST_MAPPING_CACHE", "8K"}});
+  const uint64_t older = allocate_and_release(ctx, 8192);  // fills the cache
+  const uint64_t newer = allocate_and_release(ctx, 4096);  // another size: the 8K one goes
+  CHECK_FALSE(mapped(older, 8192));
+  CHECK(mapped(newer, 4096));
+  DeviceMemory again = ctx.allocate(4096);
+  CHECK(again.device_pointer() == newer);
+}
+
 TEST_CASE("host mappings: memory exported for IPC is unmapped when released, never cached", "[host][memory][ipc]") {
   Context ctx = test::host_context();
   uint64_t where = 0;
