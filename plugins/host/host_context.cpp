@@ -154,7 +154,7 @@ HostContext::~HostContext() {
   }
   for (auto &kv : plugin_state().registry.take_all(this)) {
     if (kv.second.kind == RegionKind::Device) {
-      device_->used.fetch_sub(kv.second.size);
+      if (device_->limit) device_->used.fetch_sub(kv.second.size);
       release_device_memory(reinterpret_cast<void *>(kv.first), kv.second.size, kv.second.fd);
     } else if (kv.second.kind == RegionKind::IpcOpened) {
       unmap_device_memory(reinterpret_cast<void *>(kv.first), kv.second.size, -1);

@@ -19,6 +19,9 @@ gpuhal_status_t mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr
     if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc: null output pointer");
     if (bytes == 0) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc: size must be positive");
     HostDevice *d = c->device();
+    // `used` is kept only under a limit (memory_info and the limit read it
+    // then; without one, free memory is the machine's): two atomic updates
+    // fewer per allocation.
     if (d->limit) {
       uint64_t used = d->used.load();
       do {
@@ -27,19 +30,17 @@ gpuhal_status_t mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr
                                                       " bytes requested, " + std::to_string(used) + " of " +
                                                       std::to_string(d->limit) + " in use (GPUHAL_HOST_MEMORY_LIMIT)");
       } while (!d->used.compare_exchange_weak(used, used + bytes));
-    } else {
-      d->used.fetch_add(bytes);
     }
     void *p = map_device_memory(bytes);
     if (!p) {
-      d->used.fetch_sub(bytes);
+      if (d->limit) d->used.fetch_sub(bytes);
       return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "mem_alloc: mapping " + std::to_string(bytes) + " bytes failed");
     }
     try {
       plugin_state().registry.insert(reinterpret_cast<uintptr_t>(p), Region{bytes, c, RegionKind::Device, 0});
     } catch (...) {
       release_device_memory(p, bytes, -1);
-      d->used.fetch_sub(bytes);
+      if (d->limit) d->used.fetch_sub(bytes);
       throw;
     }
     *out = reinterpret_cast<uintptr_t>(p);
@@ -53,7 +54,7 @@ gpuhal_status_t mem_free(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
     if (r.size == 0)
       return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_free: " + hex(ptr) + " is not a live allocation of this context");
     release_device_memory(reinterpret_cast<void *>(uintptr_t(ptr)), r.size, r.fd);
-    c->device()->used.fetch_sub(r.size);
+    if (c->device()->limit) c->device()->used.fetch_sub(r.size);
     return GPUHAL_SUCCESS;
   });
 }
@@ -84,7 +85,7 @@ gpuhal_status_t mem_free_async(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpu
                      HostDevice *d = c->device();
                      c->submit(s, [ptr, r, d](bool) {
                        release_device_memory(reinterpret_cast<void *>(uintptr_t(ptr)), r.size, r.fd);
-                       d->used.fetch_sub(r.size);
+                       if (d->limit) d->used.fetch_sub(r.size);
                      });
                      return GPUHAL_SUCCESS;
                    });
