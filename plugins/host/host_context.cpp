@@ -14,7 +14,7 @@ namespace gpuhal::host {
 
 void Registry::insert(uintptr_t base, const Region &r) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (spare_.empty() || regions_.count(base)) {
+  if (spare_.empty()) {
     regions_[base] = r;
     return;
   }
@@ -22,7 +22,13 @@ void Registry::insert(uintptr_t base, const Region &r) {
   spare_.pop_back();
   node.key() = base;
   node.mapped() = r;
-  regions_.insert(std::move(node));
+  // One lookup: a base already present keeps its node and takes `r`; the
+  // spare goes back.
+  auto placed = regions_.insert(std::move(node));
+  if (!placed.inserted) {
+    placed.position->second = r;
+    spare_.push_back(std::move(placed.node));  // room: it was just popped
+  }
 }
 
 Region Registry::erase(uintptr_t base, HostContext *owner, RegionKind kind) {
