@@ -291,9 +291,9 @@ gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuha
                                                     std::to_string(max_block[d]));
       threads *= config->block[d];
     }
-    if (threads > 1024)
-      return fail(GPUHAL_ERROR_INVALID_VALUE,
-                  "launch: a block of " + std::to_string(threads) + " work-items, at most 1024");
+    if (threads > gpuhal_host_max_items)
+      return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: a block of " + std::to_string(threads) +
+                                                  " work-items, at most " + std::to_string(gpuhal_host_max_items));
     // What a GPU reserves per work-group, static and dynamic together, within
     // the 64 KiB device_properties reports: a program that runs here runs
     // there.

@@ -191,7 +191,7 @@ gpuhal_status_t device_properties(int32_t ordinal, gpuhal_device_properties_t *o
   p.shared_memory_per_block = kSharedMemoryPerBlock;
   p.multiprocessor_count = int32_t(std::max(1u, std::thread::hardware_concurrency()));
   p.warp_size = 1;
-  p.max_threads_per_block = 1024;
+  p.max_threads_per_block = gpuhal_host_max_items;
   p.max_block_dim[0] = 1024;
   p.max_block_dim[1] = 1024;
   p.max_block_dim[2] = 64;

@@ -226,3 +226,56 @@ GPUHAL_KERNEL void countdown(GPUHAL_GLOBAL int *out, unsigned n) {
   out[gid] = steps;
 }
 )";
+
+// Values of every kind carried across barriers (test_kernels_loops.cpp).
+inline const char *const kCarried = R"(
+GPUHAL_DEVICE void bump(int *p, int by) { *p += by; }
+GPUHAL_KERNEL void carried(GPUHAL_GLOBAL long long *out, GPUHAL_GLOBAL const int *in, unsigned n, int rounds) {
+  GPUHAL_SHARED_ARRAY(int, s, 64);
+  unsigned lid = gpuhal_local_id(0), gid = gpuhal_global_id(0);
+  if (gid >= n) {
+    s[lid] = 0;
+    out[gid] = -1;
+    return;
+  }
+  int a = in[gid];
+  int b = 1, c = 2, d = 3, e = 4;
+  double f = 0.5;
+  GPUHAL_GLOBAL const int *p = in;
+  int addr = 0;
+  int *q = &addr;
+  for (int r = 0; r < rounds; ++r) {
+    s[lid] = a;
+    gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+    a = s[(lid + 1) % 64] + b;
+    b += c;
+    c += d;
+    d += e;
+    e += 1;
+    f *= 2.0;
+    p += 1;
+    bump(&addr, *p);
+    gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+    *q += 1;
+  }
+  out[gid] = (long long)a * 3 + b + c + d + e + (long long)f + addr;
+}
+)";
+
+// Each work-item adds its group's ids to its own slot: a group that ran
+// twice, or not at all, or with another group's ids, shows.
+inline const char *const kWhereGroups = R"(
+GPUHAL_DEVICE unsigned slot(void) {
+  return ((gpuhal_group_id(2) * gpuhal_num_groups(1) + gpuhal_group_id(1)) * gpuhal_num_groups(0) + gpuhal_group_id(0)) *
+             gpuhal_local_size(0) + gpuhal_local_id(0);
+}
+GPUHAL_KERNEL void where_barrier(GPUHAL_GLOBAL unsigned *out) {
+  GPUHAL_SHARED_ARRAY(unsigned, code, 1);
+  if (gpuhal_local_id(0) == 0) code[0] = 1 + gpuhal_group_id(0) + 100 * gpuhal_group_id(1) + 10000 * gpuhal_group_id(2);
+  gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+  out[slot()] += code[0] + 1000000 * gpuhal_local_id(0);
+}
+GPUHAL_KERNEL void where_plain(GPUHAL_GLOBAL unsigned *out) {
+  out[slot()] += 1 + gpuhal_group_id(0) + 100 * gpuhal_group_id(1) + 10000 * gpuhal_group_id(2) + 1000000 * gpuhal_local_id(0);
+}
+)";

@@ -68,10 +68,31 @@ TEST_CASE("work-item loops: ids stay loop indices, values carried across barrier
 
   r = make_work_item_loops(kMatmul, {"matmul"});
   REQUIRE(r.kernels.size() == 1);
-  // acc is written by every work-item in every tile: one slot each.
+  // acc is written by every work-item in every tile: one slot each, in an
+  // array on the loops' stack; each region works on a copy (a register)
+  // and writes it back at its end.
   CHECK(r.text.find("typedef std::remove_const_t<float> matmul__gpuhal_t0;") != std::string::npos);
-  CHECK(r.text.find("auto &acc = __gpuhal_s0[__gpuhal_i]; acc = 0.0f;") != std::string::npos);
-  CHECK(r.text.find("auto &acc = __gpuhal_s0[__gpuhal_i];\n") != std::string::npos);
+  CHECK(r.text.find("matmul__gpuhal_t0 __gpuhal_s0[gpuhal_host_max_items];") != std::string::npos);
+  CHECK(r.text.find("matmul__gpuhal_loops_scratch = 0;") != std::string::npos);
+  CHECK(r.text.find("matmul__gpuhal_t0 acc = 0.0f;\n") != std::string::npos);
+  CHECK(r.text.find("matmul__gpuhal_t0 acc = __gpuhal_s0[__gpuhal_i];\n") != std::string::npos);
+  CHECK(r.text.find("__gpuhal_s0[__gpuhal_i] = acc;\n") != std::string::npos);
+  // Group-level code (the loop condition) reads the slot of the representative.
+  CHECK(r.text.find("auto &acc = __gpuhal_s0[__gpuhal_r];\n") != std::string::npos);
+
+  r = make_work_item_loops(kCarried, {"carried"});
+  REQUIRE(r.kernels.size() == 1);
+  // Four scalars on the stack, the other five in scratch.
+  for (int k = 0; k < 4; ++k)
+    CHECK(r.text.find("carried__gpuhal_t" + std::to_string(k) + " __gpuhal_s" + std::to_string(k) +
+                      "[gpuhal_host_max_items];") != std::string::npos);
+  CHECK(r.text.find("carried__gpuhal_t4 *__gpuhal_s4 = (carried__gpuhal_t4 *)__gpuhal_at;") != std::string::npos);
+  CHECK(r.text.find("carried__gpuhal_t8 *__gpuhal_s8 = (carried__gpuhal_t8 *)__gpuhal_at;") != std::string::npos);
+  // addr's address is taken: every region binds its slot; q, a pointer, is copied.
+  CHECK(r.text.find("auto &addr = __gpuhal_s7[__gpuhal_i]; addr = 0;") != std::string::npos);
+  CHECK(r.text.find("auto &addr = __gpuhal_s7[__gpuhal_i];\n") != std::string::npos);
+  CHECK(r.text.find("carried__gpuhal_t8 q = &addr;\n") != std::string::npos);
+  CHECK(r.text.find("carried__gpuhal_t8 q = __gpuhal_s8[__gpuhal_i];\n") != std::string::npos);
 
   r = make_work_item_loops(kRotateRounds, {"rotate_rounds"});
   REQUIRE(r.kernels.size() == 1);

@@ -19,43 +19,46 @@
 // kernel without barriers one after the other, as run_group would, setting
 // group->group_id for each (x fastest): the arguments are read and the
 // work-item pointer set once per range instead of once per group.
+// gpuhal_host_max_items bounds local_size[0] * [1] * [2]: the plugin never
+// launches a larger group, and a module may size arrays by it.
 #pragma once
 
 #include <stdint.h>
 
 #define GPUHAL_HOST_KERNEL_ABI_VERSION 4
 
-#define GPUHAL_HOST_KERNEL_ABI_TEXT                                                                  \
-  struct gpuhal_host_group {                                                                        \
-    uint32_t group_id[3];                                                                           \
-    uint32_t local_size[3];                                                                         \
-    uint32_t num_groups[3];                                                                         \
-    uint32_t dynamic_shared_bytes;                                                                  \
-    unsigned char *dynamic_shared;                                                                  \
-    void (*barrier)(void *scheduler);                                                               \
-    void *scheduler;                                                                                \
-    unsigned char *scratch;                                                                         \
-    int (*barrier_count)(void *scheduler, int predicate);                                           \
-  };                                                                                                \
-  struct gpuhal_host_item {                                                                         \
-    uint32_t local_id[3];                                                                           \
-    const struct gpuhal_host_group *group;                                                          \
-  };                                                                                                \
-  typedef void (*gpuhal_host_run_group_fn)(const struct gpuhal_host_group *group, void *const *args); \
-  typedef void (*gpuhal_host_run_item_fn)(const struct gpuhal_host_item *item, void *const *args);   \
-  typedef void (*gpuhal_host_run_groups_fn)(struct gpuhal_host_group * group, void *const *args,     \
-                                            uint64_t first, uint64_t last);                         \
-  struct gpuhal_host_kernel {                                                                       \
-    const char *name;                                                                               \
-    gpuhal_host_run_group_fn run_group;                                                             \
-    gpuhal_host_run_item_fn run_item;                                                               \
-    uint32_t param_count;                                                                           \
-    const uint32_t *param_sizes;                                                                    \
-    uint32_t uses_barrier;                                                                          \
-    gpuhal_host_run_group_fn run_group_loops;                                                       \
-    uint32_t loops_scratch_per_item;                                                                \
-    gpuhal_host_run_groups_fn run_groups;                                                           \
-  };
+#define GPUHAL_HOST_KERNEL_ABI_TEXT                                                                              \
+  struct gpuhal_host_group {                                                                                     \
+    uint32_t group_id[3];                                                                                        \
+    uint32_t local_size[3];                                                                                      \
+    uint32_t num_groups[3];                                                                                      \
+    uint32_t dynamic_shared_bytes;                                                                               \
+    unsigned char *dynamic_shared;                                                                               \
+    void (*barrier)(void *scheduler);                                                                            \
+    void *scheduler;                                                                                             \
+    unsigned char *scratch;                                                                                      \
+    int (*barrier_count)(void *scheduler, int predicate);                                                        \
+  };                                                                                                             \
+  struct gpuhal_host_item {                                                                                      \
+    uint32_t local_id[3];                                                                                        \
+    const struct gpuhal_host_group *group;                                                                       \
+  };                                                                                                             \
+  typedef void (*gpuhal_host_run_group_fn)(const struct gpuhal_host_group *group, void *const *args);            \
+  typedef void (*gpuhal_host_run_item_fn)(const struct gpuhal_host_item *item, void *const *args);               \
+  typedef void (*gpuhal_host_run_groups_fn)(struct gpuhal_host_group * group, void *const *args, uint64_t first, \
+                                            uint64_t last);                                                      \
+  struct gpuhal_host_kernel {                                                                                    \
+    const char *name;                                                                                            \
+    gpuhal_host_run_group_fn run_group;                                                                          \
+    gpuhal_host_run_item_fn run_item;                                                                            \
+    uint32_t param_count;                                                                                        \
+    const uint32_t *param_sizes;                                                                                 \
+    uint32_t uses_barrier;                                                                                       \
+    gpuhal_host_run_group_fn run_group_loops;                                                                    \
+    uint32_t loops_scratch_per_item;                                                                             \
+    gpuhal_host_run_groups_fn run_groups;                                                                        \
+  };                                                                                                             \
+  enum { gpuhal_host_max_items = 1024 };
 
 extern "C" {
 GPUHAL_HOST_KERNEL_ABI_TEXT

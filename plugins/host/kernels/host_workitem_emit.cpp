@@ -30,7 +30,7 @@ std::string Rewriter::body_text(size_t b, size_t e, const std::string &label) co
 
 // The names a region or a group-level header may read: per work-item
 // (index) or as work-item 0 sees them ("0").
-std::string Rewriter::bindings(const std::string &index) const {
+std::string Rewriter::bindings(const std::string &index, size_t rb, size_t re, std::string *write_back) const {
   std::string out;
   std::set<std::string> seen;
   std::vector<const Entry *> order;
@@ -40,9 +40,29 @@ std::string Rewriter::bindings(const std::string &index) const {
   std::reverse(order.begin(), order.end());
   for (const Entry *e : order) {
     if (e->kind == Entry::Remat) out += e->text + " (void)" + e->name + ";\n";
-    if (e->kind == Entry::Stored) out += "auto &" + e->name + " = " + e->text + "[" + index + "];\n";
+    if (e->kind != Entry::Stored) continue;
+    if (e->local_type.empty() || !write_back) {
+      out += "auto &" + e->name + " = " + e->text + "[" + index + "];\n";
+    } else if (appears(e->name, rb, re)) {
+      out += e->local_type + " " + e->name + " = " + e->text + "[" + index + "];\n";
+      *write_back += e->text + "[" + index + "] = " + e->name + ";\n";
+    }
   }
   return out;
+}
+
+// A stored variable a region may hold in a register: a scalar or a
+// pointer (copied in and out whole), whose address the kernel never takes
+// (a pointer to the copy would not outlive the region).
+bool Rewriter::keeps_in_register(const Declarator &x) const {
+  if (x.reference || !x.dims.empty() || !scalar_type(x.type)) return false;
+  for (size_t i = bb_; i < be_; ++i) {
+    if (t_[i].text != x.name || i == bb_ || t_[i - 1].text != "&") continue;
+    if (i - 1 == bb_) return false;
+    const std::string &p = t_[i - 2].text;  // `a & x` is a bitwise and, `= &x` an address
+    if (!(is_ident(p) || is_number(p) || p == ")" || p == "]")) return false;
+  }
+  return true;
 }
 
 void Rewriter::push(const Entry &e) {
@@ -57,7 +77,7 @@ void Rewriter::push(const Entry &e) {
 void Rewriter::emit_region(const std::vector<const Stmt *> &r, size_t block_end, std::string &out) {
   const size_t rb = r.front()->b, re = r.back()->e;
   const std::string label = "__gpuhal_next" + std::to_string(regions_++);
-  std::string hoisted, body;
+  std::string hoisted, body, declared_write_back;
   std::vector<Entry> declared;
   pending_ = &declared;
   for (const Stmt *s : r) {
@@ -83,7 +103,7 @@ void Rewriter::emit_region(const std::vector<const Stmt *> &r, size_t block_end,
       if (appears(d.ds[0].name, rb, s->b))
         throw Unsupported{"'" + d.ds[0].name + "' is used before its shared declaration"};
       hoisted += text(s->b, s->e) + "\n";
-      declared.push_back({Entry::Uniform, d.ds[0].name, "", {}});
+      declared.push_back({Entry::Uniform, d.ds[0].name, "", {}, ""});
       uniform_names_.insert(d.ds[0].name);
       for (size_t i = bb_; i < be_; ++i)
         if (t_[i].text == d.ds[0].name && i + 1 < be_ && is_assign_op(t_[i + 1].text))
@@ -104,18 +124,25 @@ void Rewriter::emit_region(const std::vector<const Stmt *> &r, size_t block_end,
       } else if (rematerialisable(x, &deps)) {
         const std::string decl = x.type + " " + x.name + " = (" + init + ");";
         body += decl + "\n";
-        declared.push_back({Entry::Remat, x.name, decl, deps});
+        declared.push_back({Entry::Remat, x.name, decl, deps, ""});
       } else {
         if (x.reference) throw Unsupported{"the reference '" + x.name + "' is used across a barrier"};
         if (!x.dims.empty() && !init.empty())
           throw Unsupported{"the initialised array '" + x.name + "' is used across a barrier"};
         if (x.type.find("auto") != std::string::npos) throw Unsupported{"auto"};
         const std::string storage = "__gpuhal_s" + std::to_string(stored_types_.size());
+        const std::string type = name_ + "__gpuhal_t" + std::to_string(stored_types_.size());
         stored_types_.push_back({x.type, x.dims});
+        if (keeps_in_register(x)) {
+          body += type + " " + x.name + (init.empty() ? "{}" : " = " + init) + ";\n";
+          declared_write_back += storage + "[__gpuhal_i] = " + x.name + ";\n";
+          declared.push_back({Entry::Stored, x.name, storage, {}, type});
+          continue;
+        }
         body += "auto &" + x.name + " = " + storage + "[__gpuhal_i];";
         if (!init.empty()) body += " " + x.name + " = " + init + ";";
         body += "\n";
-        declared.push_back({Entry::Stored, x.name, storage, {}});
+        declared.push_back({Entry::Stored, x.name, storage, {}, ""});
       }
     }
   }
@@ -132,8 +159,9 @@ void Rewriter::emit_region(const std::vector<const Stmt *> &r, size_t block_end,
     out +=
         "__gpuhal_item.local_id[0] = __gpuhal_x; __gpuhal_item.local_id[1] = __gpuhal_y; "
         "__gpuhal_item.local_id[2] = __gpuhal_z;\n";
-  out += bindings("__gpuhal_i");
-  out += "{\n" + body + "}\n";
+  std::string write_back;
+  out += bindings("__gpuhal_i", rb, re, &write_back);
+  out += "{\n" + body + declared_write_back + "}\n" + write_back;
   if (has_return_) out += label + ":;\n";
   out += "}\n";
   for (const auto &e : declared) push(e);
@@ -269,7 +297,7 @@ void Rewriter::emit_control(const Stmt &s, std::string &out) {
       out += "{\n" + representative() + "for (" + text(s.h0, semi1) + "; ; ) {\n";
       scopes_.emplace_back();
       for (const auto &v : own) {
-        push({Entry::Uniform, v, "", {}});
+        push({Entry::Uniform, v, "", {}, ""});
         uniform_names_.insert(v);
       }
       const std::string cond = semi2 > semi1 + 1 ? text(semi1 + 1, semi2) : "true";

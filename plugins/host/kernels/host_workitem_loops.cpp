@@ -37,7 +37,7 @@ std::string Rewriter::rewrite(const std::string &name, size_t pb, size_t pe, siz
   for (const auto &p : params) {
     for (size_t i = bb; i < be; ++i)
       if (t_[i].text == p && written(i, bb)) throw Unsupported{"a work-item writes its parameter '" + p + "'"};
-    scopes_.back().push_back({Entry::Uniform, p, "", {}});
+    scopes_.back().push_back({Entry::Uniform, p, "", {}, ""});
     uniform_names_.insert(p);
   }
   std::vector<Stmt> body;
@@ -75,10 +75,21 @@ std::string Rewriter::rewrite(const std::string &name, size_t pb, size_t pe, siz
     scratch += " + 1 + 64";
   }
   std::string types;
+  int on_stack = 0;
   for (size_t k = 0; k < stored_types_.size(); ++k) {
     const std::string T = name + "__gpuhal_t" + std::to_string(k);
+    const std::string S = "__gpuhal_s" + std::to_string(k);
     types += "typedef std::remove_const_t<" + stored_types_[k].first + "> " + T + stored_types_[k].second + ";\n";
-    f += "  " + T + " *__gpuhal_s" + std::to_string(k) + " = (" + T + " *)__gpuhal_at;\n";
+    // The first few scalars live in arrays of the function's own frame:
+    // the compiler then knows that no pointer of the kernel reaches them
+    // (it cannot know that of the scratch buffer), so it reorders and
+    // vectorises the regions' loads and stores around them freely.
+    if (stored_types_[k].second.empty() && scalar_type(stored_types_[k].first) && on_stack < kStackScalars) {
+      ++on_stack;
+      f += "  " + T + " " + S + "[gpuhal_host_max_items];\n";
+      continue;
+    }
+    f += "  " + T + " *" + S + " = (" + T + " *)__gpuhal_at;\n";
     f += "  __gpuhal_at = (__gpuhal_at + sizeof(" + T + ") * __gpuhal_n + 63) & ~(uintptr_t)63;\n";
     scratch += " + sizeof(" + T + ") + 64";
   }

@@ -56,6 +56,12 @@ struct Entry {
   std::string name;
   std::string text;               // Remat: the declaration to repeat; Stored: the storage's name
   std::vector<std::string> deps;  // Remat: names its initialiser reads
+  // Stored scalars whose address is never taken: inside a region each
+  // work-item works on a local copy (its storage type named here), read
+  // from the storage when the region starts and written back when it
+  // ends, so that the compiler keeps it in a register. Empty: the region
+  // binds a reference to the storage.
+  std::string local_type;
 };
 
 bool is_ident(const std::string &s);
@@ -64,6 +70,8 @@ const std::set<std::string> &type_words();
 const std::set<std::string> &statement_words();
 const std::set<std::string> &id_builtins();
 bool is_assign_op(const std::string &s);
+// A type spelled with the words of type_words() only, or a pointer.
+bool scalar_type(const std::string &type);
 std::set<std::string> constant_macros(const std::string &src, const std::vector<Tok> &t, size_t from);
 
 class Rewriter {
@@ -72,6 +80,11 @@ class Rewriter {
       : src_(src), t_(t), const_macros_(const_macros), tls_items_(tls_items) {}
 
   std::string rewrite(const std::string &name, size_t pb, size_t pe, size_t bb, size_t be);
+
+  // How many stored scalars a kernel's loops keep on their own stack, an
+  // array of gpuhal_host_max_items each (at most 8 KiB for 8-byte types):
+  // the rest go to the scratch buffer.
+  static constexpr int kStackScalars = 4;
 
  private:
   const std::string &src_;
@@ -132,7 +145,11 @@ class Rewriter {
 
   std::string body_text(size_t b, size_t e, const std::string &label) const;
 
-  std::string bindings(const std::string &index) const;
+  // The region [rb, re) (re == 0: group-level code) binds the visible
+  // names; *write_back receives the copies' stores for its end.
+  std::string bindings(const std::string &index, size_t rb = 0, size_t re = 0, std::string *write_back = nullptr) const;
+
+  bool keeps_in_register(const Declarator &x) const;
 
   void push(const Entry &e);
 

@@ -42,6 +42,13 @@ const std::set<std::string> &id_builtins() {
   return s;
 }
 
+bool scalar_type(const std::string &type) {
+  const size_t star = type.find('*');
+  if (star != std::string::npos) return true;  // a pointer, to whatever
+  const std::vector<Tok> t = tokenize(type);
+  return !t.empty() && std::all_of(t.begin(), t.end(), [](const Tok &w) { return type_words().count(w.text) != 0; });
+}
+
 bool is_assign_op(const std::string &s) {
   return s == "=" || s == "+=" || s == "-=" || s == "*=" || s == "/=" || s == "%=" || s == "&=" || s == "|=" ||
          s == "^=" || s == "<<=" || s == ">>=";
