@@ -232,14 +232,20 @@ uint64_t HostContext::submit(const std::shared_ptr<StreamState> &s, std::functio
   // Legacy default stream: it waits for the blocking streams' prior work,
   // and blocking streams wait for its prior work.
   if (s->is_default) {
-    std::lock_guard<std::mutex> olock(objects_mu_);
-    for (auto &kv : streams_) {
-      const auto &o = kv.second;
-      if (!o->non_blocking && !o->idle()) deps.push_back({o, o->enqueued_snapshot()});
+    if (progress_->busy_blocking.load(std::memory_order_acquire) != 0) {
+      std::lock_guard<std::mutex> olock(objects_mu_);
+      for (auto &kv : streams_) {
+        const auto &o = kv.second;
+        if (!o->non_blocking && !o->idle()) deps.push_back({o, o->enqueued_snapshot()});
+      }
     }
   } else if (!s->non_blocking && !default_stream_->idle()) {
     deps.push_back({default_stream_, default_stream_->enqueued_snapshot()});
   }
+  // Counted before the push, under the submit mutex: a reader holding it
+  // never sees a busy stream uncounted.
+  if (s->counts_busy() && s->outstanding.fetch_add(1, std::memory_order_acq_rel) == 0)
+    progress_->busy_blocking.fetch_add(1, std::memory_order_acq_rel);
   const uint64_t ticket = s->enqueued.fetch_add(1, std::memory_order_acq_rel) + 1;
   s->push(Op{std::move(run), std::move(deps)});
   return ticket;
@@ -269,12 +275,7 @@ void HostContext::record(const std::shared_ptr<HostEvent> &ev, const std::shared
 
 bool HostContext::run_inline_if_idle(const std::function<void()> &fn) {
   std::lock_guard<std::mutex> lock(submit_mu_);
-  if (!default_stream_->idle()) return false;
-  {
-    std::lock_guard<std::mutex> olock(objects_mu_);
-    for (auto &kv : streams_)
-      if (!kv.second->non_blocking && !kv.second->idle()) return false;
-  }
+  if (!default_stream_->idle() || progress_->busy_blocking.load(std::memory_order_acquire) != 0) return false;
   std::shared_lock<std::shared_mutex> pages(device_pages_mutex());
   fn();
   return true;

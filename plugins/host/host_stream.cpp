@@ -151,6 +151,10 @@ void StreamState::loop() {
         op.run(ok);
       }
       completed.fetch_add(1, std::memory_order_seq_cst);
+      // After the operation's effects (release): a reader that sees the
+      // count drop sees them.
+      if (counts_busy() && outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1)
+        progress->busy_blocking.fetch_sub(1, std::memory_order_acq_rel);
       progress->notify();
     }
     batch.clear();

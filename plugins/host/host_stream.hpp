@@ -51,6 +51,13 @@ struct Progress {
   std::mutex mu;
   std::condition_variable cv;
   std::atomic<int> waiters{0};
+  // How many of the context's blocking streams (not the legacy default one)
+  // have work outstanding. Incremented only under the context's submit
+  // mutex (a stream's first outstanding operation), decremented by the
+  // stream's worker after its last one completed: read under the submit
+  // mutex, zero means that no blocking stream has work, without walking
+  // them (the legacy default stream's check on every synchronous copy).
+  std::atomic<int> busy_blocking{0};
   static constexpr int kSpinMicroseconds = 5;
   void wait(const StreamState &stream, uint64_t ticket);
   void notify();
@@ -82,6 +89,11 @@ struct StreamState : std::enable_shared_from_this<StreamState> {
   // Written by the worker: on a cache line of its own, away from what
   // submitters write.
   alignas(64) std::atomic<uint64_t> completed{0};
+
+  // Operations submitted and not yet completed, kept for blocking streams
+  // only (Progress::busy_blocking counts the streams where it is not zero).
+  std::atomic<uint64_t> outstanding{0};
+  bool counts_busy() const { return !non_blocking && !is_default; }
 
   bool idle() const { return completed.load(std::memory_order_acquire) >= enqueued_snapshot(); }
   uint64_t enqueued_snapshot() const { return enqueued.load(std::memory_order_acquire); }

@@ -131,6 +131,41 @@ TEST_CASE("the default stream synchronises with blocking streams only", "[stream
   CHECK(out[15] == 2);
 }
 
+// A synchronous copy on the legacy default stream runs on the caller's
+// thread when no blocking stream has work (the host backend counts the busy
+// ones instead of walking them): with one busy, created or per-thread, it
+// must wait for that stream's work.
+TEST_CASE("a synchronous copy on the default stream waits for every busy blocking stream", "[stream][default]") {
+  Context ctx = test::host_context();
+  DeviceArray d = device_array(ctx, {64}, dtypes::uint8);
+  d.memset(0);
+  std::vector<uint8_t> ones(64, 1), out(64);
+  for (const char *which : {"created", "per-thread"}) {
+    INFO(which);
+    Gate g;
+    Stream busy = std::string(which) == "per-thread" ? ctx.per_thread_default_stream() : ctx.create_stream();
+    g.block(busy);
+    DeviceArray e = device_array(ctx, {64}, dtypes::uint8);
+    e.memset(7, busy);  // behind the gate
+    std::atomic<bool> copied{false};
+    std::thread t([&] {
+      d.copy_from_device(e);  // the legacy stream: after the blocking stream's memset
+      copied = true;
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    CHECK_FALSE(copied);
+    g.release();
+    t.join();
+    d.copy_to_host(HostView::of(out));
+    CHECK(out == std::vector<uint8_t>(64, 7));
+    // Every blocking stream idle again: copies complete at once.
+    ctx.synchronize();
+    d.copy_from_host(HostView::of(ones));
+    d.copy_to_host(HostView::of(out));
+    CHECK(out == ones);
+  }
+}
+
 TEST_CASE("event timing and its errors", "[event]") {
   Context ctx = test::host_context();
   Stream s = ctx.create_stream();
