@@ -276,7 +276,7 @@ void HostContext::record(const std::shared_ptr<HostEvent> &ev, const std::shared
 bool HostContext::run_inline_if_idle(const std::function<void()> &fn) {
   std::lock_guard<std::mutex> lock(submit_mu_);
   if (!default_stream_->idle() || progress_->busy_blocking.load(std::memory_order_acquire) != 0) return false;
-  std::shared_lock<std::shared_mutex> pages(device_pages_mutex());
+  std::shared_lock<PagesLock> pages(device_pages_mutex());
   fn();
   return true;
 }
@@ -285,7 +285,7 @@ bool HostContext::run_inline_if_stream_idle(const std::shared_ptr<StreamState> &
   if (s->is_default) return run_inline_if_idle(fn);
   std::lock_guard<std::mutex> lock(submit_mu_);
   if (!s->idle() || (!s->non_blocking && !default_stream_->idle())) return false;
-  std::shared_lock<std::shared_mutex> pages(device_pages_mutex());
+  std::shared_lock<PagesLock> pages(device_pages_mutex());
   fn();
   return true;
 }

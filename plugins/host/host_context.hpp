@@ -103,6 +103,9 @@ class HostContext {
   // Handle resolution; NULL stream means the default stream. Returns nullptr
   // for handles not made by this context.
   std::shared_ptr<StreamState> stream(gpuhal_stream_t handle);
+  // The legacy default stream, without a reference count's two atomic
+  // updates (it lives as long as the context).
+  const std::shared_ptr<StreamState> &default_stream() const { return default_stream_; }
   std::shared_ptr<HostEvent> event(gpuhal_event_t handle);
 
   gpuhal_stream_t create_stream(bool non_blocking);

@@ -112,7 +112,7 @@ gpuhal_status_t ipc_get_handle(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpu
       const uint64_t token = random_token();
       int fd;
       {
-        std::unique_lock<std::shared_mutex> pages(device_pages_mutex());
+        std::unique_lock<PagesLock> pages(device_pages_mutex());
         fd = share_in_place(reinterpret_cast<void *>(base), page_round(r.size), token);
       }
       if (fd < 0) return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "ipc_get_handle: " + errno_text("sharing the allocation"));

@@ -20,16 +20,16 @@ bool on_worker_thread() {
   return t_on_worker;
 }
 
-std::shared_mutex &device_pages_mutex() {
+PagesLock &device_pages_mutex() {
   // A plain static: the plugin is unloaded once its threads are stopped,
-  // and destroying a pthread rwlock frees nothing (a leaked heap copy would
-  // be a leak once the plugin is unloaded).
-  static std::shared_mutex m;
+  // and destroying the lock frees nothing (a leaked heap copy would be a
+  // leak once the plugin is unloaded).
+  static PagesLock m;
   return m;
 }
 
 void reset_device_pages_mutex_after_fork() {
-  new (&device_pages_mutex()) std::shared_mutex();
+  new (&device_pages_mutex()) PagesLock();
 }
 
 void Progress::wait(const StreamState &stream, uint64_t ticket) {
@@ -147,7 +147,7 @@ void StreamState::loop() {
       if (ok)
         for (const Dep &d : op.deps) progress->wait(*d.stream, d.ticket);
       if (op.run) {
-        std::shared_lock<std::shared_mutex> pages(device_pages_mutex());
+        std::shared_lock<PagesLock> pages(device_pages_mutex());
         op.run(ok);
       }
       completed.fetch_add(1, std::memory_order_seq_cst);

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "gpuhal/plugin.h"
+#include "host_pages_lock.hpp"
 
 namespace gpuhal::host {
 
@@ -38,7 +39,7 @@ bool on_worker_thread();
 // the caller's thread) holds this shared; the swap holds it exclusively, so
 // no write lands on pages that are being left behind. Process-wide: copies
 // may cross contexts.
-std::shared_mutex &device_pages_mutex();
+PagesLock &device_pages_mutex();
 // In a child of fork(): a fresh, unlocked pages lock.
 void reset_device_pages_mutex_after_fork();
 

@@ -59,7 +59,7 @@ gpuhal_status_t memcpy_sync(gpuhal_context_t ctx, uint32_t kind, gpuhal_devicept
     if (on_worker_thread()) return would_deadlock("memcpy_sync");
     if (gpuhal_status_t st = check_copy("memcpy_sync", kind, dst, src, bytes)) return st;
     if (bytes == 0) return GPUHAL_SUCCESS;
-    return copy_on(c, c->stream(nullptr), dst, src, bytes, true);
+    return copy_on(c, c->default_stream(), dst, src, bytes, true);
   });
 }
 
@@ -100,7 +100,7 @@ gpuhal_status_t set_on(HostContext *c, const std::shared_ptr<StreamState> &s, gp
 gpuhal_status_t memset_sync(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t value, uint64_t bytes) {
   return in_context(ctx, "memset_sync", [&](HostContext *c) -> gpuhal_status_t {
     if (on_worker_thread()) return would_deadlock("memset_sync");
-    return set_on(c, c->stream(nullptr), dst, value, bytes, true);
+    return set_on(c, c->default_stream(), dst, value, bytes, true);
   });
 }
 
