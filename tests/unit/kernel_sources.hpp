@@ -279,3 +279,25 @@ GPUHAL_KERNEL void where_plain(GPUHAL_GLOBAL unsigned *out) {
   out[slot()] += 1 + gpuhal_group_id(0) + 100 * gpuhal_group_id(1) + 10000 * gpuhal_group_id(2) + 1000000 * gpuhal_local_id(0);
 }
 )";
+
+// A shared array declared inside a loop around barriers is one array for the
+// whole launch of the group, as on a GPU: what a round leaves in it, the
+// next round reads (test_kernels_loops.cpp).
+inline const char *const kSharedAcrossRounds = R"(
+GPUHAL_KERNEL void shared_rounds(GPUHAL_GLOBAL int *out, int rounds) {
+  GPUHAL_SHARED_ARRAY(int, top, 64);
+  unsigned lid = gpuhal_local_id(0);
+  int acc = 0;
+  top[lid] = 1000;
+  for (int r = 0; r < rounds; ++r) {
+    GPUHAL_SHARED_ARRAY(int, s, 64);
+    if (r == 0) s[lid] = (int)lid;
+    gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+    acc += s[(lid + 1) % 64];
+    gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+    s[lid] += 1;
+  }
+  gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+  out[gpuhal_global_id(0)] = acc + top[63 - lid];
+}
+)";

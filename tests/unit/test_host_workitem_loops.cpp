@@ -72,7 +72,7 @@ TEST_CASE("work-item loops: ids stay loop indices, values carried across barrier
   // array on the loops' stack; each region works on a copy (a register)
   // and writes it back at its end.
   CHECK(r.text.find("typedef std::remove_const_t<float> matmul__gpuhal_t0;") != std::string::npos);
-  CHECK(r.text.find("matmul__gpuhal_t0 __gpuhal_s0[gpuhal_host_max_items];") != std::string::npos);
+  CHECK(r.text.find("alignas(64) matmul__gpuhal_t0 __gpuhal_s0[gpuhal_host_max_items];") != std::string::npos);
   CHECK(r.text.find("matmul__gpuhal_loops_scratch = 0;") != std::string::npos);
   CHECK(r.text.find("matmul__gpuhal_t0 acc = 0.0f;\n") != std::string::npos);
   CHECK(r.text.find("matmul__gpuhal_t0 acc = __gpuhal_s0[__gpuhal_i];\n") != std::string::npos);
@@ -80,11 +80,22 @@ TEST_CASE("work-item loops: ids stay loop indices, values carried across barrier
   // Group-level code (the loop condition) reads the slot of the representative.
   CHECK(r.text.find("auto &acc = __gpuhal_s0[__gpuhal_r];\n") != std::string::npos);
 
+  // The tiles, declared at the kernel's top level, live in the loops' frame.
+  CHECK(r.text.find("__GPUHAL_SHARED_ARRAY_IN_FRAME(float, sA, TPB, TPB);") != std::string::npos);
+  CHECK(r.text.find("__GPUHAL_SHARED_ARRAY_IN_FRAME(float, sB, TPB, TPB);") != std::string::npos);
+
+  // One declared inside a loop around barriers stays the thread's array (a
+  // frame's array would begin each round afresh).
+  r = make_work_item_loops(kSharedAcrossRounds, {"shared_rounds"});
+  REQUIRE(r.kernels.size() == 1);
+  CHECK(r.text.find("__GPUHAL_SHARED_ARRAY_IN_FRAME(int, top, 64);") != std::string::npos);
+  CHECK(r.text.find("\nGPUHAL_SHARED_ARRAY(int, s, 64);") != std::string::npos);
+
   r = make_work_item_loops(kCarried, {"carried"});
   REQUIRE(r.kernels.size() == 1);
   // Four scalars on the stack, the other five in scratch.
   for (int k = 0; k < 4; ++k)
-    CHECK(r.text.find("carried__gpuhal_t" + std::to_string(k) + " __gpuhal_s" + std::to_string(k) +
+    CHECK(r.text.find("alignas(64) carried__gpuhal_t" + std::to_string(k) + " __gpuhal_s" + std::to_string(k) +
                       "[gpuhal_host_max_items];") != std::string::npos);
   CHECK(r.text.find("carried__gpuhal_t4 *__gpuhal_s4 = (carried__gpuhal_t4 *)__gpuhal_at;") != std::string::npos);
   CHECK(r.text.find("carried__gpuhal_t8 *__gpuhal_s8 = (carried__gpuhal_t8 *)__gpuhal_at;") != std::string::npos);

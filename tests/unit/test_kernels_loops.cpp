@@ -169,3 +169,22 @@ TEST_CASE("kernel: every group of a 3-D grid runs once with its own ids, with an
     }
   }
 }
+
+TEST_CASE("kernel: a shared array declared inside a loop around barriers keeps its contents from round to round",
+          "[loops]") {
+  Context ctx = kernel_context();
+  Kernel k = Module::compile(ctx, kSharedAcrossRounds).kernel("shared_rounds");
+  const unsigned groups = 4, block = 64;
+  auto out = device_array(ctx, {groups * block}, dtypes::int32);
+  for (int rounds : {1, 3, 6}) {
+    out.memset(0);
+    k({groups}, {block})(out, rounds);
+    auto h = out.copy_to_host().to_vector<int32_t>();
+    for (unsigned i = 0; i < groups * block; ++i) {
+      int acc = 1000;
+      for (int r = 0; r < rounds; ++r) acc += int((i % block + 1) % block) + r;
+      INFO("rounds " << rounds << " item " << i);
+      REQUIRE(h[i] == acc);
+    }
+  }
+}

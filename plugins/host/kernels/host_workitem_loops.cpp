@@ -86,7 +86,7 @@ std::string Rewriter::rewrite(const std::string &name, size_t pb, size_t pe, siz
     // vectorises the regions' loads and stores around them freely.
     if (stored_types_[k].second.empty() && scalar_type(stored_types_[k].first) && on_stack < kStackScalars) {
       ++on_stack;
-      f += "  " + T + " " + S + "[gpuhal_host_max_items];\n";
+      f += "  alignas(64) " + T + " " + S + "[gpuhal_host_max_items];\n";
       continue;
     }
     f += "  " + T + " *" + S + " = (" + T + " *)__gpuhal_at;\n";
@@ -196,7 +196,16 @@ WorkItemLoops make_work_item_loops(const std::string &source, const std::vector<
       "#define gpuhal_group_id(d) (__gpuhal_gid[(d)])\n"
       "#define gpuhal_local_size(d) (__gpuhal_lsz[(d)])\n"
       "#define gpuhal_num_groups(d) (__gpuhal_ng[(d)])\n"
-      "#define gpuhal_dynamic_shared_bytes() (__gpuhal_g->dynamic_shared_bytes)\n";
+      "#define gpuhal_dynamic_shared_bytes() (__gpuhal_g->dynamic_shared_bytes)\n"
+      // Shared arrays declared at a kernel's top level live in the loops
+      // function's frame (at most 64 KiB, as the lowering's own check says),
+      // on whole cache lines: a 16-float row of a tile is then one line, and
+      // a 512-bit load of it never splits.
+      "#define __GPUHAL_SHARED_ARRAY_IN_FRAME(T, name, ...) __GPUHAL_SHARED_ARRAY_ALIGNED_IN_FRAME(T, name, 16, "
+      "__VA_ARGS__)\n"
+      "#define __GPUHAL_SHARED_ARRAY_ALIGNED_IN_FRAME(T, name, align, ...) static_assert(sizeof(T) * "
+      "__GPUHAL_COUNT(__VA_ARGS__) <= 65536ull, \"GPUHAL_SHARED_ARRAY \" #name \": more shared memory than a "
+      "work-group has (65536 bytes)\"); alignas(align) alignas(T) alignas(64) T name __GPUHAL_DIMS(__VA_ARGS__)\n";
   std::string tail;
   for (const char *m : kMacros) tail += std::string("#pragma pop_macro(\"") + m + "\")\n";
   r.text = head + text + tail;
