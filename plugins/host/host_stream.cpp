@@ -86,7 +86,9 @@ void lock_spinning(std::mutex &mu) {
   for (int i = 0; i < 128; ++i) {
     if (mu.try_lock()) return;
 #if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
+    // A few pauses between attempts: each try_lock takes the mutex's cache
+    // line away from its holder, whose unlock then waits to get it back.
+    for (int k = 0; k < 8; ++k) __builtin_ia32_pause();
 #endif
   }
   mu.lock();
@@ -109,11 +111,19 @@ void StreamState::push(Op op) {
 void StreamState::loop() {
   t_on_worker = true;
   std::vector<Op> batch;
+  int gather = kGatherPauses;
   for (;;) {
     // Spin a little before sleeping: a submitter in a burst then finds the
     // worker awake and makes no system call to wake it (the cost of an
     // asynchronous submit is then a lock and a push).
-    if (!has_work_.load(std::memory_order_acquire)) {
+    if (has_work_.load(std::memory_order_acquire)) {
+      // Work arrived while the last batch ran: a burst. Gather longer each
+      // time (up to kMaxGatherPauses, about 10 us), so that the submitter
+      // finds the queue's lock and cache line its own instead of meeting
+      // the worker on them at every operation.
+      gather = std::min(gather * 2, kMaxGatherPauses);
+    } else {
+      gather = kGatherPauses;
       const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicroseconds);
       for (unsigned i = 1; !has_work_.load(std::memory_order_acquire); ++i) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -128,7 +138,7 @@ void StreamState::loop() {
     // 2 cores: an asynchronous submit 220-700 ns -> about 145 ns; an
     // operation's round trip (submit + synchronize) about 0.7 us.
 #if defined(__x86_64__) || defined(__i386__)
-    for (int i = 0; i < kGatherPauses; ++i) __builtin_ia32_pause();
+    for (int i = 0; i < gather; ++i) __builtin_ia32_pause();
 #endif
     {
       lock_spinning(mu_);

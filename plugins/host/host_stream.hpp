@@ -123,6 +123,7 @@ struct StreamState : std::enable_shared_from_this<StreamState> {
   std::atomic<bool> has_work_{false};  // queue_ is not empty (read while spinning)
   static constexpr int kSpinMicroseconds = 20;
   static constexpr int kGatherPauses = 16;
+  static constexpr int kMaxGatherPauses = 128;
   std::thread worker_;
 };
 
