@@ -51,9 +51,16 @@ struct Region {
   uint64_t token = 0;  // Device: the export's random id (in the memfd's name)
 };
 
-// Plugin-wide map of live memory ranges, keyed by start address.
+// Plugin-wide map of live memory ranges, keyed by start address. Thread
+// safe: one mutex; device_accessible() first asks a per-thread copy of the
+// range it found last, valid while no range has been removed since.
 class Registry {
  public:
+  Registry();
+  ~Registry();
+  Registry(const Registry &) = delete;
+  Registry &operator=(const Registry &) = delete;
+
   void insert(uintptr_t base, const Region &r);
   // Removes the range starting exactly at `base` owned by `owner` with one
   // of the given kinds; returns it (size 0 if none).
@@ -75,6 +82,10 @@ class Registry {
 
  private:
   using Map = std::map<uintptr_t, Region>;
+  // Bumped (under mu_) whenever a range goes, and when a registry is made
+  // or destroyed: process-wide, so that a thread's remembered range never
+  // outlives the range, nor answers for another registry at the same address.
+  static std::atomic<uint64_t> removals_;
   mutable std::mutex mu_;
   Map regions_;
   // Nodes of erased ranges kept for the next inserts (at most kSpareNodes):

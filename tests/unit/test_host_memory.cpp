@@ -4,6 +4,8 @@
 #include <stdlib.h>
 
 #include <stdexcept>
+#include <thread>
+#include <vector>
 
 #include "test_support.hpp"
 #include "gpuhal/plugin.h"
@@ -169,4 +171,53 @@ TEST_CASE("the core hands the portable, mapped and write-combined flags to the p
   { PinnedScope scope(ctx, {HostView::of(v)}); }
   CHECK(last_flags(1) == M);
   dlclose(wrapper);
+}
+
+// The host plugin remembers, per thread, the allocation its last range check
+// found (a synchronous copy then takes no lock); a release anywhere must
+// end that: a copy into the released range is refused, not done.
+TEST_CASE("the host plugin refuses a copy into memory released since the thread's last copy there",
+          "[hostmem][ranges]") {
+  Context keep = test::host_context();  // the runtime loads and initialises the plugin
+  void *lib = dlopen(Runtime::get().plugin_path().c_str(), RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(lib);
+  auto negotiate = reinterpret_cast<gpuhal_plugin_negotiate_fn>(dlsym(lib, GPUHAL_PLUGIN_ENTRY_NAME));
+  REQUIRE(negotiate);
+  const gpuhal_plugin_table_t *t = nullptr;
+  REQUIRE(negotiate(GPUHAL_ABI_VERSION, &t) == GPUHAL_SUCCESS);
+  gpuhal_context_t ctx = nullptr;
+  REQUIRE(t->context_create(0, &ctx) == GPUHAL_SUCCESS);
+  std::vector<uint8_t> src(4096, 7), back(4096, 0);
+  for (bool from_another_thread : {false, true}) {
+    INFO("released from another thread: " << from_another_thread);
+    gpuhal_deviceptr_t a = 0, b = 0;
+    REQUIRE(t->mem_alloc(ctx, 4096, &a) == GPUHAL_SUCCESS);
+    REQUIRE(t->mem_alloc(ctx, 4096, &b) == GPUHAL_SUCCESS);
+    CHECK(t->memcpy_sync(ctx, GPUHAL_COPY_HOST_TO_DEVICE, a, gpuhal_deviceptr_t(uintptr_t(src.data())), 4096) ==
+          GPUHAL_SUCCESS);
+    // Twice: the second check is answered from the remembered range.
+    CHECK(t->memcpy_sync(ctx, GPUHAL_COPY_HOST_TO_DEVICE, a, gpuhal_deviceptr_t(uintptr_t(src.data())), 4096) ==
+          GPUHAL_SUCCESS);
+    CHECK(t->memcpy_sync(ctx, GPUHAL_COPY_DEVICE_TO_HOST, gpuhal_deviceptr_t(uintptr_t(back.data())), a, 4096) ==
+          GPUHAL_SUCCESS);
+    CHECK(back == src);
+    // Past the remembered range's end (even into a neighbouring allocation): still refused.
+    CHECK(t->memcpy_sync(ctx, GPUHAL_COPY_HOST_TO_DEVICE, a + 4095, gpuhal_deviceptr_t(uintptr_t(src.data())), 2) ==
+          GPUHAL_ERROR_INVALID_VALUE);
+    CHECK(t->memcpy_sync(ctx, GPUHAL_COPY_HOST_TO_DEVICE, a + 1, gpuhal_deviceptr_t(uintptr_t(src.data())), 4096) ==
+          GPUHAL_ERROR_INVALID_VALUE);
+    if (from_another_thread)
+      std::thread([&] { CHECK(t->mem_free(ctx, a) == GPUHAL_SUCCESS); }).join();
+    else
+      CHECK(t->mem_free(ctx, a) == GPUHAL_SUCCESS);
+    CHECK(t->memcpy_sync(ctx, GPUHAL_COPY_HOST_TO_DEVICE, a, gpuhal_deviceptr_t(uintptr_t(src.data())), 4096) ==
+          GPUHAL_ERROR_INVALID_VALUE);
+    CHECK(t->memset_sync(ctx, a, 0, 16) == GPUHAL_ERROR_INVALID_VALUE);
+    // The other allocation is untouched by it.
+    CHECK(t->memcpy_sync(ctx, GPUHAL_COPY_HOST_TO_DEVICE, b, gpuhal_deviceptr_t(uintptr_t(src.data())), 4096) ==
+          GPUHAL_SUCCESS);
+    CHECK(t->mem_free(ctx, b) == GPUHAL_SUCCESS);
+  }
+  CHECK(t->context_destroy(ctx) == GPUHAL_SUCCESS);
+  dlclose(lib);
 }
