@@ -42,15 +42,21 @@ const char kPrologue[] =
     "  return n;\n"
     "}";
 
-// The element count of one to four extents (host shared arrays assert it).
-#define kHostArrayCount                                                                                   \
-  "#ifndef __GPUHAL_COUNT\n"                                                                             \
-  "#define __GPUHAL_COUNT(...) "                                                                         \
-  "__GPUHAL_PICK(__VA_ARGS__, __GPUHAL_C4, __GPUHAL_C3, __GPUHAL_C2, __GPUHAL_C1, _)(__VA_ARGS__)\n"     \
-  "#define __GPUHAL_C1(a) ((unsigned long long)(a))\n"                                                   \
-  "#define __GPUHAL_C2(a, b) (__GPUHAL_C1(a) * (unsigned long long)(b))\n"                               \
-  "#define __GPUHAL_C3(a, b, c) (__GPUHAL_C2(a, b) * (unsigned long long)(c))\n"                         \
-  "#define __GPUHAL_C4(a, b, c, d) (__GPUHAL_C3(a, b, c) * (unsigned long long)(d))\n"                   \
+// The element count of one to four extents, and the check every host
+// shared array makes of its size (also used by the work-item loops' arrays,
+// host_workitem_loops.cpp).
+#define kHostArrayCount                                                                                      \
+  "#ifndef __GPUHAL_SHARED_FITS\n"                                                                           \
+  "#define __GPUHAL_SHARED_FITS(T, name, ...) static_assert(sizeof(T) * __GPUHAL_COUNT(__VA_ARGS__) <= "     \
+  "65536ull, \"GPUHAL_SHARED_ARRAY \" #name \": more shared memory than a work-group has (65536 bytes)\")\n" \
+  "#endif\n"                                                                                                 \
+  "#ifndef __GPUHAL_COUNT\n"                                                                                 \
+  "#define __GPUHAL_COUNT(...) "                                                                             \
+  "__GPUHAL_PICK(__VA_ARGS__, __GPUHAL_C4, __GPUHAL_C3, __GPUHAL_C2, __GPUHAL_C1, _)(__VA_ARGS__)\n"         \
+  "#define __GPUHAL_C1(a) ((unsigned long long)(a))\n"                                                       \
+  "#define __GPUHAL_C2(a, b) (__GPUHAL_C1(a) * (unsigned long long)(b))\n"                                   \
+  "#define __GPUHAL_C3(a, b, c) (__GPUHAL_C2(a, b) * (unsigned long long)(c))\n"                             \
+  "#define __GPUHAL_C4(a, b, c, d) (__GPUHAL_C3(a, b, c) * (unsigned long long)(d))\n"                       \
   "#endif\n"
 
 // One entry per name in kernel_builtins.def.
@@ -94,9 +100,7 @@ const plugin::BuiltinText kBuiltins[] = {
     // alignas(T) too: a weaker alignas than the type's own is ill-formed in
     // C++, and on a GPU the alignment never goes below the type's.
     {"GPUHAL_SHARED_ARRAY_ALIGNED", GPUHAL_PLUGIN_ARRAY_DIMS_MACROS kHostArrayCount
-     "#define GPUHAL_SHARED_ARRAY_ALIGNED(T, name, align, ...) "
-     "static_assert(sizeof(T) * __GPUHAL_COUNT(__VA_ARGS__) <= 65536ull, "
-     "\"GPUHAL_SHARED_ARRAY \" #name \": more shared memory than a work-group has (65536 bytes)\"); "
+     "#define GPUHAL_SHARED_ARRAY_ALIGNED(T, name, align, ...) __GPUHAL_SHARED_FITS(T, name, __VA_ARGS__); "
      "alignas(align) alignas(T) static thread_local T name __GPUHAL_DIMS(__VA_ARGS__)"},
     {"GPUHAL_LOCAL_ARRAY_ALIGNED",
      GPUHAL_PLUGIN_ARRAY_DIMS_MACROS "#define GPUHAL_LOCAL_ARRAY_ALIGNED(T, name, align, ...) alignas(align) "

@@ -56,12 +56,8 @@ std::string Rewriter::bindings(const std::string &index, size_t rb, size_t re, s
 // (a pointer to the copy would not outlive the region).
 bool Rewriter::keeps_in_register(const Declarator &x) const {
   if (x.reference || !x.dims.empty() || !scalar_type(x.type)) return false;
-  for (size_t i = bb_; i < be_; ++i) {
-    if (t_[i].text != x.name || i == bb_ || t_[i - 1].text != "&") continue;
-    if (i - 1 == bb_) return false;
-    const std::string &p = t_[i - 2].text;  // `a & x` is a bitwise and, `= &x` an address
-    if (!(is_ident(p) || is_number(p) || p == ")" || p == "]")) return false;
-  }
+  for (size_t i = bb_; i < be_; ++i)
+    if (t_[i].text == x.name && address_taken(i, bb_)) return false;
   return true;
 }
 

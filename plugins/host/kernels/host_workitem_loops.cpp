@@ -198,14 +198,13 @@ WorkItemLoops make_work_item_loops(const std::string &source, const std::vector<
       "#define gpuhal_num_groups(d) (__gpuhal_ng[(d)])\n"
       "#define gpuhal_dynamic_shared_bytes() (__gpuhal_g->dynamic_shared_bytes)\n"
       // Shared arrays declared at a kernel's top level live in the loops
-      // function's frame (at most 64 KiB, as the lowering's own check says),
+      // function's frame (at most 64 KiB: the lowering's own check),
       // on whole cache lines: a 16-float row of a tile is then one line, and
       // a 512-bit load of it never splits.
       "#define __GPUHAL_SHARED_ARRAY_IN_FRAME(T, name, ...) __GPUHAL_SHARED_ARRAY_ALIGNED_IN_FRAME(T, name, 16, "
       "__VA_ARGS__)\n"
-      "#define __GPUHAL_SHARED_ARRAY_ALIGNED_IN_FRAME(T, name, align, ...) static_assert(sizeof(T) * "
-      "__GPUHAL_COUNT(__VA_ARGS__) <= 65536ull, \"GPUHAL_SHARED_ARRAY \" #name \": more shared memory than a "
-      "work-group has (65536 bytes)\"); alignas(align) alignas(T) alignas(64) T name __GPUHAL_DIMS(__VA_ARGS__)\n";
+      "#define __GPUHAL_SHARED_ARRAY_ALIGNED_IN_FRAME(T, name, align, ...) __GPUHAL_SHARED_FITS(T, name, "
+      "__VA_ARGS__); alignas(align) alignas(T) alignas(64) T name __GPUHAL_DIMS(__VA_ARGS__)\n";
   std::string tail;
   for (const char *m : kMacros) tail += std::string("#pragma pop_macro(\"") + m + "\")\n";
   r.text = head + text + tail;

@@ -45,15 +45,17 @@ bool Rewriter::has_barrier(size_t b, size_t e) const {
 }
 
 // Token i (a name) is written: assigned, incremented, or its address taken.
+bool Rewriter::address_taken(size_t i, size_t lo) const {
+  if (i <= lo || t_[i - 1].text != "&") return false;
+  if (i - 1 == lo) return true;
+  const std::string &p = t_[i - 2].text;  // `a & x` is a bitwise and, `= &x` an address
+  return !(is_ident(p) || is_number(p) || p == ")" || p == "]");
+}
+
 bool Rewriter::written(size_t i, size_t lo) const {
   if (i + 1 < t_.size() && (is_assign_op(t_[i + 1].text) || t_[i + 1].text == "++" || t_[i + 1].text == "--")) return true;
   if (i > lo && (t_[i - 1].text == "++" || t_[i - 1].text == "--")) return true;
-  if (i > lo && t_[i - 1].text == "&") {
-    if (i - 1 == lo) return true;
-    const std::string &p = t_[i - 2].text;
-    if (!(is_ident(p) || is_number(p) || p == ")" || p == "]")) return true;
-  }
-  return false;
+  return address_taken(i, lo);
 }
 
 bool Rewriter::appears(const std::string &name, size_t b, size_t e) const {

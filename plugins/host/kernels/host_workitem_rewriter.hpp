@@ -119,7 +119,10 @@ class Rewriter {
 
   bool has_barrier(size_t b, size_t e) const;
 
+  // Token i (a name) is written: assigned, incremented, or its address
+  // taken (`&x`, not `a & x`); lo is the first token that may precede it.
   bool written(size_t i, size_t lo) const;
+  bool address_taken(size_t i, size_t lo) const;
 
   bool appears(const std::string &name, size_t b, size_t e) const;
 
