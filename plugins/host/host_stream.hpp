@@ -59,7 +59,8 @@ struct Progress {
   // mutex, zero means that no blocking stream has work, without walking
   // them (the legacy default stream's check on every synchronous copy).
   std::atomic<int> busy_blocking{0};
-  static constexpr int kSpinMicroseconds = 5;
+  static constexpr int kSpinMicroseconds = 5;        // always
+  static constexpr int kLongSpinMicroseconds = 100;  // while a core is free
   void wait(const StreamState &stream, uint64_t ticket);
   void notify();
 };

@@ -83,12 +83,18 @@ void ThreadPool::work() {
   }
 }
 
+std::atomic<int> ThreadPool::spread_jobs_{0};
+
 void ThreadPool::parallel_for(uint64_t count, const std::function<void(uint64_t)> &fn) {
   if (count == 0) return;
   if (workers_.empty() || count == 1) {
     for (uint64_t i = 0; i < count; ++i) fn(i);
     return;
   }
+  spread_jobs_.fetch_add(1, std::memory_order_relaxed);
+  struct Spread {
+    ~Spread() { spread_jobs_.fetch_sub(1, std::memory_order_relaxed); }
+  } spread;
   auto job = std::make_shared<Job>();
   job->fn = &fn;
   job->count = count;

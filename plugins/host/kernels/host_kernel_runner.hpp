@@ -15,6 +15,7 @@
 // threads at once (their jobs share the workers).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -43,6 +44,10 @@ class ThreadPool {
   // thread; returns when all calls returned. fn must not throw.
   void parallel_for(uint64_t count, const std::function<void(uint64_t)> &fn);
   unsigned size() const { return unsigned(workers_.size()) + 1; }
+  // How many parallel_for calls, in every pool of the process, are running
+  // on more than one thread: while one is, every core is taken (a waiter
+  // that spins takes one from the work). Read anywhere, without a lock.
+  static int spread_jobs() { return spread_jobs_.load(std::memory_order_relaxed); }
 
  private:
   struct Job;
@@ -52,6 +57,7 @@ class ThreadPool {
   std::deque<std::shared_ptr<Job>> jobs_;
   bool stop_ = false;
   std::vector<std::thread> workers_;
+  static std::atomic<int> spread_jobs_;
 };
 
 // Reusable fiber stacks, made by Boost.Context's protected_fixedsize_stack
