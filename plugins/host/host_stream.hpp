@@ -86,8 +86,11 @@ struct StreamState : std::enable_shared_from_this<StreamState> {
   const bool is_default;
 
   // Tickets handed out; incremented only under the context's submit mutex,
-  // read anywhere.
-  std::atomic<uint64_t> enqueued{0};
+  // read anywhere. On a cache line of its own: the worker reads the
+  // members above at every operation, and a submitter writes this one at
+  // every submit (sharing their line would move it between the cores twice
+  // an operation).
+  alignas(64) std::atomic<uint64_t> enqueued{0};
   // Written by the worker: on a cache line of its own, away from what
   // submitters write.
   alignas(64) std::atomic<uint64_t> completed{0};
@@ -114,12 +117,14 @@ struct StreamState : std::enable_shared_from_this<StreamState> {
 
  private:
   void loop();
+  // Read by the worker at every operation, written once (stop() from the
+  // worker itself): on a line of its own, away from what submitters write.
+  alignas(64) std::atomic<bool> discard_{false};
   // What a submitter and the worker both write, on its own cache line.
   alignas(64) std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Op> queue_;  // swapped with the worker's batch: both keep their capacity
   bool stopping_ = false;
-  std::atomic<bool> discard_{false};   // read per operation, outside the mutex
   bool sleeping_ = false;              // the worker waits on cv_ (guarded by mu_)
   std::atomic<bool> has_work_{false};  // queue_ is not empty (read while spinning)
   static constexpr int kSpinMicroseconds = 20;
