@@ -117,6 +117,17 @@ class HandleRegistry {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto &kv : objects_) f(*kv.second);
   }
+  // Calls f(std::vector<T *>) with every object, the registry locked until
+  // f returns: none is added or destroyed meanwhile (what f locks in the
+  // objects stays theirs until it returns).
+  template <class F>
+  void with_all(F f) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<T *> all;
+    all.reserve(objects_.size());
+    for (auto &kv : objects_) all.push_back(kv.second.get());
+    f(all);
+  }
 
  private:
   static constexpr size_t kFirstCapacity = 64;  // a power of two

@@ -307,10 +307,11 @@ void HostContext::record(const std::shared_ptr<HostEvent> &ev, const std::shared
   }
 }
 
+// Neither takes device_pages_mutex(): the submit mutex excludes a page
+// swap (hold_submissions).
 bool HostContext::run_inline_if_idle(const std::function<void()> &fn) {
   std::lock_guard<std::mutex> lock(submit_mu_);
   if (!default_stream_->idle() || progress_->busy_blocking.load(std::memory_order_acquire) != 0) return false;
-  std::shared_lock<PagesLock> pages(device_pages_mutex());
   fn();
   return true;
 }
@@ -319,7 +320,6 @@ bool HostContext::run_inline_if_stream_idle(const std::shared_ptr<StreamState> &
   if (s->is_default) return run_inline_if_idle(fn);
   std::lock_guard<std::mutex> lock(submit_mu_);
   if (!s->idle() || (!s->non_blocking && !default_stream_->idle())) return false;
-  std::shared_lock<PagesLock> pages(device_pages_mutex());
   fn();
   return true;
 }

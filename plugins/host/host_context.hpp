@@ -133,6 +133,10 @@ class HostContext {
   // it and of the blocking streams. When all of those are idle, `fn` runs
   // right here on the calling thread (no hand-off to the worker), holding
   // the submit mutex so that work submitted meanwhile is ordered after it.
+  // The submit mutex also keeps device memory's pages in place while `fn`
+  // runs (see hold_submissions; a stream's worker holds
+  // device_pages_mutex() instead: two atomic read-modify-writes saved on
+  // every small synchronous copy).
   // Returns false, without running `fn`, when something is pending.
   bool run_inline_if_idle(const std::function<void()> &fn);
   // The same for work submitted to `s`: runs `fn` here, under the submit
@@ -141,6 +145,12 @@ class HostContext {
   // that has completed when it returns is one valid schedule of an
   // asynchronous launch, and it saves two thread hand-offs.
   bool run_inline_if_stream_idle(const std::shared_ptr<StreamState> &s, const std::function<void()> &fn);
+  // The submit mutex, locked: no operation of this context runs inline on a
+  // calling thread until it is released (submissions wait too). An IPC
+  // export holds it of every context, with device_pages_mutex() exclusive,
+  // while it moves an allocation's pages. Lock order: device_pages_mutex(),
+  // then the contexts' registry, then submit mutexes.
+  std::unique_lock<std::mutex> hold_submissions() { return std::unique_lock<std::mutex>(submit_mu_); }
   // Dependencies for "all work submitted to this context so far".
   std::vector<Dep> all_prior_work();
   void synchronize();

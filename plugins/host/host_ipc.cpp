@@ -105,15 +105,23 @@ gpuhal_status_t ipc_get_handle(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpu
                   "this context");
     if (r.fd < 0) {
       // No operation may write the pages while they are copied and swapped:
-      // operations hold device_pages_mutex() shared while they run (queued
-      // ones run after the swap, on the shared pages). From a stream
-      // callback, which holds it, this would wait for itself.
+      // a stream's worker holds device_pages_mutex() shared while an
+      // operation runs, and an operation run inline on a calling thread
+      // holds its context's submit mutex (queued ones run after the swap,
+      // on the shared pages). Copies may cross contexts: every context's
+      // submit mutex is held. From a stream callback, which holds the
+      // pages lock, this would wait for itself.
       if (on_worker_thread()) return fail(GPUHAL_ERROR_INVALID_VALUE, "ipc_get_handle: called from a stream callback");
       const uint64_t token = random_token();
       int fd;
       {
         std::unique_lock<PagesLock> pages(device_pages_mutex());
-        fd = share_in_place(reinterpret_cast<void *>(base), page_round(r.size), token);
+        plugin_state().contexts.with_all([&](const std::vector<HostContext *> &all) {
+          std::vector<std::unique_lock<std::mutex>> held;
+          held.reserve(all.size());
+          for (HostContext *x : all) held.push_back(x->hold_submissions());
+          fd = share_in_place(reinterpret_cast<void *>(base), page_round(r.size), token);
+        });
       }
       if (fd < 0) return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "ipc_get_handle: " + errno_text("sharing the allocation"));
       plugin_state().registry.set_export(base, fd, token);

@@ -35,8 +35,9 @@ bool on_worker_thread();
 
 // Device memory's pages can move: the first IPC export of an allocation
 // swaps its anonymous pages for a memfd under the same addresses. Every
-// operation that touches device memory (run by a stream worker or inline on
-// the caller's thread) holds this shared; the swap holds it exclusively, so
+// operation a stream worker runs holds this shared; the swap holds it
+// exclusively, and every context's submit mutex, which an operation run
+// inline on the caller's thread holds (HostContext::hold_submissions), so
 // no write lands on pages that are being left behind. Process-wide: copies
 // may cross contexts.
 PagesLock &device_pages_mutex();

@@ -4,6 +4,7 @@
 // growth of its lock-free lookup table, and found from other threads while
 // objects come and go (run under ThreadSanitizer in CI).
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -76,4 +77,37 @@ TEST_CASE("handle registry: lookups from other threads while objects come and go
   stop.store(true);
   for (auto &t : readers) t.join();
   CHECK(misses.load() == 0);  // objects held throughout are always found
+}
+
+TEST_CASE("handle registry: with_all sees every object, and nothing is added or taken until it returns",
+          "[plugin-kit][threads]") {
+  Registry r;
+  std::vector<ThingHandle> handles;
+  for (int i = 0; i < 3; ++i) {
+    auto t = std::make_unique<Thing>();
+    t->id = i;
+    handles.push_back(r.add(std::move(t)));
+  }
+  std::atomic<bool> added{false}, taken{false};
+  std::thread adder, taker;
+  r.with_all([&](const std::vector<Thing *> &all) {
+    int sum = 0;
+    for (Thing *t : all) sum += t->id;
+    CHECK(all.size() == 3);
+    CHECK(sum == 0 + 1 + 2);
+    adder = std::thread([&] {
+      r.add(std::make_unique<Thing>());
+      added = true;
+    });
+    taker = std::thread([&] { taken = r.take(handles[0]) != nullptr; });  // Catch2 checks stay on this thread
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    CHECK_FALSE(added);  // both wait for the registry
+    CHECK_FALSE(taken);
+    CHECK(r.find(handles[1]) != nullptr);  // lookups do not wait
+  });
+  adder.join();
+  taker.join();
+  CHECK(added);
+  CHECK(taken);
+  r.with_all([&](const std::vector<Thing *> &all) { CHECK(all.size() == 3); });
 }

@@ -204,22 +204,27 @@ TEST_CASE("an IPC array dropped while a copy from it is queued stays mapped unti
   CHECK(dst.copy_to_host().to_vector<int32_t>() == v);
 }
 
-TEST_CASE("a first IPC export racing with stream writes from another thread loses no write") {
-  Context ctx = test::host_context();
-  // Each round: a fresh 4 MiB array, zeroed; one thread memsets its 1024
-  // pages one by one (page k gets k % 250 + 1) on a stream while this
-  // thread exports the array for the first time (its pages move into shared
-  // memory). Every page must hold its value afterwards.
+namespace {
+
+// Each round: a fresh 4 MiB array, zeroed; one thread writes its 1024 pages
+// one by one (page k gets k % 250 + 1) with write_page while this thread
+// exports the array for the first time (its pages move into shared
+// memory); then it calls finish(). Every page must hold its value
+// afterwards.
+template <class WritePage, class Finish>
+void export_racing_writes(Context &ctx, WritePage write_page, Finish finish) {
   constexpr int64_t kPages = 1024, kPage = 4096;
   for (int round = 0; round < 20; ++round) {
     DeviceArray a = device_array(ctx, {kPages * kPage}, dtypes::uint8);
     a.memset(0);
-    Stream s = ctx.create_stream(StreamKind::NonBlocking);
     std::atomic<bool> started{false};
     std::thread writer([&] {
       started = true;
-      for (int64_t k = 0; k < kPages; ++k) a.view({Slice(k * kPage, (k + 1) * kPage)}).memset(uint8_t(k % 250 + 1), s);
-      s.synchronize();
+      // From the last page down: the export copies from the first page up,
+      // so the two cross while both run.
+      for (int64_t k = kPages - 1; k >= 0; --k)
+        write_page(a.view({Slice(k * kPage, (k + 1) * kPage)}), uint8_t(k % 250 + 1));
+      finish();
     });
     while (!started) std::this_thread::yield();
     (void)get_ipc_handle(a);
@@ -230,4 +235,22 @@ TEST_CASE("a first IPC export racing with stream writes from another thread lose
     INFO("round " << round);
     REQUIRE(lost == 0);
   }
+}
+
+}  // namespace
+
+TEST_CASE("a first IPC export racing with stream writes from another thread loses no write") {
+  Context ctx = test::host_context();
+  Stream s = ctx.create_stream(StreamKind::NonBlocking);
+  export_racing_writes(
+      ctx, [&](const DeviceArray &page, uint8_t value) { page.memset(value, s); }, [&] { s.synchronize(); });
+}
+
+// Synchronous writes on an idle device run on the calling thread, not on a
+// stream worker (HostContext::run_inline_if_idle): they are excluded from
+// the export's page swap by the context's submission lock.
+TEST_CASE("a first IPC export racing with synchronous writes from another thread loses no write") {
+  Context ctx = test::host_context();
+  export_racing_writes(
+      ctx, [](const DeviceArray &page, uint8_t value) { page.memset(value); }, [] {});
 }
