@@ -12,7 +12,7 @@ namespace gpuhal::host {
 
 // ---- Registry ---------------------------------------------------------------
 
-std::atomic<uint64_t> Registry::removals_{0};
+Registry::RemovalCount Registry::removals_;
 
 namespace {
 // The device-accessible range a thread found last (a synchronous copy's
@@ -27,11 +27,11 @@ thread_local LastRange t_last_range;
 }  // namespace
 
 Registry::Registry() {
-  removals_.fetch_add(1, std::memory_order_acq_rel);
+  removals_.n.fetch_add(1, std::memory_order_acq_rel);
 }
 
 Registry::~Registry() {
-  removals_.fetch_add(1, std::memory_order_acq_rel);
+  removals_.n.fetch_add(1, std::memory_order_acq_rel);
 }
 
 void Registry::insert(uintptr_t base, const Region &r) {
@@ -58,7 +58,7 @@ Region Registry::erase(uintptr_t base, HostContext *owner, RegionKind kind) {
   auto it = regions_.find(base);
   if (it == regions_.end() || it->second.owner != owner || it->second.kind != kind) return Region{};
   Region r = it->second;
-  removals_.fetch_add(1, std::memory_order_acq_rel);
+  removals_.n.fetch_add(1, std::memory_order_acq_rel);
   Map::node_type node = regions_.extract(it);
   if (spare_.size() < kSpareNodes) {
     try {
@@ -75,7 +75,7 @@ bool Registry::device_accessible(uintptr_t addr, uint64_t bytes) const {
   // there (ranges are only ever added next to it), so the answer stands as
   // of this load.
   LastRange &last = t_last_range;
-  if (last.registry == this && last.removals == removals_.load(std::memory_order_acquire) && addr >= last.base &&
+  if (last.registry == this && last.removals == removals_.n.load(std::memory_order_acquire) && addr >= last.base &&
       addr < last.end && bytes <= last.end - addr)
     return true;
   std::lock_guard<std::mutex> lock(mu_);
@@ -91,7 +91,7 @@ bool Registry::device_accessible(uintptr_t addr, uint64_t bytes) const {
   const uint64_t off = addr - it->first;
   if (!usable || off > r.size) return false;
   if (bytes <= r.size - off) {
-    last = LastRange{this, it->first, it->first + r.size, removals_.load(std::memory_order_acquire)};
+    last = LastRange{this, it->first, it->first + r.size, removals_.n.load(std::memory_order_acquire)};
     return true;
   }
   // Mapped host memory is mapped page by page, as on a GPU with unified
@@ -158,7 +158,7 @@ void Registry::set_export(uintptr_t base, int fd, uint64_t token) {
 std::vector<std::pair<uintptr_t, Region>> Registry::take_all(HostContext *owner) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::pair<uintptr_t, Region>> out;
-  removals_.fetch_add(1, std::memory_order_acq_rel);
+  removals_.n.fetch_add(1, std::memory_order_acq_rel);
   for (auto it = regions_.begin(); it != regions_.end();) {
     if (it->second.owner == owner) {
       out.emplace_back(*it);

@@ -85,7 +85,12 @@ class Registry {
   // Bumped (under mu_) whenever a range goes, and when a registry is made
   // or destroyed: process-wide, so that a thread's remembered range never
   // outlives the range, nor answers for another registry at the same address.
-  static std::atomic<uint64_t> removals_;
+  // On a cache line of its own: every release writes it, every synchronous
+  // copy reads it, and the plugin's globals around it are read by every entry.
+  struct alignas(64) RemovalCount {
+    std::atomic<uint64_t> n{0};
+  };
+  static RemovalCount removals_;
   mutable std::mutex mu_;
   Map regions_;
   // Nodes of erased ranges kept for the next inserts (at most kSpareNodes):

@@ -12,6 +12,10 @@
 #include "host_pages_lock.hpp"
 
 using gpuhal::host::PagesLock;
+
+// Whole cache lines: the reader count, written by every stream operation,
+// shares its line with no other global.
+static_assert(alignof(PagesLock) == 64 && sizeof(PagesLock) % 64 == 0);
 using namespace std::chrono_literals;
 
 TEST_CASE("pages lock: readers share it, and a writer waits for every reader to leave", "[pages-lock]") {
