@@ -307,23 +307,6 @@ void HostContext::record(const std::shared_ptr<HostEvent> &ev, const std::shared
   }
 }
 
-// Neither takes device_pages_mutex(): the submit mutex excludes a page
-// swap (hold_submissions).
-bool HostContext::run_inline_if_idle(const std::function<void()> &fn) {
-  std::lock_guard<std::mutex> lock(submit_mu_);
-  if (!default_stream_->idle() || progress_->busy_blocking.load(std::memory_order_acquire) != 0) return false;
-  fn();
-  return true;
-}
-
-bool HostContext::run_inline_if_stream_idle(const std::shared_ptr<StreamState> &s, const std::function<void()> &fn) {
-  if (s->is_default) return run_inline_if_idle(fn);
-  std::lock_guard<std::mutex> lock(submit_mu_);
-  if (!s->idle() || (!s->non_blocking && !default_stream_->idle())) return false;
-  fn();
-  return true;
-}
-
 std::vector<Dep> HostContext::all_prior_work() {
   std::vector<Dep> deps;
   std::lock_guard<std::mutex> lock(objects_mu_);

@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "handle_registry.hpp"
@@ -143,13 +144,28 @@ class HostContext {
   // device_pages_mutex() instead: two atomic read-modify-writes saved on
   // every small synchronous copy).
   // Returns false, without running `fn`, when something is pending.
-  bool run_inline_if_idle(const std::function<void()> &fn);
+  // Templates, so that a small copy's memcpy is called directly (not
+  // through a std::function) on the path H1 measures.
+  template <class F>
+  bool run_inline_if_idle(F &&fn) {
+    std::lock_guard<std::mutex> lock(submit_mu_);
+    if (!default_stream_->idle() || progress_->busy_blocking.load(std::memory_order_acquire) != 0) return false;
+    fn();
+    return true;
+  }
   // The same for work submitted to `s`: runs `fn` here, under the submit
   // mutex, when `s` and what it would wait for (the legacy default stream's
   // rules) are idle; false otherwise. Small kernel launches use it: a launch
   // that has completed when it returns is one valid schedule of an
   // asynchronous launch, and it saves two thread hand-offs.
-  bool run_inline_if_stream_idle(const std::shared_ptr<StreamState> &s, const std::function<void()> &fn);
+  template <class F>
+  bool run_inline_if_stream_idle(const std::shared_ptr<StreamState> &s, F &&fn) {
+    if (s->is_default) return run_inline_if_idle(std::forward<F>(fn));
+    std::lock_guard<std::mutex> lock(submit_mu_);
+    if (!s->idle() || (!s->non_blocking && !default_stream_->idle())) return false;
+    fn();
+    return true;
+  }
   // The submit mutex, locked: no operation of this context runs inline on a
   // calling thread until it is released (submissions wait too). An IPC
   // export holds it of every context, with device_pages_mutex() exclusive,

@@ -42,8 +42,7 @@ gpuhal_status_t copy_on(HostContext *c, const std::shared_ptr<StreamState> &s, g
   auto run = [dst, src, bytes] {
     copy_bytes(reinterpret_cast<void *>(uintptr_t(dst)), reinterpret_cast<const void *>(uintptr_t(src)), size_t(bytes));
   };
-  // By reference: one pointer fits std::function's own storage (no allocation).
-  if (wait && s->is_default && c->run_inline_if_idle([&run] { run(); })) return GPUHAL_SUCCESS;
+  if (wait && s->is_default && c->run_inline_if_idle(run)) return GPUHAL_SUCCESS;
   const uint64_t ticket = c->submit(s, [run](bool ok) {
     if (ok) run();
   });
@@ -82,7 +81,7 @@ gpuhal_status_t set_on(HostContext *c, const std::shared_ptr<StreamState> &s, gp
     return fail(GPUHAL_ERROR_INVALID_VALUE,
                 "memset: [" + hex(dst) + ", +" + std::to_string(bytes) + ") is not inside one device allocation");
   auto run = [dst, value, bytes] { std::memset(reinterpret_cast<void *>(uintptr_t(dst)), value, size_t(bytes)); };
-  if (wait && s->is_default && c->run_inline_if_idle([&run] { run(); })) return GPUHAL_SUCCESS;
+  if (wait && s->is_default && c->run_inline_if_idle(run)) return GPUHAL_SUCCESS;
   // Two 8-byte captures: small enough for std::function to hold without an
   // allocation (the value rides in the top byte; sizes stay below 2^56).
   const uint64_t packed = bytes | (uint64_t(value) << 56);
