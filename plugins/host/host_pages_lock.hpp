@@ -24,10 +24,11 @@ namespace gpuhal::host {
 // while a writer holds it, asleep on the writer's mutex; the writer waits
 // for the readers to leave, yielding and then sleeping in short steps (an
 // operation may run for a long time).
-// Aligned to (and, by alignas, sized in) whole cache lines: every operation a stream worker runs writes
-// the reader count, and a global sharing its line would be read by
-// submitters as a miss (measured: a flag of the submit path beside the
-// process-wide lock took an asynchronous submit from 140 to 175 ns).
+// Aligned to (and so sized in) whole cache lines: every operation a stream
+// worker runs writes the reader count, and a global sharing its line would
+// be read by submitters as a miss (measured: a flag of the submit path
+// beside the process-wide lock took an asynchronous submit from 140 to
+// 175 ns).
 class alignas(64) PagesLock {
  public:
   void lock_shared() {

@@ -119,10 +119,6 @@ void lock_spinning(std::mutex &mu) {
   mu.lock();
 }
 
-}  // namespace
-
-namespace {
-
 #if defined(__x86_64__)
 bool has_prefetchw() {
   unsigned a = 0, b = 0, c = 0, d = 0;
