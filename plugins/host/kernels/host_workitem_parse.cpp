@@ -44,7 +44,8 @@ bool Rewriter::has_barrier(size_t b, size_t e) const {
   return false;
 }
 
-// Token i (a name) is written: assigned, incremented, or its address taken.
+// Token i (a name) follows a unary `&` (`&x`, `= &x`), not a binary one
+// (`a & x`): what precedes the `&` decides.
 bool Rewriter::address_taken(size_t i, size_t lo) const {
   if (i <= lo || t_[i - 1].text != "&") return false;
   if (i - 1 == lo) return true;
@@ -52,6 +53,7 @@ bool Rewriter::address_taken(size_t i, size_t lo) const {
   return !(is_ident(p) || is_number(p) || p == ")" || p == "]");
 }
 
+// Token i (a name) is written: assigned, incremented, or its address taken.
 bool Rewriter::written(size_t i, size_t lo) const {
   if (i + 1 < t_.size() && (is_assign_op(t_[i + 1].text) || t_[i + 1].text == "++" || t_[i + 1].text == "--")) return true;
   if (i > lo && (t_[i - 1].text == "++" || t_[i - 1].text == "--")) return true;

@@ -120,8 +120,9 @@ class Rewriter {
   bool has_barrier(size_t b, size_t e) const;
 
   // Token i (a name) is written: assigned, incremented, or its address
-  // taken (`&x`, not `a & x`); lo is the first token that may precede it.
+  // taken; lo is the first token that may precede it.
   bool written(size_t i, size_t lo) const;
+  // Token i (a name) has its address taken: `&x`, not `a & x`.
   bool address_taken(size_t i, size_t lo) const;
 
   bool appears(const std::string &name, size_t b, size_t e) const;
