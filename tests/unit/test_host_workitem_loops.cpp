@@ -35,7 +35,13 @@ TEST_CASE("work-item loops: the test suite's barrier kernels are all rewritten",
     for (const auto &s : r.skipped) INFO(s.first << ": " << s.second);
     REQUIRE(r.skipped.empty());
     REQUIRE(r.kernels == std::vector<std::string>{k.second});
-    CHECK(r.text.find(std::string("static void ") + k.second + "__gpuhal_loops(const gpuhal_host_group *") !=
+    // One struct per kernel, its loops a template on the group's x and y
+    // extents (0: read at run time), which the entry point instantiates.
+    CHECK(r.text.find(std::string("namespace {\nstruct ") + k.second +
+                      "__gpuhal_loops {\ntemplate <uint32_t __gpuhal_kx, uint32_t __gpuhal_ky>\nstatic void "
+                      "__gpuhal_run(const gpuhal_host_group *") != std::string::npos);
+    CHECK(r.text.find("const uint32_t __gpuhal_lsz[3] = {__gpuhal_kx ? __gpuhal_kx : __gpuhal_g->local_size[0], "
+                      "__gpuhal_ky ? __gpuhal_ky : __gpuhal_g->local_size[1], __gpuhal_g->local_size[2]};") !=
           std::string::npos);
     CHECK(r.text.find(std::string(k.second) + "__gpuhal_loops_scratch") != std::string::npos);
     // The builtins are redefined for the loops and restored after them.

@@ -48,23 +48,32 @@ TEST_CASE("kernel: barrier loops, early returns and values carried across barrie
   }
 }
 
+// The loops are compiled for 16 x 16 groups besides the general loops
+// (run_loops in host_lowering.cpp): that shape, with and without a z extent,
+// the shapes beside it, and the general loops for others.
 TEST_CASE("kernel: if / else, while and do-while around barriers in a 3-D block match a CPU simulation", "[loops]") {
   Context ctx = kernel_context();
   Kernel k = Module::compile(ctx, kBranches).kernel("branches");
-  const unsigned groups = 3, total = 4 * 4 * 2;
-  auto out = device_array(ctx, {groups * total}, dtypes::int32);
-  for (int mode : {1, 0}) {
-    out.memset(0);
-    k({groups}, {4, 4, 2})(out, mode);
-    auto h = out.copy_to_host().to_vector<int32_t>();
-    for (unsigned g = 0; g < groups; ++g)
-      for (unsigned lin = 0; lin < total; ++lin) {
-        const unsigned nb = (lin + 1) % total;
-        const int s_nb = mode > 0 ? int(total - 1 - nb) : -int(nb);
-        const int v = int(lin) + 3 * s_nb;
-        INFO("mode " << mode << " group " << g << " item " << lin);
-        REQUIRE(h[g * total + lin] == v + 1000 + 2 * 100000);
-      }
+  const unsigned groups = 3;
+  const Dim3 blocks[] = {{4, 4, 2},  {16, 16, 1}, {16, 8, 2}, {8, 8, 1}, {8, 8, 4},  {8, 4, 3},  {32, 8, 1},
+                         {32, 4, 2}, {32, 1, 1},  {16, 1, 1}, {8, 1, 1}, {24, 2, 1}, {1, 16, 2}, {64, 4, 1}};
+  for (const Dim3 &block : blocks) {
+    const unsigned total = block.x * block.y * block.z;
+    auto out = device_array(ctx, {groups * total}, dtypes::int32);
+    for (int mode : {1, 0}) {
+      out.memset(0);
+      k({groups}, block)(out, mode);
+      auto h = out.copy_to_host().to_vector<int32_t>();
+      for (unsigned g = 0; g < groups; ++g)
+        for (unsigned lin = 0; lin < total; ++lin) {
+          const unsigned nb = (lin + 1) % total;
+          const int s_nb = mode > 0 ? int(total - 1 - nb) : -int(nb);
+          const int v = int(lin) + 3 * s_nb;
+          INFO("block " << block.x << "x" << block.y << "x" << block.z << " mode " << mode << " group " << g << " item "
+                        << lin);
+          REQUIRE(h[g * total + lin] == v + 1000 + 2 * 100000);
+        }
+    }
   }
 }
 
