@@ -35,14 +35,27 @@ TEST_CASE("work-item loops: the test suite's barrier kernels are all rewritten",
     for (const auto &s : r.skipped) INFO(s.first << ": " << s.second);
     REQUIRE(r.skipped.empty());
     REQUIRE(r.kernels == std::vector<std::string>{k.second});
-    // One struct per kernel, its loops a template on the group's x and y
-    // extents (0: read at run time), which the entry point instantiates.
-    CHECK(r.text.find(std::string("namespace {\nstruct ") + k.second +
-                      "__gpuhal_loops {\ntemplate <uint32_t __gpuhal_kx, uint32_t __gpuhal_ky>\nstatic void "
-                      "__gpuhal_run(const gpuhal_host_group *") != std::string::npos);
-    CHECK(r.text.find("const uint32_t __gpuhal_lsz[3] = {__gpuhal_kx ? __gpuhal_kx : __gpuhal_g->local_size[0], "
-                      "__gpuhal_ky ? __gpuhal_ky : __gpuhal_g->local_size[1], __gpuhal_g->local_size[2]};") !=
+    // One struct per kernel with its loops twice: for any group shape, and
+    // for 16 x 16 groups, whose row loops (and only theirs) carry the hint
+    // that keeps clang from unrolling them before it vectorises them.
+    const std::string head = std::string("namespace {\nstruct ") + k.second +
+                             "__gpuhal_loops {\nstatic void __gpuhal_any(const gpuhal_host_group *__gpuhal_g";
+    const size_t any = r.text.find(head);
+    REQUIRE(any != std::string::npos);
+    const size_t tile = r.text.find("static void __gpuhal_tile16(const gpuhal_host_group *__gpuhal_g", any);
+    REQUIRE(tile != std::string::npos);
+    CHECK(r.text.find("const uint32_t __gpuhal_lsz[3] = {__gpuhal_g->local_size[0], __gpuhal_g->local_size[1], "
+                      "__gpuhal_g->local_size[2]};",
+                      any) < tile);
+    CHECK(r.text.find("const uint32_t __gpuhal_lsz[3] = {16u, 16u, __gpuhal_g->local_size[2]};", tile) !=
           std::string::npos);
+    const std::string row = "for (uint32_t __gpuhal_x = 0; __gpuhal_x < __gpuhal_lsz[0]; ++__gpuhal_x) {\n";
+    CHECK(r.text.find("__GPUHAL_ROW_LOOP_HINT\n" + row, any) > tile);
+    size_t rows = 0, hinted = 0;
+    for (size_t at = tile; (at = r.text.find(row, at)) != std::string::npos; ++at, ++rows)
+      hinted += r.text.compare(at - 23, 23, "__GPUHAL_ROW_LOOP_HINT\n") == 0;
+    CHECK(rows > 0);
+    CHECK(hinted == rows);
     CHECK(r.text.find(std::string(k.second) + "__gpuhal_loops_scratch") != std::string::npos);
     // The builtins are redefined for the loops and restored after them.
     CHECK(r.text.find("#pragma push_macro(\"gpuhal_local_id\")") != std::string::npos);

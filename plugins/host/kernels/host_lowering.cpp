@@ -183,22 +183,19 @@ template <auto K> static void run_groups(gpuhal_host_group *g, void *const *a, u
   S::template groups<K>(g, a, first, last, std::make_index_sequence<S::count>());
 }
 // A barrier kernel's work-item loops (W: the struct the rewrite makes), for
-// the group's shape. Besides the general loops, each kernel's are compiled
-// for 16 x 16 groups, the usual 2-D tile, with both extents constants: the
-// compiler then vectorises each row of 16 work-items as one vector without
-// the run-time checks, remainder loop and trip-count arithmetic that the
-// general loops pay again for every row in every region -- the tiled
-// matmul (N=1000) went from 40-41 to 31-32 ms. Measured and left out: the
-// x extent alone a constant (16 with any y: slower than the general loops,
-// 49-53 ms), and 8 x 8 and 32 x 8 as well (module compile time 1.3 -> 3.2 s,
-// matmul unchanged): one more shape, one more copy of the loops to compile.
+// the group's shape: besides the loops for any shape, each kernel's are
+// compiled for 16 x 16 groups, the usual 2-D tile, with both extents
+// constants, so that each row of 16 work-items is one vector without the
+// run-time checks, remainder loop and trip-count arithmetic the general
+// loops pay again for every row in every region (host_workitem_loops.cpp):
+// the tiled matmul at N=1000 went from 39 to 27 ms. Measured and left out:
+// 8 x 8 and 32 x 8 too (module compile time 1.3 -> 3.2 s, the matmul
+// unchanged), and 16 x any (slower than the general loops).
 template <auto K, class W> static void run_loops(const gpuhal_host_group *g, void *const *a) {
   using S = sig<decltype(K)>;
   constexpr auto seq = std::make_index_sequence<S::count>();
-  constexpr auto tile16 = &W::template __gpuhal_run<16u, 16u>;
-  constexpr auto general = &W::template __gpuhal_run<0u, 0u>;
-  if (g->local_size[0] == 16 && g->local_size[1] == 16) return S::template loops<tile16>(g, a, seq);
-  S::template loops<general>(g, a, seq);
+  if (g->local_size[0] == 16 && g->local_size[1] == 16) return S::template loops<&W::__gpuhal_tile16>(g, a, seq);
+  S::template loops<&W::__gpuhal_any>(g, a, seq);
 }
 template <auto K> static void run_item(const gpuhal_host_item *it, void *const *a) {
   using S = sig<decltype(K)>;

@@ -157,8 +157,8 @@ void Rewriter::emit_region(const std::vector<const Stmt *> &r, size_t block_end,
   out += hoisted;
   out +=
       "for (uint32_t __gpuhal_z = 0; __gpuhal_z < __gpuhal_lsz[2]; ++__gpuhal_z)\n"
-      "for (uint32_t __gpuhal_y = 0; __gpuhal_y < __gpuhal_lsz[1]; ++__gpuhal_y)\n"
-      "for (uint32_t __gpuhal_x = 0; __gpuhal_x < __gpuhal_lsz[0]; ++__gpuhal_x) {\n"
+      "for (uint32_t __gpuhal_y = 0; __gpuhal_y < __gpuhal_lsz[1]; ++__gpuhal_y)\n" +
+      std::string(kRowLoop) +
       "const uint32_t __gpuhal_i = (__gpuhal_z * __gpuhal_lsz[1] + __gpuhal_y) * __gpuhal_lsz[0] + "
       "__gpuhal_x;\n(void)__gpuhal_i;\n";
   if (has_return_) out += "if (__gpuhal_done[__gpuhal_i]) continue;\n";

@@ -45,21 +45,19 @@ std::string Rewriter::rewrite(const std::string &name, size_t pb, size_t pe, siz
   std::string out;
   emit_items(body, be, out);
 
-  // The loops of one work-group shape (the entry points' run_loops picks
-  // it): a non-zero __gpuhal_kx (__gpuhal_ky) is the group's x (y) extent,
-  // a constant where this is compiled; 0 means it is read from the group.
-  // In an unnamed namespace: with external (inline) linkage, clang gave
-  // the block reduction's general loops scalar code (1.2 -> 5.3 ms).
+  // The loops, twice (the entry points' run_loops picks): __gpuhal_any for
+  // any group shape, __gpuhal_tile16 for 16 x 16 x any groups, whose row
+  // loops have a trip count the compiler knows. Those it would unroll
+  // completely before the vectoriser sees them, leaving a row of
+  // conditional loads (a tile's `row < N ? A[...] : 0`) as 16 scalar loads
+  // and branches: __GPUHAL_ROW_LOOP_HINT keeps them loops, each then one
+  // vector. In an unnamed namespace: with external (inline) linkage, clang
+  // gave the block reduction's loops scalar code (1.2 -> 5.3 ms).
+  std::string ptext;  // ", <the kernel's parameters>", or nothing
+  if (pe > pb && !(pe - pb == 1 && t_[pb].text == "void")) ptext = ", " + text(pb, pe);
   std::string f;
-  f += "namespace {\nstruct " + name + "__gpuhal_loops {\n";
-  f += "template <uint32_t __gpuhal_kx, uint32_t __gpuhal_ky>\n";
-  f += "static void __gpuhal_run(const gpuhal_host_group *__gpuhal_g";
-  if (pe > pb && !(pe - pb == 1 && t_[pb].text == "void")) f += ", " + text(pb, pe);
-  f += ") {\n";
   f += "  const uint32_t __gpuhal_gid[3] = {__gpuhal_g->group_id[0], __gpuhal_g->group_id[1], "
        "__gpuhal_g->group_id[2]};\n";
-  f += "  const uint32_t __gpuhal_lsz[3] = {__gpuhal_kx ? __gpuhal_kx : __gpuhal_g->local_size[0], "
-       "__gpuhal_ky ? __gpuhal_ky : __gpuhal_g->local_size[1], __gpuhal_g->local_size[2]};\n";
   f += "  const uint32_t __gpuhal_ng[3] = {__gpuhal_g->num_groups[0], __gpuhal_g->num_groups[1], "
        "__gpuhal_g->num_groups[2]};\n";
   f += "  const uint32_t __gpuhal_n = __gpuhal_lsz[0] * __gpuhal_lsz[1] * __gpuhal_lsz[2];\n";
@@ -99,9 +97,20 @@ std::string Rewriter::rewrite(const std::string &name, size_t pb, size_t pe, siz
   }
   f += "{\n" + out + "}\n";
   if (has_return_) f += "__gpuhal_end:;\n";
-  f += "  __gpuhal_wi = nullptr;\n}\n};\n}  // namespace\n";
-  f += "static constexpr uint32_t " + name + "__gpuhal_loops_scratch = " + scratch + ";\n";
-  return types + f;
+  f += "  __gpuhal_wi = nullptr;\n}\n";
+  std::string tile16 = f;
+  const std::string hint = "__GPUHAL_ROW_LOOP_HINT\n";
+  for (size_t at = 0; (at = tile16.find(kRowLoop, at)) != std::string::npos; at += hint.size() + 1)
+    tile16.insert(at, hint);
+  const std::string any_shape = "__gpuhal_g->local_size[0], __gpuhal_g->local_size[1], __gpuhal_g->local_size[2]";
+  std::string loops = "namespace {\nstruct " + name + "__gpuhal_loops {\n";
+  loops += "static void __gpuhal_any(const gpuhal_host_group *__gpuhal_g" + ptext + ") {\n";
+  loops += "  const uint32_t __gpuhal_lsz[3] = {" + any_shape + "};\n" + f;
+  loops += "static void __gpuhal_tile16(const gpuhal_host_group *__gpuhal_g" + ptext + ") {\n";
+  loops += "  const uint32_t __gpuhal_lsz[3] = {16u, 16u, __gpuhal_g->local_size[2]};\n" + tile16;
+  loops += "};\n}  // namespace\n";
+  loops += "static constexpr uint32_t " + name + "__gpuhal_loops_scratch = " + scratch + ";\n";
+  return types + loops;
 }
 
 }  // namespace workitem
@@ -201,6 +210,12 @@ WorkItemLoops make_work_item_loops(const std::string &source, const std::vector<
       "#define gpuhal_local_size(d) (__gpuhal_lsz[(d)])\n"
       "#define gpuhal_num_groups(d) (__gpuhal_ng[(d)])\n"
       "#define gpuhal_dynamic_shared_bytes() (__gpuhal_g->dynamic_shared_bytes)\n"
+      // Before a row loop whose trip count is a constant (see rewrite()).
+      "#if defined(__clang__)\n"
+      "#define __GPUHAL_ROW_LOOP_HINT _Pragma(\"clang loop unroll(disable)\")\n"
+      "#else\n"
+      "#define __GPUHAL_ROW_LOOP_HINT\n"
+      "#endif\n"
       // Shared arrays declared at a kernel's top level live in the loops
       // function's frame (at most 64 KiB: the lowering's own check),
       // on whole cache lines: a 16-float row of a tile is then one line, and

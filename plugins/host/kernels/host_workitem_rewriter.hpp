@@ -86,6 +86,10 @@ class Rewriter {
   // the rest go to the scratch buffer.
   static constexpr int kStackScalars = 4;
 
+  // The header of every region's innermost loop, over a row of work-items.
+  static constexpr const char *kRowLoop =
+      "for (uint32_t __gpuhal_x = 0; __gpuhal_x < __gpuhal_lsz[0]; ++__gpuhal_x) {\n";
+
  private:
   const std::string &src_;
   const std::vector<Tok> &t_;
