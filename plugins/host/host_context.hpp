@@ -216,6 +216,7 @@ struct HostPlugin {
   unsigned threads = 0;  // participants of a launch (0: one per hardware thread)
   size_t fiber_stack = 64 * 1024;
   bool work_item_loops = true;  // GPUHAL_HOST_WORK_ITEM_LOOPS: barrier kernels as loops where possible
+  bool huge_pages = true;       // GPUHAL_HOST_HUGE_PAGES: large device allocations on huge pages
   std::mutex kernel_mu;  // guards pool and stacks creation
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<StackPool> stacks;

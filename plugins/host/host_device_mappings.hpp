@@ -7,7 +7,9 @@
 // a memfd in under the same addresses), and lets the allocation map refuse
 // any range that is not inside one live allocation. A released mapping
 // that was never shared goes to the mapping cache (host_mapping_cache.hpp)
-// for the next allocation of its size.
+// for the next allocation of its size. Allocations of a huge page or more
+// start on a huge page boundary and ask for transparent huge pages
+// (GPUHAL_HOST_HUGE_PAGES, default on).
 //
 // Thread safety: every function may be called from any thread.
 #pragma once
@@ -18,6 +20,9 @@ namespace gpuhal::host {
 
 // The page size.
 uint64_t page_size();
+// The transparent huge page size (the kernel's PMD size; 2 MiB when the
+// kernel does not say).
+uint64_t huge_page_size();
 // `bytes` rounded up to whole pages; 0 when that overflows.
 uint64_t page_round(uint64_t bytes);
 // A mapping of page_round(bytes) bytes for a device allocation, or nullptr:

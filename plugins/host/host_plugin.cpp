@@ -103,12 +103,14 @@ gpuhal_status_t init(const gpuhal_init_args_t *args) {
     uint64_t fiber_stack = 64 * 1024;
     int64_t loops = 1;
     uint64_t mapping_cache = 64ull << 20;
+    int64_t huge_pages = 1;
     if (!opts.get_int("GPUHAL_HOST_DEVICES", 0, 64, &devices, &error) ||
         !opts.get_bytes("GPUHAL_HOST_MEMORY_LIMIT", &limit, &error) ||
         !opts.get_int("GPUHAL_HOST_THREADS", 0, 1024, &threads, &error) ||
         !opts.get_bytes("GPUHAL_HOST_FIBER_STACK", &fiber_stack, &error) ||
         !opts.get_int("GPUHAL_HOST_WORK_ITEM_LOOPS", 0, 1, &loops, &error) ||
-        !opts.get_bytes("GPUHAL_HOST_MAPPING_CACHE", &mapping_cache, &error))
+        !opts.get_bytes("GPUHAL_HOST_MAPPING_CACHE", &mapping_cache, &error) ||
+        !opts.get_int("GPUHAL_HOST_HUGE_PAGES", 0, 1, &huge_pages, &error))
       return fail(GPUHAL_ERROR_INVALID_CONFIG, error);
     if (fiber_stack < 16 * 1024 || fiber_stack > (uint64_t(1) << 30))
       return fail(GPUHAL_ERROR_INVALID_CONFIG,
@@ -133,6 +135,7 @@ gpuhal_status_t init(const gpuhal_init_args_t *args) {
     st.threads = unsigned(threads);
     st.fiber_stack = size_t(fiber_stack);
     st.work_item_loops = loops != 0;
+    st.huge_pages = huge_pages != 0;
     st.mappings = std::make_unique<MappingCache>(mapping_cache);
     if (auto cxx = opts.get("GPUHAL_HOST_CXX"); cxx && !cxx->empty()) {
       st.compiler.cxx = *cxx;
