@@ -55,7 +55,7 @@ std::string Rewriter::rewrite(const std::string &name, size_t pb, size_t pe, siz
   // gave the block reduction's loops scalar code (1.2 -> 5.3 ms).
   std::string ptext;  // ", <the kernel's parameters>", or nothing
   if (pe > pb && !(pe - pb == 1 && t_[pb].text == "void")) ptext = ", " + text(pb, pe);
-  std::string f;
+  std::string f;  // a copy's body after its __gpuhal_lsz, the one line in which the two differ
   f += "  const uint32_t __gpuhal_gid[3] = {__gpuhal_g->group_id[0], __gpuhal_g->group_id[1], "
        "__gpuhal_g->group_id[2]};\n";
   f += "  const uint32_t __gpuhal_ng[3] = {__gpuhal_g->num_groups[0], __gpuhal_g->num_groups[1], "
