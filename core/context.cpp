@@ -21,7 +21,7 @@ std::shared_ptr<ContextImpl> create_context(const std::shared_ptr<RuntimeImpl> &
   auto ctx = std::make_shared<ContextImpl>();
   ctx->forks = fork_count();
   ctx->runtime = runtime;
-  ctx->backend_ = runtime->backend.get();
+  ctx->backend_.emplace(*runtime->backend);
   ctx->device = device;
   if (adopt) {
     if (!ctx->backend().has_context_adopt())

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "gpuhal/error.hpp"
 
+#include "internal.hpp"
+
 namespace gpuhal {
 
 std::string to_string(Status status) {
@@ -26,5 +28,13 @@ const char *describe(Status status) {
 }
 
 Error::Error(Status status, const std::string &message) : std::runtime_error(message), status_(status) {}
+
+namespace detail {
+
+void throw_empty_handle(const char *what) {
+  throw Error(Status::ERROR_INVALID_HANDLE, std::string(what) + ": empty handle (moved from, or default-constructed)");
+}
+
+}  // namespace detail
 
 }  // namespace gpuhal

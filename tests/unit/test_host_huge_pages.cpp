@@ -46,6 +46,13 @@ std::string vm_flags(uint64_t address) {
   return "";
 }
 
+// Without transparent huge pages in the kernel, madvise refuses the advice
+// and the mappings carry no flag: the advice tests say so and stop.
+bool kernel_has_thp() {
+  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+  return bool(f);
+}
+
 bool advised_huge(uint64_t address) {
   const std::string flags = vm_flags(address);
   REQUIRE_FALSE(flags.empty());
@@ -55,6 +62,10 @@ bool advised_huge(uint64_t address) {
 }  // namespace
 
 TEST_CASE("host huge pages: an allocation of a huge page or more starts on one and is advised huge", "[host][memory]") {
+  if (!kernel_has_thp()) {
+    WARN("skipped: this kernel has no transparent huge pages");
+    return;
+  }
   Context ctx = test::host_context({{"GPUHAL_HOST_MAPPING_CACHE", "0"}});
   const uint64_t huge = huge_page_size();
   for (const uint64_t bytes : {huge, huge + 4096, 3 * huge + 123}) {
@@ -99,7 +110,7 @@ TEST_CASE("host huge pages: an exported huge allocation keeps its contents", "[h
   std::vector<uint8_t> in(static_cast<size_t>(bytes)), out(in.size());
   for (size_t i = 0; i < in.size(); ++i) in[i] = uint8_t(i * 7 + 3);
   d.copy_from_host(gpuhal::HostView::of(in));
-  REQUIRE(advised_huge(d.memory().device_pointer()));
+  if (kernel_has_thp()) REQUIRE(advised_huge(d.memory().device_pointer()));
   gpuhal::IpcHandle h = gpuhal::get_ipc_handle(d.memory(), 0, bytes);
   (void)h;
   d.copy_to_host(gpuhal::HostView::of(out));
