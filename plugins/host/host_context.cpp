@@ -70,6 +70,30 @@ Region Registry::erase(uintptr_t base, HostContext *owner, RegionKind kind) {
   return r;
 }
 
+Region Registry::release_device(uintptr_t base, HostContext *owner) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = regions_.find(base);
+  if (it == regions_.end() || it->second.owner != owner || it->second.kind != RegionKind::Device) return Region{};
+  const Region r = it->second;
+  removals_.n.fetch_add(1, std::memory_order_acq_rel);
+  it->second = Region{r.size, nullptr, RegionKind::Released, 0, -1, 0};
+  return r;
+}
+
+void Registry::forget_released(uintptr_t base) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = regions_.find(base);
+  if (it == regions_.end() || it->second.kind != RegionKind::Released) return;
+  Map::node_type node = regions_.extract(it);
+  if (spare_.size() < kSpareNodes) {
+    try {
+      spare_.push_back(std::move(node));
+    } catch (...) {
+      // no room to keep it: the node goes with `node`
+    }
+  }
+}
+
 bool Registry::device_accessible(uintptr_t addr, uint64_t bytes) const {
   // The range found last, if no range has been removed since: it is still
   // there (ranges are only ever added next to it), so the answer stands as
@@ -87,7 +111,8 @@ bool Registry::device_accessible(uintptr_t addr, uint64_t bytes) const {
   // unified addressing (cuda.h: memory from cuMemHostAlloc "is always
   // directly accessible from all contexts on all devices that support
   // unified addressing"); registered memory only when registered mapped.
-  const bool usable = r.kind != RegionKind::Registered || (r.flags & GPUHAL_HOST_ALLOC_MAPPED);
+  const bool usable =
+      r.kind != RegionKind::Released && (r.kind != RegionKind::Registered || (r.flags & GPUHAL_HOST_ALLOC_MAPPED));
   const uint64_t off = addr - it->first;
   if (!usable || off > r.size) return false;
   if (bytes <= r.size - off) {
@@ -117,6 +142,7 @@ bool Registry::overlaps_host(uintptr_t addr, uint64_t bytes) const {
   while (it != regions_.begin()) {
     --it;
     if (it->first + it->second.size <= addr) break;  // ranges do not overlap each other
+    if (it->second.kind == RegionKind::Released) continue;
     return true;
   }
   return false;
@@ -128,7 +154,7 @@ bool Registry::find_host(uintptr_t addr, uintptr_t *base, Region *out) const {
   if (it == regions_.begin()) return false;
   --it;
   if (it->second.kind == RegionKind::Device || it->second.kind == RegionKind::IpcOpened ||
-      addr - it->first >= it->second.size)
+      it->second.kind == RegionKind::Released || addr - it->first >= it->second.size)
     return false;
   *base = it->first;
   *out = it->second;

@@ -6,6 +6,8 @@
 
 #include <cstddef>
 #include <fstream>
+#include <utility>
+#include <vector>
 
 #include "host_context.hpp"
 
@@ -70,7 +72,18 @@ void *map_device_memory(uint64_t bytes) {
 }
 
 void release_device_memory(void *ptr, uint64_t bytes, int fd) {
-  if (ptr && fd < 0 && plugin_state().mappings->keep(ptr, page_round(bytes))) return;
+  HostPlugin &st = plugin_state();
+  // The mappings this one pushes out of the cache, and this one when the
+  // cache does not keep it, leave the registry before they are unmapped
+  // (Registry::forget_released says why).
+  std::vector<std::pair<void *, uint64_t>> evicted;
+  const bool kept = ptr && fd < 0 && st.mappings->keep(ptr, page_round(bytes), &evicted);
+  for (const auto &victim : evicted) {
+    st.registry.forget_released(reinterpret_cast<uintptr_t>(victim.first));
+    munmap(victim.first, size_t(victim.second));
+  }
+  if (kept) return;
+  if (ptr) st.registry.forget_released(reinterpret_cast<uintptr_t>(ptr));
   unmap_device_memory(ptr, bytes, fd);
 }
 

@@ -18,31 +18,27 @@ void *MappingCache::take(uint64_t mapped) {
   return base;
 }
 
-bool MappingCache::keep(void *base, uint64_t mapped) {
+bool MappingCache::keep(void *base, uint64_t mapped, std::vector<std::pair<void *, uint64_t>> *evicted) {
   if (mapped > limit_) return false;
-  // Over the limit, older mappings make room (unmapped after the lock): a
-  // workload that moved on to other sizes is not left with a cache full of
-  // sizes it no longer asks for.
-  std::vector<std::pair<void *, uint64_t>> evicted;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    try {
-      for (auto it = free_.begin(); bytes_ > limit_ - mapped && it != free_.end();) {
-        while (bytes_ > limit_ - mapped && !it->second.empty()) {
-          evicted.emplace_back(it->second.front(), it->first);
-          it->second.erase(it->second.begin());
-          bytes_ -= it->first;
-        }
-        it = it->second.empty() ? free_.erase(it) : std::next(it);
+  // Over the limit, older mappings make room (unmapped by the caller, after
+  // the lock): a workload that moved on to other sizes is not left with a
+  // cache full of sizes it no longer asks for.
+  std::lock_guard<std::mutex> lock(mu_);
+  try {
+    for (auto it = free_.begin(); bytes_ > limit_ - mapped && it != free_.end();) {
+      while (bytes_ > limit_ - mapped && !it->second.empty()) {
+        evicted->emplace_back(it->second.front(), it->first);
+        it->second.erase(it->second.begin());
+        bytes_ -= it->first;
       }
-      free_[mapped].push_back(base);
-      bytes_ += mapped;
-    } catch (...) {
-      base = nullptr;  // out of memory for the lists: the caller unmaps it
+      it = it->second.empty() ? free_.erase(it) : std::next(it);
     }
+    free_[mapped].push_back(base);
+    bytes_ += mapped;
+  } catch (...) {
+    return false;  // out of memory for the lists: the caller unmaps it
   }
-  for (const auto &victim : evicted) munmap(victim.first, size_t(victim.second));
-  return base != nullptr;
+  return true;
 }
 
 void MappingCache::drain() {

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <mutex>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace gpuhal::host {
@@ -40,11 +41,13 @@ class MappingCache {
   // A cached mapping of exactly `mapped` bytes (a multiple of the page
   // size), taken out of the cache; nullptr when there is none.
   void *take(uint64_t mapped);
-  // Keeps a released mapping of `mapped` bytes, unmapping cached ones (of
+  // Keeps a released mapping of `mapped` bytes, giving up cached ones (of
   // any size, the longest kept of each size first) as needed to stay
-  // within the limit; false when the mapping alone is over the limit (the
-  // caller unmaps it).
-  bool keep(void *base, uint64_t mapped);
+  // within the limit: those go to `evicted` (base, mapped size), still
+  // mapped, for the caller to unmap. False when the mapping alone is over
+  // the limit, or when the cache's lists cannot grow (the caller unmaps it
+  // too). Does not throw.
+  bool keep(void *base, uint64_t mapped, std::vector<std::pair<void *, uint64_t>> *evicted);
   // Unmaps every cached mapping.
   void drain();
   uint64_t bytes() const;

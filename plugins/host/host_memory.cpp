@@ -50,7 +50,7 @@ gpuhal_status_t mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr
 
 gpuhal_status_t mem_free(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
   return in_context(ctx, "mem_free", [&](HostContext *c) -> gpuhal_status_t {
-    const Region r = plugin_state().registry.erase(uintptr_t(ptr), c, RegionKind::Device);
+    const Region r = plugin_state().registry.release_device(uintptr_t(ptr), c);
     if (r.size == 0)
       return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_free: " + hex(ptr) + " is not a live allocation of this context");
     release_device_memory(reinterpret_cast<void *>(uintptr_t(ptr)), r.size, r.fd);
@@ -78,7 +78,7 @@ gpuhal_status_t mem_free_async(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpu
   return in_stream(ctx, stream, "mem_free_async",
                    [&](HostContext *c, const std::shared_ptr<StreamState> &s) -> gpuhal_status_t {
                      // Out of the registry now (new work may not use it), unmapped later.
-                     const Region r = plugin_state().registry.erase(uintptr_t(ptr), c, RegionKind::Device);
+                     const Region r = plugin_state().registry.release_device(uintptr_t(ptr), c);
                      if (r.size == 0)
                        return fail(GPUHAL_ERROR_INVALID_VALUE,
                                    "mem_free_async: " + hex(ptr) + " is not a live allocation of this context");

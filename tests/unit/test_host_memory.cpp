@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -218,6 +219,69 @@ TEST_CASE("the host plugin refuses a copy into memory released since the thread'
           GPUHAL_SUCCESS);
     CHECK(t->mem_free(ctx, b) == GPUHAL_SUCCESS);
   }
+  CHECK(t->context_destroy(ctx) == GPUHAL_SUCCESS);
+  dlclose(lib);
+}
+
+// A freed device allocation's range stays in the plugin's allocation map as
+// released while the mapping cache holds its mapping (the next allocation of
+// its size takes the same node back): refused by every check meanwhile, and
+// gone from the map before the mapping is unmapped, whether the cache never
+// kept it or pushed it out later.
+TEST_CASE("the host plugin refuses a freed allocation's range while its mapping is cached, and after",
+          "[hostmem][ranges]") {
+  Context keep = test::host_context({{"GPUHAL_HOST_MAPPING_CACHE", "8K"}});
+  void *lib = dlopen(Runtime::get().plugin_path().c_str(), RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(lib);
+  auto negotiate = reinterpret_cast<gpuhal_plugin_negotiate_fn>(dlsym(lib, GPUHAL_PLUGIN_ENTRY_NAME));
+  REQUIRE(negotiate);
+  const gpuhal_plugin_table_t *t = nullptr;
+  REQUIRE(negotiate(GPUHAL_ABI_VERSION, &t) == GPUHAL_SUCCESS);
+  gpuhal_context_t ctx = nullptr;
+  REQUIRE(t->context_create(0, &ctx) == GPUHAL_SUCCESS);
+  std::vector<uint8_t> src(64 * 1024, 9), back(64 * 1024, 0);
+  const auto host_src = gpuhal_deviceptr_t(uintptr_t(src.data()));
+  const auto host_back = gpuhal_deviceptr_t(uintptr_t(back.data()));
+  auto usable = [&](gpuhal_deviceptr_t p, uint64_t bytes) {
+    return t->memcpy_sync(ctx, GPUHAL_COPY_HOST_TO_DEVICE, p, host_src, bytes) == GPUHAL_SUCCESS &&
+           t->memcpy_sync(ctx, GPUHAL_COPY_DEVICE_TO_HOST, host_back, p, bytes) == GPUHAL_SUCCESS &&
+           std::equal(back.begin(), back.begin() + ptrdiff_t(bytes), src.begin());
+  };
+  auto refused = [&](gpuhal_deviceptr_t p, uint64_t bytes) {
+    return t->memcpy_sync(ctx, GPUHAL_COPY_HOST_TO_DEVICE, p, host_src, bytes) == GPUHAL_ERROR_INVALID_VALUE &&
+           t->memset_sync(ctx, p, 0, 16) == GPUHAL_ERROR_INVALID_VALUE &&
+           t->mem_free(ctx, p) == GPUHAL_ERROR_INVALID_VALUE;
+  };
+  gpuhal_deviceptr_t a = 0;
+  REQUIRE(t->mem_alloc(ctx, 8192, &a) == GPUHAL_SUCCESS);
+  CHECK(usable(a, 8192));
+  REQUIRE(t->mem_free(ctx, a) == GPUHAL_SUCCESS);
+  CHECK(refused(a, 8192));  // cached: still mapped, not an allocation
+  // The next allocation of its size is that mapping, usable again.
+  gpuhal_deviceptr_t again = 0;
+  REQUIRE(t->mem_alloc(ctx, 8192, &again) == GPUHAL_SUCCESS);
+  CHECK(again == a);
+  CHECK(usable(again, 8192));
+  REQUIRE(t->mem_free(ctx, again) == GPUHAL_SUCCESS);
+  // Over the cache's 8K: never kept, unmapped at once; a new allocation of
+  // that size (wherever it lands) is a clean one.
+  gpuhal_deviceptr_t big = 0;
+  REQUIRE(t->mem_alloc(ctx, 64 * 1024, &big) == GPUHAL_SUCCESS);
+  REQUIRE(t->mem_free(ctx, big) == GPUHAL_SUCCESS);
+  CHECK(refused(big, 64 * 1024));
+  REQUIRE(t->mem_alloc(ctx, 64 * 1024, &big) == GPUHAL_SUCCESS);
+  CHECK(usable(big, 64 * 1024));
+  CHECK(t->mem_free(ctx, big) == GPUHAL_SUCCESS);
+  // A 4K release pushes the cached 8K mapping out: unmapped, still refused,
+  // and the next 8K allocation is a fresh mapping.
+  gpuhal_deviceptr_t small = 0;
+  REQUIRE(t->mem_alloc(ctx, 4096, &small) == GPUHAL_SUCCESS);
+  REQUIRE(t->mem_free(ctx, small) == GPUHAL_SUCCESS);
+  CHECK(refused(a, 8192));
+  gpuhal_deviceptr_t fresh = 0;
+  REQUIRE(t->mem_alloc(ctx, 8192, &fresh) == GPUHAL_SUCCESS);
+  CHECK(usable(fresh, 8192));
+  CHECK(t->mem_free(ctx, fresh) == GPUHAL_SUCCESS);
   CHECK(t->context_destroy(ctx) == GPUHAL_SUCCESS);
   dlclose(lib);
 }
