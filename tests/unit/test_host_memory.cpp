@@ -174,20 +174,42 @@ TEST_CASE("the core hands the portable, mapped and write-combined flags to the p
   dlclose(wrapper);
 }
 
+namespace {
+
+// A context of the host plugin the runtime loaded (RTLD_NOLOAD: the same
+// copy, initialised by the runtime's context the test holds), through the
+// plugin's own table: what the core would not let a test do.
+struct RawHostContext {
+  void *lib = nullptr;
+  const gpuhal_plugin_table_t *table = nullptr;
+  gpuhal_context_t ctx = nullptr;
+  RawHostContext() {
+    lib = dlopen(Runtime::get().plugin_path().c_str(), RTLD_NOW | RTLD_NOLOAD);
+    REQUIRE(lib);
+    auto negotiate = reinterpret_cast<gpuhal_plugin_negotiate_fn>(dlsym(lib, GPUHAL_PLUGIN_ENTRY_NAME));
+    REQUIRE(negotiate);
+    REQUIRE(negotiate(GPUHAL_ABI_VERSION, &table) == GPUHAL_SUCCESS);
+    REQUIRE(table->context_create(0, &ctx) == GPUHAL_SUCCESS);
+  }
+  ~RawHostContext() {
+    CHECK(table->context_destroy(ctx) == GPUHAL_SUCCESS);
+    dlclose(lib);
+  }
+  RawHostContext(const RawHostContext &) = delete;
+  RawHostContext &operator=(const RawHostContext &) = delete;
+};
+
+}  // namespace
+
 // The host plugin remembers, per thread, the allocation its last range check
 // found (a synchronous copy then takes no lock); a release anywhere must
 // end that: a copy into the released range is refused, not done.
 TEST_CASE("the host plugin refuses a copy into memory released since the thread's last copy there",
           "[hostmem][ranges]") {
   Context keep = test::host_context();  // the runtime loads and initialises the plugin
-  void *lib = dlopen(Runtime::get().plugin_path().c_str(), RTLD_NOW | RTLD_NOLOAD);
-  REQUIRE(lib);
-  auto negotiate = reinterpret_cast<gpuhal_plugin_negotiate_fn>(dlsym(lib, GPUHAL_PLUGIN_ENTRY_NAME));
-  REQUIRE(negotiate);
-  const gpuhal_plugin_table_t *t = nullptr;
-  REQUIRE(negotiate(GPUHAL_ABI_VERSION, &t) == GPUHAL_SUCCESS);
-  gpuhal_context_t ctx = nullptr;
-  REQUIRE(t->context_create(0, &ctx) == GPUHAL_SUCCESS);
+  RawHostContext raw;
+  const gpuhal_plugin_table_t *t = raw.table;
+  gpuhal_context_t ctx = raw.ctx;
   std::vector<uint8_t> src(4096, 7), back(4096, 0);
   for (bool from_another_thread : {false, true}) {
     INFO("released from another thread: " << from_another_thread);
@@ -219,8 +241,6 @@ TEST_CASE("the host plugin refuses a copy into memory released since the thread'
           GPUHAL_SUCCESS);
     CHECK(t->mem_free(ctx, b) == GPUHAL_SUCCESS);
   }
-  CHECK(t->context_destroy(ctx) == GPUHAL_SUCCESS);
-  dlclose(lib);
 }
 
 // A freed device allocation's range stays in the plugin's allocation map as
@@ -231,14 +251,9 @@ TEST_CASE("the host plugin refuses a copy into memory released since the thread'
 TEST_CASE("the host plugin refuses a freed allocation's range while its mapping is cached, and after",
           "[hostmem][ranges]") {
   Context keep = test::host_context({{"GPUHAL_HOST_MAPPING_CACHE", "8K"}});
-  void *lib = dlopen(Runtime::get().plugin_path().c_str(), RTLD_NOW | RTLD_NOLOAD);
-  REQUIRE(lib);
-  auto negotiate = reinterpret_cast<gpuhal_plugin_negotiate_fn>(dlsym(lib, GPUHAL_PLUGIN_ENTRY_NAME));
-  REQUIRE(negotiate);
-  const gpuhal_plugin_table_t *t = nullptr;
-  REQUIRE(negotiate(GPUHAL_ABI_VERSION, &t) == GPUHAL_SUCCESS);
-  gpuhal_context_t ctx = nullptr;
-  REQUIRE(t->context_create(0, &ctx) == GPUHAL_SUCCESS);
+  RawHostContext raw;
+  const gpuhal_plugin_table_t *t = raw.table;
+  gpuhal_context_t ctx = raw.ctx;
   std::vector<uint8_t> src(64 * 1024, 9), back(64 * 1024, 0);
   const auto host_src = gpuhal_deviceptr_t(uintptr_t(src.data()));
   const auto host_back = gpuhal_deviceptr_t(uintptr_t(back.data()));
@@ -282,6 +297,4 @@ TEST_CASE("the host plugin refuses a freed allocation's range while its mapping 
   REQUIRE(t->mem_alloc(ctx, 8192, &fresh) == GPUHAL_SUCCESS);
   CHECK(usable(fresh, 8192));
   CHECK(t->mem_free(ctx, fresh) == GPUHAL_SUCCESS);
-  CHECK(t->context_destroy(ctx) == GPUHAL_SUCCESS);
-  dlclose(lib);
 }
