@@ -59,6 +59,11 @@ Region Registry::erase(uintptr_t base, HostContext *owner, RegionKind kind) {
   if (it == regions_.end() || it->second.owner != owner || it->second.kind != kind) return Region{};
   Region r = it->second;
   removals_.n.fetch_add(1, std::memory_order_acq_rel);
+  remove_locked(it);
+  return r;
+}
+
+void Registry::remove_locked(Map::iterator it) {
   Map::node_type node = regions_.extract(it);
   if (spare_.size() < kSpareNodes) {
     try {
@@ -67,7 +72,6 @@ Region Registry::erase(uintptr_t base, HostContext *owner, RegionKind kind) {
       // no room to keep it: the node goes with `node`
     }
   }
-  return r;
 }
 
 Region Registry::release_device(uintptr_t base, HostContext *owner) {
@@ -84,14 +88,7 @@ void Registry::forget_released(uintptr_t base) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = regions_.find(base);
   if (it == regions_.end() || it->second.kind != RegionKind::Released) return;
-  Map::node_type node = regions_.extract(it);
-  if (spare_.size() < kSpareNodes) {
-    try {
-      spare_.push_back(std::move(node));
-    } catch (...) {
-      // no room to keep it: the node goes with `node`
-    }
-  }
+  remove_locked(it);
 }
 
 bool Registry::device_accessible(uintptr_t addr, uint64_t bytes) const {

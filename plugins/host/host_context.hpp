@@ -112,6 +112,9 @@ class Registry {
   // an allocation and its release then cost the map no malloc and free.
   static constexpr size_t kSpareNodes = 64;
   std::vector<Map::node_type> spare_;
+  // Takes `it` out of the map, keeping its node as a spare if there is
+  // room; mu_ held.
+  void remove_locked(Map::iterator it);
 };
 
 struct HostEvent {
