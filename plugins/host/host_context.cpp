@@ -6,6 +6,8 @@
 #include "host_kernels.hpp"
 #include "host_stream.hpp"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 
 namespace gpuhal::host {
@@ -32,10 +34,15 @@ Registry::Registry() {
 
 Registry::~Registry() {
   removals_.n.fetch_add(1, std::memory_order_acq_rel);
+  for (const auto &m : cache_.take_all()) munmap(m.first, size_t(m.second));
 }
 
 void Registry::insert(uintptr_t base, const Region &r) {
   std::lock_guard<std::mutex> lock(mu_);
+  insert_locked(base, r);
+}
+
+void Registry::insert_locked(uintptr_t base, const Region &r) {
   if (spare_.empty()) {
     regions_[base] = r;
     return;
@@ -76,6 +83,10 @@ void Registry::remove_locked(Map::iterator it) {
 
 Region Registry::release_device(uintptr_t base, HostContext *owner) {
   std::lock_guard<std::mutex> lock(mu_);
+  return release_device_locked(base, owner);
+}
+
+Region Registry::release_device_locked(uintptr_t base, HostContext *owner) {
   auto it = regions_.find(base);
   if (it == regions_.end() || it->second.owner != owner || it->second.kind != RegionKind::Device) return Region{};
   const Region r = it->second;
@@ -84,11 +95,56 @@ Region Registry::release_device(uintptr_t base, HostContext *owner) {
   return r;
 }
 
-void Registry::forget_released(uintptr_t base) {
-  std::lock_guard<std::mutex> lock(mu_);
+void Registry::forget_released_locked(uintptr_t base) {
   auto it = regions_.find(base);
   if (it == regions_.end() || it->second.kind != RegionKind::Released) return;
   remove_locked(it);
+}
+
+void Registry::set_mapping_cache_limit(uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  cache_.set_limit(bytes);
+}
+
+uintptr_t Registry::take_cached(uint64_t mapped, const Region &r) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const uintptr_t base = reinterpret_cast<uintptr_t>(cache_.take(mapped));
+  if (!base) return 0;
+  auto it = regions_.find(base);
+  if (it != regions_.end()) {
+    it->second = r;  // its Released node
+    return base;
+  }
+  // Cached without a node (a context's destruction took its nodes): a new
+  // one. If none can be made, the mapping is given up (a rare error path:
+  // unmapped here, it was in no list and no map).
+  try {
+    insert_locked(base, r);
+  } catch (...) {
+    munmap(reinterpret_cast<void *>(base), size_t(mapped));
+    throw;
+  }
+  return base;
+}
+
+bool Registry::retire_released(uintptr_t base, uint64_t mapped, int fd, Mappings *unmap) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return retire_released_locked(base, mapped, fd, unmap);
+}
+
+bool Registry::retire_released_locked(uintptr_t base, uint64_t mapped, int fd, Mappings *unmap) {
+  const size_t before = unmap->size();
+  const bool kept = fd < 0 && cache_.keep(reinterpret_cast<void *>(base), mapped, unmap);
+  for (size_t i = before; i < unmap->size(); ++i) forget_released_locked(reinterpret_cast<uintptr_t>((*unmap)[i].first));
+  if (!kept) forget_released_locked(base);
+  return kept;
+}
+
+Region Registry::free_device(uintptr_t base, HostContext *owner, Mappings *unmap, bool *kept) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Region r = release_device_locked(base, owner);
+  if (r.size != 0) *kept = retire_released_locked(base, page_round(r.size), r.fd, unmap);
+  return r;
 }
 
 bool Registry::device_accessible(uintptr_t addr, uint64_t bytes) const {

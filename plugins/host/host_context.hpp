@@ -76,10 +76,26 @@ class Registry {
   // (a Released node stays in its place; see RegionKind); returns what it
   // was (size 0 if none).
   Region release_device(uintptr_t base, HostContext *owner);
-  // Removes the Released node at `base`, if that is what is there: called
-  // before its mapping is unmapped, so that no other mapping can come to
-  // that address while the node is still in the map.
-  void forget_released(uintptr_t base);
+  // ---- the mapping cache (host_mapping_cache.hpp), under the map's mutex --
+  // Mappings handed back for the caller to unmap, after the lock. A mapping
+  // leaves the map before it is unmapped, so that no other mapping can come
+  // to its address while its node is still there.
+  using Mappings = MappingCache::Mappings;
+  // The cache's byte limit (GPUHAL_HOST_MAPPING_CACHE); set by init.
+  void set_mapping_cache_limit(uint64_t bytes);
+  // A cached mapping of exactly `mapped` bytes made live as `r` (its
+  // Released node takes `r`; one is made if it has none): its base, or 0
+  // when none of that size is cached. One lock for both.
+  uintptr_t take_cached(uint64_t mapped, const Region &r);
+  // The released mapping at `base` (its node Released, or gone): kept in the
+  // cache when it was never exported (fd < 0) and the cache takes it; else
+  // its node goes. Mappings the cache gives up to make room are appended to
+  // `unmap`. True when kept; false: the caller unmaps it (and closes `fd`).
+  bool retire_released(uintptr_t base, uint64_t mapped, int fd, Mappings *unmap);
+  // release_device and retire_released under one lock (a synchronous free):
+  // the released region (size 0 if `base` is no live allocation of `owner`:
+  // nothing changed), `*kept` as retire_released returns it.
+  Region free_device(uintptr_t base, HostContext *owner, Mappings *unmap, bool *kept);
   // True when [addr, addr+bytes) lies inside one range usable by the device
   // (device memory, host-allocated memory, or host memory registered as
   // mapped; registered ranges that follow each other join).
@@ -115,6 +131,12 @@ class Registry {
   // Takes `it` out of the map, keeping its node as a spare if there is
   // room; mu_ held.
   void remove_locked(Map::iterator it);
+  // The parts of insert, release_device and retire_released; mu_ held.
+  void insert_locked(uintptr_t base, const Region &r);
+  Region release_device_locked(uintptr_t base, HostContext *owner);
+  bool retire_released_locked(uintptr_t base, uint64_t mapped, int fd, Mappings *unmap);
+  void forget_released_locked(uintptr_t base);
+  MappingCache cache_;  // guarded by mu_
 };
 
 struct HostEvent {
@@ -220,10 +242,9 @@ class HostContext {
 // Plugin-wide state, created by init and destroyed by the last shutdown.
 struct HostPlugin {
   std::vector<std::unique_ptr<HostDevice>> devices;
+  // The allocation map, with the released device mappings kept for reuse
+  // (GPUHAL_HOST_MAPPING_CACHE, set by init; unmapped when the map goes).
   Registry registry;
-  // Released device mappings kept for reuse (GPUHAL_HOST_MAPPING_CACHE);
-  // made by init, drained when the plugin state goes.
-  std::unique_ptr<MappingCache> mappings = std::make_unique<MappingCache>();
   plugin::HandleRegistry<HostContext, gpuhal_context_t> contexts;
   std::string options_key;  // what init was given (a second init must agree)
   int init_count = 0;

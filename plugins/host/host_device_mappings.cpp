@@ -67,24 +67,20 @@ void *fresh_mapping(uint64_t mapped) {
 void *map_device_memory(uint64_t bytes) {
   const uint64_t mapped = page_round(bytes);
   if (mapped == 0 || mapped > uint64_t(SIZE_MAX / 2)) return nullptr;
-  if (void *cached = plugin_state().mappings->take(mapped)) return cached;
   return fresh_mapping(mapped);
 }
 
+void unmap_released(void *ptr, uint64_t bytes, int fd, bool kept, const Registry::Mappings &evicted) {
+  for (const auto &victim : evicted) munmap(victim.first, size_t(victim.second));
+  if (!kept) unmap_device_memory(ptr, bytes, fd);
+}
+
 void release_device_memory(void *ptr, uint64_t bytes, int fd) {
-  HostPlugin &st = plugin_state();
-  // The mappings this one pushes out of the cache, and this one when the
-  // cache does not keep it, leave the registry before they are unmapped
-  // (Registry::forget_released says why).
-  std::vector<std::pair<void *, uint64_t>> evicted;
-  const bool kept = ptr && fd < 0 && st.mappings->keep(ptr, page_round(bytes), &evicted);
-  for (const auto &victim : evicted) {
-    st.registry.forget_released(reinterpret_cast<uintptr_t>(victim.first));
-    munmap(victim.first, size_t(victim.second));
-  }
-  if (kept) return;
-  if (ptr) st.registry.forget_released(reinterpret_cast<uintptr_t>(ptr));
-  unmap_device_memory(ptr, bytes, fd);
+  if (!ptr) return;
+  Registry::Mappings evicted;
+  const bool kept = plugin_state().registry.retire_released(reinterpret_cast<uintptr_t>(ptr), page_round(bytes), fd,
+                                                            &evicted);
+  unmap_released(ptr, bytes, fd, kept, evicted);
 }
 
 void unmap_device_memory(void *ptr, uint64_t bytes, int fd) {

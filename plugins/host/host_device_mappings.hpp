@@ -15,6 +15,8 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 namespace gpuhal::host {
 
@@ -25,14 +27,17 @@ uint64_t page_size();
 uint64_t huge_page_size();
 // `bytes` rounded up to whole pages; 0 when that overflows.
 uint64_t page_round(uint64_t bytes);
-// A mapping of page_round(bytes) bytes for a device allocation, or nullptr:
-// a released one of the same size from the plugin's mapping cache (holding
-// its last owner's bytes), else a fresh one.
+// A fresh mapping of page_round(bytes) bytes for a device allocation, or
+// nullptr. (mem_alloc first asks the allocation map for a cached one:
+// Registry::take_cached.)
 void *map_device_memory(uint64_t bytes);
-// Releases a device allocation's mapping: into the mapping cache when it was
-// never exported (fd < 0) and the cache has room, else unmapped (and `fd`
-// closed).
+// Releases a device allocation's mapping whose node is Released or gone
+// (Registry::retire_released): into the mapping cache when it was never
+// exported (fd < 0) and the cache has room, else unmapped (and `fd` closed).
 void release_device_memory(void *ptr, uint64_t bytes, int fd);
+// What follows Registry::retire_released or free_device: unmaps what the
+// cache gave up, and the mapping itself (closing `fd`) when not kept.
+void unmap_released(void *ptr, uint64_t bytes, int fd, bool kept, const std::vector<std::pair<void *, uint64_t>> &evicted);
 // Unmaps what map_device_memory or ipc_open mapped; closes `fd` if >= 0.
 void unmap_device_memory(void *ptr, uint64_t bytes, int fd);
 

@@ -1,15 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "host_mapping_cache.hpp"
 
-#include <sys/mman.h>
-
 #include <iterator>
 #include <utility>
 
 namespace gpuhal::host {
 
 void *MappingCache::take(uint64_t mapped) {
-  std::lock_guard<std::mutex> lock(mu_);
   auto it = free_.find(mapped);
   if (it == free_.end() || it->second.empty()) return nullptr;
   void *base = it->second.back();
@@ -18,12 +15,11 @@ void *MappingCache::take(uint64_t mapped) {
   return base;
 }
 
-bool MappingCache::keep(void *base, uint64_t mapped, std::vector<std::pair<void *, uint64_t>> *evicted) {
+bool MappingCache::keep(void *base, uint64_t mapped, Mappings *evicted) {
   if (mapped > limit_) return false;
   // Over the limit, older mappings make room (unmapped by the caller, after
   // the lock): a workload that moved on to other sizes is not left with a
   // cache full of sizes it no longer asks for.
-  std::lock_guard<std::mutex> lock(mu_);
   try {
     for (auto it = free_.begin(); bytes_ > limit_ - mapped && it != free_.end();) {
       while (bytes_ > limit_ - mapped && !it->second.empty()) {
@@ -41,20 +37,13 @@ bool MappingCache::keep(void *base, uint64_t mapped, std::vector<std::pair<void 
   return true;
 }
 
-void MappingCache::drain() {
-  std::unordered_map<uint64_t, std::vector<void *>> all;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    all.swap(free_);
-    bytes_ = 0;
-  }
-  for (auto &kv : all)
-    for (void *base : kv.second) munmap(base, size_t(kv.first));
-}
-
-uint64_t MappingCache::bytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return bytes_;
+MappingCache::Mappings MappingCache::take_all() {
+  Mappings all;
+  for (auto &kv : free_)
+    for (void *base : kv.second) all.emplace_back(base, kv.first);
+  free_.clear();
+  bytes_ = 0;
+  return all;
 }
 
 }  // namespace gpuhal::host

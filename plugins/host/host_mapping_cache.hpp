@@ -20,11 +20,16 @@
 // of faulting. Exported mappings (shared with another process) and ipc_open
 // mappings never come here.
 //
-// Thread safety: every member may be called from any thread.
+// Thread safety: none of its own. The allocation map (Registry, in
+// host_context.hpp) owns the cache and calls it under the map's mutex, so
+// that an allocation takes its mapping and its map entry under one lock, and
+// a release gives both back under one: two lock round trips fewer per
+// allocation + release than a cache with a lock of its own. Nothing here
+// unmaps: what leaves the cache goes back to the caller, to be unmapped after
+// the lock.
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -33,30 +38,32 @@ namespace gpuhal::host {
 
 class MappingCache {
  public:
+  // (base, mapped size) of mappings that left the cache, still mapped.
+  using Mappings = std::vector<std::pair<void *, uint64_t>>;
+
   explicit MappingCache(uint64_t limit_bytes = 0) : limit_(limit_bytes) {}
-  ~MappingCache() { drain(); }
   MappingCache(const MappingCache &) = delete;
   MappingCache &operator=(const MappingCache &) = delete;
 
+  // The byte limit; set once, by the plugin's init, before any keep().
+  void set_limit(uint64_t limit_bytes) { limit_ = limit_bytes; }
   // A cached mapping of exactly `mapped` bytes (a multiple of the page
   // size), taken out of the cache; nullptr when there is none.
   void *take(uint64_t mapped);
   // Keeps a released mapping of `mapped` bytes, giving up cached ones (of
   // any size, the longest kept of each size first) as needed to stay
-  // within the limit: those go to `evicted` (base, mapped size), still
-  // mapped, for the caller to unmap. False when the mapping alone is over
-  // the limit, or when the cache's lists cannot grow (the caller unmaps it
-  // too). Does not throw.
-  bool keep(void *base, uint64_t mapped, std::vector<std::pair<void *, uint64_t>> *evicted);
-  // Unmaps every cached mapping.
-  void drain();
-  uint64_t bytes() const;
+  // within the limit: those go to `evicted`, still mapped, for the caller to
+  // unmap. False when the mapping alone is over the limit, or when the
+  // cache's lists cannot grow (the caller unmaps it too). Does not throw.
+  bool keep(void *base, uint64_t mapped, Mappings *evicted);
+  // Takes every cached mapping out (the caller unmaps them).
+  Mappings take_all();
+  uint64_t bytes() const { return bytes_; }
 
  private:
-  const uint64_t limit_;
-  mutable std::mutex mu_;
-  uint64_t bytes_ = 0;                                      // guarded by mu_
-  std::unordered_map<uint64_t, std::vector<void *>> free_;  // mapped size -> bases; guarded by mu_
+  uint64_t limit_;
+  uint64_t bytes_ = 0;
+  std::unordered_map<uint64_t, std::vector<void *>> free_;  // mapped size -> bases
 };
 
 }  // namespace gpuhal::host

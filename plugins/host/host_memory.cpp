@@ -31,29 +31,48 @@ gpuhal_status_t mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr
                                                       std::to_string(d->limit) + " in use (GPUHAL_HOST_MEMORY_LIMIT)");
       } while (!d->used.compare_exchange_weak(used, used + bytes));
     }
-    void *p = map_device_memory(bytes);
-    if (!p) {
+    Registry &registry = plugin_state().registry;
+    const Region region{bytes, c, RegionKind::Device, 0};
+    // A released mapping of the same page count, with its map entry, under
+    // one lock; else a fresh one.
+    uintptr_t p = 0;
+    try {
+      p = bytes <= uint64_t(SIZE_MAX / 2) ? registry.take_cached(page_round(bytes), region) : 0;
+    } catch (...) {
+      if (d->limit) d->used.fetch_sub(bytes);
+      throw;
+    }
+    if (p) {
+      *out = p;
+      return GPUHAL_SUCCESS;
+    }
+    void *fresh = map_device_memory(bytes);
+    if (!fresh) {
       if (d->limit) d->used.fetch_sub(bytes);
       return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "mem_alloc: mapping " + std::to_string(bytes) + " bytes failed");
     }
     try {
-      plugin_state().registry.insert(reinterpret_cast<uintptr_t>(p), Region{bytes, c, RegionKind::Device, 0});
+      registry.insert(reinterpret_cast<uintptr_t>(fresh), region);
     } catch (...) {
-      release_device_memory(p, bytes, -1);
+      release_device_memory(fresh, bytes, -1);
       if (d->limit) d->used.fetch_sub(bytes);
       throw;
     }
-    *out = reinterpret_cast<uintptr_t>(p);
+    *out = reinterpret_cast<uintptr_t>(fresh);
     return GPUHAL_SUCCESS;
   });
 }
 
 gpuhal_status_t mem_free(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
   return in_context(ctx, "mem_free", [&](HostContext *c) -> gpuhal_status_t {
-    const Region r = plugin_state().registry.release_device(uintptr_t(ptr), c);
+    // The map entry released and the mapping cached (or its entry gone)
+    // under one lock; unmapping, if any, after it.
+    Registry::Mappings evicted;
+    bool kept = false;
+    const Region r = plugin_state().registry.free_device(uintptr_t(ptr), c, &evicted, &kept);
     if (r.size == 0)
       return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_free: " + hex(ptr) + " is not a live allocation of this context");
-    release_device_memory(reinterpret_cast<void *>(uintptr_t(ptr)), r.size, r.fd);
+    unmap_released(reinterpret_cast<void *>(uintptr_t(ptr)), r.size, r.fd, kept, evicted);
     if (c->device()->limit) c->device()->used.fetch_sub(r.size);
     return GPUHAL_SUCCESS;
   });

@@ -136,7 +136,7 @@ gpuhal_status_t init(const gpuhal_init_args_t *args) {
     st.fiber_stack = size_t(fiber_stack);
     st.work_item_loops = loops != 0;
     st.huge_pages = huge_pages != 0;
-    st.mappings = std::make_unique<MappingCache>(mapping_cache);
+    st.registry.set_mapping_cache_limit(mapping_cache);
     if (auto cxx = opts.get("GPUHAL_HOST_CXX"); cxx && !cxx->empty()) {
       st.compiler.cxx = *cxx;
       st.compiler.vectorizing_cxx.clear();  // the user's compiler for everything
