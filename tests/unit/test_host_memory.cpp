@@ -298,3 +298,41 @@ TEST_CASE("the host plugin refuses a freed allocation's range while its mapping 
   CHECK(usable(fresh, 8192));
   CHECK(t->mem_free(ctx, fresh) == GPUHAL_SUCCESS);
 }
+
+// A context destroyed with live allocations gives their mappings to the
+// cache with their map entries gone; another context's allocation of that
+// size takes such a mapping (a new entry is made for it, under the same
+// lock), and it is then that context's: usable, freed once, refused after.
+// A stream-ordered free releases the entry at once and caches the mapping
+// when the stream reaches it.
+TEST_CASE("the host plugin hands a destroyed context's cached mapping to another context", "[hostmem][ranges]") {
+  Context keep = test::host_context();
+  std::vector<uint8_t> src(8192, 5);
+  const auto host_src = gpuhal_deviceptr_t(uintptr_t(src.data()));
+  gpuhal_deviceptr_t old_address = 0;
+  {
+    RawHostContext first;
+    REQUIRE(first.table->mem_alloc(first.ctx, 8192, &old_address) == GPUHAL_SUCCESS);
+  }  // destroyed with the allocation live
+  RawHostContext second;
+  const gpuhal_plugin_table_t *t = second.table;
+  gpuhal_deviceptr_t again = 0;
+  REQUIRE(t->mem_alloc(second.ctx, 8192, &again) == GPUHAL_SUCCESS);
+  CHECK(again == old_address);
+  CHECK(t->memcpy_sync(second.ctx, GPUHAL_COPY_HOST_TO_DEVICE, again, host_src, 8192) == GPUHAL_SUCCESS);
+  CHECK(t->mem_free(second.ctx, again) == GPUHAL_SUCCESS);
+  CHECK(t->mem_free(second.ctx, again) == GPUHAL_ERROR_INVALID_VALUE);
+  CHECK(t->memcpy_sync(second.ctx, GPUHAL_COPY_HOST_TO_DEVICE, again, host_src, 8192) == GPUHAL_ERROR_INVALID_VALUE);
+  // Stream-ordered: refused as soon as the free is queued, reused once run.
+  gpuhal_deviceptr_t p = 0;
+  REQUIRE(t->mem_alloc(second.ctx, 8192, &p) == GPUHAL_SUCCESS);
+  CHECK(p == old_address);
+  REQUIRE(t->mem_free_async(second.ctx, p, nullptr) == GPUHAL_SUCCESS);
+  CHECK(t->memset_sync(second.ctx, p, 0, 16) == GPUHAL_ERROR_INVALID_VALUE);
+  CHECK(t->mem_free(second.ctx, p) == GPUHAL_ERROR_INVALID_VALUE);
+  REQUIRE(t->context_synchronize(second.ctx) == GPUHAL_SUCCESS);
+  gpuhal_deviceptr_t q = 0;
+  REQUIRE(t->mem_alloc(second.ctx, 8192, &q) == GPUHAL_SUCCESS);
+  CHECK(q == old_address);
+  CHECK(t->mem_free(second.ctx, q) == GPUHAL_SUCCESS);
+}
