@@ -59,36 +59,46 @@ size_t DeallocQueue::flush(bool force) {
   // the queue to the end anyway.
   if (flushing_.load(std::memory_order_relaxed) == std::this_thread::get_id()) return 0;
   std::lock_guard<std::mutex> flushing(flush_mu_);
+  // Only this thread reads back what it wrote here (the check above): no
+  // ordering needed, so no locked exchange for either store.
   struct Owner {
     std::atomic<std::thread::id> &id;
-    explicit Owner(std::atomic<std::thread::id> &i) : id(i) { id.store(std::this_thread::get_id()); }
-    ~Owner() { id.store(std::thread::id()); }
+    explicit Owner(std::atomic<std::thread::id> &i) : id(i) {
+      id.store(std::this_thread::get_id(), std::memory_order_relaxed);
+    }
+    ~Owner() { id.store(std::thread::id(), std::memory_order_relaxed); }
   } owner(flushing_);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if ((defer_depth_ > 0 && !force) || items_.empty()) return 0;
-  }
-  try {
-    sync_();
-  } catch (const Error &e) {
-    report(Error(e.status(), std::string("deferred deallocation: synchronising before the flush failed: ") + e.what()));
-    if (!force) return 0;
-  }
-  // What is queued is taken in batches, one lock each; a release may queue
-  // more (a module's unload frees its memory), which the next batch takes.
+  // What is queued is taken in batches, one lock each, and each batch is
+  // taken BEFORE the synchronise that precedes its releases: whatever work
+  // used an item's memory was submitted before its last handle went, so
+  // before the item was queued, so before the batch was taken; the
+  // synchronise after it waits for that work. (Synchronising first would
+  // let an item queued by another thread between the synchronise and the
+  // take be freed under work submitted after the synchronise.) A release may
+  // queue more (a module's unload frees its memory): the next batch takes it,
+  // after a synchronise of its own. batch_ keeps its storage between
+  // flushes: no allocation per flush.
   size_t done = 0;
   for (;;) {
-    std::deque<Item> batch;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (items_.empty()) break;
-      batch.swap(items_);
-      for (const Item &item : batch) bytes_ -= item.bytes;
+      if ((defer_depth_ > 0 && !force) || items_.empty()) break;
+      batch_.swap(items_);
+      for (const Item &item : batch_) bytes_ -= item.bytes;
     }
-    while (!batch.empty()) {
+    try {
+      sync_();
+    } catch (const Error &e) {
+      report(Error(e.status(), std::string("deferred deallocation: synchronising before the flush failed: ") + e.what()));
+      if (!force) {
+        requeue_batch();
+        return done;
+      }
+    }
+    while (!batch_.empty()) {
       bool failed = false;
       try {
-        const Item &item = batch.front();
+        const Item &item = batch_.front();
         if (item.generation == 0 || !generation_ || item.generation == generation_->load(std::memory_order_acquire)) {
           item.release();
           ++done;
@@ -103,17 +113,22 @@ size_t DeallocQueue::flush(bool force) {
         report(Error(Status::ERROR_UNKNOWN, "deferred deallocation failed with an unknown exception"));
         failed = true;
       }
-      batch.pop_front();
+      batch_.pop_front();
       if (failed && !force) {
-        // The rest stay queued, ahead of what came meanwhile, as they were.
-        std::lock_guard<std::mutex> lock(mu_);
-        for (const Item &item : batch) bytes_ += item.bytes;
-        items_.insert(items_.begin(), std::make_move_iterator(batch.begin()), std::make_move_iterator(batch.end()));
+        requeue_batch();
         return done;
       }
     }
   }
   return done;
+}
+
+void DeallocQueue::requeue_batch() {
+  // The rest stay queued, ahead of what came meanwhile, as they were.
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Item &item : batch_) bytes_ += item.bytes;
+  items_.insert(items_.begin(), std::make_move_iterator(batch_.begin()), std::make_move_iterator(batch_.end()));
+  batch_.clear();
 }
 
 void DeallocQueue::drop_all() {

@@ -9,8 +9,8 @@
 // While any DeferCleanup scope is active nothing is flushed; leaving the
 // outermost scope flushes if the limits are exceeded.
 //
-// Flushing first waits for all work of the context (queued releases may
-// still be in use by it), then runs releases in FIFO order. A release that
+// Flushing takes what is queued, waits for all work of the context (the
+// releases taken may still be in use by it), then runs them in FIFO order. A release that
 // fails (throws) stops the flush: it is reported to the error handler
 // (default: logged) and the remaining items stay queued. Thread-safe; one
 // flush runs at a time.
@@ -93,6 +93,10 @@ class DeallocQueue {
   // and must neither flush again nor wait for the flush it is part of.
   std::atomic<std::thread::id> flushing_{};
   std::mutex flush_mu_;  // one flush at a time
+  // The releases a flush is running (guarded by flush_mu_); what a failure
+  // leaves goes back to the front of items_ (requeue_batch, mu_ taken).
+  std::deque<Item> batch_;
+  void requeue_batch();
   std::deque<Item> items_;
   uint64_t bytes_ = 0;
   const std::atomic<uint64_t> *generation_;
