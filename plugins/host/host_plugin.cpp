@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "fork_thread_gate.hpp"
 #include "host_context.hpp"
 #include "host_device_mappings.hpp"
 #include "host_entries.hpp"
@@ -69,7 +70,10 @@ std::mutex g_init_mu;
 void watch_forks() {
   static std::once_flag once;
   std::call_once(once, [] {
-    pthread_atfork(nullptr, nullptr, [] {
+    // The prepare and parent handlers keep forks away from the plugin's
+    // threads starting and being joined (fork_thread_gate.hpp).
+    pthread_atfork(plugin::before_fork, plugin::after_fork_parent, [] {
+      plugin::after_fork_child();
       new (&g_init_mu) std::mutex();
       forget_parent_after_fork();
     });

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "host_stream.hpp"
 
+#include "fork_thread_gate.hpp"
+
 #include <chrono>
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -97,8 +99,10 @@ StreamState::~StreamState() {
 
 void StreamState::start() {
   // The worker holds a reference, so the state outlives a detached worker.
+  // Started and (in stop) joined through the fork gate
+  // (fork_thread_gate.hpp): a fork never lands inside either.
   auto self = shared_from_this();
-  worker_ = std::thread([self] { self->loop(); });
+  worker_ = plugin::start_thread([self] { self->loop(); });
 }
 
 namespace {
@@ -230,17 +234,20 @@ void StreamState::loop() {
 
 void StreamState::stop() {
   const bool own_thread = worker_.joinable() && std::this_thread::get_id() == worker_.get_id();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
-    if (own_thread) discard_.store(true, std::memory_order_release);
+  auto tell_to_return = [&] {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+      if (own_thread) discard_.store(true, std::memory_order_release);
+    }
+    cv_.notify_all();
+  };
+  if (!worker_.joinable() || own_thread) {
+    tell_to_return();
+    if (own_thread) worker_.detach();
+    return;
   }
-  cv_.notify_all();
-  if (!worker_.joinable()) return;
-  if (own_thread)
-    worker_.detach();
-  else
-    worker_.join();
+  plugin::end_thread(worker_, tell_to_return);
 }
 
 void StreamState::synchronize() {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "host_kernel_runner.hpp"
 
+#include "fork_thread_gate.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <boost/context/fiber.hpp>
@@ -55,16 +57,19 @@ struct ThreadPool::Job {
 };
 
 ThreadPool::ThreadPool(unsigned threads) {
-  for (unsigned i = 1; i < threads; ++i) workers_.emplace_back([this] { work(); });
+  // Started and joined through the fork gate (fork_thread_gate.hpp).
+  for (unsigned i = 1; i < threads; ++i) workers_.push_back(plugin::start_thread([this] { work(); }));
 }
 
 ThreadPool::~ThreadPool() {
+  plugin::begin_thread_transition();
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
   cv_.notify_all();
   for (auto &t : workers_) t.join();
+  plugin::end_thread_transition();
 }
 
 void ThreadPool::work() {
