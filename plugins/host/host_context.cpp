@@ -342,6 +342,7 @@ bool HostContext::destroy_event(gpuhal_event_t handle) {
 uint64_t HostContext::submit(const std::shared_ptr<StreamState> &s, std::function<void(bool)> run,
                              std::vector<Dep> deps) {
   std::lock_guard<std::mutex> lock(submit_mu_);
+  inline_bias_.claim_or_exclude(false);  // another thread's inline operations wait, from now on, for this mutex
   // Legacy default stream: it waits for the blocking streams' prior work,
   // and blocking streams wait for its prior work.
   if (s->is_default) {

@@ -23,6 +23,7 @@
 #include "handle_registry.hpp"
 #include "host_compiler.hpp"
 #include "host_kernel_runner.hpp"
+#include "host_inline_bias.hpp"
 #include "host_mapping_cache.hpp"
 #include "host_stream.hpp"
 
@@ -184,13 +185,16 @@ class HostContext {
   // every small synchronous copy).
   // Returns false, without running `fn`, when something is pending.
   // Templates, so that a small copy's memcpy is called directly (not
-  // through a std::function) on the path H1 measures.
+  // through a std::function) on the path H1 measures. The thread that holds
+  // the context's inline bias (host_inline_bias.hpp) runs them without the
+  // mutex, and without a locked instruction.
   template <class F>
   bool run_inline_if_idle(F &&fn) {
-    std::lock_guard<std::mutex> lock(submit_mu_);
-    if (!default_stream_->idle() || progress_->busy_blocking.load(std::memory_order_acquire) != 0) return false;
-    fn();
-    return true;
+    return run_inline([&] {
+      if (!default_stream_->idle() || progress_->busy_blocking.load(std::memory_order_acquire) != 0) return false;
+      fn();
+      return true;
+    });
   }
   // The same for work submitted to `s`: runs `fn` here, under the submit
   // mutex, when `s` and what it would wait for (the legacy default stream's
@@ -200,17 +204,23 @@ class HostContext {
   template <class F>
   bool run_inline_if_stream_idle(const std::shared_ptr<StreamState> &s, F &&fn) {
     if (s->is_default) return run_inline_if_idle(std::forward<F>(fn));
-    std::lock_guard<std::mutex> lock(submit_mu_);
-    if (!s->idle() || (!s->non_blocking && !default_stream_->idle())) return false;
-    fn();
-    return true;
+    return run_inline([&] {
+      if (!s->idle() || (!s->non_blocking && !default_stream_->idle())) return false;
+      fn();
+      return true;
+    });
   }
   // The submit mutex, locked: no operation of this context runs inline on a
-  // calling thread until it is released (submissions wait too). An IPC
-  // export holds it of every context, with device_pages_mutex() exclusive,
-  // while it moves an allocation's pages. Lock order: device_pages_mutex(),
-  // then the contexts' registry, then submit mutexes.
-  std::unique_lock<std::mutex> hold_submissions() { return std::unique_lock<std::mutex>(submit_mu_); }
+  // calling thread until it is released (submissions wait too; an inline
+  // bias of another thread is revoked first). An IPC export holds it of
+  // every context, with device_pages_mutex() exclusive, while it moves an
+  // allocation's pages. Lock order: device_pages_mutex(), then the
+  // contexts' registry, then submit mutexes.
+  std::unique_lock<std::mutex> hold_submissions() {
+    std::unique_lock<std::mutex> lock(submit_mu_);
+    inline_bias_.claim_or_exclude(false);
+    return lock;
+  }
   // Dependencies for "all work submitted to this context so far".
   std::vector<Dep> all_prior_work();
   void synchronize();
@@ -229,6 +239,17 @@ class HostContext {
   HostDevice *device_;
   std::shared_ptr<Progress> progress_;
   std::mutex submit_mu_;  // ticket order across the context's streams
+  InlineBias inline_bias_;  // inline operations of one thread without submit_mu_
+  // `check_and_run` (false: not run) on the bias's fast path, else under the
+  // submit mutex (claiming the bias for this thread if nobody has it).
+  template <class F>
+  bool run_inline(F &&check_and_run) {
+    const InlineBias::Ran ran = inline_bias_.try_run(check_and_run);
+    if (ran != InlineBias::Ran::NotTaken) return ran == InlineBias::Ran::Done;
+    std::lock_guard<std::mutex> lock(submit_mu_);
+    inline_bias_.claim_or_exclude(true);
+    return check_and_run();
+  }
   std::shared_ptr<StreamState> default_stream_;
   std::mutex objects_mu_;
   std::unordered_map<StreamState *, std::shared_ptr<StreamState>> streams_;

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+#include "host_inline_bias.hpp"
+
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+namespace gpuhal::host {
+
+namespace {
+
+int membarrier(int cmd) {
+  return int(syscall(__NR_membarrier, cmd, 0u, 0));
+}
+
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kSanitizingThreads = true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+constexpr bool kSanitizingThreads = true;
+#else
+constexpr bool kSanitizingThreads = false;
+#endif
+#else
+constexpr bool kSanitizingThreads = false;
+#endif
+
+// The process the registration was made in, and whether it succeeded.
+// Registration is per process: a child of fork() registers again. Two
+// threads registering at once both get the same answer (the call is
+// idempotent): no lock, so nothing for a fork to leave held.
+std::atomic<pid_t> g_registered_pid{0};
+std::atomic<bool> g_registered{false};
+
+}  // namespace
+
+bool inline_bias_available() {
+  if (kSanitizingThreads) return false;
+  const pid_t pid = getpid();
+  if (g_registered_pid.load(std::memory_order_acquire) == pid) return g_registered.load(std::memory_order_relaxed);
+  const int cmds = membarrier(MEMBARRIER_CMD_QUERY);
+  const bool ok = cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+                  membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
+  g_registered.store(ok, std::memory_order_relaxed);
+  g_registered_pid.store(pid, std::memory_order_release);
+  return ok;
+}
+
+void InlineBias::claim_or_exclude(bool claim) {
+  const uintptr_t owner = owner_.load(std::memory_order_relaxed);
+  const uintptr_t me = self();
+  if (owner == me || owner == kRevoked) return;
+  if (owner == 0) {
+    // Nobody holds it, and nobody can take it without the submit mutex,
+    // which the caller holds: nothing runs inline without it.
+    if (claim) owner_.store(inline_bias_available() ? me : kRevoked, std::memory_order_relaxed);
+    return;
+  }
+  // Another thread's: revoke for good. After the barrier, either that
+  // thread's "inside" store is visible here, or its next "revoked?" load
+  // sees the revocation.
+  revoked_.store(1, std::memory_order_relaxed);
+  if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) {
+    // Registered in this process before the bias was given out, so this
+    // does not fail. If it ever did: a fence of our own, and a wait far
+    // longer than any store buffer takes to drain (a preempted thread's
+    // drains when it is switched out), after which the owner's "inside"
+    // store is visible if it made one before seeing the flag.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  for (unsigned spins = 0; inside_.load(std::memory_order_acquire) != 0; ++spins) {
+    if (spins < 1000) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    } else {
+      std::this_thread::yield();  // the owner runs a long copy, or is preempted
+    }
+  }
+  owner_.store(kRevoked, std::memory_order_relaxed);
+}
+
+}  // namespace gpuhal::host
