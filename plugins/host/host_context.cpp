@@ -25,7 +25,7 @@ struct LastRange {
   uintptr_t base = 0, end = 0;
   uint64_t removals = 0;
 };
-thread_local LastRange t_last_range;
+__thread LastRange t_last_range GPUHAL_HOST_FAST_TLS;  // host_stream.hpp says why
 }  // namespace
 
 Registry::Registry() {

@@ -11,6 +11,8 @@
 
 namespace gpuhal::host {
 
+__thread char InlineBias::t_token_;
+
 namespace {
 
 int membarrier(int cmd) {

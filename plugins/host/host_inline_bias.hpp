@@ -33,11 +33,10 @@
 // see the barrier's ordering), no bias is ever taken.
 //
 // Thread safety: try_run from any thread; claim_or_exclude with the
-// context's submit mutex held. Owner identity is pthread_self(): a thread
-// that ends and a new one given the same id are never both running.
+// context's submit mutex held. A thread is named by the address of a
+// thread-local byte: a thread that ends and a new one given the same
+// address are never both running.
 #pragma once
-
-#include <pthread.h>
 
 #include <atomic>
 #include <cstdint>
@@ -85,7 +84,10 @@ class InlineBias {
 
  private:
   static constexpr uintptr_t kRevoked = ~uintptr_t(0);
-  static uintptr_t self() { return uintptr_t(pthread_self()); }
+  static uintptr_t self() { return uintptr_t(&t_token_); }
+  // Its address names the thread (one %fs-relative address, where
+  // pthread_self() is a call through the PLT).
+  static __thread char t_token_ __attribute__((tls_model("initial-exec")));
 
   // 0: nobody yet; kRevoked: never again; else the owner's pthread_self().
   // Changed only under the submit mutex.

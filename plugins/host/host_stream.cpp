@@ -18,14 +18,7 @@ namespace gpuhal::host {
 
 using plugin::fail;
 
-namespace {
-thread_local bool t_on_worker = false;
-
-}  // namespace
-
-bool on_worker_thread() {
-  return t_on_worker;
-}
+__thread bool t_host_stream_worker GPUHAL_HOST_FAST_TLS = false;
 
 PagesLock &device_pages_mutex() {
   // A plain static: the plugin is unloaded once its threads are stopped,
@@ -170,7 +163,7 @@ void StreamState::push(Op op) {
 }
 
 void StreamState::loop() {
-  t_on_worker = true;
+  t_host_stream_worker = true;
   std::vector<Op> batch;
   int gather = kGatherPauses;
   for (;;) {
