@@ -151,12 +151,30 @@ void check_live(const std::shared_ptr<detail::ContextImpl> &ctx, const DeviceMem
 }  // namespace
 
 void DeviceArray::copy_from_host_impl(const HostView &src, const Stream *stream) const {
+  // The common case, in a function of its own with a small frame (every
+  // push and spill is a store, and after a small copy each store waits for
+  // the copy's stores to drain): the same dtype, shape and strides on both
+  // sides, C-contiguous (so element 0 starts the span on both), synchronous.
+  // Numba's rules allow exactly this, and it is one copy.
+  if (!stream && ctx_ && size() != 0 && src.dtype() == dtype_ && layout_.is_c_contiguous() &&
+      same_extents(src.shape(), layout_.shape()) && same_extents(src.strides(), layout_.strides()) && src.data()) {
+    check_live(ctx_, memory_, "copy_from_host");
+    const gpuhal_deviceptr_t dst = memory_.device_pointer() + uint64_t(layout_.span_begin());
+    const auto host = gpuhal_deviceptr_t(reinterpret_cast<uintptr_t>(src.data()));
+    const detail::Backend &t = ctx_->backend();
+    ctx_->check(t.memcpy_sync_status(ctx_->handle, GPUHAL_COPY_HOST_TO_DEVICE, dst, host, uint64_t(layout_.nbytes())),
+                "memcpy_sync(H2D)");
+    return;
+  }
+  copy_from_host_general(src, stream);
+}
+
+[[gnu::noinline]] void DeviceArray::copy_from_host_general(const HostView &src, const Stream *stream) const {
   const char *call = "copy_from_host";
   check_live(ctx_, memory_, call);
   gpuhal_stream_t sh = stream ? stream_handle(ctx_, *stream, call) : nullptr;
-  // The common case first, without building core layouts: the same dtype,
-  // shape and strides on both sides, C-contiguous (so element 0 starts the
-  // span on both). Numba's rules allow exactly this, and it is one copy.
+  // The same layouts on both sides (with a stream: the synchronous case is
+  // copy_from_host_impl's).
   if (size() != 0 && src.dtype() == dtype_ && layout_.is_c_contiguous() && same_extents(src.shape(), layout_.shape()) &&
       same_extents(src.strides(), layout_.strides()) && src.data()) {
     const gpuhal_deviceptr_t dst = memory_.device_pointer() + uint64_t(layout_.span_begin());

@@ -133,6 +133,8 @@ class DeviceArray {
   // This array's memory under another layout and dtype (a view).
   DeviceArray with_layout(Layout layout, DType dtype) const;
   void copy_from_host_impl(const HostView &src, const Stream *stream) const;
+  // The cases copy_from_host_impl's common one does not cover (out of line).
+  void copy_from_host_general(const HostView &src, const Stream *stream) const;
   void copy_from_device_impl(const DeviceArray &src, const Stream *stream) const;
   // own_buffer: `dst` was made by copy_to_host() for exactly this layout.
   void copy_to_host_impl(const HostView &dst, const Stream *stream, bool own_buffer) const;

@@ -299,5 +299,8 @@ void create_plugin_state();
 void destroy_plugin_state();
 // The live context for a handle, or nullptr.
 HostContext *find_context(gpuhal_context_t handle);
+// Called before any context leaves the plugin's registry: find_context's
+// per-thread answers stop being used.
+void forget_context_lookups();
 
 }  // namespace gpuhal::host

@@ -83,14 +83,8 @@ StackPool &shared_stacks() {
   return *plugin_state().stacks;
 }
 
-void copy_bytes(void *dst, const void *src, size_t bytes) {
-  constexpr size_t kParallel = size_t(16) << 20, kChunk = size_t(2) << 20;
-  const auto d = reinterpret_cast<uintptr_t>(dst), s = reinterpret_cast<uintptr_t>(src);
-  const bool overlap = d < s + bytes && s < d + bytes;
-  if (bytes < kParallel || overlap) {
-    std::memmove(dst, src, bytes);
-    return;
-  }
+void copy_bytes_spread(void *dst, const void *src, size_t bytes) {
+  constexpr size_t kChunk = size_t(2) << 20;
   shared_pool().parallel_for((bytes + kChunk - 1) / kChunk, [&](uint64_t i) {
     const size_t off = size_t(i) * kChunk;
     std::memcpy(static_cast<char *>(dst) + off, static_cast<const char *>(src) + off, std::min(kChunk, bytes - off));

@@ -229,6 +229,7 @@ gpuhal_status_t context_create(int32_t ordinal, gpuhal_context_t *out) {
 gpuhal_status_t context_destroy(gpuhal_context_t ctx) {
   return guard("context_destroy", [&]() -> gpuhal_status_t {
     if (!plugin_state_exists()) return fail(GPUHAL_ERROR_INVALID_HANDLE, "context_destroy: plugin not initialised");
+    forget_context_lookups();
     std::unique_ptr<HostContext> doomed = plugin_state().contexts.take(ctx);
     if (!doomed) return fail(GPUHAL_ERROR_INVALID_HANDLE, "context_destroy: invalid context handle");
     doomed.reset();  // outside the registry's lock: joins stream workers

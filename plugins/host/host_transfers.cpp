@@ -20,7 +20,7 @@ using plugin::fail;
 
 namespace {
 
-gpuhal_status_t check_copy(const char *entry, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
+[[gnu::always_inline]] inline gpuhal_status_t check_copy(const char *entry, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
                            uint64_t bytes) {
   if (kind != GPUHAL_COPY_HOST_TO_DEVICE && kind != GPUHAL_COPY_DEVICE_TO_HOST && kind != GPUHAL_COPY_DEVICE_TO_DEVICE)
     return fail(GPUHAL_ERROR_INVALID_VALUE, std::string(entry) + ": unknown copy kind " + std::to_string(kind));
@@ -37,7 +37,7 @@ gpuhal_status_t check_copy(const char *entry, uint32_t kind, gpuhal_deviceptr_t 
   return GPUHAL_SUCCESS;
 }
 
-gpuhal_status_t copy_on(HostContext *c, const std::shared_ptr<StreamState> &s, gpuhal_deviceptr_t dst,
+[[gnu::always_inline]] inline gpuhal_status_t copy_on(HostContext *c, const std::shared_ptr<StreamState> &s, gpuhal_deviceptr_t dst,
                         gpuhal_deviceptr_t src, uint64_t bytes, bool wait) {
   auto run = [dst, src, bytes] {
     copy_bytes(reinterpret_cast<void *>(uintptr_t(dst)), reinterpret_cast<const void *>(uintptr_t(src)), size_t(bytes));
