@@ -336,3 +336,24 @@ TEST_CASE("the host plugin hands a destroyed context's cached mapping to another
   CHECK(q == old_address);
   CHECK(t->mem_free(second.ctx, q) == GPUHAL_SUCCESS);
 }
+
+// Each thread keeps the context it looked up last (find_context): a context
+// destroyed since is refused, also from a thread whose last lookup was it,
+// and a new context (at the same address or not) is found as itself.
+TEST_CASE("the host plugin refuses a destroyed context's handle that a thread looked up last", "[hostmem][handles]") {
+  Context keep = test::host_context();
+  RawHostContext raw;  // for the table
+  const gpuhal_plugin_table_t *t = raw.table;
+  for (int round = 0; round < 8; ++round) {
+    gpuhal_context_t ctx = nullptr;
+    REQUIRE(t->context_create(0, &ctx) == GPUHAL_SUCCESS);
+    CHECK(t->context_synchronize(ctx) == GPUHAL_SUCCESS);  // this thread's last lookup
+    std::thread([&] { CHECK(t->context_synchronize(ctx) == GPUHAL_SUCCESS); }).join();
+    REQUIRE(t->context_destroy(ctx) == GPUHAL_SUCCESS);
+    CHECK(t->context_synchronize(ctx) != GPUHAL_SUCCESS);
+    gpuhal_deviceptr_t p = 0;
+    CHECK(t->mem_alloc(ctx, 64, &p) != GPUHAL_SUCCESS);
+    CHECK(t->context_destroy(ctx) != GPUHAL_SUCCESS);
+  }
+  CHECK(t->context_synchronize(raw.ctx) == GPUHAL_SUCCESS);
+}
