@@ -11,7 +11,6 @@ namespace gpuhal::plugin {
 
 namespace {
 
-// Never destroyed: threads may end while the plugin's statics go.
 struct Gate {
   std::mutex mu;
   std::condition_variable cv;
@@ -19,8 +18,13 @@ struct Gate {
   bool forking = false;  // a fork is being prepared: no new transition
 };
 
+// Never destroyed (a detached thread may end while the plugin's statics
+// go), and not on the heap: it lives in the library's own storage, which
+// goes with the library (a heap object would be reported as leaked once
+// the plugin is unloaded).
 Gate &gate() {
-  static Gate *g = new Gate();
+  alignas(Gate) static unsigned char storage[sizeof(Gate)];
+  static Gate *g = new (storage) Gate();
   return *g;
 }
 
