@@ -65,14 +65,14 @@ void InlineBias::claim_or_exclude(bool claim) {
   // Another thread's: revoke for good. After the barrier, either that
   // thread's "inside" store is visible here, or its next "revoked?" load
   // sees the revocation.
-  revoked_.store(1, std::memory_order_relaxed);
+  // (A full barrier on this side: the exchange.)
+  revoked_.exchange(1, std::memory_order_seq_cst);
   if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) {
     // Registered in this process before the bias was given out, so this
-    // does not fail. If it ever did: a fence of our own, and a wait far
-    // longer than any store buffer takes to drain (a preempted thread's
-    // drains when it is switched out), after which the owner's "inside"
-    // store is visible if it made one before seeing the flag.
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    // does not fail. If it ever did: a wait far longer than any store
+    // buffer takes to drain (a preempted thread's drains when it is
+    // switched out), after which the owner's "inside" store is visible if
+    // it made one before seeing the flag.
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   for (unsigned spins = 0; inside_.load(std::memory_order_acquire) != 0; ++spins) {
