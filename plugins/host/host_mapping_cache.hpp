@@ -30,6 +30,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -50,20 +51,28 @@ class MappingCache {
   // A cached mapping of exactly `mapped` bytes (a multiple of the page
   // size), taken out of the cache; nullptr when there is none.
   void *take(uint64_t mapped);
-  // Keeps a released mapping of `mapped` bytes, giving up cached ones (of
-  // any size, the longest kept of each size first) as needed to stay
-  // within the limit: those go to `evicted`, still mapped, for the caller to
-  // unmap. False when the mapping alone is over the limit, or when the
-  // cache's lists cannot grow (the caller unmaps it too). Does not throw.
+  // Keeps a released mapping of `mapped` bytes, giving up cached ones as
+  // needed to stay within the limit, the longest kept first whatever their
+  // size (a size the program stopped using goes before one it reuses): those
+  // go to `evicted`, still mapped, for the caller to unmap. False when the
+  // mapping alone is over the limit, or when the cache's lists cannot grow
+  // (the caller unmaps it too). Does not throw.
   bool keep(void *base, uint64_t mapped, Mappings *evicted);
   // Takes every cached mapping out (the caller unmaps them).
   Mappings take_all();
   uint64_t bytes() const { return bytes_; }
 
  private:
+  struct Kept {
+    void *base;
+    uint64_t order;  // when it was kept: smaller is older
+  };
   uint64_t limit_;
   uint64_t bytes_ = 0;
-  std::unordered_map<uint64_t, std::vector<void *>> free_;  // mapped size -> bases
+  uint64_t next_order_ = 0;
+  // Mapped size -> its mappings, oldest first (an allocation takes the
+  // newest, whose pages are likeliest still in the caches).
+  std::unordered_map<uint64_t, std::deque<Kept>> free_;
 };
 
 }  // namespace gpuhal::host

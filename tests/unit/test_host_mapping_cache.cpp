@@ -84,6 +84,31 @@ TEST_CASE("host mappings: a full cache makes room for the newest release", "[hos
   CHECK(again.device_pointer() == newer);
 }
 
+// The longest kept goes first whatever its size: a size a loop keeps
+// reusing does not give up its own mappings while an older one of another
+// size stays (which left a 4 MiB allocation loop missing the cache beside a
+// large mapping from an earlier workload).
+TEST_CASE("host mappings: a full cache gives up its oldest mapping, not the size in use", "[host][memory]") {
+  Context ctx = test::host_context({{"GPUHAL_HOST_MAPPING_CACHE", "16K"}});
+  const uint64_t old_big = allocate_and_release(ctx, 8192);  // kept first: the oldest
+  uint64_t small[3] = {0, 0, 0};
+  for (int round = 0; round < 4; ++round) {
+    {
+      DeviceMemory a = ctx.allocate(4096), b = ctx.allocate(4096), c = ctx.allocate(4096);
+      small[0] = a.device_pointer();
+      small[1] = b.device_pointer();
+      small[2] = c.device_pointer();
+    }
+    ctx.flush_deallocations();  // three 4K releases: 8K + 12K > 16K, the 8K goes
+    INFO("round " << round);
+    CHECK_FALSE(mapped(old_big, 8192));
+    for (uint64_t p : small) CHECK(mapped(p, 4096));  // all three kept, reused next round
+  }
+  // The next round's allocations were the cached ones.
+  DeviceMemory a = ctx.allocate(4096);
+  CHECK((a.device_pointer() == small[0] || a.device_pointer() == small[1] || a.device_pointer() == small[2]));
+}
+
 TEST_CASE("host mappings: memory exported for IPC is unmapped when released, never cached", "[host][memory][ipc]") {
   Context ctx = test::host_context();
   uint64_t where = 0;
