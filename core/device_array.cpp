@@ -143,6 +143,15 @@ bool same_extents(const std::vector<int64_t> &a, const std::vector<int64_t> &b) 
   return true;
 }
 
+// The common case, decided without building core layouts: the same dtype,
+// shape and strides on both sides, C-contiguous (so element 0 starts the
+// span on both), not empty. Numba's rules allow exactly this, and it is one
+// copy of the span.
+bool same_c_contiguous(const Layout &layout, DType dtype, const HostView &src) {
+  return layout.size() != 0 && src.dtype() == dtype && layout.is_c_contiguous() &&
+         same_extents(src.shape(), layout.shape()) && same_extents(src.strides(), layout.strides()) && src.data();
+}
+
 void check_live(const std::shared_ptr<detail::ContextImpl> &ctx, const DeviceMemory &mem, const char *call) {
   if (!ctx) throw Error(Status::ERROR_INVALID_HANDLE, what(call) + ": empty DeviceArray");
   ctx->check_alive(mem ? detail::impl_of(mem)->generation : ctx->current_generation(), call);
@@ -151,13 +160,10 @@ void check_live(const std::shared_ptr<detail::ContextImpl> &ctx, const DeviceMem
 }  // namespace
 
 void DeviceArray::copy_from_host_impl(const HostView &src, const Stream *stream) const {
-  // The common case, in a function of its own with a small frame (every
-  // push and spill is a store, and after a small copy each store waits for
-  // the copy's stores to drain): the same dtype, shape and strides on both
-  // sides, C-contiguous (so element 0 starts the span on both), synchronous.
-  // Numba's rules allow exactly this, and it is one copy.
-  if (!stream && ctx_ && size() != 0 && src.dtype() == dtype_ && layout_.is_c_contiguous() &&
-      same_extents(src.shape(), layout_.shape()) && same_extents(src.strides(), layout_.strides()) && src.data()) {
+  // The common case, synchronous, in a function of its own with a small
+  // frame (every push and spill is a store, and after a small copy each
+  // store waits for the copy's stores to drain).
+  if (!stream && ctx_ && same_c_contiguous(layout_, dtype_, src)) {
     check_live(ctx_, memory_, "copy_from_host");
     const gpuhal_deviceptr_t dst = memory_.device_pointer() + uint64_t(layout_.span_begin());
     const auto host = gpuhal_deviceptr_t(reinterpret_cast<uintptr_t>(src.data()));
@@ -173,10 +179,8 @@ void DeviceArray::copy_from_host_impl(const HostView &src, const Stream *stream)
   const char *call = "copy_from_host";
   check_live(ctx_, memory_, call);
   gpuhal_stream_t sh = stream ? stream_handle(ctx_, *stream, call) : nullptr;
-  // The same layouts on both sides (with a stream: the synchronous case is
-  // copy_from_host_impl's).
-  if (size() != 0 && src.dtype() == dtype_ && layout_.is_c_contiguous() && same_extents(src.shape(), layout_.shape()) &&
-      same_extents(src.strides(), layout_.strides()) && src.data()) {
+  // The common case on a stream (the synchronous one is copy_from_host_impl's).
+  if (same_c_contiguous(layout_, dtype_, src)) {
     const gpuhal_deviceptr_t dst = memory_.device_pointer() + uint64_t(layout_.span_begin());
     const auto host = gpuhal_deviceptr_t(reinterpret_cast<uintptr_t>(src.data()));
     const auto bytes = uint64_t(layout_.nbytes());

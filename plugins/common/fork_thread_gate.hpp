@@ -46,6 +46,15 @@ constexpr std::chrono::milliseconds kForkWait{2000};
 void begin_thread_transition();
 void end_thread_transition();
 
+// One transition for as long as it lives (stopping and joining threads).
+class ThreadTransition {
+ public:
+  ThreadTransition() { begin_thread_transition(); }
+  ~ThreadTransition() { end_thread_transition(); }
+  ThreadTransition(const ThreadTransition &) = delete;
+  ThreadTransition &operator=(const ThreadTransition &) = delete;
+};
+
 // A std::thread running `body`, started inside a transition that ends when
 // the new thread begins to run. Throws what std::thread throws.
 std::thread start_thread(std::function<void()> body);
@@ -54,10 +63,7 @@ std::thread start_thread(std::function<void()> body);
 // then it is joined (`thread` must be joinable, and not this thread).
 template <class Tell>
 void end_thread(std::thread &thread, Tell &&tell_to_return) {
-  begin_thread_transition();
-  struct End {
-    ~End() { end_thread_transition(); }
-  } end;
+  ThreadTransition transition;
   tell_to_return();
   thread.join();
 }

@@ -8,7 +8,6 @@
 // belongs to a module of the context.
 #pragma once
 
-#include <string>
 #include <cstring>
 #include <map>
 #include <string>

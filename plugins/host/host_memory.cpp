@@ -37,7 +37,7 @@ gpuhal_status_t mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr
     // one lock; else a fresh one.
     uintptr_t p = 0;
     try {
-      p = bytes <= uint64_t(SIZE_MAX / 2) ? registry.take_cached(page_round(bytes), region) : 0;
+      p = registry.take_cached(page_round(bytes), region);  // none of an absurd size is cached
     } catch (...) {
       if (d->limit) d->used.fetch_sub(bytes);
       throw;

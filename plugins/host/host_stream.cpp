@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "host_stream.hpp"
 
-#include "fork_thread_gate.hpp"
-
 #include <chrono>
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
 #include <thread>
 
+#include "fork_thread_gate.hpp"
 #include "host_context.hpp"
 #include "host_entries.hpp"
 #include "host_kernel_runner.hpp"

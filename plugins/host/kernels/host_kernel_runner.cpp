@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "host_kernel_runner.hpp"
 
-#include "fork_thread_gate.hpp"
-
 #include <algorithm>
 #include <atomic>
 #include <boost/context/fiber.hpp>
 #include <boost/context/preallocated.hpp>
 #include <boost/context/protected_fixedsize_stack.hpp>
 #include <new>
+
+#include "fork_thread_gate.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define GPUHAL_HOST_ASAN 1
@@ -62,14 +62,13 @@ ThreadPool::ThreadPool(unsigned threads) {
 }
 
 ThreadPool::~ThreadPool() {
-  plugin::begin_thread_transition();
+  plugin::ThreadTransition transition;  // telling the workers to return and joining them
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
   cv_.notify_all();
   for (auto &t : workers_) t.join();
-  plugin::end_thread_transition();
 }
 
 void ThreadPool::work() {
