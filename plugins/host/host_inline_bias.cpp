@@ -62,10 +62,10 @@ void InlineBias::claim_or_exclude(bool claim) {
     if (claim) owner_.store(inline_bias_available() ? me : kRevoked, std::memory_order_relaxed);
     return;
   }
-  // Another thread's: revoke for good. After the barrier, either that
-  // thread's "inside" store is visible here, or its next "revoked?" load
-  // sees the revocation.
-  // (A full barrier on this side: the exchange.)
+  // Another thread's: revoke for good. The exchange is this side's full
+  // barrier, membarrier the owner's: after both, either the owner's
+  // "inside" store is visible here, or its next "revoked?" load sees the
+  // revocation.
   revoked_.exchange(1, std::memory_order_seq_cst);
   if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) {
     // Registered in this process before the bias was given out, so this
