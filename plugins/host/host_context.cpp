@@ -16,17 +16,7 @@ namespace gpuhal::host {
 
 Registry::RemovalCount Registry::removals_;
 
-namespace {
-// The device-accessible range a thread found last (a synchronous copy's
-// check then takes no lock when it hits the same allocation again), with
-// the removal count it was found under.
-struct LastRange {
-  const Registry *registry = nullptr;
-  uintptr_t base = 0, end = 0;
-  uint64_t removals = 0;
-};
-__thread LastRange t_last_range GPUHAL_HOST_FAST_TLS;  // host_stream.hpp says why
-}  // namespace
+__thread Registry::LastRange Registry::t_last_range GPUHAL_HOST_FAST_TLS;
 
 Registry::Registry() {
   removals_.n.fetch_add(1, std::memory_order_acq_rel);
@@ -151,10 +141,8 @@ bool Registry::device_accessible(uintptr_t addr, uint64_t bytes) const {
   // The range found last, if no range has been removed since: it is still
   // there (ranges are only ever added next to it), so the answer stands as
   // of this load.
+  if (device_accessible_cached(addr, bytes)) return true;
   LastRange &last = t_last_range;
-  if (last.registry == this && last.removals == removals_.n.load(std::memory_order_acquire) && addr >= last.base &&
-      addr < last.end && bytes <= last.end - addr)
-    return true;
   std::lock_guard<std::mutex> lock(mu_);
   auto it = regions_.upper_bound(addr);
   if (it == regions_.begin()) return false;
@@ -415,66 +403,46 @@ bool HostContext::take_kernel_error(std::string *message) {
 
 // ---- plugin state -------------------------------------------------------------
 
-namespace {
-// Heap-allocated by the first init and deleted by the last shutdown, so that
-// no static destructor of this library races the core's teardown at exit.
-HostPlugin *g_state = nullptr;
-}  // namespace
+HostPlugin *g_plugin_state = nullptr;
 
 void forget_parent_after_fork() {
-  g_state = nullptr;  // abandoned: its contexts' threads are the parent's
+  g_plugin_state = nullptr;  // abandoned: its contexts' threads are the parent's
   reset_device_pages_mutex_after_fork();
   reset_export_locks_after_fork();
   forget_private_cache_after_fork();
 }
 
-HostPlugin &plugin_state() {
-  return *g_state;
-}
 bool plugin_state_exists() {
-  return g_state != nullptr;
+  return g_plugin_state != nullptr;
 }
 void create_plugin_state() {
-  g_state = new HostPlugin();
+  g_plugin_state = new HostPlugin();
 }
 void destroy_plugin_state() {
   // Contexts first: their streams may still be running kernels on the pool.
   forget_context_lookups();
-  g_state->contexts.take_all();
-  delete g_state;
-  g_state = nullptr;
+  g_plugin_state->contexts.take_all();
+  delete g_plugin_state;
+  g_plugin_state = nullptr;
 }
 
-namespace {
-// The context a thread looked up last, valid while no context has gone
-// since (and for the same plugin state): every plugin entry resolves its
-// context, and the registry's lock-free table is a chain of four dependent
-// loads where this is two independent ones (about 2 ns of a 4 KiB
-// synchronous copy's 37).
-struct LastContext {
-  gpuhal_context_t handle = nullptr;
-  HostContext *context = nullptr;
-  const HostPlugin *state = nullptr;
-  uint64_t removals = 0;
-};
-__thread LastContext t_last_context GPUHAL_HOST_FAST_TLS;
+__thread LastContextLookup t_last_context GPUHAL_HOST_FAST_TLS;
 std::atomic<uint64_t> g_context_removals{0};
-}  // namespace
 
 void forget_context_lookups() {
   g_context_removals.fetch_add(1, std::memory_order_acq_rel);
 }
 
 HostContext *find_context(gpuhal_context_t handle) {
-  const HostPlugin *st = g_state;
+  const HostPlugin *st = g_plugin_state;
   if (!st) return nullptr;
-  LastContext &last = t_last_context;
+  LastContextLookup &last = t_last_context;
   // Read before the lookup: a context that goes after it changes the count,
   // and the entry kept below is then never used.
   const uint64_t removals = g_context_removals.load(std::memory_order_acquire);
   if (handle && last.handle == handle && last.removals == removals && last.state == st) return last.context;
   HostContext *c = st->contexts.find(handle);
-  if (c) last = LastContext{handle, c, st, removals};
+  if (c) last = LastContextLookup{handle, c, st, removals};
   return c;
 }
 

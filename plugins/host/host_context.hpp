@@ -101,6 +101,15 @@ class Registry {
   // (device memory, host-allocated memory, or host memory registered as
   // mapped; registered ranges that follow each other join).
   bool device_accessible(uintptr_t addr, uint64_t bytes) const;
+  // The lock-free half of device_accessible: true when the range lies in
+  // the one this thread found last and no range has gone since; false
+  // means "ask device_accessible", not "inaccessible". Inline, so that a
+  // small copy's check is a few loads with no call and no frame.
+  bool device_accessible_cached(uintptr_t addr, uint64_t bytes) const {
+    const LastRange &last = t_last_range;
+    return last.registry == this && last.removals == removals_.n.load(std::memory_order_acquire) &&
+           addr >= last.base && addr < last.end && bytes <= last.end - addr;
+  }
   // True when [addr, addr+bytes) overlaps any range (device memory included).
   bool overlaps_host(uintptr_t addr, uint64_t bytes) const;
   // Finds the host-alloc / registered range containing addr.
@@ -123,6 +132,15 @@ class Registry {
     std::atomic<uint64_t> n{0};
   };
   static RemovalCount removals_;
+  // The device-accessible range a thread found last (a synchronous copy's
+  // check then takes no lock when it hits the same allocation again), with
+  // the removal count it was found under.
+  struct LastRange {
+    const Registry *registry = nullptr;
+    uintptr_t base = 0, end = 0;
+    uint64_t removals = 0;
+  };
+  static __thread LastRange t_last_range GPUHAL_HOST_FAST_TLS;  // host_stream.hpp says why
   mutable std::mutex mu_;
   Map regions_;
   // Nodes of erased ranges kept for the next inserts (at most kSpareNodes):
@@ -201,6 +219,18 @@ class HostContext {
   // rules) are idle; false otherwise. Small kernel launches use it: a launch
   // that has completed when it returns is one valid schedule of an
   // asynchronous launch, and it saves two thread hand-offs.
+  // run_inline_if_idle's lock-free half: runs `fn` and returns true only on
+  // the inline bias's path (this thread holds the bias, the streams are
+  // idle); false means "take run_inline_if_idle", with nothing run. For
+  // the small synchronous copy's path, which has nothing that can throw.
+  template <class F>
+  bool run_biased_if_idle(F &&fn) noexcept {
+    return inline_bias_.try_run([&] {
+      if (!default_stream_->idle() || progress_->busy_blocking.load(std::memory_order_acquire) != 0) return false;
+      fn();
+      return true;
+    }) == InlineBias::Ran::Done;
+  }
   template <class F>
   bool run_inline_if_stream_idle(const std::shared_ptr<StreamState> &s, F &&fn) {
     if (s->is_default) return run_inline_if_idle(std::forward<F>(fn));
@@ -293,7 +323,14 @@ void forget_parent_after_fork();
 // In a child of fork(): fresh locks for IPC exports (host_ipc.cpp).
 void reset_export_locks_after_fork();
 
-HostPlugin &plugin_state();
+// Heap-allocated by the first init and deleted by the last shutdown, so that
+// no static destructor of this library races the core's teardown at exit.
+// Set and cleared only by init, shutdown and a fork's child, while no
+// entry of the plugin runs.
+extern HostPlugin *g_plugin_state;
+inline HostPlugin &plugin_state() {
+  return *g_plugin_state;
+}
 bool plugin_state_exists();
 void create_plugin_state();
 void destroy_plugin_state();
@@ -302,5 +339,28 @@ HostContext *find_context(gpuhal_context_t handle);
 // Called before any context leaves the plugin's registry: find_context's
 // per-thread answers stop being used.
 void forget_context_lookups();
+
+// The context a thread looked up last, valid while no context has gone
+// since (and for the same plugin state): every plugin entry resolves its
+// context, and the registry's lock-free table is a chain of four dependent
+// loads where this is two independent ones.
+struct LastContextLookup {
+  gpuhal_context_t handle = nullptr;
+  HostContext *context = nullptr;
+  const HostPlugin *state = nullptr;
+  uint64_t removals = 0;
+};
+extern __thread LastContextLookup t_last_context GPUHAL_HOST_FAST_TLS;
+extern std::atomic<uint64_t> g_context_removals;
+// find_context's lock-free half, inline for the small copy's path: the
+// context when `handle` is the one this thread looked up last and it is
+// still live; nullptr means "ask find_context", not "no such context".
+inline HostContext *find_context_cached(gpuhal_context_t handle) {
+  const LastContextLookup &last = t_last_context;
+  if (handle && last.handle == handle && last.state == g_plugin_state &&
+      last.removals == g_context_removals.load(std::memory_order_acquire))
+    return last.context;
+  return nullptr;
+}
 
 }  // namespace gpuhal::host

@@ -59,12 +59,13 @@ StackPool &shared_stacks();
 // memmove, spread over the pool for large non-overlapping copies (one
 // thread rarely saturates the memory system). Inline: the small case (a
 // synchronous copy run on the calling thread) calls memmove directly.
+// Copies below kCopySpreadBytes are one memmove.
+constexpr size_t kCopySpreadBytes = size_t(16) << 20;
 void copy_bytes_spread(void *dst, const void *src, size_t bytes);
 inline void copy_bytes(void *dst, const void *src, size_t bytes) {
-  constexpr size_t kSpread = size_t(16) << 20;
   const auto d = reinterpret_cast<uintptr_t>(dst), s = reinterpret_cast<uintptr_t>(src);
   const bool overlap = d < s + bytes && s < d + bytes;
-  if (bytes < kSpread || overlap) {
+  if (bytes < kCopySpreadBytes || overlap) {
     std::memmove(dst, src, bytes);
     return;
   }

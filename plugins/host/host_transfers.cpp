@@ -55,14 +55,57 @@ namespace {
 
 }  // namespace
 
-gpuhal_status_t memcpy_sync(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
-                            uint64_t bytes) {
+namespace {
+
+// The small synchronous copy's whole path when everything is as it was on
+// this thread's last copy: the context and the device range(s) are the ones
+// this thread resolved last (nothing has gone since), this thread holds the
+// context's inline bias and its streams are idle. Then the copy is one
+// memmove and this returns true. Nothing here can throw or fail, so it runs
+// without guard()'s frame, whose stores (like every push and spill) queue
+// behind a small copy's. False: nothing was done, and memcpy_sync_checked
+// runs the same checks the long way and reports what fails.
+[[gnu::always_inline]] inline bool copy_sync_cached(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst,
+                                                    gpuhal_deviceptr_t src, uint64_t bytes) {
+  HostContext *c = find_context_cached(ctx);
+  if (!c || bytes == 0 || bytes >= kCopySpreadBytes || !dst || !src || on_worker_thread()) return false;
+  const Registry &reg = plugin_state().registry;
+  switch (kind) {
+    case GPUHAL_COPY_HOST_TO_DEVICE:
+      if (!reg.device_accessible_cached(uintptr_t(dst), bytes)) return false;
+      break;
+    case GPUHAL_COPY_DEVICE_TO_HOST:
+      if (!reg.device_accessible_cached(uintptr_t(src), bytes)) return false;
+      break;
+    case GPUHAL_COPY_DEVICE_TO_DEVICE:
+      if (!reg.device_accessible_cached(uintptr_t(dst), bytes) || !reg.device_accessible_cached(uintptr_t(src), bytes))
+        return false;
+      break;
+    default:
+      return false;
+  }
+  return c->run_biased_if_idle([dst, src, bytes] {
+    std::memmove(reinterpret_cast<void *>(uintptr_t(dst)), reinterpret_cast<const void *>(uintptr_t(src)),
+                 size_t(bytes));
+  });
+}
+
+[[gnu::noinline]] gpuhal_status_t memcpy_sync_checked(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst,
+                                                      gpuhal_deviceptr_t src, uint64_t bytes) {
   return in_context(ctx, "memcpy_sync", [&](HostContext *c) -> gpuhal_status_t {
     if (on_worker_thread()) return would_deadlock("memcpy_sync");
     if (gpuhal_status_t st = check_copy("memcpy_sync", kind, dst, src, bytes)) return st;
     if (bytes == 0) return GPUHAL_SUCCESS;
     return copy_on(c, c->default_stream(), dst, src, bytes, true);
   });
+}
+
+}  // namespace
+
+gpuhal_status_t memcpy_sync(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
+                            uint64_t bytes) {
+  if (copy_sync_cached(ctx, kind, dst, src, bytes)) return GPUHAL_SUCCESS;
+  return memcpy_sync_checked(ctx, kind, dst, src, bytes);
 }
 
 gpuhal_status_t memcpy_async(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,

@@ -4,6 +4,9 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -356,4 +359,102 @@ TEST_CASE("the host plugin refuses a destroyed context's handle that a thread lo
     CHECK(t->context_destroy(ctx) != GPUHAL_SUCCESS);
   }
   CHECK(t->context_synchronize(raw.ctx) == GPUHAL_SUCCESS);
+}
+
+namespace {
+struct SlowWrite {
+  std::atomic<bool> started{false};
+  uint8_t *target = nullptr;
+  uint8_t value = 0;
+};
+void slow_write(void *user, gpuhal_status_t status) {
+  auto *w = static_cast<SlowWrite *>(user);
+  w->started.store(true);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (status == GPUHAL_SUCCESS) std::memset(w->target, w->value, 4096);
+}
+struct CopyFromCallback {
+  const gpuhal_plugin_table_t *table = nullptr;
+  gpuhal_context_t ctx = nullptr;
+  gpuhal_deviceptr_t dst = 0;
+  const uint8_t *src = nullptr;
+  gpuhal_status_t result = GPUHAL_SUCCESS;
+};
+void copy_from_callback(void *user, gpuhal_status_t) {
+  auto *c = static_cast<CopyFromCallback *>(user);
+  c->result = c->table->memcpy_sync(c->ctx, GPUHAL_COPY_HOST_TO_DEVICE, c->dst, gpuhal_deviceptr_t(uintptr_t(c->src)), 64);
+}
+}  // namespace
+
+// A small synchronous copy that repeats the thread's last one (same
+// context, same allocation, this thread holding the context's inline bias)
+// skips the long path's lookups; every check of the long path must still
+// hold on it: an unknown kind, a range past the allocation, a copy from a
+// stream's callback, another context's handle, and the order after work
+// queued on a blocking stream.
+TEST_CASE("the host plugin's repeated small copy keeps every check of the first", "[hostmem][ranges]") {
+  Context keep = test::host_context();
+  RawHostContext raw;
+  const gpuhal_plugin_table_t *t = raw.table;
+  gpuhal_context_t ctx = raw.ctx;
+  std::vector<uint8_t> src(4096, 7), back(4096, 0);
+  const auto host_src = gpuhal_deviceptr_t(uintptr_t(src.data()));
+  const auto host_back = gpuhal_deviceptr_t(uintptr_t(back.data()));
+  gpuhal_deviceptr_t a = 0;
+  REQUIRE(t->mem_alloc(ctx, 4096, &a) == GPUHAL_SUCCESS);
+  auto warm = [&] {  // the context, the range and the bias, all this thread's
+    for (int i = 0; i < 3; ++i)
+      REQUIRE(t->memcpy_sync(ctx, GPUHAL_COPY_HOST_TO_DEVICE, a, host_src, 4096) == GPUHAL_SUCCESS);
+  };
+  warm();
+  CHECK(t->memcpy_sync(ctx, 7u, a, host_src, 4096) == GPUHAL_ERROR_INVALID_VALUE);
+  CHECK(t->memcpy_sync(ctx, GPUHAL_COPY_HOST_TO_DEVICE, a, 0, 4096) == GPUHAL_ERROR_INVALID_VALUE);
+  CHECK(t->memcpy_sync(ctx, GPUHAL_COPY_HOST_TO_DEVICE, a + 1, host_src, 4096) == GPUHAL_ERROR_INVALID_VALUE);
+  // Device to host, then device to device within the one allocation.
+  warm();
+  CHECK(t->memcpy_sync(ctx, GPUHAL_COPY_DEVICE_TO_HOST, host_back, a, 4096) == GPUHAL_SUCCESS);
+  CHECK(back == src);
+  CHECK(t->memcpy_sync(ctx, GPUHAL_COPY_DEVICE_TO_HOST, host_back, a + 1, 4096) == GPUHAL_ERROR_INVALID_VALUE);
+  CHECK(t->memset_sync(ctx, a, 9, 16) == GPUHAL_SUCCESS);
+  CHECK(t->memcpy_sync(ctx, GPUHAL_COPY_DEVICE_TO_DEVICE, a + 2048, a, 16) == GPUHAL_SUCCESS);
+  CHECK(t->memcpy_sync(ctx, GPUHAL_COPY_DEVICE_TO_HOST, host_back, a + 2048, 16) == GPUHAL_SUCCESS);
+  CHECK(std::all_of(back.begin(), back.begin() + 16, [](uint8_t v) { return v == 9; }));
+  CHECK(t->memcpy_sync(ctx, GPUHAL_COPY_DEVICE_TO_DEVICE, a + 2048, a, 2049) == GPUHAL_ERROR_INVALID_VALUE);
+
+  SECTION("from a stream's callback: refused, as a wait there would wait for itself") {
+    warm();
+    CopyFromCallback cb{t, ctx, a, src.data(), GPUHAL_SUCCESS};
+    REQUIRE(t->stream_add_callback(ctx, nullptr, copy_from_callback, &cb) == GPUHAL_SUCCESS);
+    REQUIRE(t->context_synchronize(ctx) == GPUHAL_SUCCESS);
+    CHECK(cb.result == GPUHAL_ERROR_INVALID_VALUE);
+  }
+  SECTION("another context's handle, and a destroyed one") {
+    gpuhal_context_t other = nullptr;
+    REQUIRE(t->context_create(0, &other) == GPUHAL_SUCCESS);
+    warm();
+    // The plugin checks ranges, not owners (unified addressing): the copy
+    // runs in the other context, which resolves as itself.
+    CHECK(t->memcpy_sync(other, GPUHAL_COPY_HOST_TO_DEVICE, a, host_src, 64) == GPUHAL_SUCCESS);
+    REQUIRE(t->context_destroy(other) == GPUHAL_SUCCESS);
+    CHECK(t->memcpy_sync(other, GPUHAL_COPY_HOST_TO_DEVICE, a, host_src, 64) == GPUHAL_ERROR_INVALID_HANDLE);
+    CHECK(t->memcpy_sync(ctx, GPUHAL_COPY_HOST_TO_DEVICE, a, host_src, 64) == GPUHAL_SUCCESS);
+  }
+  SECTION("after work queued on a blocking stream: the copy waits for it") {
+    gpuhal_stream_t s = nullptr;
+    REQUIRE(t->stream_create(ctx, GPUHAL_STREAM_DEFAULT, &s) == GPUHAL_SUCCESS);
+    for (int round = 0; round < 3; ++round) {
+      warm();
+      SlowWrite w;
+      w.target = reinterpret_cast<uint8_t *>(uintptr_t(a));
+      w.value = uint8_t(40 + round);
+      REQUIRE(t->stream_add_callback(ctx, s, slow_write, &w) == GPUHAL_SUCCESS);
+      while (!w.started.load()) std::this_thread::yield();
+      // The legacy default stream's copy is ordered after the blocking
+      // stream's work: it reads what the callback writes.
+      CHECK(t->memcpy_sync(ctx, GPUHAL_COPY_DEVICE_TO_HOST, host_back, a, 4096) == GPUHAL_SUCCESS);
+      CHECK(std::all_of(back.begin(), back.end(), [&](uint8_t v) { return v == w.value; }));
+    }
+    CHECK(t->stream_destroy(ctx, s) == GPUHAL_SUCCESS);
+  }
+  CHECK(t->mem_free(ctx, a) == GPUHAL_SUCCESS);
 }
