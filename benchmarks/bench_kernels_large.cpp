@@ -190,6 +190,25 @@ void malloc_free(benchmark::State &state, uint64_t bytes) {
   }
 }
 
+// Beside A2: what a reference-counted handle that keeps its parent alive
+// costs by itself (its object, made and freed; the parent's count up and
+// down), the part of an API allocation that no allocator can remove.
+struct HandleParent {
+  int64_t id = 0;
+};
+struct HandleObject {
+  std::shared_ptr<HandleParent> parent;
+  uint64_t ptr = 0, size = 0, generation = 0;
+};
+void handle_only(benchmark::State &state) {
+  const auto parent = std::make_shared<HandleParent>();
+  for (auto _ : state) {
+    auto h = std::make_shared<HandleObject>();
+    h->parent = parent;
+    benchmark::DoNotOptimize(h.get());
+  }
+}
+
 // C1: a device-to-device copy with its finish, against PoCL's buffer copy
 // with clFinish, of the same bytes.
 void gpuhal_d2d(benchmark::State &state, uint64_t bytes) {
@@ -241,6 +260,7 @@ void register_large() {
     benchmark::RegisterBenchmark(("BM_pocl_alloc/" + size).c_str(), pocl_alloc, bytes);
     benchmark::RegisterBenchmark(("BM_malloc_free/" + size).c_str(), malloc_free, bytes);
   }
+  benchmark::RegisterBenchmark("BM_handle_only", handle_only);
   auto ms = [](benchmark::internal::Benchmark *b) { b->UseRealTime()->Unit(benchmark::kMillisecond); };
   for (unsigned m : {16u, 64u}) {
     const std::string size = std::to_string(m) + "M";
