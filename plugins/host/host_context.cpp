@@ -440,7 +440,7 @@ HostContext *find_context(gpuhal_context_t handle) {
   // Read before the lookup: a context that goes after it changes the count,
   // and the entry kept below is then never used.
   const uint64_t removals = g_context_removals.load(std::memory_order_acquire);
-  if (handle && last.handle == handle && last.removals == removals && last.state == st) return last.context;
+  if (HostContext *c = find_context_cached(handle)) return c;
   HostContext *c = st->contexts.find(handle);
   if (c) last = LastContextLookup{handle, c, st, removals};
   return c;

@@ -209,16 +209,11 @@ class HostContext {
   template <class F>
   bool run_inline_if_idle(F &&fn) {
     return run_inline([&] {
-      if (!default_stream_->idle() || progress_->busy_blocking.load(std::memory_order_acquire) != 0) return false;
+      if (!sync_ops_may_run_now()) return false;
       fn();
       return true;
     });
   }
-  // The same for work submitted to `s`: runs `fn` here, under the submit
-  // mutex, when `s` and what it would wait for (the legacy default stream's
-  // rules) are idle; false otherwise. Small kernel launches use it: a launch
-  // that has completed when it returns is one valid schedule of an
-  // asynchronous launch, and it saves two thread hand-offs.
   // run_inline_if_idle's lock-free half: runs `fn` and returns true only on
   // the inline bias's path (this thread holds the bias, the streams are
   // idle); false means "take run_inline_if_idle", with nothing run. For
@@ -226,11 +221,16 @@ class HostContext {
   template <class F>
   bool run_biased_if_idle(F &&fn) noexcept {
     return inline_bias_.try_run([&] {
-      if (!default_stream_->idle() || progress_->busy_blocking.load(std::memory_order_acquire) != 0) return false;
+      if (!sync_ops_may_run_now()) return false;
       fn();
       return true;
     }) == InlineBias::Ran::Done;
   }
+  // The same for work submitted to `s`: runs `fn` here, under the submit
+  // mutex, when `s` and what it would wait for (the legacy default stream's
+  // rules) are idle; false otherwise. Small kernel launches use it: a launch
+  // that has completed when it returns is one valid schedule of an
+  // asynchronous launch, and it saves two thread hand-offs.
   template <class F>
   bool run_inline_if_stream_idle(const std::shared_ptr<StreamState> &s, F &&fn) {
     if (s->is_default) return run_inline_if_idle(std::forward<F>(fn));
@@ -269,6 +269,11 @@ class HostContext {
   HostDevice *device_;
   std::shared_ptr<Progress> progress_;
   std::mutex submit_mu_;  // ticket order across the context's streams
+  // The legacy default stream's rule for a synchronous operation run inline:
+  // it and every blocking stream idle.
+  bool sync_ops_may_run_now() const {
+    return default_stream_->idle() && progress_->busy_blocking.load(std::memory_order_acquire) == 0;
+  }
   InlineBias inline_bias_;  // inline operations of one thread without submit_mu_
   // `check_and_run` (false: not run) on the bias's fast path, else under the
   // submit mutex (claiming the bias for this thread if nobody has it).

@@ -53,10 +53,6 @@ namespace {
   return GPUHAL_SUCCESS;
 }
 
-}  // namespace
-
-namespace {
-
 // The small synchronous copy's whole path when everything is as it was on
 // this thread's last copy: the context and the device range(s) are the ones
 // this thread resolved last (nothing has gone since), this thread holds the
