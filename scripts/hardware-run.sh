@@ -16,7 +16,11 @@
 #                       (CMAKE_PREFIX_PATH may name a prefix that has it)
 # and prints a summary last. Needs CMake, Ninja, a C++17 compiler, and for the
 # host backend Boost.Context and xxhash.h (a prefix on CMAKE_PREFIX_PATH will
-# do); installs nothing and fetches nothing (GPU machines are often offline). Exit status: 0
+# do); installs nothing and fetches nothing (GPU machines are often offline).
+# What the machine lacks can come along as Debian packages: with
+# hardware-bundle/debs (scripts/hardware-bundle.sh makes it, or
+# GPUHAL_HARDWARE_BUNDLE names another folder) in the tree, its .deb files are
+# unpacked into the build folder and found there first. Exit status: 0
 # when the build, every conformance check and every example passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -38,9 +42,43 @@ note() {
   uname -a
 } >"$logs/machine.txt" 2>&1
 
+# A .deb's files into $2, with dpkg-deb where there is one, else with ar and
+# tar (a .deb is an ar archive holding data.tar.*).
+unpack_deb() {
+  if command -v dpkg-deb >/dev/null; then
+    dpkg-deb -x "$1" "$2"
+    return
+  fi
+  local tmp deb
+  deb=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+  tmp=$(mktemp -d) && (cd "$tmp" && ar x "$deb") && tar -xf "$tmp"/data.tar.* -C "$2"
+  local rc=$?
+  rm -rf "$tmp"
+  return $rc
+}
+
+# Carried packages: unpacked (not installed) under the build folder, found
+# before the system's by CMake and, through the run paths CMake writes, by
+# the programs.
+bundle=${GPUHAL_HARDWARE_BUNDLE:-hardware-bundle}
+prefix_args=()
+if compgen -G "$bundle/debs/*.deb" >/dev/null; then
+  deps=$PWD/$build/deps
+  mkdir -p "$deps"
+  for deb in "$bundle"/debs/*.deb; do
+    unpack_deb "$deb" "$deps" || { note "bundle: cannot unpack $deb"; exit 1; }
+  done
+  multiarch=$deps/usr/lib/x86_64-linux-gnu
+  prefix_args=(-DCMAKE_PREFIX_PATH="$deps/usr" -DCMAKE_LIBRARY_PATH="$multiarch" -DCMAKE_INCLUDE_PATH="$deps/usr/include"
+    -Dbenchmark_DIR="$multiarch/cmake/benchmark")
+  export LD_LIBRARY_PATH=$multiarch${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  note "bundle: $(ls "$bundle"/debs/*.deb | wc -l) packages from $bundle unpacked into $deps"
+fi
+
 echo "== build ($build)"
+{ command -v c++ && c++ --version | head -1 && cmake --version | head -1; } >"$logs/toolchain.txt" 2>&1
 if ! cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUHAL_BUILD_TESTS=OFF -DGPUHAL_WERROR=OFF \
-  >"$logs/configure.log" 2>&1 || ! cmake --build "$build" >"$logs/build.log" 2>&1; then
+  ${prefix_args[@]+"${prefix_args[@]}"} >"$logs/configure.log" 2>&1 || ! cmake --build "$build" >"$logs/build.log" 2>&1; then
   note "build: FAILED (see $logs/configure.log, $logs/build.log)"
   tail -30 "$logs/build.log" 2>/dev/null
   exit 1
