@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Targets T1 (pinned copies), P1 (pageable copies, staged through pinned
-// chunks) and L1 (kernel launch submit cost), each against the raw CUDA
-// driver call in the same binary, on the same context, stream and buffers.
+// chunks), L1 (kernel launch submit cost), A1 on CUDA (pool hits against
+// cuMemAlloc + cuMemFree), device alloc + release through the default
+// manager, and a small to_device -> kernel -> copy_to_host round trip, each
+// against the raw CUDA driver calls in the same binary, on the same context,
+// stream and buffers.
 //
 //   GPUHAL_BACKEND=cuda build/bin/gpuhal-bench-cuda --benchmark_repetitions=10
 //   --benchmark_enable_random_interleaving=true
@@ -14,10 +17,12 @@
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "gpuhal/gpuhal.hpp"
@@ -34,6 +39,37 @@ const char *const kNoopPtx =
     ".version 7.0\n.target sm_52\n.address_size 64\n"
     ".visible .entry noop(\n\t.param .u64 noop_param_0\n)\n{\n\tret;\n}\n";
 
+// increment(float *a, unsigned n): a[i] += 1 for i < n (what the Numba
+// documentation's first kernel does), as PTX so that the round trip needs
+// no compiler on the GPU machine (ptxas accepts it for sm_52 up).
+const char *const kIncrementPtx = R"(.version 7.0
+.target sm_52
+.address_size 64
+.visible .entry increment(.param .u64 increment_param_0, .param .u32 increment_param_1)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<6>;
+  .reg .f32 %f<3>;
+  .reg .b64 %rd<5>;
+  ld.param.u64 %rd1, [increment_param_0];
+  ld.param.u32 %r2, [increment_param_1];
+  mov.u32 %r3, %ctaid.x;
+  mov.u32 %r4, %ntid.x;
+  mov.u32 %r5, %tid.x;
+  mad.lo.s32 %r1, %r3, %r4, %r5;
+  setp.ge.u32 %p1, %r1, %r2;
+  @%p1 bra DONE;
+  cvta.to.global.u64 %rd2, %rd1;
+  mul.wide.u32 %rd3, %r1, 4;
+  add.s64 %rd4, %rd2, %rd3;
+  ld.global.f32 %f1, [%rd4];
+  add.f32 %f2, %f1, 0f3F800000;
+  st.global.f32 [%rd4], %f2;
+DONE:
+  ret;
+}
+)";
+
 struct Raw {
   CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream) = nullptr;
   CUresult (*cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream) = nullptr;
@@ -42,6 +78,10 @@ struct Raw {
   CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *) = nullptr;
   CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
                              void **, void **) = nullptr;
+  CUresult (*cuMemAlloc)(CUdeviceptr *, size_t) = nullptr;
+  CUresult (*cuMemFree)(CUdeviceptr) = nullptr;
+  CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t) = nullptr;
+  CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t) = nullptr;
 };
 
 struct Env {
@@ -50,7 +90,9 @@ struct Env {
   gpuhal::Stream stream;
   Raw raw;
   gpuhal::Module module;
+  gpuhal::Module increment_module;
   CUfunction raw_noop = nullptr;
+  CUfunction raw_increment = nullptr;
 };
 
 template <class F>
@@ -74,7 +116,13 @@ Env &env() {
     resolve(h, "cuModuleLoadDataEx", &v.raw.cuModuleLoadDataEx);
     resolve(h, "cuModuleGetFunction", &v.raw.cuModuleGetFunction);
     resolve(h, "cuLaunchKernel", &v.raw.cuLaunchKernel);
+    resolve(h, "cuMemAlloc_v2", &v.raw.cuMemAlloc);
+    resolve(h, "cuMemFree_v2", &v.raw.cuMemFree);
+    resolve(h, "cuMemcpyHtoD_v2", &v.raw.cuMemcpyHtoD);
+    resolve(h, "cuMemcpyDtoH_v2", &v.raw.cuMemcpyDtoH);
     v.module = gpuhal::Module::load(v.ctx, gpuhal::ImageFormat::Ptx, kNoopPtx, std::strlen(kNoopPtx));
+    v.increment_module =
+        gpuhal::Module::load(v.ctx, gpuhal::ImageFormat::Ptx, kIncrementPtx, std::strlen(kIncrementPtx));
     // The raw side sets up as a CUDA program does: device 0's primary
     // context (the one gpuhal uses) current on this thread. gpuhal leaves the
     // thread's current context alone, and finds its own current here.
@@ -88,6 +136,10 @@ Env &env() {
     CUmodule m = nullptr;
     if (v.raw.cuModuleLoadDataEx(&m, kNoopPtx, 0, nullptr, nullptr) != 0 || v.raw.cuModuleGetFunction(&v.raw_noop, m, "noop") != 0)
       throw std::runtime_error("raw cuModuleLoadDataEx / cuModuleGetFunction failed");
+    CUmodule mi = nullptr;
+    if (v.raw.cuModuleLoadDataEx(&mi, kIncrementPtx, 0, nullptr, nullptr) != 0 ||
+        v.raw.cuModuleGetFunction(&v.raw_increment, mi, "increment") != 0)
+      throw std::runtime_error("raw cuModuleLoadDataEx / cuModuleGetFunction (increment) failed");
     return v;
   }();
   return e;
@@ -216,6 +268,110 @@ void BM_raw_launch(benchmark::State &state) {
       benchmark::Counter(double(state.iterations()) * 256, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
+// ---- A1 on CUDA, and the default manager: alloc + free against cuMemAlloc + cuMemFree ----
+// The default manager's release goes through the deferred queue (flushed,
+// after a context synchronize, every 10 releases), as in Numba; the pool
+// manager keeps released blocks for the next allocation of their size.
+void BM_gpuhal_alloc(benchmark::State &state) {
+  Env &e = env();
+  const auto bytes = uint64_t(state.range(0));
+  for (auto _ : state) {
+    gpuhal::DeviceMemory m = e.ctx.allocate(bytes);
+    benchmark::DoNotOptimize(m.device_pointer());
+  }
+  e.ctx.flush_deallocations();
+}
+
+// A context with the pool manager: a second runtime over the same driver,
+// made when this benchmark first runs (gpuhal's managers are chosen when a
+// context is made).
+gpuhal::Context *pooled_context(std::string *why) {
+  static std::string error;
+  static gpuhal::Context *ctx = [] () -> gpuhal::Context * {
+    try {
+      gpuhal::set_memory_manager(gpuhal::pool_memory_manager());
+      gpuhal::Config c = gpuhal::Config::from_environment();
+      if (c.backend.empty()) c.backend = "cuda";
+      auto *p = new gpuhal::Context(gpuhal::Runtime::load(c).device(0).primary_context());
+      gpuhal::clear_memory_manager();
+      return p;
+    } catch (const std::exception &ex) {
+      gpuhal::clear_memory_manager();
+      error = ex.what();
+      return nullptr;
+    }
+  }();
+  *why = error;
+  return ctx;
+}
+
+void BM_gpuhal_pool_alloc(benchmark::State &state) {
+  env();
+  std::string why;
+  gpuhal::Context *ctx = pooled_context(&why);
+  if (!ctx) {
+    state.SkipWithError(("a context with the pool manager: " + why).c_str());
+    return;
+  }
+  const auto bytes = uint64_t(state.range(0));
+  { gpuhal::DeviceMemory warm = ctx->allocate(bytes); }
+  for (auto _ : state) {
+    gpuhal::DeviceMemory m = ctx->allocate(bytes);
+    benchmark::DoNotOptimize(m.device_pointer());
+  }
+}
+
+void BM_raw_alloc(benchmark::State &state) {
+  Env &e = env();
+  (void)e.ctx.memory_info();  // gpuhal's context current on this thread, as for the other raw calls
+  const auto bytes = size_t(state.range(0));
+  for (auto _ : state) {
+    CUdeviceptr p = 0;
+    check(e.raw.cuMemAlloc(&p, bytes), "cuMemAlloc");
+    benchmark::DoNotOptimize(p);
+    check(e.raw.cuMemFree(p), "cuMemFree");
+  }
+}
+
+// ---- A small round trip: to_device -> kernel -> copy_to_host, as Numba's users write it ----
+// Synchronous copies and a launch on the legacy default stream, a fresh
+// device array each time; the raw side makes the same calls (cuMemAlloc,
+// cuMemcpyHtoD, cuLaunchKernel on stream 0, cuMemcpyDtoH, cuMemFree). The
+// "correct" counter is 1 when the last round trip came back incremented
+// (a real GPU; a fake driver runs no kernel and reports 0).
+constexpr unsigned kRoundTripElements = 1024;  // 4 KiB of float32
+
+void BM_gpuhal_round_trip(benchmark::State &state) {
+  Env &e = env();
+  std::vector<float> host(kRoundTripElements, 1.0f), back(kRoundTripElements, 0.0f);
+  const gpuhal::Kernel k = e.increment_module.kernel("increment");
+  const unsigned n = kRoundTripElements;
+  for (auto _ : state) {
+    gpuhal::DeviceArray d = gpuhal::to_device(e.ctx, gpuhal::HostView::of(host));
+    k({n / 256}, {256})(d, n);
+    d.copy_to_host(gpuhal::HostView::of(back));
+  }
+  state.counters["correct"] = std::all_of(back.begin(), back.end(), [](float v) { return v == 2.0f; }) ? 1 : 0;
+}
+
+void BM_raw_round_trip(benchmark::State &state) {
+  Env &e = env();
+  (void)e.ctx.memory_info();
+  std::vector<float> host(kRoundTripElements, 1.0f), back(kRoundTripElements, 0.0f);
+  unsigned n = kRoundTripElements;
+  const size_t bytes = n * sizeof(float);
+  for (auto _ : state) {
+    CUdeviceptr p = 0;
+    check(e.raw.cuMemAlloc(&p, bytes), "cuMemAlloc");
+    check(e.raw.cuMemcpyHtoD(p, host.data(), bytes), "cuMemcpyHtoD");
+    void *args[] = {&p, &n};
+    check(e.raw.cuLaunchKernel(e.raw_increment, n / 256, 1, 1, 256, 1, 1, 0, nullptr, args, nullptr), "cuLaunchKernel");
+    check(e.raw.cuMemcpyDtoH(back.data(), p, bytes), "cuMemcpyDtoH");
+    check(e.raw.cuMemFree(p), "cuMemFree");
+  }
+  state.counters["correct"] = std::all_of(back.begin(), back.end(), [](float v) { return v == 2.0f; }) ? 1 : 0;
+}
+
 }  // namespace
 
 // Sizes: GPUHAL_BENCH_SMOKE=1 keeps them small for CI's smoke run.
@@ -230,4 +386,9 @@ BENCHMARK(BM_gpuhal_pageable_h2d)->Arg(kP1)->Arg(int64_t(1) << 20)->UseRealTime(
 BENCHMARK(BM_raw_pageable_h2d)->Arg(kP1)->Arg(int64_t(1) << 20)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_gpuhal_launch)->UseManualTime();
 BENCHMARK(BM_raw_launch)->UseManualTime();
+BENCHMARK(BM_gpuhal_alloc)->Arg(4 << 10)->Arg(1 << 20);
+BENCHMARK(BM_gpuhal_pool_alloc)->Arg(4 << 10)->Arg(1 << 20);
+BENCHMARK(BM_raw_alloc)->Arg(4 << 10)->Arg(1 << 20);
+BENCHMARK(BM_gpuhal_round_trip);
+BENCHMARK(BM_raw_round_trip);
 BENCHMARK_MAIN();

@@ -74,7 +74,8 @@ TARGETS = [
 
 
 def cuda_targets(smoke):
-    """T1, P1 and L1 (gpuhal-bench-cuda); its sizes are smaller in smoke mode."""
+    """T1, P1, L1, A1 on CUDA, the default manager's alloc + release and the
+    small round trip (gpuhal-bench-cuda); its sizes are smaller in smoke mode."""
     t1 = 8 << 20 if smoke else 512 << 20
     p1 = 8 << 20 if smoke else 64 << 20
     return [
@@ -88,6 +89,17 @@ def cuda_targets(smoke):
          "speed", 1.0, "pageable H2D (staged) vs the driver's"),
         ("L1", "cuda", "BM_gpuhal_launch/manual_time#ns_per_launch", "BM_raw_launch/manual_time#ns_per_launch",
          "time", 1.05, "launch submit vs raw cuLaunchKernel"),
+    ] + [
+        ("A1 CUDA %s" % label, "cuda", "BM_gpuhal_pool_alloc/%d" % size, "BM_raw_alloc/%d" % size, "time", 0.02,
+         "pool alloc + free vs raw cuMemAlloc + cuMemFree")
+        for label, size in (("4K", 4096), ("1M", 1048576))
+    ] + [
+        ("A2 CUDA %s" % label, "cuda", "BM_gpuhal_alloc/%d" % size, "BM_raw_alloc/%d" % size, "time", 1.0,
+         "alloc + deferred release vs raw cuMemAlloc + cuMemFree")
+        for label, size in (("4K", 4096), ("1M", 1048576))
+    ] + [
+        ("R1 CUDA", "cuda", "BM_gpuhal_round_trip", "BM_raw_round_trip", "time", 1.1,
+         "4 KiB to_device -> kernel -> copy_to_host vs the same raw driver calls"),
     ]
 
 

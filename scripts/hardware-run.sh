@@ -10,10 +10,14 @@
 #   info.txt            gpuhal-info
 #   conform.txt/.json   the conformance suite (gpuhal-conform), every check
 #   example_*.txt       every example
-#   bench_*.json        the CUDA benchmarks (T1 pinned / pageable transfers, P1
-#                       launch overhead, L1 alloc/free and pool hits, side by side
-#                       with the raw driver calls), when Google Benchmark is found
-#                       (CMAKE_PREFIX_PATH may name a prefix that has it)
+#   cuda.json           the CUDA benchmarks (T1 pinned and P1 pageable transfers,
+#   bench_table.txt     L1 launch overhead, alloc/free and pool hits, a small
+#                       to_device -> kernel -> copy_to_host round trip, side by
+#                       side with the raw driver calls), when Google Benchmark
+#                       is found (CMAKE_PREFIX_PATH may name a prefix that has
+#                       it), and their rows of the benchmark table
+#   n1.txt              N1: the small round trip through numba-cuda against
+#                       gpuhal, when python3 has numba-cuda
 # and prints a summary last. Needs CMake, Ninja, a C++17 compiler, and for the
 # host backend Boost.Context and xxhash.h (a prefix on CMAKE_PREFIX_PATH will
 # do); installs nothing and fetches nothing (GPU machines are often offline).
@@ -116,11 +120,48 @@ done
 
 echo "== benchmarks"
 if [ -x "$build/bin/gpuhal-bench-cuda" ]; then
-  "$build/bin/gpuhal-bench-cuda" --benchmark_repetitions=10 --benchmark_enable_random_interleaving=true \
-    --benchmark_out="$logs/bench_cuda.json" --benchmark_out_format=json >"$logs/bench_cuda.txt" 2>&1 &&
-    note "gpuhal-bench-cuda: $logs/bench_cuda.json" || note "gpuhal-bench-cuda: FAILED (see $logs/bench_cuda.txt)"
+  # cuda.json: the name scripts/bench_table.py reads gpuhal-bench-cuda's results under.
+  if "$build/bin/gpuhal-bench-cuda" --benchmark_repetitions=10 --benchmark_enable_random_interleaving=true \
+    --benchmark_out="$logs/cuda.json" --benchmark_out_format=json >"$logs/bench_cuda.txt" 2>&1; then
+    note "gpuhal-bench-cuda: $logs/cuda.json"
+    # The table marks its rows when the driver is the test suite's fake (a dry run).
+    grep -qi fake "$logs/info.txt" && echo fake >"$logs/cuda-driver.txt"
+    table_args=()
+    [ -n "${GPUHAL_BENCH_SMOKE:-}" ] && table_args=(--smoke)
+    python3 - "$logs/cuda.json" >"$logs/round_trip_check.txt" 2>&1 <<'PY'
+import json, sys
+runs = json.load(open(sys.argv[1]))["benchmarks"]
+for name in ("BM_gpuhal_round_trip", "BM_raw_round_trip"):
+    got = [b.get("correct") for b in runs if b.get("run_name") == name and b.get("run_type") == "iteration"]
+    print("%s: %s" % (name, "no result" if not got else
+                      "every repetition's result correct" if all(v == 1 for v in got) else
+                      "%d of %d repetitions' results WRONG (0 on a fake driver, which runs no kernel)"
+                      % (sum(v != 1 for v in got), len(got))))
+PY
+    while IFS= read -r row; do note "  $row"; done <"$logs/round_trip_check.txt"
+    if python3 scripts/bench_table.py "$logs" ${table_args[@]+"${table_args[@]}"} >"$logs/bench_table.txt" 2>&1; then
+      while IFS= read -r row; do note "  $row"; done < <(grep -E '^(T1|P1|L1|A1 CUDA|A2 CUDA|R1 CUDA)' "$logs/bench_table.txt")
+    else
+      note "  bench_table.py failed (see $logs/bench_table.txt)"
+    fi
+  else
+    note "gpuhal-bench-cuda: FAILED (see $logs/bench_cuda.txt)"
+  fi
 else
   note "benchmarks: not built (Google Benchmark not found; set CMAKE_PREFIX_PATH to a prefix that has it)"
+fi
+
+# N1: the same small round trip through numba-cuda, where the machine's
+# Python has it (benchmarks/numba_round_trip.py).
+echo "== N1 (numba-cuda)"
+if [ "$backend" = cuda ] && [ -x "$build/bin/gpuhal-bench-round-trip" ] && python3 -c "import numba.cuda" 2>/dev/null; then
+  if python3 benchmarks/numba_round_trip.py --cpp "$build/bin/gpuhal-bench-round-trip" >"$logs/n1.txt" 2>&1; then
+    while IFS= read -r row; do note "  N1 $row"; done < <(grep -E '^copy_to_host' "$logs/n1.txt")
+  else
+    note "N1: FAILED (see $logs/n1.txt)"
+  fi
+else
+  note "N1: not run (needs the cuda backend, gpuhal-bench-round-trip and numba-cuda in python3)"
 fi
 
 echo
