@@ -53,6 +53,18 @@ void BM_HostBackendH2D(benchmark::State &state) {
   state.SetBytesProcessed(int64_t(state.iterations()) * n);
 }
 
+// H1 the other way: a synchronous device-to-host copy into a host buffer of
+// the same layout.
+void BM_HostBackendD2H(benchmark::State &state) {
+  const int64_t n = state.range(0);
+  std::vector<uint8_t> dst(size_t(n), 1);
+  gpuhal::DeviceArray d = gpuhal::device_array(context(), {n}, gpuhal::dtypes::uint8);
+  d.memset(2);
+  const gpuhal::HostView view = gpuhal::HostView::of(dst);
+  for (auto _ : state) d.copy_to_host(view);  // synchronous
+  state.SetBytesProcessed(int64_t(state.iterations()) * n);
+}
+
 // H4: host time per asynchronous submit (no wait), batches of 256 with the
 // stream drained outside the timed region.
 void BM_AsyncSubmit(benchmark::State &state) {
@@ -84,6 +96,7 @@ void BM_DirectCall(benchmark::State &state) {
 
 BENCHMARK(BM_Memcpy)->Arg(4 << 10)->Arg(64 << 10)->Arg(1 << 20)->Arg(64 << 20);
 BENCHMARK(BM_HostBackendH2D)->Arg(4 << 10)->Arg(64 << 10)->Arg(1 << 20)->Arg(64 << 20);
+BENCHMARK(BM_HostBackendD2H)->Arg(4 << 10)->Arg(64 << 10)->Arg(1 << 20);
 BENCHMARK(BM_AsyncSubmit)->UseManualTime();
 BENCHMARK(BM_DirectCall);
 BENCHMARK_MAIN();

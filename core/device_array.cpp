@@ -304,6 +304,24 @@ HostArray DeviceArray::copy_to_host(const Stream &stream) const {
 }
 
 void DeviceArray::copy_to_host_impl(const HostView &dst, const Stream *stream, bool own_buffer) const {
+  // The common case, synchronous, as copy_from_host_impl's: the same dtype,
+  // shape and strides on both sides, C-contiguous, into a writeable view;
+  // then the span goes straight to dst.data() (the general path's
+  // compatibility check builds squeezed layouts, two allocations each).
+  if (!stream && ctx_ && dst.writeable() && same_c_contiguous(layout_, dtype_, dst)) {
+    check_live(ctx_, memory_, "copy_to_host");
+    const gpuhal_deviceptr_t from = memory_.device_pointer() + uint64_t(layout_.span_begin());
+    const auto host = gpuhal_deviceptr_t(reinterpret_cast<uintptr_t>(dst.data()));
+    const detail::Backend &t = ctx_->backend();
+    ctx_->check(t.memcpy_sync_status(ctx_->handle, GPUHAL_COPY_DEVICE_TO_HOST, host, from, uint64_t(layout_.nbytes())),
+                "memcpy_sync(D2H)");
+    return;
+  }
+  copy_to_host_general(dst, stream, own_buffer);
+}
+
+[[gnu::noinline]] void DeviceArray::copy_to_host_general(const HostView &dst, const Stream *stream,
+                                                         bool own_buffer) const {
   const char *call = "copy_to_host";
   check_live(ctx_, memory_, call);
   gpuhal_stream_t sh = stream ? stream_handle(ctx_, *stream, call) : nullptr;

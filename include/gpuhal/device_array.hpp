@@ -138,6 +138,8 @@ class DeviceArray {
   void copy_from_device_impl(const DeviceArray &src, const Stream *stream) const;
   // own_buffer: `dst` was made by copy_to_host() for exactly this layout.
   void copy_to_host_impl(const HostView &dst, const Stream *stream, bool own_buffer) const;
+  // The cases copy_to_host_impl's common one does not cover (out of line).
+  void copy_to_host_general(const HostView &dst, const Stream *stream, bool own_buffer) const;
   void memset_impl(uint8_t value, const Stream *stream) const;
   void assign_impl(const DeviceArray &src, const Stream *stream) const;
   void fill_impl(DType from, const void *value, const Stream *stream) const;

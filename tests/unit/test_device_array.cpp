@@ -201,6 +201,44 @@ TEST_CASE("copying a strided view into a strided host view leaves the gaps alone
   CHECK(out == std::vector<double>{0, -1, 2, -1, 4, -1, 6, -1, 8, -1});
 }
 
+// A synchronous copy between a device array and a host view of the same
+// dtype, shape and strides, C-contiguous, takes the core's short path in
+// both directions; these are the cases that path must get right (a view
+// that starts inside its allocation, one row, a scalar) or must leave to the
+// general path (a read-only destination, an empty array, another order).
+TEST_CASE("same-layout synchronous copies: views with an offset, scalars, and what they leave to the general path",
+          "[array][transfer]") {
+  Context ctx = test::host_context();
+  const std::vector<double> v = iota(12);
+  DeviceArray d = to_device(ctx, HostView::of(v, {4, 3}));
+  // Rows 1-2: C-contiguous, starting 24 bytes into the allocation.
+  DeviceArray rows = d.view({Slice(1, 3)});
+  std::vector<double> out(6, -1);
+  rows.copy_to_host(HostView::of(out, {2, 3}));
+  CHECK(out == std::vector<double>{3, 4, 5, 6, 7, 8});
+  const std::vector<double> in{-3, -4, -5, -6, -7, -8};
+  rows.copy_from_host(HostView::of(in, {2, 3}));
+  CHECK(d.copy_to_host().to_vector<double>() == std::vector<double>{0, 1, 2, -3, -4, -5, -6, -7, -8, 9, 10, 11});
+  // One row, and one element as a 0-d view.
+  std::vector<double> row(3, -1);
+  d[3].copy_to_host(HostView::of(row));
+  CHECK(row == std::vector<double>{9, 10, 11});
+  std::vector<double> one(1, -1);
+  d.view({2, 1}).copy_to_host(HostView::of(one).view({0}));
+  CHECK(one[0] == -7);
+  // Left to the general path: its checks and errors still hold.
+  const std::vector<double> ro(6);
+  REQUIRE_GPUHAL_ERROR(rows.copy_to_host(HostView::of(ro, {2, 3})), Status::ERROR_INVALID_VALUE, "read-only");
+  DeviceArray empty = device_array(ctx, {0, 3});
+  std::vector<double> none;
+  empty.copy_to_host(HostView::of(none.data(), {0, 3}, {24, 8}));
+  empty.copy_from_host(HostView::of(none.data(), {0, 3}, {24, 8}));
+  std::vector<double> f_out(6, -1);
+  REQUIRE_GPUHAL_ERROR(rows.copy_to_host(HostView::of(f_out.data(), {2, 3}, {8, 16})), Status::ERROR_INCOMPATIBLE,
+                       "incompatible strides");
+  CHECK(f_out == std::vector<double>(6, -1));
+}
+
 TEST_CASE("reshape and ravel on device arrays", "[array][reshape]") {
   Context ctx = test::host_context();
   std::vector<double> v = iota(6);
