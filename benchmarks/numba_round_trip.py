@@ -16,45 +16,10 @@ table, or JSON with --json.
 import argparse
 import json
 import os
-import statistics
-import subprocess
-import time
 
-import numpy as np
 from numba import cuda
 
-
-def numba_batches(nbytes, batch, repeats):
-    host = np.ones(nbytes // 8)
-    out = np.empty_like(host)
-    to_device = cuda.to_device
-
-    def new():
-        to_device(host).copy_to_host()
-
-    def into():
-        to_device(host).copy_to_host(out)
-
-    def timed(fn):
-        t0 = time.perf_counter_ns()
-        for _ in range(batch):
-            fn()
-        return (time.perf_counter_ns() - t0) / batch
-
-    timed(into)  # warm up (the context, the module of copies)
-    return [timed(new) for _ in range(repeats)], [timed(into) for _ in range(repeats)]
-
-
-def gpuhal_batches(cpp, nbytes, batch, repeats):
-    env = dict(os.environ)
-    env.setdefault("GPUHAL_BACKEND", "cuda")
-    r = json.loads(subprocess.run([cpp, str(nbytes), str(batch), str(repeats)], check=True, capture_output=True,
-                                  text=True, env=env).stdout)
-    return r["new_ns"], r["into_ns"]
-
-
-def summary(values):
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+from round_trip_timing import cpp_batches, python_batches, summary
 
 
 def main():
@@ -71,10 +36,12 @@ def main():
         ap.error("--bytes must be >= 8 and the counts >= 1")
     nb_new, nb_into, gh_new, gh_into = [], [], [], []
     for _ in range(args.rounds):
-        n, i = gpuhal_batches(args.cpp, args.bytes, args.gpuhal_batch, args.repeats)
+        env = dict(os.environ)
+        env.setdefault("GPUHAL_BACKEND", "cuda")
+        n, i = cpp_batches(args.cpp, args.bytes, args.gpuhal_batch, args.repeats, env)
         gh_new += n
         gh_into += i
-        n, i = numba_batches(args.bytes, args.batch, args.repeats)
+        n, i = python_batches(cuda.to_device, args.bytes, args.batch, args.repeats)
         nb_new += n
         nb_into += i
     simulated = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"

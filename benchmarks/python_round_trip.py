@@ -12,38 +12,9 @@ JSON with --json.
 
 import argparse
 import json
-import statistics
-import subprocess
-import time
-
-import numpy as np
 
 import gpuhal
-
-
-def python_batches(nbytes, batch, repeats):
-    host = np.ones(nbytes // 8)
-    out = np.empty_like(host)
-    to_device = gpuhal.to_device
-
-    def new():
-        to_device(host).copy_to_host()
-
-    def into():
-        to_device(host).copy_to_host(out)
-
-    def timed(fn):
-        t0 = time.perf_counter_ns()
-        for _ in range(batch):
-            fn()
-        return (time.perf_counter_ns() - t0) / batch
-
-    timed(into)  # warm up
-    return [timed(new) for _ in range(repeats)], [timed(into) for _ in range(repeats)]
-
-
-def summary(values):
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+from round_trip_timing import cpp_batches, python_batches, summary
 
 
 def main():
@@ -57,11 +28,10 @@ def main():
     args = ap.parse_args()
     py_new, py_into, cpp_new, cpp_into = [], [], [], []
     for _ in range(args.rounds):
-        r = json.loads(subprocess.run([args.cpp, str(args.bytes), str(args.batch), str(args.repeats)], check=True,
-                                      capture_output=True, text=True).stdout)
-        cpp_new += r["new_ns"]
-        cpp_into += r["into_ns"]
-        n, i = python_batches(args.bytes, args.batch, args.repeats)
+        n, i = cpp_batches(args.cpp, args.bytes, args.batch, args.repeats)
+        cpp_new += n
+        cpp_into += i
+        n, i = python_batches(gpuhal.to_device, args.bytes, args.batch, args.repeats)
         py_new += n
         py_into += i
     rows = {
