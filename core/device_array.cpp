@@ -157,6 +157,23 @@ void check_live(const std::shared_ptr<detail::ContextImpl> &ctx, const DeviceMem
   ctx->check_alive(mem ? detail::impl_of(mem)->generation : ctx->current_generation(), call);
 }
 
+// The short path's copy (same_c_contiguous held): the array's span to or
+// from `host`, synchronously, after the liveness check. Inline, to keep the
+// callers' frames small.
+[[gnu::always_inline]] inline void copy_span_sync(const std::shared_ptr<detail::ContextImpl> &ctx,
+                                                  const DeviceMemory &memory, const Layout &layout, void *host,
+                                                  bool to_device) {
+  check_live(ctx, memory, to_device ? "copy_from_host" : "copy_to_host");
+  const gpuhal_deviceptr_t dev = memory.device_pointer() + uint64_t(layout.span_begin());
+  const auto h = gpuhal_deviceptr_t(reinterpret_cast<uintptr_t>(host));
+  const detail::Backend &t = ctx->backend();
+  const uint64_t bytes = uint64_t(layout.nbytes());
+  if (to_device)
+    ctx->check(t.memcpy_sync_status(ctx->handle, GPUHAL_COPY_HOST_TO_DEVICE, dev, h, bytes), "memcpy_sync(H2D)");
+  else
+    ctx->check(t.memcpy_sync_status(ctx->handle, GPUHAL_COPY_DEVICE_TO_HOST, h, dev, bytes), "memcpy_sync(D2H)");
+}
+
 }  // namespace
 
 void DeviceArray::copy_from_host_impl(const HostView &src, const Stream *stream) const {
@@ -164,12 +181,7 @@ void DeviceArray::copy_from_host_impl(const HostView &src, const Stream *stream)
   // frame (every push and spill is a store, and after a small copy each
   // store waits for the copy's stores to drain).
   if (!stream && ctx_ && same_c_contiguous(layout_, dtype_, src)) {
-    check_live(ctx_, memory_, "copy_from_host");
-    const gpuhal_deviceptr_t dst = memory_.device_pointer() + uint64_t(layout_.span_begin());
-    const auto host = gpuhal_deviceptr_t(reinterpret_cast<uintptr_t>(src.data()));
-    const detail::Backend &t = ctx_->backend();
-    ctx_->check(t.memcpy_sync_status(ctx_->handle, GPUHAL_COPY_HOST_TO_DEVICE, dst, host, uint64_t(layout_.nbytes())),
-                "memcpy_sync(H2D)");
+    copy_span_sync(ctx_, memory_, layout_, src.data(), true);
     return;
   }
   copy_from_host_general(src, stream);
@@ -309,12 +321,7 @@ void DeviceArray::copy_to_host_impl(const HostView &dst, const Stream *stream, b
   // then the span goes straight to dst.data() (the general path's
   // compatibility check builds squeezed layouts, two allocations each).
   if (!stream && ctx_ && dst.writeable() && same_c_contiguous(layout_, dtype_, dst)) {
-    check_live(ctx_, memory_, "copy_to_host");
-    const gpuhal_deviceptr_t from = memory_.device_pointer() + uint64_t(layout_.span_begin());
-    const auto host = gpuhal_deviceptr_t(reinterpret_cast<uintptr_t>(dst.data()));
-    const detail::Backend &t = ctx_->backend();
-    ctx_->check(t.memcpy_sync_status(ctx_->handle, GPUHAL_COPY_DEVICE_TO_HOST, host, from, uint64_t(layout_.nbytes())),
-                "memcpy_sync(D2H)");
+    copy_span_sync(ctx_, memory_, layout_, dst.data(), false);
     return;
   }
   copy_to_host_general(dst, stream, own_buffer);
