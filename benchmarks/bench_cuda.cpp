@@ -306,7 +306,6 @@ gpuhal::Context *pooled_context(std::string *why) {
 }
 
 void BM_gpuhal_pool_alloc(benchmark::State &state) {
-  env();
   std::string why;
   gpuhal::Context *ctx = pooled_context(&why);
   if (!ctx) {

@@ -25,7 +25,8 @@
 # hardware-bundle/debs (scripts/hardware-bundle.sh makes it, or
 # GPUHAL_HARDWARE_BUNDLE names another folder) in the tree, its .deb files are
 # unpacked into the build folder and found there first. Exit status: 0
-# when the build, every conformance check and every example passed.
+# when the build, every conformance check and every example passed, and the
+# CUDA round trip's results came back right.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 logs=${1:-hardware-run-logs}
@@ -37,6 +38,11 @@ summary=()
 note() {
   summary+=("$1")
   echo "$1"
+}
+# Each line of file $1 as a note, after prefix $2.
+note_lines() {
+  local line
+  while IFS= read -r line; do note "$2$line"; done <"$1"
 }
 
 {
@@ -138,9 +144,12 @@ for name in ("BM_gpuhal_round_trip", "BM_raw_round_trip"):
                       "%d of %d repetitions' results WRONG (0 on a fake driver, which runs no kernel)"
                       % (sum(v != 1 for v in got), len(got))))
 PY
-    while IFS= read -r row; do note "  $row"; done <"$logs/round_trip_check.txt"
+    note_lines "$logs/round_trip_check.txt" "  "
+    # A wrong result on a real GPU is a failure of the run, like a failed check.
+    grep -q WRONG "$logs/round_trip_check.txt" && [ ! -e "$logs/cuda-driver.txt" ] && status=1
     if python3 scripts/bench_table.py "$logs" ${table_args[@]+"${table_args[@]}"} >"$logs/bench_table.txt" 2>&1; then
-      while IFS= read -r row; do note "  $row"; done < <(grep -E '^(T1|P1|L1|A1 CUDA|A2 CUDA|R1 CUDA)' "$logs/bench_table.txt")
+      grep -E '^(T1|P1|L1|A1 CUDA|A2 CUDA|R1 CUDA)' "$logs/bench_table.txt" >"$logs/bench_rows.txt"
+      note_lines "$logs/bench_rows.txt" "  "
     else
       note "  bench_table.py failed (see $logs/bench_table.txt)"
     fi
@@ -156,7 +165,8 @@ fi
 echo "== N1 (numba-cuda)"
 if [ "$backend" = cuda ] && [ -x "$build/bin/gpuhal-bench-round-trip" ] && python3 -c "import numba.cuda" 2>/dev/null; then
   if python3 benchmarks/numba_round_trip.py --cpp "$build/bin/gpuhal-bench-round-trip" >"$logs/n1.txt" 2>&1; then
-    while IFS= read -r row; do note "  N1 $row"; done < <(grep -E '^copy_to_host' "$logs/n1.txt")
+    grep -E '^copy_to_host' "$logs/n1.txt" >"$logs/n1_rows.txt"
+    note_lines "$logs/n1_rows.txt" "  N1 "
   else
     note "N1: FAILED (see $logs/n1.txt)"
   fi

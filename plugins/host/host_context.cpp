@@ -434,15 +434,14 @@ void forget_context_lookups() {
 }
 
 HostContext *find_context(gpuhal_context_t handle) {
+  if (HostContext *c = find_context_cached(handle)) return c;
   const HostPlugin *st = g_plugin_state;
   if (!st) return nullptr;
-  LastContextLookup &last = t_last_context;
   // Read before the lookup: a context that goes after it changes the count,
   // and the entry kept below is then never used.
   const uint64_t removals = g_context_removals.load(std::memory_order_acquire);
-  if (HostContext *c = find_context_cached(handle)) return c;
   HostContext *c = st->contexts.find(handle);
-  if (c) last = LastContextLookup{handle, c, st, removals};
+  if (c) t_last_context = LastContextLookup{handle, c, st, removals};
   return c;
 }
 
