@@ -392,10 +392,17 @@ int main(int argc, char **argv) {
   const int64_t t1 = smoke ? (int64_t(8) << 20) : (int64_t(512) << 20);
   const int64_t p1 = smoke ? (int64_t(8) << 20) : (int64_t(64) << 20);
   auto ms = [](benchmark::internal::Benchmark *b) { return b->UseRealTime()->Unit(benchmark::kMillisecond); };
-  ms(benchmark::RegisterBenchmark("BM_gpuhal_pinned_h2d", guarded<BM_gpuhal_pinned_h2d>)->Arg(t1));
-  ms(benchmark::RegisterBenchmark("BM_raw_pinned_h2d", guarded<BM_raw_pinned_h2d>)->Arg(t1));
-  ms(benchmark::RegisterBenchmark("BM_gpuhal_pinned_d2h", guarded<BM_gpuhal_pinned_d2h>)->Arg(t1));
-  ms(benchmark::RegisterBenchmark("BM_raw_pinned_d2h", guarded<BM_raw_pinned_d2h>)->Arg(t1));
+  // T1 at 512 MiB, and a sweep from 4 KiB up (not in smoke runs) that shows
+  // where the per-copy overhead stops mattering.
+  auto pinned_sizes = [&](benchmark::internal::Benchmark *b) {
+    if (!smoke)
+      for (int64_t n : {int64_t(4) << 10, int64_t(64) << 10, int64_t(1) << 20, int64_t(16) << 20}) b->Arg(n);
+    return b->Arg(t1)->UseRealTime()->Unit(benchmark::kMicrosecond);
+  };
+  pinned_sizes(benchmark::RegisterBenchmark("BM_gpuhal_pinned_h2d", guarded<BM_gpuhal_pinned_h2d>));
+  pinned_sizes(benchmark::RegisterBenchmark("BM_raw_pinned_h2d", guarded<BM_raw_pinned_h2d>));
+  pinned_sizes(benchmark::RegisterBenchmark("BM_gpuhal_pinned_d2h", guarded<BM_gpuhal_pinned_d2h>));
+  pinned_sizes(benchmark::RegisterBenchmark("BM_raw_pinned_d2h", guarded<BM_raw_pinned_d2h>));
   ms(benchmark::RegisterBenchmark("BM_gpuhal_pageable_h2d", guarded<BM_gpuhal_pageable_h2d>)->Arg(p1)->Arg(1 << 20));
   ms(benchmark::RegisterBenchmark("BM_raw_pageable_h2d", guarded<BM_raw_pageable_h2d>)->Arg(p1)->Arg(1 << 20));
   benchmark::RegisterBenchmark("BM_gpuhal_launch", guarded<BM_gpuhal_launch>)->UseManualTime();

@@ -94,7 +94,13 @@ def cuda_targets(smoke):
          "speed", 1.0, "pageable H2D (staged) vs the driver's"),
         ("L1", "cuda", "BM_gpuhal_launch/manual_time#ns_per_launch", "BM_raw_launch/manual_time#ns_per_launch",
          "time", 1.05, "launch submit vs raw cuLaunchKernel"),
-    ] + [
+    ] + ([] if smoke else [
+        ("T1 %s %s" % (way.upper(), label), "cuda", "BM_gpuhal_pinned_%s/%d/real_time" % (way, size),
+         "BM_raw_pinned_%s/%d/real_time" % (way, size), "speed", 0.99,
+         "pinned %s vs raw, size sweep (T1 is set at 512 MiB)" % way.upper())
+        for way in ("h2d", "d2h")
+        for label, size in (("4K", 4 << 10), ("64K", 64 << 10), ("1M", 1 << 20), ("16M", 16 << 20))
+    ]) + [
         ("A1 CUDA %s" % label, "cuda", "BM_gpuhal_pool_alloc/%d" % size, "BM_raw_alloc/%d" % size, "time", 0.02,
          "pool alloc + free vs raw cuMemAlloc + cuMemFree")
         for label, size in (("4K", 4096), ("1M", 1048576))

@@ -18,7 +18,7 @@
 #                       it), and their rows of the benchmark table
 #   n1.txt              N1: the small round trip through numba-cuda against
 #                       gpuhal, when python3 has numba-cuda
-# and prints a summary last. Needs CMake, Ninja, a C++17 compiler, and for the
+# and prints a summary last. Needs CMake, Ninja (else make), a C++17 compiler, and for the
 # host backend Boost.Context and xxhash.h (a prefix on CMAKE_PREFIX_PATH will
 # do); installs nothing and fetches nothing (GPU machines are often offline).
 # What the machine lacks can come along as Debian packages: with
@@ -32,6 +32,10 @@ cd "$(dirname "$0")/.."
 logs=${1:-hardware-run-logs}
 backend=${GPUHAL_BACKEND:-cuda}
 build=${GPUHAL_BUILD_DIR:-build-hardware}
+# Time limits (seconds): each conformance check, each example, each benchmark program.
+check_timeout=${GPUHAL_CHECK_TIMEOUT:-60}
+step_timeout=${GPUHAL_STEP_TIMEOUT:-120}
+bench_timeout=${GPUHAL_BENCH_TIMEOUT:-600}
 mkdir -p "$logs"
 status=0
 summary=()
@@ -87,7 +91,10 @@ fi
 
 echo "== build ($build)"
 { command -v c++ && c++ --version | head -1 && cmake --version | head -1; } >"$logs/toolchain.txt" 2>&1
-if ! cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUHAL_BUILD_TESTS=OFF -DGPUHAL_WERROR=OFF \
+generator=Ninja
+command -v ninja >/dev/null || generator="Unix Makefiles"
+export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
+if ! cmake -S . -B "$build" -G "$generator" -DCMAKE_BUILD_TYPE=Release -DGPUHAL_BUILD_TESTS=OFF -DGPUHAL_WERROR=OFF \
   ${prefix_args[@]+"${prefix_args[@]}"} >"$logs/configure.log" 2>&1 || ! cmake --build "$build" >"$logs/build.log" 2>&1; then
   note "build: FAILED (see $logs/configure.log, $logs/build.log)"
   tail -30 "$logs/build.log" 2>/dev/null
@@ -106,9 +113,24 @@ else
 fi
 
 echo "== conformance suite"
-"$build/bin/gpuhal-conform" --timeout 300 "$backend" >"$logs/conform.txt" 2>"$logs/conform.stderr"
+# One run, in JSON; conform.txt is its text form. Each check has its own time
+# limit (a hang fails that check, not the run).
+"$build/bin/gpuhal-conform" --json --timeout "$check_timeout" "$backend" >"$logs/conform.json" 2>"$logs/conform.stderr"
 rc=$?
-"$build/bin/gpuhal-conform" --json --timeout 300 "$backend" >"$logs/conform.json" 2>>"$logs/conform.stderr"
+python3 - "$logs/conform.json" "$backend" >"$logs/conform.txt" 2>>"$logs/conform.stderr" <<'PY'
+import collections, json, sys
+try:
+    results = json.load(open(sys.argv[1]))["results"]
+except Exception as e:  # a crash before the JSON was written
+    print("FAIL         conform                                          no results (%s)" % e)
+    print("%s: no results" % sys.argv[2])
+    sys.exit(0)
+for r in results:
+    print("%-12s %-48s %s" % (r["outcome"].upper(), r["check"], r.get("detail", "")))
+counts = collections.Counter(r["outcome"] for r in results)
+print("%s: %s" % (sys.argv[2], ", ".join("%d %s" % (n, "passed" if k == "pass" else "failed" if k == "fail" else k)
+                                          for k, n in sorted(counts.items(), key=lambda kv: kv[0] != "pass"))))
+PY
 [ $rc -eq 0 ] || status=1
 note "conformance: $(tail -1 "$logs/conform.txt")"
 grep -E '^(FAIL|UNSUPPORTED|SKIPPED)' "$logs/conform.txt" | sed 's/^/  /' | head -60
@@ -116,7 +138,7 @@ for line in $(grep -E '^FAIL' "$logs/conform.txt" | awk '{print $2}'); do summar
 
 echo "== examples"
 for e in roundtrip increment_kernel block_reduction matmul; do
-  if "$build/bin/$e" >"$logs/example_$e.txt" 2>&1; then
+  if timeout "$step_timeout" "$build/bin/$e" >"$logs/example_$e.txt" 2>&1; then
     note "example $e: ok: $(tail -1 "$logs/example_$e.txt")"
   else
     note "example $e: FAILED: $(tail -1 "$logs/example_$e.txt")"
@@ -127,7 +149,8 @@ done
 echo "== benchmarks"
 if [ -x "$build/bin/gpuhal-bench-cuda" ]; then
   # cuda.json: the name scripts/bench_table.py reads gpuhal-bench-cuda's results under.
-  if "$build/bin/gpuhal-bench-cuda" --benchmark_repetitions=10 --benchmark_enable_random_interleaving=true \
+  if timeout "$bench_timeout" "$build/bin/gpuhal-bench-cuda" --benchmark_repetitions=10 --benchmark_min_time=0.2 \
+    --benchmark_enable_random_interleaving=true \
     --benchmark_out="$logs/cuda.json" --benchmark_out_format=json >"$logs/bench_cuda.txt" 2>&1; then
     note "gpuhal-bench-cuda: $logs/cuda.json"
     # The table marks its rows when the driver is the test suite's fake (a dry run).
@@ -164,7 +187,7 @@ fi
 # Python has it (benchmarks/numba_round_trip.py).
 echo "== N1 (numba-cuda)"
 if [ "$backend" = cuda ] && [ -x "$build/bin/gpuhal-bench-round-trip" ] && python3 -c "import numba.cuda" 2>/dev/null; then
-  if python3 benchmarks/numba_round_trip.py --cpp "$build/bin/gpuhal-bench-round-trip" >"$logs/n1.txt" 2>&1; then
+  if timeout "$bench_timeout" python3 benchmarks/numba_round_trip.py --cpp "$build/bin/gpuhal-bench-round-trip" >"$logs/n1.txt" 2>&1; then
     grep -E '^copy_to_host' "$logs/n1.txt" >"$logs/n1_rows.txt"
     note_lines "$logs/n1_rows.txt" "  N1 "
   else
