@@ -86,13 +86,21 @@ CopyThreads &copy_threads() {
 
 }  // namespace
 
-bool is_pinned(CudaContext *c, const void *p, size_t n) {
-  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+std::vector<HostPiece> host_pieces(CudaContext *c, const void *p, size_t n) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p), end = a + n;
+  std::vector<HostPiece> out;
   std::lock_guard<std::mutex> lock(c->mu);
   auto it = c->pinned_ranges.upper_bound(a);
-  if (it == c->pinned_ranges.begin()) return false;
-  --it;
-  return a - it->first < it->second && n <= it->second - (a - it->first);
+  if (it != c->pinned_ranges.begin() && a - std::prev(it)->first < std::prev(it)->second) --it;
+  uintptr_t at = a;
+  for (; it != c->pinned_ranges.end() && it->first < end; ++it) {
+    const uintptr_t from = std::max(it->first, at), to = std::min(it->first + it->second, end);
+    if (from > at) out.push_back({at - a, from - at, false});
+    out.push_back({from - a, to - from, true});
+    at = to;
+  }
+  if (at < end) out.push_back({at - a, end - at, false});
+  return out;
 }
 
 gpuhal_status_t staged_h2d(CudaContext *c, CUdeviceptr dst, const void *src, size_t bytes, CUstream stream) {

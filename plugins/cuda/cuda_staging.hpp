@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "cuda_context.hpp"
 
@@ -27,8 +28,20 @@ constexpr size_t kStageMinBytes = size_t(1) << 20;
 constexpr size_t kStageChunkBytes = size_t(8) << 20;
 constexpr size_t kStageSlots = 3;
 
-// True when [p, p + n) lies in host memory pinned or registered in c.
-bool is_pinned(CudaContext *c, const void *p, size_t n);
+// A piece of a host range that one driver copy may take: `pinned` when it
+// lies in one range this context pinned or registered, else it touches none.
+struct HostPiece {
+  size_t offset;
+  size_t bytes;
+  bool pinned;
+};
+// [p, p + n) cut at the edges of the pinned and registered ranges it
+// touches, in address order; most ranges are one piece. The driver refuses
+// (CUDA_ERROR_INVALID_VALUE) a copy whose host range is partly registered or
+// spans two registrations, as overlapping user registrations make them (the
+// core registers only the bytes no earlier registration covers), so each
+// piece is copied on its own.
+std::vector<HostPiece> host_pieces(CudaContext *c, const void *p, size_t n);
 // Queues the copy on `stream` through the staging area (made on first use).
 gpuhal_status_t staged_h2d(CudaContext *c, CUdeviceptr dst, const void *src, size_t bytes, CUstream stream);
 // Frees the staging area (context_destroy, after the context synchronised).

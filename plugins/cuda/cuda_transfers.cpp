@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The cuda backend's transfers: cuMemcpy* and cuMemsetD8, with pageable
 // host-to-device copies of kStageMinBytes and more staged through the
-// plugin's pinned chunks (cuda_staging.hpp).
+// plugin's pinned chunks (cuda_staging.hpp), and host ranges cut where the
+// driver wants them cut (host_pieces).
 #include <algorithm>
 #include <mutex>
 #include <string>
@@ -14,77 +15,71 @@
 
 namespace gpuhal::cuda {
 
+namespace {
+
+// One host-to-device piece (host_pieces). A pageable piece of
+// kStageMinBytes or more goes through the staging area; `stream` null means
+// synchronous: ordered on the legacy default stream, as cuMemcpyHtoD is, and
+// waited for.
+gpuhal_status_t h2d_piece(CudaContext *c, CUdeviceptr dst, const void *host, const HostPiece &p,
+                          const CUstream *stream) {
+  const void *src = static_cast<const char *>(host) + p.offset;
+  if (!p.pinned && p.bytes >= kStageMinBytes) {
+    const CUstream s = stream ? *stream : api::stream_legacy();
+    if (const gpuhal_status_t st = staged_h2d(c, dst + p.offset, src, p.bytes, s); st != GPUHAL_SUCCESS)
+      return st;
+    return stream ? GPUHAL_SUCCESS : cu_call(drv().cuStreamSynchronize, "cuStreamSynchronize", s);
+  }
+  return stream ? cu_call(drv().cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync", dst + p.offset, src, p.bytes, *stream)
+                : cu_call(drv().cuMemcpyHtoD, "cuMemcpyHtoD", dst + p.offset, src, p.bytes);
+}
+
+// One device-to-host piece; `stream` null means synchronous.
+gpuhal_status_t d2h_piece(void *host, CUdeviceptr src, const HostPiece &p, const CUstream *stream) {
+  void *dst = static_cast<char *>(host) + p.offset;
+  return stream ? cu_call(drv().cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync", dst, src + p.offset, p.bytes, *stream)
+                : cu_call(drv().cuMemcpyDtoH, "cuMemcpyDtoH", dst, src + p.offset, p.bytes);
+}
+
+// Any copy: the host side is cut into pieces the driver accepts, each its
+// own call, in address order (a failure stops there and is returned).
+gpuhal_status_t copy(CudaContext *c, const char *entry, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
+                     uint64_t bytes, const CUstream *stream) {
+  if (bytes == 0) return GPUHAL_SUCCESS;
+  switch (kind) {
+    case GPUHAL_COPY_HOST_TO_DEVICE: {
+      const void *host = reinterpret_cast<const void *>(uintptr_t(src));
+      for (const HostPiece &p : host_pieces(c, host, size_t(bytes)))
+        if (const gpuhal_status_t st = h2d_piece(c, dst, host, p, stream); st != GPUHAL_SUCCESS) return st;
+      return GPUHAL_SUCCESS;
+    }
+    case GPUHAL_COPY_DEVICE_TO_HOST: {
+      void *host = reinterpret_cast<void *>(uintptr_t(dst));
+      for (const HostPiece &p : host_pieces(c, host, size_t(bytes)))
+        if (const gpuhal_status_t st = d2h_piece(host, src, p, stream); st != GPUHAL_SUCCESS) return st;
+      return GPUHAL_SUCCESS;
+    }
+    case GPUHAL_COPY_DEVICE_TO_DEVICE:
+      return stream ? cu_call(drv().cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync", dst, src, size_t(bytes), *stream)
+                    : cu_call(drv().cuMemcpyDtoD, "cuMemcpyDtoD", dst, src, size_t(bytes));
+    default:
+      return fail(GPUHAL_ERROR_INVALID_VALUE, std::string(entry) + ": unknown copy kind " + std::to_string(kind));
+  }
+}
+
+}  // namespace
+
 gpuhal_status_t memcpy_sync(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
                             uint64_t bytes) {
-  return in_context(ctx, "memcpy_sync", [&](CudaContext *c) -> gpuhal_status_t {
-    if (bytes == 0) return GPUHAL_SUCCESS;
-    switch (kind) {
-      case GPUHAL_COPY_HOST_TO_DEVICE: {
-        const void *host = reinterpret_cast<const void *>(uintptr_t(src));
-        if (bytes >= kStageMinBytes && !is_pinned(c, host, size_t(bytes))) {
-          // Staged on the legacy default stream (where cuMemcpyHtoD is ordered), then waited for.
-          if (const gpuhal_status_t st = staged_h2d(c, dst, host, size_t(bytes), api::stream_legacy());
-              st != GPUHAL_SUCCESS)
-            return st;
-          if (const gpuhal_status_t call_st =
-                  cu_call(drv().cuStreamSynchronize, "cuStreamSynchronize", api::stream_legacy());
-              call_st != GPUHAL_SUCCESS)
-            return call_st;
-          return GPUHAL_SUCCESS;
-        }
-        if (const gpuhal_status_t call_st = cu_call(drv().cuMemcpyHtoD, "cuMemcpyHtoD", dst, host, size_t(bytes));
-            call_st != GPUHAL_SUCCESS)
-          return call_st;
-        return GPUHAL_SUCCESS;
-      }
-      case GPUHAL_COPY_DEVICE_TO_HOST:
-        if (const gpuhal_status_t call_st = cu_call(drv().cuMemcpyDtoH, "cuMemcpyDtoH",
-                                                    reinterpret_cast<void *>(uintptr_t(dst)), src, size_t(bytes));
-            call_st != GPUHAL_SUCCESS)
-          return call_st;
-        return GPUHAL_SUCCESS;
-      case GPUHAL_COPY_DEVICE_TO_DEVICE:
-        if (const gpuhal_status_t call_st = cu_call(drv().cuMemcpyDtoD, "cuMemcpyDtoD", dst, src, size_t(bytes));
-            call_st != GPUHAL_SUCCESS)
-          return call_st;
-        return GPUHAL_SUCCESS;
-      default:
-        return fail(GPUHAL_ERROR_INVALID_VALUE, "memcpy_sync: unknown copy kind " + std::to_string(kind));
-    }
-  });
+  return in_context(ctx, "memcpy_sync",
+                    [&](CudaContext *c) { return copy(c, "memcpy_sync", kind, dst, src, bytes, nullptr); });
 }
 
 gpuhal_status_t memcpy_async(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src,
                              uint64_t bytes, gpuhal_stream_t stream) {
-  return in_context(ctx, "memcpy_async", [&](CudaContext *c) -> gpuhal_status_t {
-    if (bytes == 0) return GPUHAL_SUCCESS;
+  return in_context(ctx, "memcpy_async", [&](CudaContext *c) {
     const CUstream s = native(stream);
-    switch (kind) {
-      case GPUHAL_COPY_HOST_TO_DEVICE: {
-        const void *host = reinterpret_cast<const void *>(uintptr_t(src));
-        if (bytes >= kStageMinBytes && !is_pinned(c, host, size_t(bytes)))
-          return guard("memcpy_async", [&] { return staged_h2d(c, dst, host, size_t(bytes), s); });
-        if (const gpuhal_status_t call_st =
-                cu_call(drv().cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync", dst, host, size_t(bytes), s);
-            call_st != GPUHAL_SUCCESS)
-          return call_st;
-        return GPUHAL_SUCCESS;
-      }
-      case GPUHAL_COPY_DEVICE_TO_HOST:
-        if (const gpuhal_status_t call_st = cu_call(drv().cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync",
-                                                    reinterpret_cast<void *>(uintptr_t(dst)), src, size_t(bytes), s);
-            call_st != GPUHAL_SUCCESS)
-          return call_st;
-        return GPUHAL_SUCCESS;
-      case GPUHAL_COPY_DEVICE_TO_DEVICE:
-        if (const gpuhal_status_t call_st =
-                cu_call(drv().cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync", dst, src, size_t(bytes), s);
-            call_st != GPUHAL_SUCCESS)
-          return call_st;
-        return GPUHAL_SUCCESS;
-      default:
-        return fail(GPUHAL_ERROR_INVALID_VALUE, "memcpy_async: unknown copy kind " + std::to_string(kind));
-    }
+    return copy(c, "memcpy_async", kind, dst, src, bytes, &s);
   });
 }
 

@@ -480,6 +480,48 @@ TEST_CASE("cuda: overlapping and nested registrations never reach the driver as 
   dlclose(fake);
 }
 
+TEST_CASE("cuda: a copy over partly registered memory or over two registrations is cut where the driver wants it") {
+  // The driver refuses a copy whose host range is partly registered or spans
+  // two registrations (CUDA_ERROR_INVALID_VALUE; tests/fakes/cuda/fake_cuda.hpp,
+  // host_range_mixed, seen on an H100): the plugin copies each piece alone.
+  Runtime rt = cuda_runtime();
+  Context ctx = rt.device(0).primary_context();
+  void *fake = dlopen(GPUHAL_TEST_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(fake);
+  auto pageable = reinterpret_cast<uint64_t (*)()>(dlsym(fake, "fake_cuda_pageable_h2d_bytes"));
+  REQUIRE(pageable);
+  std::vector<float> v(1000);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = float(i) * 0.5f;
+  Stream s = ctx.create_stream();
+  {
+    // Two pieces, [0, 600) and [600, 1000), and a range reaching past both.
+    HostRegistration head = register_host(ctx, HostView::of(v).view({Slice(0, 600)}));
+    HostRegistration tail = register_host(ctx, HostView::of(v).view({Slice(400, 900)}));
+    DeviceArray d = to_device(ctx, HostView::of(v), s);  // [0, 600) [600, 900) pinned, [900, 1000) not
+    std::vector<float> out(1000, -1.0f);
+    HostRegistration part = register_host(ctx, HostView::of(out).view({Slice(100, 300)}));
+    d.copy_to_host(HostView::of(out), s);  // three pieces
+    s.synchronize();
+    CHECK(out == v);
+    std::fill(out.begin(), out.end(), -1.0f);
+    DeviceArray e = device_array(ctx, {1000}, dtypes::float32);
+    e.copy_from_host(HostView::of(v));  // synchronous, the same pieces
+    e.copy_to_host(HostView::of(out));
+    CHECK(out == v);
+  }
+  // Pageable pieces of 1 MiB and more still go through the plugin's staging.
+  const size_t mib = size_t(1) << 20;
+  std::vector<uint8_t> big(3 * mib + 100);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = uint8_t(i * 13 + (i >> 16));
+  HostRegistration middle = register_host(ctx, HostView::of(big).view({Slice(int64_t(mib), int64_t(2 * mib))}));
+  const uint64_t before = pageable();
+  DeviceArray d = to_device(ctx, HostView::of(big), s);
+  s.synchronize();
+  CHECK(pageable() == before);  // [0, 1 MiB) and [2 MiB, end) were staged, the middle went straight
+  CHECK(d.copy_to_host().to_vector<uint8_t>() == big);
+  dlclose(fake);
+}
+
 TEST_CASE("cuda: the native context and device are the driver's CUcontext and CUdevice") {
   setenv("FAKE_CUDA_DEVICES", "2", 1);  // read when the fake driver loads (a process per test case)
   Runtime rt = cuda_runtime();

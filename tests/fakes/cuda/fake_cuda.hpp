@@ -354,6 +354,32 @@ inline bool accessible(CUdeviceptr p, size_t n) {
   return false;
 }
 
+// NVIDIA's memcpy notes: "Memory regions requested must be either entirely
+// registered with CUDA, or in the case of host pageable transfers, not
+// registered at all. Memory regions spanning over allocations that are both
+// registered and not registered with CUDA are not supported and will return
+// CUDA_ERROR_INVALID_VALUE." Seen on an H100 (driver 580.159.04): a copy of a
+// host range spanning two adjacent registrations is refused the same way. So
+// a host range is fine when it lies inside one pinned or registered range, or
+// touches none; anything else is what this answers true for.
+inline bool host_range_mixed(const void *p, size_t n) {
+  const uintptr_t a = uintptr_t(p);
+  std::lock_guard<std::mutex> lock(g_mem_mu);
+  bool touches = false;
+  for (auto *m : {&g_host, &g_registered}) {
+    auto it = m->upper_bound(a);
+    if (it != m->begin()) {
+      auto prev = std::prev(it);
+      if (a - prev->first < prev->second) {
+        if (n <= prev->second - (a - prev->first)) return false;  // inside this one
+        touches = true;
+      }
+    }
+    if (it != m->end() && it->first < a + n) touches = true;
+  }
+  return touches;
+}
+
 inline CUresult wait_legacy(CUresult submitted) {
   if (submitted == OK) g_legacy->drain();
   return submitted;

@@ -97,6 +97,7 @@ API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CU
   CONTEXT_CALL();
   if (n == 0) return OK;
   if (!src || !accessible(dst, n)) return INVALID_VALUE;
+  if (host_range_mixed(src, n)) return INVALID_VALUE;  // partly registered (fake_cuda.hpp)
   if (!accessible(uintptr_t(src), n)) {
     // Pageable memory: the driver stages it, reading the source before it
     // returns (counted for the tests of the plugin's own staging).
@@ -112,6 +113,7 @@ API CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream
   CONTEXT_CALL();
   if (n == 0) return OK;
   if (!dst || !accessible(src, n)) return INVALID_VALUE;
+  if (host_range_mixed(dst, n)) return INVALID_VALUE;  // partly registered (fake_cuda.hpp)
   return submit(s, [=] { std::memcpy(dst, reinterpret_cast<const void *>(uintptr_t(src)), n); });
 }
 API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
