@@ -105,6 +105,10 @@ void ContextImpl::context_destroyed(const char *what) const {
                     ": this object was made by the parent process before fork(); its streams' threads and the "
                     "backend's state stay in the parent. Load a runtime in the child (Runtime::load, or "
                     "Context::current()) and make new objects there");
+  if (!handle && reset_failure_status != Status::SUCCESS)
+    throw Error(reset_failure_status, std::string(what) + ": Context::reset() could not make device " +
+                                          std::to_string(device->ordinal) + "'s context anew (" + reset_failure +
+                                          "); reset it again to retry");
   throw Error(Status::ERROR_CONTEXT_DESTROYED,
               std::string(what) + ": the context of device " + std::to_string(device->ordinal) +
                   " was reset; this object belonged to the old context and can no longer be used");
@@ -300,7 +304,17 @@ void Context::reset() const {
   } else {
     c.generation.fetch_add(1, std::memory_order_acq_rel);
   }
-  c.backend().context_create(c.device->ordinal, &c.handle);
+  try {
+    c.backend().context_create(c.device->ordinal, &c.handle);
+  } catch (const Error &e) {
+    // Without a context every use reports why (context_destroyed), e.g. a
+    // fault the vendor keeps until the process ends (Capability::FaultRecovery).
+    c.reset_failure_status = e.status();
+    c.reset_failure = e.what();
+    throw;
+  }
+  c.reset_failure_status = Status::SUCCESS;
+  c.reset_failure.clear();
   check_context_handle(c);
   c.manager->initialize();
 }

@@ -57,6 +57,11 @@ struct ContextImpl {
   std::mutex builtin_mutex;
   std::shared_ptr<struct ModuleImpl> builtin_module;
 
+  // Why the last Context::reset() could not make a new context (handle is
+  // then null): every later use reports this, not "reset". Written by reset.
+  Status reset_failure_status = Status::SUCCESS;
+  std::string reset_failure;
+
   // Made over another library's vendor context (Context::adopt): never
   // reset by gpuhal.
   bool adopted = false;

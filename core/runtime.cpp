@@ -38,6 +38,8 @@ DeviceProperties convert(const gpuhal_device_properties_t &p) {
   d.pci_device = p.pci_device;
   if (p.struct_size >= offsetof(gpuhal_device_properties_t, driver_version) + sizeof p.driver_version)
     d.driver_version = std::string(p.driver_version, strnlen(p.driver_version, sizeof p.driver_version));
+  if (p.struct_size >= offsetof(gpuhal_device_properties_t, recovers_from_faults) + sizeof p.recovers_from_faults)
+    d.recovers_from_faults = p.recovers_from_faults != 0;
   return d;
 }
 
@@ -137,6 +139,11 @@ bool Runtime::supports(Capability c) const {
     if (!t.has_host_alloc()) return false;
     for (const auto &d : impl_->devices)
       if (!d->properties.can_map_host_memory) return false;
+    return true;
+  }
+  if (c == Capability::FaultRecovery) {
+    for (const auto &d : impl_->devices)
+      if (!d->properties.recovers_from_faults) return false;
     return true;
   }
   // Every other capability is one entry (the loader checked that its group

@@ -10,7 +10,8 @@
  * History: 1.0 the first table; 1.1 appended the IPC, stream-ordered memory
  * and peer-access entries; 1.2 appended device-code lowering, modules and
  * kernel launch; 1.3 appended native_handle and the device's driver_version;
- * 1.4 appended mem_alloc_managed and context_adopt.
+ * 1.4 appended mem_alloc_managed and context_adopt; 1.5 appended the device's
+ * recovers_from_faults.
  *
  * Compatibility rules (frozen):
  *  - Every table and descriptor struct starts with {abi_version, struct_size}.
@@ -53,7 +54,7 @@ extern "C" {
 #endif
 
 #define GPUHAL_ABI_MAJOR 1
-#define GPUHAL_ABI_MINOR 4
+#define GPUHAL_ABI_MINOR 5
 #define GPUHAL_ABI_VERSION GPUHAL_MAKE_VERSION(GPUHAL_ABI_MAJOR, GPUHAL_ABI_MINOR)
 
 /* The one symbol a plugin exports. */
@@ -161,6 +162,12 @@ typedef struct gpuhal_device_properties {
    * ("CUDA 12.4", "HSA 1.1 (ROCr)"); empty when unknown. A reader checks
    * struct_size before using it (an older plugin does not write it). */
   char driver_version[64];
+  /* ABI 1.5: 1 when context_destroy + context_create recover from a kernel's
+   * memory fault within the process (the fault is reported, the context is
+   * made anew, other work goes on); 0 when the vendor keeps the fault for the
+   * rest of the process (CUDA: "To continue using CUDA, the process must be
+   * terminated and relaunched"). Absent (older plugin): 0. */
+  uint32_t recovers_from_faults;
 } gpuhal_device_properties_t;
 
 /* Host callback run in stream order. `status` is GPUHAL_SUCCESS unless the

@@ -57,6 +57,10 @@ struct DeviceProperties {
   // The vendor driver / runtime version ("CUDA 12.4", "HSA 1.1 (ROCr)");
   // empty when the plugin does not say (plugins older than ABI 1.3).
   std::string driver_version;
+  // True when Context::reset() recovers from a kernel's memory fault within
+  // the process; false when the vendor keeps the fault until the process
+  // ends (CUDA), or the plugin does not say (older than ABI 1.5).
+  bool recovers_from_faults = false;
 };
 
 // Optional plugin features, answered from the plugin's table.
@@ -69,6 +73,9 @@ enum class Capability {
   PeerAccess,           // Device::can_access_peer / Context::enable_peer_access
   Kernels,              // Module::compile / load and Kernel::launch
   ManagedMemory,        // managed_array (cuMemAllocManaged); a device may still refuse
+  FaultRecovery,        // Context::reset() recovers from a kernel's memory fault in this
+                        // process (every device says DeviceProperties::recovers_from_faults);
+                        // without it a fault leaves the backend unusable until the process ends
 };
 
 class Device {

@@ -162,6 +162,12 @@ gpuhal_status_t device_properties(int32_t ordinal, gpuhal_device_properties_t *o
   if (failed != GPUHAL_SUCCESS) return failed;
   if (const int dv = drv().version; dv > 0)  // cuDriverGetVersion: 1000 * major + 10 * minor
     std::snprintf(p.driver_version, sizeof p.driver_version, "CUDA %d.%d", dv / 1000, (dv % 1000) / 10);
+  // cuda.h, CUDA_ERROR_ILLEGAL_ADDRESS and the other kernel faults: "This
+  // leaves the process in an inconsistent state and any further CUDA work
+  // will return the same error. To continue using CUDA, the process must be
+  // terminated and relaunched." (Seen on an H100: cuDevicePrimaryCtxRetain
+  // after cuDevicePrimaryCtxReset returns the fault.)
+  p.recovers_from_faults = 0;
   return plugin::write_properties(p, out);
 }
 

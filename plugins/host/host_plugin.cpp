@@ -209,6 +209,8 @@ gpuhal_status_t device_properties(int32_t ordinal, gpuhal_device_properties_t *o
   p.unified_addressing = 1;
   p.concurrent_kernels = 1;
   p.pci_device = ordinal;
+  // Kernels run in this process: a kernel's bad access is a fault of the process.
+  p.recovers_from_faults = 0;
   std::snprintf(p.driver_version, sizeof p.driver_version, "gpuhal host backend (plugin ABI %d.%d)", GPUHAL_ABI_MAJOR,
                 GPUHAL_ABI_MINOR);
   return plugin::write_properties(p, out);

@@ -309,8 +309,10 @@ void for_each_context(const std::function<void(HsaContext *)> &fn);
 void register_context(HsaContext *c);
 void unregister_context(HsaContext *c);
 // After the runtime started: the wait slice from its clock, and the system
-// event handler that keeps memory faults from aborting the process.
-void watch_faults();
+// event handler that keeps memory faults from aborting the process. True
+// when the handler is registered (a fault then fails its contexts, and a
+// reset makes them anew: recovers_from_faults).
+bool watch_faults();
 // Waits for every stream of c and the host-operation thread (c->mu not held).
 gpuhal_status_t synchronize_context(HsaContext *c);
 void stop_host_thread(HsaContext *c);

@@ -60,24 +60,25 @@ hsa_status_t on_system_event(const hsa_amd_event_t *event, void *) {
 
 // After the runtime started: the wait slice from its clock, and the handler
 // that keeps memory faults from aborting the process.
-void watch_faults() {
+bool watch_faults() {
   uint64_t frequency = 0;
   if (rt().hsa_system_get_info(HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY, &frequency) == HSA_STATUS_SUCCESS)
     set_wait_slice(frequency);
   if (!rt().hsa_amd_register_system_event_handler) {
     plugin::log(GPUHAL_LOG_WARN, "hsa: this ROCr has no hsa_amd_register_system_event_handler: a GPU memory fault "
                                  "aborts the process");
-    return;
+    return false;
   }
   const hsa_status_t st = rt().hsa_amd_register_system_event_handler(on_system_event, nullptr);
   if (st != HSA_STATUS_SUCCESS) {
     plugin::log(GPUHAL_LOG_WARN, "hsa: hsa_amd_register_system_event_handler failed (" + rt().describe(st) +
                                      "; another library registered one?): a GPU memory fault may abort the process");
-    return;
+    return false;
   }
   Dl_info info;  // the handler lives here: never unloaded from now on
   if (dladdr(reinterpret_cast<void *>(&on_system_event), &info) && info.dli_fname)
     dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+  return true;
 }
 
 void register_context(HsaContext *c) {

@@ -267,8 +267,8 @@ gpuhal_status_t init(const gpuhal_init_args_t *args) {
       const std::string msg = plugin::last_error();
       runtime().unload();
       return fail(st, msg);
-    } else {
-      watch_faults();
+    } else if (watch_faults()) {
+      for (auto &d : g_devices) d.props.recovers_from_faults = 1;
     }
     g_init_count = 1;
     plugin::log(GPUHAL_LOG_DEBUG,

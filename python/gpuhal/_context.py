@@ -138,7 +138,7 @@ class Context:
         self._c.reset()
 
     def supports(self, capability):
-        """"host_memory", "mapped_host_memory", "ipc", "kernels", "managed_memory" ..."""
+        """"host_memory", "mapped_host_memory", "ipc", "kernels", "managed_memory", "fault_recovery" ..."""
         return self._c.supports(capability)
 
     def __eq__(self, other):

@@ -17,6 +17,7 @@ gpuhal::Capability capability_from(const std::string &name) {
       {"peer_access", gpuhal::Capability::PeerAccess},
       {"kernels", gpuhal::Capability::Kernels},
       {"managed_memory", gpuhal::Capability::ManagedMemory},
+      {"fault_recovery", gpuhal::Capability::FaultRecovery},
   };
   for (const auto &n : names)
     if (name == n.first) return n.second;
@@ -42,6 +43,7 @@ nb::dict properties_of(const gpuhal::Device &d) {
   out["concurrent_kernels"] = p.concurrent_kernels;
   out["pci_bus_id"] = nb::make_tuple(p.pci_domain, p.pci_bus, p.pci_device);
   out["driver_version"] = p.driver_version;
+  out["recovers_from_faults"] = p.recovers_from_faults;
   return out;
 }
 

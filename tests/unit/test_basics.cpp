@@ -176,4 +176,7 @@ TEST_CASE("GPUHAL_VENDORS_PATH: absolute directories, the default kept when elev
 TEST_CASE("the host backend names itself as the driver in the device properties", "[properties]") {
   Context ctx = test::host_context();
   CHECK_THAT(ctx.device().properties().driver_version, test::contains("gpuhal host backend"));
+  // Its kernels run in this process: a bad access is the process's fault.
+  CHECK_FALSE(ctx.device().properties().recovers_from_faults);
+  CHECK_FALSE(ctx.supports(Capability::FaultRecovery));
 }

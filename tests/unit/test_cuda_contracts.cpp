@@ -200,12 +200,17 @@ TEST_CASE("cuda contract with NVRTC 12: NVRTC 12.4 PTX on a CUDA 12.2 driver is 
 
 // ---- 2. sticky errors ---------------------------------------------------------------------------
 
-TEST_CASE("cuda contract: a kernel fault is sticky, every sticky code is LAUNCH_FAILED saying to reset, and reset "
-          "recovers",
+TEST_CASE("cuda contract: a kernel fault is sticky and LAUNCH_FAILED; an assert's is the context's until reset, "
+          "the others the process's until it ends",
           "[cuda][contract]") {
   Runtime rt = test::cuda_runtime();
   Context ctx = rt.device(0).primary_context();
+  // cuda.h: every fault but CUDA_ERROR_ASSERT "leaves the process in an
+  // inconsistent state ... the process must be terminated and relaunched".
+  CHECK_FALSE(rt.supports(Capability::FaultRecovery));
+  CHECK_FALSE(rt.device(0).properties().recovers_from_faults);
   auto fault_next_launch = fake_symbol<void (*)(int)>("fake_cuda_fault_next_launch");
+  auto end_process = fake_symbol<void (*)()>("fake_cuda_end_process");
   const std::vector<float> v(256, 3.0f);
   const uint64_t free_before = ctx.memory_info().free;
   const std::pair<int, const char *> codes[] = {
@@ -233,14 +238,27 @@ TEST_CASE("cuda contract: a kernel fault is sticky, every sticky code is LAUNCH_
     std::atomic<bool> ran{false};
     s.add_callback([token, &ran] { ran = true; });
     go = true;
+    const bool context_only = code.first == 710;
     REQUIRE_GPUHAL_ERROR(s.synchronize(), Status::ERROR_LAUNCH_FAILED, code.second);
-    REQUIRE_GPUHAL_ERROR(s.synchronize(), Status::ERROR_LAUNCH_FAILED, "Context::reset()");
+    REQUIRE_GPUHAL_ERROR(s.synchronize(), Status::ERROR_LAUNCH_FAILED,
+                         context_only ? "unusable until Context::reset()" : "until the process is restarted");
     // Every later call of the context reports it.
     REQUIRE_GPUHAL_ERROR(device_array(ctx, {4}), Status::ERROR_LAUNCH_FAILED, code.second);
     REQUIRE_GPUHAL_ERROR(live.copy_to_host(), Status::ERROR_LAUNCH_FAILED, code.second);
     REQUIRE_GPUHAL_ERROR(ctx.synchronize(), Status::ERROR_LAUNCH_FAILED, code.second);
     REQUIRE_GPUHAL_ERROR(s.add_callback([token] {}), Status::ERROR_LAUNCH_FAILED, "cuLaunchHostFunc");
-    ctx.reset();  // recovers: the primary context is reset
+    if (!context_only) {
+      // The reset frees the old context's objects but cannot make a new one;
+      // every use says so, until a new process (the fake's hook) and a reset.
+      REQUIRE_GPUHAL_ERROR(ctx.reset(), Status::ERROR_LAUNCH_FAILED, "cuDevicePrimaryCtxRetain");
+      CHECK_FALSE(ran);
+      CHECK(token.use_count() == 1);
+      REQUIRE_GPUHAL_ERROR(to_device(ctx, HostView::of(v)), Status::ERROR_LAUNCH_FAILED,
+                           "Context::reset() could not make device 0's context anew");
+      REQUIRE_GPUHAL_ERROR(ctx.reset(), Status::ERROR_LAUNCH_FAILED, code.second);  // still
+      end_process();
+    }
+    ctx.reset();  // an assert's context is reset; after a process-wide fault, a "new process" starts
     CHECK_FALSE(ran);
     CHECK(token.use_count() == 1);
     CHECK(fake_symbol<int (*)(int)>("fake_cuda_sticky_error")(0) == 0);

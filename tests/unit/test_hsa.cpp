@@ -510,4 +510,8 @@ TEST_CASE("hsa backend: the native device is the GPU agent, and HSA has no nativ
 TEST_CASE("hsa backend: the device properties carry the HSA version the runtime implements") {
   Runtime rt = hsa_runtime();
   CHECK(rt.device(0).properties().driver_version == "HSA 1.1 (ROCr)");
+  // The plugin registered its system event handler: a memory fault fails the
+  // contexts, and a reset makes them anew.
+  CHECK(rt.device(0).properties().recovers_from_faults);
+  CHECK(rt.supports(Capability::FaultRecovery));
 }

@@ -102,8 +102,11 @@ constexpr StatusOf kStatusOf[] = {
     {api::CUDA_ERROR_UNSUPPORTED_PTX_VERSION, GPUHAL_ERROR_UNSUPPORTED_TOOLCHAIN},
     {api::CUDA_ERROR_NOT_PERMITTED, GPUHAL_ERROR_NOT_PERMITTED},
 };
-// cuda.h: "This leaves the process in an inconsistent state and any further
-// CUDA work will return the same error."
+// The errors a kernel leaves behind. cuda.h, CUDA_ERROR_ASSERT: "The context
+// cannot be used anymore, and must be destroyed"; every other one: "This
+// leaves the process in an inconsistent state and any further CUDA work will
+// return the same error. To continue using CUDA, the process must be
+// terminated and relaunched."
 constexpr api::CUresult kSticky[] = {
     api::CUDA_ERROR_ILLEGAL_ADDRESS,       api::CUDA_ERROR_LAUNCH_TIMEOUT,      api::CUDA_ERROR_ASSERT,
     api::CUDA_ERROR_HARDWARE_STACK_ERROR,  api::CUDA_ERROR_ILLEGAL_INSTRUCTION, api::CUDA_ERROR_MISALIGNED_ADDRESS,
@@ -129,10 +132,15 @@ gpuhal_status_t Driver::error(api::CUresult r, const char *call) const {
   if (!cuGetErrorString || cuGetErrorString(r, &text) != api::CUDA_SUCCESS || !text) text = nullptr;
   std::string msg = std::string(call) + " failed: " + (name ? name : "CUresult " + std::to_string(r));
   if (text) msg += std::string(" (") + text + ")";
-  if (is_sticky(r))
+  if (r == api::CUDA_ERROR_ASSERT)
     msg +=
         "; a kernel faulted and the context is unusable until Context::reset() (every call of it returns this "
         "error until then)";
+  else if (is_sticky(r))
+    msg +=
+        "; a kernel faulted, and the CUDA driver keeps this error for the rest of the process: every later call "
+        "returns it, Context::reset() included, until the process is restarted (the cuda backend has no "
+        "Capability::FaultRecovery)";
   return plugin::fail(status_of(r), msg);
 }
 

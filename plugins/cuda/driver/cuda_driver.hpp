@@ -40,7 +40,8 @@ struct Driver {
   // "<call>: <CUDA_ERROR_NAME> (<driver text>)".
   gpuhal_status_t error(api::CUresult r, const char *call) const;
   static gpuhal_status_t status_of(api::CUresult r);
-  // The errors after which the context is unusable until it is reset.
+  // The errors a faulting kernel leaves: the context's until it is reset
+  // (CUDA_ERROR_ASSERT), or the process's until it ends (the others).
   static bool is_sticky(api::CUresult r);
 };
 

@@ -72,6 +72,9 @@ API CUresult cuDevicePrimaryCtxRetain(void **ctx, int dev) {
   if (t_in_host_fn) return NOT_PERMITTED;  // "must not make any CUDA API calls"
   if (!ctx) return INVALID_VALUE;
   if (bad_device(dev)) return INVALID_DEVICE;
+  // No new context in a process that hit a fault it keeps (fake_cuda.hpp);
+  // releasing and resetting the old one still succeed (seen on an H100).
+  if (const int fatal = g_process_fatal.load()) return fatal;
   ++g_ctx_refs[dev];
   *ctx = &g_ctx_token[dev];
   return OK;
@@ -94,7 +97,7 @@ API CUresult cuDevicePrimaryCtxReset_v2(int dev) {
   REQUIRE_INIT();
   if (t_in_host_fn) return NOT_PERMITTED;
   if (bad_device(dev)) return INVALID_DEVICE;
-  destroy_context(dev);
+  destroy_context(dev);  // succeeds after a fault too (seen on an H100); the process's error stays
   return OK;
 }
 

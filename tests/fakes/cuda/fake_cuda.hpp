@@ -146,6 +146,27 @@ inline int current() {
 inline thread_local bool t_in_host_fn = false;
 // A context's sticky error (0: none).
 inline std::atomic<int> g_sticky[kMaxDevices] = {};
+// cuda.h, CUDA_ERROR_ILLEGAL_ADDRESS (700), _LAUNCH_TIMEOUT (702),
+// _HARDWARE_STACK_ERROR (714), _ILLEGAL_INSTRUCTION (715),
+// _MISALIGNED_ADDRESS (716), _INVALID_ADDRESS_SPACE (717), _INVALID_PC (718),
+// _LAUNCH_FAILED (719): "This leaves the process in an inconsistent state and
+// any further CUDA work will return the same error. To continue using CUDA,
+// the process must be terminated and relaunched." Seen on an H100 (driver
+// 580.159.04): after cuDevicePrimaryCtxReset, cuDevicePrimaryCtxRetain
+// returns CUDA_ERROR_ILLEGAL_ADDRESS. CUDA_ERROR_ASSERT (710) is the
+// context's alone: "The context cannot be used anymore, and must be
+// destroyed" (g_sticky, cleared with the context).
+inline bool process_fatal(int code) {
+  return code == 700 || code == 702 || (code >= 714 && code <= 719);
+}
+// The process-wide error once a fault of that kind happened (0: none); only
+// fake_cuda_end_process (a new process, for the tests) clears it.
+inline std::atomic<int> g_process_fatal{0};
+// A kernel hit `code` on device dev (run on a stream's worker).
+inline void kernel_fault(int dev, int code) {
+  g_sticky[dev] = code;
+  if (process_fatal(code)) g_process_fatal = code;
+}
 // The error the next launch's kernel hits when it runs (0: none).
 inline std::atomic<int> g_fault_next_launch{0};
 inline int g_driver_version = [] {
@@ -395,6 +416,7 @@ inline CUresult wait_legacy(CUresult submitted) {
   REQUIRE_INIT();                                                    \
   if (t_in_host_fn) return NOT_PERMITTED;                            \
   const int dev = current();                                         \
+  if (const int fatal_ = g_process_fatal.load()) return fatal_;      \
   if (dev < 0 || g_ctx_refs[dev] == 0) return INVALID_CONTEXT;       \
   if (const int sticky_ = g_sticky[dev].load()) return sticky_;      \
   (void)dev

@@ -201,15 +201,12 @@ API CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, uns
   if (uint64_t(bx) * by * bz > 1024) return INVALID_VALUE;
   if (shared > unsigned(f->max_dynamic_shared)) return INVALID_VALUE;
   if (!f->param_sizes.empty() && !params) return INVALID_VALUE;
-  if (faulting_kernel(f->name)) {
-    // CUDA_ERROR_ILLEGAL_ADDRESS (700): "The context cannot be used, so it
-    // must be destroyed (and a new one should be created)" -- sticky.
-    return submit(s, [dev] { g_sticky[dev] = 700; });
-  }
+  if (faulting_kernel(f->name))  // CUDA_ERROR_ILLEGAL_ADDRESS (700): the process's for good (fake_cuda.hpp)
+    return submit(s, [dev] { kernel_fault(dev, 700); });
   if (int fault = g_fault_next_launch.exchange(0)) {
-    // The kernel faults when it runs: the launch itself succeeds, the
-    // context's later calls report the error (it is sticky).
-    return submit(s, [dev, fault] { g_sticky[dev] = fault; });
+    // The kernel faults when it runs: the launch itself succeeds, later
+    // calls report the error (the context's, or the process's: fake_cuda.hpp).
+    return submit(s, [dev, fault] { kernel_fault(dev, fault); });
   }
   // The record: every parameter's bytes as the kernel would read them.
   std::string d = f->name + " grid=" + std::to_string(gx) + "," + std::to_string(gy) + "," + std::to_string(gz) +

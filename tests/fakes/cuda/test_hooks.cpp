@@ -19,6 +19,17 @@ API void fake_cuda_clear_faults() {
 API void fake_cuda_fault_next_launch(int code) {
   g_fault_next_launch = code;
 }
+// For the tests: what a new process would find after a fault the driver
+// keeps for the rest of the process (fake_cuda.hpp, process_fatal): no such
+// error, and no context (every reference the old process held is gone).
+API void fake_cuda_end_process() {
+  g_process_fatal = 0;
+  for (int d = 0; d < kMaxDevices; ++d) {
+    if (g_ctx_refs[d] == 0 && g_sticky[d] == 0) continue;
+    g_ctx_refs[d] = 0;
+    destroy_context(d);
+  }
+}
 // For the tests: the next cuFuncSetAttribute that sets `value` first sleeps `ms`.
 API void fake_cuda_slow_func_set_attribute(int value, int ms) {
   g_slow_set_ms = ms;
