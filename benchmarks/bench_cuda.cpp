@@ -391,7 +391,6 @@ int main(int argc, char **argv) {
   const bool smoke = std::getenv("GPUHAL_BENCH_SMOKE") != nullptr;
   const int64_t t1 = smoke ? (int64_t(8) << 20) : (int64_t(512) << 20);
   const int64_t p1 = smoke ? (int64_t(8) << 20) : (int64_t(64) << 20);
-  auto ms = [](benchmark::internal::Benchmark *b) { return b->UseRealTime()->Unit(benchmark::kMillisecond); };
   // T1 at 512 MiB, and a sweep from 4 KiB up (not in smoke runs) that shows
   // where the per-copy overhead stops mattering.
   auto pinned_sizes = [&](benchmark::internal::Benchmark *b) {
@@ -403,8 +402,17 @@ int main(int argc, char **argv) {
   pinned_sizes(benchmark::RegisterBenchmark("BM_raw_pinned_h2d", guarded<BM_raw_pinned_h2d>));
   pinned_sizes(benchmark::RegisterBenchmark("BM_gpuhal_pinned_d2h", guarded<BM_gpuhal_pinned_d2h>));
   pinned_sizes(benchmark::RegisterBenchmark("BM_raw_pinned_d2h", guarded<BM_raw_pinned_d2h>));
-  ms(benchmark::RegisterBenchmark("BM_gpuhal_pageable_h2d", guarded<BM_gpuhal_pageable_h2d>)->Arg(p1)->Arg(1 << 20));
-  ms(benchmark::RegisterBenchmark("BM_raw_pageable_h2d", guarded<BM_raw_pageable_h2d>)->Arg(p1)->Arg(1 << 20));
+  // P1 at 64 MiB and 1 MiB, and a sweep (not in smoke runs) that shows where
+  // the plugin's staging starts to beat the driver's own (kStageMinBytes).
+  auto pageable_sizes = [&](benchmark::internal::Benchmark *b) {
+    b->Arg(p1)->Arg(1 << 20);
+    if (!smoke)
+      for (int64_t n : {int64_t(512) << 10, int64_t(2) << 20, int64_t(4) << 20, int64_t(8) << 20, int64_t(16) << 20})
+        b->Arg(n);
+    return b->UseRealTime()->Unit(benchmark::kMicrosecond);
+  };
+  pageable_sizes(benchmark::RegisterBenchmark("BM_gpuhal_pageable_h2d", guarded<BM_gpuhal_pageable_h2d>));
+  pageable_sizes(benchmark::RegisterBenchmark("BM_raw_pageable_h2d", guarded<BM_raw_pageable_h2d>));
   benchmark::RegisterBenchmark("BM_gpuhal_launch", guarded<BM_gpuhal_launch>)->UseManualTime();
   benchmark::RegisterBenchmark("BM_raw_launch", guarded<BM_raw_launch>)->UseManualTime();
   benchmark::RegisterBenchmark("BM_gpuhal_alloc", guarded<BM_gpuhal_alloc>)->Arg(4 << 10)->Arg(1 << 20);

@@ -95,6 +95,11 @@ def cuda_targets(smoke):
         ("L1", "cuda", "BM_gpuhal_launch/manual_time#ns_per_launch", "BM_raw_launch/manual_time#ns_per_launch",
          "time", 1.05, "launch submit vs raw cuLaunchKernel"),
     ] + ([] if smoke else [
+        ("P1 %s" % label, "cuda", "BM_gpuhal_pageable_h2d/%d/real_time" % size,
+         "BM_raw_pageable_h2d/%d/real_time" % size, "speed", 1.0,
+         "pageable H2D vs the driver's, size sweep (staged from kStageMinBytes)")
+        for label, size in (("512K", 512 << 10), ("2M", 2 << 20), ("4M", 4 << 20), ("8M", 8 << 20), ("16M", 16 << 20))
+    ] + [
         ("T1 %s %s" % (way.upper(), label), "cuda", "BM_gpuhal_pinned_%s/%d/real_time" % (way, size),
          "BM_raw_pinned_%s/%d/real_time" % (way, size), "speed", 0.99,
          "pinned %s vs raw, size sweep (T1 is set at 512 MiB)" % way.upper())
