@@ -407,7 +407,7 @@ int main(int argc, char **argv) {
   auto pageable_sizes = [&](benchmark::internal::Benchmark *b) {
     b->Arg(p1)->Arg(1 << 20);
     if (!smoke)
-      for (int64_t n : {int64_t(512) << 10, int64_t(2) << 20, int64_t(4) << 20, int64_t(8) << 20, int64_t(16) << 20})
+      for (int64_t n : {int64_t(4) << 10, int64_t(64) << 10, int64_t(512) << 10, int64_t(2) << 20, int64_t(4) << 20, int64_t(8) << 20, int64_t(16) << 20})
         b->Arg(n);
     return b->UseRealTime()->Unit(benchmark::kMicrosecond);
   };

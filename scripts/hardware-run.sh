@@ -51,7 +51,9 @@ note_lines() {
 
 {
   date -u
-  echo "commit $(git rev-parse HEAD 2>/dev/null || echo unknown)"
+  # GPUHAL_SOURCE_COMMIT: the commit the tree was copied from, where the
+  # copy on the GPU machine carries no (or an older) git history.
+  echo "commit ${GPUHAL_SOURCE_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}"
   (nvidia-smi || rocm-smi) 2>&1
   uname -a
 } >"$logs/machine.txt" 2>&1
