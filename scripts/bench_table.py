@@ -89,15 +89,15 @@ def cuda_targets(smoke):
         ("T1 D2H", "cuda", "BM_gpuhal_pinned_d2h/%d/real_time" % t1, "BM_raw_pinned_d2h/%d/real_time" % t1, "speed",
          0.99, "pinned D2H vs raw cuMemcpyDtoHAsync"),
         ("P1 %d MiB" % (p1 >> 20), "cuda", "BM_gpuhal_pageable_h2d/%d/real_time" % p1,
-         "BM_raw_pageable_h2d/%d/real_time" % p1, "speed", 2.0, "pageable H2D (staged from 4 MiB) vs the driver's"),
+         "BM_raw_pageable_h2d/%d/real_time" % p1, "speed", 2.0, "pageable H2D (staged from 16 MiB) vs the driver's"),
         ("P1 1 MiB", "cuda", "BM_gpuhal_pageable_h2d/1048576/real_time", "BM_raw_pageable_h2d/1048576/real_time",
-         "speed", 1.0, "pageable H2D (the driver's path below 4 MiB) vs the driver's"),
+         "speed", 1.0, "pageable H2D (the driver's path below 16 MiB) vs the driver's"),
         ("L1", "cuda", "BM_gpuhal_launch/manual_time#ns_per_launch", "BM_raw_launch/manual_time#ns_per_launch",
          "time", 1.05, "launch submit vs raw cuLaunchKernel"),
     ] + ([] if smoke else [
         ("P1 %s" % label, "cuda", "BM_gpuhal_pageable_h2d/%d/real_time" % size,
          "BM_raw_pageable_h2d/%d/real_time" % size, "speed", 1.0,
-         "pageable H2D vs the driver's, size sweep (staged from 4 MiB)")
+         "pageable H2D vs the driver's, size sweep (staged from 16 MiB)")
         for label, size in (("4K", 4 << 10), ("64K", 64 << 10), ("512K", 512 << 10), ("2M", 2 << 20), ("4M", 4 << 20), ("8M", 8 << 20), ("16M", 16 << 20))
     ] + [
         ("T1 %s %s" % (way.upper(), label), "cuda", "BM_gpuhal_pinned_%s/%d/real_time" % (way, size),

@@ -24,10 +24,12 @@
 
 namespace gpuhal::cuda {
 
-// Measured on an H100 (2026-11-26, gpuhal-bench-cuda's pageable sweep): the
-// staging lost to the driver's own path at 1 and 2 MiB (0.86x, 0.88x) and won
-// from 4 MiB (1.24x at 4, 1.68x at 16, 3.1x at 64 MiB).
-constexpr size_t kStageMinBytes = size_t(4) << 20;
+// Where the staging beats the driver's own path depends on the host's
+// memcpy speed; gpuhal-bench-cuda's pageable sweep (docs/hardware-runs.md,
+// 2026-11-26) measured staged / driver at 1, 2, 4, 8, 16 and 64 MiB:
+// H100 machine 0.86, 0.88, 1.24, 1.28, 1.68, 3.1x; H200 machine (4 MiB and
+// up) 0.65, 0.89, 1.18, 2.1x. From 16 MiB it won on both.
+constexpr size_t kStageMinBytes = size_t(16) << 20;
 constexpr size_t kStageChunkBytes = size_t(8) << 20;
 constexpr size_t kStageSlots = 3;
 

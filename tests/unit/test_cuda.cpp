@@ -404,7 +404,7 @@ TEST_CASE("cuda: faults in initialisation, context setup, teardown and peer call
   WARN(injected << " initialisation, setup, peer, kernel and teardown call sites failed in turn");
   dlclose(fake);
 }
-TEST_CASE("cuda: pageable host-to-device copies of 4 MiB and more go through the plugin's pinned chunks") {
+TEST_CASE("cuda: pageable host-to-device copies of 16 MiB and more go through the plugin's pinned chunks") {
   Runtime rt = cuda_runtime();
   Context ctx = rt.device(0).primary_context();
   void *fake = dlopen(GPUHAL_TEST_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
@@ -427,11 +427,11 @@ TEST_CASE("cuda: pageable host-to-device copies of 4 MiB and more go through the
   d.copy_from_host(HostView::of(v));
   CHECK(d.copy_to_host().to_vector<uint8_t>() == std::vector<uint8_t>(n, 0));
   CHECK(pageable() == before);
-  // Below 4 MiB the driver's own path is used; pinned sources are copied directly.
+  // Below 16 MiB the driver's own path is used; pinned sources are copied directly.
   std::vector<uint8_t> small(1000, 5);
   CHECK(to_device(ctx, HostView::of(small)).copy_to_host().to_vector<uint8_t>() == small);
   CHECK(pageable() == before + 1000);
-  std::vector<uint8_t> under((size_t(4) << 20) - 1, 6);
+  std::vector<uint8_t> under((size_t(16) << 20) - 1, 6);
   CHECK(to_device(ctx, HostView::of(under)).copy_to_host().to_vector<uint8_t>() == under);
   CHECK(pageable() == before + 1000 + under.size());
   HostArray pinned = pinned_array(ctx, {int64_t(4) << 20}, dtypes::uint8);
@@ -512,15 +512,15 @@ TEST_CASE("cuda: a copy over partly registered memory or over two registrations 
     e.copy_to_host(HostView::of(out));
     CHECK(out == v);
   }
-  // Pageable pieces of 4 MiB and more still go through the plugin's staging.
+  // Pageable pieces of 16 MiB and more still go through the plugin's staging.
   const size_t mib = size_t(1) << 20;
-  std::vector<uint8_t> big(9 * mib + 100);
+  std::vector<uint8_t> big(33 * mib + 100);
   for (size_t i = 0; i < big.size(); ++i) big[i] = uint8_t(i * 13 + (i >> 16));
-  HostRegistration middle = register_host(ctx, HostView::of(big).view({Slice(int64_t(4 * mib), int64_t(5 * mib))}));
+  HostRegistration middle = register_host(ctx, HostView::of(big).view({Slice(int64_t(16 * mib), int64_t(17 * mib))}));
   const uint64_t before = pageable();
   DeviceArray d = to_device(ctx, HostView::of(big), s);
   s.synchronize();
-  CHECK(pageable() == before);  // [0, 4 MiB) and [5 MiB, end) were staged, the middle went straight
+  CHECK(pageable() == before);  // [0, 16 MiB) and [17 MiB, end) were staged, the middle went straight
   CHECK(d.copy_to_host().to_vector<uint8_t>() == big);
   dlclose(fake);
 }
