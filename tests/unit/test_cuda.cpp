@@ -32,6 +32,17 @@ Runtime cuda_runtime(const char *faults = nullptr) {
   return Runtime::load(c);
 }
 
+// The bytes the fake driver copied through its own pageable path (not the
+// plugin's staging) so far; the fake is loaded by the runtime by then.
+uint64_t fake_pageable_h2d_bytes() {
+  void *fake = dlopen(GPUHAL_TEST_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(fake);
+  auto count = reinterpret_cast<uint64_t (*)()>(dlsym(fake, "fake_cuda_pageable_h2d_bytes"));
+  dlclose(fake);  // the runtime keeps it loaded
+  REQUIRE(count);
+  return count();
+}
+
 }  // namespace
 
 // What every backend does (transfers, streams, events, host memory, IPC,
@@ -407,40 +418,35 @@ TEST_CASE("cuda: faults in initialisation, context setup, teardown and peer call
 TEST_CASE("cuda: pageable host-to-device copies of 16 MiB and more go through the plugin's pinned chunks") {
   Runtime rt = cuda_runtime();
   Context ctx = rt.device(0).primary_context();
-  void *fake = dlopen(GPUHAL_TEST_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
-  REQUIRE(fake);
-  auto pageable = reinterpret_cast<uint64_t (*)()>(dlsym(fake, "fake_cuda_pageable_h2d_bytes"));
-  REQUIRE(pageable);
   const size_t n = (size_t(40) << 20) + 12345;  // five chunks and a part, over three slots
   std::vector<uint8_t> v(n);
   for (size_t i = 0; i < n; ++i) v[i] = uint8_t(i * 7 + (i >> 12));
   const std::vector<uint8_t> expect = v;
   Stream s = ctx.create_stream();
-  const uint64_t before = pageable();
+  const uint64_t before = fake_pageable_h2d_bytes();
   DeviceArray d = device_array(ctx, {int64_t(n)}, dtypes::uint8);
   d.copy_from_host(HostView::of(v), s);
   std::fill(v.begin(), v.end(), uint8_t(0));  // the call returned: the source may be reused at once
   s.synchronize();
   CHECK(d.copy_to_host().to_vector<uint8_t>() == expect);
-  CHECK(pageable() == before);  // nothing went through the driver's pageable path
+  CHECK(fake_pageable_h2d_bytes() == before);  // nothing went through the driver's pageable path
   // Synchronous copies too, on the legacy default stream.
   d.copy_from_host(HostView::of(v));
   CHECK(d.copy_to_host().to_vector<uint8_t>() == std::vector<uint8_t>(n, 0));
-  CHECK(pageable() == before);
+  CHECK(fake_pageable_h2d_bytes() == before);
   // Below 16 MiB the driver's own path is used; pinned sources are copied directly.
   std::vector<uint8_t> small(1000, 5);
   CHECK(to_device(ctx, HostView::of(small)).copy_to_host().to_vector<uint8_t>() == small);
-  CHECK(pageable() == before + 1000);
+  CHECK(fake_pageable_h2d_bytes() == before + 1000);
   std::vector<uint8_t> under((size_t(16) << 20) - 1, 6);
   CHECK(to_device(ctx, HostView::of(under)).copy_to_host().to_vector<uint8_t>() == under);
-  CHECK(pageable() == before + 1000 + under.size());
+  CHECK(fake_pageable_h2d_bytes() == before + 1000 + under.size());
   HostArray pinned = pinned_array(ctx, {int64_t(4) << 20}, dtypes::uint8);
   std::memset(pinned.data(), 9, size_t(4) << 20);
   d.view({Slice(0, int64_t(4) << 20)}).copy_from_host(pinned.view(), s);
   s.synchronize();
   CHECK(d.view({Slice(0, 8)}).copy_to_host().to_vector<uint8_t>() == std::vector<uint8_t>(8, 9));
-  CHECK(pageable() == before + 1000 + under.size());
-  dlclose(fake);
+  CHECK(fake_pageable_h2d_bytes() == before + 1000 + under.size());
 }
 
 #endif
@@ -489,10 +495,6 @@ TEST_CASE("cuda: a copy over partly registered memory or over two registrations 
   // host_range_mixed, seen on an H100): the plugin copies each piece alone.
   Runtime rt = cuda_runtime();
   Context ctx = rt.device(0).primary_context();
-  void *fake = dlopen(GPUHAL_TEST_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
-  REQUIRE(fake);
-  auto pageable = reinterpret_cast<uint64_t (*)()>(dlsym(fake, "fake_cuda_pageable_h2d_bytes"));
-  REQUIRE(pageable);
   std::vector<float> v(1000);
   for (size_t i = 0; i < v.size(); ++i) v[i] = float(i) * 0.5f;
   Stream s = ctx.create_stream();
@@ -517,12 +519,11 @@ TEST_CASE("cuda: a copy over partly registered memory or over two registrations 
   std::vector<uint8_t> big(33 * mib + 100);
   for (size_t i = 0; i < big.size(); ++i) big[i] = uint8_t(i * 13 + (i >> 16));
   HostRegistration middle = register_host(ctx, HostView::of(big).view({Slice(int64_t(16 * mib), int64_t(17 * mib))}));
-  const uint64_t before = pageable();
+  const uint64_t before = fake_pageable_h2d_bytes();
   DeviceArray d = to_device(ctx, HostView::of(big), s);
   s.synchronize();
-  CHECK(pageable() == before);  // [0, 16 MiB) and [17 MiB, end) were staged, the middle went straight
+  CHECK(fake_pageable_h2d_bytes() == before);  // [0, 16 MiB) and [17 MiB, end) were staged, the middle went straight
   CHECK(d.copy_to_host().to_vector<uint8_t>() == big);
-  dlclose(fake);
 }
 
 TEST_CASE("cuda: the native context and device are the driver's CUcontext and CUdevice") {
