@@ -52,6 +52,10 @@ def test_devices():
     props = dev.properties
     assert props["total_memory"] > 0 and props["max_threads_per_block"] > 0
     assert dev.compute_capability == props["compute_capability"]
+    # The host backend runs kernels in this process: a kernel's fault is the process's.
+    assert props["recovers_from_faults"] is gpuhal.current_context().supports("fault_recovery")
+    if props["driver_version"].startswith("gpuhal host backend"):
+        assert props["recovers_from_faults"] is False
     assert gpuhal.gpus.current == dev
     assert gpuhal.gpus[0].name == dev.name
     with gpuhal.gpus[0] as inside:
