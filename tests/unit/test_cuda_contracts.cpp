@@ -200,7 +200,7 @@ TEST_CASE("cuda contract with NVRTC 12: NVRTC 12.4 PTX on a CUDA 12.2 driver is 
 
 // ---- 2. sticky errors ---------------------------------------------------------------------------
 
-TEST_CASE("cuda contract: a kernel fault is sticky and LAUNCH_FAILED; an assert's is the context's until reset, "
+TEST_CASE("cuda contract: a kernel fault is sticky and LAUNCH_FAILED: an assert's is the context's until reset, "
           "the others the process's until it ends",
           "[cuda][contract]") {
   Runtime rt = test::cuda_runtime();

@@ -172,14 +172,19 @@ TEST_CASE("fault injection: device, context and peer entries of the host plugin"
   CHECK_NOTHROW(c0.enable_peer_access(c1));
 }
 
-TEST_CASE("fault injection: a bad GPUHAL_FAULT fails the wrapper's init; a status can be named") {
+TEST_CASE("fault injection: a bad GPUHAL_FAULT fails the wrapper's init, and a status can be named") {
   REQUIRE_GPUHAL_ERROR(faulty_context("mem_alloc"), Status::ERROR_INITIALIZATION_FAILED, "expected <entry>:<k>");
   REQUIRE_GPUHAL_ERROR(faulty_context("mem_alloc:0"), Status::ERROR_INITIALIZATION_FAILED, "k >= 1");
-  // A later call can be aimed at: the third allocation fails.
-  Context ctx = faulty_context("mem_alloc:3");
+  // A later call can be aimed at: the third allocation fails (with a status
+  // named by its number, status.def; an injected out-of-memory would be
+  // retried by the core after a flush, and the retry would succeed).
+  Context ctx = faulty_context("mem_alloc:3:" + std::to_string(int(Status::ERROR_INVALID_VALUE)));
   DeviceArray a = device_array(ctx, {4}), b = device_array(ctx, {4});
-  REQUIRE_GPUHAL_ERROR(device_array(ctx, {4}), Status::ERROR_OUT_OF_MEMORY, "mem_alloc: fault injected");
+  REQUIRE_GPUHAL_ERROR(device_array(ctx, {4}), Status::ERROR_INVALID_VALUE, "mem_alloc: fault injected");
   CHECK_NOTHROW(device_array(ctx, {4}));
+  // The default status is ERROR_OUT_OF_MEMORY: the core flushes and retries once.
+  Context oom = faulty_context("mem_alloc:1");
+  CHECK(device_array(oom, {4}).size() == 4);
   // A status named by its number (status.def).
   Context named = faulty_context("memset_sync:1:" + std::to_string(int(Status::ERROR_INVALID_VALUE)));
   REQUIRE_GPUHAL_ERROR(device_array(named, {4}).memset(0), Status::ERROR_INVALID_VALUE, "memset_sync: fault injected");

@@ -30,7 +30,7 @@ bool run_inline(InlineBias &bias, std::mutex &submit_mu, F &&check_and_run) {
 
 }  // namespace
 
-TEST_CASE("inline bias: the first thread to run inline takes it; no other thread runs on it", "[host][bias]") {
+TEST_CASE("inline bias: the first thread to run inline takes it, and no other thread runs on it", "[host][bias]") {
   InlineBias bias;
   std::mutex mu;
   CHECK_FALSE(bias.biased());
