@@ -9,7 +9,8 @@
 #   machine.txt         date, commit, nvidia-smi (or rocm-smi), uname
 #   info.txt            gpuhal-info
 #   conform.txt/.json   the conformance suite (gpuhal-conform), every check
-#   example_*.txt       every example
+#   example_*.txt       every example (the Python one too, and pytest.txt, the
+#                       Python package's tests, when python3 can build it offline)
 #   cuda.json           the CUDA benchmarks (T1 pinned and P1 pageable transfers,
 #   bench_table.txt     L1 launch overhead, alloc/free and pool hits, a small
 #                       to_device -> kernel -> copy_to_host round trip, side by
@@ -147,6 +148,37 @@ for e in roundtrip increment_kernel block_reduction matmul; do
     status=1
   fi
 done
+
+# The Python package (built offline from the tree, no build isolation), its
+# example and its tests, all on the backend under test, where python3 has
+# what the build and the tests need.
+echo "== Python package"
+if python3 -c "import scikit_build_core, nanobind, numpy, pytest" 2>/dev/null; then
+  site=$PWD/$build/python-site
+  if timeout "$bench_timeout" python3 -m pip install --quiet --disable-pip-version-check --no-build-isolation --no-deps \
+    --no-index --upgrade --target "$site" -C build-dir="$PWD/$build/python-build" . >"$logs/python_build.log" 2>&1; then
+    if PYTHONPATH=$site timeout "$step_timeout" python3 examples/python/numba_memory.py \
+      >"$logs/example_python_numba_memory.txt" 2>&1; then
+      note "example python/numba_memory.py: ok: $(tail -1 "$logs/example_python_numba_memory.txt")"
+    else
+      note "example python/numba_memory.py: FAILED: $(tail -1 "$logs/example_python_numba_memory.txt")"
+      status=1
+    fi
+    # From the log folder, so that the tree's python/ is not imported instead.
+    if (cd "$logs" && PYTHONPATH=$site timeout "$bench_timeout" python3 -m pytest -q -p no:cacheprovider \
+      "$OLDPWD/python/tests") >"$logs/pytest.txt" 2>&1; then
+      note "python tests: $(tail -1 "$logs/pytest.txt")"
+    else
+      note "python tests: FAILED: $(tail -1 "$logs/pytest.txt") (see $logs/pytest.txt)"
+      status=1
+    fi
+  else
+    note "python package: build FAILED (see $logs/python_build.log)"
+    status=1
+  fi
+else
+  note "python: not run (needs scikit-build-core, nanobind, numpy and pytest in python3)"
+fi
 
 echo "== benchmarks"
 if [ -x "$build/bin/gpuhal-bench-cuda" ]; then
