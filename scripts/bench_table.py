@@ -116,6 +116,8 @@ def cuda_targets(smoke):
     ] + [
         ("R1 CUDA", "cuda", "BM_gpuhal_round_trip", "BM_raw_round_trip", "time", 1.1,
          "4 KiB to_device -> kernel -> copy_to_host vs the same raw driver calls"),
+        ("R2 CUDA", "cuda", "BM_gpuhal_copy_round_trip", "BM_raw_copy_round_trip", "time", 1.1,
+         "4 KiB to_device -> copy_to_host (N1's round trip) vs cuMemAlloc, cuMemcpyHtoD, cuMemcpyDtoH, cuMemFree"),
     ]
 
 

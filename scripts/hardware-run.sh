@@ -194,7 +194,7 @@ if [ -x "$build/bin/gpuhal-bench-cuda" ]; then
     python3 - "$logs/cuda.json" >"$logs/round_trip_check.txt" 2>&1 <<'PY'
 import json, sys
 runs = json.load(open(sys.argv[1]))["benchmarks"]
-for name in ("BM_gpuhal_round_trip", "BM_raw_round_trip"):
+for name in ("BM_gpuhal_round_trip", "BM_raw_round_trip", "BM_gpuhal_copy_round_trip", "BM_raw_copy_round_trip"):
     got = [b.get("correct") for b in runs if b.get("run_name") == name and b.get("run_type") == "iteration"]
     print("%s: %s" % (name, "no result" if not got else
                       "every repetition's result correct" if all(v == 1 for v in got) else
@@ -205,7 +205,7 @@ PY
     # A wrong result on a real GPU is a failure of the run, like a failed check.
     grep -q WRONG "$logs/round_trip_check.txt" && [ ! -e "$logs/cuda-driver.txt" ] && status=1
     if python3 scripts/bench_table.py "$logs" ${table_args[@]+"${table_args[@]}"} >"$logs/bench_table.txt" 2>&1; then
-      grep -E '^(T1|P1|L1|A1 CUDA|A2 CUDA|R1 CUDA)' "$logs/bench_table.txt" >"$logs/bench_rows.txt"
+      grep -E '^(T1|P1|L1|A1 CUDA|A2 CUDA|R1 CUDA|R2 CUDA)' "$logs/bench_table.txt" >"$logs/bench_rows.txt"
       note_lines "$logs/bench_rows.txt" "  "
     else
       note "  bench_table.py failed (see $logs/bench_table.txt)"
