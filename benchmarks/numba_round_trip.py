@@ -19,7 +19,7 @@ import os
 
 from numba import cuda
 
-from round_trip_timing import cpp_batches, python_batches, summary
+from round_trip_timing import cpp_batches, python_batches, summary, summary_text
 
 
 def main():
@@ -71,11 +71,10 @@ def main():
     print(f"N1: {args.bytes} B round trip (to_device + copy_to_host), numba-cuda on {result['numba']} against "
           f"gpuhal's C++ API on {result['gpuhal_backend']}; {len(nb_new)} batches per side; ns per round trip, "
           f"median [min, max]; goal: gpuhal >= 20x faster")
-    print(f"{'':28} {'numba-cuda':>26} {'gpuhal':>24} {'speedup':>8}  status")
+    print(f"{'':28} {'numba-cuda':>26} {'gpuhal':>26} {'speedup':>8}  status")
     for k, v in result["rows"].items():
-        nb, gh = v["numba_ns"], v["gpuhal_ns"]
-        print(f"{k:28} {nb['median']:>10.0f} [{nb['min']:>6.0f}, {nb['max']:>6.0f}] "
-              f"{gh['median']:>9.0f} [{gh['min']:>5.0f}, {gh['max']:>5.0f}] {v['speedup']:>8.1f}  {v['status']}")
+        print(f"{k:28} {summary_text(v['numba_ns'])} {summary_text(v['gpuhal_ns'])} {v['speedup']:>8.1f}  "
+              f"{v['status']}")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import argparse
 import json
 
 import gpuhal
-from round_trip_timing import cpp_batches, python_batches, summary
+from round_trip_timing import cpp_batches, python_batches, summary, summary_text
 
 
 def main():
@@ -47,11 +47,10 @@ def main():
         return
     print(f"backend {result['backend']}, {args.bytes} B round trip (to_device + copy_to_host), "
           f"{len(py_new)} batches of {args.batch} per side; ns per round trip, median [min, max]")
-    print(f"{'':28} {'Python':>24} {'C++':>24} {'overhead':>10} {'ratio':>6}")
+    print(f"{'':28} {'Python':>26} {'C++':>26} {'overhead':>10} {'ratio':>6}")
     for k, v in result["rows"].items():
-        p, c = v["python_ns"], v["cpp_ns"]
-        print(f"{k:28} {p['median']:>9.0f} [{p['min']:>5.0f}, {p['max']:>5.0f}] "
-              f"{c['median']:>9.0f} [{c['min']:>5.0f}, {c['max']:>5.0f}] {v['overhead_ns']:>10.0f} {v['ratio']:>6.2f}")
+        print(f"{k:28} {summary_text(v['python_ns'])} {summary_text(v['cpp_ns'])} "
+              f"{v['overhead_ns']:>10.0f} {v['ratio']:>6.2f}")
 
 
 if __name__ == "__main__":

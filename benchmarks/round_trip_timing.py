@@ -44,3 +44,8 @@ def cpp_batches(cpp, nbytes, batch, repeats, env=None):
 
 def summary(values):
     return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def summary_text(s):
+    """A side's summary as the tables print it: "median [min, max]" in ns."""
+    return f"{s['median']:>10.0f} [{s['min']:>6.0f}, {s['max']:>6.0f}]"
