@@ -3,6 +3,7 @@
 // services the core's memory managers build on.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -33,6 +34,9 @@ struct Allocation {
   std::shared_ptr<struct StreamImpl> free_stream;
   // Managed memory (mem_alloc_managed): the host addresses it at `ptr` too.
   bool managed = false;
+  // Shared with other processes (get_ipc_handle): they may still map it
+  // after the release, so it is never kept as an idle block for reuse.
+  std::atomic<bool> exported{false};
   ~Allocation();
 };
 

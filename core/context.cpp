@@ -21,9 +21,10 @@ std::shared_ptr<ContextImpl> create_context(const std::shared_ptr<RuntimeImpl> &
   auto ctx = std::make_shared<ContextImpl>();
   ctx->forks = fork_count();
   ctx->runtime = runtime;
-  ctx->backend_.emplace(*runtime->backend);
+  ctx->backend_.emplace(*runtime->backend, &ctx->work);
   ctx->device = device;
   if (adopt) {
+    ctx->mark_external();  // its owner puts work on it too
     if (!ctx->backend().has_context_adopt())
       throw Error(Status::ERROR_NOT_SUPPORTED,
                   "Context::adopt: backend '" + ctx->lib().name() + "' cannot adopt another library's context");
@@ -39,9 +40,12 @@ std::shared_ptr<ContextImpl> create_context(const std::shared_ptr<RuntimeImpl> &
   ctx->deallocs = std::make_unique<DeallocQueue>(
       cfg.max_pending_deallocs_count, max_bytes,
       [raw] {
-        if (raw->handle) raw->backend().context_synchronize(raw->handle);
+        if (raw->handle) raw->synchronize();
       },
-      [raw](const Error &e) { raw->logger().write(LogLevel::Error, e.what()); }, &ctx->generation);
+      [raw](const Error &e) { raw->logger().write(LogLevel::Error, e.what()); }, &ctx->generation,
+      [raw](uint64_t ptr) {
+        if (raw->handle) raw->check(raw->backend().mem_free_status(raw->handle, ptr), "mem_free");
+      });
   install_memory_manager(ctx);
   return ctx;
 }
@@ -61,6 +65,12 @@ void ContextImpl::defer_free(uint64_t gen, uint64_t bytes, gpuhal_deviceptr_t pt
                    if (handle) check(backend().mem_free_status(handle, ptr), "mem_free");
                  },
                  bytes, gen});
+}
+
+void ContextImpl::synchronize() {
+  const WorkClock::Reading before = work.read();
+  backend().context_synchronize(handle);
+  work.finish(before);
 }
 
 void ContextImpl::report_release_failure(gpuhal_status_t status, const char *call) const {
@@ -145,7 +155,9 @@ Stream Context::external_stream(gpuhal_stream_t native) const {
   detail::require_handle(impl_, "Context::external_stream");
   if (!native)
     throw Error(Status::ERROR_INVALID_HANDLE, "Context::external_stream: null handle (use default_stream())");
-  return unowned_stream(impl_, native, "Context::external_stream");
+  Stream s = unowned_stream(impl_, native, "Context::external_stream");
+  impl_->mark_external();  // its owner puts work on it that gpuhal does not see
+  return s;
 }
 
 Stream Context::create_stream(StreamKind kind) const {
@@ -168,7 +180,7 @@ Event Context::create_event(bool enable_timing) const {
 void Context::synchronize() const {
   detail::require_handle(impl_, "Context::synchronize");
   impl_->check_alive(impl_->current_generation(), "Context::synchronize");
-  impl_->backend().context_synchronize(impl_->handle);
+  impl_->synchronize();
 }
 
 namespace {
@@ -181,6 +193,7 @@ uint64_t native_handle(const std::shared_ptr<detail::ContextImpl> &impl, int32_t
                 std::string(what) + ": backend '" + impl->lib().name() + "' gives no native handles");
   uint64_t out = 0;
   impl->backend().native_handle(impl->handle, kind, &out);
+  impl->mark_external();  // vendor libraries may put work on it now
   return out;
 }
 
@@ -253,6 +266,9 @@ void Context::enable_peer_access(const Context &peer) const {
   if (!c.backend().has_context_enable_peer_access())
     throw Error(Status::ERROR_NOT_SUPPORTED, "enable_peer_access: backend '" + c.lib().name() + "' has no peer access");
   c.backend().context_enable_peer_access(c.handle, peer.impl_->handle);
+  // This context's kernels may reach the peer's memory now: work the peer's
+  // clock does not count.
+  peer.impl_->mark_external();
 }
 
 MemoryManager &Context::memory_manager() const {

@@ -69,6 +69,9 @@ struct ContextImpl {
   // after loading), set at creation: every call goes through it, one
   // dependent load shorter than through the runtime's.
   std::optional<Backend> backend_;
+  // Whether work of this context can be in flight (work_clock.hpp); the
+  // copy of the backend above counts on it.
+  WorkClock work;
 
   ~ContextImpl();
   const Backend &backend() const { return *backend_; }
@@ -103,6 +106,14 @@ struct ContextImpl {
   // The same for mem_free of `ptr`, without allocating: the hot path of
   // every device array's release.
   void defer_free(uint64_t gen, uint64_t bytes, gpuhal_deviceptr_t ptr);
+  // Synchronises the whole context (context_synchronize; throws on failure)
+  // and tells the work clock.
+  void synchronize();
+  // True when no work of the context can be in flight: device memory
+  // released now may serve the next allocation at once.
+  bool work_idle() const { return work.idle(); }
+  // Work the clock cannot see may use this context's memory from now on.
+  void mark_external() { work.external.store(true, std::memory_order_relaxed); }
   // Reports a failed plugin release that happened in a destructor to the
   // deallocation error handler (nothing may throw from a destructor).
   void report_release_failure(gpuhal_status_t status, const char *call) const;

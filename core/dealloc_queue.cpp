@@ -1,18 +1,29 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "dealloc_queue.hpp"
 
+#include <algorithm>
+#include <cstddef>
 #include <exception>
 #include <iterator>
 
 namespace gpuhal::detail {
 
+namespace {
+// Idle blocks are searched linearly for an exact size: a few dozen at most,
+// whatever the count limit (a larger one queues the rest).
+constexpr size_t kMaxBlocks = 32;
+}  // namespace
+
 DeallocQueue::DeallocQueue(uint64_t max_count, uint64_t max_bytes, Synchronize sync, ErrorHandler handler,
-                           const std::atomic<uint64_t> *generation)
+                           const std::atomic<uint64_t> *generation, FreeBlock free_block)
     : max_count_(max_count),
       max_bytes_(max_bytes),
       sync_(std::move(sync)),
+      free_block_(std::move(free_block)),
       generation_(generation),
-      handler_(std::move(handler)) {}
+      handler_(std::move(handler)) {
+  if (free_block_) blocks_.reserve(size_t(std::min<uint64_t>(max_count_, kMaxBlocks)));
+}
 
 namespace {
 thread_local bool t_in_callback = false;
@@ -31,7 +42,7 @@ bool DeallocQueue::in_callback() {
 void DeallocQueue::add(Item item) {
   bool flush_now;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<SpinLock> lock(mu_);
     bytes_ += item.bytes;
     items_.push_back(std::move(item));
     flush_now = defer_depth_ == 0 && !t_in_callback && over_limits_locked() &&
@@ -40,10 +51,48 @@ void DeallocQueue::add(Item item) {
   if (flush_now) flush();
 }
 
+bool DeallocQueue::keep_block(uint64_t device_pointer, uint64_t bytes, uint64_t generation) {
+  if (!free_block_ || t_in_callback) return false;
+  std::lock_guard<SpinLock> lock(mu_);
+  const bool full = blocks_.size() == kMaxBlocks || items_.size() + blocks_.size() + 1 > max_count_;
+  if (full || bytes > max_bytes_ - std::min(bytes_, max_bytes_)) return false;
+  blocks_.push_back({device_pointer, bytes, generation});
+  bytes_ += bytes;
+  return true;
+}
+
+uint64_t DeallocQueue::take_block(uint64_t bytes, uint64_t generation) {
+  if (!free_block_ || t_in_callback) return 0;
+  std::lock_guard<SpinLock> lock(mu_);
+  for (size_t i = blocks_.size(); i-- > 0;) {
+    const Block b = blocks_[i];
+    if (b.bytes != bytes || b.generation != generation) continue;
+    blocks_.erase(blocks_.begin() + std::ptrdiff_t(i));
+    bytes_ -= bytes;
+    return b.device_pointer;
+  }
+  return 0;
+}
+
+size_t DeallocQueue::block_count() const {
+  std::lock_guard<SpinLock> lock(mu_);
+  return blocks_.size();
+}
+
+void DeallocQueue::queue_blocks_locked() {
+  // bytes_ counts them already, as blocks and now as items.
+  for (const Block &b : blocks_) {
+    FreeBlock *free_block = &free_block_;
+    const uint64_t ptr = b.device_pointer;
+    items_.push_back({[free_block, ptr] { (*free_block)(ptr); }, b.bytes, b.generation});
+  }
+  blocks_.clear();
+}
+
 void DeallocQueue::report(const Error &e) {
   ErrorHandler h;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<SpinLock> lock(mu_);
     h = handler_;
   }
   if (!h) return;
@@ -81,8 +130,10 @@ size_t DeallocQueue::flush(bool force) {
   size_t done = 0;
   for (;;) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
-      if ((defer_depth_ > 0 && !force) || items_.empty()) break;
+      std::lock_guard<SpinLock> lock(mu_);
+      if (defer_depth_ > 0 && !force) break;
+      queue_blocks_locked();
+      if (items_.empty()) break;
       batch_.swap(items_);
       for (const Item &item : batch_) bytes_ -= item.bytes;
     }
@@ -125,27 +176,28 @@ size_t DeallocQueue::flush(bool force) {
 
 void DeallocQueue::requeue_batch() {
   // The rest stay queued, ahead of what came meanwhile, as they were.
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   for (const Item &item : batch_) bytes_ += item.bytes;
   items_.insert(items_.begin(), std::make_move_iterator(batch_.begin()), std::make_move_iterator(batch_.end()));
   batch_.clear();
 }
 
 void DeallocQueue::drop_all() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   items_.clear();
+  blocks_.clear();
   bytes_ = 0;
 }
 
 void DeallocQueue::defer_begin() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   ++defer_depth_;
 }
 
 void DeallocQueue::defer_end() {
   bool flush_now;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<SpinLock> lock(mu_);
     if (defer_depth_ > 0) --defer_depth_;
     flush_now = defer_depth_ == 0 && over_limits_locked();
   }
@@ -153,22 +205,22 @@ void DeallocQueue::defer_end() {
 }
 
 bool DeallocQueue::deferred() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   return defer_depth_ > 0;
 }
 
 size_t DeallocQueue::count() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return items_.size();
+  std::lock_guard<SpinLock> lock(mu_);
+  return items_.size() + blocks_.size();
 }
 
 uint64_t DeallocQueue::bytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   return bytes_;
 }
 
 void DeallocQueue::set_error_handler(ErrorHandler handler) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   handler_ = std::move(handler);
 }
 

@@ -9,6 +9,16 @@
 // While any DeferCleanup scope is active nothing is flushed; leaving the
 // outermost scope flushes if the limits are exceeded.
 //
+// Idle blocks: device memory released while none of the context's work was
+// in flight (ContextImpl::work_idle: nothing can still be using it) waits as
+// a block instead of a queued release, and an allocation of exactly its
+// size, in the same context generation, takes it back without calling the
+// plugin (keep_block / take_block). Blocks are pending deallocations like
+// the queued releases: counted by count() and bytes(), bounded by the same
+// limits (a block that would pass one is queued instead, and the queue then
+// flushes as above), freed by the next flush (they join its first batch),
+// dropped by drop_all. So a limit of 0 turns them off.
+//
 // Flushing takes what is queued, waits for all work of the context (the
 // releases taken may still be in use by it), then runs them in FIFO order. A release that
 // fails (throws) stops the flush: it is reported to the error handler
@@ -23,8 +33,10 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "gpuhal/error.hpp"
+#include "spin_lock.hpp"
 
 namespace gpuhal::detail {
 
@@ -41,10 +53,13 @@ class DeallocQueue {
   };
   using Synchronize = std::function<void()>;  // throws on failure
   using ErrorHandler = std::function<void(const Error &)>;
+  // Frees one idle block's device memory; throws on failure.
+  using FreeBlock = std::function<void(uint64_t device_pointer)>;
 
   // `generation`: the context's current generation (read when an item runs).
+  // Without `free_block` no block is ever kept.
   DeallocQueue(uint64_t max_count, uint64_t max_bytes, Synchronize sync, ErrorHandler handler,
-               const std::atomic<uint64_t> *generation = nullptr);
+               const std::atomic<uint64_t> *generation = nullptr, FreeBlock free_block = nullptr);
 
   // Queues `item`; flushes when over a limit and not deferred, and not on a
   // thread running a stream callback (the flush synchronises and calls the
@@ -67,8 +82,23 @@ class DeallocQueue {
   // Runs the queue unless deferred (or `force`). Returns the number of
   // releases that ran successfully.
   size_t flush(bool force = false);
-  // Drops every item without running it (after a reset freed everything).
+  // Drops every item and block without running or freeing it (after a reset
+  // freed everything).
   void drop_all();
+
+  // Keeps `device_pointer` (`bytes` of device memory of context generation
+  // `generation`, released while nothing could be using it) as an idle
+  // block. False, keeping nothing, when the block would take the pending
+  // count or bytes past a limit, or on a thread running a stream callback
+  // (whose releases wait for a flush on another thread, like every release):
+  // the caller queues the release instead.
+  bool keep_block(uint64_t device_pointer, uint64_t bytes, uint64_t generation);
+  // An idle block of exactly `bytes` and `generation` (the newest kept),
+  // taken out of the pending set; 0 when there is none, or on a thread
+  // running a stream callback (where allocations fail in the driver: one
+  // served from a block would work only sometimes).
+  uint64_t take_block(uint64_t bytes, uint64_t generation);
+  size_t block_count() const;
 
   void defer_begin();
   void defer_end();
@@ -82,12 +112,17 @@ class DeallocQueue {
   void report(const Error &e);
 
  private:
-  bool over_limits_locked() const { return items_.size() > max_count_ || bytes_ > max_bytes_; }
+  // bytes_ counts the blocks' bytes too.
+  bool over_limits_locked() const { return items_.size() + blocks_.size() > max_count_ || bytes_ > max_bytes_; }
+  // Moves the idle blocks to the end of items_ as releases (mu_ taken).
+  void queue_blocks_locked();
 
   const uint64_t max_count_;
   const uint64_t max_bytes_;
   Synchronize sync_;
-  mutable std::mutex mu_;
+  // Guards items_, blocks_, bytes_, defer_depth_, handler_: short sections
+  // on every release and allocation, never held across a release or a sync.
+  mutable SpinLock mu_;
   // The thread running flush(), if any: a release that queues more releases
   // (the last handle of an array captured by a deferred release) runs on it,
   // and must neither flush again nor wait for the flush it is part of.
@@ -98,6 +133,13 @@ class DeallocQueue {
   std::deque<Item> batch_;
   void requeue_batch();
   std::deque<Item> items_;
+  struct Block {
+    uint64_t device_pointer = 0;
+    uint64_t bytes = 0;
+    uint64_t generation = 0;
+  };
+  std::vector<Block> blocks_;  // newest last; at most max_count_ (reserved up front)
+  FreeBlock free_block_;
   uint64_t bytes_ = 0;
   const std::atomic<uint64_t> *generation_;
   int defer_depth_ = 0;

@@ -131,6 +131,8 @@ IpcHandle detail::backend_ipc_handle(const DeviceMemory &mem, uint64_t offset, u
   uint64_t bytes = 0;
   const gpuhal_deviceptr_t first = mem.device_pointer() + offset;
   gpuhal_ipc_handle_t abi{};
+  // Another process may map it from now on: never an idle block (memory.cpp).
+  detail::impl_of(mem)->exported.store(true, std::memory_order_relaxed);
   c->backend().ipc_get_handle(c->handle, first, &abi, &base, &bytes);
   std::memcpy(h.handle.bytes, abi.bytes, sizeof abi.bytes);
   if (first < base || first - base > bytes || size > bytes - (first - base))

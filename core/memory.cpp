@@ -22,6 +22,12 @@ Allocation::~Allocation() {
   }
   if (!owns_device_memory) return;
   ContextImpl *c = ctx.get();
+  // Released while none of the context's work can be in flight: nothing uses
+  // it, so it may serve the next allocation of its size (an idle block;
+  // still a pending deallocation, freed by the next flush).
+  if (!managed && !exported.load(std::memory_order_relaxed) && c->work_idle() &&
+      c->deallocs->keep_block(ptr, size, generation))
+    return;
   try {
     c->defer_free(generation, size, ptr);
   } catch (const std::exception &e) {  // a flush triggered here failed to allocate
@@ -64,7 +70,14 @@ std::shared_ptr<Allocation> allocate(const std::shared_ptr<ContextImpl> &ctx, ui
   a->generation = ctx->current_generation();
   a->size = bytes;
   a->managed = managed;
-  a->ptr = backend_alloc(*ctx, bytes, managed);
+  // An idle block of exactly this size (released while nothing could use
+  // it): the plugin's allocation of the same bytes, so its bounds are the
+  // same as a new one's.
+  if (!managed) {
+    ctx->check_alive(a->generation, "allocate");
+    a->ptr = ctx->deallocs->take_block(bytes, a->generation);
+  }
+  if (!a->ptr) a->ptr = backend_alloc(*ctx, bytes, managed);
   return a;
 }
 

@@ -92,6 +92,7 @@ AutoSynchronize::~AutoSynchronize() {
 }
 gpuhal_stream_t Stream::native_handle() const {
   detail::require_handle(impl_, "Stream::native_handle");
+  impl_->ctx->mark_external();  // another library may put work on it now
   return impl_->handle;
 }
 

@@ -265,9 +265,10 @@ TEST_CASE("cuda: out of memory from cuMemAlloc flushes the deferred queue and re
   Context ctx = rt.device(0).primary_context();
   { DeviceArray first = device_array(ctx, {1024}); }  // call 1; its free is deferred
   REQUIRE(ctx.pending_deallocations() == 1);
-  DeviceArray second = device_array(ctx, {1024});  // call 2 fails: flush, call 3 succeeds
+  // Another size (the same one would take first's memory back, no call):
+  DeviceArray second = device_array(ctx, {2048});  // call 2 fails: flush, call 3 succeeds
   CHECK(ctx.pending_deallocations() == 0);
-  CHECK(second.copy_to_host().size() == 1024);
+  CHECK(second.copy_to_host().size() == 2048);
   // Nothing pending: retried once all the same (Numba's rule: memory may
   // have come back by other ways): call 4 fails, call 5 succeeds.
   CHECK(device_array(ctx, {16}).size() == 16);

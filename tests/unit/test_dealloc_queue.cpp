@@ -71,7 +71,10 @@ TEST_CASE("DeferCleanup scopes nest and suppress flushes", "[dealloc][defer]") {
     DeferCleanup outer(ctx);
     {
       DeferCleanup inner(ctx);
-      for (int i = 0; i < 20; ++i) device_array(ctx, {8}, dtypes::uint8);
+      // All held, then dropped: one array's release does not serve the next.
+      std::vector<DeviceArray> arrays;
+      for (int i = 0; i < 20; ++i) arrays.push_back(device_array(ctx, {8}, dtypes::uint8));
+      arrays.clear();
       CHECK(ctx.pending_deallocations() == 20);
       CHECK(ctx.flush_deallocations() == 0);  // deferred
     }
@@ -85,7 +88,8 @@ TEST_CASE("out of memory inside DeferCleanup does not flush", "[dealloc][defer][
   DeviceArray a = device_array(ctx, {600 * 1024}, dtypes::uint8);
   DeferCleanup defer(ctx);
   a = DeviceArray();
-  REQUIRE_GPUHAL_ERROR(device_array(ctx, {600 * 1024}, dtypes::uint8), Status::ERROR_OUT_OF_MEMORY,
+  // Another size (the same one would take a's memory back: no plugin call).
+  REQUIRE_GPUHAL_ERROR(device_array(ctx, {700 * 1024}, dtypes::uint8), Status::ERROR_OUT_OF_MEMORY,
                        "out of device memory");
   CHECK(ctx.pending_deallocations() == 1);
 }
@@ -94,7 +98,8 @@ TEST_CASE("an exception unwinding through DeferCleanup ends the scope", "[deallo
   Context ctx = context_with(2, 1.0);
   try {
     DeferCleanup defer(ctx);
-    for (int i = 0; i < 5; ++i) device_array(ctx, {8}, dtypes::uint8);
+    std::vector<DeviceArray> arrays;
+    for (int i = 0; i < 5; ++i) arrays.push_back(device_array(ctx, {8}, dtypes::uint8));
     throw std::runtime_error("user error");
   } catch (const std::runtime_error &) {
   }

@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// Idle blocks: device memory released while none of its context's work can
+// be in flight serves the next allocation of its size without the plugin;
+// memory released while work may still use it waits for a flush.
+#include <atomic>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "test_support.hpp"
+
+using namespace gpuhal;
+
+namespace {
+
+Context limited_context() {
+  // A fixed capacity: free memory then counts only this context's allocations.
+  return test::host_context({{"GPUHAL_HOST_MEMORY_LIMIT", "64M"}});
+}
+
+DevicePointer released_pointer(const Context &ctx, uint64_t bytes) {
+  DeviceMemory m = ctx.allocate(bytes);
+  return m.device_pointer();
+}
+
+}  // namespace
+
+TEST_CASE("idle blocks: a release while the context is idle serves the next allocation of its size",
+          "[dealloc][idle]") {
+  Context ctx = limited_context();
+  const uint64_t free0 = ctx.memory_info().free;
+  const DevicePointer p = released_pointer(ctx, 4096);
+  // Still a pending deallocation: counted, not given back to the plugin.
+  CHECK(ctx.pending_deallocations() == 1);
+  CHECK(ctx.pending_deallocation_bytes() == 4096);
+  CHECK(ctx.memory_info().free < free0);
+  DeviceMemory again = ctx.allocate(4096);
+  CHECK(again.device_pointer() == p);
+  CHECK(again.size() == 4096);
+  CHECK(ctx.pending_deallocations() == 0);
+  // Only exactly its size: another size comes from the plugin.
+  const DevicePointer q = released_pointer(ctx, 4096);
+  CHECK(q != p);
+  DeviceMemory bigger = ctx.allocate(4097);
+  CHECK(bigger.device_pointer() != q);
+  CHECK(ctx.pending_deallocations() == 1);
+  // A flush gives it back.
+  CHECK(ctx.flush_deallocations() == 1);
+  CHECK(ctx.pending_deallocations() == 0);
+  again = DeviceMemory();
+  bigger = DeviceMemory();
+  ctx.flush_deallocations();
+  CHECK(ctx.memory_info().free == free0);
+}
+
+TEST_CASE("idle blocks: memory released under work in flight is not handed out again before a flush",
+          "[dealloc][idle][stream]") {
+  Context ctx = limited_context();
+  Stream gated = ctx.create_stream(StreamKind::NonBlocking);
+  std::atomic<bool> open{false};
+  gated.add_callback([&] {
+    while (!open) std::this_thread::yield();
+  });
+  std::vector<uint8_t> ones(4096, 1);
+  DeviceArray old = device_array(ctx, {4096}, dtypes::uint8);
+  const DevicePointer p = old.device_pointer();
+  old.copy_from_host(HostView::of(ones), gated);  // waits behind the callback
+  old = DeviceArray();                            // its memory is still the copy's target
+  CHECK(ctx.pending_deallocations() == 1);
+  DeviceArray fresh = device_array(ctx, {4096}, dtypes::uint8);
+  CHECK(fresh.device_pointer() != p);
+  fresh.memset(7);  // the default stream does not wait for a non-blocking one
+  open = true;
+  gated.synchronize();
+  std::vector<uint8_t> out(4096);
+  fresh.copy_to_host(HostView::of(out));
+  CHECK(out == std::vector<uint8_t>(4096, 7));  // the late copy did not land here
+}
+
+TEST_CASE("idle blocks: every kind of work keeps the context busy until it synchronises", "[dealloc][idle][stream]") {
+  // Each call below may leave work in flight after it returns: memory
+  // released after it must not be handed out again before a context
+  // synchronisation (the same check for each entry that submits work).
+  Context ctx = limited_context();
+  Stream s = ctx.create_stream();
+  DeviceArray a = device_array(ctx, {64}, dtypes::float32);
+  DeviceArray b = device_array(ctx, {64}, dtypes::float32);
+  std::vector<float> host(64, 1.0f);
+  Event e = ctx.create_event();
+  const std::vector<std::pair<const char *, std::function<void()>>> work = {
+      {"memset on a stream", [&] { a.memset(1, s); }},
+      {"memset", [&] { a.memset(1); }},
+      {"copy from the host on a stream", [&] { a.copy_from_host(HostView::of(host), s); }},
+      {"copy from the host", [&] { a.copy_from_host(HostView::of(host)); }},
+      {"copy to the host on a stream", [&] { a.copy_to_host(HostView::of(host), s); }},
+      {"copy between device arrays", [&] { b.copy_from_device(a, s); }},
+      {"a kernel (fill)", [&] { a.fill(2.0f, s); }},
+      {"an event record", [&] { e.record(s); }},
+      {"a wait for an event", [&] { s.wait(e); }},
+      {"a host callback", [&] { s.add_callback([] {}); }},
+  };
+  for (const auto &w : work) {
+    INFO(w.first);
+    ctx.synchronize();
+    const DevicePointer idle = released_pointer(ctx, 128);
+    CHECK(released_pointer(ctx, 128) == idle);  // idle: taken back
+    w.second();
+    const DevicePointer busy = released_pointer(ctx, 128);
+    CHECK(released_pointer(ctx, 128) != busy);  // busy: queued for the flush
+    ctx.flush_deallocations();
+  }
+}
+
+TEST_CASE("idle blocks: a stream's synchronisation does not make the context idle, the context's does",
+          "[dealloc][idle][stream]") {
+  Context ctx = limited_context();
+  Stream s = ctx.create_stream();
+  DeviceArray a = device_array(ctx, {256}, dtypes::uint8);
+  a.memset(3, s);
+  s.synchronize();
+  const DevicePointer busy = released_pointer(ctx, 256);  // other streams could still run
+  CHECK(released_pointer(ctx, 256) != busy);
+  ctx.synchronize();
+  const DevicePointer idle = released_pointer(ctx, 256);
+  CHECK(released_pointer(ctx, 256) == idle);
+  // A flush synchronises too.
+  a.memset(4, s);
+  ctx.flush_deallocations();
+  const DevicePointer after_flush = released_pointer(ctx, 256);
+  CHECK(released_pointer(ctx, 256) == after_flush);
+}
+
+TEST_CASE("idle blocks: vendor handles given out turn reuse off for the context", "[dealloc][idle]") {
+  SECTION("a stream's native handle") {
+    Context ctx = limited_context();
+    Stream s = ctx.create_stream();
+    (void)s.native_handle();  // another library may put work on it that gpuhal does not see
+    ctx.synchronize();
+    const DevicePointer p = released_pointer(ctx, 512);
+    CHECK(released_pointer(ctx, 512) != p);
+  }
+  SECTION("an external stream") {
+    Context ctx = limited_context();
+    int junk = 0;  // never used: the handle only has to be wrapped
+    Stream wrapped = ctx.external_stream(reinterpret_cast<NativeStream>(&junk));
+    ctx.synchronize();
+    const DevicePointer p = released_pointer(ctx, 512);
+    CHECK(released_pointer(ctx, 512) != p);
+  }
+}
+
+TEST_CASE("idle blocks: memory shared with other processes is never reused", "[dealloc][idle][ipc]") {
+  Context ctx = limited_context();
+  REQUIRE(ctx.supports(Capability::Ipc));
+  DevicePointer p = 0;
+  {
+    DeviceMemory m = ctx.allocate(8192);
+    p = m.device_pointer();
+    (void)get_ipc_handle(m, 0, 8192);
+  }
+  CHECK(ctx.pending_deallocations() == 1);
+  DeviceMemory again = ctx.allocate(8192);
+  CHECK(again.device_pointer() != p);
+}
+
+TEST_CASE("idle blocks: a reset drops them and frees nothing twice", "[dealloc][idle]") {
+  Context ctx = limited_context();
+  const uint64_t free0 = ctx.memory_info().free;
+  (void)released_pointer(ctx, 4096);
+  CHECK(ctx.pending_deallocations() == 1);
+  ctx.reset();
+  CHECK(ctx.pending_deallocations() == 0);
+  CHECK(ctx.memory_info().free == free0);
+  DeviceMemory m = ctx.allocate(4096);
+  CHECK(m.device_pointer() != 0);
+  m = DeviceMemory();
+  ctx.flush_deallocations();
+  CHECK(ctx.memory_info().free == free0);
+}
+
+TEST_CASE("idle blocks: a release inside a stream callback is queued, not kept", "[dealloc][idle][stream]") {
+  Context ctx = limited_context();
+  Stream s = ctx.create_stream();
+  auto d = std::make_shared<DeviceArray>(device_array(ctx, {1024}, dtypes::uint8));
+  const DevicePointer p = d->device_pointer();
+  s.add_callback([d]() mutable { d.reset(); });  // the last handle goes on the worker thread
+  d.reset();
+  s.synchronize();
+  CHECK(ctx.pending_deallocations() == 1);
+  ctx.synchronize();  // idle now, but the queued release waits for its flush
+  DeviceArray again = device_array(ctx, {1024}, dtypes::uint8);
+  CHECK(again.device_pointer() != p);
+}
+
+TEST_CASE("idle blocks: threads allocating and releasing at once never share memory", "[dealloc][idle][threads]") {
+  Context ctx = limited_context();
+  constexpr int kThreads = 4;
+  constexpr int kRounds = 400;
+  std::mutex live_mu;
+  std::set<DevicePointer> live;  // every pointer some thread holds now
+  std::atomic<int> shared{0}, corrupted{0};
+  auto hold = [&](const DeviceArray &a) {
+    std::lock_guard<std::mutex> lock(live_mu);
+    if (!live.insert(a.device_pointer()).second) ++shared;
+  };
+  auto drop = [&](DeviceArray &a) {
+    {
+      std::lock_guard<std::mutex> lock(live_mu);
+      live.erase(a.device_pointer());
+    }
+    a = DeviceArray();
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      const std::vector<uint8_t> in(4096, uint8_t(t + 1));
+      for (int i = 0; i < kRounds; ++i) {
+        // Two sizes, so blocks of both are kept and taken by every thread;
+        // most rounds submit no work, so the context is mostly idle.
+        const int64_t n = (i % 2) ? 4096 : 1024;
+        DeviceArray a = device_array(ctx, {n}, dtypes::uint8);
+        hold(a);
+        DeviceArray b = device_array(ctx, {n}, dtypes::uint8);
+        hold(b);
+        if (i % 16 == 0) {
+          const std::vector<uint8_t> src(in.begin(), in.begin() + n);
+          std::vector<uint8_t> dst(src.size());
+          a.copy_from_host(HostView::of(src));
+          a.copy_to_host(HostView::of(dst));
+          if (dst != src) ++corrupted;
+        }
+        drop(b);
+        drop(a);
+      }
+    });
+  }
+  for (auto &th : threads) th.join();
+  CHECK(shared == 0);
+  CHECK(corrupted == 0);
+  ctx.flush_deallocations();
+  CHECK(ctx.pending_deallocations() == 0);
+}
+
+TEST_CASE("idle blocks: a count limit of 0 keeps none", "[dealloc][idle][config]") {
+  Config c;
+  c.backend = "host";
+  c.plugin_path = {GPUHAL_TEST_LIB_DIR};
+  c.max_pending_deallocs_count = 0;
+  Context ctx = Runtime::load(c).device(0).primary_context();
+  (void)released_pointer(ctx, 4096);
+  CHECK(ctx.pending_deallocations() == 0);  // freed at once, as before
+}
