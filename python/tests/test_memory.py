@@ -103,8 +103,10 @@ def test_managed_array_is_shared_by_host_and_kernels(twice):
 def test_deferred_deallocation_queue(ctx):
     ctx.deallocations.clear()
     with gpuhal.defer_cleanup():
-        for _ in range(30):
-            gpuhal.device_array(1024)
+        # All held, then dropped (one dropped at once would serve the next
+        # allocation of its size: an idle block).
+        arrays = [gpuhal.device_array(1024) for _ in range(30)]
+        del arrays
         assert len(ctx.deallocations) == 30  # nothing freed inside the block
         assert ctx.deallocations.bytes >= 30 * 8 * 1024
     # Leaving the block flushed the queue (over its count limit).
@@ -116,6 +118,23 @@ def test_deferred_deallocation_queue(ctx):
     with scope:
         with pytest.raises(gpuhal.InvalidValueError):
             scope.__enter__()
+
+
+def test_idle_release_serves_the_next_allocation_of_its_size(ctx):
+    ctx.synchronize()  # nothing in flight: a release may be reused at once
+    ctx.deallocations.clear()
+    a = gpuhal.device_array(1000, dtype=np.uint8)
+    first = a.device_pointer
+    del a
+    assert len(ctx.deallocations) == 1  # still pending: not given back
+    b = gpuhal.device_array(1000, dtype=np.uint8)
+    assert b.device_pointer == first and len(ctx.deallocations) == 0
+    b[:] = np.arange(1000) % 251  # in flight now: the next release waits for a flush
+    second = b.device_pointer
+    del b
+    c = gpuhal.device_array(1000, dtype=np.uint8)
+    assert c.device_pointer != second
+    ctx.deallocations.clear()
 
 
 def test_memory_info(ctx):
