@@ -157,8 +157,10 @@ void pocl_matmul(benchmark::State &state, int n) {
 }
 
 // A2: a device allocation + release on the host backend (the default memory
-// manager; the release goes through the deferred queue, flushed every 10),
-// against PoCL's buffer create + release and malloc + free of the same size.
+// manager; nothing runs in the loop, so each release is kept as an idle block
+// and the next allocation takes it back, as malloc's free list does; the
+// first ones are queued until a flush has synchronised), against PoCL's
+// buffer create + release and malloc + free of the same size.
 void gpuhal_alloc(benchmark::State &state, uint64_t bytes) {
   auto &g = gpuhal_state();
   for (auto _ : state) {
@@ -206,6 +208,17 @@ void handle_only(benchmark::State &state) {
     auto h = std::make_shared<HandleObject>();
     h->parent = parent;
     benchmark::DoNotOptimize(h.get());
+  }
+}
+
+// Beside it: the parent's reference alone (a shared_ptr copied and dropped:
+// two locked instructions), what every handle that keeps its parent alive
+// pays however its own object is made.
+void parent_ref_only(benchmark::State &state) {
+  const auto parent = std::make_shared<HandleParent>();
+  for (auto _ : state) {
+    std::shared_ptr<HandleParent> ref = parent;
+    benchmark::DoNotOptimize(ref.get());
   }
 }
 
@@ -261,6 +274,7 @@ void register_large() {
     benchmark::RegisterBenchmark(("BM_malloc_free/" + size).c_str(), malloc_free, bytes);
   }
   benchmark::RegisterBenchmark("BM_handle_only", handle_only);
+  benchmark::RegisterBenchmark("BM_parent_ref_only", parent_ref_only);
   auto ms = [](benchmark::internal::Benchmark *b) { b->UseRealTime()->Unit(benchmark::kMillisecond); };
   for (unsigned m : {16u, 64u}) {
     const std::string size = std::to_string(m) + "M";
