@@ -42,6 +42,10 @@ Managed *export_array(const DeviceArray &array, const Stream *producer, const St
     throw Error(Status::ERROR_INVALID_DTYPE, "to_dlpack: record arrays (" + array.dtype().name() +
                                                  ") have no DLPack type (kDLOpaqueHandle is a handle, not bytes)");
   apply_stream_rule(producer, consumer);
+  // The consumer may still have work on it when it lets the tensor go (on
+  // its own streams, out of gpuhal's sight): its release waits for a flush,
+  // never an idle block.
+  if (const auto &a = detail::impl_of(array.memory())) a->exported.store(true, std::memory_order_relaxed);
   auto e = std::make_unique<Export<Managed>>();
   e->array = array;
   e->shape = array.shape();

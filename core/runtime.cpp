@@ -40,6 +40,8 @@ DeviceProperties convert(const gpuhal_device_properties_t &p) {
     d.driver_version = std::string(p.driver_version, strnlen(p.driver_version, sizeof p.driver_version));
   if (p.struct_size >= offsetof(gpuhal_device_properties_t, recovers_from_faults) + sizeof p.recovers_from_faults)
     d.recovers_from_faults = p.recovers_from_faults != 0;
+  if (p.struct_size >= offsetof(gpuhal_device_properties_t, exclusive_contexts) + sizeof p.exclusive_contexts)
+    d.exclusive_contexts = p.exclusive_contexts != 0;
   return d;
 }
 

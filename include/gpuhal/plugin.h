@@ -11,7 +11,7 @@
  * and peer-access entries; 1.2 appended device-code lowering, modules and
  * kernel launch; 1.3 appended native_handle and the device's driver_version;
  * 1.4 appended mem_alloc_managed and context_adopt; 1.5 appended the device's
- * recovers_from_faults.
+ * recovers_from_faults; 1.6 the device's exclusive_contexts.
  *
  * Compatibility rules (frozen):
  *  - Every table and descriptor struct starts with {abi_version, struct_size}.
@@ -54,7 +54,7 @@ extern "C" {
 #endif
 
 #define GPUHAL_ABI_MAJOR 1
-#define GPUHAL_ABI_MINOR 5
+#define GPUHAL_ABI_MINOR 6
 #define GPUHAL_ABI_VERSION GPUHAL_MAKE_VERSION(GPUHAL_ABI_MAJOR, GPUHAL_ABI_MINOR)
 
 /* The one symbol a plugin exports. */
@@ -168,6 +168,16 @@ typedef struct gpuhal_device_properties {
    * rest of the process (CUDA: "To continue using CUDA, the process must be
    * terminated and relaunched"). Absent (older plugin): 0. */
   uint32_t recovers_from_faults;
+  /* ABI 1.6: 1 when the device's contexts are the plugin's own: no other
+   * library in the process can put work on them, their streams or their
+   * queues, except through the native handles the core gives out (which it
+   * then knows of). The core may then hand memory released while none of
+   * its own submitted work is in flight to the next allocation at once. 0
+   * when the vendor shares them (CUDA's primary context is cudart's and every
+   * CUDA library's too; ROCr's agents and queues are the process's), so only
+   * a synchronisation of the whole context proves memory unused. Absent
+   * (older plugin): 0. */
+  uint32_t exclusive_contexts;
 } gpuhal_device_properties_t;
 
 /* Host callback run in stream order. `status` is GPUHAL_SUCCESS unless the

@@ -61,6 +61,12 @@ struct DeviceProperties {
   // the process; false when the vendor keeps the fault until the process
   // ends (CUDA), or the plugin does not say (older than ABI 1.5).
   bool recovers_from_faults = false;
+  // True when no other library in the process can put work on the device's
+  // contexts (the host backend): memory released while none of gpuhal's
+  // work is in flight is then reused at once (idle blocks, user guide).
+  // False where the vendor shares them (cuda, hsa) or the plugin does not
+  // say (older than ABI 1.6).
+  bool exclusive_contexts = false;
 };
 
 // Optional plugin features, answered from the plugin's table.

@@ -168,6 +168,10 @@ gpuhal_status_t device_properties(int32_t ordinal, gpuhal_device_properties_t *o
   // terminated and relaunched." (Seen on an H100: cuDevicePrimaryCtxRetain
   // after cuDevicePrimaryCtxReset returns the fault.)
   p.recovers_from_faults = 0;
+  // The primary context is the CUDA runtime's and every CUDA library's too
+  // (cuBLAS, CuPy, PyTorch put work on it without asking gpuhal): only
+  // cuCtxSynchronize proves a released buffer unused.
+  p.exclusive_contexts = 0;
   return plugin::write_properties(p, out);
 }
 

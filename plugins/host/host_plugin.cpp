@@ -211,6 +211,8 @@ gpuhal_status_t device_properties(int32_t ordinal, gpuhal_device_properties_t *o
   p.pci_device = ordinal;
   // Kernels run in this process: a kernel's bad access is a fault of the process.
   p.recovers_from_faults = 0;
+  // Its streams and queues live in this plugin: only the core submits to them.
+  p.exclusive_contexts = 1;
   std::snprintf(p.driver_version, sizeof p.driver_version, "gpuhal host backend (plugin ABI %d.%d)", GPUHAL_ABI_MAJOR,
                 GPUHAL_ABI_MINOR);
   return plugin::write_properties(p, out);

@@ -310,6 +310,9 @@ gpuhal_status_t device_properties(int32_t ordinal, gpuhal_device_properties_t *o
   if (ordinal < 0 || size_t(ordinal) >= g_devices.size())
     return fail(GPUHAL_ERROR_INVALID_VALUE, "device_properties: no hsa device " + std::to_string(ordinal));
   gpuhal_device_properties_t p = g_devices[size_t(ordinal)].props;
+  // ROCr's agents, their memory and their queues are the process's: other
+  // ROCm libraries put work on the same GPU without gpuhal seeing it.
+  p.exclusive_contexts = 0;
   return plugin::write_properties(p, out);
 }
 

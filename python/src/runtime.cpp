@@ -44,6 +44,7 @@ nb::dict properties_of(const gpuhal::Device &d) {
   out["pci_bus_id"] = nb::make_tuple(p.pci_domain, p.pci_bus, p.pci_device);
   out["driver_version"] = p.driver_version;
   out["recovers_from_faults"] = p.recovers_from_faults;
+  out["exclusive_contexts"] = p.exclusive_contexts;
   return out;
 }
 

@@ -56,6 +56,9 @@ def test_devices():
     assert props["recovers_from_faults"] is gpuhal.current_context().supports("fault_recovery")
     if props["driver_version"].startswith("gpuhal host backend"):
         assert props["recovers_from_faults"] is False
+        assert props["exclusive_contexts"] is True  # only gpuhal submits: idle blocks on
+    elif props["driver_version"].startswith("CUDA"):
+        assert props["exclusive_contexts"] is False  # the primary context is shared
     assert gpuhal.gpus.current == dev
     assert gpuhal.gpus[0].name == dev.name
     with gpuhal.gpus[0] as inside:

@@ -179,4 +179,6 @@ TEST_CASE("the host backend names itself as the driver in the device properties"
   // Its kernels run in this process: a bad access is the process's fault.
   CHECK_FALSE(ctx.device().properties().recovers_from_faults);
   CHECK_FALSE(ctx.supports(Capability::FaultRecovery));
+  // Only the core submits to its streams: idle blocks are on.
+  CHECK(ctx.device().properties().exclusive_contexts);
 }

@@ -277,6 +277,25 @@ TEST_CASE("cuda: out of memory from cuMemAlloc flushes the deferred queue and re
                        "cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY (out of memory)");
 }
 
+TEST_CASE("cuda: released memory waits for the flush even on an idle context (the primary context is shared)") {
+  // cuBLAS, CuPy or PyTorch may have work on the primary context that gpuhal
+  // never saw: only cuCtxSynchronize (the flush's) proves memory unused.
+  Runtime rt = cuda_runtime();
+  Context ctx = rt.device(0).primary_context();
+  CHECK_FALSE(rt.device(0).properties().exclusive_contexts);
+  ctx.synchronize();
+  DevicePointer first = 0;
+  {
+    DeviceMemory m = ctx.allocate(4096);
+    first = m.device_pointer();
+  }
+  CHECK(ctx.pending_deallocations() == 1);
+  DeviceMemory again = ctx.allocate(4096);
+  CHECK(again.device_pointer() != first);  // a new cuMemAlloc: the old one is not freed yet
+  CHECK(ctx.pending_deallocations() == 1);
+  CHECK(ctx.flush_deallocations() == 1);
+}
+
 TEST_CASE("cuda: a driver without devices and a stub driver") {
   SECTION("no device") {
     setenv("FAKE_CUDA_NO_DEVICE", "1", 1);

@@ -514,4 +514,6 @@ TEST_CASE("hsa backend: the device properties carry the HSA version the runtime 
   // contexts, and a reset makes them anew.
   CHECK(rt.device(0).properties().recovers_from_faults);
   CHECK(rt.supports(Capability::FaultRecovery));
+  // Other ROCm libraries put work on the same agents: no idle blocks.
+  CHECK_FALSE(rt.device(0).properties().exclusive_contexts);
 }

@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "gpuhal/dlpack.hpp"
 #include "test_support.hpp"
 
 using namespace gpuhal;
@@ -161,6 +162,22 @@ TEST_CASE("idle blocks: memory shared with other processes is never reused", "[d
   }
   CHECK(ctx.pending_deallocations() == 1);
   DeviceMemory again = ctx.allocate(8192);
+  CHECK(again.device_pointer() != p);
+}
+
+TEST_CASE("idle blocks: memory exported through DLPack is never reused", "[dealloc][idle][dlpack]") {
+  // The consumer may still have work on it, out of gpuhal's sight, when it
+  // lets the tensor go.
+  Context ctx = limited_context();
+  DevicePointer p = 0;
+  {
+    DeviceArray a = device_array(ctx, {1024}, dtypes::uint8);
+    p = a.device_pointer();
+    dlpack::DLManagedTensorVersioned *t = to_dlpack_versioned(a);
+    t->deleter(t);
+  }
+  CHECK(ctx.pending_deallocations() == 1);
+  DeviceArray again = device_array(ctx, {1024}, dtypes::uint8);
   CHECK(again.device_pointer() != p);
 }
 
