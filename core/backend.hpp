@@ -31,14 +31,15 @@
 namespace gpuhal::detail {
 
 // The entries whose work may still run after they return: everything put on
-// a stream, and the synchronous copies and memsets too (CUDA's cuMemcpy
-// between device buffers and cuMemsetD8 on device memory may return before
-// they finish). A name missing here would let memory still in use be handed
-// out again (WorkClock), so the list errs on the side of counting.
-inline constexpr std::string_view kSubmittingEntries[] = {
-    "memcpy_sync",       "memcpy_async",        "memset_sync",  "memset_async",
-    "stream_wait_event", "stream_add_callback", "event_record", "stream_barrier",
-    "mem_alloc_async",   "mem_free_async",      "launch"};
+// a stream. A name missing here would let memory still in use be handed out
+// again (WorkClock), so the list errs on the side of counting (an event or a
+// wait touches no memory, but is counted all the same). memcpy_sync and
+// memset_sync are not here: plugin.h makes them return when done, so nothing
+// of theirs is in flight after them, and a small synchronous copy stays free
+// of locked instructions (each one waits for the copy's stores to drain).
+inline constexpr std::string_view kSubmittingEntries[] = {"memcpy_async",        "memset_async",   "stream_wait_event",
+                                                          "stream_add_callback", "event_record",   "stream_barrier",
+                                                          "mem_alloc_async",     "mem_free_async", "launch"};
 constexpr bool submits_work(std::string_view entry) {
   for (std::string_view e : kSubmittingEntries)
     if (e == entry) return true;

@@ -21,7 +21,9 @@ std::shared_ptr<ContextImpl> create_context(const std::shared_ptr<RuntimeImpl> &
   auto ctx = std::make_shared<ContextImpl>();
   ctx->forks = fork_count();
   ctx->runtime = runtime;
-  ctx->backend_.emplace(*runtime->backend, &ctx->work);
+  // The clock counts only where it can matter (below): elsewhere a launch or
+  // a copy pays nothing for it.
+  ctx->backend_.emplace(*runtime->backend, device->properties.exclusive_contexts ? &ctx->work : nullptr);
   ctx->device = device;
   if (adopt) {
     ctx->mark_external();  // its owner puts work on it too

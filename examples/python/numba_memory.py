@@ -87,8 +87,8 @@ assert (mapped == 1).all()
 # ---- Deallocation behavior ---------------------------------------------------------------
 with cuda.defer_cleanup():
     # all cleanup is deferred in here
-    for _ in range(100):
-        cuda.device_array(1024)
+    arrays = [cuda.device_array(1024) for _ in range(100)]
+    del arrays  # 100 releases, none run in here
     assert len(cuda.current_context().deallocations) >= 100
 cuda.current_context().deallocations.clear()
 print("free, total:", cuda.current_context().get_memory_info())

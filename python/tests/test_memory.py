@@ -132,11 +132,14 @@ def test_idle_release_serves_the_next_allocation_of_its_size(ctx):
     b = gpuhal.device_array(1000, dtype=np.uint8)
     assert (b.device_pointer == first) is exclusive
     assert len(ctx.deallocations) == (0 if exclusive else 1)
-    b[:] = np.arange(1000) % 251  # in flight now: the next release waits for a flush
+    s = gpuhal.stream()
+    src = (np.arange(1000) % 251).astype(np.uint8)
+    b.copy_to_device(src, stream=s)  # in flight now: the next release waits for a flush
     second = b.device_pointer
     del b
     c = gpuhal.device_array(1000, dtype=np.uint8)
     assert c.device_pointer != second
+    s.synchronize()
     ctx.deallocations.clear()
 
 
