@@ -2,6 +2,9 @@
 // Device memory: allocations are distinct, bad sizes and exhaustion are
 // errors that leave the context working.
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
 
 #include "conformance.hpp"
 
@@ -68,6 +71,50 @@ void freed_memory_reused(Env &env) {
   env.ctx.flush_deallocations();
 }
 
+void released_under_work_waits(Env &env) {
+  // Memory whose last handle goes while queued work still writes it must not
+  // serve another allocation before that work is done (the deferred queue's
+  // flush waits for it; an idle block is only what nothing can use). The
+  // copy waits behind a callback on a non-blocking stream, so the new
+  // allocations' synchronous memsets do not wait for it where streams are
+  // independent (cuda, host); where a backend runs callbacks and memsets on
+  // one host thread (hsa), the memsets wait for the gate, which a timer
+  // opens, so nothing hangs.
+  Stream gated = env.ctx.create_stream(StreamKind::NonBlocking);
+  std::atomic<bool> open{false};
+  struct Opener {
+    std::atomic<bool> &open;
+    std::thread timer;
+    ~Opener() {
+      open = true;
+      timer.join();
+    }
+  } opener{open, std::thread([&open] {
+             for (int i = 0; i < 40 && !open.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+             open = true;
+           })};
+  gated.add_callback([&open] {
+    while (!open.load()) std::this_thread::yield();
+  });
+  const std::vector<uint8_t> ones(1 << 16, 1);
+  DeviceArray old = device_array(env.ctx, {1 << 16}, dtypes::uint8);
+  old.copy_from_host(HostView::of(ones), gated);
+  old = DeviceArray();
+  std::vector<DeviceArray> fresh;
+  for (int i = 0; i < 4; ++i) {  // the same size, as an allocator would most like to reuse
+    fresh.push_back(device_array(env.ctx, {1 << 16}, dtypes::uint8));
+    fresh.back().memset(7);
+  }
+  open = true;
+  gated.synchronize();
+  const std::vector<uint8_t> sevens(1 << 16, 7);
+  for (const DeviceArray &a : fresh) {
+    const std::vector<uint8_t> got = bytes_of(a);
+    expect(got == sevens, "a new allocation was written by work queued on memory released before it: " +
+                              first_difference(got, sevens));
+  }
+}
+
 }  // namespace
 
 void add_memory_checks(std::vector<Check> &checks) {
@@ -79,6 +126,9 @@ void add_memory_checks(std::vector<Check> &checks) {
                     bad_sizes});
   checks.push_back({"memory.freed_memory_reused", "memory freed by dropping its handles can be allocated again",
                     freed_memory_reused});
+  checks.push_back({"memory.released_under_work_waits",
+                    "memory released while queued work still writes it serves no allocation before that work is done",
+                    released_under_work_waits});
 }
 
 }  // namespace conformance
