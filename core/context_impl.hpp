@@ -72,6 +72,9 @@ struct ContextImpl {
   // Whether work of this context can be in flight (work_clock.hpp); the
   // copy of the backend above counts on it.
   WorkClock work;
+  // Released memory may be kept as idle blocks (the device's contexts are
+  // the plugin's alone: exclusive_contexts). Set at creation.
+  bool idle_blocks = false;
 
   ~ContextImpl();
   const Backend &backend() const { return *backend_; }

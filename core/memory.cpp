@@ -25,7 +25,7 @@ Allocation::~Allocation() {
   // Released while none of the context's work can be in flight: nothing uses
   // it, so it may serve the next allocation of its size (an idle block;
   // still a pending deallocation, freed by the next flush).
-  if (!managed && !exported.load(std::memory_order_relaxed) && c->work_idle() &&
+  if (c->idle_blocks && !managed && !exported.load(std::memory_order_relaxed) && c->work_idle() &&
       c->deallocs->keep_block(ptr, size, generation))
     return;
   try {
@@ -73,7 +73,7 @@ std::shared_ptr<Allocation> allocate(const std::shared_ptr<ContextImpl> &ctx, ui
   // An idle block of exactly this size (released while nothing could use
   // it): the plugin's allocation of the same bytes, so its bounds are the
   // same as a new one's.
-  if (!managed) {
+  if (!managed && ctx->idle_blocks) {
     ctx->check_alive(a->generation, "allocate");
     a->ptr = ctx->deallocs->take_block(bytes, a->generation);
   }
