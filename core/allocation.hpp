@@ -34,8 +34,9 @@ struct Allocation {
   std::shared_ptr<struct StreamImpl> free_stream;
   // Managed memory (mem_alloc_managed): the host addresses it at `ptr` too.
   bool managed = false;
-  // Shared with other processes (get_ipc_handle): they may still map it
-  // after the release, so it is never kept as an idle block for reuse.
+  // Handed beyond gpuhal's sight (get_ipc_handle: other processes may still
+  // map it after the release; to_dlpack: the consumer may still have work
+  // on it), so it is never kept as an idle block for reuse.
   std::atomic<bool> exported{false};
   ~Allocation();
 };

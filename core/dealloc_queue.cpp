@@ -74,11 +74,6 @@ uint64_t DeallocQueue::take_block(uint64_t bytes, uint64_t generation) {
   return 0;
 }
 
-size_t DeallocQueue::block_count() const {
-  std::lock_guard<SpinLock> lock(mu_);
-  return blocks_.size();
-}
-
 void DeallocQueue::queue_blocks_locked() {
   // bytes_ counts them already, as blocks and now as items.
   for (const Block &b : blocks_) {

@@ -98,7 +98,6 @@ class DeallocQueue {
   // running a stream callback (where allocations fail in the driver: one
   // served from a block would work only sometimes).
   uint64_t take_block(uint64_t bytes, uint64_t generation);
-  size_t block_count() const;
 
   void defer_begin();
   void defer_end();
