@@ -65,40 +65,36 @@ class HostBuffers {
   std::vector<uint8_t *> views_;
 };
 
-// memcpy from the host buffers to a page-aligned destination: the peer of a
-// host-to-device copy.
-void BM_Memcpy(benchmark::State &state) {
+// memcpy between the host buffers and a page-aligned buffer, in the
+// direction of the copy it is the peer of (the two directions put the two
+// addresses the other way round, which 4K aliasing tells apart).
+void memcpy_peer(benchmark::State &state, bool to_host) {
   const size_t n = size_t(state.range(0));
-  const HostBuffers src(n);
-  void *dst = std::aligned_alloc(4096, (n + 4095) / 4096 * 4096);
-  std::memset(dst, 2, n);
+  const HostBuffers host(n);
+  void *paged = std::aligned_alloc(4096, (n + 4095) / 4096 * 4096);
+  std::memset(paged, 2, n);
   size_t i = 0;
   for (auto _ : state) {
-    std::memcpy(dst, src.at(i++), n);
-    benchmark::DoNotOptimize(dst);
+    uint8_t *h = host.at(i++);
+    if (to_host)
+      std::memcpy(h, paged, n);
+    else
+      std::memcpy(paged, h, n);
+    benchmark::DoNotOptimize(h);
     benchmark::ClobberMemory();
   }
-  std::free(dst);
+  std::free(paged);
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(n));
 }
 
-// memcpy from a page-aligned source into the host buffers: the peer of a
-// device-to-host copy (the other direction puts the two addresses the other
-// way round, which 4K aliasing tells apart).
+// The peer of a host-to-device copy.
+void BM_Memcpy(benchmark::State &state) {
+  memcpy_peer(state, false);
+}
+
+// The peer of a device-to-host copy.
 void BM_MemcpyToHost(benchmark::State &state) {
-  const size_t n = size_t(state.range(0));
-  const HostBuffers dst(n);
-  void *src = std::aligned_alloc(4096, (n + 4095) / 4096 * 4096);
-  std::memset(src, 2, n);
-  size_t i = 0;
-  for (auto _ : state) {
-    uint8_t *d = dst.at(i++);
-    std::memcpy(d, src, n);
-    benchmark::DoNotOptimize(d);
-    benchmark::ClobberMemory();
-  }
-  std::free(src);
-  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(n));
+  memcpy_peer(state, true);
 }
 
 void BM_HostBackendH2D(benchmark::State &state) {

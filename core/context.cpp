@@ -37,8 +37,8 @@ std::shared_ptr<ContextImpl> create_context(const std::shared_ptr<RuntimeImpl> &
   }
   check_context_handle(*ctx);
   // Where other libraries can put work on the vendor's context, only a
-  // synchronisation of the whole context proves memory unused: no idle blocks.
-  if (!device->properties.exclusive_contexts) ctx->mark_external();
+  // synchronisation of the whole context proves memory unused: no idle blocks
+  // (and no clock, above).
   ctx->idle_blocks = device->properties.exclusive_contexts;
   const Config &cfg = runtime->config;
   const auto max_bytes = uint64_t(double(device->properties.total_memory) * cfg.max_pending_deallocs_ratio);
