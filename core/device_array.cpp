@@ -133,9 +133,9 @@ gpuhal_stream_t stream_handle(const std::shared_ptr<detail::ContextImpl> &ctx, c
   return detail::impl_of(s)->live(call);
 }
 
-// Equal shapes or strides. std::vector's == calls memcmp through the PLT,
-// about 5 ns of a 4 KiB synchronous copy's 60 (most arrays have one to
-// three axes): an inline loop.
+// Equal shapes. std::vector's == calls memcmp through the PLT, about 5 ns
+// of a 4 KiB synchronous copy's 60 (most arrays have one to three axes):
+// an inline loop.
 bool same_extents(const std::vector<int64_t> &a, const std::vector<int64_t> &b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i)
@@ -143,13 +143,15 @@ bool same_extents(const std::vector<int64_t> &a, const std::vector<int64_t> &b) 
   return true;
 }
 
-// The common case, decided without building core layouts: the same dtype,
-// shape and strides on both sides, C-contiguous (so element 0 starts the
-// span on both), not empty. Numba's rules allow exactly this, and it is one
-// copy of the span.
+// The common case, decided without building core layouts: the same dtype
+// and shape on both sides, both C-contiguous (so element 0 starts the span
+// on both), not empty. Numba's rules allow exactly this, and it is one copy
+// of the span. The strides need no comparison: C-contiguous fixes every
+// stride from the shape and the item size, except on axes of extent 1,
+// which no element steps along (NumPy's relaxed strides, as Layout's flag).
 bool same_c_contiguous(const Layout &layout, DType dtype, const HostView &src) {
-  return layout.size() != 0 && src.dtype() == dtype && layout.is_c_contiguous() &&
-         same_extents(src.shape(), layout.shape()) && same_extents(src.strides(), layout.strides()) && src.data();
+  return layout.size() != 0 && src.dtype() == dtype && layout.is_c_contiguous() && src.is_c_contiguous() &&
+         same_extents(src.shape(), layout.shape()) && src.data();
 }
 
 void check_live(const std::shared_ptr<detail::ContextImpl> &ctx, const DeviceMemory &mem, const char *call) {
@@ -164,7 +166,9 @@ void check_live(const std::shared_ptr<detail::ContextImpl> &ctx, const DeviceMem
                                                   const DeviceMemory &memory, const Layout &layout, void *host,
                                                   bool to_device) {
   check_live(ctx, memory, to_device ? "copy_from_host" : "copy_to_host");
-  const gpuhal_deviceptr_t dev = memory.device_pointer() + uint64_t(layout.span_begin());
+  // A non-empty array has its memory (the constructor's rule); read its
+  // pointer here rather than call out for it.
+  const gpuhal_deviceptr_t dev = detail::impl_of(memory)->ptr + uint64_t(layout.span_begin());
   const auto h = gpuhal_deviceptr_t(reinterpret_cast<uintptr_t>(host));
   const detail::Backend &t = ctx->backend();
   const uint64_t bytes = uint64_t(layout.nbytes());

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gpuhal/plugin.h"
+#include "host_copy.hpp"
 #include "host_kernel_abi.hpp"
 #include "host_kernel_runner.hpp"
 
@@ -55,21 +56,5 @@ std::map<std::string, uint64_t> read_stack_usage(const void *image, uint64_t siz
 // The plugin-wide thread pool and fiber stacks, made on first use.
 ThreadPool &shared_pool();
 StackPool &shared_stacks();
-
-// memmove, spread over the pool for large non-overlapping copies (one
-// thread rarely saturates the memory system). Inline: the small case (a
-// synchronous copy run on the calling thread) calls memmove directly.
-// Copies below kCopySpreadBytes are one memmove.
-constexpr size_t kCopySpreadBytes = size_t(16) << 20;
-void copy_bytes_spread(void *dst, const void *src, size_t bytes);
-inline void copy_bytes(void *dst, const void *src, size_t bytes) {
-  const auto d = reinterpret_cast<uintptr_t>(dst), s = reinterpret_cast<uintptr_t>(src);
-  const bool overlap = d < s + bytes && s < d + bytes;
-  if (bytes < kCopySpreadBytes || overlap) {
-    std::memmove(dst, src, bytes);
-    return;
-  }
-  copy_bytes_spread(dst, src, bytes);
-}
 
 }  // namespace gpuhal::host

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The host backend's copies and memsets: checked against the context's
 // device-accessible ranges, run on the stream (or inline when it is idle),
-// large copies spread over the plugin's threads (copy_bytes).
+// large copies spread over the plugin's threads (host_copy.hpp).
 #include <cstring>
 #include <memory>
 #include <string>
 
 #include "host_context.hpp"
+#include "host_copy.hpp"
 #include "host_entries.hpp"
 #include "host_kernels.hpp"
 #include "host_stream.hpp"
@@ -57,7 +58,7 @@ namespace {
 // this thread's last copy: the context and the device range(s) are the ones
 // this thread resolved last (nothing has gone since), this thread holds the
 // context's inline bias and its streams are idle. Then the copy is one
-// memmove and this returns true. Nothing here can throw or fail, so it runs
+// move_bytes and this returns true. Nothing here can throw or fail, so it runs
 // without guard()'s frame, whose stores (like every push and spill) queue
 // behind a small copy's. False: nothing was done, and memcpy_sync_checked
 // runs the same checks the long way and reports what fails.
@@ -81,8 +82,8 @@ namespace {
       return false;
   }
   return c->run_biased_if_idle([dst, src, bytes] {
-    std::memmove(reinterpret_cast<void *>(uintptr_t(dst)), reinterpret_cast<const void *>(uintptr_t(src)),
-                 size_t(bytes));
+    move_bytes(reinterpret_cast<void *>(uintptr_t(dst)), reinterpret_cast<const void *>(uintptr_t(src)),
+               size_t(bytes));
   });
 }
 
