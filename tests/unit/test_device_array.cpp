@@ -237,6 +237,16 @@ TEST_CASE("same-layout synchronous copies: views with an offset, scalars, and wh
   REQUIRE_GPUHAL_ERROR(rows.copy_to_host(HostView::of(f_out.data(), {2, 3}, {8, 16})), Status::ERROR_INCOMPATIBLE,
                        "incompatible strides");
   CHECK(f_out == std::vector<double>(6, -1));
+  // Both C-contiguous with the same shape: strides on an axis of extent 1
+  // may differ (no element steps along it; NumPy's relaxed strides), and
+  // the copy is still the span's bytes, both ways.
+  DeviceArray one_row = d.view({Slice(2, 3)});  // shape {1, 3}, strides {24, 8}
+  std::vector<double> odd(3, -1);
+  one_row.copy_to_host(HostView::of(odd.data(), {1, 3}, {1000, 8}));
+  CHECK(odd == std::vector<double>{-6, -7, -8});
+  const std::vector<double> back{60, 70, 80};
+  one_row.copy_from_host(HostView::of(back.data(), {1, 3}, {-8, 8}));
+  CHECK(d.copy_to_host().to_vector<double>() == std::vector<double>{0, 1, 2, -3, -4, -5, 60, 70, 80, 9, 10, 11});
 }
 
 TEST_CASE("reshape and ravel on device arrays", "[array][reshape]") {
