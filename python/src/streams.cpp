@@ -56,12 +56,15 @@ void bind_streams(nb::module_ &m) {
       .def_prop_ro("is_owned", &gpuhal::Stream::is_owned)
       .def("__eq__", [](const gpuhal::Stream &a, const gpuhal::Stream &b) { return a == b; })
       .def("__hash__", [](const gpuhal::Stream &s) { return s.hash(); })
+      // The stream's identity (what == and hash compare), not the backend's
+      // handle: handing that out tells the context another library may put
+      // work on it (which turns its idle blocks off), and a repr must not
+      // change what the context does. `handle` gives the backend's handle.
       .def("__repr__", [](const gpuhal::Stream &s) {
+        if (s.is_default()) return std::string("<gpuhal.Stream default>");
         char buf[64];
-        std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(
-                                                     reinterpret_cast<uintptr_t>(s.native_handle())));
-        return std::string(s.is_default() ? "<gpuhal.Stream default>" : "<gpuhal.Stream ") +
-               (s.is_default() ? "" : std::string(buf) + ">");
+        std::snprintf(buf, sizeof buf, "<gpuhal.Stream at 0x%llx>", static_cast<unsigned long long>(s.hash()));
+        return std::string(buf);
       });
 
   nb::class_<AutoSynchronizeScope>(m, "_AutoSynchronize")

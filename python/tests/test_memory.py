@@ -143,6 +143,29 @@ def test_idle_release_serves_the_next_allocation_of_its_size(ctx):
     ctx.deallocations.clear()
 
 
+def test_a_stream_repr_leaves_idle_blocks_on(python):
+    # A fresh process: the context has given no vendor handle out yet.
+    rc, out, err = python("""
+        import numpy as np
+        import gpuhal
+        s = gpuhal.stream()
+        text = repr(s)
+        assert text.startswith("<gpuhal.Stream at 0x"), text
+        assert repr(gpuhal.default_stream()) == "<gpuhal.Stream default>"
+        assert repr(s) == text and repr(gpuhal.stream()) != text
+        exclusive = gpuhal.get_current_device().properties["exclusive_contexts"]
+        ctx = gpuhal.current_context()
+        ctx.synchronize()
+        a = gpuhal.device_array(1000, dtype=np.uint8)
+        first = a.device_pointer
+        del a
+        b = gpuhal.device_array(1000, dtype=np.uint8)
+        assert (b.device_pointer == first) is exclusive
+        print("ok")
+    """)
+    assert rc == 0 and out.strip() == "ok", err
+
+
 def test_memory_info(ctx):
     info = ctx.get_memory_info()
     assert 0 < info.free <= info.total
