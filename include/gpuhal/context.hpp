@@ -73,8 +73,12 @@ class Context {
   Stream per_thread_default_stream() const;
   // Wraps a native stream handle made elsewhere (another library, another
   // gpuhal runtime over the same plugin). gpuhal never destroys it; the
-  // owner keeps it alive while the Stream is used. Invalid handles fail at
-  // first use with ERROR_INVALID_HANDLE.
+  // owner keeps it alive while the Stream is used. A null handle is refused
+  // (ERROR_INVALID_HANDLE). On the host backend every other handle is
+  // checked at first use (ERROR_INVALID_HANDLE); a GPU driver takes it on
+  // trust: on cuda a stream of another context fails at first use, but a
+  // handle that is no live stream is undefined behaviour (the driver
+  // dereferences it; the process crashes).
   Stream external_stream(NativeStream native) const;
   Stream create_stream(StreamKind kind = StreamKind::Blocking) const;
   Event create_event(bool enable_timing = true) const;

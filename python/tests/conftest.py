@@ -20,6 +20,13 @@ import pytest
 import gpuhal
 
 
+# Behaviour only the host backend has (NumPy's memory is its device memory,
+# every stream handle is checked); the other backends' side of the same
+# rule is tested beside it where there is one.
+host_backend_only = pytest.mark.skipif(gpuhal.backend() != "host",
+                                       reason="the host backend's behaviour (this backend's is tested beside it)")
+
+
 @pytest.fixture
 def ctx():
     return gpuhal.current_context()

@@ -10,9 +10,10 @@ import pytest
 
 import gpuhal
 
-from conftest import assert_same
+from conftest import assert_same, host_backend_only
 
 
+@host_backend_only
 def test_numpy_from_dlpack_shares_the_device_memory_on_the_host_backend():
     d = gpuhal.to_device(np.arange(12, dtype=np.int32).reshape(3, 4))
     assert d.__dlpack_device__() == (1, 0)  # kDLCPU
@@ -24,6 +25,7 @@ def test_numpy_from_dlpack_shares_the_device_memory_on_the_host_backend():
     assert v.strides == d.T.strides and v[0, 1] == 99
 
 
+@host_backend_only
 def test_imported_numpy_memory_is_handed_back():
     import sys
     a = np.arange(10.0)
@@ -36,6 +38,7 @@ def test_imported_numpy_memory_is_handed_back():
     assert sys.getrefcount(a) == refs  # the producer's deleter ran (with the GIL)
 
 
+@host_backend_only
 def test_from_dlpack_imports_numpy_memory_without_a_copy():
     a = np.arange(10.0)
     d = gpuhal.from_dlpack(a)
@@ -46,7 +49,21 @@ def test_from_dlpack_imports_numpy_memory_without_a_copy():
     assert_same(d.copy_to_host(), np.full(10, 7.0))
 
 
-def test_dlpack_versions_streams_and_copies():
+def test_numpy_memory_is_refused_where_it_is_not_device_memory():
+    """On a GPU backend NumPy's memory is on another DLPack device: refused
+    by gpuhal before anything is exported (over the fake CUDA driver this
+    is checked by test_cuda_backend_over_the_fake_driver)."""
+    import sys
+    if gpuhal.backend() == "host":
+        pytest.skip("on the host backend NumPy's memory is device memory (tested above)")
+    a = np.arange(10.0)
+    refs = sys.getrefcount(a)
+    with pytest.raises(gpuhal.InvalidValueError, match=r"DLPack device \(1, 0\)"):
+        gpuhal.from_dlpack(a)
+    assert sys.getrefcount(a) == refs  # nothing exported, nothing held
+
+
+def test_dlpack_versions_and_consumed_capsules():
     d = gpuhal.to_device(np.arange(4.0))
     legacy = d.__dlpack__()
     versioned = d.__dlpack__(max_version=(1, 0))
@@ -56,15 +73,22 @@ def test_dlpack_versions_streams_and_copies():
     with pytest.raises(gpuhal.InvalidValueError, match="consumed"):
         gpuhal.from_dlpack(legacy)
     del versioned  # an unused capsule runs its deleter when collected
+    other = (2, 0) if tuple(d.__dlpack_device__()) == (1, 0) else (1, 0)
+    with pytest.raises(BufferError, match="copy_to_host"):
+        d.__dlpack__(dl_device=other)  # no copy to another device
+    d[0] = -1.0
+    unsynchronised = d.__dlpack__(stream=-1, max_version=(1, 0))
+    assert gpuhal.from_dlpack(unsynchronised).copy_to_host()[0] == -1.0
+
+
+@host_backend_only
+def test_dlpack_streams_and_copies_on_the_host_backend():
+    d = gpuhal.to_device(np.arange(4.0))
     copied = np.from_dlpack(d, copy=True)
     d[0] = -1.0
     assert copied[0] == 0.0  # a copy, not the same memory
     with pytest.raises(BufferError):
         d.__dlpack__(stream=5)  # the host backend has no streams to name
-    with pytest.raises(BufferError):
-        d.__dlpack__(dl_device=(2, 0))
-    unsynchronised = d.__dlpack__(stream=-1, max_version=(1, 0))
-    assert gpuhal.from_dlpack(unsynchronised).copy_to_host()[0] == -1.0
 
 
 def test_bad_imports():
@@ -77,9 +101,12 @@ def test_bad_imports():
     rec = gpuhal.to_device(np.zeros(2, dtype=[("a", "f4"), ("b", "i4")]))
     with pytest.raises(BufferError):
         rec.__dlpack__()
-    with pytest.raises(AttributeError):
-        gpuhal.device_array(2).__cuda_array_interface__  # cuda only
-    assert not hasattr(gpuhal.device_array(2), "__cuda_array_interface__")
+    if gpuhal.backend() == "cuda":
+        assert gpuhal.device_array(2).__cuda_array_interface__["version"] == 3
+    else:
+        with pytest.raises(AttributeError):
+            gpuhal.device_array(2).__cuda_array_interface__  # cuda only
+        assert not hasattr(gpuhal.device_array(2), "__cuda_array_interface__")
 
 
 def test_cuda_backend_over_the_fake_driver(python, fake_cuda_env):
@@ -105,6 +132,11 @@ def test_cuda_backend_over_the_fake_driver(python, fake_cuda_env):
             raise SystemExit("stream 0 accepted")
         except BufferError:
             pass
+        try:
+            gpuhal.from_dlpack(np.arange(3.0))  # NumPy's memory is on the CPU
+            raise SystemExit("host memory imported as CUDA memory")
+        except gpuhal.InvalidValueError as e:
+            assert "DLPack device (1, 0)" in str(e), e
         print(json.dumps({"cai": cai, "cai_s": cai_s, "stream": s.handle, "t": t,
                           "dev": d.__dlpack_device__()}))
     """, env=fake_cuda_env)

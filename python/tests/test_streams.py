@@ -6,7 +6,7 @@ import pytest
 
 import gpuhal
 
-from conftest import assert_same
+from conftest import assert_same, host_backend_only
 
 
 def test_async_round_trip_on_a_stream():
@@ -92,6 +92,13 @@ def test_bad_stream_arguments():
         gpuhal.event().record("default")
     with pytest.raises(TypeError):
         gpuhal.device_array(3).copy_to_host(stream=object())
+
+
+@host_backend_only
+def test_an_unknown_external_stream_is_refused_on_the_host_backend():
+    # The host backend knows every stream. A GPU driver takes a native
+    # handle on trust: one that is no live stream is undefined behaviour
+    # there (the CUDA driver dereferences it and the process crashes).
     with pytest.raises(gpuhal.InvalidHandleError):
         gpuhal.external_stream(0xDEAD0).synchronize()
 

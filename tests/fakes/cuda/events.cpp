@@ -31,7 +31,7 @@ API CUresult cuEventRecord(CUevent e, CUstream s) {
   CONTEXT_CALL();
   const auto ev = find_event(e);
   const auto target = lookup(s);
-  if (!ev || !target) return INVALID_HANDLE;
+  if (!ev) return INVALID_HANDLE;
   std::lock_guard<std::mutex> lock(ev->mu);
   CUresult r = submit(s, [ev] {
     std::lock_guard<std::mutex> l(ev->mu);

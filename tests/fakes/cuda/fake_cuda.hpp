@@ -294,16 +294,26 @@ inline std::map<Stream *, std::shared_ptr<Stream>> g_streams;
 inline std::shared_ptr<Stream> g_legacy;  // the legacy default stream, made by cuInit
 
 // The stream object for a handle (the special handles mean the legacy
-// default stream); empty for an unknown handle.
+// default stream). A handle that is no live stream ends the process, as it
+// does with the real driver: a CUstream is a pointer to the driver's own
+// stream object, which every stream entry point dereferences without
+// checking it first. cuda.h lists CUDA_ERROR_INVALID_HANDLE among these
+// calls' results, but a handle that never was a stream (0xDEAD0 wrapped as
+// an external stream) made the process die of a segmentation fault on an
+// H100 (driver 580.159.04), and other projects report the same of every
+// stream and context entry point. The fake says why before it aborts.
 inline std::shared_ptr<Stream> lookup(CUstream s) {
   if (!s || s == reinterpret_cast<CUstream>(1) || s == reinterpret_cast<CUstream>(2)) return g_legacy;
-  std::lock_guard<std::mutex> lock(g_streams_mu);
-  auto it = g_streams.find(s);
-  return it == g_streams.end() ? nullptr : it->second;
-}
-
-inline bool valid_stream(CUstream s) {
-  return lookup(s) != nullptr;
+  {
+    std::lock_guard<std::mutex> lock(g_streams_mu);
+    auto it = g_streams.find(s);
+    if (it != g_streams.end()) return it->second;
+  }
+  std::fprintf(stderr,
+               "fake CUDA driver: %p is no live CUstream; the real driver dereferences stream handles "
+               "unchecked and the process crashes\n",
+               static_cast<void *>(s));
+  std::abort();
 }
 
 // Submits `fn` to `s` with CUDA's legacy default-stream rules: work on the
@@ -311,7 +321,6 @@ inline bool valid_stream(CUstream s) {
 // for the default stream's work so far.
 inline CUresult submit(CUstream s, std::function<void()> fn) {
   const std::shared_ptr<Stream> target = lookup(s);
-  if (!target) return INVALID_HANDLE;
   std::vector<std::pair<std::shared_ptr<Stream>, uint64_t>> deps;
   if (target == g_legacy) {
     std::lock_guard<std::mutex> lock(g_streams_mu);

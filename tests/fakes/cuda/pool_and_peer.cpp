@@ -11,14 +11,15 @@ extern "C" {
 API CUresult cuMemAllocAsync(CUdeviceptr *p, size_t bytes, CUstream s) {
   FAULT(cuMemAllocAsync);
   CONTEXT_CALL();
-  if (!valid_stream(s)) return INVALID_HANDLE;
+  (void)lookup(s);
   if (!p || bytes == 0) return INVALID_VALUE;
   return allocate(p, bytes, dev, true);  // made at once: early enough for any order
 }
 API CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {
   FAULT(cuMemFreeAsync);
   CONTEXT_CALL();
-  if (!valid_stream(s) || !device_range(p, 0)) return INVALID_VALUE;
+  (void)lookup(s);
+  if (!device_range(p, 0)) return INVALID_VALUE;
   return submit(s, [p] {
     std::lock_guard<std::mutex> lock(g_mem_mu);
     auto it = g_device.find(p);

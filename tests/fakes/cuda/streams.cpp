@@ -38,7 +38,6 @@ API CUresult cuStreamDestroy_v2(CUstream s) {
 API CUresult cuStreamSynchronize(CUstream s) {
   FAULT(cuStreamSynchronize);
   CONTEXT_CALL();
-  if (!valid_stream(s)) return INVALID_HANDLE;
   lookup(s)->drain();
   pool_release_above_threshold(dev);
   return after_wait(dev);
@@ -46,7 +45,6 @@ API CUresult cuStreamSynchronize(CUstream s) {
 API CUresult cuStreamQuery(CUstream s) {
   FAULT(cuStreamQuery);
   CONTEXT_CALL();
-  if (!valid_stream(s)) return INVALID_HANDLE;
   return lookup(s)->idle() ? after_wait(dev) : NOT_READY;
 }
 // The context a stream belongs to (the current one for the special handles).
@@ -55,7 +53,6 @@ API CUresult cuStreamGetCtx(CUstream s, void **ctx) {
   CONTEXT_CALL();
   if (!ctx) return INVALID_VALUE;
   const auto st = lookup(s);
-  if (!st) return INVALID_HANDLE;
   *ctx = &g_ctx_token[st->dev >= 0 ? st->dev : dev];
   return OK;
 }
@@ -63,7 +60,8 @@ API CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags) {
   FAULT(cuStreamWaitEvent);
   CONTEXT_CALL();
   const auto ev = find_event(e);
-  if (flags != 0 || !ev || !valid_stream(s)) return INVALID_HANDLE;
+  if (flags != 0 || !ev) return INVALID_HANDLE;
+  (void)lookup(s);
   std::shared_ptr<Stream> src;
   uint64_t ticket;
   {
