@@ -41,6 +41,12 @@ gpuhal_status_t release_pinned(const char *entry, gpuhal_context_t ctx, void *pt
         });
   });
 }
+// True when [a, a + n) shares a byte with a pinned or registered range.
+bool overlaps_pinned(CudaContext *c, uintptr_t a, uint64_t n) {
+  std::lock_guard<std::mutex> lock(c->mu);
+  auto it = c->pinned_ranges.lower_bound(a + n);  // the first range starting at or after the end
+  return it != c->pinned_ranges.begin() && std::prev(it)->first + std::prev(it)->second > a;
+}
 }  // namespace
 
 gpuhal_status_t host_alloc(gpuhal_context_t ctx, uint64_t bytes, uint32_t flags, void **out) {
@@ -72,6 +78,12 @@ gpuhal_status_t host_register(gpuhal_context_t ctx, void *ptr, uint64_t bytes, u
       st != GPUHAL_SUCCESS)
     return st;
   return in_context(ctx, "host_register", [&](CudaContext *c) -> gpuhal_status_t {
+    // Refused here rather than by the driver, which says INVALID_VALUE for
+    // a range inside cuMemHostAlloc's memory (seen on an H100), not that it
+    // is page-locked already.
+    if (overlaps_pinned(c, reinterpret_cast<uintptr_t>(ptr), bytes))
+      return fail(GPUHAL_ERROR_ALREADY_REGISTERED,
+                  "host_register: the range overlaps pinned or registered memory of this context");
     const unsigned cu_flags = ((flags & GPUHAL_HOST_ALLOC_PORTABLE) ? CU_MEMHOSTREGISTER_PORTABLE : 0u) |
                               ((flags & GPUHAL_HOST_ALLOC_MAPPED) ? CU_MEMHOSTREGISTER_DEVICEMAP : 0u);
     if (const gpuhal_status_t call_st =

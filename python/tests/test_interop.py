@@ -76,7 +76,7 @@ def test_dlpack_versions_and_consumed_capsules():
     other = (2, 0) if tuple(d.__dlpack_device__()) == (1, 0) else (1, 0)
     with pytest.raises(BufferError, match="copy_to_host"):
         d.__dlpack__(dl_device=other)  # no copy to another device
-    d[0] = -1.0
+    d.copy_to_device(np.array([-1.0, 1.0, 2.0, 3.0]))
     unsynchronised = d.__dlpack__(stream=-1, max_version=(1, 0))
     assert gpuhal.from_dlpack(unsynchronised).copy_to_host()[0] == -1.0
 

@@ -509,6 +509,28 @@ TEST_CASE("cuda: overlapping and nested registrations never reach the driver as 
   dlclose(fake);
 }
 
+TEST_CASE("cuda: registering any part of pinned memory is refused as already registered, and changes nothing") {
+  // The driver refuses it with CUDA_ERROR_INVALID_VALUE (fake_cuda's
+  // cuMemHostRegister, as an H100 did); the plugin says what it is, as the
+  // host and hsa plugins do.
+  Runtime rt = cuda_runtime();
+  Context ctx = rt.device(0).primary_context();
+  void *fake = dlopen(GPUHAL_TEST_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(fake);
+  auto ranges = reinterpret_cast<int (*)()>(dlsym(fake, "fake_cuda_registered_ranges"));
+  REQUIRE(ranges);
+  const int before = ranges();
+  HostArray p = pinned_array(ctx, {1024}, dtypes::float32);
+  std::fill_n(static_cast<float *>(p.data()), 1024, 3.0f);
+  REQUIRE_GPUHAL_ERROR(register_host(ctx, p.view()), Status::ERROR_ALREADY_REGISTERED, "pinned");
+  REQUIRE_GPUHAL_ERROR(register_host(ctx, p.view().view({Slice(100, 200)})), Status::ERROR_ALREADY_REGISTERED,
+                       "pinned");
+  CHECK(ranges() == before);
+  DeviceArray d = to_device(ctx, p.view());
+  CHECK(d.copy_to_host().to_vector<float>() == std::vector<float>(1024, 3.0f));
+  dlclose(fake);
+}
+
 TEST_CASE("cuda: a copy over partly registered memory or over two registrations is cut where the driver wants it") {
   // The driver refuses a copy whose host range is partly registered or spans
   // two registrations (CUDA_ERROR_INVALID_VALUE; tests/fakes/cuda/fake_cuda.hpp,

@@ -34,7 +34,10 @@ API CUresult cuMemFreeHost(void *p) {
 // the memory range was registered already" (a range that overlaps a
 // registered one is refused: one registration per byte), and
 // cuMemHostUnregister takes "the base address of memory to unregister", the
-// start of one registration, never a part of it.
+// start of one registration, never a part of it. Memory cuMemHostAlloc
+// made is page-locked already, but registering any part of it is not
+// ALREADY_REGISTERED: cuda.h is silent, and on an H100 (driver 580.159.04)
+// cuMemHostRegister refused it with CUDA_ERROR_INVALID_VALUE.
 API CUresult cuMemHostRegister_v2(void *p, size_t bytes, unsigned flags) {
   FAULT(cuMemHostRegister_v2);
   CONTEXT_CALL();
@@ -42,6 +45,8 @@ API CUresult cuMemHostRegister_v2(void *p, size_t bytes, unsigned flags) {
   g_last_host_register_flags = flags;
   std::lock_guard<std::mutex> lock(g_mem_mu);
   const uintptr_t a = uintptr_t(p);
+  auto h = g_host.upper_bound(a + bytes - 1);
+  if (h != g_host.begin() && std::prev(h)->first + std::prev(h)->second > a) return INVALID_VALUE;
   auto it = g_registered.lower_bound(a);
   if (it != g_registered.end() && it->first < a + bytes) return ALREADY_REGISTERED;
   if (it != g_registered.begin() && std::prev(it)->first + std::prev(it)->second > a) return ALREADY_REGISTERED;
