@@ -509,6 +509,20 @@ TEST_CASE("cuda: overlapping and nested registrations never reach the driver as 
   dlclose(fake);
 }
 
+TEST_CASE("cuda: an event's time to itself is zero, or refused when the event does not time") {
+  // Python's event_elapsed_time(e, e) hung over the fake driver, which
+  // locked the one event's mutex twice.
+  Runtime rt = cuda_runtime();
+  Context ctx = rt.device(0).primary_context();
+  Stream s = ctx.create_stream();
+  Event timed = ctx.create_event(true), untimed = ctx.create_event(false);
+  timed.record(s);
+  untimed.record(s);
+  s.synchronize();
+  CHECK(Event::elapsed_ms(timed, timed) == 0.0f);
+  REQUIRE_GPUHAL_ERROR(Event::elapsed_ms(untimed, untimed), Status::ERROR_INVALID_HANDLE, "cuEventElapsedTime");
+}
+
 TEST_CASE("cuda: registering any part of pinned memory is refused as already registered, and changes nothing") {
   // The driver refuses it with CUDA_ERROR_INVALID_VALUE (fake_cuda's
   // cuMemHostRegister, as an H100 did); the plugin says what it is, as the

@@ -76,7 +76,14 @@ API CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b) {
   if (!ms) return INVALID_VALUE;
   const auto ea = find_event(a), eb = find_event(b);
   if (!ea || !eb) return INVALID_HANDLE;
-  std::scoped_lock both(ea->mu, eb->mu);
+  // One event may be both ends (a zero interval): lock it once.
+  std::unique_lock<std::mutex> lock_a(ea->mu, std::defer_lock), lock_b;
+  if (eb == ea) {
+    lock_a.lock();
+  } else {
+    lock_b = std::unique_lock<std::mutex>(eb->mu, std::defer_lock);
+    std::lock(lock_a, lock_b);
+  }
   if (!a->timing || !b->timing) return INVALID_HANDLE;
   if (!a->stream || !b->stream) return INVALID_HANDLE;
   if (!a->has_time || !b->has_time) return NOT_READY;
