@@ -471,17 +471,25 @@ TEST_CASE("cuda: pageable host-to-device copies of 16 MiB and more go through th
 
 #endif
 
+namespace {
+// How many host ranges the fake driver holds registered (its test hook).
+int fake_registered_ranges() {
+  void *fake = dlopen(GPUHAL_TEST_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(fake);
+  auto ranges = reinterpret_cast<int (*)()>(dlsym(fake, "fake_cuda_registered_ranges"));
+  dlclose(fake);  // still loaded: the runtime holds it
+  REQUIRE(ranges);
+  return ranges();
+}
+}  // namespace
+
 TEST_CASE("cuda: overlapping and nested registrations never reach the driver as overlaps, and all end") {
   // The driver refuses a second registration of any byte
   // (CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED); the core registers only the
   // bytes no live registration covers and counts the pieces.
   Runtime rt = cuda_runtime();
   Context ctx = rt.device(0).primary_context();
-  void *fake = dlopen(GPUHAL_TEST_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
-  REQUIRE(fake);
-  auto ranges = reinterpret_cast<int (*)()>(dlsym(fake, "fake_cuda_registered_ranges"));
-  REQUIRE(ranges);
-  const int before = ranges();
+  const int before = fake_registered_ranges();
   std::vector<float> v(1000, 1.0f);
   {
     HostRegistration whole = register_host(ctx, HostView::of(v).view({Slice(0, 600)}));
@@ -494,19 +502,18 @@ TEST_CASE("cuda: overlapping and nested registrations never reach the driver as 
       MappedScope mapped(ctx, {HostView::of(v).view({Slice(400, 600)})});
       CHECK(mapped[0].copy_to_host().to_vector<float>() == std::vector<float>(200, 1.0f));
     }
-    CHECK(ranges() == before + 2);  // [0, 600) and [600, 1000): each byte once
+    CHECK(fake_registered_ranges() == before + 2);  // [0, 600) and [600, 1000): each byte once
     whole.release();
-    CHECK(ranges() == before + 2);  // [0, 600) is still used by inner and tail
+    CHECK(fake_registered_ranges() == before + 2);  // [0, 600) is still used by inner and tail
     tail.release();
-    CHECK(ranges() == before + 1);
+    CHECK(fake_registered_ranges() == before + 1);
     // The bytes inner covers are still registered: transfers through them work.
     Stream s = ctx.create_stream();
     DeviceArray d = to_device(ctx, HostView::of(v).view({Slice(100, 200)}), s);
     s.synchronize();
     CHECK(d.copy_to_host().to_vector<float>() == std::vector<float>(100, 1.0f));
   }
-  CHECK(ranges() == before);
-  dlclose(fake);
+  CHECK(fake_registered_ranges() == before);
 }
 
 TEST_CASE("cuda: an event's time to itself is zero, or refused when the event does not time") {
@@ -529,20 +536,15 @@ TEST_CASE("cuda: registering any part of pinned memory is refused as already reg
   // host and hsa plugins do.
   Runtime rt = cuda_runtime();
   Context ctx = rt.device(0).primary_context();
-  void *fake = dlopen(GPUHAL_TEST_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
-  REQUIRE(fake);
-  auto ranges = reinterpret_cast<int (*)()>(dlsym(fake, "fake_cuda_registered_ranges"));
-  REQUIRE(ranges);
-  const int before = ranges();
+  const int before = fake_registered_ranges();
   HostArray p = pinned_array(ctx, {1024}, dtypes::float32);
   std::fill_n(static_cast<float *>(p.data()), 1024, 3.0f);
   REQUIRE_GPUHAL_ERROR(register_host(ctx, p.view()), Status::ERROR_ALREADY_REGISTERED, "pinned");
   REQUIRE_GPUHAL_ERROR(register_host(ctx, p.view().view({Slice(100, 200)})), Status::ERROR_ALREADY_REGISTERED,
                        "pinned");
-  CHECK(ranges() == before);
+  CHECK(fake_registered_ranges() == before);
   DeviceArray d = to_device(ctx, p.view());
   CHECK(d.copy_to_host().to_vector<float>() == std::vector<float>(1024, 3.0f));
-  dlclose(fake);
 }
 
 TEST_CASE("cuda: a copy over partly registered memory or over two registrations is cut where the driver wants it") {
