@@ -80,13 +80,14 @@ def from_dlpack(obj):
         device_type = device[0]
         # The protocol's consumers ask where the data is before asking for
         # it: a producer on another device is refused here, with gpuhal's
-        # error, instead of by the producer (NumPy refuses any stream but
-        # None, the one a CUDA consumer never passes) or after the export.
+        # error, instead of by the producer (NumPy refuses every stream but
+        # None, and a CUDA consumer always passes one) or after the export.
         if hasattr(obj, "__dlpack_device__"):
             theirs = tuple(int(v) for v in obj.__dlpack_device__())
             if theirs != device:
-                raise_status("ERROR_INVALID_VALUE", f"from_dlpack: the object is on DLPack device {theirs}, but the "
-                       f"current context is DLPack device {device}; copy it there first (to_device for host data)")
+                raise_status("ERROR_INVALID_VALUE",
+                             f"from_dlpack: the object is on DLPack device {theirs}, but the current context is "
+                             f"DLPack device {device}; copy it there first (to_device for host data)")
         # We consume on the legacy default stream (gpuhal's default stream).
         stream = 1 if device_type == _KDLCUDA else None
         try:
