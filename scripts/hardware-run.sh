@@ -171,8 +171,12 @@ if python3 -c "import scikit_build_core, nanobind, numpy, pytest" 2>/dev/null; t
       status=1
     fi
     # From the log folder, so that the tree's python/ is not imported instead.
-    if (cd "$logs" && PYTHONPATH=$site timeout "$bench_timeout" python3 -m pytest -q -p no:cacheprovider \
-      "$OLDPWD/python/tests") >"$logs/pytest.txt" 2>&1; then
+    # Each test's name before it runs (-v) and the stacks of a test that
+    # hangs for $check_timeout s: a crash or a hang still names its test.
+    # The reasons of every failure are listed last (-rfE).
+    if (cd "$logs" && PYTHONFAULTHANDLER=1 PYTHONPATH=$site timeout "$bench_timeout" python3 -m pytest -v -rfE \
+      --tb=short -p no:cacheprovider -o faulthandler_timeout="$check_timeout" "$OLDPWD/python/tests") \
+      >"$logs/pytest.txt" 2>&1; then
       note "python tests: $(tail -1 "$logs/pytest.txt")"
     else
       note "python tests: FAILED: $(tail -1 "$logs/pytest.txt") (see $logs/pytest.txt)"
