@@ -79,9 +79,6 @@ unpack_deb() {
 # the programs.
 bundle=${GPUHAL_HARDWARE_BUNDLE:-hardware-bundle}
 prefix_args=()
-# The same prefix for the Python package's build, whose CMake run
-# scikit-build-core starts: CMake reads these from the environment too.
-cmake_env=()
 if compgen -G "$bundle/debs/*.deb" >/dev/null; then
   deps=$PWD/$build/deps
   mkdir -p "$deps"
@@ -89,11 +86,13 @@ if compgen -G "$bundle/debs/*.deb" >/dev/null; then
     unpack_deb "$deb" "$deps" || { note "bundle: cannot unpack $deb"; exit 1; }
   done
   multiarch=$deps/usr/lib/x86_64-linux-gnu
-  prefix_args=(-DCMAKE_PREFIX_PATH="$deps/usr" -DCMAKE_LIBRARY_PATH="$multiarch" -DCMAKE_INCLUDE_PATH="$deps/usr/include"
-    -Dbenchmark_DIR="$multiarch/cmake/benchmark")
-  cmake_env=(CMAKE_PREFIX_PATH="$deps/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
-    CMAKE_LIBRARY_PATH="$multiarch${CMAKE_LIBRARY_PATH:+:$CMAKE_LIBRARY_PATH}"
-    CMAKE_INCLUDE_PATH="$deps/usr/include${CMAKE_INCLUDE_PATH:+:$CMAKE_INCLUDE_PATH}")
+  # In CMake's environment variables, so that every CMake run finds them
+  # before the system's: this script's build and the Python package's
+  # (which scikit-build-core starts).
+  export CMAKE_PREFIX_PATH=$deps/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
+  export CMAKE_LIBRARY_PATH=$multiarch${CMAKE_LIBRARY_PATH:+:$CMAKE_LIBRARY_PATH}
+  export CMAKE_INCLUDE_PATH=$deps/usr/include${CMAKE_INCLUDE_PATH:+:$CMAKE_INCLUDE_PATH}
+  prefix_args=(-Dbenchmark_DIR="$multiarch/cmake/benchmark")
   export LD_LIBRARY_PATH=$multiarch${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   note "bundle: $(ls "$bundle"/debs/*.deb | wc -l) packages from $bundle unpacked into $deps"
 fi
@@ -161,7 +160,7 @@ done
 echo "== Python package"
 if python3 -c "import scikit_build_core, nanobind, numpy, pytest" 2>/dev/null; then
   site=$PWD/$build/python-site
-  if env ${cmake_env[@]+"${cmake_env[@]}"} timeout "$bench_timeout" python3 -m pip install --quiet --disable-pip-version-check --no-build-isolation --no-deps \
+  if timeout "$bench_timeout" python3 -m pip install --quiet --disable-pip-version-check --no-build-isolation --no-deps \
     --no-index --upgrade --target "$site" -C build-dir="$PWD/$build/python-build" . >"$logs/python_build.log" 2>&1; then
     if PYTHONPATH=$site timeout "$step_timeout" python3 examples/python/numba_memory.py \
       >"$logs/example_python_numba_memory.txt" 2>&1; then

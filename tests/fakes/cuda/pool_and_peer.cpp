@@ -18,7 +18,6 @@ API CUresult cuMemAllocAsync(CUdeviceptr *p, size_t bytes, CUstream s) {
 API CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {
   FAULT(cuMemFreeAsync);
   CONTEXT_CALL();
-  (void)lookup(s);
   if (!device_range(p, 0)) return INVALID_VALUE;
   return submit(s, [p] {
     std::lock_guard<std::mutex> lock(g_mem_mu);
