@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "gpuhal/error.hpp"
-#include "spin_lock.hpp"
+#include "biased_lock.hpp"
 
 namespace gpuhal::detail {
 
@@ -121,7 +121,9 @@ class DeallocQueue {
   Synchronize sync_;
   // Guards items_, blocks_, bytes_, defer_depth_, handler_: short sections
   // on every release and allocation, never held across a release or a sync.
-  mutable SpinLock mu_;
+  // Biased: the thread that uses the queue first (in most programs the only
+  // one) takes and keeps idle blocks without a locked instruction.
+  mutable BiasedLock mu_;
   // The thread running flush(), if any: a release that queues more releases
   // (the last handle of an array captured by a deferred release) runs on it,
   // and must neither flush again nor wait for the flush it is part of.
@@ -133,9 +135,10 @@ class DeallocQueue {
   void requeue_batch();
   std::deque<Item> items_;
   struct Block {
-    uint64_t device_pointer = 0;
-    uint64_t bytes = 0;
-    uint64_t generation = 0;
+    Block(uint64_t p, uint64_t b, uint64_t g) : device_pointer(p), bytes(b), generation(g) {}
+    uint64_t device_pointer;
+    uint64_t bytes;
+    uint64_t generation;
   };
   std::vector<Block> blocks_;  // newest last; at most max_count_ (reserved up front)
   FreeBlock free_block_;

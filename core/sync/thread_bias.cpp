@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-#include "host_inline_bias.hpp"
+#include "thread_bias.hpp"
 
 #include <linux/membarrier.h>
 #include <sys/syscall.h>
@@ -9,9 +9,9 @@
 #include <chrono>
 #include <thread>
 
-namespace gpuhal::host {
+namespace gpuhal::detail {
 
-__thread char InlineBias::t_token_;
+__thread char ThreadBias::t_token_;
 
 namespace {
 
@@ -40,7 +40,7 @@ std::atomic<bool> g_registered{false};
 
 }  // namespace
 
-bool inline_bias_available() {
+bool thread_bias_available() {
   if (kSanitizingThreads) return false;
   const pid_t pid = getpid();
   if (g_registered_pid.load(std::memory_order_acquire) == pid) return g_registered.load(std::memory_order_relaxed);
@@ -52,14 +52,14 @@ bool inline_bias_available() {
   return ok;
 }
 
-void InlineBias::claim_or_exclude(bool claim) {
+void ThreadBias::claim_or_exclude(bool claim) {
   const uintptr_t owner = owner_.load(std::memory_order_relaxed);
   const uintptr_t me = self();
   if (owner == me || owner == kRevoked) return;
   if (owner == 0) {
     // Nobody holds it, and nobody can take it without the submit mutex,
     // which the caller holds: nothing runs inline without it.
-    if (claim) owner_.store(inline_bias_available() ? me : kRevoked, std::memory_order_relaxed);
+    if (claim) owner_.store(thread_bias_available() ? me : kRevoked, std::memory_order_relaxed);
     return;
   }
   // Another thread's: revoke for good. The exchange is this side's full
@@ -81,10 +81,10 @@ void InlineBias::claim_or_exclude(bool claim) {
       __builtin_ia32_pause();
 #endif
     } else {
-      std::this_thread::yield();  // the owner runs a long copy, or is preempted
+      std::this_thread::yield();  // the owner runs a long section (a copy), or is preempted
     }
   }
   owner_.store(kRevoked, std::memory_order_relaxed);
 }
 
-}  // namespace gpuhal::host
+}  // namespace gpuhal::detail
