@@ -28,7 +28,7 @@ DeallocQueue::DeallocQueue(uint64_t max_count, uint64_t max_bytes, Synchronize s
 namespace {
 // Read by every take_block and keep_block: the initial-exec model makes it
 // one %fs-relative load, where the default model for a shared object calls
-// __tls_get_addr (the host plugin's InlineBias does the same; one byte of
+// __tls_get_addr (ThreadBias does the same, sync/thread_bias.hpp; one byte of
 // the static TLS space glibc keeps for libraries loaded later).
 __thread bool t_in_callback __attribute__((tls_model("initial-exec"))) = false;
 }  // namespace
