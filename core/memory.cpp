@@ -2,6 +2,7 @@
 #include "gpuhal/memory.hpp"
 
 #include "internal.hpp"
+#include "spare_chunk.hpp"
 
 namespace gpuhal {
 
@@ -65,7 +66,9 @@ gpuhal_deviceptr_t backend_alloc(ContextImpl &ctx, uint64_t bytes, bool managed)
 }
 
 std::shared_ptr<Allocation> allocate(const std::shared_ptr<ContextImpl> &ctx, uint64_t bytes, bool managed) {
-  auto a = std::make_shared<Allocation>();
+  // The handle's chunk comes from the thread's spare slot when the last
+  // handle released on this thread left one there (spare_chunk.hpp).
+  auto a = std::allocate_shared<Allocation>(SpareChunkAllocator<Allocation>());
   a->ctx = ctx;
   a->generation = ctx->current_generation();
   a->size = bytes;
