@@ -1,21 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "spare_chunk.hpp"
 
+#include "sanitizer_build.hpp"
+
 namespace gpuhal::detail {
 
 namespace {
-
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitizingAddresses = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kSanitizingAddresses = true;
-#else
-constexpr bool kSanitizingAddresses = false;
-#endif
-#else
-constexpr bool kSanitizingAddresses = false;
-#endif
 
 // The calling thread's slot. Initial-exec: one %fs-relative access, where
 // the default model for a shared object calls __tls_get_addr (a few bytes of
@@ -53,7 +43,7 @@ void *take_spare_chunk(std::size_t bytes) noexcept {
 }
 
 bool keep_spare_chunk(void *chunk, std::size_t bytes) noexcept {
-  if (kSanitizingAddresses) return false;
+  if (kAddressSanitizer) return false;
   Slot &s = t_slot;
   if (s.chunk != nullptr) return false;
   if (s.state != SlotState::Watched) {

@@ -9,6 +9,8 @@
 #include <chrono>
 #include <thread>
 
+#include "sanitizer_build.hpp"
+
 namespace gpuhal::detail {
 
 __thread char ThreadBias::t_token_;
@@ -18,18 +20,6 @@ namespace {
 int membarrier(int cmd) {
   return int(syscall(__NR_membarrier, cmd, 0u, 0));
 }
-
-#if defined(__SANITIZE_THREAD__)
-constexpr bool kSanitizingThreads = true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-constexpr bool kSanitizingThreads = true;
-#else
-constexpr bool kSanitizingThreads = false;
-#endif
-#else
-constexpr bool kSanitizingThreads = false;
-#endif
 
 // The process the registration was made in, and whether it succeeded.
 // Registration is per process: a child of fork() registers again. Two
@@ -41,7 +31,7 @@ std::atomic<bool> g_registered{false};
 }  // namespace
 
 bool thread_bias_available() {
-  if (kSanitizingThreads) return false;
+  if (kThreadSanitizer) return false;
   const pid_t pid = getpid();
   if (g_registered_pid.load(std::memory_order_acquire) == pid) return g_registered.load(std::memory_order_relaxed);
   const int cmds = membarrier(MEMBARRIER_CMD_QUERY);

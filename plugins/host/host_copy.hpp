@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "sanitizer_build.hpp"
+
 namespace gpuhal::host {
 
 // Whether this CPU says its string moves are fast for every length (CPUID
@@ -50,12 +52,8 @@ inline bool string_move_fits(uintptr_t dst, uintptr_t src, size_t bytes, bool fa
 
 // Sanitizers do not see inside an asm statement: their builds keep memmove,
 // whose accesses they check.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(GPUHAL_ADDRESS_SANITIZER) || defined(GPUHAL_THREAD_SANITIZER) || defined(GPUHAL_MEMORY_SANITIZER)
 #define GPUHAL_HOST_PLAIN_MEMMOVE 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-#define GPUHAL_HOST_PLAIN_MEMMOVE 1
-#endif
 #endif
 
 // memmove on the calling thread, with the string move where it fits.

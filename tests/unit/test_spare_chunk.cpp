@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "catch_compat.hpp"
+#include "sanitizer_build.hpp"
 #include "spare_chunk.hpp"
 
 using gpuhal::detail::keep_spare_chunk;
@@ -14,17 +15,9 @@ using gpuhal::detail::take_spare_chunk;
 
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kKeeps = false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kKeeps = false;
-#else
-constexpr bool kKeeps = true;
-#endif
-#else
-constexpr bool kKeeps = true;
-#endif
+// The address sanitizer's builds keep nothing (it then sees every
+// allocation).
+constexpr bool kKeeps = !gpuhal::detail::kAddressSanitizer;
 
 struct Payload {
   uint64_t words[5] = {1, 2, 3, 4, 5};

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "gpuhal/plugin.h"
+#include "sanitizer_build.hpp"
 
 namespace gpuhal::host {
 
@@ -37,14 +38,7 @@ namespace gpuhal::host {
 // would read clobbered registers (seen as wrong results of a barrier
 // kernel's work-item loops under ASan). Such builds of the plugin compile
 // every module with "c++" (GCC assumes the call clobbers them).
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define GPUHAL_HOST_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define GPUHAL_HOST_SANITIZED 1
-#endif
-#endif
-#ifdef GPUHAL_HOST_SANITIZED
+#if defined(GPUHAL_ADDRESS_SANITIZER) || defined(GPUHAL_THREAD_SANITIZER)
 inline constexpr const char *kVectorizingCompiler = "";
 #else
 inline constexpr const char *kVectorizingCompiler = "clang++";

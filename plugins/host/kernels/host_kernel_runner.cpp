@@ -9,26 +9,13 @@
 #include <new>
 
 #include "fork_thread_gate.hpp"
+#include "sanitizer_build.hpp"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define GPUHAL_HOST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define GPUHAL_HOST_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define GPUHAL_HOST_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define GPUHAL_HOST_TSAN 1
-#endif
-#endif
-#ifdef GPUHAL_HOST_ASAN
+#ifdef GPUHAL_ADDRESS_SANITIZER
 #include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
-#ifdef GPUHAL_HOST_TSAN
+#ifdef GPUHAL_THREAD_SANITIZER
 #include <sanitizer/tsan_interface.h>
 #endif
 
@@ -137,7 +124,7 @@ StackPool::StackPool(size_t stack_bytes)
 
 StackPool::~StackPool() {
   for (Stack &s : free_) {
-#ifdef GPUHAL_HOST_ASAN
+#ifdef GPUHAL_ADDRESS_SANITIZER
     // Frames of instrumented code that never returned (Boost's fiber entry
     // ends with a jump) left poisoned shadow behind: clear it, or the next
     // mapping at these addresses would be reported as stack overflow.
@@ -240,7 +227,7 @@ struct Scheduler {
 // ThreadSanitizer: __tsan_switch_to_fiber right before the jump, so that
 // the function entries and exits it records pair up on each fiber.
 inline void asan_leave(void **save, const void *to_bottom, size_t to_size) {
-#ifdef GPUHAL_HOST_ASAN
+#ifdef GPUHAL_ADDRESS_SANITIZER
   __sanitizer_start_switch_fiber(save, to_bottom, to_size);
 #else
   (void)save, (void)to_bottom, (void)to_size;
@@ -248,7 +235,7 @@ inline void asan_leave(void **save, const void *to_bottom, size_t to_size) {
 }
 
 inline void asan_arrive(void *save, const void **from_bottom, size_t *from_size) {
-#ifdef GPUHAL_HOST_ASAN
+#ifdef GPUHAL_ADDRESS_SANITIZER
   __sanitizer_finish_switch_fiber(save, from_bottom, from_size);
 #else
   (void)save, (void)from_bottom, (void)from_size;
@@ -256,7 +243,7 @@ inline void asan_arrive(void *save, const void **from_bottom, size_t *from_size)
 }
 
 inline void tsan_switch(void *to) {
-#ifdef GPUHAL_HOST_TSAN
+#ifdef GPUHAL_THREAD_SANITIZER
   __tsan_switch_to_fiber(to, 0);
 #else
   (void)to;
@@ -303,7 +290,7 @@ bool run_group_fibers(StackPool &stacks, const gpuhal_host_kernel *kernel, void 
   Scheduler s;
   s.kernel = kernel;
   s.args = args;
-#ifdef GPUHAL_HOST_TSAN
+#ifdef GPUHAL_THREAD_SANITIZER
   s.main_tsan = __tsan_get_current_fiber();
 #endif
   g.barrier = fiber_barrier;
@@ -320,7 +307,7 @@ bool run_group_fibers(StackPool &stacks, const gpuhal_host_kernel *kernel, void 
     w.item.local_id[1] = (i / block[0]) % block[1];
     w.item.local_id[2] = i / (block[0] * block[1]);
     w.item.group = &g;
-#ifdef GPUHAL_HOST_ASAN
+#ifdef GPUHAL_ADDRESS_SANITIZER
     // A stack's last user may have left poisoned frames where this fiber's
     // record will be written.
     ASAN_UNPOISON_MEMORY_REGION(static_cast<char *>(w.stack.sp) - w.stack.size, w.stack.size);
@@ -331,7 +318,7 @@ bool run_group_fibers(StackPool &stacks, const gpuhal_host_kernel *kernel, void 
     const size_t size = w.stack.size - (i % kColorSteps) * kColorStep;
     // Making a fiber enters its stack and comes straight back: under
     // ThreadSanitizer that round trip is recorded on the work-item's fiber.
-#ifdef GPUHAL_HOST_TSAN
+#ifdef GPUHAL_THREAD_SANITIZER
     w.tsan = __tsan_create_fiber(0);
 #endif
     tsan_switch(w.tsan);
@@ -352,7 +339,7 @@ bool run_group_fibers(StackPool &stacks, const gpuhal_host_kernel *kernel, void 
       if (!w.fiber) {
         --remaining;
         tsan_switch(s.main_tsan);
-#ifdef GPUHAL_HOST_TSAN
+#ifdef GPUHAL_THREAD_SANITIZER
         __tsan_destroy_fiber(w.tsan);
 #endif
         w.tsan = nullptr;
