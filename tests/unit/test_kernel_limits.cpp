@@ -16,14 +16,7 @@
 
 using namespace gpuhal;
 
-namespace {
-
-Context kernel_context(std::vector<std::pair<std::string, std::string>> extra = {}) {
-  extra.emplace_back("GPUHAL_KERNEL_CACHE", GPUHAL_TEST_KERNEL_CACHE);
-  return test::host_context(std::move(extra));
-}
-
-}  // namespace
+using test::kernel_context;
 
 // Tagged apart from [kernel]: its source that must not compile would trip
 // the "did not compile" watch of the work-item-loop runs.

@@ -11,13 +11,7 @@
 
 using namespace gpuhal;
 
-namespace {
-
-Context kernel_context() {
-  return test::host_context({{"GPUHAL_KERNEL_CACHE", GPUHAL_TEST_KERNEL_CACHE}});
-}
-
-}  // namespace
+using test::kernel_context;
 
 TEST_CASE("kernel: barrier loops, early returns and values carried across barriers match a CPU simulation", "[loops]") {
   Context ctx = kernel_context();

@@ -30,6 +30,15 @@ inline gpuhal::Context host_context(std::vector<std::pair<std::string, std::stri
   return host_runtime(std::move(options)).device(0).primary_context();
 }
 
+#ifdef GPUHAL_TEST_KERNEL_CACHE
+// A host context whose kernels compile into the build's kernel cache (shared
+// by every test: each source is compiled once per build).
+inline gpuhal::Context kernel_context(std::vector<std::pair<std::string, std::string>> options = {}) {
+  options.emplace_back("GPUHAL_KERNEL_CACHE", GPUHAL_TEST_KERNEL_CACHE);
+  return host_context(std::move(options));
+}
+#endif
+
 #ifdef GPUHAL_TEST_FAKE_CUDA
 // A cuda-backend runtime over the fake CUDA driver, with extra options.
 inline gpuhal::Runtime cuda_runtime(std::vector<std::pair<std::string, std::string>> options = {}) {
