@@ -32,6 +32,17 @@ bool run_inline(ThreadBias &bias, std::mutex &submit_mu, F &&check_and_run) {
   return check_and_run();
 }
 
+// A read, a pause and a write: an increment lost whenever two overlap.
+void slow_increment(volatile uint64_t &counter) {
+  const uint64_t v = counter;
+  for (int i = 0; i < 20; ++i) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+  counter = v + 1;
+}
+
 }  // namespace
 
 TEST_CASE("thread bias: the first thread to run inline takes it, and no other thread runs on it", "[bias]") {
@@ -105,13 +116,7 @@ TEST_CASE("thread bias: no operation of the owner overlaps another thread's afte
     std::mutex mu;
     volatile uint64_t counter = 0;
     auto increment = [&] {
-      const uint64_t v = counter;
-      for (int i = 0; i < 20; ++i) {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-      }
-      counter = v + 1;
+      slow_increment(counter);
       return true;
     };
     REQUIRE(run_inline(bias, mu, increment));
@@ -198,13 +203,7 @@ TEST_CASE("biased lock: no two sections overlap, before, during and after the re
     volatile uint64_t counter = 0;
     auto increment = [&] {
       std::lock_guard<BiasedLock> held(lock);
-      const uint64_t v = counter;
-      for (int i = 0; i < 20; ++i) {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-      }
-      counter = v + 1;
+      slow_increment(counter);
     };
     constexpr int kOwner = 20000, kOther = 2000;
     std::atomic<int> go{0};
