@@ -68,10 +68,7 @@ TEST_CASE("cuda backend over the fake driver: the device's properties and the pl
 TEST_CASE("cuda: the host-memory flags reach the driver as CUDA's flags") {
   Runtime rt = cuda_runtime();
   Context ctx = rt.device(0).primary_context();
-  void *fake = dlopen(GPUHAL_TEST_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
-  REQUIRE(fake);
-  auto last_flags = reinterpret_cast<unsigned (*)(int)>(dlsym(fake, "fake_cuda_last_host_flags"));
-  REQUIRE(last_flags);
+  auto last_flags = test::fake_symbol<unsigned (*)(int)>("fake_cuda_last_host_flags");
   // cuda.h: CU_MEMHOSTALLOC_PORTABLE 0x01, _DEVICEMAP 0x02, _WRITECOMBINED 0x04;
   // CU_MEMHOSTREGISTER_PORTABLE 0x01, _DEVICEMAP 0x02.
   { HostArray a = pinned_array(ctx, {8}); }
@@ -85,7 +82,6 @@ TEST_CASE("cuda: the host-memory flags reach the driver as CUDA's flags") {
   CHECK(last_flags(1) == 0x3u);
   { PinnedScope scope(ctx, {HostView::of(v)}); }
   CHECK(last_flags(1) == 0x2u);  // mapped: the device maps host memory (cudaHostRegisterDefault does the same)
-  dlclose(fake);
 }
 
 TEST_CASE("cuda: a failing driver call names the call and leaves the context usable") {
@@ -122,11 +118,8 @@ TEST_CASE("cuda: a failing driver call names the call and leaves the context usa
 TEST_CASE("cuda: every driver call that fails surfaces as an error naming it and nothing leaks") {
   Runtime rt = cuda_runtime();
   Context ctx = rt.device(0).primary_context();
-  void *fake = dlopen(GPUHAL_TEST_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
-  REQUIRE(fake);
-  auto inject = reinterpret_cast<void (*)(const char *, long, int)>(dlsym(fake, "fake_cuda_fail"));
-  auto clear = reinterpret_cast<void (*)()>(dlsym(fake, "fake_cuda_clear_faults"));
-  REQUIRE((inject && clear));
+  auto inject = test::fake_symbol<void (*)(const char *, long, int)>("fake_cuda_fail");
+  auto clear = test::fake_symbol<void (*)()>("fake_cuda_clear_faults");
   std::vector<float> v(256, 1.0f);
   DeviceArray a = to_device(ctx, HostView::of(v)), b = device_array(ctx, {256}, dtypes::float32);
   Stream s = ctx.create_stream();
@@ -248,7 +241,6 @@ TEST_CASE("cuda: every driver call that fails surfaces as an error naming it and
   ctx.reset();
   CHECK(ctx.memory_info().free == free_before + 2 * 1024);  // a and b went with the reset
   WARN(cases.size() << " driver entry points failed in turn");
-  dlclose(fake);
 }
 
 TEST_CASE("cuda: out of memory from cuMemAlloc flushes the deferred queue and retries once, even with nothing pending") {
@@ -478,14 +470,10 @@ TEST_CASE("cuda: the native context and device are the driver's CUcontext and CU
   setenv("FAKE_CUDA_DEVICES", "2", 1);  // read when the fake driver loads (a process per test case)
   Runtime rt = cuda_runtime();
   REQUIRE(rt.device_count() >= 2);
-  void *fake = dlopen(GPUHAL_TEST_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
-  REQUIRE(fake);
   using Retain = int (*)(void **, int);
   using Release = int (*)(int);
-  auto retain = reinterpret_cast<Retain>(dlsym(fake, "cuDevicePrimaryCtxRetain"));
-  auto release = reinterpret_cast<Release>(dlsym(fake, "cuDevicePrimaryCtxRelease_v2"));
-  REQUIRE(retain);
-  REQUIRE(release);
+  auto retain = test::fake_symbol<Retain>("cuDevicePrimaryCtxRetain");
+  auto release = test::fake_symbol<Release>("cuDevicePrimaryCtxRelease_v2");
   for (int d = 0; d < 2; ++d) {
     Context ctx = rt.device(d).primary_context();
     CHECK(ctx.native_device() == uint64_t(d));
@@ -495,7 +483,6 @@ TEST_CASE("cuda: the native context and device are the driver's CUcontext and CU
     release(d);
   }
   CHECK(rt.device(0).primary_context().native_context() != rt.device(1).primary_context().native_context());
-  dlclose(fake);
 }
 
 TEST_CASE("cuda: the device properties carry the driver's version") {

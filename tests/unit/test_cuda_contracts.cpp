@@ -21,9 +21,11 @@
 #include <memory>
 #include <thread>
 
+#include "fake_cuda_hooks.hpp"
 #include "test_support.hpp"
 
 using namespace gpuhal;
+using test::fake_symbol;
 
 #if GPUHAL_TEST_HAVE_CUDA_PLUGIN
 
@@ -32,17 +34,6 @@ namespace {
 const char *const kNoopPtx =
     ".version 8.0\n.target sm_90\n.address_size 64\n"
     ".visible .entry noop(\n\t.param .u64 noop_param_0\n)\n{\n\tret;\n}\n";
-
-// A symbol of the loaded fake driver (its API or its test hooks).
-template <class F>
-F fake_symbol(const char *name) {
-  void *fake = dlopen(GPUHAL_TEST_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
-  REQUIRE(fake);
-  void *p = dlsym(fake, name);
-  dlclose(fake);
-  REQUIRE(p);
-  return reinterpret_cast<F>(p);
-}
 
 const char *const kSaxpy = R"(
 GPUHAL_KERNEL void saxpy(GPUHAL_GLOBAL float *y, GPUHAL_GLOBAL const float *x, float a, int n) {

@@ -3,7 +3,6 @@
 // NVRTC (where installed), the PTX assembled by the real ptxas for sm_80 and
 // sm_90, and launches over the fake driver (validated and recorded there,
 // field by field). Skipped, saying why, where NVRTC or ptxas is missing.
-#include <dlfcn.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -11,6 +10,7 @@
 #include <fstream>
 
 #include "kernel_sources.hpp"
+#include "fake_cuda_hooks.hpp"
 #include "test_support.hpp"
 
 using namespace gpuhal;
@@ -61,13 +61,9 @@ int assemble(const std::string &ptx, const std::string &arch) {
 }
 
 std::string last_launch(long *count = nullptr) {
-  void *fake = dlopen(GPUHAL_TEST_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
-  REQUIRE(fake);
-  auto fn = reinterpret_cast<long (*)(char *, size_t)>(dlsym(fake, "fake_cuda_last_launch"));
-  REQUIRE(fn);
+  auto fn = test::fake_symbol<long (*)(char *, size_t)>("fake_cuda_last_launch");
   char buf[1024];
   const long n = fn(buf, sizeof buf);
-  dlclose(fake);
   if (count) *count = n;
   return buf;
 }

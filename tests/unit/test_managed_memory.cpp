@@ -2,11 +2,11 @@
 // Managed arrays (Numba's cuda.managed_array) on the host backend, over the
 // fake CUDA driver (cuMemAllocManaged's rules, quoted in
 // tests/fakes/cuda/memory.cpp) and over the fake HSA runtime.
-#include <dlfcn.h>
 #include <stdlib.h>
 
 #include <numeric>
 
+#include "fake_cuda_hooks.hpp"
 #include "test_support.hpp"
 
 using namespace gpuhal;
@@ -67,11 +67,7 @@ TEST_CASE("cuda: managed arrays come from cuMemAllocManaged and go with cuMemFre
     CHECK(m.copy_to_host().at<float>({255}) == 255.0f);  // the driver reads what the host wrote
   }
   ctx.flush_deallocations();
-  void *fake = dlopen(GPUHAL_TEST_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
-  REQUIRE(fake);
-  auto managed_live = reinterpret_cast<long (*)()>(dlsym(fake, "fake_cuda_managed_allocations"));
-  dlclose(fake);
-  REQUIRE(managed_live);
+  auto managed_live = test::fake_symbol<long (*)()>("fake_cuda_managed_allocations");
   CHECK(managed_live() == 0);  // freed with cuMemFree
 }
 
