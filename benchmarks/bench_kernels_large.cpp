@@ -211,7 +211,17 @@ void handle_only(benchmark::State &state) {
   }
 }
 
-// Beside it: the parent's reference alone (a shared_ptr copied and dropped:
+// Beside it: the same handle without its parent (the object made and freed,
+// its own count set and dropped), what is left of a handle if nothing had
+// to be kept alive.
+void handle_without_parent(benchmark::State &state) {
+  for (auto _ : state) {
+    auto h = std::make_shared<HandleObject>();
+    benchmark::DoNotOptimize(h.get());
+  }
+}
+
+// And the parent's reference alone (a shared_ptr copied and dropped:
 // two locked instructions), what every handle that keeps its parent alive
 // pays however its own object is made.
 void parent_ref_only(benchmark::State &state) {
@@ -274,6 +284,7 @@ void register_large() {
     benchmark::RegisterBenchmark(("BM_malloc_free/" + size).c_str(), malloc_free, bytes);
   }
   benchmark::RegisterBenchmark("BM_handle_only", handle_only);
+  benchmark::RegisterBenchmark("BM_handle_without_parent", handle_without_parent);
   benchmark::RegisterBenchmark("BM_parent_ref_only", parent_ref_only);
   auto ms = [](benchmark::internal::Benchmark *b) { b->UseRealTime()->Unit(benchmark::kMillisecond); };
   for (unsigned m : {16u, 64u}) {
