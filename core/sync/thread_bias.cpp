@@ -47,8 +47,8 @@ void ThreadBias::claim_or_exclude(bool claim) {
   const uintptr_t me = self();
   if (owner == me || owner == kRevoked) return;
   if (owner == 0) {
-    // Nobody holds it, and nobody can take it without the submit mutex,
-    // which the caller holds: nothing runs inline without it.
+    // Nobody holds it, and nobody can take it without the object's lock,
+    // which the caller holds: no section runs without it yet.
     if (claim) owner_.store(thread_bias_available() ? me : kRevoked, std::memory_order_relaxed);
     return;
   }
