@@ -42,6 +42,12 @@ struct Allocation {
   // map it after the release; to_dlpack: the consumer may still have work
   // on it), so it is never kept as an idle block for reuse.
   std::atomic<bool> exported{false};
+  // Host code may address it behind gpuhal's back (managed memory; device
+  // memory exported through DLPack where it is host memory): tracked in the
+  // context's HostVisibleMemory so that a reset keeps it as host memory.
+  std::atomic<bool> host_visible{false};
+  // Tracks it as host-visible (once).
+  void mark_host_visible();
   ~Allocation();
 };
 

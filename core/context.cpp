@@ -320,9 +320,18 @@ void Context::reset() const {
       c.registrations.clear();  // the plugin drops them with the context
       c.user_registrations.clear();
     }
+    // Host arrays over the backend's memory outlive the context's memory
+    // (host_visible_memory.hpp): copied aside now, put back after the destroy.
+    c.host_visible.save(c.logger());
     gpuhal_context_t old = c.handle;
     c.handle = nullptr;
-    c.backend().context_destroy(old);
+    try {
+      c.backend().context_destroy(old);
+    } catch (...) {
+      c.host_visible.restore(c.logger());
+      throw;
+    }
+    c.host_visible.restore(c.logger());
   } else {
     c.generation.fetch_add(1, std::memory_order_acq_rel);
   }

@@ -12,6 +12,7 @@
 
 #include "dealloc_queue.hpp"
 #include "fork_guard.hpp"
+#include "host_visible_memory.hpp"
 #include "gpuhal/context.hpp"
 #include "runtime_impl.hpp"
 
@@ -44,6 +45,9 @@ struct ContextImpl {
   std::mutex registrations_mutex;
   std::map<uintptr_t, Registration> registrations;
   std::map<std::pair<uintptr_t, uint64_t>, int> user_registrations;
+  // The backend's memory that host code addresses directly, kept as host
+  // memory through a reset (host_visible_memory.hpp).
+  HostVisibleMemory host_visible;
   // Serves every allocation of the context (installed by create_context).
   std::unique_ptr<MemoryManager> manager;
   // The manager is exactly the DefaultMemoryManager: Context::allocate

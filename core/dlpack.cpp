@@ -45,7 +45,12 @@ Managed *export_array(const DeviceArray &array, const Stream *producer, const St
   // The consumer may still have work on it when it lets the tensor go (on
   // its own streams, out of gpuhal's sight): its release waits for a flush,
   // never an idle block.
-  if (const auto &a = detail::impl_of(array.memory())) a->exported.store(true, std::memory_order_relaxed);
+  if (const auto &a = detail::impl_of(array.memory())) {
+    a->exported.store(true, std::memory_order_relaxed);
+    // Where device memory is host memory the consumer may read it with the
+    // CPU (NumPy): a reset must not unmap it under the consumer.
+    if (dlpack_device(ctx).device_type == dlpack::kDLCPU) a->mark_host_visible();
+  }
   auto e = std::make_unique<Export<Managed>>();
   e->array = array;
   e->shape = array.shape();

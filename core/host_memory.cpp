@@ -3,7 +3,12 @@
 // entries, with the core's reference-counted registry of registered ranges.
 #include "gpuhal/host_memory.hpp"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -258,15 +263,30 @@ MappedScope::MappedScope(const Context &ctx, const std::vector<HostView> &views)
 
 namespace detail {
 
-// Page-locked memory, freed through the deferred queue with its real size.
-std::shared_ptr<void> backend_host_alloc(const std::shared_ptr<ContextImpl> &c, uint64_t bytes, HostMemoryFlags flags) {
-  require_host_memory(detail::Access::wrap<Context>(c), "memhostalloc", flags.mapped);
-  if (bytes == 0) throw Error(Status::ERROR_INVALID_VALUE, "memhostalloc: size must be positive");
+namespace {
+
+// Write-combined memory: only the driver makes it (cuMemHostAlloc's
+// CU_MEMHOSTALLOC_WRITECOMBINED has no registration counterpart), so the
+// driver's allocation is used, tracked as host-visible: a reset keeps it as
+// host memory for the host arrays over it (host_visible_memory.hpp).
+std::shared_ptr<void> driver_host_alloc(const std::shared_ptr<ContextImpl> &c, uint64_t bytes, HostMemoryFlags flags) {
   void *p = nullptr;
   c->backend().host_alloc(c->handle, bytes, to_bits(flags), &p);
   const uint64_t gen = c->current_generation();
-  return std::shared_ptr<void>(p, [c, gen, bytes](void *q) {
+  const auto base = reinterpret_cast<uintptr_t>(p);
+  try {
+    c->host_visible.track(base, bytes);
+  } catch (...) {
+    c->backend().host_free_status(c->handle, p);
+    throw;
+  }
+  return std::shared_ptr<void>(p, [c, gen, bytes, base](void *q) {
     ContextImpl *raw = c.get();
+    if (gen != raw->current_generation() || raw->inherited()) {
+      raw->host_visible.release_rescued(base);
+      return;
+    }
+    raw->host_visible.untrack(base);
     try {
       raw->defer_release(
           gen, bytes, [raw, q] { return raw->backend().host_free_status(raw->handle, q); }, "host_free");
@@ -274,6 +294,68 @@ std::shared_ptr<void> backend_host_alloc(const std::shared_ptr<ContextImpl> &c, 
       raw->logger().write(LogLevel::Error, std::string("deferred free of pinned memory: ") + e.what());
     }
   });
+}
+
+uint64_t host_page_size() {
+  static const uint64_t size = uint64_t(sysconf(_SC_PAGESIZE));
+  return size;
+}
+
+// Pinned and mapped memory that is gpuhal's own: anonymous pages the
+// backend registers (host_register: cuMemHostRegister, hsa_amd_memory_lock).
+// The driver frees its own allocations with its context, under any NumPy
+// array still over them; a registration only ends with it. So after
+// Context::reset() the pages stay the process's, valid host memory until
+// the last handle goes. Released through the deferred queue (unregister,
+// then unmap); after a reset only unmapped.
+std::shared_ptr<void> registered_host_alloc(const std::shared_ptr<ContextImpl> &c, uint64_t bytes,
+                                            HostMemoryFlags flags) {
+  const uint64_t page = host_page_size();
+  if (bytes > uint64_t(SIZE_MAX / 2))
+    throw Error(Status::ERROR_OUT_OF_MEMORY, "memhostalloc: " + std::to_string(bytes) + " bytes is more than the host has");
+  const uint64_t mapped = (bytes + page - 1) / page * page;
+  void *p = mmap(nullptr, size_t(mapped), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    throw Error(Status::ERROR_OUT_OF_MEMORY,
+                "memhostalloc: mapping " + std::to_string(bytes) + " bytes of host memory failed: " + std::strerror(errno));
+  try {
+    // Mapped whenever the device maps host memory, as the driver's pinned
+    // memory is reachable with unified addressing whatever its flags
+    // (piece_flags: the rule of every registration).
+    c->backend().host_register(c->handle, p, bytes, piece_flags(*c, flags));
+  } catch (...) {
+    munmap(p, size_t(mapped));
+    throw;
+  }
+  const uint64_t gen = c->current_generation();
+  return std::shared_ptr<void>(p, [c, gen, bytes, mapped](void *q) {
+    ContextImpl *raw = c.get();
+    if (gen != raw->current_generation() || raw->inherited()) {  // the registration went with the context
+      munmap(q, size_t(mapped));
+      return;
+    }
+    try {
+      // Generation 0: the item always runs, also after a reset (then it
+      // only unmaps): the pages are ours whatever becomes of the context.
+      raw->deallocs->add({[raw, q, gen, mapped] {
+                            if (raw->handle && gen == raw->current_generation() && !raw->inherited())
+                              raw->check(raw->backend().host_unregister_status(raw->handle, q), "host_unregister");
+                            munmap(q, size_t(mapped));  // not reached when the unregister failed: kept registered
+                          },
+                          bytes, 0});
+    } catch (const std::exception &e) {
+      raw->logger().write(LogLevel::Error, std::string("deferred free of pinned memory: ") + e.what());
+    }
+  });
+}
+
+}  // namespace
+
+// Page-locked host memory (see above), freed through the deferred queue with its real size.
+std::shared_ptr<void> backend_host_alloc(const std::shared_ptr<ContextImpl> &c, uint64_t bytes, HostMemoryFlags flags) {
+  require_host_memory(detail::Access::wrap<Context>(c), "memhostalloc", flags.mapped);
+  if (bytes == 0) throw Error(Status::ERROR_INVALID_VALUE, "memhostalloc: size must be positive");
+  return flags.write_combined ? driver_host_alloc(c, bytes, flags) : registered_host_alloc(c, bytes, flags);
 }
 
 }  // namespace detail

@@ -9,8 +9,15 @@ namespace gpuhal {
 namespace detail {
 
 Allocation::~Allocation() {
-  // After a reset the plugin already freed everything of the old context.
-  if (!ptr || generation != ctx->current_generation() || ctx->inherited()) return;
+  if (!ptr) return;
+  const bool visible = host_visible.load(std::memory_order_relaxed);
+  // After a reset the plugin already freed everything of the old context;
+  // what host code could still address was kept as host memory, unmapped now.
+  if (generation != ctx->current_generation() || ctx->inherited()) {
+    if (visible) ctx->host_visible.release_rescued(uintptr_t(ptr));
+    return;
+  }
+  if (visible) ctx->host_visible.untrack(uintptr_t(ptr));
   if (releaser) {
     release_to_manager(*releaser, ptr, size, cookie);
     return;
@@ -81,7 +88,13 @@ std::shared_ptr<Allocation> allocate(const std::shared_ptr<ContextImpl> &ctx, ui
     a->ptr = ctx->deallocs->take_block(bytes, a->generation);
   }
   if (!a->ptr) a->ptr = backend_alloc(*ctx, bytes, managed);
+  if (managed) a->mark_host_visible();
   return a;
+}
+
+void Allocation::mark_host_visible() {
+  if (!ptr || !owns_device_memory || host_visible.exchange(true, std::memory_order_relaxed)) return;
+  ctx->host_visible.track(uintptr_t(ptr), size);
 }
 
 std::shared_ptr<Allocation> allocate_managed(const std::shared_ptr<ContextImpl> &ctx, uint64_t bytes) {

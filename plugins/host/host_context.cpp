@@ -262,11 +262,14 @@ HostContext::~HostContext() {
   for (auto &kv : plugin_state().registry.take_all(this)) {
     if (kv.second.kind == RegionKind::Device) {
       if (device_->limit) device_->used.fetch_sub(kv.second.size);
-      release_device_memory(reinterpret_cast<void *>(kv.first), kv.second.size, kv.second.fd);
+      // Unmapped, never cached for reuse: host code may still hold the
+      // addresses (managed memory, DLPack exports), and the core keeps
+      // them as host memory only where nothing is mapped any more.
+      unmap_device_memory(reinterpret_cast<void *>(kv.first), kv.second.size, kv.second.fd);
     } else if (kv.second.kind == RegionKind::IpcOpened) {
       unmap_device_memory(reinterpret_cast<void *>(kv.first), kv.second.size, -1);
     } else if (kv.second.kind == RegionKind::HostAlloc) {
-      std::free(reinterpret_cast<void *>(kv.first));
+      unmap_device_memory(reinterpret_cast<void *>(kv.first), kv.second.size, -1);
     }
   }
 }

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "host_context.hpp"
+#include "host_device_mappings.hpp"
 #include "host_entries.hpp"
 #include "host_stream.hpp"
 #include "plugin_support.hpp"
@@ -24,14 +25,16 @@ gpuhal_status_t host_alloc(gpuhal_context_t ctx, uint64_t bytes, uint32_t flags,
             plugin::check_host_memory_args("host_alloc", plugin::HostArg::Output, out, bytes, flags);
         st != GPUHAL_SUCCESS)
       return st;
-    void *p = nullptr;
-    if (bytes > uint64_t(SIZE_MAX) / 2 || posix_memalign(&p, 4096, size_t(bytes)) != 0)
-      return fail(GPUHAL_ERROR_OUT_OF_MEMORY,
-                  "host_alloc: posix_memalign of " + std::to_string(bytes) + " bytes failed");
+    // Whole pages of their own, unmapped when freed (as a driver's pinned
+    // allocations are): a host pointer kept past the free faults instead
+    // of reading memory the heap gave to someone else.
+    void *p = bytes > uint64_t(SIZE_MAX) / 2 ? nullptr : map_device_memory(bytes);
+    if (!p)
+      return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "host_alloc: mapping " + std::to_string(bytes) + " bytes failed");
     try {
       plugin_state().registry.insert(reinterpret_cast<uintptr_t>(p), Region{bytes, c, RegionKind::HostAlloc, flags});
     } catch (...) {
-      std::free(p);
+      unmap_device_memory(p, bytes, -1);
       throw;
     }
     *out = p;
@@ -45,7 +48,7 @@ gpuhal_status_t host_free(gpuhal_context_t ctx, void *ptr) {
     if (r.size == 0)
       return fail(GPUHAL_ERROR_INVALID_VALUE,
                   "host_free: " + hex(uintptr_t(ptr)) + " is not a host allocation of this context");
-    std::free(ptr);
+    unmap_device_memory(ptr, r.size, -1);
     return GPUHAL_SUCCESS;
   });
 }

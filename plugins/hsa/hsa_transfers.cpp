@@ -3,6 +3,7 @@
 // stream's dependencies (pageable host memory through the staging chunks,
 // hsa_staging.cpp), memsets as host operations over hsa_amd_memory_fill.
 #include <cstring>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -133,6 +134,22 @@ void fill_bytes(HsaContext *c, uintptr_t dst, uint8_t value, uint64_t bytes) {
   edge(dst + head + words * 4, tail);
 }
 
+// A fill of [dst, dst + bytes) as a host operation of the stream. In
+// registered (locked) host memory the host writes the bytes itself:
+// hsa_amd_memory_fill fills the runtime's own allocations (the fake
+// runtime refuses anything else), and a registration's agent address is
+// the host's memory seen by the device. Called with c->mu held.
+std::function<void()> fill_op(HsaContext *c, gpuhal_deviceptr_t dst, uint8_t value, uint64_t bytes) {
+  for (const auto &kv : c->registrations) {
+    const auto agent = reinterpret_cast<uintptr_t>(kv.second.agent_ptr);
+    if (dst >= agent && dst - agent + bytes <= kv.second.bytes) {
+      void *host = reinterpret_cast<void *>(kv.first + (dst - agent));
+      return [host, value, bytes] { std::memset(host, value, size_t(bytes)); };
+    }
+  }
+  return [c, dst, value, bytes] { fill_bytes(c, uintptr_t(dst), value, bytes); };
+}
+
 }  // namespace
 
 gpuhal_status_t memset_async(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t value, uint64_t bytes,
@@ -142,8 +159,7 @@ gpuhal_status_t memset_async(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8
     std::lock_guard<std::mutex> lock(c->mu);
     HsaStream *s = resolve_stream(c, stream);
     if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "memset_async: invalid stream");
-    return submit_host_op(
-        s, [c, dst, value, bytes] { fill_bytes(c, uintptr_t(dst), value, bytes); }, nullptr);
+    return submit_host_op(s, fill_op(c, dst, value, bytes), nullptr);
   });
 }
 
@@ -154,8 +170,7 @@ gpuhal_status_t memset_sync(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_
     HsaStream *s = c->legacy.get();
     {
       std::lock_guard<std::mutex> lock(c->mu);
-      const gpuhal_status_t st = submit_host_op(
-          s, [c, dst, value, bytes] { fill_bytes(c, uintptr_t(dst), value, bytes); }, nullptr);
+      const gpuhal_status_t st = submit_host_op(s, fill_op(c, dst, value, bytes), nullptr);
       if (st != GPUHAL_SUCCESS) return st;
       last = s->last;
     }

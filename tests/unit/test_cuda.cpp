@@ -71,8 +71,12 @@ TEST_CASE("cuda: the host-memory flags reach the driver as CUDA's flags") {
   auto last_flags = test::fake_symbol<unsigned (*)(int)>("fake_cuda_last_host_flags");
   // cuda.h: CU_MEMHOSTALLOC_PORTABLE 0x01, _DEVICEMAP 0x02, _WRITECOMBINED 0x04;
   // CU_MEMHOSTREGISTER_PORTABLE 0x01, _DEVICEMAP 0x02.
+  // Pinned and mapped arrays are gpuhal's pages, registered (they outlive
+  // a reset under a live host array); write-combined ones the driver's.
   { HostArray a = pinned_array(ctx, {8}); }
-  CHECK(last_flags(0) == 0u);
+  CHECK(last_flags(1) == 0x2u);
+  { MappedArray m = mapped_array(ctx, {8}, dtypes::float32, {}, 'C', true, false); }
+  CHECK(last_flags(1) == 0x3u);
   { MappedArray m = mapped_array(ctx, {8}, dtypes::float32, {}, 'C', true, true); }
   CHECK(last_flags(0) == 0x7u);
   { MappedArray m = mapped_array(ctx, {8}, dtypes::float32, {}, 'C', false, true); }
@@ -158,7 +162,7 @@ TEST_CASE("cuda: every driver call that fails surfaces as an error naming it and
       {"cuEventQuery", "cuEventQuery", [&] { e0.query(); }},
       {"cuEventElapsedTime_v2", "cuEventElapsedTime", [&] { Event::elapsed_ms(e0, e1); }},
       {"cuCtxSynchronize", "cuCtxSynchronize", [&] { ctx.synchronize(); }},
-      {"cuMemHostAlloc", "cuMemHostAlloc", [&] { pinned_array(ctx, {16}); }},
+      {"cuMemHostAlloc", "cuMemHostAlloc", [&] { mapped_array(ctx, {16}, dtypes::float64, {}, 'C', false, true); }},
       {"cuMemHostRegister_v2", "cuMemHostRegister", [&] { register_host(ctx, HostView::of(v)); }},
       {"cuMemHostGetDevicePointer_v2", "cuMemHostGetDevicePointer", [&] { mapped_array(ctx, {16}); }},
       {"cuIpcGetMemHandle", "cuIpcGetMemHandle", [&] { get_ipc_handle(b); }},
@@ -192,7 +196,7 @@ TEST_CASE("cuda: every driver call that fails surfaces as an error naming it and
        }},
       {"cuMemFreeHost", "cuMemFreeHost",
        [&] {
-         { HostArray t = pinned_array(ctx, {4}); }
+         { MappedArray t = mapped_array(ctx, {4}, dtypes::float64, {}, 'C', false, true); }
          ctx.flush_deallocations();
        }},
       {"cuMemHostUnregister", "cuMemHostUnregister", [&] { PinnedScope pin(ctx, {HostView::of(v)}); }},

@@ -63,9 +63,14 @@ TEST_CASE("cuda: registering any part of pinned memory is refused as already reg
   REQUIRE_GPUHAL_ERROR(register_host(ctx, p.view()), Status::ERROR_ALREADY_REGISTERED, "pinned");
   REQUIRE_GPUHAL_ERROR(register_host(ctx, p.view().view({Slice(100, 200)})), Status::ERROR_ALREADY_REGISTERED,
                        "pinned");
-  CHECK(fake_registered_ranges() == before);
+  CHECK(fake_registered_ranges() == before + 1);  // the pinned array's own pages (core/host_memory.cpp)
   DeviceArray d = to_device(ctx, p.view());
   CHECK(d.copy_to_host().to_vector<float>() == std::vector<float>(1024, 3.0f));
+  // The driver's own pinned memory (write-combined: cuMemHostAlloc) too.
+  MappedArray w = mapped_array(ctx, {1024}, dtypes::float32, {}, 'C', false, true);
+  REQUIRE_GPUHAL_ERROR(register_host(ctx, w.host.view().view({Slice(10, 20)})), Status::ERROR_ALREADY_REGISTERED,
+                       "pinned");
+  CHECK(fake_registered_ranges() == before + 1);
 }
 
 TEST_CASE("cuda: a copy over partly registered memory or over two registrations is cut where the driver wants it") {

@@ -67,6 +67,7 @@ GPUHAL_KERNEL void twice(GPUHAL_GLOBAL float *x, unsigned n) {
   HostArray pinned = pinned_array(ctx, {64});
   MappedArray mapped = mapped_array(ctx, {64});
   mapped.device.memset(0);
+  { MappedArray combined = mapped_array(ctx, {64}, dtypes::float64, {}, 'C', false, true); }  // host_alloc, host_free
   const IpcArrayHandle h = get_ipc_handle(a);
   { IpcArray opened = open_ipc_array(ctx, IpcArrayHandle::deserialize(h.serialize())); }
   // Emptied first, so that the flush before mem_alloc's retry has nothing

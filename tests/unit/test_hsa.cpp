@@ -431,7 +431,7 @@ TEST_CASE(
            for (int k = 0; k < 10000; ++k) held.push_back(s.record());
          }},
         {"hsa_queue_create", [&] { ctx.create_stream(); }},
-        {"hsa_amd_agents_allow_access", [&] { pinned_array(ctx, {16}); }},
+        {"hsa_amd_agents_allow_access", [&] { mapped_array(ctx, {16}, dtypes::float64, {}, 'C', false, true); }},
         {"hsa_amd_memory_lock", [&] { register_host(ctx, HostView::of(v)); }},
         {"hsa_amd_memory_unlock", [&] { PinnedScope pin(ctx, {HostView::of(v)}); }},
         {"hsa_amd_memory_pool_free",
@@ -441,7 +441,7 @@ TEST_CASE(
          }},
         {"hsa_amd_memory_pool_free",
          [&] {
-           { HostArray t = pinned_array(ctx, {4}); }
+           { MappedArray t = mapped_array(ctx, {4}, dtypes::float64, {}, 'C', false, true); }
            ctx.flush_deallocations();
          }},
     };

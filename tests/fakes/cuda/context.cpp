@@ -48,7 +48,11 @@ void destroy_context(int dev) {
     g_pool_idle[dev] = 0;
     for (auto it = g_host_owner.begin(); it != g_host_owner.end();) {
       if (it->second == dev) {
-        if (g_host.erase(it->first)) std::free(reinterpret_cast<void *>(it->first));
+        auto host = g_host.find(it->first);
+        if (host != g_host.end()) {
+          unmap_host_pages(reinterpret_cast<void *>(host->first), host->second);
+          g_host.erase(host);
+        }
         g_registered.erase(it->first);
         it = g_host_owner.erase(it);
       } else {

@@ -200,6 +200,14 @@ inline uint64_t g_capacity = [] {
 
 inline std::mutex g_mem_mu;
 inline uint64_t g_used = 0;
+// Memory the host addresses (cuMemHostAlloc, cuMemAllocManaged): whole
+// pages of their own, unmapped when freed. The real driver unmaps them
+// with the allocation or its context (a host read after
+// cuDevicePrimaryCtxReset is a SIGSEGV, seen on an H100), so a pointer kept
+// past the free faults here too instead of reading reused heap memory.
+void *map_host_pages(size_t bytes);
+void unmap_host_pages(void *p, size_t bytes);
+
 struct Alloc {
   size_t size;
   int dev;
@@ -467,7 +475,7 @@ inline long g_launches = 0;
 // Defined with their objects.
 // memory.cpp: device memory for `dev`; from_pool: what the default pool
 // holds idle is used first (stream-ordered allocation).
-CUresult allocate(CUdeviceptr *p, size_t bytes, int dev, bool from_pool);
+CUresult allocate(CUdeviceptr *p, size_t bytes, int dev, bool from_pool, bool managed);
 // memory.cpp: frees an allocation (g_mem_mu held); pool memory goes back to
 // the pool when to_pool.
 void release_locked(std::map<CUdeviceptr, Alloc>::iterator it, bool to_pool);

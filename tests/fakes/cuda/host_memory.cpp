@@ -12,7 +12,7 @@ API CUresult cuMemHostAlloc(void **out, size_t bytes, unsigned flags) {
   CONTEXT_CALL();
   if (!out || bytes == 0 || (flags & ~7u)) return INVALID_VALUE;
   g_last_host_alloc_flags = flags;
-  void *p = std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
+  void *p = map_host_pages(bytes);
   if (!p) return OUT_OF_MEMORY;
   std::lock_guard<std::mutex> lock(g_mem_mu);
   g_host[uintptr_t(p)] = bytes;
@@ -24,9 +24,11 @@ API CUresult cuMemFreeHost(void *p) {
   FAULT(cuMemFreeHost);
   CONTEXT_CALL();
   std::lock_guard<std::mutex> lock(g_mem_mu);
-  if (!g_host.erase(uintptr_t(p))) return INVALID_VALUE;
+  auto it = g_host.find(uintptr_t(p));
+  if (it == g_host.end()) return INVALID_VALUE;
+  unmap_host_pages(p, it->second);
+  g_host.erase(it);
   g_host_owner.erase(uintptr_t(p));
-  std::free(p);
   return OK;
 }
 // cuda.h, cuMemHostRegister: "Page-locks the memory range specified by p

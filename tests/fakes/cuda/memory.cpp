@@ -2,24 +2,35 @@
 // The fake driver: device memory and transfers.
 #include "fake_cuda.hpp"
 
+#include <sys/mman.h>
+
 using namespace fake_cuda;
 
 namespace fake_cuda {
 
 // Device memory for `dev`; from_pool: what the default pool holds idle is
 // used first (stream-ordered allocation), else it is not available.
-CUresult allocate(CUdeviceptr *p, size_t bytes, int dev, bool from_pool) {
+void *map_host_pages(size_t bytes) {
+  void *p = mmap(nullptr, (bytes + 4095) / 4096 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+void unmap_host_pages(void *p, size_t bytes) {
+  munmap(p, (bytes + 4095) / 4096 * 4096);
+}
+
+CUresult allocate(CUdeviceptr *p, size_t bytes, int dev, bool from_pool, bool managed) {
   std::lock_guard<std::mutex> lock(g_mem_mu);
   if (from_pool && g_pool_idle[dev] >= bytes) {
     g_pool_idle[dev] -= bytes;
   } else if (bytes > g_capacity - g_used - pool_idle_total()) {
     return OUT_OF_MEMORY;
   }
-  void *mem = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+  void *mem = managed ? map_host_pages(bytes) : std::aligned_alloc(256, (bytes + 255) / 256 * 256);
   if (!mem) return OUT_OF_MEMORY;
   g_used += bytes;
   *p = reinterpret_cast<uintptr_t>(mem);
-  g_device[*p] = Alloc{bytes, dev, from_pool};
+  g_device[*p] = Alloc{bytes, dev, from_pool, managed};
   return OK;
 }
 
@@ -27,7 +38,10 @@ CUresult allocate(CUdeviceptr *p, size_t bytes, int dev, bool from_pool) {
 void release_locked(std::map<CUdeviceptr, Alloc>::iterator it, bool to_pool) {
   g_used -= it->second.size;
   if (to_pool) g_pool_idle[it->second.dev] += it->second.size;
-  std::free(reinterpret_cast<void *>(uintptr_t(it->first)));
+  if (it->second.managed)
+    unmap_host_pages(reinterpret_cast<void *>(uintptr_t(it->first)), it->second.size);
+  else
+    std::free(reinterpret_cast<void *>(uintptr_t(it->first)));
   g_device.erase(it);
 }
 
@@ -48,7 +62,7 @@ API CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
   FAULT(cuMemAlloc_v2);
   CONTEXT_CALL();
   if (!p || bytes == 0) return INVALID_VALUE;
-  return allocate(p, bytes, dev, false);
+  return allocate(p, bytes, dev, false, false);
 }
 
 // cuda.h, cuMemAllocManaged: "If the device doesn't support allocating
@@ -62,12 +76,7 @@ API CUresult cuMemAllocManaged(CUdeviceptr *p, size_t bytes, unsigned flags) {
   CONTEXT_CALL();
   if (!managed_memory_supported()) return NOT_SUPPORTED;
   if (!p || bytes == 0 || (flags != 0x1 && flags != 0x2)) return INVALID_VALUE;
-  const CUresult r = allocate(p, bytes, dev, false);
-  if (r == OK) {
-    std::lock_guard<std::mutex> lock(g_mem_mu);
-    g_device[*p].managed = true;
-  }
-  return r;
+  return allocate(p, bytes, dev, false, true);
 }
 
 API CUresult cuMemFree_v2(CUdeviceptr p) {

@@ -13,7 +13,7 @@ API CUresult cuMemAllocAsync(CUdeviceptr *p, size_t bytes, CUstream s) {
   CONTEXT_CALL();
   (void)lookup(s);
   if (!p || bytes == 0) return INVALID_VALUE;
-  return allocate(p, bytes, dev, true);  // made at once: early enough for any order
+  return allocate(p, bytes, dev, true, false);  // made at once: early enough for any order
 }
 API CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {
   FAULT(cuMemFreeAsync);
