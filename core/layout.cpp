@@ -108,7 +108,9 @@ Layout Layout::make(const Shape &shape, int64_t itemsize, const Strides &strides
     if (shape[d] < 0)
       throw Error(Status::ERROR_INVALID_SHAPE, "negative dimension " + std::to_string(shape[d]) + " at axis " +
                                                    std::to_string(d) + " of shape " + format(shape));
-  order = check_order(order, "CF", "array layout");
+  // With explicit strides the order letter says nothing (Numba ignores it,
+  // and accepts 'A' there); without them it picks C or F.
+  order = check_order(order, strides.empty() ? "CF" : "CFA", "array layout");
   Layout l;
   l.shape_ = shape;
   l.itemsize_ = itemsize;
@@ -278,13 +280,10 @@ Layout Layout::reshape(const Shape &new_shape_in, char order) const {
   int unknown = -1;
   int64_t known = 1;
   for (size_t d = 0; d < ns.size(); ++d) {
-    if (ns[d] == -1) {
+    if (ns[d] < 0) {  // NumPy takes any negative value as the unknown size, not only -1
       if (unknown >= 0)
         throw Error(Status::ERROR_INVALID_SHAPE, "reshape: can only specify one unknown dimension in " + format(ns));
       unknown = int(d);
-    } else if (ns[d] < 0) {
-      throw Error(Status::ERROR_INVALID_SHAPE,
-                  "reshape: negative dimension " + std::to_string(ns[d]) + " in " + format(ns));
     } else {
       known = checked_mul(known, ns[d], "reshape size");
     }

@@ -18,3 +18,22 @@
   "#define __GPUHAL_D3(a, b, c) [(a)][(b)][(c)]\n"                                                   \
   "#define __GPUHAL_D4(a, b, c, d) [(a)][(b)][(c)][(d)]\n"                                           \
   "#endif\n"
+
+// The alignment of the _ALIGNED builtins must be a power of two (the
+// dialect's rule; Numba refuses 0 too). C++ ignores alignas(0) and a GPU
+// compiler may take it, so each backend's lowering states the rule:
+// __GPUHAL_ALIGNMENT_OK(align, name) before the array's declaration fails
+// to compile otherwise, naming the rule. C++ backends (host, cuda) use
+// static_assert; OpenCL C (hsa) an array of negative size.
+#define GPUHAL_PLUGIN_ALIGNMENT_CHECK_CXX                                                         \
+  "#ifndef __GPUHAL_ALIGNMENT_OK\n"                                                               \
+  "#define __GPUHAL_ALIGNMENT_OK(align, name) static_assert((align) > 0 && ((align) & ((align) - " \
+  "1)) == 0, \"GPUHAL_SHARED_ARRAY_ALIGNED / GPUHAL_LOCAL_ARRAY_ALIGNED: the alignment of '\" #name " \
+  "\"' must be a power of two\")\n"                                                               \
+  "#endif\n"
+#define GPUHAL_PLUGIN_ALIGNMENT_CHECK_C                                                           \
+  "#ifndef __GPUHAL_ALIGNMENT_OK\n"                                                               \
+  "#define __GPUHAL_ALIGNMENT_OK(align, name) typedef char "                                      \
+  "__gpuhal_alignment_must_be_a_power_of_two_##name[((align) > 0 && ((align) & ((align) - 1)) == " \
+  "0) ? 1 : -1] __attribute__((unused))\n"                                                        \
+  "#endif\n"

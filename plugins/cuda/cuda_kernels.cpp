@@ -69,10 +69,12 @@ const plugin::BuiltinText kBuiltins[] = {
      GPUHAL_PLUGIN_ARRAY_DIMS_MACROS "#define GPUHAL_LOCAL_ARRAY(T, name, ...) T name __GPUHAL_DIMS(__VA_ARGS__)"},
     // __align__ only ever raises a variable's alignment.
     {"GPUHAL_SHARED_ARRAY_ALIGNED",
-     GPUHAL_PLUGIN_ARRAY_DIMS_MACROS "#define GPUHAL_SHARED_ARRAY_ALIGNED(T, name, align, ...) __shared__ "
-                                     "__align__(align) T name __GPUHAL_DIMS(__VA_ARGS__)"},
-    {"GPUHAL_LOCAL_ARRAY_ALIGNED", GPUHAL_PLUGIN_ARRAY_DIMS_MACROS
-     "#define GPUHAL_LOCAL_ARRAY_ALIGNED(T, name, align, ...) __align__(align) T name __GPUHAL_DIMS(__VA_ARGS__)"},
+     GPUHAL_PLUGIN_ARRAY_DIMS_MACROS GPUHAL_PLUGIN_ALIGNMENT_CHECK_CXX
+     "#define GPUHAL_SHARED_ARRAY_ALIGNED(T, name, align, ...) __GPUHAL_ALIGNMENT_OK(align, name); __shared__ "
+     "__align__(align) T name __GPUHAL_DIMS(__VA_ARGS__)"},
+    {"GPUHAL_LOCAL_ARRAY_ALIGNED", GPUHAL_PLUGIN_ARRAY_DIMS_MACROS GPUHAL_PLUGIN_ALIGNMENT_CHECK_CXX
+     "#define GPUHAL_LOCAL_ARRAY_ALIGNED(T, name, align, ...) __GPUHAL_ALIGNMENT_OK(align, name); __align__(align) "
+     "T name __GPUHAL_DIMS(__VA_ARGS__)"},
     // bar.red.popc / .and / .or: a __syncthreads that reduces the predicate.
     {"gpuhal_barrier_count", "#define gpuhal_barrier_count(p) __syncthreads_count((p) != 0)"},
     {"gpuhal_barrier_and", "#define gpuhal_barrier_and(p) __syncthreads_and((p) != 0)"},

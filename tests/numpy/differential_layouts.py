@@ -138,7 +138,10 @@ def gen_new_shape(rng, size):
             out.insert(rng.randint(0, len(out)), 1)
         out = out[:6] if len(out) <= 6 else [size]
     if rng.random() < 0.15:
-        out[rng.randrange(len(out))] = -1
+        # NumPy takes any negative value as the unknown size, not only -1.
+        out[rng.randrange(len(out))] = -1 if rng.random() < 0.5 else -rng.randint(2, 9)
+        if rng.random() < 0.1:
+            out[rng.randrange(len(out))] = -rng.randint(1, 3)  # maybe a second unknown: refused
     if rng.random() < 0.05:
         out[rng.randrange(len(out))] += 1
     return out
@@ -168,7 +171,9 @@ def generate(rng, op):
         return Case("make", gen_order(rng), itemsize, shape, [])
     if op == "make_strides":
         itemsize, shape, strides = gen_base(rng, dense_ok=False)
-        return Case("make", "C", itemsize, shape, strides)
+        # With explicit strides the order letter is not used (Numba's
+        # device_array accepts C, F and A there, and ignores it).
+        return Case("make", rng.choice("CFA"), itemsize, shape, strides)
     itemsize, shape, strides = gen_base(rng)
     if op == "index":
         toks = gen_index(rng, shape)

@@ -173,12 +173,36 @@ GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *p) {
   p[0] = odd[0];
 })"),
                        Status::ERROR_COMPILATION_FAILED, "kernel:3");
+  // Alignment 0: C++ ignores alignas(0), so the lowering states the rule
+  // (a power of two, as the dialect and Numba say); in a kernel with a
+  // barrier too (the work-item loops' own shared arrays).
+  REQUIRE_GPUHAL_ERROR(Module::compile(ctx, R"(
+GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *p) {
+  GPUHAL_LOCAL_ARRAY_ALIGNED(int, zero, 0, 4);
+  zero[0] = 1;
+  p[0] = zero[0];
+})"),
+                       Status::ERROR_COMPILATION_FAILED, "must be a power of two");
   REQUIRE_GPUHAL_ERROR(Module::compile(ctx, R"(
 GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *p) {
   GPUHAL_SHARED_ARRAY(double, big, 128, 128);
   p[0] = (int)big[0][0];
 })"),
                        Status::ERROR_COMPILATION_FAILED, "more shared memory than a work-group has");
+}
+
+// Not tagged [kernel]: the work-item loops of this module do not compile,
+// which unit.barrier_kernels_compile_as_work_item_loops would report.
+TEST_CASE("kernel: a shared array aligned to 0 in a kernel with barriers does not compile", "[errors][alignment]") {
+  Context ctx = kernel_context();
+  REQUIRE_GPUHAL_ERROR(Module::compile(ctx, R"(
+GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *p) {
+  GPUHAL_SHARED_ARRAY_ALIGNED(int, zero, 0, 4);
+  zero[gpuhal_local_id(0)] = 1;
+  gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+  p[0] = zero[0];
+})"),
+                       Status::ERROR_COMPILATION_FAILED, "must be a power of two");
 }
 
 TEST_CASE("kernel: tiled matrix multiply with shared memory matches a CPU reference", "[kernel]") {

@@ -99,12 +99,14 @@ const plugin::BuiltinText kBuiltins[] = {
      GPUHAL_PLUGIN_ARRAY_DIMS_MACROS "#define GPUHAL_LOCAL_ARRAY(T, name, ...) T name __GPUHAL_DIMS(__VA_ARGS__)"},
     // alignas(T) too: a weaker alignas than the type's own is ill-formed in
     // C++, and on a GPU the alignment never goes below the type's.
-    {"GPUHAL_SHARED_ARRAY_ALIGNED", GPUHAL_PLUGIN_ARRAY_DIMS_MACROS kHostArrayCount
-     "#define GPUHAL_SHARED_ARRAY_ALIGNED(T, name, align, ...) __GPUHAL_SHARED_FITS(T, name, __VA_ARGS__); "
+    {"GPUHAL_SHARED_ARRAY_ALIGNED", GPUHAL_PLUGIN_ARRAY_DIMS_MACROS GPUHAL_PLUGIN_ALIGNMENT_CHECK_CXX kHostArrayCount
+     "#define GPUHAL_SHARED_ARRAY_ALIGNED(T, name, align, ...) __GPUHAL_ALIGNMENT_OK(align, name); "
+     "__GPUHAL_SHARED_FITS(T, name, __VA_ARGS__); "
      "alignas(align) alignas(T) static thread_local T name __GPUHAL_DIMS(__VA_ARGS__)"},
     {"GPUHAL_LOCAL_ARRAY_ALIGNED",
-     GPUHAL_PLUGIN_ARRAY_DIMS_MACROS "#define GPUHAL_LOCAL_ARRAY_ALIGNED(T, name, align, ...) alignas(align) "
-                                     "alignas(T) T name __GPUHAL_DIMS(__VA_ARGS__)"},
+     GPUHAL_PLUGIN_ARRAY_DIMS_MACROS GPUHAL_PLUGIN_ALIGNMENT_CHECK_CXX
+     "#define GPUHAL_LOCAL_ARRAY_ALIGNED(T, name, align, ...) __GPUHAL_ALIGNMENT_OK(align, name); alignas(align) "
+     "alignas(T) T name __GPUHAL_DIMS(__VA_ARGS__)"},
     // The group's scheduler counts the predicates of a barrier round (the
     // work-items run as fibers; the work-item loops leave such kernels
     // alone). and / or: no predicate zero / some predicate nonzero.

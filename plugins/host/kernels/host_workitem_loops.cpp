@@ -6,6 +6,7 @@
 #include <cstring>
 #include <set>
 
+#include "array_dims.hpp"
 #include "host_workitem_rewriter.hpp"
 
 namespace gpuhal::host {
@@ -216,14 +217,16 @@ WorkItemLoops make_work_item_loops(const std::string &source, const std::vector<
       "#else\n"
       "#define __GPUHAL_ROW_LOOP_HINT\n"
       "#endif\n"
+      GPUHAL_PLUGIN_ALIGNMENT_CHECK_CXX
       // Shared arrays declared at a kernel's top level live in the loops
       // function's frame (at most 64 KiB: the lowering's own check),
       // on whole cache lines: a 16-float row of a tile is then one line, and
       // a 512-bit load of it never splits.
       "#define __GPUHAL_SHARED_ARRAY_IN_FRAME(T, name, ...) __GPUHAL_SHARED_ARRAY_ALIGNED_IN_FRAME(T, name, 16, "
       "__VA_ARGS__)\n"
-      "#define __GPUHAL_SHARED_ARRAY_ALIGNED_IN_FRAME(T, name, align, ...) __GPUHAL_SHARED_FITS(T, name, "
-      "__VA_ARGS__); alignas(align) alignas(T) alignas(64) T name __GPUHAL_DIMS(__VA_ARGS__)\n";
+      "#define __GPUHAL_SHARED_ARRAY_ALIGNED_IN_FRAME(T, name, align, ...) __GPUHAL_ALIGNMENT_OK(align, name); "
+      "__GPUHAL_SHARED_FITS(T, name, __VA_ARGS__); alignas(align) alignas(T) alignas(64) T name "
+      "__GPUHAL_DIMS(__VA_ARGS__)\n";
   std::string tail;
   for (const char *m : kMacros) tail += std::string("#pragma pop_macro(\"") + m + "\")\n";
   r.text = head + text + tail;

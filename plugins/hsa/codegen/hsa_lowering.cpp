@@ -110,12 +110,12 @@ const plugin::BuiltinText kBuiltins[] = {
     {"GPUHAL_LOCAL_ARRAY",
      GPUHAL_PLUGIN_ARRAY_DIMS_MACROS "#define GPUHAL_LOCAL_ARRAY(T, name, ...) T name __GPUHAL_DIMS(__VA_ARGS__)"},
     // aligned() only ever raises a variable's alignment.
-    {"GPUHAL_SHARED_ARRAY_ALIGNED", GPUHAL_PLUGIN_ARRAY_DIMS_MACROS
-     "#define GPUHAL_SHARED_ARRAY_ALIGNED(T, name, align, ...) __local T name __GPUHAL_DIMS(__VA_ARGS__) "
-     "__attribute__((aligned(align)))"},
-    {"GPUHAL_LOCAL_ARRAY_ALIGNED", GPUHAL_PLUGIN_ARRAY_DIMS_MACROS
-     "#define GPUHAL_LOCAL_ARRAY_ALIGNED(T, name, align, ...) T name __GPUHAL_DIMS(__VA_ARGS__) "
-     "__attribute__((aligned(align)))"},
+    {"GPUHAL_SHARED_ARRAY_ALIGNED", GPUHAL_PLUGIN_ARRAY_DIMS_MACROS GPUHAL_PLUGIN_ALIGNMENT_CHECK_C
+     "#define GPUHAL_SHARED_ARRAY_ALIGNED(T, name, align, ...) __GPUHAL_ALIGNMENT_OK(align, name); __local T name "
+     "__GPUHAL_DIMS(__VA_ARGS__) __attribute__((aligned(align)))"},
+    {"GPUHAL_LOCAL_ARRAY_ALIGNED", GPUHAL_PLUGIN_ARRAY_DIMS_MACROS GPUHAL_PLUGIN_ALIGNMENT_CHECK_C
+     "#define GPUHAL_LOCAL_ARRAY_ALIGNED(T, name, align, ...) __GPUHAL_ALIGNMENT_OK(align, name); T name "
+     "__GPUHAL_DIMS(__VA_ARGS__) __attribute__((aligned(align)))"},
     {"gpuhal_barrier_count", "#define gpuhal_barrier_count(p) __gpuhal_barrier_count((p) != 0)"},
     {"gpuhal_barrier_and", "#define gpuhal_barrier_and(p) (__gpuhal_barrier_count(!(p)) == 0)"},
     {"gpuhal_barrier_or", "#define gpuhal_barrier_or(p) (__gpuhal_barrier_count((p) != 0) != 0)"},
