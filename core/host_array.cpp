@@ -102,9 +102,11 @@ HostArray HostArray::with_layout(const Layout &layout, DType dtype) {
       throw Error(Status::ERROR_OUT_OF_MEMORY, "HostArray: cannot allocate " + std::to_string(bytes) + " bytes");
   }
   a.buffer_ = std::shared_ptr<void>(mem, [](void *p) { std::free(p); });
-  // Element 0 sits at offset - span_begin inside the buffer.
-  a.view_ = HostView::from_layout(static_cast<char *>(mem) - layout.span_begin(), layout, dtype, true);
-  if (bytes == 0) a.view_ = HostView::from_layout(nullptr, layout.with_offset(0), dtype, true);
+  // Element 0 sits at offset - span_begin inside the buffer. Without
+  // elements there is no buffer, and no offset is applied to the null
+  // pointer (undefined behaviour, which UBSan reports).
+  a.view_ = bytes == 0 ? HostView::from_layout(nullptr, layout.with_offset(0), dtype, true)
+                       : HostView::from_layout(static_cast<char *>(mem) - layout.span_begin(), layout, dtype, true);
   return a;
 }
 

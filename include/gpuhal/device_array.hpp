@@ -79,8 +79,11 @@ class DeviceArray {
   // nothing.
   void copy_from_host(const HostView &src) const;
   void copy_from_host(const HostView &src, const Stream &stream) const;
-  // Device -> this array. Both must be contiguous at their core and have the
-  // same dtype, squeezed shape and strides.
+  // Device -> this array, same dtype and squeezed shape. Contiguous arrays
+  // with the same squeezed strides are one byte copy; any other layouts of
+  // the same context are copied element by element (as assign() does, where
+  // Numba refuses them); across contexts both must be contiguous at their
+  // core with the same squeezed strides (ERROR_NOT_CONTIGUOUS otherwise).
   void copy_from_device(const DeviceArray &src) const;
   void copy_from_device(const DeviceArray &src, const Stream &stream) const;
   // This array -> a new host array with the same strides (negative strides

@@ -248,7 +248,10 @@ HostContext::~HostContext() {
   std::vector<std::shared_ptr<StreamState>> streams;
   {
     std::lock_guard<std::mutex> lock(objects_mu_);
-    for (auto &kv : streams_) streams.push_back(kv.second);
+    for (auto &kv : streams_) {
+      plugin_state().streams.remove(kv.first);
+      streams.push_back(kv.second);
+    }
     streams_.clear();
     per_thread_.clear();
     events_.clear();
@@ -287,7 +290,25 @@ std::shared_ptr<StreamState> HostContext::stream(gpuhal_stream_t handle) {
     return s;
   }
   auto it = streams_.find(reinterpret_cast<StreamState *>(handle));
-  return it == streams_.end() ? nullptr : it->second;
+  if (it != streams_.end()) return it->second;
+  return plugin_state().streams.find(handle, device_);  // another context's (StreamDirectory)
+}
+
+void StreamDirectory::add(const std::shared_ptr<StreamState> &s, const HostDevice *device) {
+  std::lock_guard<std::mutex> lock(mu_);
+  streams_[s.get()] = {s, device};
+}
+
+void StreamDirectory::remove(const StreamState *s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  streams_.erase(s);
+}
+
+std::shared_ptr<StreamState> StreamDirectory::find(gpuhal_stream_t handle, const HostDevice *device) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = streams_.find(reinterpret_cast<const StreamState *>(handle));
+  if (it == streams_.end() || it->second.second != device) return nullptr;
+  return it->second.first.lock();
 }
 
 std::shared_ptr<HostEvent> HostContext::event(gpuhal_event_t handle) {
@@ -299,8 +320,14 @@ std::shared_ptr<HostEvent> HostContext::event(gpuhal_event_t handle) {
 gpuhal_stream_t HostContext::create_stream(bool non_blocking) {
   auto s = std::make_shared<StreamState>(progress_, non_blocking, false);
   s->start();
+  plugin_state().streams.add(s, device_);
   std::lock_guard<std::mutex> lock(objects_mu_);
-  streams_[s.get()] = s;
+  try {
+    streams_[s.get()] = s;
+  } catch (...) {
+    plugin_state().streams.remove(s.get());
+    throw;
+  }
   return reinterpret_cast<gpuhal_stream_t>(s.get());
 }
 
@@ -313,6 +340,7 @@ bool HostContext::destroy_stream(gpuhal_stream_t handle) {
     s = it->second;
     streams_.erase(it);
   }
+  plugin_state().streams.remove(s.get());
   s->stop();
   return true;
 }

@@ -303,6 +303,24 @@ class HostContext {
   std::string kernel_error_;
 };
 
+// Every stream made by create_stream in any context, by handle, with its
+// device. Context::external_stream promises that a stream of another gpuhal
+// runtime over the same plugin can be wrapped: that runtime's context is
+// another HostContext of the same device, so a handle unknown to a context
+// is looked up here (the owner keeps the stream alive while it is used, as
+// the contract says; a stream destroyed since is not found). Weak: the
+// owning context alone keeps a stream.
+class StreamDirectory {
+ public:
+  void add(const std::shared_ptr<StreamState> &s, const HostDevice *device);
+  void remove(const StreamState *s);
+  std::shared_ptr<StreamState> find(gpuhal_stream_t handle, const HostDevice *device);
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<const StreamState *, std::pair<std::weak_ptr<StreamState>, const HostDevice *>> streams_;
+};
+
 // Plugin-wide state, created by init and destroyed by the last shutdown.
 struct HostPlugin {
   std::vector<std::unique_ptr<HostDevice>> devices;
@@ -310,6 +328,7 @@ struct HostPlugin {
   // (GPUHAL_HOST_MAPPING_CACHE, set by init; unmapped when the map goes).
   Registry registry;
   plugin::HandleRegistry<HostContext, gpuhal_context_t> contexts;
+  StreamDirectory streams;
   std::string options_key;  // what init was given (a second init must agree)
   int init_count = 0;
   // Kernels: settings from the first init; the pool and the fiber stacks

@@ -118,6 +118,16 @@ class DeviceNDArray:
         items = _expand_key(key, self.ndim)
         view = self._a.getitem(items) if items else self._a
         s = self._stream(stream)
+        # Numba's rule: with no stream (given or bound) the write goes on the
+        # default stream, which is then synchronised; on a stream it is not.
+        synchronous = s is None
+        if synchronous:
+            s = view.context.default_stream()
+        self._assign(view, value, s)
+        if synchronous:
+            s.synchronize()
+
+    def _assign(self, view, value, s):
         if isinstance(value, DeviceNDArray):
             view.assign_device(value._a, s)
         elif isinstance(value, (bool, int, float, complex, np.generic)) and not (

@@ -32,16 +32,29 @@ def _ctx():
     return _gpuhal.current_context()
 
 
+def _integers(values, what):
+    """Python ints (or objects with __index__, as NumPy's integers) as a list;
+    TypeError for anything else, never a silent truncation (Numba's rule)."""
+    if isinstance(values, (int, np.integer)) and not isinstance(values, bool):
+        values = [values]
+    try:
+        items = list(values)
+    except TypeError:
+        raise TypeError(f"{what} must be an integer or a sequence of integers, not {type(values).__name__}") from None
+    out = []
+    for v in items:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{what} must be integers, got {v!r} ({type(v).__name__}) in {values!r}")
+        out.append(int(v))
+    return out
+
+
 def _shape(shape):
-    if isinstance(shape, (int, np.integer)):
-        return [int(shape)]
-    return [int(s) for s in shape]
+    return _integers(shape, "shape")
 
 
 def _strides(strides):
-    if strides is None:
-        return []
-    return [int(strides)] if isinstance(strides, (int, np.integer)) else [int(s) for s in strides]
+    return [] if strides is None else _integers(strides, "strides")
 
 
 def _typestr(dtype):

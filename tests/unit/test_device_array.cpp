@@ -249,6 +249,22 @@ TEST_CASE("same-layout synchronous copies: views with an offset, scalars, and wh
   CHECK(d.copy_to_host().to_vector<double>() == std::vector<double>{0, 1, 2, -3, -4, -5, 60, 70, 80, 9, 10, 11});
 }
 
+TEST_CASE("zero-size views whose span does not start at 0 copy to the host as empty arrays", "[array][views]") {
+  // HostArray::with_layout once applied the view's offset to a null buffer
+  // (undefined behaviour, reported by the sanitizer pass).
+  Context ctx = test::host_context();
+  DeviceArray d = device_array(ctx, {4, 5}, dtypes::float32);
+  for (const DeviceArray &v : {d.view({Slice(3, 3)}), d.view({Slice(), Slice(4, 2)}), d.T().view({Slice(2, 2)})}) {
+    HostArray h = v.copy_to_host();
+    CHECK(h.size() == 0);
+    CHECK(h.shape() == v.shape());
+    CHECK(h.data() == nullptr);
+  }
+  // Numba's negative reshape and explicit strides with order 'A' (NumPy's rules).
+  CHECK(d.reshape({-3, 2}).shape() == Shape{10, 2});
+  CHECK(device_array(ctx, {2, 3}, dtypes::float64, {8, 16}, 'A').strides() == Strides{8, 16});
+}
+
 TEST_CASE("reshape and ravel on device arrays", "[array][reshape]") {
   Context ctx = test::host_context();
   std::vector<double> v = iota(6);

@@ -313,6 +313,32 @@ TEST_CASE("legacy, per-thread and external streams", "[stream][default]") {
                        Status::ERROR_INVALID_HANDLE, "invalid stream handle");
 }
 
+TEST_CASE("host: a stream of a second runtime over the same plugin is usable as an external stream",
+          "[stream][external]") {
+  // Context::external_stream promises it ("another gpuhal runtime over the
+  // same plugin"); the host plugin refused it at first use, as each context
+  // knew only its own streams.
+  Context mine = test::host_context();
+  Runtime other_runtime = test::host_runtime();
+  Context theirs = other_runtime.device(0).primary_context();
+  std::vector<float> v(4096, 2.5f), out(4096, 0.0f);
+  DeviceArray d = to_device(mine, HostView::of(v));
+  {
+    Stream owner = theirs.create_stream();
+    Stream ext = mine.external_stream(owner.native_handle());
+    d.copy_to_host(HostView::of(out), ext);
+    ext.synchronize();
+    CHECK(out == v);
+    d.memset(0, ext);
+    ext.synchronize();
+    CHECK(d.copy_to_host().to_vector<float>()[4095] == 0.0f);
+    // Destroyed by its owner: refused by name from then on.
+    owner = Stream();
+    theirs.flush_deallocations();
+    REQUIRE_GPUHAL_ERROR(ext.synchronize(), Status::ERROR_INVALID_HANDLE, "invalid stream handle");
+  }
+}
+
 TEST_CASE("AutoSynchronize synchronizes, also when an exception unwinds", "[stream][auto]") {
   Context ctx = test::host_context();
   Stream s = ctx.create_stream();
