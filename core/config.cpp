@@ -15,6 +15,29 @@ extern char **environ;
 namespace gpuhal {
 namespace {
 
+// "package.module:Class": Python identifiers around one colon.
+bool is_python_plugin_name(const std::string &v) {
+  const size_t colon = v.find(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == v.size() || v.find(':', colon + 1) != std::string::npos)
+    return false;
+  auto identifier_char = [](char ch, bool first) {
+    return ch == '_' || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (!first && ch >= '0' && ch <= '9');
+  };
+  bool first = true;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const char ch = v[i];
+    if (ch == '.' || ch == ':') {
+      if (first) return false;  // an empty name part
+      first = true;
+      continue;
+    }
+    if (!identifier_char(ch, first)) return false;
+    first = false;
+  }
+  return !first && v.find('.', colon) == std::string::npos;  // the class is one name
+}
+
+
 const char *const kPathVariables[] = {"GPUHAL_PLUGIN_PATH", "GPUHAL_VENDORS_PATH", "GPUHAL_CUDA_DRIVER", "GPUHAL_HSA_RUNTIME",
                                       "GPUHAL_MEMORY_MANAGER", "GPUHAL_HOST_CXX", "GPUHAL_KERNEL_CACHE",
                                       "GPUHAL_NVRTC", "GPUHAL_AMD_COMGR"};
@@ -98,8 +121,13 @@ Config Config::parse(const std::vector<std::string> &names, const Lookup &lookup
   if (auto v = lookup("GPUHAL_MEMORY_MANAGER"); v && !v->empty()) {
     if (*v == "default" || *v == "pool") {
       c.memory_manager = *v;
+    } else if (is_python_plugin_name(*v)) {
+      // module:Class names a Numba EMM plugin of the Python package, which
+      // installs it on its contexts; the core's own manager is the default.
     } else if ((*v)[0] != '/') {
-      bad("GPUHAL_MEMORY_MANAGER", *v, "expected default, pool, or an absolute path to a memory-manager shared object");
+      bad("GPUHAL_MEMORY_MANAGER", *v,
+          "expected default, pool, an absolute path to a memory-manager shared object, or module:Class (a Python "
+          "EMM plugin)");
     } else if (!elevated) {
       c.memory_manager = *v;
     }  // elevated: ignored, noted with the other path variables below

@@ -99,15 +99,17 @@ ContextImpl::~ContextImpl() {
   }
   // The core's kernels go first: their unload is queued and flushed below.
   builtin_module.reset();
-  if (manager) {
-    // The manager gives back what it holds (into the queue, flushed next).
+  // The managers give back what they hold (into the queue, flushed next).
+  retired_managers.push_back(std::move(manager));
+  for (auto &m : retired_managers) {
+    if (!m) continue;
     try {
-      manager->reset();
+      m->reset();
     } catch (const std::exception &e) {
       logger().write(LogLevel::Error, std::string("memory manager reset: ") + e.what());
     }
-    manager.reset();
   }
+  retired_managers.clear();
   if (deallocs) deallocs->flush(true);
   if (!handle) return;
   const gpuhal_status_t st = backend().context_destroy_status(handle);
@@ -301,12 +303,17 @@ void Context::reset() const {
   if (c.adopted)
     throw Error(Status::ERROR_NOT_PERMITTED,
                 "Context::reset: an adopted context belongs to the library that made it (reset it there)");
-  // The manager frees what it holds while the old context still exists.
-  try {
-    c.manager->reset();
-  } catch (const std::exception &e) {  // the reset goes on: the context frees everything anyway
-    c.logger().write(LogLevel::Error, std::string("reset: memory manager reset failed: ") + e.what());
-  }
+  // The managers free what they hold while the old context still exists;
+  // a failure does not stop the reset (the context frees everything anyway).
+  auto reset_manager = [&c](MemoryManager &m) {
+    try {
+      m.reset();
+    } catch (const std::exception &e) {
+      c.logger().write(LogLevel::Error, std::string("reset: memory manager reset failed: ") + e.what());
+    }
+  };
+  reset_manager(*c.manager);
+  for (auto &m : c.retired_managers) reset_manager(*m);
   // Run what is queued while the old context still exists.
   if (c.deallocs) c.deallocs->flush(true);
   if (c.handle) {

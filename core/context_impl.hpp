@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "dealloc_queue.hpp"
 #include "fork_guard.hpp"
@@ -50,6 +51,9 @@ struct ContextImpl {
   HostVisibleMemory host_visible;
   // Serves every allocation of the context (installed by create_context).
   std::unique_ptr<MemoryManager> manager;
+  // Managers replaced by Context::set_memory_manager: memory they handed
+  // out names them until it goes, so they live as long as the context.
+  std::vector<std::unique_ptr<MemoryManager>> retired_managers;
   // The manager is exactly the DefaultMemoryManager: Context::allocate
   // makes its allocation itself, from the handle's own reference, instead
   // of the manager locking its weak one for the same call.

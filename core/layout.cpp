@@ -436,17 +436,17 @@ Layout Layout::view_itemsize(int64_t itemsize) const {
     const size_t axis = shape_.size() - 1;
     if (shape_[axis] != 1 && size_ != 0 && strides_[axis] != itemsize_)
       throw Error(Status::ERROR_INVALID_VALUE,
-                  "view: to change to a dtype of a different size, the last axis must be contiguous");
+                  "view: To change to a dtype of a different size, the last axis must be contiguous");
     if (itemsize < itemsize_) {
       if (itemsize_ % itemsize != 0)
         throw Error(Status::ERROR_INVALID_VALUE,
-                    "view: when changing to a smaller dtype, its size must be a divisor of the size of original dtype");
+                    "view: When changing to a smaller dtype, its size must be a divisor of the size of original dtype");
       out.shape_[axis] = detail::checked_mul(shape_[axis], itemsize_ / itemsize, "view");
     } else {
       const int64_t bytes = detail::checked_mul(shape_[axis], itemsize_, "view");
       if (bytes % itemsize != 0)
         throw Error(Status::ERROR_INVALID_VALUE,
-                    "view: when changing to a larger dtype, its size must be a divisor of the total size in bytes "
+                    "view: When changing to a larger dtype, its size must be a divisor of the total size in bytes "
                     "of the last axis of the array");
       out.shape_[axis] = bytes / itemsize;
     }

@@ -149,6 +149,17 @@ void release_to_manager(MemoryManager &mm, gpuhal_deviceptr_t ptr, uint64_t byte
   }
 }
 
+namespace {
+
+void check_interface_version(const MemoryManager &mm, const std::string &name) {
+  if (mm.interface_version() != MemoryManager::kInterfaceVersion)
+    throw Error(Status::ERROR_ABI_MISMATCH, "memory manager '" + name + "' has interface version " +
+                                                std::to_string(mm.interface_version()) + " - version " +
+                                                std::to_string(MemoryManager::kInterfaceVersion) + " required");
+}
+
+}  // namespace
+
 void install_memory_manager(const std::shared_ptr<ContextImpl> &ctx) {
   MemoryManagerFactory factory;
   {
@@ -158,10 +169,7 @@ void install_memory_manager(const std::shared_ptr<ContextImpl> &ctx) {
   if (!factory.create) factory = default_memory_manager();
   std::unique_ptr<MemoryManager> mm = factory.create();
   if (!mm) throw Error(Status::ERROR_INVALID_VALUE, "memory manager '" + factory.name + "': the factory made nothing");
-  if (mm->interface_version() != MemoryManager::kInterfaceVersion)
-    throw Error(Status::ERROR_ABI_MISMATCH, "memory manager '" + factory.name + "' has interface version " +
-                                                std::to_string(mm->interface_version()) + " - version " +
-                                                std::to_string(MemoryManager::kInterfaceVersion) + " required");
+  check_interface_version(*mm, factory.name);
   attach_memory_manager(*mm, ctx);
   mm->initialize();
   const MemoryManager &made = *mm;
@@ -170,4 +178,19 @@ void install_memory_manager(const std::shared_ptr<ContextImpl> &ctx) {
 }
 
 }  // namespace detail
+
+void Context::set_memory_manager(std::unique_ptr<MemoryManager> manager) const {
+  detail::require_handle(impl_, "Context::set_memory_manager");
+  if (!manager) throw Error(Status::ERROR_INVALID_VALUE, "Context::set_memory_manager: null manager");
+  auto &c = *impl_;
+  c.check_alive(c.current_generation(), "Context::set_memory_manager");
+  detail::check_interface_version(*manager, manager->name());
+  detail::attach_memory_manager(*manager, impl_);
+  manager->initialize();
+  const MemoryManager &made = *manager;
+  c.retired_managers.push_back(std::move(c.manager));
+  c.default_manager = typeid(made) == typeid(DefaultMemoryManager);
+  c.manager = std::move(manager);
+}
+
 }  // namespace gpuhal

@@ -110,6 +110,14 @@ class Context {
   void enable_peer_access(const Context &peer) const;
   // The manager serving this context's allocations (see memory_manager.hpp).
   MemoryManager &memory_manager() const;
+  // Serves this context's allocations from `manager` from now on (Numba's
+  // `context.memory_manager = plugin`): attached and initialised here.
+  // Memory the previous manager handed out stays valid and goes back to it
+  // (it is kept, retired, until the context goes). ERROR_ABI_MISMATCH for
+  // another interface version ("... has interface version N - version 1
+  // required"), ERROR_INVALID_VALUE for a null manager. Like reset(), it
+  // must not run concurrently with other use of the same context.
+  void set_memory_manager(std::unique_ptr<MemoryManager> manager) const;
   // Destroys everything made in this context and starts a fresh one.
   void reset() const;
   bool supports(Capability capability) const;

@@ -17,13 +17,18 @@ interchange through DLPack and, on cuda, the CUDA Array Interface.
 See docs/python.md for the whole map from Numba's names.
 """
 
-from . import _gpuhal
+from . import _emm, _gpuhal
 from ._context import *  # noqa: F401,F403
 from ._context import __all__ as _context_all
 from ._devicearray import DeviceNDArray
 from ._errors import *  # noqa: F401,F403
 from ._errors import __all__ as _errors_all
-from ._interop import from_dlpack, is_device_array
+from . import driver
+from ._emm import BaseCUDAMemoryManager, GetIpcHandleMixin, HostOnlyCUDAMemoryManager, IpcHandle, MemoryInfo
+from ._emm import set_memory_manager
+from ._interop import as_cuda_array, auto_device, from_cuda_array_interface, from_dlpack, is_cuda_array
+from ._interop import is_device_array
+from ._memory_objects import AutoFreePointer, ManagedMemory, MappedMemory, MemoryPointer, PinnedMemory
 from ._ipc import IpcArrayHandle
 from ._kernels import Kernel, Module, compile  # noqa: A004 (Numba-like name on purpose)
 from ._memory import *  # noqa: F401,F403
@@ -35,4 +40,13 @@ Device = _gpuhal.Device
 __version__ = _gpuhal.__version__
 
 __all__ = (["DeviceNDArray", "from_dlpack", "is_device_array", "IpcArrayHandle", "Kernel", "Module", "compile",
-            "Stream", "Event", "Device", "__version__"] + _context_all + _errors_all + _memory_all)
+            "Stream", "Event", "Device", "__version__", "driver", "BaseCUDAMemoryManager", "GetIpcHandleMixin",
+            "HostOnlyCUDAMemoryManager", "IpcHandle", "MemoryInfo", "set_memory_manager", "as_cuda_array",
+            "auto_device", "from_cuda_array_interface", "is_cuda_array", "AutoFreePointer", "ManagedMemory",
+            "MappedMemory", "MemoryPointer", "PinnedMemory"]
+           + _context_all + _errors_all + _memory_all)
+
+# GPUHAL_MEMORY_MANAGER=module:Class: a Numba EMM plugin for every context.
+_plugin_class = _emm.plugin_class_from_environment()
+if _plugin_class is not None:
+    _emm._plugin_class = _plugin_class

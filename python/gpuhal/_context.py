@@ -2,10 +2,11 @@
 """The backend, devices per thread, contexts, streams and events, with
 Numba's names (cuda.select_device, cuda.gpus, current_context() ...)."""
 
-import collections
 import os
 
-from . import _gpuhal
+import numpy as np
+
+from . import _emm, _gpuhal
 from ._errors import Error, raise_status
 
 __all__ = [
@@ -14,7 +15,7 @@ __all__ = [
     "per_thread_default_stream", "external_stream", "event", "event_elapsed_time", "Context",
 ]
 
-MemoryInfo = collections.namedtuple("MemoryInfo", ["free", "total"])
+MemoryInfo = _emm.MemoryInfo
 
 
 def set_backend(name):
@@ -118,7 +119,10 @@ class _Deallocations:
 
 
 class Context:
-    """The calling thread's context (Numba's ``current_context()``)."""
+    """The calling thread's context (Numba's ``current_context()``), with
+    Numba's memory methods: each asks the context's memory manager (gpuhal's,
+    or the EMM plugin set with ``memory_manager = plugin`` or
+    set_memory_manager) and returns Numba's memory objects."""
 
     def __init__(self, ctx):
         self._c = ctx
@@ -126,9 +130,57 @@ class Context:
     device = property(lambda self: self._c.device)
     deallocations = property(lambda self: _Deallocations(self._c))
 
+    @property
+    def memory_manager(self):
+        """The EMM plugin serving this context (gpuhal's own manager unless
+        one was set); assigning a plugin installs it (its interface version
+        is checked, RuntimeError otherwise), assigning gpuhal's back restores it."""
+        return _emm.plugin_of(self)
+
+    @memory_manager.setter
+    def memory_manager(self, plugin):
+        _emm.install(self, plugin)
+
     def get_memory_info(self):
+        """MemoryInfo(free, total) from the context's memory manager."""
         info = self._c._memory_info()
         return MemoryInfo(info.free, info.total)
+
+    def memalloc(self, bytesize):
+        """Device memory of ``bytesize`` bytes (a MemoryPointer)."""
+        return self.memory_manager.memalloc(_positive(bytesize, "memalloc"))
+
+    def memhostalloc(self, bytesize, mapped=False, portable=False, wc=False):
+        """Pinned host memory (PinnedMemory), mapped into the device's
+        address space with ``mapped`` (MappedMemory)."""
+        return self.memory_manager.memhostalloc(_positive(bytesize, "memhostalloc"), mapped, portable, wc)
+
+    def mempin(self, owner, pointer, size, mapped=False):
+        """Pins ``size`` bytes at ``pointer`` (owned by ``owner``, kept
+        alive by the result) until the result goes or is freed."""
+        return self.memory_manager.mempin(owner, pointer, _positive(size, "mempin"), mapped)
+
+    def memallocmanaged(self, bytesize, attach_global=True):
+        """Managed memory (ManagedMemory): the host and the device address it."""
+        manager = self.memory_manager
+        allocate = getattr(manager, "memallocmanaged", None)
+        if allocate is None:
+            allocate = _emm.HostOnlyCUDAMemoryManager.memallocmanaged.__get__(manager)
+        return allocate(_positive(bytesize, "memallocmanaged"), attach_global)
+
+    def get_ipc_handle(self, memory):
+        """An IPC handle for ``memory`` from the context's memory manager."""
+        return self.memory_manager.get_ipc_handle(memory)
+
+    def create_stream(self):
+        """A new stream (blocking, as cuStreamCreate's default)."""
+        return self._c.create_stream(True)
+
+    def create_event(self, timing=True):
+        return self._c.create_event(bool(timing))
+
+    def get_default_stream(self):
+        return self._c.default_stream()
 
     def synchronize(self):
         self._c.synchronize()
@@ -148,8 +200,18 @@ class Context:
         return hash(self._c)
 
 
+def _positive(n, what):
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"{what}: the size must be an integer, not {type(n).__name__}")
+    if n <= 0:
+        raise_status("ERROR_INVALID_VALUE", f"{what}: the size must be positive, got {n}")
+    return int(n)
+
+
 def current_context():
-    return Context(_gpuhal.current_context())
+    ctx = Context(_gpuhal.current_context())
+    _emm.ensure_plugin(ctx)
+    return ctx
 
 
 def synchronize():

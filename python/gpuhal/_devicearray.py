@@ -10,6 +10,7 @@ report it. Thread safety: as the C++ API's (any thread; concurrent writes to
 the same memory are the caller's affair).
 """
 
+import ctypes
 import math
 
 import numpy as np
@@ -41,13 +42,28 @@ class DeviceNDArray:
 
     __slots__ = ("_a", "_dtype", "stream", "__weakref__")
 
-    def __init__(self, array, dtype=None, stream=0):
-        # Made by gpuhal's functions (to_device, device_array ...), not by users.
+    def __init__(self, array=None, dtype=None, stream=0, *, shape=None, strides=None, gpu_data=None):
+        """gpuhal's functions make it from a C++ array; users call Numba's
+        ``DeviceNDArray(shape, strides, dtype, stream=0, gpu_data=None)``."""
         if not isinstance(array, _gpuhal._DeviceArray):
-            raise TypeError("DeviceNDArray is made by gpuhal.device_array, to_device and their kin")
+            if shape is None:  # positional Numba form: (shape, strides, dtype[, stream])
+                shape, strides, dtype, stream = array, dtype, stream, 0
+            array, dtype = self._numba_form(shape, strides, dtype, gpu_data)
         self._a = array
         self._dtype = np.dtype(array.typestr) if dtype is None else np.dtype(dtype)
         self.stream = stream
+
+    @staticmethod
+    def _numba_form(shape, strides, dtype, gpu_data):
+        from ._memory import _shape, _strides
+        if dtype is None:
+            raise TypeError("DeviceNDArray(shape, strides, dtype, stream=0, gpu_data=None) needs a dtype")
+        if gpu_data is not None:
+            raise NotImplementedError("DeviceNDArray(..., gpu_data=...) over given memory is not supported; "
+                                      "allocate with device_array or view the memory's array")
+        dtype = np.dtype(dtype)
+        array = _gpuhal.device_array(_gpuhal.current_context(), _shape(shape), dtype.str, _strides(strides), "C")
+        return array, dtype
 
     # ---- the array's description -----------------------------------------
     shape = property(lambda self: self._a.shape)
@@ -59,7 +75,27 @@ class DeviceNDArray:
     alloc_size = property(lambda self: self._a.alloc_size, doc="Bytes the elements span")
     dtype = property(lambda self: self._dtype)
     device_pointer = property(lambda self: self._a.device_pointer, doc="Address of element 0 (0 when empty)")
-    device_ctypes_pointer = device_pointer
+
+    @property
+    def device_ctypes_pointer(self):
+        """Numba's ctypes pointer to the data: c_size_t, or c_void_p(0) when empty."""
+        pointer = self._a.device_pointer
+        return ctypes.c_size_t(pointer) if pointer else ctypes.c_void_p(0)
+
+    @property
+    def gpu_data(self):
+        """Numba's MemoryPointer of the bytes this array spans (None when
+        empty); it keeps the array's memory alive."""
+        from ._context import Context
+        from ._memory_objects import MemoryPointer
+        if self.size == 0:
+            return None
+        low = sum(s * (n - 1) for s, n in zip(self.strides, self.shape) if s < 0)
+        contiguous = self.is_c_contiguous() or self.is_f_contiguous()
+        memory = self.reshape(self.size, order="C" if self.is_c_contiguous() else "F").view(np.uint8) \
+            if contiguous else None
+        return MemoryPointer(Context(self._a.context), self.device_pointer + low, self.alloc_size, owner=self,
+                             _memory=memory)
 
     def is_c_contiguous(self):
         return self._a.is_c_contiguous()
@@ -201,13 +237,23 @@ class DeviceNDArray:
 
     def __array__(self, dtype=None, copy=None):
         if copy is False:
-            raise ValueError("a device array becomes a NumPy array only through a copy")
+            raise ValueError("`copy=False` is not supported: a device array becomes a NumPy array only through a "
+                             "copy (copy_to_host())")
         host = self.copy_to_host()
         return host if dtype is None else host.astype(dtype)
 
     # ---- interchange ----------------------------------------------------------
     def get_ipc_handle(self):
+        """A picklable handle another process opens (IpcArrayHandle). Under
+        an EMM plugin, the plugin's get_ipc_handle makes it (Numba's rule)."""
+        from ._emm import installed_plugin
         from ._ipc import IpcArrayHandle
+        plugin = installed_plugin(self._a.context)
+        if plugin is not None:
+            from ._context import Context
+            from ._memory_objects import MemoryPointer
+            memory = MemoryPointer(Context(self._a.context), self.device_pointer, self.alloc_size, owner=self)
+            return IpcArrayHandle(plugin.get_ipc_handle(memory), self._dtype, self.shape, self.strides)
         return IpcArrayHandle(_gpuhal.get_ipc_handle(self._a), self._dtype)
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):

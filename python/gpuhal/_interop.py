@@ -127,3 +127,54 @@ def is_device_array(obj):
     from ._devicearray import DeviceNDArray
     return isinstance(obj, DeviceNDArray)
 
+
+def is_cuda_array(obj):
+    """True when ``obj`` offers the CUDA Array Interface (Numba's is_cuda_array)."""
+    return hasattr(obj, "__cuda_array_interface__")
+
+
+def from_cuda_array_interface(desc, owner=None, sync=True):
+    """A DeviceNDArray over the memory a CUDA Array Interface dict
+    describes, without a copy; ``owner`` is kept alive while the array
+    lives. With ``sync`` the interface's stream is synchronised first (its
+    producer's pending work). Only on the cuda backend: the interface
+    describes CUDA memory."""
+    import numpy as np
+    from ._devicearray import DeviceNDArray
+    ctx = _context()
+    if _gpuhal.dlpack_device(ctx)[0] != _KDLCUDA:
+        raise_status("ERROR_INVALID_VALUE", "from_cuda_array_interface: the CUDA Array Interface describes CUDA "
+                                            f"memory, and the current backend is '{_gpuhal.backend_name()}'")
+    if desc.get("mask") is not None:
+        raise NotImplementedError("Masked arrays are not supported")
+    dtype = np.dtype(desc["typestr"]) if desc.get("descr") is None else np.dtype(desc["descr"])
+    shape = tuple(int(n) for n in desc["shape"])
+    strides = desc.get("strides")
+    pointer = int(desc["data"][0] or 0)
+    stream = desc.get("stream")
+    if stream is not None and sync:
+        if stream == 0:
+            raise ValueError("the CUDA Array Interface's stream 0 is not allowed (1: legacy default, 2: per-thread)")
+        _consumer_stream(ctx, _KDLCUDA, int(stream)).synchronize()
+    array = _gpuhal.from_pointer(ctx, pointer, list(shape), dtype.str, [] if strides is None else list(strides), owner)
+    return DeviceNDArray(array, dtype)
+
+
+def as_cuda_array(obj, sync=True):
+    """A DeviceNDArray viewing an object that offers the CUDA Array
+    Interface (no copy); ``obj`` is kept alive by it."""
+    if not is_cuda_array(obj):
+        raise TypeError("*obj* doesn't implement the cuda array interface.")
+    return from_cuda_array_interface(obj.__cuda_array_interface__, owner=obj, sync=sync)
+
+
+def auto_device(obj, stream=0, copy=True, user_explicit=False):
+    """Numba's auto_device: ``(device_array, True)`` for a host array copied
+    to the device (when ``copy``), ``(obj, False)`` for device memory."""
+    from ._devicearray import DeviceNDArray
+    from ._memory import to_device
+    if isinstance(obj, DeviceNDArray):
+        return obj, False
+    if is_cuda_array(obj):
+        return as_cuda_array(obj), False
+    return to_device(obj, stream=stream, copy=copy), True

@@ -15,17 +15,26 @@ __all__ = ["IpcArrayHandle"]
 class IpcArrayHandle:
     """A device array's IPC handle (Numba's ``IpcArrayHandle``)."""
 
-    def __init__(self, handle, dtype):
-        self._handle = handle
+    def __init__(self, handle, dtype, shape=None, strides=None):
+        # Numba's name: an EMM plugin's get_ipc_handle result is kept here as
+        # it is (its own object), gpuhal's as gpuhal's handle.
+        self._ipc_handle = handle
         self.dtype = np.dtype(dtype)
+        self._shape = shape
+        self._strides = strides
         self._opened = None
 
-    shape = property(lambda self: self._handle.shape)
-    strides = property(lambda self: self._handle.strides)
+    shape = property(lambda self: self._ipc_handle.shape if self._shape is None else self._shape)
+    strides = property(lambda self: self._ipc_handle.strides if self._strides is None else self._strides)
+
+    def _gpuhal_handle(self):
+        if not isinstance(self._ipc_handle, _gpuhal._IpcArrayHandle):
+            raise TypeError("this IPC handle is an EMM plugin's own; gpuhal cannot serialize or open it")
+        return self._ipc_handle
 
     def serialize(self):
         """One line of printable text (what pickling sends)."""
-        return self._handle.serialize()
+        return self._gpuhal_handle().serialize()
 
     @classmethod
     def deserialize(cls, text, dtype):
@@ -38,8 +47,8 @@ class IpcArrayHandle:
         """Maps the memory into the current context; returns a DeviceNDArray."""
         from ._devicearray import DeviceNDArray
         if self._opened is not None:
-            raise ValueError("this IPC handle is already open; close() it first")
-        self._opened = _gpuhal.open_ipc_array(_gpuhal.current_context(), self._handle)
+            raise ValueError("IpcHandle is already opened: close() it first")
+        self._opened = _gpuhal.open_ipc_array(_gpuhal.current_context(), self._gpuhal_handle())
         return DeviceNDArray(self._opened.array, self.dtype)
 
     def close(self):

@@ -99,5 +99,6 @@ void bind_host_memory(nb::module_ &m);
 void bind_kernels(nb::module_ &m);
 void bind_dlpack(nb::module_ &m);
 void bind_ipc(nb::module_ &m);
+void bind_memory_manager(nb::module_ &m);
 
 }  // namespace gpuhal_py

@@ -102,9 +102,52 @@ gpuhal::DeviceArray from_capsule(const gpuhal::Context &ctx, nb::handle capsule,
   throw gpuhal::Error(gpuhal::Status::ERROR_INVALID_VALUE, "from_dlpack: not a DLPack capsule");
 }
 
+// A foreign buffer described by the CUDA Array Interface (pointer, shape,
+// strides in bytes, typestr) as a DLPack tensor of the context's device,
+// keeping `owner` (the producer's object) alive until gpuhal lets it go.
+struct ForeignTensor {
+  gpuhal::dlpack::DLManagedTensor managed{};
+  std::vector<int64_t> shape, strides;
+  PyObject *owner = nullptr;
+};
+
+gpuhal::DeviceArray from_pointer(const gpuhal::Context &ctx, uint64_t pointer, const gpuhal::Shape &shape,
+                                 const std::string &typestr, const gpuhal::Strides &strides, nb::handle owner) {
+  const gpuhal::DType dtype = gpuhal::DType::parse(typestr);
+  auto t = std::make_unique<ForeignTensor>();
+  t->shape = shape;
+  for (int64_t s : strides) {
+    if (s % int64_t(dtype.itemsize()) != 0)
+      throw gpuhal::Error(gpuhal::Status::ERROR_NOT_SUPPORTED,
+                          "from_cuda_array_interface: stride " + std::to_string(s) + " is not a multiple of the itemsize");
+    t->strides.push_back(s / int64_t(dtype.itemsize()));
+  }
+  gpuhal::dlpack::DLTensor &d = t->managed.dl_tensor;
+  d.data = reinterpret_cast<void *>(uintptr_t(pointer));
+  d.device = gpuhal::dlpack_device(ctx);
+  d.ndim = int32_t(shape.size());
+  d.dtype = gpuhal::dlpack::DLDataType{uint8_t(dtype.kind), dtype.bits, dtype.lanes};
+  d.shape = t->shape.empty() ? nullptr : t->shape.data();
+  d.strides = strides.empty() ? nullptr : t->strides.data();
+  t->owner = owner.inc_ref().ptr();
+  t->managed.manager_ctx = t.get();
+  t->managed.deleter = [](gpuhal::dlpack::DLManagedTensor *self) {
+    auto *foreign = static_cast<ForeignTensor *>(self->manager_ctx);
+    PyObject *o = foreign->owner;
+    delete foreign;
+    run_with_gil([o] { Py_DECREF(o); });
+  };
+  gpuhal::dlpack::DLManagedTensor *raw = &t.release()->managed;
+  nb::gil_scoped_release unlocked;
+  return gpuhal::from_dlpack(ctx, raw);  // runs the deleter also when it throws
+}
+
 }  // namespace
 
 void bind_dlpack(nb::module_ &m) {
+  m.def("from_pointer", &from_pointer, nb::arg("ctx"), nb::arg("pointer"), nb::arg("shape"), nb::arg("typestr"),
+        nb::arg("strides"), nb::arg("owner").none(),
+        "A device array over foreign device memory (the CUDA Array Interface's description), owner kept alive");
   m.def("to_dlpack", &to_capsule, nb::arg("array"), nb::arg("versioned"), nb::arg("producer").none(),
         nb::arg("consumer").none());
   m.def("from_dlpack", &from_capsule, nb::arg("ctx"), nb::arg("capsule"), nb::arg("producer").none(),

@@ -142,7 +142,17 @@ TEST_CASE("GPUHAL_MEMORY_MANAGER refuses bad libraries clearly") {
   }
   SECTION("a relative path or an unknown name") {
     REQUIRE_GPUHAL_ERROR(runtime_from_environment("libmm.so"), Status::ERROR_INVALID_CONFIG,
-                         "expected default, pool, or an absolute path");
+                         "expected default, pool, an absolute path");
+    for (const char *bad : {"mod:", ":Cls", "a:b:c", "a..b:C", "pkg.mod:Cls.sub", "1mod:C", "mod:C-1"}) {
+      INFO(bad);
+      REQUIRE_GPUHAL_ERROR(runtime_from_environment(bad), Status::ERROR_INVALID_CONFIG, "module:Class");
+    }
+  }
+  SECTION("module:Class names a Python EMM plugin: the core keeps its default manager") {
+    for (const char *name : {"rmm_like:PoolManager", "pkg.sub_mod:Manager2", "_m:_C"}) {
+      INFO(name);
+      CHECK(runtime_from_environment(name).device(0).primary_context().memory_manager().name() == "default");
+    }
   }
   SECTION("the built-in names") {
     CHECK(runtime_from_environment("pool").device(0).primary_context().memory_manager().name() == "pool");
@@ -167,6 +177,33 @@ TEST_CASE("set_memory_manager affects contexts created later and checks the vers
   REQUIRE_GPUHAL_ERROR(set_memory_manager({"v2", 2, [] { return std::make_unique<TestManager>(); }}),
                        Status::ERROR_ABI_MISMATCH, "has interface version 2 - version 1 required");
   REQUIRE_GPUHAL_ERROR(set_memory_manager({"empty", 1, nullptr}), Status::ERROR_INVALID_VALUE, "makes nothing");
+}
+
+TEST_CASE("Context::set_memory_manager replaces a live context's manager and the old one's memory stays valid") {
+  Context ctx = test::host_context();
+  DeviceArray old_memory = to_device(ctx, HostView::of(std::vector<int32_t>(64, 7)));
+  const int n = TestManager::allocs.load();
+  ctx.set_memory_manager(std::make_unique<TestManager>());
+  CHECK(ctx.memory_manager().name() == "test");
+  DeviceArray fresh = device_array(ctx, {16}, dtypes::int32);
+  CHECK(TestManager::allocs.load() == n + 1);
+  CHECK(old_memory.copy_to_host().to_vector<int32_t>() == std::vector<int32_t>(64, 7));
+  old_memory = DeviceArray();  // goes back to the retired default manager
+  ctx.flush_deallocations();
+  ctx.reset();  // every manager is reset, the new one stays
+  CHECK(ctx.memory_manager().name() == "test");
+  CHECK_NOTHROW(device_array(ctx, {4}));
+  ctx.set_memory_manager(std::make_unique<DefaultMemoryManager>());
+  CHECK(ctx.memory_manager().name() == "default");
+
+  auto v2 = std::make_unique<TestManager>();
+  v2->version = 2;
+  REQUIRE_GPUHAL_ERROR(ctx.set_memory_manager(std::move(v2)), Status::ERROR_ABI_MISMATCH,
+                       "has interface version 2 - version 1 required");
+  REQUIRE_GPUHAL_ERROR(ctx.set_memory_manager(nullptr), Status::ERROR_INVALID_VALUE, "null manager");
+  REQUIRE_GPUHAL_ERROR(Context().set_memory_manager(std::make_unique<TestManager>()), Status::ERROR_INVALID_HANDLE,
+                       "set_memory_manager");
+  CHECK(ctx.memory_manager().name() == "default");  // refusals change nothing
 }
 
 TEST_CASE("a memory manager that lies is caught") {

@@ -1,0 +1,285 @@
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+"""Numba's External Memory Management (EMM) interface, version 1, over
+gpuhal: an EMM plugin written for numba-cuda runs unchanged over every
+gpuhal backend.
+
+- ``BaseCUDAMemoryManager``: the abstract interface (memalloc,
+  memhostalloc, mempin, initialize, get_ipc_handle, get_memory_info, reset,
+  defer_cleanup, interface_version).
+- ``HostOnlyCUDAMemoryManager``: implements the host side with gpuhal's own
+  pinned, mapped and managed memory; a plugin adds memalloc.
+- ``GetIpcHandleMixin``: get_ipc_handle for memory gpuhal can export.
+- ``set_memory_manager(cls)``: contexts get ``cls(context=ctx)`` from now on
+  (the current thread's context at once), after the interface version check;
+  ``context.memory_manager = plugin`` sets one context's plugin, as in Numba.
+  GPUHAL_MEMORY_MANAGER=module:Class names a plugin class to import at the
+  first use of gpuhal.
+
+A plugin's memalloc serves every device allocation of its context, the C++
+core's included (device_array, to_device, gpuhal's kernels' temporaries):
+gpuhal wraps the plugin's pointer, keeps the plugin's memory object while
+gpuhal's handle lives, and drops it when the last handle goes (the plugin's
+finalizer then runs). Host allocations stay gpuhal's.
+"""
+
+import abc
+import atexit
+import collections
+import contextlib
+import ctypes
+import importlib
+import os
+import threading
+
+import numpy as np
+
+from . import _gpuhal
+
+__all__ = ["BaseCUDAMemoryManager", "HostOnlyCUDAMemoryManager", "GetIpcHandleMixin", "MemoryInfo", "IpcHandle",
+           "set_memory_manager"]
+
+INTERFACE_VERSION = 1
+
+MemoryInfo = collections.namedtuple("MemoryInfo", ["free", "total"])
+
+
+class BaseCUDAMemoryManager(abc.ABC):
+    """Abstract base class of EMM plugins (Numba's interface, version 1)."""
+
+    def __init__(self, *args, **kwargs):
+        if "context" not in kwargs:
+            raise RuntimeError("Memory manager requires a context")
+        self.context = kwargs.pop("context")
+
+    @abc.abstractmethod
+    def memalloc(self, size):
+        """Device memory of ``size`` bytes: a MemoryPointer that owns it."""
+
+    @abc.abstractmethod
+    def memhostalloc(self, size, mapped=False, portable=False, wc=False):
+        """Pinned host memory: a MappedMemory or PinnedMemory."""
+
+    @abc.abstractmethod
+    def mempin(self, owner, pointer, size, mapped=False):
+        """Pins ``size`` bytes at ``pointer`` that ``owner`` owns."""
+
+    @abc.abstractmethod
+    def initialize(self):
+        """Called before any allocation, and after every reset."""
+
+    @abc.abstractmethod
+    def get_ipc_handle(self, memory):
+        """An IPC handle for a MemoryPointer of this manager's."""
+
+    @abc.abstractmethod
+    def get_memory_info(self):
+        """MemoryInfo(free, total) in bytes."""
+
+    @abc.abstractmethod
+    def reset(self):
+        """Frees everything allocated in the context."""
+
+    @abc.abstractmethod
+    def defer_cleanup(self):
+        """A context manager inside which no deferred cleanup runs."""
+
+    @property
+    @abc.abstractmethod
+    def interface_version(self):
+        """1 for this version of the interface."""
+
+
+def _host_array_at(pointer, size):
+    """A uint8 NumPy array over ``size`` bytes at address ``pointer``."""
+    if size == 0:
+        return np.empty(0, dtype=np.uint8)
+    return np.ctypeslib.as_array((ctypes.c_uint8 * int(size)).from_address(int(pointer)))
+
+
+class HostOnlyCUDAMemoryManager(BaseCUDAMemoryManager):
+    """The host side of an EMM plugin, with gpuhal's pinned, mapped and
+    managed memory and gpuhal's deferred deallocation queue; a subclass
+    implements memalloc (and, if it needs them, initialize, reset,
+    get_memory_info, get_ipc_handle), calling super() where it overrides
+    reset or defer_cleanup."""
+
+    def _ctx(self):
+        return self.context._c if hasattr(self.context, "_c") else _gpuhal.current_context()
+
+    def memhostalloc(self, size, mapped=False, portable=False, wc=False):
+        from ._memory_objects import MappedMemory, PinnedMemory
+        size = int(size)
+        if mapped:
+            holder, device = _gpuhal.mapped_array(self._ctx(), [size], "|u1", [], "C", bool(portable), bool(wc))
+            from ._devicearray import DeviceNDArray
+            return MappedMemory._over(holder, self.context, device=DeviceNDArray(device, np.uint8))
+        return PinnedMemory._over(_gpuhal.pinned_array(self._ctx(), [size], "|u1", [], "C"), self.context)
+
+    def memallocmanaged(self, size, attach_global=True):
+        from ._devicearray import DeviceNDArray
+        from ._memory_objects import ManagedMemory
+        array = _gpuhal.managed_array(self._ctx(), [int(size)], "|u1", [], "C")
+        return ManagedMemory._over(array.host_view(), self.context, device=DeviceNDArray(array, np.uint8))
+
+    def mempin(self, owner, pointer, size, mapped=False):
+        from ._devicearray import DeviceNDArray
+        from ._memory_objects import MappedMemory, PinnedMemory
+        host = _host_array_at(pointer, size)
+        ctx = self._ctx()
+        if mapped:
+            scope = _gpuhal.map(ctx, [host])
+            device = DeviceNDArray(scope.device_arrays()[0], np.uint8)
+            return MappedMemory._over(host, self.context, device=device, finalizer=scope.close, owner=owner)
+        scope = _gpuhal.register_host(ctx, [host], False, False)
+        return PinnedMemory._over(host, self.context, finalizer=scope.close, owner=owner)
+
+    def initialize(self):
+        pass
+
+    def reset(self):
+        pass
+
+    @contextlib.contextmanager
+    def defer_cleanup(self):
+        with _gpuhal._DeferCleanup():
+            yield
+
+    def get_memory_info(self):
+        info = self._ctx()._memory_info()
+        return MemoryInfo(info.free, info.total)
+
+
+class IpcHandle:
+    """An IPC handle of device memory (Numba's driver.IpcHandle): what
+    get_ipc_handle returns; ``open(context)`` maps it in another process."""
+
+    def __init__(self, base, handle, size, source_info=None, offset=0):
+        self.base = base
+        self.handle = handle
+        self.size = size
+        self.source_info = source_info
+        self.offset = offset
+
+    def open(self, context):
+        from ._ipc import IpcArrayHandle
+        return IpcArrayHandle(self.handle, np.uint8).open()
+
+
+class GetIpcHandleMixin:
+    """get_ipc_handle for memory gpuhal allocated (MemoryPointers of
+    gpuhal's arrays)."""
+
+    def get_ipc_handle(self, memory):
+        memory_array = getattr(memory, "_memory", None)
+        if memory_array is None:
+            raise ValueError("get_ipc_handle: the memory is not gpuhal's (an EMM plugin's own makes its own handles)")
+        handle = _gpuhal.get_ipc_handle(memory_array._a)
+        return IpcHandle(memory, handle, memory.size)
+
+
+class _GpuhalMemoryManager(GetIpcHandleMixin, HostOnlyCUDAMemoryManager):
+    """gpuhal's own manager (the C++ core's default or pool manager, chosen
+    by GPUHAL_MEMORY_MANAGER) as Numba's ``context.memory_manager``;
+    assigning it back to a context restores gpuhal's default manager."""
+
+    def memalloc(self, size):
+        from ._devicearray import DeviceNDArray
+        from ._memory_objects import AutoFreePointer
+        array = DeviceNDArray(_gpuhal.device_array(self._ctx(), [int(size)], "|u1", [], "C"), np.uint8)
+        return AutoFreePointer(self.context, array.device_pointer, int(size), _memory=array)
+
+    @property
+    def deallocations(self):
+        from ._context import _Deallocations
+        return _Deallocations(self._ctx())
+
+    @property
+    def interface_version(self):
+        return INTERFACE_VERSION
+
+
+# Plugins installed per context (the C++ context as the key); contexts
+# without one use gpuhal's manager.
+_plugins = {}
+_plugins_lock = threading.Lock()
+_plugin_class = None
+
+
+def _check_version(plugin):
+    version = plugin.interface_version
+    if version != INTERFACE_VERSION:
+        raise RuntimeError(f"EMM Plugin interface has version {version} - version {INTERFACE_VERSION} required")
+
+
+def installed_plugin(cpp_context):
+    """The EMM plugin installed on a C++ context, or None."""
+    with _plugins_lock:
+        return _plugins.get(cpp_context)
+
+
+def plugin_of(ctx_wrapper):
+    """The Python object serving as ``context.memory_manager``."""
+    with _plugins_lock:
+        plugin = _plugins.get(ctx_wrapper._c)
+    return plugin if plugin is not None else _GpuhalMemoryManager(context=ctx_wrapper)
+
+
+def install(ctx_wrapper, plugin):
+    """``context.memory_manager = plugin``."""
+    if isinstance(plugin, _GpuhalMemoryManager):
+        _gpuhal.set_default_memory_manager(ctx_wrapper._c)
+        with _plugins_lock:
+            _plugins.pop(ctx_wrapper._c, None)
+        return
+    _check_version(plugin)
+    _gpuhal.set_python_memory_manager(ctx_wrapper._c, plugin)
+    with _plugins_lock:
+        _plugins[ctx_wrapper._c] = plugin
+
+
+@atexit.register
+def _let_plugins_go():
+    """Gives every context back gpuhal's manager before the interpreter ends:
+    a plugin held by a context would outlive the objects it refers to."""
+    with _plugins_lock:
+        contexts = list(_plugins)
+        _plugins.clear()
+    for ctx in contexts:
+        try:
+            _gpuhal.set_default_memory_manager(ctx)
+        except Exception:  # noqa: BLE001 - a context already gone has nothing to let go
+            pass
+
+
+def set_memory_manager(mm_plugin):
+    """Numba's set_memory_manager: contexts use ``mm_plugin(context=ctx)``
+    from now on (the calling thread's current context at once). A plugin of
+    another interface version is refused (RuntimeError, "... version 1
+    required"), and nothing changes."""
+    global _plugin_class
+    from ._context import Context
+    ctx = Context(_gpuhal.current_context())
+    plugin = mm_plugin(context=ctx)
+    _check_version(plugin)
+    _plugin_class = mm_plugin
+    install(ctx, plugin)
+
+
+def ensure_plugin(ctx_wrapper):
+    """Installs set_memory_manager's class on a context that has no plugin yet."""
+    cls = _plugin_class
+    if cls is None:
+        return
+    with _plugins_lock:
+        if ctx_wrapper._c in _plugins:
+            return
+    install(ctx_wrapper, cls(context=ctx_wrapper))
+
+
+def plugin_class_from_environment():
+    """GPUHAL_MEMORY_MANAGER=module:Class (a Python EMM plugin), or None."""
+    value = os.environ.get("GPUHAL_MEMORY_MANAGER", "")
+    if ":" not in value or "/" in value:
+        return None
+    module, _, name = value.partition(":")
+    return getattr(importlib.import_module(module), name)

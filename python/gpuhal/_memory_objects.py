@@ -1,0 +1,183 @@
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+"""Numba's memory objects: what a context's memalloc, memhostalloc,
+memallocmanaged and mempin return (numba.cuda.cudadrv.driver's
+MemoryPointer, AutoFreePointer, MappedMemory, PinnedMemory, ManagedMemory).
+
+Each object made by gpuhal holds gpuhal's memory (a uint8 device array, a
+NumPy array over pinned, mapped or managed memory), so the memory lives as
+long as the object or any view of it: ``free()`` drops this object's
+reference and runs its finalizer, but never frees memory a view can still
+reach. An EMM plugin may also make them over memory of its own (``pointer``
+and a ``finalizer``, Numba's constructor), which gpuhal does not touch.
+
+The host-side objects (PinnedMemory, MappedMemory, ManagedMemory) are NumPy
+uint8 arrays of ``size`` bytes, so ``np.ndarray(buffer=mem, ...)`` views
+them as Numba users do.
+"""
+
+import ctypes
+import weakref
+
+import numpy as np
+
+__all__ = ["MemoryPointer", "AutoFreePointer", "MappedMemory", "PinnedMemory", "ManagedMemory"]
+
+
+def _address(pointer):
+    if isinstance(pointer, ctypes.c_void_p):
+        return pointer.value or 0
+    return int(pointer or 0)
+
+
+class MemoryPointer:
+    """``size`` bytes of device memory at ``device_pointer`` in ``context``.
+
+    ``view(start, stop)`` gives a MemoryPointer over part of it sharing the
+    owner; ``free()`` runs the finalizer (once) and drops the memory this
+    object holds; ``device_ctypes_pointer`` is a ``ctypes.c_size_t`` (Numba's)."""
+
+    __cuda_memory__ = True
+
+    def __init__(self, context, pointer, size, owner=None, finalizer=None, _memory=None):
+        self.context = context
+        self.device_pointer = _address(pointer)
+        self.size = int(size)
+        self._cuda_memsize_ = self.size
+        self._owner = owner
+        self._memory = _memory  # gpuhal's device array (uint8) behind it, when gpuhal allocated it
+        self.is_managed = finalizer is not None
+        self.handle = self.device_pointer
+        self._finalizer = weakref.finalize(self, finalizer) if finalizer is not None else None
+
+    @property
+    def owner(self):
+        return self if self._owner is None else self._owner
+
+    @property
+    def device_pointer_value(self):
+        return self.device_pointer or None
+
+    @property
+    def device_ctypes_pointer(self):
+        return ctypes.c_size_t(self.device_pointer)
+
+    def own(self):
+        return self
+
+    def free(self):
+        """Drops this object's memory now (Numba: "forces the device memory
+        to the trash"); views keep what they reach alive."""
+        if self._finalizer is not None:
+            if not self._finalizer.alive:
+                raise RuntimeError("Freeing dead memory")
+            self._finalizer()
+        self._memory = None
+
+    def memset(self, byte, count=None, stream=0):
+        from .driver import device_memset
+        device_memset(self, byte, self.size if count is None else count, stream)
+
+    def view(self, start, stop=None):
+        start = int(start)
+        stop = self.size if stop is None else int(stop)
+        if not 0 <= start <= self.size or stop < start or stop > self.size:
+            raise IndexError(f"view [{start}, {stop}) of {self.size} bytes")
+        if not self.device_pointer:
+            if stop != start:
+                raise RuntimeError("non-empty slice into empty slice")
+            return self
+        memory = None if self._memory is None else self._memory[start:stop]
+        return MemoryPointer(self.context, self.device_pointer + start, stop - start, owner=self.owner,
+                             _memory=memory)
+
+    def __repr__(self):
+        return f"<gpuhal.{type(self).__name__} {self.size} bytes at 0x{self.device_pointer:x}>"
+
+
+class AutoFreePointer(MemoryPointer):
+    """A MemoryPointer whose finalizer runs when the last reference goes."""
+
+
+class _HostMemory(np.ndarray):
+    """A uint8 NumPy array over host memory gpuhal allocated, with Numba's
+    memory-object attributes."""
+
+    @classmethod
+    def _over(cls, host_array, context, device=None, finalizer=None, owner=None):
+        mem = np.asarray(host_array).reshape(-1).view(np.uint8).view(cls)
+        mem._gpuhal_extra = {
+            "context": context, "device": device, "owner": owner,
+            "finalizer": weakref.finalize(mem, finalizer) if finalizer is not None else None,
+        }
+        return mem
+
+    def __array_finalize__(self, obj):
+        pass
+
+    def _extra(self, key):
+        return getattr(self, "_gpuhal_extra", {}).get(key)
+
+    context = property(lambda self: self._extra("context"))
+    host_pointer = property(lambda self: self.__array_interface__["data"][0])
+    handle = host_pointer
+    owned = property(lambda self: self._extra("owner"))
+    is_managed = property(lambda self: self._extra("finalizer") is not None)
+
+    def own(self):
+        return self
+
+    def free(self):
+        finalizer = self._extra("finalizer")
+        if finalizer is not None:
+            if not finalizer.alive:
+                raise RuntimeError("Freeing dead memory")
+            finalizer()
+
+
+class PinnedMemory(_HostMemory):
+    """Pinned (page-locked) host memory of ``size`` bytes (Numba's
+    PinnedMemory); a NumPy uint8 array, usable as ``np.ndarray``'s buffer."""
+
+
+class _DeviceSide(_HostMemory):
+    """Host memory the device addresses too (mapped or managed)."""
+
+    __cuda_memory__ = True
+
+    @property
+    def device_pointer(self):
+        return self._extra("device").device_pointer
+
+    @property
+    def device_pointer_value(self):
+        return self.device_pointer or None
+
+    @property
+    def device_ctypes_pointer(self):
+        return ctypes.c_size_t(self.device_pointer)
+
+    @property
+    def _cuda_memsize_(self):
+        return self.nbytes
+
+    def _gpuhal_device_bytes(self):
+        return self._extra("device")
+
+    def view(self, *args, **kwargs):
+        """Numba's ``view(start, stop)`` with integers (a MemoryPointer of
+        the device side); NumPy's ``view(dtype)`` otherwise."""
+        if args and isinstance(args[0], (int, np.integer)) and not isinstance(args[0], bool):
+            whole = MemoryPointer(self.context, self.device_pointer, self.nbytes, owner=self,
+                                  _memory=self._extra("device"))
+            return whole.view(*args, **kwargs)
+        return super().view(*args, **kwargs)
+
+
+class MappedMemory(_DeviceSide):
+    """Host memory mapped into the device's address space (Numba's
+    MappedMemory)."""
+
+
+class ManagedMemory(_DeviceSide):
+    """Managed memory, addressed by the host and the device (Numba's
+    ManagedMemory)."""

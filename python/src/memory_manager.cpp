@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// Numba's External Memory Management (EMM) plugins written in Python, as a
+// context's memory manager: every device allocation of the context (the
+// C++ core's, so device_array, to_device and the kernels' temporaries
+// alike) is asked of the plugin's memalloc, and the plugin's
+// initialize / reset / get_memory_info / defer_cleanup are called where
+// Numba calls them. Host allocations stay gpuhal's own (Numba's
+// HostOnlyCUDAMemoryManager, which such plugins derive from, does the same).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bindings.hpp"
+#include "gpuhal/memory_manager.hpp"
+
+namespace gpuhal_py {
+namespace {
+
+// A reference to a Python object that may be dropped on any thread: the
+// last reference goes with the GIL (now if this thread holds it, else at
+// the next drain_released()), never by waiting for it.
+class PythonRef {
+ public:
+  explicit PythonRef(nb::object o) : object_(o.release().ptr()) {}
+  PythonRef(const PythonRef &) = delete;
+  PythonRef &operator=(const PythonRef &) = delete;
+  ~PythonRef() {
+    PyObject *o = object_;
+    run_with_gil([o] { Py_DECREF(o); });
+  }
+  nb::handle get() const { return object_; }
+
+ private:
+  PyObject *object_;
+};
+
+// The plugin's address of a memory object: Numba's device_pointer_value
+// (an int, or None for NULL), else int(device_pointer).
+uint64_t device_address(nb::handle memory) {
+  if (nb::hasattr(memory, "device_pointer_value")) {
+    nb::object v = memory.attr("device_pointer_value");
+    return v.is_none() ? 0 : nb::cast<uint64_t>(nb::int_(v));
+  }
+  return nb::cast<uint64_t>(nb::int_(memory.attr("device_pointer")));
+}
+
+class PythonMemoryManager : public gpuhal::MemoryManager {
+ public:
+  explicit PythonMemoryManager(nb::object plugin)
+      : plugin_(std::make_shared<PythonRef>(plugin)), name_("python:" + std::string(nb::type_name(plugin.type()).c_str())) {}
+
+  // Drops the plugin when the context moves to another manager: the
+  // plugin refers to its context, and the context (which keeps retired
+  // managers) must not keep it past the interpreter's end. Memory the
+  // plugin handed out keeps its own references. With the GIL.
+  void release_plugin() { plugin_.reset(); }
+
+  int interface_version() const override {
+    nb::gil_scoped_acquire gil;
+    return nb::cast<int>(plugin().attr("interface_version"));
+  }
+  std::string name() const override { return name_; }
+  void initialize() override {
+    nb::gil_scoped_acquire gil;
+    plugin().attr("initialize")();
+  }
+  bool released() const { return !plugin_; }
+  // The plugin's memory object stays referenced while gpuhal's handle
+  // lives; dropping it runs the plugin's finalizer (AutoFreePointer).
+  gpuhal::DeviceMemory memalloc(uint64_t bytes) override {
+    std::shared_ptr<PythonRef> memory;
+    uint64_t address = 0;
+    {
+      nb::gil_scoped_acquire gil;
+      nb::object m = plugin().attr("memalloc")(bytes);
+      address = device_address(m);
+      memory = std::make_shared<PythonRef>(std::move(m));
+    }
+    // The reference goes with the handle's keep-alive, after a reset too.
+    return wrap(address, bytes, [memory] {});
+  }
+  gpuhal::MemoryInfo get_memory_info() override {
+    nb::gil_scoped_acquire gil;
+    nb::object info = plugin().attr("get_memory_info")();
+    return gpuhal::MemoryInfo{nb::cast<uint64_t>(info.attr("free")), nb::cast<uint64_t>(info.attr("total"))};
+  }
+  void reset() override {
+    if (released()) return;  // retired: the plugin was let go
+    nb::gil_scoped_acquire gil;
+    plugin().attr("reset")();
+  }
+  // Numba's defer_cleanup() is a context manager: entered and left in pairs.
+  void defer_cleanup_begin() override {
+    nb::gil_scoped_acquire gil;
+    nb::object scope = plugin().attr("defer_cleanup")();
+    scope.attr("__enter__")();
+    scopes_.push_back(std::make_shared<PythonRef>(std::move(scope)));
+  }
+  void defer_cleanup_end() override {
+    nb::gil_scoped_acquire gil;
+    if (scopes_.empty()) return;
+    std::shared_ptr<PythonRef> scope = std::move(scopes_.back());
+    scopes_.pop_back();
+    scope->get().attr("__exit__")(nb::none(), nb::none(), nb::none());
+  }
+
+ private:
+  nb::handle plugin() const {
+    if (!plugin_)
+      throw gpuhal::Error(gpuhal::Status::ERROR_INVALID_VALUE, "EMM plugin " + name_ + ": no longer the context's manager");
+    return plugin_->get();
+  }
+  std::shared_ptr<PythonRef> plugin_;
+  std::string name_;
+  std::vector<std::shared_ptr<PythonRef>> scopes_;  // under the GIL
+};
+
+// The context's current manager when it is a Python plugin's, else null.
+PythonMemoryManager *python_manager(const gpuhal::Context &ctx) {
+  return dynamic_cast<PythonMemoryManager *>(&ctx.memory_manager());
+}
+
+// Installs `manager` on `ctx`; a Python plugin it replaces is let go.
+void replace_manager(const gpuhal::Context &ctx, std::unique_ptr<gpuhal::MemoryManager> manager) {
+  PythonMemoryManager *previous = python_manager(ctx);
+  {
+    nb::gil_scoped_release unlocked;  // initialize() takes the GIL itself
+    ctx.set_memory_manager(std::move(manager));
+  }
+  if (previous) previous->release_plugin();
+}
+
+}  // namespace
+
+void bind_memory_manager(nb::module_ &m) {
+  m.def(
+      "set_python_memory_manager",
+      [](const gpuhal::Context &ctx, nb::object plugin) {
+        replace_manager(ctx, std::make_unique<PythonMemoryManager>(std::move(plugin)));
+      },
+      "Serves the context's device allocations from a Numba EMM plugin (a Python object)");
+  m.def(
+      "set_default_memory_manager",
+      [](const gpuhal::Context &ctx) { replace_manager(ctx, std::make_unique<gpuhal::DefaultMemoryManager>()); },
+      "Serves the context's allocations from gpuhal's default manager");
+  m.def(
+      "memory_manager_name", [](const gpuhal::Context &ctx) { return ctx.memory_manager().name(); }, release_gil());
+}
+
+}  // namespace gpuhal_py
