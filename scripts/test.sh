@@ -78,6 +78,20 @@ fi
 (cd "$build" && GPUHAL_TEST_FAKE_CUDA="$PWD/fakes/cuda/libcuda.so.1" GPUHAL_TEST_FAKE_HSA="$PWD/fakes/hsa/libhsa-runtime64.so.1" \
   "$py_env/bin/python" -m pytest -q -p no:cacheprovider "$OLDPWD/python/tests")
 
+# The yardstick of Numba users: numba-cuda's own memory and array test files,
+# installed from PyPI (pinned) and run unchanged against gpuhal through the
+# adapter of python/tests/numba_adapter (it maps Numba's names to gpuhal's;
+# tests that compile Python kernels are not applicable). On the host backend
+# and over the fake CUDA driver; known differences are strict xfails.
+echo "== numba-cuda's tests through gpuhal"
+if ! "$py_env/bin/python" -c 'import numba_cuda, filecheck' 2>/dev/null; then
+  "$py_env/bin/python" -m pip install --quiet --disable-pip-version-check "numba-cuda==0.30.4" "numba==0.68.1" \
+    "llvmlite==0.50.0" "filecheck==1.0.6"
+fi
+(cd "$build" && GPUHAL_BACKEND=host "$py_env/bin/python" "$OLDPWD/python/tests/numba_adapter/run_numba_tests.py" -q)
+(cd "$build" && GPUHAL_BACKEND=cuda GPUHAL_CUDA_DRIVER="$PWD/fakes/cuda/libcuda.so.1" \
+  "$py_env/bin/python" "$OLDPWD/python/tests/numba_adapter/run_numba_tests.py" --fake-cuda -q)
+
 # The benchmark harness in its smoke mode: every benchmark runs briefly and
 # the target table is printed (numbers from a smoke run are not measurements).
 echo "== benchmarks (smoke)"

@@ -29,7 +29,7 @@ from ._emm import set_memory_manager
 from ._interop import as_cuda_array, auto_device, from_cuda_array_interface, from_dlpack, is_cuda_array
 from ._interop import is_device_array
 from ._memory_objects import AutoFreePointer, ManagedMemory, MappedMemory, MemoryPointer, PinnedMemory
-from ._ipc import IpcArrayHandle
+from ._ipc import IpcArrayHandle, open_ipc_array
 from ._kernels import Kernel, Module, compile  # noqa: A004 (Numba-like name on purpose)
 from ._memory import *  # noqa: F401,F403
 from ._memory import __all__ as _memory_all
@@ -39,14 +39,10 @@ Event = _gpuhal.Event
 Device = _gpuhal.Device
 __version__ = _gpuhal.__version__
 
-__all__ = (["DeviceNDArray", "from_dlpack", "is_device_array", "IpcArrayHandle", "Kernel", "Module", "compile",
+__all__ = (["DeviceNDArray", "from_dlpack", "is_device_array", "IpcArrayHandle", "open_ipc_array", "Kernel", "Module", "compile",
             "Stream", "Event", "Device", "__version__", "driver", "BaseCUDAMemoryManager", "GetIpcHandleMixin",
             "HostOnlyCUDAMemoryManager", "IpcHandle", "MemoryInfo", "set_memory_manager", "as_cuda_array",
             "auto_device", "from_cuda_array_interface", "is_cuda_array", "AutoFreePointer", "ManagedMemory",
             "MappedMemory", "MemoryPointer", "PinnedMemory"]
            + _context_all + _errors_all + _memory_all)
 
-# GPUHAL_MEMORY_MANAGER=module:Class: a Numba EMM plugin for every context.
-_plugin_class = _emm.plugin_class_from_environment()
-if _plugin_class is not None:
-    _emm._plugin_class = _plugin_class

@@ -209,9 +209,7 @@ def _positive(n, what):
 
 
 def current_context():
-    ctx = Context(_gpuhal.current_context())
-    _emm.ensure_plugin(ctx)
-    return ctx
+    return Context(_emm.current_cpp_context())
 
 
 def synchronize():

@@ -62,7 +62,8 @@ class DeviceNDArray:
             raise NotImplementedError("DeviceNDArray(..., gpu_data=...) over given memory is not supported; "
                                       "allocate with device_array or view the memory's array")
         dtype = np.dtype(dtype)
-        array = _gpuhal.device_array(_gpuhal.current_context(), _shape(shape), dtype.str, _strides(strides), "C")
+        from ._emm import current_cpp_context
+        array = _gpuhal.device_array(current_cpp_context(), _shape(shape), dtype.str, _strides(strides), "C")
         return array, dtype
 
     # ---- the array's description -----------------------------------------

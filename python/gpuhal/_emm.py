@@ -133,6 +133,15 @@ class HostOnlyCUDAMemoryManager(BaseCUDAMemoryManager):
         scope = _gpuhal.register_host(ctx, [host], False, False)
         return PinnedMemory._over(host, self.context, finalizer=scope.close, owner=owner)
 
+    def backend_memalloc(self, size):
+        """Device memory of ``size`` bytes straight from the backend, past
+        any plugin (for a plugin's own pool): an AutoFreePointer; the memory
+        goes back to the backend when it and every view of it are gone."""
+        from ._devicearray import DeviceNDArray
+        from ._memory_objects import AutoFreePointer
+        array = DeviceNDArray(_gpuhal.backend_memalloc(self._ctx(), int(size)), np.uint8)
+        return AutoFreePointer(self.context, array.device_pointer, int(size), _memory=array)
+
     def initialize(self):
         pass
 
@@ -145,24 +154,78 @@ class HostOnlyCUDAMemoryManager(BaseCUDAMemoryManager):
             yield
 
     def get_memory_info(self):
-        info = self._ctx()._memory_info()
-        return MemoryInfo(info.free, info.total)
+        """The backend's free and total memory (not the context's manager's:
+        a plugin that calls this must not be asked again)."""
+        free, total = _gpuhal.backend_memory_info(self._ctx())
+        return MemoryInfo(free, total)
+
+
+class IpcMemHandle:
+    """The bytes of an IPC handle (Numba's CUipcMemHandle): ``reserved`` is
+    what another process opens (gpuhal's serialised handle)."""
+
+    def __init__(self, reserved):
+        self.reserved = bytes(reserved)
+
+    @classmethod
+    def of(cls, array_handle):
+        return cls(array_handle.serialize().encode("ascii"))
+
+    def array_handle(self):
+        return _gpuhal._IpcArrayHandle.deserialize(self.reserved.decode("ascii"))
 
 
 class IpcHandle:
-    """An IPC handle of device memory (Numba's driver.IpcHandle): what
-    get_ipc_handle returns; ``open(context)`` maps it in another process."""
+    """An IPC handle of device memory (Numba's driver.IpcHandle): ``base``
+    keeps the exported memory alive in this process (None once pickled),
+    ``handle.reserved`` are the bytes another process opens, ``open`` maps
+    them (a MemoryPointer), ``open_array`` as an array, ``close`` unmaps."""
 
     def __init__(self, base, handle, size, source_info=None, offset=0):
         self.base = base
-        self.handle = handle
+        self.handle = handle if isinstance(handle, IpcMemHandle) else IpcMemHandle.of(handle)
         self.size = size
         self.source_info = source_info
         self.offset = offset
+        self._opened = None
 
-    def open(self, context):
-        from ._ipc import IpcArrayHandle
-        return IpcArrayHandle(self.handle, np.uint8).open()
+    def open(self, context=None):
+        """Maps the memory into the current context (a MemoryPointer)."""
+        from ._devicearray import DeviceNDArray
+        from ._memory_objects import MemoryPointer
+        if self._opened is not None:
+            raise ValueError("IpcHandle is already opened")
+        opened = _gpuhal.open_ipc_array(_gpuhal.current_context(), self.handle.array_handle())
+        self._opened = opened
+        array = DeviceNDArray(opened.array, np.uint8)
+        return MemoryPointer(context, array.device_pointer, array.nbytes, owner=self, _memory=array)
+
+    open_direct = open
+    open_staged = open
+
+    def open_array(self, context, shape, dtype, strides=None):
+        """The mapped memory as an array of ``shape`` and ``dtype`` (C order)."""
+        dtype = np.dtype(dtype)
+        memory = self.open(context)
+        shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+        count = int(np.prod(shape))
+        if strides not in (None, dtype.itemsize) and tuple(np.atleast_1d(strides)) != tuple(
+                np.empty(shape, dtype).strides):
+            raise NotImplementedError("open_array: only C-contiguous strides are supported")
+        return memory._memory[: count * dtype.itemsize].view(dtype).reshape(shape)
+
+    def close(self):
+        if self._opened is None:
+            raise ValueError("IpcHandle not opened")
+        self._opened.close()
+        self._opened = None
+
+    def __reduce__(self):
+        return (IpcHandle._rebuild, (self.handle.reserved, self.size, self.source_info, self.offset))
+
+    @classmethod
+    def _rebuild(cls, reserved, size, source_info, offset):
+        return cls(None, IpcMemHandle(reserved), size, source_info, offset)
 
 
 class GetIpcHandleMixin:
@@ -265,15 +328,41 @@ def set_memory_manager(mm_plugin):
     install(ctx, plugin)
 
 
+_environment_read = False
+_installing = threading.local()
+
+
+def current_cpp_context():
+    """The calling thread's C++ context, with set_memory_manager's (or
+    GPUHAL_MEMORY_MANAGER's) plugin installed on its first use: every
+    allocating entry point of the package gets its context here."""
+    ctx = _gpuhal.current_context()
+    if _plugin_class is not None or not _environment_read:
+        from ._context import Context
+        ensure_plugin(Context(ctx))
+    return ctx
+
+
 def ensure_plugin(ctx_wrapper):
-    """Installs set_memory_manager's class on a context that has no plugin yet."""
+    """Installs set_memory_manager's class (or GPUHAL_MEMORY_MANAGER's
+    module:Class, imported at the first use of a context) on a context that
+    has no plugin yet."""
+    global _plugin_class, _environment_read
+    if not _environment_read:
+        _environment_read = True
+        if _plugin_class is None:
+            _plugin_class = plugin_class_from_environment()
     cls = _plugin_class
-    if cls is None:
-        return
+    if cls is None or getattr(_installing, "active", False):
+        return  # none, or the plugin being installed allocates in its __init__ / initialize
     with _plugins_lock:
         if ctx_wrapper._c in _plugins:
             return
-    install(ctx_wrapper, cls(context=ctx_wrapper))
+    _installing.active = True
+    try:
+        install(ctx_wrapper, cls(context=ctx_wrapper))
+    finally:
+        _installing.active = False
 
 
 def plugin_class_from_environment():

@@ -21,19 +21,32 @@ class PinnedNDArray(np.ndarray):
     """A NumPy array in pinned (page-locked) host memory."""
 
 
-class MappedNDArray(np.ndarray):
+class _DeviceAddressed(np.ndarray):
+    """Host memory the device addresses too: the array made by
+    mapped_array / managed_array carries its device side."""
+
+    _gpuhal_device = None
+
+    @property
+    def __cuda_array_interface__(self):
+        """The device side's CUDA Array Interface (the cuda backend only),
+        for the array as made (a view of it is a plain host array)."""
+        device = self._gpuhal_device
+        if device is None or device.shape != self.shape or device.strides != self.strides:
+            raise AttributeError("__cuda_array_interface__: only the array mapped_array / managed_array made "
+                                 "offers it, not a view of it")
+        return device.__cuda_array_interface__
+
+
+class MappedNDArray(_DeviceAddressed):
     """A NumPy array in mapped host memory; kernels and copies use its
     device side (``device_array``) when it is passed whole."""
 
-    _gpuhal_device = None
 
-
-class ManagedNDArray(np.ndarray):
+class ManagedNDArray(_DeviceAddressed):
     """A NumPy array over managed memory (the host and the device share
     it); kernels get the device array. Touch it on the host only while no
     work that uses it is in flight."""
-
-    _gpuhal_device = None
 
 
 def is_page_locked(ary):

@@ -21,7 +21,8 @@ _KDLCPU = 1
 _KDLCUDA = 2
 
 def _context():
-    return _gpuhal.current_context()
+    from ._emm import current_cpp_context
+    return current_cpp_context()
 
 def _consumer_stream(ctx, device_type, stream):
     """The C++ consumer stream for ``__dlpack__``'s stream argument."""
@@ -106,7 +107,9 @@ def cuda_array_interface(array):
     if _gpuhal.dlpack_device(ctx)[0] != _KDLCUDA:
         raise AttributeError("__cuda_array_interface__ is offered on the cuda backend only; use __dlpack__")
     stream = array.stream
-    if isinstance(stream, _gpuhal.Stream) and not stream.is_default:
+    if not isinstance(stream, _gpuhal.Stream):
+        stream_value = None  # no stream (Numba's stream=0): nothing for the consumer to wait for
+    elif not stream.is_default:
         stream_value = stream.handle or 1
     else:
         stream_value = 1  # gpuhal's default stream is CUDA's legacy default stream
@@ -152,12 +155,15 @@ def from_cuda_array_interface(desc, owner=None, sync=True):
     strides = desc.get("strides")
     pointer = int(desc["data"][0] or 0)
     stream = desc.get("stream")
-    if stream is not None and sync:
+    bound = 0
+    if stream is not None:
         if stream == 0:
             raise ValueError("the CUDA Array Interface's stream 0 is not allowed (1: legacy default, 2: per-thread)")
-        _consumer_stream(ctx, _KDLCUDA, int(stream)).synchronize()
+        bound = _consumer_stream(ctx, _KDLCUDA, int(stream))  # the array is bound to the producer's stream
+        if sync:
+            bound.synchronize()
     array = _gpuhal.from_pointer(ctx, pointer, list(shape), dtype.str, [] if strides is None else list(strides), owner)
-    return DeviceNDArray(array, dtype)
+    return DeviceNDArray(array, dtype, bound)
 
 
 def as_cuda_array(obj, sync=True):

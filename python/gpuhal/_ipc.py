@@ -5,11 +5,13 @@ same device memory. The exporter keeps its array alive while others use it.
 A handle cannot be opened in the process that made it (as in CUDA);
 backends without IPC raise gpuhal.NotSupportedError."""
 
+import contextlib
+
 import numpy as np
 
 from . import _gpuhal
 
-__all__ = ["IpcArrayHandle"]
+__all__ = ["IpcArrayHandle", "open_ipc_array"]
 
 
 class IpcArrayHandle:
@@ -63,3 +65,22 @@ class IpcArrayHandle:
 
     def __exit__(self, *exc):
         self.close()
+
+
+@contextlib.contextmanager
+def open_ipc_array(handle, shape, dtype, strides=None, offset=0):
+    """Numba's ``with open_ipc_array(handle, shape, dtype) as array:`` --
+    ``handle`` is an IpcHandle's ``handle.reserved`` bytes (or the IpcHandle,
+    or an IpcMemHandle); the memory is mapped inside the block."""
+    from ._emm import IpcHandle, IpcMemHandle
+    if isinstance(handle, (bytes, bytearray)):
+        handle = IpcMemHandle(handle)
+    if isinstance(handle, IpcMemHandle):
+        handle = IpcHandle(None, handle, None, offset=offset)
+    if offset:
+        raise NotImplementedError("open_ipc_array: an offset into the exported memory is not supported")
+    array = handle.open_array(None, shape, dtype, strides)
+    try:
+        yield array
+    finally:
+        handle.close()

@@ -125,4 +125,5 @@ def compile(source, options="", constants=None):
     with the compiler's messages, gpuhal.NotSupportedError on a backend
     without kernels."""
     pairs = [(name, np.asarray(value)) for name, value in (constants or {}).items()]
-    return Module(_gpuhal.compile(_gpuhal.current_context(), source, options, pairs))
+    from ._emm import current_cpp_context
+    return Module(_gpuhal.compile(current_cpp_context(), source, options, pairs))

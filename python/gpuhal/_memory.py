@@ -17,6 +17,7 @@ import threading
 import numpy as np
 
 from . import _gpuhal
+from ._emm import current_cpp_context
 from ._devicearray import DeviceNDArray
 from ._hostarrays import ManagedNDArray, MappedNDArray, PinnedNDArray, finish_if_pageable
 from ._streams import stream_or_none
@@ -29,7 +30,7 @@ __all__ = [
 
 
 def _ctx():
-    return _gpuhal.current_context()
+    return current_cpp_context()
 
 
 def _integers(values, what):
@@ -95,6 +96,8 @@ def to_device(obj, stream=0, copy=True, to=None):
         to.copy_to_device(obj, stream=stream)
         return to
     host = _host_array(obj)
+    if host.size == 0:  # nothing to copy; the strides as NumPy has them (its buffer export rewrites them)
+        return device_array(host.shape, host.dtype, strides=host.strides, stream=stream)
     s = stream_or_none(stream)
     array = _gpuhal.to_device(_ctx(), host, s, bool(copy))
     if copy:

@@ -48,6 +48,10 @@ class MemoryPointer:
         self.is_managed = finalizer is not None
         self.handle = self.device_pointer
         self._finalizer = weakref.finalize(self, finalizer) if finalizer is not None else None
+        # Numba's count of this memory's live users: 1, plus one per live
+        # view. Informational here: the memory lives while any Python
+        # reference to it or to a view does.
+        self.refct = 1
 
     @property
     def owner(self):
@@ -87,11 +91,19 @@ class MemoryPointer:
                 raise RuntimeError("non-empty slice into empty slice")
             return self
         memory = None if self._memory is None else self._memory[start:stop]
-        return MemoryPointer(self.context, self.device_pointer + start, stop - start, owner=self.owner,
-                             _memory=memory)
+        owner = self.owner
+        view = MemoryPointer(self.context, self.device_pointer + start, stop - start, owner=owner, _memory=memory)
+        if isinstance(owner, MemoryPointer):
+            owner.refct += 1
+            weakref.finalize(view, _unref, owner)
+        return view
 
     def __repr__(self):
         return f"<gpuhal.{type(self).__name__} {self.size} bytes at 0x{self.device_pointer:x}>"
+
+
+def _unref(owner):
+    owner.refct -= 1
 
 
 class AutoFreePointer(MemoryPointer):

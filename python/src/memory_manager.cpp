@@ -65,6 +65,14 @@ class PythonMemoryManager : public gpuhal::MemoryManager {
     plugin().attr("initialize")();
   }
   bool released() const { return !plugin_; }
+  // Device memory straight from the backend, for the plugin's own use (a
+  // pool's blocks): freed through the context's deferred queue when the
+  // last handle goes.
+  gpuhal::MemoryInfo backend_info() const { return backend_memory_info(); }
+  gpuhal::DeviceMemory backend_memory(uint64_t bytes) {
+    const gpuhal::DevicePointer p = backend_alloc(bytes);
+    return wrap(p, bytes, [this, p, bytes] { backend_free(p, bytes); });
+  }
   // The plugin's memory object stays referenced while gpuhal's handle
   // lives; dropping it runs the plugin's finalizer (AutoFreePointer).
   gpuhal::DeviceMemory memalloc(uint64_t bytes) override {
@@ -143,6 +151,25 @@ void bind_memory_manager(nb::module_ &m) {
       "set_default_memory_manager",
       [](const gpuhal::Context &ctx) { replace_manager(ctx, std::make_unique<gpuhal::DefaultMemoryManager>()); },
       "Serves the context's allocations from gpuhal's default manager");
+  m.def(
+      "backend_memalloc",
+      [](const gpuhal::Context &ctx, uint64_t bytes) {
+        if (bytes == 0) throw gpuhal::Error(gpuhal::Status::ERROR_INVALID_VALUE, "backend_memalloc: size must be positive");
+        PythonMemoryManager *manager = python_manager(ctx);
+        nb::gil_scoped_release unlocked;
+        gpuhal::DeviceMemory memory = manager ? manager->backend_memory(bytes) : ctx.allocate(bytes);
+        return gpuhal::DeviceArray(memory, gpuhal::Layout::make({int64_t(bytes)}, 1), gpuhal::dtypes::uint8);
+      },
+      "Device memory from the backend itself, past any EMM plugin (a uint8 device array)");
+  m.def(
+      "backend_memory_info",
+      [](const gpuhal::Context &ctx) {
+        PythonMemoryManager *manager = python_manager(ctx);
+        nb::gil_scoped_release unlocked;
+        const gpuhal::MemoryInfo info = manager ? manager->backend_info() : ctx.memory_info();
+        return std::make_pair(info.free, info.total);
+      },
+      "The backend's free and total memory, past any EMM plugin");
   m.def(
       "memory_manager_name", [](const gpuhal::Context &ctx) { return ctx.memory_manager().name(); }, release_gil());
 }

@@ -54,6 +54,9 @@ void bind_streams(nb::module_ &m) {
       .def_prop_ro("context", &gpuhal::Stream::context)
       .def_prop_ro("is_default", &gpuhal::Stream::is_default)
       .def_prop_ro("is_owned", &gpuhal::Stream::is_owned)
+      .def_prop_ro(
+          "external", [](const gpuhal::Stream &s) { return !s.is_owned() && !s.is_default(); },
+          "True for a stream made elsewhere and wrapped (external_stream; Numba's Stream.external)")
       .def("__eq__", [](const gpuhal::Stream &a, const gpuhal::Stream &b) { return a == b; })
       .def("__hash__", [](const gpuhal::Stream &s) { return s.hash(); })
       // The stream's identity (what == and hash compare), not the backend's

@@ -145,7 +145,7 @@ def test_cuda_backend_over_the_fake_driver(python, fake_cuda_env):
     cai = r["cai"]
     assert cai["version"] == 3 and cai["shape"] == [2, 3] and cai["typestr"] == "<f4"
     assert cai["strides"] is None and cai["data"][0] != 0 and cai["data"][1] is False
-    assert cai["stream"] == 1  # the legacy default stream
+    assert cai["stream"] is None  # no stream bound: nothing to wait for (Numba's rule)
     assert r["cai_s"]["stream"] == r["stream"] and r["stream"] not in (0, 1, 2)
     assert r["t"]["strides"] == [4, 12]
     assert r["dev"] == [2, 0]  # kDLCUDA, device 0

@@ -2,7 +2,7 @@
 """Runs numba-cuda's memory and array test files, as installed from PyPI,
 against gpuhal (numba_adapter_plugin.py), and prints per-file counts.
 
-    python run_numba_tests.py [pytest options]
+    python run_numba_tests.py [--fake-cuda] [pytest options]
 
 The files are the ones docs/python.md lists; the backend is GPUHAL_BACKEND's.
 """
@@ -24,6 +24,13 @@ FILES = [
 if __name__ == "__main__":
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path.insert(0, here)
+    if "--fake-cuda" in sys.argv:
+        # Over the tests' fake CUDA driver, which runs no device code: it
+        # refuses launches, and the adapter counts those tests as not
+        # applicable there (numba_adapter_plugin.py).
+        sys.argv.remove("--fake-cuda")
+        os.environ["GPUHAL_NUMBA_ADAPTER_FAKE_CUDA"] = "1"
+        os.environ["FAKE_CUDA_REFUSE_LAUNCHES"] = "1"
     # Child processes (spawn) map the names too (sitecustomize.py).
     os.environ["GPUHAL_NUMBA_ADAPTER"] = "1"
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in [here, os.environ.get("PYTHONPATH")] if p)

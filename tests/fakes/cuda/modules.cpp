@@ -201,6 +201,13 @@ API CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, uns
   if (uint64_t(bx) * by * bz > 1024) return INVALID_VALUE;
   if (shared > unsigned(f->max_dynamic_shared)) return INVALID_VALUE;
   if (!f->param_sizes.empty() && !params) return INVALID_VALUE;
+  // This fake runs no device code: a launch is recorded, its kernel never
+  // runs. FAKE_CUDA_REFUSE_LAUNCHES set when the driver is loaded makes it
+  // say so (CUDA_ERROR_NOT_SUPPORTED) instead, for suites that check
+  // results (numba-cuda's tests through gpuhal's adapter), so that a
+  // kernel's missing work is never read as a wrong result.
+  static const bool refuse_launches = std::getenv("FAKE_CUDA_REFUSE_LAUNCHES") != nullptr;
+  if (refuse_launches) return NOT_SUPPORTED;
   if (faulting_kernel(f->name))  // CUDA_ERROR_ILLEGAL_ADDRESS (700): the process's for good (fake_cuda.hpp)
     return submit(s, [dev] { kernel_fault(dev, 700); });
   if (int fault = g_fault_next_launch.exchange(0)) {
