@@ -70,9 +70,9 @@ fi
 # The cuda and hsa tests run over the fake driver and runtime.
 echo "== python"
 py_env="$(cd "$build" && pwd)/python-venv"
-if ! "$py_env/bin/python" -c 'import numpy, pytest' 2>/dev/null; then
+if ! "$py_env/bin/python" -c 'import numpy, pytest, hypothesis' 2>/dev/null; then
   python3 -m venv "$py_env"
-  "$py_env/bin/python" -m pip install --quiet --disable-pip-version-check "numpy>=2.1,<3" "pytest>=7"
+  "$py_env/bin/python" -m pip install --quiet --disable-pip-version-check "numpy>=2.1,<3" "pytest>=7" "hypothesis>=6"
 fi
 "$py_env/bin/python" -m pip install --quiet --disable-pip-version-check -C build-dir="$build/python-build" .
 (cd "$build" && GPUHAL_TEST_FAKE_CUDA="$PWD/fakes/cuda/libcuda.so.1" GPUHAL_TEST_FAKE_HSA="$PWD/fakes/hsa/libhsa-runtime64.so.1" \
