@@ -17,6 +17,9 @@
 #                       side with the raw driver calls), when Google Benchmark
 #                       is found (CMAKE_PREFIX_PATH may name a prefix that has
 #                       it), and their rows of the benchmark table
+#   numba_adapter.txt   numba-cuda's memory and array tests through gpuhal, and
+#   numba_cuda_itself.txt numba-cuda itself on the same files, when python3 has
+#                       numba-cuda and filecheck
 #   n1.txt              N1: the small round trip through numba-cuda against
 #                       gpuhal, when python3 has numba-cuda
 # and prints a summary last. Needs CMake, Ninja (else make), a C++17 compiler, and for the
@@ -180,6 +183,27 @@ if python3 -c "import scikit_build_core, nanobind, numpy, pytest" 2>/dev/null; t
     else
       note "python tests: FAILED: $(tail -1 "$logs/pytest.txt") (see $logs/pytest.txt)"
       status=1
+    fi
+    # numba-cuda's own memory and array test files: through gpuhal's adapter
+    # on this backend, and numba-cuda itself on the same files, side by side
+    # (needs numba-cuda, which GPU images often have; the per-file counts
+    # are the adapter's last lines, numba-cuda's its pytest summary).
+    if python3 -c "import numba_cuda, filecheck" 2>/dev/null; then
+      if (cd "$logs" && PYTHONPATH=$site GPUHAL_BACKEND=$backend timeout "$bench_timeout" python3 \
+        "$OLDPWD/python/tests/numba_adapter/run_numba_tests.py" -q) >"$logs/numba_adapter.txt" 2>&1; then
+        note "numba-cuda's tests through gpuhal: $(tail -1 "$logs/numba_adapter.txt")"
+      else
+        note "numba-cuda's tests through gpuhal: FAILED: $(tail -1 "$logs/numba_adapter.txt") (see numba_adapter.txt)"
+        status=1
+      fi
+      files=$(python3 -c "import sys; sys.path.insert(0, 'python/tests/numba_adapter'); import run_numba_tests as r; \
+print(' '.join('numba.cuda.tests.' + f for f in r.FILES))")
+      (cd "$logs" && PYTHONPATH="$OLDPWD/python/tests/numba_adapter" timeout "$bench_timeout" python3 -m pytest -q \
+        -p no:cacheprovider -p numba_test_support --import-mode=importlib --pyargs $files) \
+        >"$logs/numba_cuda_itself.txt" 2>&1
+      note "numba-cuda itself on the same files: $(tail -1 "$logs/numba_cuda_itself.txt")"
+    else
+      note "numba-cuda's tests: not run (needs numba-cuda and filecheck in python3)"
     fi
   else
     note "python package: build FAILED (see $logs/python_build.log)"

@@ -9,7 +9,6 @@ kernels or use Numba's type system are skipped as not applicable, with the
 reason; a name gpuhal lacks fails the test that uses it, naming it.
 """
 
-import importlib
 import os
 import pathlib
 
@@ -17,6 +16,7 @@ import pytest
 
 import gpuhal
 import known_differences
+from numba_test_support import initialize_from_pytest_config, pytest_pycollect_makemodule  # noqa: F401 (hooks)
 import numba_names
 from numba_names import MissingInGpuhal, NotApplicable
 
@@ -116,31 +116,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xfail(reason=reason, strict=True))
 
 
-class _ModuleByName(pytest.Module):
-    """A test file imported under its package name (numba.cuda.tests....),
-    not one pytest derives from the path: the functions it hands to child
-    processes (multiprocessing's spawn) must unpickle there by that name."""
-
-    dotted_name = ""
-
-    def _getobj(self):
-        return importlib.import_module(self.dotted_name)
 
 
-def pytest_pycollect_makemodule(module_path, parent):
-    parts = pathlib.Path(module_path).with_suffix("").parts
-    for i in range(len(parts) - 2):
-        if parts[i:i + 3] == ("numba", "cuda", "tests"):
-            module = _ModuleByName.from_parent(parent, path=pathlib.Path(module_path))
-            module.dotted_name = ".".join(parts[i:])
-            return module
-    return None
-
-
-@pytest.fixture
-def initialize_from_pytest_config():
-    """numba-cuda's own conftest fixture (not installed with the package)."""
-    yield
 
 
 # Over the tests' fake CUDA driver (run_numba_tests.py --fake-cuda).

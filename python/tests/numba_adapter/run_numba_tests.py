@@ -11,8 +11,6 @@ import os
 import sys
 import tempfile
 
-import pytest
-
 FILES = [
     "cudadrv.test_cuda_ndarray", "cudadrv.test_cuda_memory", "cudadrv.test_array_attr",
     "cudadrv.test_cuda_array_slicing", "cudadrv.test_deallocations", "cudadrv.test_emm_plugins",
@@ -22,6 +20,8 @@ FILES = [
 ]
 
 if __name__ == "__main__":
+    import pytest
+
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path.insert(0, here)
     if "--fake-cuda" in sys.argv:
