@@ -12,7 +12,7 @@ from ._errors import Error, raise_status
 __all__ = [
     "set_backend", "backend", "is_available", "select_device", "get_current_device", "close", "list_devices", "gpus",
     "current_context", "synchronize", "defer_cleanup", "stream", "default_stream", "legacy_default_stream",
-    "per_thread_default_stream", "external_stream", "event", "event_elapsed_time", "Context",
+    "per_thread_default_stream", "external_stream", "event", "event_elapsed_time", "Context", "detect", "jit",
 ]
 
 MemoryInfo = _emm.MemoryInfo
@@ -193,6 +193,10 @@ class Context:
         """"host_memory", "mapped_host_memory", "ipc", "kernels", "managed_memory", "fault_recovery" ..."""
         return self._c.supports(capability)
 
+    def __repr__(self):
+        device = self._c.device
+        return f"<gpuhal.Context of device {device.id} ({device.name!r}) on the {_gpuhal.backend_name()!r} backend>"
+
     def __eq__(self, other):
         return isinstance(other, Context) and self._c == other._c
 
@@ -206,6 +210,27 @@ def _positive(n, what):
     if n <= 0:
         raise_status("ERROR_INVALID_VALUE", f"{what}: the size must be positive, got {n}")
     return int(n)
+
+
+def detect():
+    """Numba's cuda.detect(): prints the backend's devices and returns True
+    when there is at least one."""
+    try:
+        devices = _gpuhal.list_devices()
+    except Error as e:
+        print(f"gpuhal: no backend could be loaded: {e}")
+        return False
+    print(f"Found {len(devices)} device(s) on the {_gpuhal.backend_name()!r} backend")
+    for d in devices:
+        print(f"id {d.id:4d}  {d.name!r}  compute capability {d.compute_capability}")
+    return len(devices) > 0
+
+
+def jit(*args, **kwargs):
+    """Numba's @cuda.jit compiles Python functions; gpuhal compiles portable
+    C kernel sources instead. Raises NotImplementedError saying so."""
+    raise NotImplementedError("gpuhal has no @jit: Python kernels are Numba's. Write the kernel in gpuhal's portable "
+                              "C dialect and compile it with gpuhal.compile(source) (docs/kernels.md, docs/python.md)")
 
 
 def current_context():

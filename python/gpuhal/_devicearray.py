@@ -22,6 +22,12 @@ from ._streams import is_zero as _is_zero, stream_or_none
 __all__ = ["DeviceNDArray"]
 
 
+def _rebuild(host, stream=0):
+    """Unpickles a DeviceNDArray: its elements to the current context's device."""
+    from ._memory import to_device
+    return to_device(host, stream=stream)
+
+
 def _expand_key(key, ndim):
     """Python's Ellipsis expanded to full slices; newaxis refused."""
     items = key if isinstance(key, tuple) else (key,)
@@ -112,6 +118,11 @@ class DeviceNDArray:
         if self.ndim == 0:
             raise TypeError("len() of unsized object")
         return self.shape[0]
+
+    def __reduce__(self):
+        """Pickling copies the elements to the host (as Numba does); the
+        unpickled array is a new device array of the current context."""
+        return (_rebuild, (self.copy_to_host(),))
 
     def __repr__(self):
         return f"<gpuhal.DeviceNDArray shape={self.shape} dtype={self.dtype} strides={self.strides}>"

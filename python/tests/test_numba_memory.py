@@ -328,3 +328,18 @@ def test_cuda_array_interface_round_trip_over_the_fake_driver(python, fake_cuda_
     """, env=fake_cuda_env)
     assert rc == 0, err
     assert out.strip() == "ok"
+
+
+def test_pickle_repr_detect_and_jit(capsys):
+    import pickle
+    d = gpuhal.to_device(np.arange(12, dtype=np.int16).reshape(3, 4))[:, 1:]
+    back = pickle.loads(pickle.dumps(d))
+    assert isinstance(back, gpuhal.DeviceNDArray) and back.dtype == np.int16
+    assert (back.copy_to_host() == d.copy_to_host()).all()
+    assert back.device_pointer != d.device_pointer  # a new array, not the same memory
+    text = repr(gpuhal.current_context())
+    assert text.startswith("<gpuhal.Context of device 0") and gpuhal.backend() in text
+    assert gpuhal.detect() is True
+    assert "Found" in capsys.readouterr().out
+    with pytest.raises(NotImplementedError, match="gpuhal.compile"):
+        gpuhal.jit(lambda x: x)
