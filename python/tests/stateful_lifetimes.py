@@ -209,8 +209,11 @@ class LifetimeMachine(RuleBasedStateMachine):
     def flush(self):
         self.ctx.deallocations.clear()
 
+    steps = 0  # every step of every sequence run in this process
+
     @invariant()
     def stream_usable(self):
+        LifetimeMachine.steps += 1  # invariants run after every step (and once at the start)
         assert self.stream.query() in (True, False)
 
 
@@ -236,8 +239,8 @@ def main(examples, steps, seed):
     gc.collect()
     gpuhal.current_context().deallocations.clear()
     after = gpuhal.current_context().get_memory_info().free
-    print(f"{gpuhal.backend()}: {examples} sequences of up to {steps} steps (seed {seed}): nothing found; "
-          f"free device memory {baseline} before, {after} after")
+    print(f"{gpuhal.backend()}: {examples} sequences of up to {steps} steps (seed {seed}), "
+          f"{LifetimeMachine.steps} steps in all: nothing found; free device memory {baseline} before, {after} after")
     return 0 if after == baseline else 2
 
 
