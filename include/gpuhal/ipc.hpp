@@ -73,6 +73,10 @@ class IpcArray {
   DeviceArray array_;
 };
 
+// A handle the backend cannot open -- garbage bytes, memory freed since,
+// another backend's -- is ERROR_INVALID_IPC_HANDLE on every backend (the
+// message names the driver's own error); opening in the exporting process
+// is ERROR_INVALID_VALUE.
 IpcArray open_ipc_array(const Context &ctx, const IpcArrayHandle &handle);
 // Numba's open_ipc_array(handle, shape, dtype, strides, offset) over the raw
 // backend bytes: the array starts `offset` bytes into the allocation.

@@ -54,8 +54,14 @@ gpuhal_status_t ipc_open(gpuhal_context_t ctx, const gpuhal_ipc_handle_t *handle
     CUdeviceptr p = 0;
     if (const gpuhal_status_t call_st =
             cu_call(drv().cuIpcOpenMemHandle, "cuIpcOpenMemHandle", &p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
-        call_st != GPUHAL_SUCCESS)
+        call_st != GPUHAL_SUCCESS) {
+      // A handle the driver refuses (CUDA_ERROR_INVALID_HANDLE or
+      // _INVALID_VALUE for garbage or freed memory) is the API's one status
+      // for that on every backend (ipc.hpp); the message keeps the driver's.
+      if (call_st == GPUHAL_ERROR_INVALID_HANDLE || call_st == GPUHAL_ERROR_INVALID_VALUE)
+        return fail(GPUHAL_ERROR_INVALID_IPC_HANDLE, plugin::last_error());
       return call_st;
+    }
     CUdeviceptr b = 0;
     size_t size = 0;
     const CUresult r = drv().cuMemGetAddressRange(&b, &size, p);
