@@ -301,3 +301,53 @@ GPUHAL_KERNEL void shared_rounds(GPUHAL_GLOBAL int *out, int rounds) {
   out[gpuhal_global_id(0)] = acc + top[63 - lid];
 }
 )";
+
+// Atomics: a 256-bin histogram through shared memory then global memory,
+// and every operation on every type, each work-item contributing once
+// (test_kernels.cpp checks every result exactly; cuda and hsa compile it).
+inline const char *const kAtomics = R"(
+GPUHAL_KERNEL void histogram(GPUHAL_GLOBAL const unsigned char *data, unsigned n, GPUHAL_GLOBAL unsigned *bins) {
+  GPUHAL_SHARED_ARRAY(unsigned, local_bins, 256);
+  unsigned lid = gpuhal_local_id(0);
+  for (unsigned b = lid; b < 256; b += gpuhal_local_size(0)) local_bins[b] = 0;
+  gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+  for (unsigned i = gpuhal_global_id(0); i < n; i += gpuhal_global_size(0)) gpuhal_atomic_add(&local_bins[data[i]], 1u);
+  gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+  for (unsigned b = lid; b < 256; b += gpuhal_local_size(0))
+    if (local_bins[b]) gpuhal_atomic_add(&bins[b], local_bins[b]);
+}
+GPUHAL_KERNEL void every_op(GPUHAL_GLOBAL int *i32, GPUHAL_GLOBAL unsigned *u32, GPUHAL_GLOBAL int64_t *i64,
+                            GPUHAL_GLOBAL uint64_t *u64, GPUHAL_GLOBAL float *f32, GPUHAL_GLOBAL double *f64,
+                            GPUHAL_GLOBAL int *old_sum) {
+  int k = (int)gpuhal_global_id(0);
+  int olds = 0;
+  olds += gpuhal_atomic_add(&i32[0], 1) >= 0;
+  gpuhal_atomic_sub(&i32[1], 2);
+  gpuhal_atomic_min(&i32[2], -k);
+  gpuhal_atomic_max(&i32[3], k);
+  gpuhal_atomic_and(&i32[4], ~(1 << (k % 31)));
+  gpuhal_atomic_or(&u32[0], 1u << (k % 32));
+  gpuhal_atomic_xor(&u32[1], 1u);
+  gpuhal_atomic_add(&u32[2], 3u);
+  gpuhal_atomic_min(&u32[3], (unsigned)k + 5u);
+  gpuhal_atomic_add(&i64[0], (int64_t)k * 4000000000ll);
+  gpuhal_atomic_max(&i64[1], -(int64_t)k);
+  gpuhal_atomic_sub(&u64[0], (uint64_t)1);
+  gpuhal_atomic_xor(&u64[1], (uint64_t)1 << (k % 64));
+  gpuhal_atomic_add(&f32[0], 0.5f);
+  gpuhal_atomic_max(&f32[1], (float)k * 0.25f);
+  gpuhal_atomic_add(&f64[0], 0.25);
+  gpuhal_atomic_min(&f64[1], -(double)k);
+  // An increment out of cas (a retry loop), and exchanges.
+  int seen = i32[7];
+  for (;;) {
+    int got = gpuhal_atomic_cas(&i32[7], seen, seen + 1);
+    if (got == seen) break;
+    seen = got;
+  }
+  gpuhal_atomic_xchg(&f32[2], 7.0f);
+  gpuhal_atomic_xchg(&f64[2], 1.5);
+  gpuhal_atomic_xchg(&u64[2], (uint64_t)9);
+  gpuhal_atomic_add(old_sum, olds);
+}
+)";

@@ -64,7 +64,8 @@ int main() {
     const char *source;
     bool barrier;
   } cases[] = {{"saxpy", kSaxpy, false}, {"block_sum", kReduce, true}, {"matmul", kMatmul, true},
-               {"dyn", kDynamic, true},     {"arrays", kArrays, true},  {"votes", kVotes, true}};
+               {"dyn", kDynamic, true},     {"arrays", kArrays, true},  {"votes", kVotes, true},
+               {"histogram", kAtomics, true}};
   for (const auto &c : cases) {
     std::vector<char> code;
     std::string log;

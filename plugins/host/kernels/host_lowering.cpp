@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "array_dims.hpp"
+#include "atomics_lowering.hpp"
 #include "builtin_table.hpp"
 #include "host_kernel_abi.hpp"
 
@@ -113,6 +114,26 @@ const plugin::BuiltinText kBuiltins[] = {
     {"gpuhal_barrier_count", "#define gpuhal_barrier_count(p) __gpuhal_barrier_count_impl((p))"},
     {"gpuhal_barrier_and", "#define gpuhal_barrier_and(p) (__gpuhal_barrier_count_impl(!(p)) == 0)"},
     {"gpuhal_barrier_or", "#define gpuhal_barrier_or(p) (__gpuhal_barrier_count_impl((p)) != 0)"},
+    // Atomics: the GNU __atomic builtins (atomics_lowering.hpp); the work-items
+    // of a group share a thread's memory, so they are atomics across groups.
+    {"gpuhal_atomic_add", GPUHAL_PLUGIN_ATOMIC_HELPERS GPUHAL_PLUGIN_ATOMIC_ARITH("add", "__atomic_fetch_add", "__GPUHAL_AT_ADD_F")
+     "__GPUHAL_AT_EACH_add(static inline, )\n"},
+    {"gpuhal_atomic_sub", GPUHAL_PLUGIN_ATOMIC_HELPERS GPUHAL_PLUGIN_ATOMIC_ARITH("sub", "__atomic_fetch_sub", "__GPUHAL_AT_SUB_F")
+     "__GPUHAL_AT_EACH_sub(static inline, )\n"},
+    {"gpuhal_atomic_min", GPUHAL_PLUGIN_ATOMIC_HELPERS GPUHAL_PLUGIN_ATOMIC_LOOP_ALL("min", "__GPUHAL_AT_MIN_F")
+     "__GPUHAL_AT_EACH_min(static inline, )\n"},
+    {"gpuhal_atomic_max", GPUHAL_PLUGIN_ATOMIC_HELPERS GPUHAL_PLUGIN_ATOMIC_LOOP_ALL("max", "__GPUHAL_AT_MAX_F")
+     "__GPUHAL_AT_EACH_max(static inline, )\n"},
+    {"gpuhal_atomic_and", GPUHAL_PLUGIN_ATOMIC_HELPERS GPUHAL_PLUGIN_ATOMIC_INT_RMW("and", "__atomic_fetch_and")
+     "__GPUHAL_AT_EACH_and(static inline, )\n"},
+    {"gpuhal_atomic_or", GPUHAL_PLUGIN_ATOMIC_HELPERS GPUHAL_PLUGIN_ATOMIC_INT_RMW("or", "__atomic_fetch_or")
+     "__GPUHAL_AT_EACH_or(static inline, )\n"},
+    {"gpuhal_atomic_xor", GPUHAL_PLUGIN_ATOMIC_HELPERS GPUHAL_PLUGIN_ATOMIC_INT_RMW("xor", "__atomic_fetch_xor")
+     "__GPUHAL_AT_EACH_xor(static inline, )\n"},
+    {"gpuhal_atomic_xchg", GPUHAL_PLUGIN_ATOMIC_HELPERS GPUHAL_PLUGIN_ATOMIC_BITS("xchg", "__GPUHAL_AT_XCHG")
+     "__GPUHAL_AT_EACH_xchg(static inline, )\n"},
+    {"gpuhal_atomic_cas", GPUHAL_PLUGIN_ATOMIC_HELPERS GPUHAL_PLUGIN_ATOMIC_BITS("cas", "__GPUHAL_AT_CAS")
+     "__GPUHAL_AT_EACH_cas(static inline, )\n"},
 };
 
 // Unpacks the arguments by the kernel's own parameter types (a template, so

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "array_dims.hpp"
+#include "atomics_lowering.hpp"
 #include "builtin_table.hpp"
 
 namespace gpuhal::hsa {
@@ -11,6 +12,9 @@ namespace {
 
 // hsa_kernel_dispatch_packet_t offsets: workgroup_size_x/y/z (u16) at 4, 6,
 // 8; grid_size_x/y/z (u32) at 12, 16, 20; group_segment_size (u32) at 28.
+// double needs cl_khr_fp64 in OpenCL 1.2 (amdgcn has it).
+#define kFp64 "#ifdef cl_khr_fp64\n#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n#endif\n"
+
 const char kPrologue[] =
     "typedef char int8_t;\n"
     "typedef unsigned char uint8_t;\n"
@@ -119,6 +123,26 @@ const plugin::BuiltinText kBuiltins[] = {
     {"gpuhal_barrier_count", "#define gpuhal_barrier_count(p) __gpuhal_barrier_count((p) != 0)"},
     {"gpuhal_barrier_and", "#define gpuhal_barrier_and(p) (__gpuhal_barrier_count(!(p)) == 0)"},
     {"gpuhal_barrier_or", "#define gpuhal_barrier_or(p) (__gpuhal_barrier_count((p) != 0) != 0)"},
+    // Atomics: clang's __atomic builtins on __global and __local pointers
+    // (OpenCL 1.2 has no generic address space; overloadable functions).
+    {"gpuhal_atomic_add", GPUHAL_PLUGIN_ATOMIC_HELPERS kFp64 GPUHAL_PLUGIN_ATOMIC_ARITH("add", "__atomic_fetch_add", "__GPUHAL_AT_ADD_F")
+     "__GPUHAL_AT_EACH_add(static inline __attribute__((overloadable)), __global)\n""__GPUHAL_AT_EACH_add(static inline __attribute__((overloadable)), __local)\n"},
+    {"gpuhal_atomic_sub", GPUHAL_PLUGIN_ATOMIC_HELPERS kFp64 GPUHAL_PLUGIN_ATOMIC_ARITH("sub", "__atomic_fetch_sub", "__GPUHAL_AT_SUB_F")
+     "__GPUHAL_AT_EACH_sub(static inline __attribute__((overloadable)), __global)\n""__GPUHAL_AT_EACH_sub(static inline __attribute__((overloadable)), __local)\n"},
+    {"gpuhal_atomic_min", GPUHAL_PLUGIN_ATOMIC_HELPERS kFp64 GPUHAL_PLUGIN_ATOMIC_LOOP_ALL("min", "__GPUHAL_AT_MIN_F")
+     "__GPUHAL_AT_EACH_min(static inline __attribute__((overloadable)), __global)\n""__GPUHAL_AT_EACH_min(static inline __attribute__((overloadable)), __local)\n"},
+    {"gpuhal_atomic_max", GPUHAL_PLUGIN_ATOMIC_HELPERS kFp64 GPUHAL_PLUGIN_ATOMIC_LOOP_ALL("max", "__GPUHAL_AT_MAX_F")
+     "__GPUHAL_AT_EACH_max(static inline __attribute__((overloadable)), __global)\n""__GPUHAL_AT_EACH_max(static inline __attribute__((overloadable)), __local)\n"},
+    {"gpuhal_atomic_and", GPUHAL_PLUGIN_ATOMIC_HELPERS kFp64 GPUHAL_PLUGIN_ATOMIC_INT_RMW("and", "__atomic_fetch_and")
+     "__GPUHAL_AT_EACH_and(static inline __attribute__((overloadable)), __global)\n""__GPUHAL_AT_EACH_and(static inline __attribute__((overloadable)), __local)\n"},
+    {"gpuhal_atomic_or", GPUHAL_PLUGIN_ATOMIC_HELPERS kFp64 GPUHAL_PLUGIN_ATOMIC_INT_RMW("or", "__atomic_fetch_or")
+     "__GPUHAL_AT_EACH_or(static inline __attribute__((overloadable)), __global)\n""__GPUHAL_AT_EACH_or(static inline __attribute__((overloadable)), __local)\n"},
+    {"gpuhal_atomic_xor", GPUHAL_PLUGIN_ATOMIC_HELPERS kFp64 GPUHAL_PLUGIN_ATOMIC_INT_RMW("xor", "__atomic_fetch_xor")
+     "__GPUHAL_AT_EACH_xor(static inline __attribute__((overloadable)), __global)\n""__GPUHAL_AT_EACH_xor(static inline __attribute__((overloadable)), __local)\n"},
+    {"gpuhal_atomic_xchg", GPUHAL_PLUGIN_ATOMIC_HELPERS kFp64 GPUHAL_PLUGIN_ATOMIC_BITS("xchg", "__GPUHAL_AT_XCHG")
+     "__GPUHAL_AT_EACH_xchg(static inline __attribute__((overloadable)), __global)\n""__GPUHAL_AT_EACH_xchg(static inline __attribute__((overloadable)), __local)\n"},
+    {"gpuhal_atomic_cas", GPUHAL_PLUGIN_ATOMIC_HELPERS kFp64 GPUHAL_PLUGIN_ATOMIC_BITS("cas", "__GPUHAL_AT_CAS")
+     "__GPUHAL_AT_EACH_cas(static inline __attribute__((overloadable)), __global)\n""__GPUHAL_AT_EACH_cas(static inline __attribute__((overloadable)), __local)\n"},
 };
 
 }  // namespace
