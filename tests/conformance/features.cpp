@@ -157,6 +157,43 @@ GPUHAL_KERNEL void read(GPUHAL_GLOBAL int *out) {
   expect_ints(out.copy_to_host().to_vector<int32_t>(), {3, 15, 123, 1047, 1013}, "constant arrays of 1 to 4 dimensions");
 }
 
+void atomics_histogram(Env &env) {
+  // A 256-bin histogram: atomics on shared memory per group, then on global
+  // memory across groups; exact counts, or some update was lost.
+  Module m = compile(env, R"(
+GPUHAL_KERNEL void histogram(GPUHAL_GLOBAL const unsigned char *data, unsigned n, GPUHAL_GLOBAL unsigned *bins,
+                             GPUHAL_GLOBAL long *total) {
+  GPUHAL_SHARED_ARRAY(unsigned, local_bins, 256);
+  unsigned lid = gpuhal_local_id(0);
+  for (unsigned b = lid; b < 256; b += gpuhal_local_size(0)) local_bins[b] = 0;
+  gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+  for (unsigned i = gpuhal_global_id(0); i < n; i += gpuhal_global_size(0)) {
+    gpuhal_atomic_add(&local_bins[data[i]], 1u);
+    gpuhal_atomic_add(total, (long)data[i]);
+  }
+  gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+  for (unsigned b = lid; b < 256; b += gpuhal_local_size(0))
+    if (local_bins[b]) gpuhal_atomic_add(&bins[b], local_bins[b]);
+})");
+  const auto data = pattern(3 << 20, 11);
+  std::vector<uint32_t> want(256, 0);
+  int64_t sum = 0;
+  for (uint8_t b : data) {
+    ++want[b];
+    sum += b;
+  }
+  DeviceArray d = to_device(env.ctx, HostView::of(data));
+  DeviceArray bins = device_array(env.ctx, {256}, dtypes::uint32), total = device_array(env.ctx, {1}, dtypes::int64);
+  bins.memset(0);
+  total.memset(0);
+  m.kernel("histogram")({40}, {128})(d, uint32_t(data.size()), bins, total);
+  const auto got = bins.copy_to_host().to_vector<uint32_t>();
+  for (size_t b = 0; b < 256; ++b)
+    expect(got[b] == want[b], "bin " + std::to_string(b) + " counted " + std::to_string(got[b]) + ", expected " +
+                                  std::to_string(want[b]));
+  expect(total.copy_to_host().to_vector<int64_t>()[0] == sum, "the 64-bit atomic sum of every byte is wrong");
+}
+
 void per_thread_streams_independent(Env &env) {
   // Thread A's per-thread default stream runs a kernel that spins until a
   // flag in mapped memory is set; thread B's per-thread default stream must
@@ -244,6 +281,9 @@ void add_feature_checks(std::vector<Check> &checks) {
                     arrays_nd});
   checks.push_back({"kernels.constant_arrays", "constant arrays of one to four dimensions read back exactly",
                     constant_arrays});
+  checks.push_back({"kernels.atomics_histogram",
+                    "a 256-bin histogram through shared then global atomics, and a 64-bit atomic sum, count exactly",
+                    atomics_histogram});
   checks.push_back({"streams.per_thread_defaults_independent",
                     "per-thread default streams of two threads do not wait for each other (a spinning kernel)",
                     per_thread_streams_independent});
