@@ -46,8 +46,9 @@ void managed_both_ways(Env &env) {
   Stream a = env.ctx.create_stream(StreamKind::NonBlocking), b = env.ctx.create_stream(StreamKind::NonBlocking);
   HostArray seen = m.copy_to_host(a);
   a.synchronize();
+  const auto read = seen.to_vector<int32_t>();
   for (int64_t i = 0; i < n; ++i)
-    expect(seen.to_vector<int32_t>()[size_t(i)] == int32_t(i * 3),
+    expect(read[size_t(i)] == int32_t(i * 3),
            "the device read element " + std::to_string(i) + " of managed memory wrong after a host write");
   // ... and device writes (on another stream) seen by the host once done.
   std::vector<int32_t> src(size_t(n), 77);
