@@ -301,8 +301,19 @@ inline std::mutex g_streams_mu;
 inline std::map<Stream *, std::shared_ptr<Stream>> g_streams;
 inline std::shared_ptr<Stream> g_legacy;  // the legacy default stream, made by cuInit
 
+// cuda.h, CU_STREAM_PER_THREAD (0x2): "Per-thread stream handle ... an
+// implicit stream with per-thread synchronization behavior"; the CUDA
+// programming guide: "The per-thread default stream is not a non-blocking
+// stream and will synchronize with the legacy default stream if both are
+// used in a program", and each host thread has its own, so two threads'
+// per-thread default streams do not wait for each other. One blocking
+// stream per host thread and device, made at its first use; the slot is a
+// plain pointer (thread-exit order, as for t_stack), the object lives in
+// g_streams until a context reset or the process's end.
+inline thread_local Stream *t_per_thread[kMaxDevices] = {};
+
 // The stream object for a handle (the special handles mean the legacy
-// default stream). A handle that is no live stream ends the process, as it
+// default stream, and the calling thread's per-thread default stream). A handle that is no live stream ends the process, as it
 // does with the real driver: a CUstream is a pointer to the driver's own
 // stream object, which every stream entry point dereferences without
 // checking it first. cuda.h lists CUDA_ERROR_INVALID_HANDLE among these
@@ -310,8 +321,26 @@ inline std::shared_ptr<Stream> g_legacy;  // the legacy default stream, made by 
 // an external stream) made the process die of a segmentation fault on an
 // H100 (driver 580.159.04), and other projects report the same of every
 // stream and context entry point. The fake says why before it aborts.
+inline std::shared_ptr<Stream> per_thread_stream() {
+  const int dev = current() < 0 ? 0 : current();
+  Stream *&slot = t_per_thread[dev];
+  std::lock_guard<std::mutex> lock(g_streams_mu);
+  if (slot) {
+    auto it = g_streams.find(slot);
+    if (it != g_streams.end()) return it->second;  // else a reset destroyed it: a new one
+  }
+  auto made = std::make_shared<Stream>();
+  made->blocking = true;
+  made->dev = dev;
+  made->start();
+  g_streams[made.get()] = made;
+  slot = made.get();
+  return made;
+}
+
 inline std::shared_ptr<Stream> lookup(CUstream s) {
-  if (!s || s == reinterpret_cast<CUstream>(1) || s == reinterpret_cast<CUstream>(2)) return g_legacy;
+  if (!s || s == reinterpret_cast<CUstream>(1)) return g_legacy;
+  if (s == reinterpret_cast<CUstream>(2)) return per_thread_stream();
   {
     std::lock_guard<std::mutex> lock(g_streams_mu);
     auto it = g_streams.find(s);
