@@ -28,6 +28,10 @@ struct Allocation {
   uint64_t generation = 0;
   // False for device views of host memory (mapped): nothing to mem_free.
   bool owns_device_memory = true;
+  // A device view of host memory (mapped, registered) or of a DLPack
+  // producer's memory: nothing the backend's context frees, so nothing a
+  // reset must keep (HostVisibleMemory leaves it alone).
+  bool views_host_memory = false;
   // Keeps the memory behind a non-owning view alive (a mapped host buffer).
   std::shared_ptr<void> keep_alive;
   // Memory a manager handed out with MemoryManager::wrap_block: given back

@@ -101,6 +101,7 @@ DeviceArray import_tensor(const Context &ctx, const DLTensor &t, std::shared_ptr
   a->ctx = detail::impl_of(ctx);
   a->generation = detail::impl_of(ctx)->current_generation();
   a->owns_device_memory = false;
+  a->views_host_memory = true;  // the producer's memory, which the producer keeps
   a->keep_alive = std::move(owner);
   if (layout.size() != 0) {
     if (!t.data) throw Error(Status::ERROR_INVALID_VALUE, "from_dlpack: null data for a non-empty tensor");

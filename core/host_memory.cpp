@@ -166,6 +166,7 @@ DeviceArray device_view(const std::shared_ptr<ContextImpl> &c, gpuhal_deviceptr_
   a->size = bytes;
   a->generation = c->current_generation();
   a->owns_device_memory = false;
+  a->views_host_memory = true;
   a->keep_alive = std::move(keep_alive);
   // Element 0 of `layout` sits at offset - span_begin from the span's start.
   return DeviceArray(detail::Access::wrap<DeviceMemory>(a), layout.with_offset(layout.offset() - layout.span_begin()),

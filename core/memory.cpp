@@ -93,7 +93,9 @@ std::shared_ptr<Allocation> allocate(const std::shared_ptr<ContextImpl> &ctx, ui
 }
 
 void Allocation::mark_host_visible() {
-  if (!ptr || !owns_device_memory || host_visible.exchange(true, std::memory_order_relaxed)) return;
+  // Memory of the backend's context: its own allocations, a manager's
+  // blocks, IPC mappings; never a view of memory someone else owns.
+  if (!ptr || views_host_memory || host_visible.exchange(true, std::memory_order_relaxed)) return;
   ctx->host_visible.track(uintptr_t(ptr), size);
 }
 

@@ -116,6 +116,23 @@ TEST_CASE("host: a DLPack export of device memory stays readable by its consumer
   CHECK_FALSE(page_mapped(data));
 }
 
+TEST_CASE("host: a DLPack export of pool-managed memory stays readable through a reset too", "[reset][dlpack]") {
+  Context ctx = test::host_context();
+  ctx.set_memory_manager(pool_memory_manager().create());
+  REQUIRE(ctx.memory_manager().name() == "pool");
+  DeviceArray d = device_array(ctx, {4096}, dtypes::int32);
+  std::vector<int32_t> src(4096);
+  std::iota(src.begin(), src.end(), -7);
+  d.copy_from_host(HostView::of(src));
+  dlpack::DLManagedTensor *t = to_dlpack(d);
+  d = DeviceArray();
+  ctx.reset();
+  const auto *data = static_cast<const int32_t *>(t->dl_tensor.data);
+  CHECK(data[0] == -7);
+  CHECK(data[4095] == 4095 - 7);
+  t->deleter(t);
+}
+
 TEST_CASE("pinned memory released before a reset is freed at once, not kept", "[reset][hostmem]") {
   Context ctx = test::host_context();
   void *data = nullptr;
