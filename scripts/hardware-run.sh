@@ -17,6 +17,8 @@
 #                       side with the raw driver calls), when Google Benchmark
 #                       is found (CMAKE_PREFIX_PATH may name a prefix that has
 #                       it), and their rows of the benchmark table
+#   sanitizer_*.txt     compute-sanitizer racecheck and synccheck over the
+#                       conformance suite's kernels and the examples (cuda)
 #   numba_adapter.txt   numba-cuda's memory and array tests through gpuhal, and
 #   numba_cuda_itself.txt numba-cuda itself on the same files, when python3 has
 #                       numba-cuda and filecheck
@@ -156,6 +158,36 @@ for e in roundtrip increment_kernel block_reduction matmul; do
     status=1
   fi
 done
+
+# compute-sanitizer's racecheck (shared-memory hazards) and synccheck
+# (barrier misuse) over every kernel of the conformance suite and the
+# examples: a race or a misplaced barrier in a lowering shows here and
+# nowhere else. Expected: 0 errors in every log. The suite runs in one
+# process (--no-fork) under the tool, its kernel checks only.
+echo "== compute-sanitizer"
+sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null | head -1)
+if [ "$backend" = cuda ] && [ -n "$sanitizer" ]; then
+  for tool in racecheck synccheck; do
+    targets=("conform:$build/bin/gpuhal-conform --no-fork --only kernels.* --only streams.per_thread_defaults_independent $backend")
+    for e in increment_kernel block_reduction matmul; do targets+=("$e:$build/bin/$e"); done
+    for t in "${targets[@]}"; do
+      name=${t%%:*}
+      log="$logs/sanitizer_${tool}_$name.txt"
+      # shellcheck disable=SC2086 # the command's words
+      timeout "$bench_timeout" "$sanitizer" --tool "$tool" --error-exitcode 9 ${t#*:} >"$log" 2>&1
+      rc=$?
+      errors=$(grep -Eo 'ERROR SUMMARY: [0-9]+' "$log" | tail -1 | awk '{print $3}')
+      if [ "$rc" -eq 0 ] && [ "${errors:-0}" = 0 ]; then
+        note "compute-sanitizer $tool $name: 0 errors"
+      else
+        note "compute-sanitizer $tool $name: FAILED (exit $rc, ${errors:-?} errors; see $(basename "$log"))"
+        status=1
+      fi
+    done
+  done
+else
+  note "compute-sanitizer: not run (needs the cuda backend and compute-sanitizer on PATH or in /usr/local/cuda/bin)"
+fi
 
 # The Python package (built offline from the tree, no build isolation), its
 # example and its tests, all on the backend under test, where python3 has
