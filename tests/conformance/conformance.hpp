@@ -47,6 +47,11 @@ struct Check {
   const char *name;      // object.what, e.g. "transfers.zero_size"
   const char *contract;  // one line: what the plugin must do
   void (*run)(Env &);
+  // The check's time limit, in multiples of the run's --timeout: a check
+  // that moves gigabytes declares more, so that a slow machine (or a
+  // loaded one) reports it slow, not hung. Finishing past --timeout but
+  // within the budget passes, noted as slow.
+  double budget = 1;
 };
 
 // Fails the check with `message` unless `condition` holds.

@@ -158,7 +158,7 @@ Result run_isolated(const std::string &name, const RunOptions &options,
     char limit[32];
     std::snprintf(limit, sizeof limit, "%g", options.timeout_s);
     r.outcome = Outcome::Fail;
-    r.detail = std::string("did not finish within ") + limit + " s (a hang?)" +
+    r.detail = std::string("did not finish within ") + limit + " s (a hang, or slower than its budget)" +
                (report.empty() ? "" : std::string("; it had reported: ") + report.substr(1));
     return r;
   }
@@ -204,10 +204,19 @@ Result run_load(const RunOptions &options) {
 }
 
 Result run_check(const Check &check, const RunOptions &options) {
-  return run(check.name, options, [&check](Env &env) {
+  RunOptions within = options;
+  within.timeout_s = options.timeout_s * (check.budget > 1 ? check.budget : 1);
+  Result r = run(check.name, within, [&check](Env &env) {
     check.run(env);
     return std::string();
   });
+  if (r.outcome == Outcome::Pass && options.timeout_s > 0 && r.seconds > options.timeout_s) {
+    char text[96];
+    std::snprintf(text, sizeof text, "slow: %.0f s, past --timeout %g s but within its budget of %g s", r.seconds,
+                  options.timeout_s, within.timeout_s);
+    r.detail = r.detail.empty() ? text : r.detail + "; " + text;
+  }
+  return r;
 }
 
 }  // namespace conformance
