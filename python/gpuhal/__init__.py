@@ -30,6 +30,7 @@ from ._interop import as_cuda_array, auto_device, from_cuda_array_interface, fro
 from ._interop import is_device_array
 from ._memory_objects import AutoFreePointer, ManagedMemory, MappedMemory, MemoryPointer, PinnedMemory
 from ._ipc import IpcArrayHandle, open_ipc_array
+from ._log import flush_log, log_to_python
 from ._kernels import Kernel, Module, compile  # noqa: A004 (Numba-like name on purpose)
 from ._memory import *  # noqa: F401,F403
 from ._memory import __all__ as _memory_all
@@ -42,7 +43,8 @@ __version__ = _gpuhal.__version__
 __all__ = (["DeviceNDArray", "from_dlpack", "is_device_array", "IpcArrayHandle", "open_ipc_array", "Kernel", "Module", "compile",
             "Stream", "Event", "Device", "__version__", "driver", "BaseCUDAMemoryManager", "GetIpcHandleMixin",
             "HostOnlyCUDAMemoryManager", "IpcHandle", "MemoryInfo", "set_memory_manager", "as_cuda_array",
-            "auto_device", "from_cuda_array_interface", "is_cuda_array", "AutoFreePointer", "ManagedMemory",
+            "auto_device", "from_cuda_array_interface", "is_cuda_array", "log_to_python", "flush_log",
+            "AutoFreePointer", "ManagedMemory",
             "MappedMemory", "MemoryPointer", "PinnedMemory"]
            + _context_all + _errors_all + _memory_all)
 

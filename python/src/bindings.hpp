@@ -100,5 +100,6 @@ void bind_kernels(nb::module_ &m);
 void bind_dlpack(nb::module_ &m);
 void bind_ipc(nb::module_ &m);
 void bind_memory_manager(nb::module_ &m);
+void bind_log(nb::module_ &m);
 
 }  // namespace gpuhal_py

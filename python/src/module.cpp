@@ -13,6 +13,7 @@ NB_MODULE(_gpuhal, m) {
   gpuhal_py::bind_dlpack(m);
   gpuhal_py::bind_ipc(m);
   gpuhal_py::bind_memory_manager(m);
+  gpuhal_py::bind_log(m);
   gpuhal::Version v = gpuhal::version();
   m.attr("__version__") = v.string;
   m.attr("plugin_abi_version") = nb::make_tuple(v.plugin_abi_major, v.plugin_abi_minor);

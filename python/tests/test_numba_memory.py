@@ -343,3 +343,29 @@ def test_pickle_repr_detect_and_jit(capsys):
     assert "Found" in capsys.readouterr().out
     with pytest.raises(NotImplementedError, match="gpuhal.compile"):
         gpuhal.jit(lambda x: x)
+
+
+def test_log_goes_to_python_logging(python):
+    rc, out, err = python("""
+        import logging
+        import gpuhal
+        records = []
+
+        class Keep(logging.Handler):
+            def emit(self, record):
+                records.append((record.levelname, record.getMessage()))
+
+        log = logging.getLogger("gpuhal.log")
+        log.addHandler(Keep())
+        log.setLevel(logging.DEBUG)
+        log.propagate = False
+        gpuhal.log_to_python()
+        gpuhal.current_context()  # loads the backend: debug messages
+        gpuhal.flush_log()
+        assert any(level == "DEBUG" and "loaded backend" in m for level, m in records), records
+        gpuhal.log_to_python(False)
+        print("ok", len(records))
+    """, env={"GPUHAL_LOG": "debug", "GPUHAL_BACKEND": "host"})
+    assert rc == 0, err
+    assert out.startswith("ok")
+    assert "gpuhal debug:" not in err  # none went to stderr while bridged
