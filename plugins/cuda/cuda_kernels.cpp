@@ -40,6 +40,28 @@ const char kPrologue[] =
     "  return r;\n"
     "}";
 
+// The helpers every atomic's lowering starts with (defined once: guarded).
+#define kCudaAtomicHelpers \
+  "#ifndef __GPUHAL_CU_ATOMIC_HELPERS\n" \
+  "#define __GPUHAL_CU_ATOMIC_HELPERS\n" \
+  "#define __GPUHAL_CU_RMW(T, name, intr, U) \\\n" \
+  "  static __device__ __forceinline__ T name(T *p, T v) { return (T)intr((U *)p, (U)v); }\n" \
+  "#define __GPUHAL_CU_LOOP(T, B, name, f, tobits, frombits) \\\n" \
+  "  static __device__ __forceinline__ T name(T *p, T v) { \\\n" \
+  "    B *bits = (B *)p; B seen = *(volatile B *)bits, want; \\\n" \
+  "    for (;;) { want = tobits(f(frombits(seen), v)); B got = atomicCAS(bits, seen, want); \\\n" \
+  "      if (got == seen) break; seen = got; } \\\n" \
+  "    return frombits(seen); }\n" \
+  "#define __GPUHAL_CU_F2B(x) __float_as_uint(x)\n" \
+  "#define __GPUHAL_CU_B2F(x) __uint_as_float(x)\n" \
+  "#define __GPUHAL_CU_D2B(x) ((unsigned long long)__double_as_longlong(x))\n" \
+  "#define __GPUHAL_CU_B2D(x) __longlong_as_double((long long)(x))\n" \
+  "#define __GPUHAL_CU_ADD_F(a, b) ((a) + (b))\n" \
+  "#define __GPUHAL_CU_SUB_F(a, b) ((a) - (b))\n" \
+  "#define __GPUHAL_CU_MIN_F(a, b) ((b) < (a) ? (b) : (a))\n" \
+  "#define __GPUHAL_CU_MAX_F(a, b) ((b) > (a) ? (b) : (a))\n" \
+  "#endif\n"
+
 const plugin::BuiltinText kBuiltins[] = {
     {"GPUHAL_KERNEL", "#define GPUHAL_KERNEL extern \"C\" __global__"},
     {"GPUHAL_DEVICE", "#define GPUHAL_DEVICE static __device__ __forceinline__"},
@@ -82,26 +104,7 @@ const plugin::BuiltinText kBuiltins[] = {
     // Atomics: CUDA's atomic* intrinsics (64-bit ones through unsigned long
     // long; float min / max and the double ones CUDA lacks as atomicCAS loops).
     {"gpuhal_atomic_add",
-     "#ifndef __GPUHAL_CU_ATOMIC_HELPERS\n"
-     "#define __GPUHAL_CU_ATOMIC_HELPERS\n"
-     "#define __GPUHAL_CU_RMW(T, name, intr, U) \\\n"
-     "  static __device__ __forceinline__ T name(T *p, T v) { return (T)intr((U *)p, (U)v); }\n"
-     "#define __GPUHAL_CU_LOOP(T, B, name, f, tobits, frombits) \\\n"
-     "  static __device__ __forceinline__ T name(T *p, T v) { \\\n"
-     "    B *bits = (B *)p; B seen = *(volatile B *)bits, want; \\\n"
-     "    for (;;) { want = tobits(f(frombits(seen), v)); B got = atomicCAS(bits, seen, want); \\\n"
-     "      if (got == seen) break; seen = got; } \\\n"
-     "    return frombits(seen); }\n"
-     "#define __GPUHAL_CU_ID(x) (x)\n"
-     "#define __GPUHAL_CU_F2B(x) __float_as_uint(x)\n"
-     "#define __GPUHAL_CU_B2F(x) __uint_as_float(x)\n"
-     "#define __GPUHAL_CU_D2B(x) ((unsigned long long)__double_as_longlong(x))\n"
-     "#define __GPUHAL_CU_B2D(x) __longlong_as_double((long long)(x))\n"
-     "#define __GPUHAL_CU_ADD_F(a, b) ((a) + (b))\n"
-     "#define __GPUHAL_CU_SUB_F(a, b) ((a) - (b))\n"
-     "#define __GPUHAL_CU_MIN_F(a, b) ((b) < (a) ? (b) : (a))\n"
-     "#define __GPUHAL_CU_MAX_F(a, b) ((b) > (a) ? (b) : (a))\n"
-     "#endif\n"
+     kCudaAtomicHelpers
      "__GPUHAL_CU_RMW(int, gpuhal_atomic_add, atomicAdd, int)\n"
      "__GPUHAL_CU_RMW(unsigned int, gpuhal_atomic_add, atomicAdd, unsigned int)\n"
      "__GPUHAL_CU_RMW(unsigned long long, gpuhal_atomic_add, atomicAdd, unsigned long long)\n"
@@ -111,26 +114,7 @@ const plugin::BuiltinText kBuiltins[] = {
      "__GPUHAL_CU_RMW(float, gpuhal_atomic_add, atomicAdd, float)\n"
      "__GPUHAL_CU_RMW(double, gpuhal_atomic_add, atomicAdd, double)\n"},
     {"gpuhal_atomic_sub",
-     "#ifndef __GPUHAL_CU_ATOMIC_HELPERS\n"
-     "#define __GPUHAL_CU_ATOMIC_HELPERS\n"
-     "#define __GPUHAL_CU_RMW(T, name, intr, U) \\\n"
-     "  static __device__ __forceinline__ T name(T *p, T v) { return (T)intr((U *)p, (U)v); }\n"
-     "#define __GPUHAL_CU_LOOP(T, B, name, f, tobits, frombits) \\\n"
-     "  static __device__ __forceinline__ T name(T *p, T v) { \\\n"
-     "    B *bits = (B *)p; B seen = *(volatile B *)bits, want; \\\n"
-     "    for (;;) { want = tobits(f(frombits(seen), v)); B got = atomicCAS(bits, seen, want); \\\n"
-     "      if (got == seen) break; seen = got; } \\\n"
-     "    return frombits(seen); }\n"
-     "#define __GPUHAL_CU_ID(x) (x)\n"
-     "#define __GPUHAL_CU_F2B(x) __float_as_uint(x)\n"
-     "#define __GPUHAL_CU_B2F(x) __uint_as_float(x)\n"
-     "#define __GPUHAL_CU_D2B(x) ((unsigned long long)__double_as_longlong(x))\n"
-     "#define __GPUHAL_CU_B2D(x) __longlong_as_double((long long)(x))\n"
-     "#define __GPUHAL_CU_ADD_F(a, b) ((a) + (b))\n"
-     "#define __GPUHAL_CU_SUB_F(a, b) ((a) - (b))\n"
-     "#define __GPUHAL_CU_MIN_F(a, b) ((b) < (a) ? (b) : (a))\n"
-     "#define __GPUHAL_CU_MAX_F(a, b) ((b) > (a) ? (b) : (a))\n"
-     "#endif\n"
+     kCudaAtomicHelpers
      "__GPUHAL_CU_RMW(int, gpuhal_atomic_sub, atomicSub, int)\n"
      "__GPUHAL_CU_RMW(unsigned int, gpuhal_atomic_sub, atomicSub, unsigned int)\n"
      "static __device__ __forceinline__ unsigned long long gpuhal_atomic_sub(unsigned long long *p, unsigned long long v) { return (unsigned long long)atomicAdd((unsigned long long *)p, 0ull - (unsigned long long)v); }\n"
@@ -140,26 +124,7 @@ const plugin::BuiltinText kBuiltins[] = {
      "__GPUHAL_CU_LOOP(float, unsigned int, gpuhal_atomic_sub, __GPUHAL_CU_SUB_F, __GPUHAL_CU_F2B, __GPUHAL_CU_B2F)\n"
      "__GPUHAL_CU_LOOP(double, unsigned long long, gpuhal_atomic_sub, __GPUHAL_CU_SUB_F, __GPUHAL_CU_D2B, __GPUHAL_CU_B2D)\n"},
     {"gpuhal_atomic_min",
-     "#ifndef __GPUHAL_CU_ATOMIC_HELPERS\n"
-     "#define __GPUHAL_CU_ATOMIC_HELPERS\n"
-     "#define __GPUHAL_CU_RMW(T, name, intr, U) \\\n"
-     "  static __device__ __forceinline__ T name(T *p, T v) { return (T)intr((U *)p, (U)v); }\n"
-     "#define __GPUHAL_CU_LOOP(T, B, name, f, tobits, frombits) \\\n"
-     "  static __device__ __forceinline__ T name(T *p, T v) { \\\n"
-     "    B *bits = (B *)p; B seen = *(volatile B *)bits, want; \\\n"
-     "    for (;;) { want = tobits(f(frombits(seen), v)); B got = atomicCAS(bits, seen, want); \\\n"
-     "      if (got == seen) break; seen = got; } \\\n"
-     "    return frombits(seen); }\n"
-     "#define __GPUHAL_CU_ID(x) (x)\n"
-     "#define __GPUHAL_CU_F2B(x) __float_as_uint(x)\n"
-     "#define __GPUHAL_CU_B2F(x) __uint_as_float(x)\n"
-     "#define __GPUHAL_CU_D2B(x) ((unsigned long long)__double_as_longlong(x))\n"
-     "#define __GPUHAL_CU_B2D(x) __longlong_as_double((long long)(x))\n"
-     "#define __GPUHAL_CU_ADD_F(a, b) ((a) + (b))\n"
-     "#define __GPUHAL_CU_SUB_F(a, b) ((a) - (b))\n"
-     "#define __GPUHAL_CU_MIN_F(a, b) ((b) < (a) ? (b) : (a))\n"
-     "#define __GPUHAL_CU_MAX_F(a, b) ((b) > (a) ? (b) : (a))\n"
-     "#endif\n"
+     kCudaAtomicHelpers
      "__GPUHAL_CU_RMW(int, gpuhal_atomic_min, atomicMin, int)\n"
      "__GPUHAL_CU_RMW(unsigned int, gpuhal_atomic_min, atomicMin, unsigned int)\n"
      "__GPUHAL_CU_RMW(unsigned long long, gpuhal_atomic_min, atomicMin, unsigned long long)\n"
@@ -169,26 +134,7 @@ const plugin::BuiltinText kBuiltins[] = {
      "__GPUHAL_CU_LOOP(float, unsigned int, gpuhal_atomic_min, __GPUHAL_CU_MIN_F, __GPUHAL_CU_F2B, __GPUHAL_CU_B2F)\n"
      "__GPUHAL_CU_LOOP(double, unsigned long long, gpuhal_atomic_min, __GPUHAL_CU_MIN_F, __GPUHAL_CU_D2B, __GPUHAL_CU_B2D)\n"},
     {"gpuhal_atomic_max",
-     "#ifndef __GPUHAL_CU_ATOMIC_HELPERS\n"
-     "#define __GPUHAL_CU_ATOMIC_HELPERS\n"
-     "#define __GPUHAL_CU_RMW(T, name, intr, U) \\\n"
-     "  static __device__ __forceinline__ T name(T *p, T v) { return (T)intr((U *)p, (U)v); }\n"
-     "#define __GPUHAL_CU_LOOP(T, B, name, f, tobits, frombits) \\\n"
-     "  static __device__ __forceinline__ T name(T *p, T v) { \\\n"
-     "    B *bits = (B *)p; B seen = *(volatile B *)bits, want; \\\n"
-     "    for (;;) { want = tobits(f(frombits(seen), v)); B got = atomicCAS(bits, seen, want); \\\n"
-     "      if (got == seen) break; seen = got; } \\\n"
-     "    return frombits(seen); }\n"
-     "#define __GPUHAL_CU_ID(x) (x)\n"
-     "#define __GPUHAL_CU_F2B(x) __float_as_uint(x)\n"
-     "#define __GPUHAL_CU_B2F(x) __uint_as_float(x)\n"
-     "#define __GPUHAL_CU_D2B(x) ((unsigned long long)__double_as_longlong(x))\n"
-     "#define __GPUHAL_CU_B2D(x) __longlong_as_double((long long)(x))\n"
-     "#define __GPUHAL_CU_ADD_F(a, b) ((a) + (b))\n"
-     "#define __GPUHAL_CU_SUB_F(a, b) ((a) - (b))\n"
-     "#define __GPUHAL_CU_MIN_F(a, b) ((b) < (a) ? (b) : (a))\n"
-     "#define __GPUHAL_CU_MAX_F(a, b) ((b) > (a) ? (b) : (a))\n"
-     "#endif\n"
+     kCudaAtomicHelpers
      "__GPUHAL_CU_RMW(int, gpuhal_atomic_max, atomicMax, int)\n"
      "__GPUHAL_CU_RMW(unsigned int, gpuhal_atomic_max, atomicMax, unsigned int)\n"
      "__GPUHAL_CU_RMW(unsigned long long, gpuhal_atomic_max, atomicMax, unsigned long long)\n"
@@ -198,26 +144,7 @@ const plugin::BuiltinText kBuiltins[] = {
      "__GPUHAL_CU_LOOP(float, unsigned int, gpuhal_atomic_max, __GPUHAL_CU_MAX_F, __GPUHAL_CU_F2B, __GPUHAL_CU_B2F)\n"
      "__GPUHAL_CU_LOOP(double, unsigned long long, gpuhal_atomic_max, __GPUHAL_CU_MAX_F, __GPUHAL_CU_D2B, __GPUHAL_CU_B2D)\n"},
     {"gpuhal_atomic_and",
-     "#ifndef __GPUHAL_CU_ATOMIC_HELPERS\n"
-     "#define __GPUHAL_CU_ATOMIC_HELPERS\n"
-     "#define __GPUHAL_CU_RMW(T, name, intr, U) \\\n"
-     "  static __device__ __forceinline__ T name(T *p, T v) { return (T)intr((U *)p, (U)v); }\n"
-     "#define __GPUHAL_CU_LOOP(T, B, name, f, tobits, frombits) \\\n"
-     "  static __device__ __forceinline__ T name(T *p, T v) { \\\n"
-     "    B *bits = (B *)p; B seen = *(volatile B *)bits, want; \\\n"
-     "    for (;;) { want = tobits(f(frombits(seen), v)); B got = atomicCAS(bits, seen, want); \\\n"
-     "      if (got == seen) break; seen = got; } \\\n"
-     "    return frombits(seen); }\n"
-     "#define __GPUHAL_CU_ID(x) (x)\n"
-     "#define __GPUHAL_CU_F2B(x) __float_as_uint(x)\n"
-     "#define __GPUHAL_CU_B2F(x) __uint_as_float(x)\n"
-     "#define __GPUHAL_CU_D2B(x) ((unsigned long long)__double_as_longlong(x))\n"
-     "#define __GPUHAL_CU_B2D(x) __longlong_as_double((long long)(x))\n"
-     "#define __GPUHAL_CU_ADD_F(a, b) ((a) + (b))\n"
-     "#define __GPUHAL_CU_SUB_F(a, b) ((a) - (b))\n"
-     "#define __GPUHAL_CU_MIN_F(a, b) ((b) < (a) ? (b) : (a))\n"
-     "#define __GPUHAL_CU_MAX_F(a, b) ((b) > (a) ? (b) : (a))\n"
-     "#endif\n"
+     kCudaAtomicHelpers
      "__GPUHAL_CU_RMW(int, gpuhal_atomic_and, atomicAnd, int)\n"
      "__GPUHAL_CU_RMW(unsigned int, gpuhal_atomic_and, atomicAnd, unsigned int)\n"
      "__GPUHAL_CU_RMW(unsigned long long, gpuhal_atomic_and, atomicAnd, unsigned long long)\n"
@@ -225,26 +152,7 @@ const plugin::BuiltinText kBuiltins[] = {
      "__GPUHAL_CU_RMW(long, gpuhal_atomic_and, atomicAnd, unsigned long long)\n"
      "__GPUHAL_CU_RMW(unsigned long, gpuhal_atomic_and, atomicAnd, unsigned long long)\n"},
     {"gpuhal_atomic_or",
-     "#ifndef __GPUHAL_CU_ATOMIC_HELPERS\n"
-     "#define __GPUHAL_CU_ATOMIC_HELPERS\n"
-     "#define __GPUHAL_CU_RMW(T, name, intr, U) \\\n"
-     "  static __device__ __forceinline__ T name(T *p, T v) { return (T)intr((U *)p, (U)v); }\n"
-     "#define __GPUHAL_CU_LOOP(T, B, name, f, tobits, frombits) \\\n"
-     "  static __device__ __forceinline__ T name(T *p, T v) { \\\n"
-     "    B *bits = (B *)p; B seen = *(volatile B *)bits, want; \\\n"
-     "    for (;;) { want = tobits(f(frombits(seen), v)); B got = atomicCAS(bits, seen, want); \\\n"
-     "      if (got == seen) break; seen = got; } \\\n"
-     "    return frombits(seen); }\n"
-     "#define __GPUHAL_CU_ID(x) (x)\n"
-     "#define __GPUHAL_CU_F2B(x) __float_as_uint(x)\n"
-     "#define __GPUHAL_CU_B2F(x) __uint_as_float(x)\n"
-     "#define __GPUHAL_CU_D2B(x) ((unsigned long long)__double_as_longlong(x))\n"
-     "#define __GPUHAL_CU_B2D(x) __longlong_as_double((long long)(x))\n"
-     "#define __GPUHAL_CU_ADD_F(a, b) ((a) + (b))\n"
-     "#define __GPUHAL_CU_SUB_F(a, b) ((a) - (b))\n"
-     "#define __GPUHAL_CU_MIN_F(a, b) ((b) < (a) ? (b) : (a))\n"
-     "#define __GPUHAL_CU_MAX_F(a, b) ((b) > (a) ? (b) : (a))\n"
-     "#endif\n"
+     kCudaAtomicHelpers
      "__GPUHAL_CU_RMW(int, gpuhal_atomic_or, atomicOr, int)\n"
      "__GPUHAL_CU_RMW(unsigned int, gpuhal_atomic_or, atomicOr, unsigned int)\n"
      "__GPUHAL_CU_RMW(unsigned long long, gpuhal_atomic_or, atomicOr, unsigned long long)\n"
@@ -252,26 +160,7 @@ const plugin::BuiltinText kBuiltins[] = {
      "__GPUHAL_CU_RMW(long, gpuhal_atomic_or, atomicOr, unsigned long long)\n"
      "__GPUHAL_CU_RMW(unsigned long, gpuhal_atomic_or, atomicOr, unsigned long long)\n"},
     {"gpuhal_atomic_xor",
-     "#ifndef __GPUHAL_CU_ATOMIC_HELPERS\n"
-     "#define __GPUHAL_CU_ATOMIC_HELPERS\n"
-     "#define __GPUHAL_CU_RMW(T, name, intr, U) \\\n"
-     "  static __device__ __forceinline__ T name(T *p, T v) { return (T)intr((U *)p, (U)v); }\n"
-     "#define __GPUHAL_CU_LOOP(T, B, name, f, tobits, frombits) \\\n"
-     "  static __device__ __forceinline__ T name(T *p, T v) { \\\n"
-     "    B *bits = (B *)p; B seen = *(volatile B *)bits, want; \\\n"
-     "    for (;;) { want = tobits(f(frombits(seen), v)); B got = atomicCAS(bits, seen, want); \\\n"
-     "      if (got == seen) break; seen = got; } \\\n"
-     "    return frombits(seen); }\n"
-     "#define __GPUHAL_CU_ID(x) (x)\n"
-     "#define __GPUHAL_CU_F2B(x) __float_as_uint(x)\n"
-     "#define __GPUHAL_CU_B2F(x) __uint_as_float(x)\n"
-     "#define __GPUHAL_CU_D2B(x) ((unsigned long long)__double_as_longlong(x))\n"
-     "#define __GPUHAL_CU_B2D(x) __longlong_as_double((long long)(x))\n"
-     "#define __GPUHAL_CU_ADD_F(a, b) ((a) + (b))\n"
-     "#define __GPUHAL_CU_SUB_F(a, b) ((a) - (b))\n"
-     "#define __GPUHAL_CU_MIN_F(a, b) ((b) < (a) ? (b) : (a))\n"
-     "#define __GPUHAL_CU_MAX_F(a, b) ((b) > (a) ? (b) : (a))\n"
-     "#endif\n"
+     kCudaAtomicHelpers
      "__GPUHAL_CU_RMW(int, gpuhal_atomic_xor, atomicXor, int)\n"
      "__GPUHAL_CU_RMW(unsigned int, gpuhal_atomic_xor, atomicXor, unsigned int)\n"
      "__GPUHAL_CU_RMW(unsigned long long, gpuhal_atomic_xor, atomicXor, unsigned long long)\n"
@@ -279,26 +168,7 @@ const plugin::BuiltinText kBuiltins[] = {
      "__GPUHAL_CU_RMW(long, gpuhal_atomic_xor, atomicXor, unsigned long long)\n"
      "__GPUHAL_CU_RMW(unsigned long, gpuhal_atomic_xor, atomicXor, unsigned long long)\n"},
     {"gpuhal_atomic_xchg",
-     "#ifndef __GPUHAL_CU_ATOMIC_HELPERS\n"
-     "#define __GPUHAL_CU_ATOMIC_HELPERS\n"
-     "#define __GPUHAL_CU_RMW(T, name, intr, U) \\\n"
-     "  static __device__ __forceinline__ T name(T *p, T v) { return (T)intr((U *)p, (U)v); }\n"
-     "#define __GPUHAL_CU_LOOP(T, B, name, f, tobits, frombits) \\\n"
-     "  static __device__ __forceinline__ T name(T *p, T v) { \\\n"
-     "    B *bits = (B *)p; B seen = *(volatile B *)bits, want; \\\n"
-     "    for (;;) { want = tobits(f(frombits(seen), v)); B got = atomicCAS(bits, seen, want); \\\n"
-     "      if (got == seen) break; seen = got; } \\\n"
-     "    return frombits(seen); }\n"
-     "#define __GPUHAL_CU_ID(x) (x)\n"
-     "#define __GPUHAL_CU_F2B(x) __float_as_uint(x)\n"
-     "#define __GPUHAL_CU_B2F(x) __uint_as_float(x)\n"
-     "#define __GPUHAL_CU_D2B(x) ((unsigned long long)__double_as_longlong(x))\n"
-     "#define __GPUHAL_CU_B2D(x) __longlong_as_double((long long)(x))\n"
-     "#define __GPUHAL_CU_ADD_F(a, b) ((a) + (b))\n"
-     "#define __GPUHAL_CU_SUB_F(a, b) ((a) - (b))\n"
-     "#define __GPUHAL_CU_MIN_F(a, b) ((b) < (a) ? (b) : (a))\n"
-     "#define __GPUHAL_CU_MAX_F(a, b) ((b) > (a) ? (b) : (a))\n"
-     "#endif\n"
+     kCudaAtomicHelpers
      "__GPUHAL_CU_RMW(int, gpuhal_atomic_xchg, atomicExch, int)\n"
      "__GPUHAL_CU_RMW(unsigned int, gpuhal_atomic_xchg, atomicExch, unsigned int)\n"
      "__GPUHAL_CU_RMW(unsigned long long, gpuhal_atomic_xchg, atomicExch, unsigned long long)\n"
@@ -308,26 +178,7 @@ const plugin::BuiltinText kBuiltins[] = {
      "__GPUHAL_CU_RMW(float, gpuhal_atomic_xchg, atomicExch, float)\n"
      "static __device__ __forceinline__ double gpuhal_atomic_xchg(double *p, double v) { return __GPUHAL_CU_B2D(atomicExch((unsigned long long *)p, __GPUHAL_CU_D2B(v))); }\n"},
     {"gpuhal_atomic_cas",
-     "#ifndef __GPUHAL_CU_ATOMIC_HELPERS\n"
-     "#define __GPUHAL_CU_ATOMIC_HELPERS\n"
-     "#define __GPUHAL_CU_RMW(T, name, intr, U) \\\n"
-     "  static __device__ __forceinline__ T name(T *p, T v) { return (T)intr((U *)p, (U)v); }\n"
-     "#define __GPUHAL_CU_LOOP(T, B, name, f, tobits, frombits) \\\n"
-     "  static __device__ __forceinline__ T name(T *p, T v) { \\\n"
-     "    B *bits = (B *)p; B seen = *(volatile B *)bits, want; \\\n"
-     "    for (;;) { want = tobits(f(frombits(seen), v)); B got = atomicCAS(bits, seen, want); \\\n"
-     "      if (got == seen) break; seen = got; } \\\n"
-     "    return frombits(seen); }\n"
-     "#define __GPUHAL_CU_ID(x) (x)\n"
-     "#define __GPUHAL_CU_F2B(x) __float_as_uint(x)\n"
-     "#define __GPUHAL_CU_B2F(x) __uint_as_float(x)\n"
-     "#define __GPUHAL_CU_D2B(x) ((unsigned long long)__double_as_longlong(x))\n"
-     "#define __GPUHAL_CU_B2D(x) __longlong_as_double((long long)(x))\n"
-     "#define __GPUHAL_CU_ADD_F(a, b) ((a) + (b))\n"
-     "#define __GPUHAL_CU_SUB_F(a, b) ((a) - (b))\n"
-     "#define __GPUHAL_CU_MIN_F(a, b) ((b) < (a) ? (b) : (a))\n"
-     "#define __GPUHAL_CU_MAX_F(a, b) ((b) > (a) ? (b) : (a))\n"
-     "#endif\n"
+     kCudaAtomicHelpers
      "static __device__ __forceinline__ int gpuhal_atomic_cas(int *p, int e, int d) { return (int)atomicCAS((int *)p, (int)e, (int)d); }\n"
      "static __device__ __forceinline__ unsigned int gpuhal_atomic_cas(unsigned int *p, unsigned int e, unsigned int d) { return (unsigned int)atomicCAS((unsigned int *)p, (unsigned int)e, (unsigned int)d); }\n"
      "static __device__ __forceinline__ unsigned long long gpuhal_atomic_cas(unsigned long long *p, unsigned long long e, unsigned long long d) { return (unsigned long long)atomicCAS((unsigned long long *)p, (unsigned long long)e, (unsigned long long)d); }\n"

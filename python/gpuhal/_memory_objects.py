@@ -29,7 +29,19 @@ def _address(pointer):
     return int(pointer or 0)
 
 
-class MemoryPointer:
+class _PointerAttributes:
+    """Numba's derived pointer attributes, from ``device_pointer`` (an int)."""
+
+    @property
+    def device_pointer_value(self):
+        return self.device_pointer or None
+
+    @property
+    def device_ctypes_pointer(self):
+        return ctypes.c_size_t(self.device_pointer)
+
+
+class MemoryPointer(_PointerAttributes):
     """``size`` bytes of device memory at ``device_pointer`` in ``context``.
 
     ``view(start, stop)`` gives a MemoryPointer over part of it sharing the
@@ -56,14 +68,6 @@ class MemoryPointer:
     @property
     def owner(self):
         return self if self._owner is None else self._owner
-
-    @property
-    def device_pointer_value(self):
-        return self.device_pointer or None
-
-    @property
-    def device_ctypes_pointer(self):
-        return ctypes.c_size_t(self.device_pointer)
 
     def own(self):
         return self
@@ -151,7 +155,7 @@ class PinnedMemory(_HostMemory):
     PinnedMemory); a NumPy uint8 array, usable as ``np.ndarray``'s buffer."""
 
 
-class _DeviceSide(_HostMemory):
+class _DeviceSide(_PointerAttributes, _HostMemory):
     """Host memory the device addresses too (mapped or managed)."""
 
     __cuda_memory__ = True
@@ -159,14 +163,6 @@ class _DeviceSide(_HostMemory):
     @property
     def device_pointer(self):
         return self._extra("device").device_pointer
-
-    @property
-    def device_pointer_value(self):
-        return self.device_pointer or None
-
-    @property
-    def device_ctypes_pointer(self):
-        return ctypes.c_size_t(self.device_pointer)
 
     @property
     def _cuda_memsize_(self):

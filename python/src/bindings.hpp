@@ -68,6 +68,24 @@ void drain_released();
 // be waiting on them for.
 void run_with_gil(std::function<void()> task);
 
+// A reference to a Python object that may be dropped on any thread: the
+// last reference goes with the GIL (now if this thread holds it, else at
+// the next drain_released()), never by waiting for it.
+class PythonRef {
+ public:
+  explicit PythonRef(nb::object o) : object_(o.release().ptr()) {}
+  PythonRef(const PythonRef &) = delete;
+  PythonRef &operator=(const PythonRef &) = delete;
+  ~PythonRef() {
+    PyObject *o = object_;
+    run_with_gil([o] { Py_DECREF(o); });
+  }
+  nb::handle get() const { return object_; }
+
+ private:
+  PyObject *object_;
+};
+
 // The dtype a buffer format string names ("<f", "Zd", "T{...}" ...).
 gpuhal::DType dtype_from_format(const char *format, Py_ssize_t itemsize);
 // A stream argument: None -> nullptr.

@@ -11,22 +11,6 @@
 #include "gpuhal/log.hpp"
 
 namespace gpuhal_py {
-namespace {
-
-// The callable, dropped with the GIL when the last handler copy goes.
-struct Forwarder {
-  explicit Forwarder(nb::object f) : fn(f.release().ptr()) {}
-  Forwarder(const Forwarder &) = delete;
-  Forwarder &operator=(const Forwarder &) = delete;
-  ~Forwarder() {
-    PyObject *o = fn;
-    run_with_gil([o] { Py_DECREF(o); });
-  }
-  PyObject *fn;
-};
-
-}  // namespace
-
 void bind_log(nb::module_ &m) {
   m.def(
       "_set_log_forwarder",
@@ -35,12 +19,12 @@ void bind_log(nb::module_ &m) {
           gpuhal::set_log_handler({});
           return;
         }
-        auto forwarder = std::make_shared<Forwarder>(std::move(fn));
+        auto forwarder = std::make_shared<PythonRef>(std::move(fn));  // dropped with the GIL
         gpuhal::set_log_handler([forwarder](gpuhal::LogLevel level, const std::string &message) {
           run_with_gil([forwarder, level, message] {
-            PyObject *result = PyObject_CallFunction(forwarder->fn, "is", int(level), message.c_str());
+            PyObject *result = PyObject_CallFunction(forwarder->get().ptr(), "is", int(level), message.c_str());
             if (!result) {
-              PyErr_WriteUnraisable(forwarder->fn);  // a failing handler must not lose the caller's state
+              PyErr_WriteUnraisable(forwarder->get().ptr());  // a failing handler must not lose the caller's state
             } else {
               Py_DECREF(result);
             }

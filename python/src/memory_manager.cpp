@@ -16,24 +16,6 @@
 namespace gpuhal_py {
 namespace {
 
-// A reference to a Python object that may be dropped on any thread: the
-// last reference goes with the GIL (now if this thread holds it, else at
-// the next drain_released()), never by waiting for it.
-class PythonRef {
- public:
-  explicit PythonRef(nb::object o) : object_(o.release().ptr()) {}
-  PythonRef(const PythonRef &) = delete;
-  PythonRef &operator=(const PythonRef &) = delete;
-  ~PythonRef() {
-    PyObject *o = object_;
-    run_with_gil([o] { Py_DECREF(o); });
-  }
-  nb::handle get() const { return object_; }
-
- private:
-  PyObject *object_;
-};
-
 // The plugin's address of a memory object: Numba's device_pointer_value
 // (an int, or None for NULL), else int(device_pointer).
 uint64_t device_address(nb::handle memory) {
