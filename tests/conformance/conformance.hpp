@@ -62,6 +62,9 @@ void expect_error(const std::function<void()> &fn, Status status, const std::str
 // Unsupported unless the plugin claims `capability`.
 void require(const Env &env, Capability capability, const char *what);
 
+// Compiles a kernel source; Unsupported when the plugin has no device code,
+// or when its compiler (NVRTC, amd_comgr) is not installed here.
+Module compile_kernels(Env &env, const char *source, const ModuleOptions &options = {});
 // A byte pattern that differs from its shifted and reversed selves.
 std::vector<uint8_t> pattern(size_t bytes, uint8_t seed);
 // The index of the first byte where `got` differs from `want`, as text

@@ -15,17 +15,6 @@ namespace gpuhal {
 namespace conformance {
 namespace {
 
-Module compile(Env &env, const char *source, const ModuleOptions &options = {}) {
-  if (!env.runtime.supports(Capability::Kernels)) throw Unsupported{"the plugin has no device-code entries"};
-  try {
-    return Module::compile(env.ctx, source, options);
-  } catch (const Error &e) {
-    const std::string what = e.what();
-    if (what.find("could not be loaded") != std::string::npos || what.find("cannot load") != std::string::npos)
-      throw Unsupported{"no kernel compiler: " + what};
-    throw;
-  }
-}
 
 void expect_ints(const std::vector<int32_t> &got, const std::vector<int32_t> &want, const std::string &what) {
   expect(got.size() == want.size(), what + ": " + std::to_string(got.size()) + " elements, expected " +
@@ -88,7 +77,7 @@ void fill_assign_broadcast(Env &env) {
 }
 
 void barrier_reductions(Env &env) {
-  Module m = compile(env, R"(
+  Module m = compile_kernels(env, R"(
 GPUHAL_KERNEL void votes(GPUHAL_GLOBAL int *out, unsigned n) {
   unsigned lid = gpuhal_local_id(0);
   unsigned g = gpuhal_group_id(0);
@@ -111,7 +100,7 @@ GPUHAL_KERNEL void votes(GPUHAL_GLOBAL int *out, unsigned n) {
 }
 
 void arrays_nd(Env &env) {
-  Module m = compile(env, R"(
+  Module m = compile_kernels(env, R"(
 GPUHAL_KERNEL void shapes(GPUHAL_GLOBAL int *out) {
   GPUHAL_SHARED_ARRAY(int, s2, 4, 16);
   GPUHAL_SHARED_ARRAY_ALIGNED(int, s4, 64, 2, 2, 2, 8);
@@ -148,7 +137,7 @@ void constant_arrays(Env &env) {
       .constant("c2", HostView::of(two, {2, 3}))
       .constant("c3", HostView::of(three, {2, 3, 4}))
       .constant("c4", HostView::of(four, {2, 2, 3, 4}));
-  Module m = compile(env, R"(
+  Module m = compile_kernels(env, R"(
 GPUHAL_KERNEL void read(GPUHAL_GLOBAL int *out) {
   unsigned i = gpuhal_global_id(0);
   if (i == 0) { out[0] = c1[2]; out[1] = c2[1][2]; out[2] = c3[1][2][3]; out[3] = c4[1][1][2][3]; out[4] = c4[0][1][0][1]; }
@@ -161,7 +150,7 @@ GPUHAL_KERNEL void read(GPUHAL_GLOBAL int *out) {
 void atomics_histogram(Env &env) {
   // A 256-bin histogram: atomics on shared memory per group, then on global
   // memory across groups; exact counts, or some update was lost.
-  Module m = compile(env, R"(
+  Module m = compile_kernels(env, R"(
 GPUHAL_KERNEL void histogram(GPUHAL_GLOBAL const unsigned char *data, unsigned n, GPUHAL_GLOBAL unsigned *bins,
                              GPUHAL_GLOBAL long *total) {
   GPUHAL_SHARED_ARRAY(unsigned, local_bins, 256);
@@ -205,7 +194,7 @@ void per_thread_streams_independent(Env &env) {
   // Every work-item spins. The grid is larger than what the host backend
   // runs inline on the launching thread when the stream is idle (4096
   // work-items): a launch must return before its kernel finishes.
-  Module m = compile(env, R"(
+  Module m = compile_kernels(env, R"(
 GPUHAL_KERNEL void spin(GPUHAL_GLOBAL volatile int *flag, GPUHAL_GLOBAL int *done) {
   while (flag[0] == 0) { }
   if (gpuhal_global_id(0) == 0) done[0] = 1;

@@ -10,19 +10,6 @@ namespace gpuhal {
 namespace conformance {
 namespace {
 
-// Compiles `source`; a backend whose compiler is not installed here (NVRTC,
-// amd_comgr) makes the check unsupported, naming what is missing.
-Module compile(Env &env, const char *source) {
-  if (!env.runtime.supports(Capability::Kernels)) throw Unsupported{"the plugin has no device-code entries"};
-  try {
-    return Module::compile(env.ctx, source);
-  } catch (const Error &e) {
-    const std::string what = e.what();
-    if (what.find("could not be loaded") != std::string::npos || what.find("cannot load") != std::string::npos)
-      throw Unsupported{"no kernel compiler: " + what};
-    throw;
-  }
-}
 
 void lowering(Env &env) {
   if (!env.runtime.supports(Capability::Kernels)) throw Unsupported{"the plugin has no device-code entries"};
@@ -38,7 +25,7 @@ void lowering(Env &env) {
 void barrier_results(Env &env) {
   // Work-items read what their neighbours wrote to shared memory before a
   // barrier: right only if the barrier is one.
-  Module m = compile(env, R"(
+  Module m = compile_kernels(env, R"(
 GPUHAL_KERNEL void neighbour(GPUHAL_GLOBAL int *out, unsigned n) {
   GPUHAL_SHARED_ARRAY(int, s, 64);
   unsigned lid = gpuhal_local_id(0);
@@ -62,7 +49,7 @@ GPUHAL_KERNEL void neighbour(GPUHAL_GLOBAL int *out, unsigned n) {
 
 void dynamic_shared_reduction(Env &env) {
   // A tree reduction per work-group in dynamic shared memory sized at launch.
-  Module m = compile(env, R"(
+  Module m = compile_kernels(env, R"(
 GPUHAL_KERNEL void block_sums(GPUHAL_GLOBAL const int *in, GPUHAL_GLOBAL int *sums, unsigned n) {
   GPUHAL_DYNAMIC_SHARED(int, s);
   unsigned lid = gpuhal_local_id(0), gid = gpuhal_global_id(0);
@@ -94,7 +81,7 @@ GPUHAL_KERNEL void block_sums(GPUHAL_GLOBAL const int *in, GPUHAL_GLOBAL int *su
 
 void grid_2d(Env &env) {
   // out[y][x] = a * x + y over a 2-D grid with partial edge groups.
-  Module m = compile(env, R"(
+  Module m = compile_kernels(env, R"(
 GPUHAL_KERNEL void ramp(GPUHAL_GLOBAL float *out, unsigned w, unsigned h, float a) {
   unsigned x = gpuhal_global_id(0), y = gpuhal_global_id(1);
   if (x < w && y < h) out[y * w + x] = a * (float)x + (float)y;
@@ -112,7 +99,7 @@ GPUHAL_KERNEL void ramp(GPUHAL_GLOBAL float *out, unsigned w, unsigned h, float 
 
 void launches_in_stream_order(Env &env) {
   // Copy in, kernel, copy out, kernel again, all on one stream.
-  Module m = compile(env, R"(
+  Module m = compile_kernels(env, R"(
 GPUHAL_KERNEL void add(GPUHAL_GLOBAL int *x, int k, unsigned n) {
   unsigned i = gpuhal_global_id(0);
   if (i < n) x[i] += k;
@@ -136,7 +123,7 @@ GPUHAL_KERNEL void add(GPUHAL_GLOBAL int *x, int k, unsigned n) {
 }
 
 void bad_launches_refused(Env &env) {
-  Module m = compile(env, R"(
+  Module m = compile_kernels(env, R"(
 GPUHAL_KERNEL void one(GPUHAL_GLOBAL int *x) { x[gpuhal_global_id(0)] = 1; })");
   DeviceArray x = device_array(env.ctx, {64}, dtypes::int32);
   const DeviceProperties &p = env.runtime.device(0).properties();

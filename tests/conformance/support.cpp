@@ -31,6 +31,18 @@ void require(const Env &env, Capability capability, const char *what) {
   if (!env.runtime.supports(capability)) throw Unsupported{std::string("the plugin does not claim ") + what};
 }
 
+Module compile_kernels(Env &env, const char *source, const ModuleOptions &options) {
+  if (!env.runtime.supports(Capability::Kernels)) throw Unsupported{"the plugin has no device-code entries"};
+  try {
+    return Module::compile(env.ctx, source, options);
+  } catch (const Error &e) {
+    const std::string what = e.what();
+    if (what.find("could not be loaded") != std::string::npos || what.find("cannot load") != std::string::npos)
+      throw Unsupported{"no kernel compiler: " + what};
+    throw;
+  }
+}
+
 std::vector<uint8_t> pattern(size_t bytes, uint8_t seed) {
   std::vector<uint8_t> v(bytes);
   for (size_t i = 0; i < bytes; ++i) v[i] = uint8_t(seed + i * 131 + (i >> 8) + (i >> 16) * 7);

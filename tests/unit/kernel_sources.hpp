@@ -351,3 +351,13 @@ GPUHAL_KERNEL void every_op(GPUHAL_GLOBAL int *i32, GPUHAL_GLOBAL unsigned *u32,
   gpuhal_atomic_add(old_sum, olds);
 }
 )";
+
+// A shared array aligned to 0 in a kernel with a barrier: no backend may
+// compile it (the alignment must be a power of two).
+inline const char *const kAlignedToZero = R"(
+GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *p) {
+  GPUHAL_SHARED_ARRAY_ALIGNED(int, zero, 0, 4);
+  zero[gpuhal_local_id(0)] = 1;
+  gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+  p[0] = zero[0];
+})";

@@ -99,13 +99,7 @@ TEST_CASE("cuda kernel: the lowered portable kernels compile with NVRTC and asse
   // An alignment that is no power of two does not compile, naming the rule
   // (NVRTC would take __align__(0)).
   if (compile_or_skip(ctx, kSaxpy)) {
-    REQUIRE_GPUHAL_ERROR(Module::compile(ctx, R"(
-GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *p) {
-  GPUHAL_SHARED_ARRAY_ALIGNED(int, zero, 0, 4);
-  zero[gpuhal_local_id(0)] = 1;
-  gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
-  p[0] = zero[0];
-})"),
+    REQUIRE_GPUHAL_ERROR(Module::compile(ctx, kAlignedToZero),
                          Status::ERROR_COMPILATION_FAILED, "must be a power of two");
   }
   // The device's own architecture when no option names one (the fake is 9.0).

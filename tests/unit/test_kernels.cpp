@@ -195,13 +195,7 @@ GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *p) {
 // which unit.barrier_kernels_compile_as_work_item_loops would report.
 TEST_CASE("kernel: a shared array aligned to 0 in a kernel with barriers does not compile", "[errors][alignment]") {
   Context ctx = kernel_context();
-  REQUIRE_GPUHAL_ERROR(Module::compile(ctx, R"(
-GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *p) {
-  GPUHAL_SHARED_ARRAY_ALIGNED(int, zero, 0, 4);
-  zero[gpuhal_local_id(0)] = 1;
-  gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
-  p[0] = zero[0];
-})"),
+  REQUIRE_GPUHAL_ERROR(Module::compile(ctx, kAlignedToZero),
                        Status::ERROR_COMPILATION_FAILED, "must be a power of two");
 }
 
