@@ -257,15 +257,32 @@ inline Buffer prepare(const DeviceArray &a, const Options &options, const char *
 }
 
 // The array's elements into the staging buffer (staged) and `stream` idle:
-// MPI may read the buffer.
+// MPI may read the buffer. Another layout than C order is first gathered
+// on the device (assign, a kernel of the backend) into a C-ordered
+// temporary.
 inline void ready_to_send(const DeviceArray &a, const Buffer &b, const Stream &stream) {
-  if (b.staged && b.data != nullptr) a.copy_to_host(b.staging_view, stream);
+  if (b.staged && b.data != nullptr) {
+    if (a.is_c_contiguous()) {
+      a.copy_to_host(b.staging_view, stream);
+    } else {
+      DeviceArray gathered = device_array(a.context(), a.shape(), a.dtype());
+      gathered.assign(a, stream);
+      gathered.copy_to_host(b.staging_view, stream);
+      stream.synchronize();  // before the temporary goes
+    }
+  }
   stream.synchronize();
 }
 
 // The received elements into the array (staged), `stream` idle afterwards.
 inline void received(const DeviceArray &a, const Buffer &b, const Stream &stream) {
-  if (b.staged && b.data != nullptr) a.assign(b.staging_view, stream);
+  if (b.staged && b.data != nullptr) {
+    if (a.is_c_contiguous()) {
+      a.copy_from_host(b.staging_view, stream);
+    } else {
+      a.assign(b.staging_view, stream);  // scattered on the device
+    }
+  }
   stream.synchronize();
 }
 
@@ -391,8 +408,7 @@ inline void allreduce(const DeviceArray &send, const DeviceArray &recv, MPI_Op o
                 std::string(what) + ": MPI has no datatype for " + send.dtype().name() + " to reduce");
   detail::Buffer out = detail::prepare(recv, options, what);
   if (out.staged) {  // send's elements into the staging buffer, reduced there, then into recv
-    if (out.data != nullptr) send.copy_to_host(out.staging_view, stream);
-    stream.synchronize();
+    detail::ready_to_send(send, out, stream);
     detail::check(MPI_Allreduce(MPI_IN_PLACE, out.data, out.count, out.type, op, comm), "MPI_Allreduce");
     detail::received(recv, out, stream);
     return;
