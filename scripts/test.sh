@@ -70,12 +70,14 @@ fi
 # The cuda and hsa tests run over the fake driver and runtime.
 echo "== python"
 py_env="$(cd "$build" && pwd)/python-venv"
-if ! "$py_env/bin/python" -c 'import numpy, pytest, hypothesis' 2>/dev/null; then
-  python3 -m venv "$py_env"
-  "$py_env/bin/python" -m pip install --quiet --disable-pip-version-check "numpy>=2.1,<3" "pytest>=7" "hypothesis>=6"
+# mpi4py (PyPI's wheel runs on Debian's Open MPI) for gpuhal.mpi's tests.
+if ! "$py_env/bin/python" -c 'import numpy, pytest, hypothesis, mpi4py' 2>/dev/null; then
+  [ -x "$py_env/bin/python" ] || python3 -m venv "$py_env"
+  "$py_env/bin/python" -m pip install --quiet --disable-pip-version-check "numpy>=2.1,<3" "pytest>=7" "hypothesis>=6" \
+    "mpi4py>=4.1,<5"
 fi
 "$py_env/bin/python" -m pip install --quiet --disable-pip-version-check -C build-dir="$build/python-build" .
-(cd "$build" && GPUHAL_TEST_FAKE_CUDA="$PWD/fakes/cuda/libcuda.so.1" GPUHAL_TEST_FAKE_HSA="$PWD/fakes/hsa/libhsa-runtime64.so.1" \
+(cd "$build" && GPUHAL_TEST_REQUIRE_MPI=1 GPUHAL_TEST_FAKE_CUDA="$PWD/fakes/cuda/libcuda.so.1" GPUHAL_TEST_FAKE_HSA="$PWD/fakes/hsa/libhsa-runtime64.so.1" \
   "$py_env/bin/python" -m pytest -q -p no:cacheprovider "$OLDPWD/python/tests")
 
 # The yardstick of Numba users: numba-cuda's own memory and array test files,
