@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// M1: a 64 MiB message between two ranks (a ping-pong, one-way time = half
+// X1: a 64 MiB message between two ranks (a ping-pong, one-way time = half
 // the round trip), side by side in one run:
 //   mpi-host      MPI on plain host buffers (std::vector: what gpuhal is
 //                 measured against)
@@ -132,7 +132,7 @@ int main(int argc, char **argv) {
     const Summary staged = summarize(ping_pong(rank, repetitions, through(gpuhal::mpi::Path::staged)), double(bytes));
     const Summary limit = summarize(copies, double(bytes));
     if (rank == 0) {
-      std::printf("M1: %lld MiB between 2 ranks, %s backend, %d repetitions; GB/s one way (median, min, max), "
+      std::printf("X1: %lld MiB between 2 ranks, %s backend, %d repetitions; GB/s one way (median, min, max), "
                   "and the time against mpi-host (median)\n",
                   static_cast<long long>(mib), rt.backend_name().c_str(), repetitions);
       std::printf("%-13s %8s %8s %8s %9s\n", "row", "median", "min", "max", "time");
