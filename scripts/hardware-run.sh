@@ -19,6 +19,8 @@
 #                       it), and their rows of the benchmark table
 #   sanitizer_*.txt     compute-sanitizer racecheck and synccheck over the
 #                       conformance suite's kernels and the examples (cuda)
+#   mpi_jacobi*.txt    the MPI Jacobi example on two ranks (automatic and staged
+#   mpi_bench.txt       paths) and the X1 benchmark, when an MPI is there
 #   numba_adapter.txt   numba-cuda's memory and array tests through gpuhal, and
 #   numba_cuda_itself.txt numba-cuda itself on the same files, when python3 has
 #                       numba-cuda and filecheck
@@ -158,6 +160,30 @@ for e in roundtrip increment_kernel block_reduction matmul; do
     status=1
   fi
 done
+
+# Device arrays over MPI (docs/scale-out.md): the Jacobi example on two
+# ranks, on the automatic and the staged path, and the X1 benchmark, when
+# an MPI was found at build time and mpirun is here (GPU machines often
+# lack one: said, not failed). Both ranks share device 0 on a one-GPU machine.
+if [ -x "$build/bin/mpi_jacobi" ] && command -v mpirun >/dev/null; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+  for flag in "" --staged; do
+    name=mpi_jacobi${flag:+_staged}
+    if timeout "$step_timeout" mpirun -n 2 "$build/bin/mpi_jacobi" $flag >"$logs/$name.txt" 2>&1 &&
+      grep -q "solve: equal" "$logs/$name.txt"; then
+      note "$name: ok: $(grep mpi_jacobi: "$logs/$name.txt" | tail -1)"
+    else
+      note "$name: FAILED: $(tail -1 "$logs/$name.txt")"
+      status=1
+    fi
+  done
+  if [ -x "$build/bin/gpuhal-bench-mpi" ]; then
+    timeout "$bench_timeout" mpirun -n 2 "$build/bin/gpuhal-bench-mpi" 64 21 >"$logs/mpi_bench.txt" 2>&1 || true
+    note "X1 MPI bench: $(grep -c . "$logs/mpi_bench.txt") lines in $logs/mpi_bench.txt"
+  fi
+else
+  note "mpi: not run (no MPI found at build time, or no mpirun)"
+fi
 
 # compute-sanitizer's racecheck (shared-memory hazards) and synccheck
 # (barrier misuse) over every kernel of the conformance suite and the
