@@ -36,9 +36,6 @@ gpuhal_status_t fail(gpuhal_status_t status, const std::string &message) {
 const char *last_error() {
   return t_gone ? "(the message is lost: the thread is exiting)" : t_last_error.text.c_str();
 }
-void clear_error() {
-  if (!t_gone) t_last_error.text.clear();
-}
 
 Options::Options(const gpuhal_init_args_t *args) {
   if (!args || !args->options) return;

@@ -25,8 +25,6 @@ namespace gpuhal::plugin {
 gpuhal_status_t fail(gpuhal_status_t status, const std::string &message);
 // The calling thread's last message ("" if none).
 const char *last_error();
-// Clears the calling thread's message (on success paths that want it clean).
-void clear_error();
 
 // Runs `body` (returning gpuhal_status_t); exceptions become statuses with a
 // message naming `entry`.
