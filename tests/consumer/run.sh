@@ -17,7 +17,10 @@ cmake)
   for cxx in g++ clang++; do
     command -v "$cxx" >/dev/null || { echo "consumer: $cxx not found"; exit 1; }
     cmake -S "$src/tests/consumer" -B "$work/b-$cxx" -G Ninja -DCMAKE_CXX_COMPILER="$cxx" \
-      -DCMAKE_PREFIX_PATH="$work/prefix" | grep "plugins installed"
+      -DCMAKE_PREFIX_PATH="$work/prefix" >"$work/configure-$cxx.log"
+    grep "plugins installed" "$work/configure-$cxx.log"
+    # With an MPI on the machine the package defines gpuhal::mpi.
+    if command -v mpicc >/dev/null; then grep "gpuhal::mpi: available" "$work/configure-$cxx.log"; fi
     cmake --build "$work/b-$cxx" >/dev/null
     "$work/b-$cxx/consumer"
     echo "consumer built with $cxx"
