@@ -158,6 +158,7 @@ bool Runtime::supports(Capability c) const {
       {Capability::PeerAccess, t.has_device_can_access_peer()},
       {Capability::Kernels, t.has_module_compile()},
       {Capability::ManagedMemory, t.has_mem_alloc_managed()},
+      {Capability::KernelAttributes, t.has_kernel_attributes() && t.has_kernel_max_active_blocks()},
   };
   for (const auto &p : present)
     if (p.first == c) return p.second;

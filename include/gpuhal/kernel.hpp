@@ -164,12 +164,48 @@ class Module {
   std::shared_ptr<detail::ModuleImpl> impl_;
 };
 
+// What a kernel needs and allows on its backend (Kernel::attributes).
+// Sizes in bytes; a count the backend does not have is 0.
+struct KernelAttributes {
+  uint32_t max_threads_per_block = 0;     // the largest block this kernel launches with
+  uint32_t static_shared_bytes = 0;       // shared memory the kernel declares
+  uint32_t max_dynamic_shared_bytes = 0;  // the most dynamic shared memory a launch may add
+  uint32_t local_bytes_per_thread = 0;    // private / local / stack memory per work-item
+  uint32_t registers_per_thread = 0;      // 0 on the host backend
+  uint32_t preferred_block_multiple = 1;  // warp / wavefront size (1 on host)
+};
+
+// A block size for a kernel (Kernel::suggest_block_size): `block` work-items
+// per block keeps the most work-items resident per compute unit, and
+// `min_grid` blocks fill every unit of the device once.
+struct BlockSizeSuggestion {
+  uint32_t block = 0;
+  uint32_t min_grid = 0;
+};
+
 class Kernel {
  public:
   Kernel() = default;
   const std::string &name() const;
   // Parameters in the source (-1 for a kernel of a prebuilt image).
   int parameter_count() const;
+
+  // ---- Attributes and occupancy (Capability::KernelAttributes; else
+  // ERROR_NOT_SUPPORTED). cuda: cuFuncGetAttribute and the driver's
+  // occupancy calculator; hsa: the code object's metadata and the agent's
+  // limits; host: one work-group at a time per worker thread.
+  KernelAttributes attributes() const;
+  // Blocks of `block_threads` work-items (> 0, else ERROR_INVALID_VALUE)
+  // with `dynamic_shared_bytes` that can be resident at once on one compute
+  // unit (a multiprocessor, a CU, a host worker): 0 when such a block cannot
+  // launch at all.
+  uint32_t max_active_blocks_per_unit(uint32_t block_threads, uint32_t dynamic_shared_bytes = 0) const;
+  // The block size that keeps the most work-items resident per compute
+  // unit (the larger one on a tie), tried in steps of the preferred block
+  // multiple up to max_threads_per_block, as cuOccupancyMaxPotentialBlockSize
+  // does; min_grid is the blocks that fill the device once. The same rule
+  // on every backend.
+  BlockSizeSuggestion suggest_block_size(uint32_t dynamic_shared_bytes = 0) const;
   Module module() const;
 
   // Launches on `stream`. grid in work-groups, block in work-items;

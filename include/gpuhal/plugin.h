@@ -54,7 +54,7 @@ extern "C" {
 #endif
 
 #define GPUHAL_ABI_MAJOR 1
-#define GPUHAL_ABI_MINOR 6
+#define GPUHAL_ABI_MINOR 7
 #define GPUHAL_ABI_VERSION GPUHAL_MAKE_VERSION(GPUHAL_ABI_MAJOR, GPUHAL_ABI_MINOR)
 
 /* The one symbol a plugin exports. */
@@ -233,6 +233,20 @@ typedef struct gpuhal_launch_config {
   uint32_t dynamic_shared_bytes;
   uint32_t reserved;
 } gpuhal_launch_config_t;
+
+/* ---- Kernel attributes and occupancy (ABI 1.7) --------------------------- */
+/* What a loaded kernel needs and allows (kernel_attributes' output). Sizes
+ * in bytes; a count the backend does not have is 0. */
+typedef struct gpuhal_kernel_attributes {
+  uint32_t abi_version;
+  uint32_t struct_size;
+  uint32_t max_threads_per_block;    /* the largest block (work-items) this kernel launches with */
+  uint32_t static_shared_bytes;      /* shared (group) memory the kernel declares */
+  uint32_t max_dynamic_shared_bytes; /* the most dynamic shared memory a launch may add now */
+  uint32_t local_bytes_per_thread;   /* private (local, spill, stack) memory of each work-item */
+  uint32_t registers_per_thread;     /* 0 where the backend has no registers to count (host) */
+  uint32_t preferred_block_multiple; /* warp / wavefront: a block of a multiple of it leaves no lane idle */
+} gpuhal_kernel_attributes_t;
 
 /* ---- The plugin table -------------------------------------------------- */
 typedef struct gpuhal_plugin_table {
@@ -422,6 +436,21 @@ typedef struct gpuhal_plugin_table {
    * leaves `native` as it found it. GPUHAL_ERROR_INVALID_VALUE when `native`
    * is not a live context of that device. */
   gpuhal_status_t (*context_adopt)(int32_t ordinal, uint64_t native, gpuhal_context_t *out);
+
+  /* -- Kernel attributes and occupancy (OPTIONAL; ABI 1.7) --
+   * kernel_attributes: fills *out (the caller sets abi_version and
+   * struct_size; a plugin writes no more than struct_size bytes) for a
+   * kernel of ctx (cuFuncGetAttribute; the code object's metadata).
+   * kernel_max_active_blocks: how many blocks of `block_threads` work-items
+   * with `dynamic_shared_bytes` of dynamic shared memory can be resident at
+   * once on one compute unit (a multiprocessor, a CU, a host worker), as
+   * cuOccupancyMaxActiveBlocksPerMultiprocessor answers: 0 when such a block
+   * cannot launch at all (too many work-items or too much shared memory for
+   * this kernel). block_threads 0 is GPUHAL_ERROR_INVALID_VALUE. */
+  gpuhal_status_t (*kernel_attributes)(gpuhal_context_t ctx, gpuhal_kernel_t kernel,
+                                       gpuhal_kernel_attributes_t *out);
+  gpuhal_status_t (*kernel_max_active_blocks)(gpuhal_context_t ctx, gpuhal_kernel_t kernel, uint32_t block_threads,
+                                              uint32_t dynamic_shared_bytes, uint32_t *out);
 } gpuhal_plugin_table_t;
 
 /* The plugin's only export. Returns GPUHAL_SUCCESS and sets *table, or

@@ -82,6 +82,7 @@ enum class Capability {
   FaultRecovery,        // Context::reset() recovers from a kernel's memory fault in this
                         // process (every device says DeviceProperties::recovers_from_faults);
                         // without it a fault leaves the backend unusable until the process ends
+  KernelAttributes,     // Kernel::attributes, max_active_blocks_per_unit, suggest_block_size
 };
 
 class Device {

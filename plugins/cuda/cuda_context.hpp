@@ -41,6 +41,7 @@ struct CudaKernel {
   std::atomic<int> dynamic_opt_in{0};
 };
 
+
 struct CudaContext {
   int ordinal = 0;
   CUdevice device = 0;
@@ -76,6 +77,13 @@ struct CudaContext {
   int shared_optin = 0;
   CUmemoryPool pool = nullptr;  // the device's default pool (nullptr: none)
 };
+
+// Lets k take `dynamic` bytes of dynamic shared memory when static and
+// dynamic together pass the device's default per-block limit (the driver
+// wants an opt-in above it); raised only, under k->opt_in_mu.
+gpuhal_status_t opt_in_dynamic_shared(const CudaContext *c, CudaKernel *k, uint32_t dynamic);
+// The kernel of c behind `handle`, or nullptr.
+CudaKernel *kernel_of(CudaContext *c, gpuhal_kernel_t handle);
 
 // The live context for a handle, or nullptr.
 CudaContext *find(gpuhal_context_t handle);

@@ -381,6 +381,30 @@ gpuhal_status_t module_get_kernel(gpuhal_context_t ctx, gpuhal_module_t module, 
   });
 }
 
+gpuhal_status_t opt_in_dynamic_shared(const CudaContext *c, CudaKernel *k, uint32_t dynamic_bytes) {
+  // Above the default limit the kernel must opt in (once per size reached).
+  const int dynamic = int(dynamic_bytes);
+  const uint64_t shared = uint64_t(k->static_shared) + dynamic_bytes;
+  if (shared <= uint64_t(c->shared_per_block) || dynamic <= k->dynamic_opt_in.load(std::memory_order_acquire))
+    return GPUHAL_SUCCESS;
+  // Read, raise and record under one lock: the driver keeps the last value set.
+  std::lock_guard<std::mutex> lock(k->opt_in_mu);
+  if (dynamic > k->dynamic_opt_in.load(std::memory_order_relaxed)) {
+    if (const gpuhal_status_t call_st = cu_call(drv().cuFuncSetAttribute, "cuFuncSetAttribute", k->function,
+                                                CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic);
+        call_st != GPUHAL_SUCCESS)
+      return call_st;
+    k->dynamic_opt_in.store(dynamic, std::memory_order_release);
+  }
+  return GPUHAL_SUCCESS;
+}
+
+CudaKernel *kernel_of(CudaContext *c, gpuhal_kernel_t handle) {
+  std::lock_guard<std::mutex> lock(c->mu);
+  auto it = c->kernels.find(reinterpret_cast<const CudaKernel *>(handle));
+  return it == c->kernels.end() ? nullptr : it->second.get();
+}
+
 gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuhal_launch_config_t *config,
                        void *const *args, uint32_t arg_count, gpuhal_stream_t stream) {
   if (!config || config->struct_size < sizeof(gpuhal_launch_config_t))
@@ -417,19 +441,8 @@ gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuha
                                                   std::to_string(config->dynamic_shared_bytes) +
                                                   " of dynamic shared memory, the device has " +
                                                   std::to_string(c->shared_optin) + " per block");
-    // Above the default limit the kernel must opt in (once per size reached).
-    const int dynamic = int(config->dynamic_shared_bytes);
-    if (shared > uint64_t(c->shared_per_block) && dynamic > k->dynamic_opt_in.load(std::memory_order_acquire)) {
-      // Read, raise and record under one lock: the driver keeps the last value set.
-      std::lock_guard<std::mutex> lock(k->opt_in_mu);
-      if (dynamic > k->dynamic_opt_in.load(std::memory_order_relaxed)) {
-        if (const gpuhal_status_t call_st = cu_call(drv().cuFuncSetAttribute, "cuFuncSetAttribute", k->function,
-                                                    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic);
-            call_st != GPUHAL_SUCCESS)
-          return call_st;
-        k->dynamic_opt_in.store(dynamic, std::memory_order_release);
-      }
-    }
+    if (const gpuhal_status_t st = opt_in_dynamic_shared(c, k, config->dynamic_shared_bytes); st != GPUHAL_SUCCESS)
+      return st;
     CUfunction f = k->function;
     const CUresult r = drv().cuLaunchKernel ? drv().cuLaunchKernel(f, config->grid[0], config->grid[1], config->grid[2],
                                                                    config->block[0], config->block[1], config->block[2],

@@ -32,20 +32,6 @@ HostModule *find_module(HostContext *c, gpuhal_module_t handle) {
   return it == c->modules.end() ? nullptr : it->second.get();
 }
 
-// True when k is a kernel of a module of c; *static_shared gets its bytes
-// of static shared memory, *stack_need its stack per work-item (0: unknown).
-bool kernel_of_context(HostContext *c, const gpuhal_host_kernel *k, uint64_t *static_shared, uint64_t *stack_need) {
-  std::lock_guard<std::mutex> lock(c->modules_mu);
-  for (const auto &kv : c->modules)
-    for (size_t i = 0; i < kv.second->kernels.size(); ++i)
-      if (kv.second->kernels[i] == k) {
-        *static_shared = kv.second->static_shared[i];
-        *stack_need = kv.second->stack_need[i];
-        return true;
-      }
-  return false;
-}
-
 void write_all(int fd, const void *data, uint64_t bytes, bool *ok) {
   const char *p = static_cast<const char *>(data);
   while (bytes > 0) {
@@ -61,7 +47,20 @@ void write_all(int fd, const void *data, uint64_t bytes, bool *ok) {
 
 }  // namespace
 
+bool kernel_of_context(HostContext *c, const gpuhal_host_kernel *k, uint64_t *static_shared, uint64_t *stack_need) {
+  std::lock_guard<std::mutex> lock(c->modules_mu);
+  for (const auto &kv : c->modules)
+    for (size_t i = 0; i < kv.second->kernels.size(); ++i)
+      if (kv.second->kernels[i] == k) {
+        *static_shared = kv.second->static_shared[i];
+        *stack_need = kv.second->stack_need[i];
+        return true;
+      }
+  return false;
+}
+
 namespace {
+
 void ensure_pools() {
   auto &st = plugin_state();
   std::lock_guard<std::mutex> lock(st.kernel_mu);

@@ -29,6 +29,11 @@ struct HostModule {
   ~HostModule();
 };
 
+struct HostContext;
+// True when k is a kernel of a module of c; *static_shared gets its bytes
+// of static shared memory, *stack_need its stack per work-item (0: unknown).
+bool kernel_of_context(HostContext *c, const gpuhal_host_kernel *k, uint64_t *static_shared, uint64_t *stack_need);
+
 // Shared memory per work-group, static and dynamic together: what
 // device_properties reports and launches are held to.
 constexpr uint64_t kSharedMemoryPerBlock = 64 * 1024;

@@ -101,6 +101,9 @@ struct Device {
   uint64_t lds_size = 0;  // the group segment pool's size
   uint32_t max_workgroup_size = 0;
   uint16_t max_workgroup_dim[3] = {0, 0, 0};
+  uint32_t wavefront_size = 0;
+  uint32_t max_waves_per_cu = 0;  // AMD's extension (0: the runtime does not say)
+  uint32_t simds_per_cu = 0;      // AMD's extension (0: the runtime does not say)
   uint32_t queue_max_size = 0;
   gpuhal_device_properties_t props{};
 };

@@ -217,15 +217,26 @@ gpuhal_status_t module_get_kernel(gpuhal_context_t ctx, gpuhal_module_t module, 
   });
 }
 
-namespace {
-// The kernel handle if it belongs to a module of c (c->mu held).
 HsaKernel *find_kernel(HsaContext *c, gpuhal_kernel_t kernel) {
   for (auto &m : c->modules)
     for (auto &k : m.second->kernels)
       if (reinterpret_cast<gpuhal_kernel_t>(k.second.get()) == kernel) return k.second.get();
   return nullptr;
 }
-}  // namespace
+
+uint64_t kernel_max_threads(const Device &d, const HsaKernel &k) {
+  return k.md.max_flat_workgroup_size ? std::min<uint64_t>(k.md.max_flat_workgroup_size, d.max_workgroup_size)
+                                      : d.max_workgroup_size;
+}
+
+uint64_t group_segment_bytes(const HsaKernel &k, uint32_t dynamic_shared_bytes) {
+  // The dynamic part starts 16-byte aligned after the static part and the
+  // counting barrier's cells (the lowering's __gpuhal_dynamic_lds_base):
+  // the padding is allocated too.
+  return dynamic_shared_bytes || k.count_cells
+             ? ((uint64_t(k.group_segment_size) + 15) & ~uint64_t(15)) + k.count_cells + dynamic_shared_bytes
+             : uint64_t(k.group_segment_size);
+}
 
 namespace {
 
@@ -294,21 +305,12 @@ gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuha
                     "launch: more than 2^32 - 1 work-items in dimension " + std::to_string(i));
       threads *= config->block[i];
     }
-    const uint64_t max_threads = k->md.max_flat_workgroup_size
-                                     ? std::min<uint64_t>(k->md.max_flat_workgroup_size, d.max_workgroup_size)
-                                     : d.max_workgroup_size;
+    const uint64_t max_threads = kernel_max_threads(d, *k);
     if (threads > max_threads)
       return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: a block of " + std::to_string(threads) +
                                                   " work-items, this kernel allows at most " +
                                                   std::to_string(max_threads));
-    // The dynamic part starts 16-byte aligned after the static part and the
-    // counting barrier's cells (the lowering's __gpuhal_dynamic_lds_base):
-    // the padding is allocated too.
-    const uint64_t group =
-        config->dynamic_shared_bytes || k->count_cells
-            ? ((uint64_t(k->group_segment_size) + 15) & ~uint64_t(15)) + k->count_cells +
-                  config->dynamic_shared_bytes
-            : uint64_t(k->group_segment_size);
+    const uint64_t group = group_segment_bytes(*k, config->dynamic_shared_bytes);
     if (d.lds_size && group > d.lds_size)
       return fail(GPUHAL_ERROR_INVALID_VALUE,
                   "launch: " + std::to_string(k->group_segment_size) + " bytes of static and " +

@@ -146,6 +146,9 @@ gpuhal_status_t describe_device(hsa_agent_t agent, Device *d) {
   rt().hsa_agent_get_info(agent, HSA_AMD_AGENT_INFO_MAX_CLOCK_FREQUENCY, &clock);
   rt().hsa_agent_get_info(agent, HSA_AMD_AGENT_INFO_BDFID, &bdf);
   rt().hsa_agent_get_info(agent, HSA_AMD_AGENT_INFO_DOMAIN, &domain);
+  rt().hsa_agent_get_info(agent, HSA_AMD_AGENT_INFO_MAX_WAVES_PER_CU, &d->max_waves_per_cu);
+  rt().hsa_agent_get_info(agent, HSA_AMD_AGENT_INFO_NUM_SIMDS_PER_CU, &d->simds_per_cu);
+  d->wavefront_size = wavefront;
   std::vector<PoolInfo> pools;
   if (const gpuhal_status_t call_st = hsa_call(rt().hsa_amd_agent_iterate_memory_pools,
                                                "hsa_amd_agent_iterate_memory_pools", agent, collect_pool, &pools);

@@ -18,6 +18,7 @@ gpuhal::Capability capability_from(const std::string &name) {
       {"kernels", gpuhal::Capability::Kernels},
       {"managed_memory", gpuhal::Capability::ManagedMemory},
       {"fault_recovery", gpuhal::Capability::FaultRecovery},
+      {"kernel_attributes", gpuhal::Capability::KernelAttributes},
   };
   for (const auto &n : names)
     if (name == n.first) return n.second;

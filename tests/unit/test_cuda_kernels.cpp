@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
@@ -203,6 +204,45 @@ TEST_CASE("cuda kernel: compile errors, unknown kernels and bad images are repor
   // The context goes on.
   auto a = to_device(ctx, HostView::of(std::vector<float>(8, 1.0f)));
   CHECK(a.copy_to_host().to_vector<float>() == std::vector<float>(8, 1.0f));
+}
+
+TEST_CASE("cuda kernel: attributes and occupancy come from cuFuncGetAttribute and the driver's occupancy calculator",
+          "[kernel][cuda][attributes]") {
+  Context ctx = cuda_context();
+  REQUIRE(ctx.supports(Capability::KernelAttributes));
+  Module m = compile_or_skip(ctx, kReduce);
+  if (!m) return;
+  Kernel k = m.kernel("block_sum");
+  const KernelAttributes a = k.attributes();
+  CHECK(a.max_threads_per_block == 1024);
+  CHECK(a.static_shared_bytes == 1024);
+  CHECK(a.max_dynamic_shared_bytes == 227 * 1024 - 1024);  // launches opt in above 48 KiB
+  CHECK(a.registers_per_thread > 0);                        // the fake counts the PTX's registers
+  CHECK(a.registers_per_thread <= 255);
+  CHECK(a.preferred_block_multiple == 32);
+  // The occupancy calculator's rule for compute capability 9.0 (the fake's,
+  // fake_cuda.hpp), recomputed here from the attributes.
+  auto expected = [&](uint32_t block, uint32_t dynamic) {
+    const uint32_t warps = (block + 31) / 32;
+    uint32_t n = std::min(2048 / (warps * 32), 32u);
+    n = std::min(n, 65536 / ((a.registers_per_thread * 32 + 255) / 256 * 256 * warps));
+    return std::min(n, uint32_t(228 * 1024 / (1024 + dynamic + 1024)));
+  };
+  CHECK(k.max_active_blocks_per_unit(128) == expected(128, 0));
+  CHECK(k.max_active_blocks_per_unit(1024) == expected(1024, 0));
+  // 64 KiB of dynamic shared memory: above the function's default 48 KiB
+  // the driver counts 0 blocks until the kernel opts in, as a launch does.
+  CHECK(k.max_active_blocks_per_unit(128, 64 * 1024) == expected(128, 64 * 1024));
+  CHECK(k.max_active_blocks_per_unit(128, 64 * 1024) > 0);
+  CHECK(k.max_active_blocks_per_unit(1056) == 0);                 // over the kernel's 1024 threads
+  CHECK(k.max_active_blocks_per_unit(128, 227 * 1024) == 0);      // with the static 1 KiB, over the device's
+  const BlockSizeSuggestion s = k.suggest_block_size();
+  uint64_t best = 0;
+  uint32_t best_block = 0;
+  for (uint32_t b = 1024; b >= 32; b -= 32)
+    if (uint64_t(expected(b, 0)) * b > best) best = uint64_t(expected(b, 0)) * b, best_block = b;
+  CHECK(s.block == best_block);
+  CHECK(s.min_grid == expected(best_block, 0) * uint32_t(ctx.device().properties().multiprocessor_count));
 }
 
 #endif

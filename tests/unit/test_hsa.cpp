@@ -496,6 +496,40 @@ TEST_CASE("hsa: failures while discovering agents and creating a context name th
         std::vector<int>{1, 2, 3});
 }
 
+TEST_CASE("hsa kernel: attributes from the code object's metadata, occupancy by AMD's LDS, wave and VGPR limits",
+          "[kernel][hsa][attributes]") {
+  FakeHsa fake;
+  Runtime rt = hsa_runtime();
+  Context ctx = rt.device(0).primary_context();
+  REQUIRE(ctx.supports(Capability::KernelAttributes));
+  Module m = compile_or_skip(ctx, kReduce);
+  if (!m) return;
+  Kernel k = m.kernel("block_sum");
+  const KernelAttributes a = k.attributes();
+  CHECK(a.static_shared_bytes == 1024);  // double s[128]
+  CHECK(a.preferred_block_multiple == 64);
+  CHECK(a.registers_per_thread > 0);    // the metadata's .vgpr_count
+  CHECK(a.max_threads_per_block > 0);
+  CHECK(a.max_threads_per_block <= 1024);
+  const uint64_t lds = ctx.device().properties().shared_memory_per_block;
+  CHECK(a.max_dynamic_shared_bytes == lds - 1024);
+  // The fake agent: gfx90a, 32 waves and 4 SIMDs per CU, 512 VGPRs per lane.
+  auto expected = [&](uint32_t block, uint32_t dynamic) {
+    const uint32_t waves = (block + 63) / 64;
+    uint64_t n = 32 / waves;
+    n = std::min<uint64_t>(n, lds / (dynamic ? 1024 + dynamic : 1024));
+    n = std::min<uint64_t>(n, 512 / ((a.registers_per_thread + 7) / 8 * 8) * 4 / waves);
+    return uint32_t(n);
+  };
+  CHECK(k.max_active_blocks_per_unit(64) == expected(64, 0));
+  CHECK(k.max_active_blocks_per_unit(128, 4096) == expected(128, 4096));
+  CHECK(k.max_active_blocks_per_unit(a.max_threads_per_block + 1) == 0);
+  CHECK(k.max_active_blocks_per_unit(64, uint32_t(lds)) == 0);
+  const BlockSizeSuggestion s = k.suggest_block_size();
+  CHECK(s.block % 64 == 0);
+  CHECK(s.min_grid == k.max_active_blocks_per_unit(s.block) * uint32_t(ctx.device().properties().multiprocessor_count));
+}
+
 #endif
 
 TEST_CASE("hsa backend: the native device is the GPU agent, and HSA has no native context") {
@@ -517,3 +551,4 @@ TEST_CASE("hsa backend: the device properties carry the HSA version the runtime 
   // Other ROCm libraries put work on the same agents: no idle blocks.
   CHECK_FALSE(rt.device(0).properties().exclusive_contexts);
 }
+

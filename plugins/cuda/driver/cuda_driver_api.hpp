@@ -100,6 +100,8 @@ constexpr unsigned CU_MEM_ATTACH_GLOBAL = 0x1;
 // CUfunction_attribute and CUjit_option values
 constexpr CUfunction_attribute CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0;
 constexpr CUfunction_attribute CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1;
+constexpr CUfunction_attribute CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES = 3;
+constexpr CUfunction_attribute CU_FUNC_ATTRIBUTE_NUM_REGS = 4;
 constexpr CUfunction_attribute CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
 constexpr CUjit_option CU_JIT_ERROR_LOG_BUFFER = 5;
 constexpr CUjit_option CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6;
@@ -179,6 +181,8 @@ inline CUstream stream_per_thread() {
   O(cuModuleGetFunction, cuModuleGetFunction, (CUfunction *, CUmodule, const char *))           \
   O(cuFuncGetAttribute, cuFuncGetAttribute, (int *, CUfunction_attribute, CUfunction))          \
   O(cuFuncSetAttribute, cuFuncSetAttribute, (CUfunction, CUfunction_attribute, int))            \
+  O(cuOccupancyMaxActiveBlocksPerMultiprocessor, cuOccupancyMaxActiveBlocksPerMultiprocessor,      \
+    (int *, CUfunction, int, size_t))                                                           \
   O(cuLaunchKernel, cuLaunchKernel,                                                             \
     (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, void **, void **)) \
   O(cuMemHostAlloc, cuMemHostAlloc, (void **, size_t, unsigned))                                \

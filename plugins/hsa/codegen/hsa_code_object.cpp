@@ -248,6 +248,8 @@ bool read_code_object_metadata(const void *bytes, uint64_t size, CodeObjectMetad
     km.group_segment_fixed_size = u32_of(k.get(".group_segment_fixed_size"));
     km.private_segment_fixed_size = u32_of(k.get(".private_segment_fixed_size"));
     km.max_flat_workgroup_size = u32_of(k.get(".max_flat_workgroup_size"));
+    km.vgpr_count = u32_of(k.get(".vgpr_count"));
+    km.sgpr_count = u32_of(k.get(".sgpr_count"));
     if (const Value *args = k.get(".args")) {
       if (args->kind != Value::Array) return *why = "malformed AMDGPU metadata: .args of " + km.name, false;
       for (const Value &a : args->items) {

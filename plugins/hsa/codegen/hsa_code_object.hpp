@@ -29,6 +29,8 @@ struct KernelMetadata {
   uint32_t group_segment_fixed_size = 0;
   uint32_t private_segment_fixed_size = 0;
   uint32_t max_flat_workgroup_size = 0;  // 0: not stated
+  uint32_t vgpr_count = 0;               // .vgpr_count (0: not stated)
+  uint32_t sgpr_count = 0;               // .sgpr_count (0: not stated)
   std::vector<KernelArg> args;           // in parameter order (hidden ones last)
   // The explicit (non-hidden) arguments: what the kernel's parameters are.
   size_t explicit_count() const;

@@ -376,6 +376,8 @@ bool Comgr::read_metadata(const void *code_object, size_t bytes, CodeObjectMetad
     km.group_segment_fixed_size = k.get(".group_segment_fixed_size").u32_or(0);
     km.private_segment_fixed_size = k.get(".private_segment_fixed_size").u32_or(0);
     km.max_flat_workgroup_size = k.get(".max_flat_workgroup_size").u32_or(0);
+    km.vgpr_count = k.get(".vgpr_count").u32_or(0);
+    km.sgpr_count = k.get(".sgpr_count").u32_or(0);
     const Node args = k.get(".args");
     if (args.present()) {
       if (args.kind() != kMetadataList) return *why = "malformed AMDGPU metadata: .args of " + km.name, false;

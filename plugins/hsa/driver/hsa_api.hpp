@@ -163,6 +163,8 @@ constexpr hsa_agent_info_t HSA_AMD_AGENT_INFO_MAX_CLOCK_FREQUENCY = 0xA003;
 constexpr hsa_agent_info_t HSA_AMD_AGENT_INFO_BDFID = 0xA006;
 constexpr hsa_agent_info_t HSA_AMD_AGENT_INFO_PRODUCT_NAME = 0xA009;
 constexpr hsa_agent_info_t HSA_AMD_AGENT_INFO_DOMAIN = 0xA00F;
+constexpr hsa_agent_info_t HSA_AMD_AGENT_INFO_MAX_WAVES_PER_CU = 0xA00A;
+constexpr hsa_agent_info_t HSA_AMD_AGENT_INFO_NUM_SIMDS_PER_CU = 0xA00B;
 
 // Memory pools
 constexpr hsa_amd_segment_t HSA_AMD_SEGMENT_GLOBAL = 0;

@@ -65,6 +65,15 @@
 //    compute capability with CUDA_ERROR_INVALID_PTX (218).
 //  - CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES is one value per
 //    function: the last cuFuncSetAttribute wins.
+//  - cuOccupancyMaxActiveBlocksPerMultiprocessor counts blocks by the
+//    occupancy calculator's rules with the limits of compute capability 9.0
+//    ("Technical Specifications per Compute Capability"): 2048 resident
+//    threads, 32 resident blocks, 65536 32-bit registers allocated per warp
+//    in units of 256, and 228 KiB of shared memory per multiprocessor, of
+//    which each block also takes 1 KiB reserved by the system. A block over
+//    the function's MAX_THREADS_PER_BLOCK, or dynamic shared memory over its
+//    MAX_DYNAMIC_SHARED_SIZE_BYTES (48 KiB until cuFuncSetAttribute raises
+//    it), gives 0 blocks.
 //  - Destroying a primary context (reset, or the last release) destroys
 //    everything made in it: streams, events, memory, modules.
 #pragma once
@@ -486,6 +495,8 @@ struct Function {
   std::string name;
   std::vector<int> param_sizes;
   int static_shared = 0;
+  int registers = 0;    // CU_FUNC_ATTRIBUTE_NUM_REGS (see parse_ptx)
+  int local_bytes = 0;  // CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: the .local depot
   // The driver API is thread-safe: one thread's cuFuncSetAttribute may run
   // while another's cuLaunchKernel reads the limit (each sees a whole value).
   std::atomic<int> max_dynamic_shared{48 * 1024};

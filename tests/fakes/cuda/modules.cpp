@@ -56,6 +56,21 @@ bool parse_ptx(const std::string &ptx, Module *m) {
       const size_t te = ptx.find(' ', tb);
       f->param_sizes.push_back(ptx_type_size(ptx.substr(tb, te - tb)));
     }
+    // Registers: ptxas allocates from the virtual registers the PTX declares
+    // (".reg .b32 %r<12>;"); the fake takes their count, 64-bit ones twice,
+    // predicates not at all, at most 255 (the hardware's limit per thread).
+    for (size_t p = ptx.find(".reg ", close); p != std::string::npos && p < body_end; p = ptx.find(".reg ", p + 1)) {
+      const size_t tb = p + 5, te = ptx.find(' ', tb), lb = ptx.find('<', te), line_end = ptx.find('\n', p);
+      if (te == std::string::npos || lb == std::string::npos || lb > line_end) continue;
+      const std::string type = ptx.substr(tb, te - tb);
+      if (type == ".pred") continue;
+      f->registers += std::atoi(ptx.c_str() + lb + 1) * (ptx_type_size(type) == 8 ? 2 : 1);
+    }
+    f->registers = std::min(f->registers, 255);
+    for (size_t p = ptx.find(".local ", close); p != std::string::npos && p < body_end; p = ptx.find(".local ", p + 1)) {
+      const size_t lb = ptx.find('[', p);
+      if (lb != std::string::npos && lb < ptx.find('\n', p)) f->local_bytes += std::atoi(ptx.c_str() + lb + 1);
+    }
     for (size_t p = ptx.find(".shared ", close); p != std::string::npos && p < body_end;
          p = ptx.find(".shared ", p + 1)) {
       const size_t line = ptx.rfind('\n', p);
@@ -163,12 +178,40 @@ API CUresult cuFuncGetAttribute(int *v, int attr, void *fn) {
     case 1:  // SHARED_SIZE_BYTES
       *v = f->static_shared;
       return OK;
+    case 3:  // LOCAL_SIZE_BYTES
+      *v = f->local_bytes;
+      return OK;
+    case 4:  // NUM_REGS
+      *v = f->registers;
+      return OK;
     case 8:
       *v = f->max_dynamic_shared;
       return OK;
     default:
       return INVALID_VALUE;
   }
+}
+API CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, void *fn, int block_size, size_t dynamic) {
+  FAULT(cuOccupancyMaxActiveBlocksPerMultiprocessor);
+  CONTEXT_CALL();
+  Function *f = known_function(fn);
+  if (!blocks) return INVALID_VALUE;
+  if (!f) return INVALID_HANDLE;
+  if (block_size <= 0) return INVALID_VALUE;
+  if (block_size > 1024 || dynamic > size_t(f->max_dynamic_shared.load())) {
+    *blocks = 0;
+    return OK;
+  }
+  const int warps = (block_size + 31) / 32;
+  int n = std::min(2048 / (warps * 32), 32);
+  if (f->registers > 0) {
+    const int per_warp = (f->registers * 32 + 255) / 256 * 256;
+    n = std::min(n, 65536 / (per_warp * warps));
+  }
+  const size_t shared = size_t(f->static_shared) + dynamic + 1024;
+  n = std::min(n, int(228 * 1024 / shared));
+  *blocks = n;
+  return OK;
 }
 API CUresult cuFuncSetAttribute(void *fn, int attr, int value) {
   FAULT(cuFuncSetAttribute);

@@ -120,6 +120,11 @@ EXPORT hsa_status_t hsa_agent_get_info(hsa_agent_t agent, hsa_agent_info_t what,
       return u32(131072);
     case HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT:
       return u32(104);
+    // gfx90a: 4 SIMDs per CU, 8 waves per SIMD.
+    case HSA_AMD_AGENT_INFO_MAX_WAVES_PER_CU:
+      return u32(32);
+    case HSA_AMD_AGENT_INFO_NUM_SIMDS_PER_CU:
+      return u32(4);
     case HSA_AMD_AGENT_INFO_MAX_CLOCK_FREQUENCY:
       return u32(1700);
     case HSA_AMD_AGENT_INFO_BDFID:
