@@ -256,6 +256,53 @@ void external_stream_of_another_runtime(Env &env) {
   expect(got == want, "a copy round trip on another runtime's stream: " + first_difference(got, want));
 }
 
+
+// Kernel attributes and occupancy: what the plugin says of a kernel with
+// 1 KiB of static shared memory is consistent with the device and with
+// what launch() takes.
+void attributes_occupancy(Env &env) {
+  require(env, Capability::KernelAttributes, "kernel attributes");
+  Module m = compile_kernels(env, R"(
+GPUHAL_KERNEL void scaled(GPUHAL_GLOBAL float *x, unsigned n) {
+  GPUHAL_SHARED_ARRAY(float, s, 256);
+  unsigned lid = gpuhal_local_id(0);
+  s[lid % 256] = 2.0f;
+  gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+  unsigned i = gpuhal_global_id(0);
+  if (i < n) x[i] *= s[(lid + 1) % 256];
+})");
+  Kernel k = m.kernel("scaled");
+  const DeviceProperties &p = env.ctx.device().properties();
+  const KernelAttributes a = k.attributes();
+  expect(a.max_threads_per_block >= 1 && a.max_threads_per_block <= uint32_t(p.max_threads_per_block),
+         "max_threads_per_block " + std::to_string(a.max_threads_per_block) + " outside 1.." +
+             std::to_string(p.max_threads_per_block));
+  expect(a.static_shared_bytes >= 1024, "static_shared_bytes " + std::to_string(a.static_shared_bytes) +
+                                            " is less than the 1 KiB the kernel declares");
+  expect(a.preferred_block_multiple == uint32_t(std::max(p.warp_size, 1)),
+         "preferred_block_multiple " + std::to_string(a.preferred_block_multiple) + ", the device's warp size is " +
+             std::to_string(p.warp_size));
+  const uint32_t one = a.preferred_block_multiple;
+  expect(k.max_active_blocks_per_unit(one) >= 1, "no resident block of " + std::to_string(one) + " work-items");
+  expect(k.max_active_blocks_per_unit(a.max_threads_per_block + 1) == 0,
+         "a block over max_threads_per_block is counted resident");
+  expect(k.max_active_blocks_per_unit(one, a.max_dynamic_shared_bytes + 1) == 0,
+         "a block over max_dynamic_shared_bytes is counted resident");
+  const BlockSizeSuggestion s = k.suggest_block_size();
+  expect(s.block >= one && s.block <= a.max_threads_per_block && s.block % one == 0,
+         "suggested block " + std::to_string(s.block) + " is not a multiple of " + std::to_string(one) + " up to " +
+             std::to_string(a.max_threads_per_block));
+  expect(s.min_grid >= uint32_t(std::max(p.multiprocessor_count, 1)),
+         "min_grid " + std::to_string(s.min_grid) + " is less than one block per compute unit");
+  // The suggestion launches, and so does the most dynamic shared memory
+  // allowed (results are the other kernel checks' business).
+  const unsigned n = s.block * 4;
+  DeviceArray x = to_device(env.ctx, HostView::of(std::vector<float>(n, 1.5f)));
+  k({4}, {s.block})(x, n);
+  k({1}, {one}, env.ctx.default_stream(), a.max_dynamic_shared_bytes)(x, one);
+  env.ctx.synchronize();
+}
+
 }  // namespace
 
 void add_feature_checks(std::vector<Check> &checks) {
@@ -274,6 +321,10 @@ void add_feature_checks(std::vector<Check> &checks) {
   checks.push_back({"kernels.atomics_histogram",
                     "a 256-bin histogram through shared then global atomics, and a 64-bit atomic sum, count exactly",
                     atomics_histogram});
+  checks.push_back({"kernels.attributes_occupancy",
+                    "kernel attributes agree with the device; occupancy counts launchable blocks only; the suggested "
+                    "block size launches",
+                    attributes_occupancy});
   checks.push_back({"streams.per_thread_defaults_independent",
                     "per-thread default streams of two threads do not wait for each other (a spinning kernel)",
                     per_thread_streams_independent});
