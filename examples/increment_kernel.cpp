@@ -11,7 +11,10 @@
 //   increment_by_one[blockspergrid, threadsperblock](d_ary)
 //   result = d_ary.copy_to_host()
 //
-// The kernel is portable source: the same text runs on every backend.
+// The kernel is portable source: the same text runs on every backend. The
+// block size is the backend's suggestion for this kernel where it can make
+// one (Kernel::suggest_block_size: 1024 on host, a multiple of the warp on
+// cuda, of the wavefront on hsa), else Numba's customary 256.
 #include <cstdio>
 #include <vector>
 
@@ -33,7 +36,8 @@ int main() {
 
     gpuhal::Kernel increment = gpuhal::Module::compile(ctx, kSource).kernel("increment_by_one");
     gpuhal::DeviceArray d_ary = gpuhal::to_device(ctx, gpuhal::HostView::of(ary));
-    const unsigned threadsperblock = 256;
+    const unsigned threadsperblock =
+        ctx.supports(gpuhal::Capability::KernelAttributes) ? increment.suggest_block_size().block : 256;
     const unsigned blockspergrid = (n + threadsperblock - 1) / threadsperblock;
     increment({blockspergrid}, {threadsperblock})(d_ary, n);
     gpuhal::HostArray result = d_ary.copy_to_host();
@@ -44,7 +48,8 @@ int main() {
         std::printf("increment_by_one: element %u is %g, expected %g\n", i, double(r[i]), double(i) + 1.0);
         return 1;
       }
-    std::printf("increment_by_one on %s: %u elements correct\n", ctx.device().runtime().backend_name().c_str(), n);
+    std::printf("increment_by_one on %s: %u elements correct, blocks of %u\n",
+                ctx.device().runtime().backend_name().c_str(), n, threadsperblock);
     return 0;
   } catch (const gpuhal::Error &e) {
     std::fprintf(stderr, "increment_kernel: %s\n", e.what());

@@ -73,6 +73,28 @@ class Kernel:
     def __call__(self, *args):
         raise ValueError("no launch configuration: launch with kernel[blockspergrid, threadsperblock](args...)")
 
+    @property
+    def attributes(self):
+        """What the kernel needs and allows on this backend, a dict:
+        ``max_threads_per_block``, ``static_shared_bytes``,
+        ``max_dynamic_shared_bytes``, ``local_bytes_per_thread``,
+        ``registers_per_thread`` (0 on host) and ``preferred_block_multiple``
+        (the warp or wavefront size). ``NotSupportedError`` on a backend
+        without ``kernel_attributes``."""
+        return self._k.attributes()
+
+    def max_active_blocks_per_unit(self, block_threads, dynamic_shared_bytes=0):
+        """Blocks of ``block_threads`` work-items that can be resident at
+        once on one compute unit (0 when such a block cannot launch)."""
+        return self._k.max_active_blocks_per_unit(int(block_threads), int(dynamic_shared_bytes))
+
+    def suggest_block_size(self, dynamic_shared_bytes=0):
+        """``(block, min_grid)``: the block size that keeps the most
+        work-items resident per compute unit, and the blocks that fill the
+        device once (cuOccupancyMaxPotentialBlockSize's rule, on every
+        backend)."""
+        return self._k.suggest_block_size(int(dynamic_shared_bytes))
+
     def __repr__(self):
         return f"<gpuhal.Kernel {self.name}>"
 

@@ -112,6 +112,26 @@ void bind_kernels(nb::module_ &m) {
   nb::class_<gpuhal::Kernel>(m, "_Kernel")
       .def_prop_ro("name", &gpuhal::Kernel::name)
       .def_prop_ro("parameter_count", &gpuhal::Kernel::parameter_count)
+      .def("attributes",
+           [](const gpuhal::Kernel &k) {
+             const gpuhal::KernelAttributes a = k.attributes();
+             nb::dict d;
+             d["max_threads_per_block"] = a.max_threads_per_block;
+             d["static_shared_bytes"] = a.static_shared_bytes;
+             d["max_dynamic_shared_bytes"] = a.max_dynamic_shared_bytes;
+             d["local_bytes_per_thread"] = a.local_bytes_per_thread;
+             d["registers_per_thread"] = a.registers_per_thread;
+             d["preferred_block_multiple"] = a.preferred_block_multiple;
+             return d;
+           })
+      .def("max_active_blocks_per_unit", &gpuhal::Kernel::max_active_blocks_per_unit, nb::arg("block_threads"),
+           nb::arg("dynamic_shared_bytes") = 0)
+      .def("suggest_block_size",
+           [](const gpuhal::Kernel &k, uint32_t dynamic_shared_bytes) {
+             const gpuhal::BlockSizeSuggestion s = k.suggest_block_size(dynamic_shared_bytes);
+             return std::make_pair(s.block, s.min_grid);
+           },
+           nb::arg("dynamic_shared_bytes") = 0)
       .def("launch", [](const gpuhal::Kernel &k, const std::vector<uint32_t> &grid, const std::vector<uint32_t> &block,
                         std::optional<gpuhal::Stream> stream, uint32_t shared_bytes, const nb::sequence &args) {
         gpuhal::Dim3 g = dim3_of(grid, "grid"), b = dim3_of(block, "block");

@@ -103,3 +103,30 @@ def test_constant_arrays():
     m.lookup[1, 4](out)
     assert_same(out.copy_to_host(), np.array([1, 3, 5, 7], dtype=np.int32))
     assert "table" in m.lowered_source
+
+
+def test_kernel_attributes_and_suggested_block_size():
+    k = gpuhal.compile("""
+        GPUHAL_KERNEL void scaled(GPUHAL_GLOBAL float *x, unsigned n) {
+          GPUHAL_SHARED_ARRAY(float, s, 256);
+          unsigned lid = gpuhal_local_id(0);
+          s[lid % 256] = 2.0f;
+          gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+          unsigned i = gpuhal_global_id(0);
+          if (i < n) x[i] *= s[(lid + 1) % 256];
+        }""").scaled
+    a = k.attributes
+    assert a["static_shared_bytes"] >= 1024
+    assert 1 <= a["max_threads_per_block"] <= gpuhal.get_current_device().properties["max_threads_per_block"]
+    assert a["preferred_block_multiple"] == gpuhal.get_current_device().properties["warp_size"]
+    block, min_grid = k.suggest_block_size()
+    assert block % a["preferred_block_multiple"] == 0 and block <= a["max_threads_per_block"]
+    assert min_grid >= 1
+    assert k.max_active_blocks_per_unit(block) >= 1
+    assert k.max_active_blocks_per_unit(a["max_threads_per_block"] + 1) == 0
+    with pytest.raises(gpuhal.InvalidValueError, match="a block of 0 work-items"):
+        k.max_active_blocks_per_unit(0)
+    # The suggestion launches and computes.
+    x = gpuhal.to_device(np.full(4 * block, 1.5, dtype=np.float32))
+    k[4, block](x, np.uint32(4 * block))
+    np.testing.assert_array_equal(x.copy_to_host(), np.full(4 * block, 3.0, dtype=np.float32))
