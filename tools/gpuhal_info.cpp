@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,13 +25,14 @@ using gpuhal::tools::json_string;
 
 struct Options {
   bool json = false, lowering = false, list = false;
-  std::optional<std::string> backend;
+  std::optional<std::string> backend, kernel_file;
   std::optional<int> device;
 };
 
 int usage(FILE *out) {
   std::fprintf(out,
                "usage: gpuhal-info [-l | --list] [--backend NAME|PATH] [--device N] [--json] [--lowering]\n"
+               "       gpuhal-info [--backend NAME|PATH] [--device N] --kernel FILE\n"
                "       gpuhal-info --version | --help\n"
                "Shows the gpuhal backend selected by GPUHAL_BACKEND (or the default order cuda, hsa, host),\n"
                "every plugin candidate tried and why it was or was not used, and the devices.\n"
@@ -38,6 +41,8 @@ int usage(FILE *out) {
                "  --device N      show device N only (an error if there is none)\n"
                "  --json          the same as a JSON document (schema_version 1)\n"
                "  --lowering      the backend's text for every builtin of the portable kernel dialect\n"
+               "  --kernel FILE   compiles FILE (portable kernel source) on the device and shows each\n"
+               "                  kernel's attributes, occupancy and suggested block size\n"
                "  --version       the library's version and the plugin ABI it speaks\n"
                "Set GPUHAL_LOG=debug to see every step of the search.\n");
   return out == stderr ? 2 : 0;
@@ -193,6 +198,44 @@ std::string runtime_json(const gpuhal::Runtime &rt, const std::vector<gpuhal::Lo
   return s + "]}";
 }
 
+// --kernel FILE: every kernel of the file, compiled on device `ordinal`,
+// with its attributes, occupancy and suggested block size. 0 when all were
+// shown, 1 on any error (unreadable file, compile error, no such device,
+// a backend without kernels or attributes).
+int show_kernels(const gpuhal::Runtime &rt, int ordinal, const std::string &file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) {
+    std::fprintf(stderr, "gpuhal-info: --kernel: cannot read '%s'\n", file.c_str());
+    return 1;
+  }
+  const std::string source((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  try {
+    if (ordinal >= rt.device_count())
+      throw gpuhal::Error(gpuhal::Status::ERROR_INVALID_VALUE, "backend " + rt.backend_name() + " has no device " +
+                                                                   std::to_string(ordinal));
+    gpuhal::Context ctx = rt.device(ordinal).primary_context();
+    gpuhal::Module m = gpuhal::Module::compile(ctx, source);
+    std::printf("%s on %s device %d (%s)\n", file.c_str(), rt.backend_name().c_str(), ordinal,
+                ctx.device().properties().name.c_str());
+    for (const std::string &name : m.kernel_names()) {
+      const gpuhal::Kernel k = m.kernel(name);
+      const gpuhal::KernelAttributes a = k.attributes();
+      const gpuhal::BlockSizeSuggestion s = k.suggest_block_size();
+      std::printf("  %s: max block %u, static shared %u B, dynamic shared up to %u B, local %u B per work-item, "
+                  "%u registers, blocks in multiples of %u; suggested block %u (%u resident per unit), grid of at "
+                  "least %u\n",
+                  name.c_str(), a.max_threads_per_block, a.static_shared_bytes, a.max_dynamic_shared_bytes,
+                  a.local_bytes_per_thread, a.registers_per_thread, a.preferred_block_multiple, s.block,
+                  k.max_active_blocks_per_unit(s.block), s.min_grid);
+    }
+    return 0;
+  } catch (const gpuhal::Error &e) {
+    std::fprintf(stderr, "gpuhal-info: --kernel %s: %s: %s\n", file.c_str(), gpuhal::to_string(e.status()).c_str(),
+                 e.what());
+    return 1;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -210,6 +253,8 @@ int main(int argc, char **argv) {
       o.json = true;
     } else if (!std::strcmp(a, "--lowering")) {
       o.lowering = true;
+    } else if (!std::strcmp(a, "--kernel")) {
+      o.kernel_file = value(a);
     } else if (!std::strcmp(a, "-l") || !std::strcmp(a, "--list")) {
       o.list = true;
     } else if (!std::strcmp(a, "--backend")) {
@@ -276,6 +321,8 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
+
+  if (o.kernel_file) return show_kernels(*rt, o.device.value_or(0), *o.kernel_file);
 
   std::vector<int> devices;
   if (!devices_shown(*rt, o, &devices)) {
