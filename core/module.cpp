@@ -18,6 +18,16 @@ const Backend &kernel_backend(const ContextImpl &c, const char *what) {
   return c.backend();
 }
 
+// A builtin's definition: NOT_SUPPORTED with a text is an optional builtin
+// the backend lacks, defined so that a use fails to compile (plugin.h).
+const char *builtin_text(const Backend &lib, const std::string &name) {
+  const char *text = nullptr;
+  const gpuhal_status_t st = lib.lower_builtin_status(name.c_str(), &text);
+  if (!(st == GPUHAL_ERROR_NOT_SUPPORTED && text)) lib.check(st, ("lower_builtin(" + name + ")").c_str());
+  if (!text) throw Error(Status::ERROR_INVALID_PLUGIN, lib.name() + ": lower_builtin(" + name + ") gave no text");
+  return text;
+}
+
 std::string lowering_text(const Backend &lib) {
   std::string out = "/* gpuhal portable kernel dialect, lowered for the " + lib.name() + " backend */\n";
   const char *text = nullptr;
@@ -25,9 +35,7 @@ std::string lowering_text(const Backend &lib) {
   out += text ? text : "";
   out += "\n";
   for (const auto &name : kernel_builtins()) {
-    text = nullptr;
-    lib.check(lib.lower_builtin_status(name.c_str(), &text), ("lower_builtin(" + name + ")").c_str());
-    if (!text) throw Error(Status::ERROR_INVALID_PLUGIN, lib.name() + ": lower_builtin(" + name + ") gave no text");
+    text = builtin_text(lib, name);
     out += text;
     out += "\n";
   }
@@ -74,11 +82,7 @@ std::vector<std::pair<std::string, std::string>> Runtime::kernel_lowering() cons
     lib.lower_builtin(name.c_str(), &text);
     out.emplace_back(name, text ? text : "");
   }
-  for (const auto &name : kernel_builtins()) {
-    const char *text = nullptr;
-    lib.lower_builtin(name.c_str(), &text);
-    out.emplace_back(name, text ? text : "");
-  }
+  for (const auto &name : kernel_builtins()) out.emplace_back(name, detail::builtin_text(lib, name));
   return out;
 }
 

@@ -143,6 +143,10 @@ bool Runtime::supports(Capability c) const {
       if (!d->properties.can_map_host_memory) return false;
     return true;
   }
+  if (c == Capability::KernelPrintf) {
+    const char *text = nullptr;
+    return t.has_lower_builtin() && t.lower_builtin_status("gpuhal_printf", &text) == GPUHAL_SUCCESS;
+  }
   if (c == Capability::FaultRecovery) {
     for (const auto &d : impl_->devices)
       if (!d->properties.recovers_from_faults) return false;

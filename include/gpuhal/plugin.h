@@ -378,7 +378,11 @@ typedef struct gpuhal_plugin_table {
    * dialect for this backend's compiler (`builtin` is a name from
    * kernel_builtins.def, or "" for the prologue: includes and helpers that
    * come first). *text is static storage: a complete definition (usually a
-   * #define line). An unknown name fails with GPUHAL_ERROR_NOT_FOUND.
+   * #define line). An unknown name fails with GPUHAL_ERROR_NOT_FOUND. An
+   * optional builtin the backend cannot provide (gpuhal_printf, ABI 1.7)
+   * fails with GPUHAL_ERROR_NOT_SUPPORTED and still sets *text, to a
+   * definition that makes any use of it a compile error naming it; the core
+   * answers Capability::KernelPrintf from this.
    * module_compile: compiles a lowered source into an image the plugin
    * allocates (*image, *bytes, *format) and image_free releases. A compiler
    * error fails with GPUHAL_ERROR_COMPILATION_FAILED and the compiler's

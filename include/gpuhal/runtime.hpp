@@ -83,6 +83,7 @@ enum class Capability {
                         // process (every device says DeviceProperties::recovers_from_faults);
                         // without it a fault leaves the backend unusable until the process ends
   KernelAttributes,     // Kernel::attributes, max_active_blocks_per_unit, suggest_block_size
+  KernelPrintf,         // gpuhal_printf in kernels (without it a kernel that uses it fails to compile)
 };
 
 class Device {

@@ -187,6 +187,13 @@ const plugin::BuiltinText kBuiltins[] = {
      "static __device__ __forceinline__ unsigned long gpuhal_atomic_cas(unsigned long *p, unsigned long e, unsigned long d) { return (unsigned long)atomicCAS((unsigned long long *)p, (unsigned long long)e, (unsigned long long)d); }\n"
      "static __device__ __forceinline__ float gpuhal_atomic_cas(float *p, float e, float d) { return __GPUHAL_CU_B2F(atomicCAS((unsigned int *)p, __GPUHAL_CU_F2B(e), __GPUHAL_CU_F2B(d))); }\n"
      "static __device__ __forceinline__ double gpuhal_atomic_cas(double *p, double e, double d) { return __GPUHAL_CU_B2D(atomicCAS((unsigned long long *)p, __GPUHAL_CU_D2B(e), __GPUHAL_CU_D2B(d))); }\n"},
+    // The driver's printf (its FIFO is printed at the next synchronisation)
+    // and its assert: a failed one stops the kernel, and the context fails
+    // with CUDA_ERROR_ASSERT until it is reset, as the driver defines it.
+    {"gpuhal_printf", "#define gpuhal_printf(...) printf(__VA_ARGS__)"},
+    {"gpuhal_assert",
+     "#define gpuhal_assert(condition) ((condition) ? (void)0 : __assertfail(#condition, __FILE__, __LINE__, "
+     "__func__, 1))"},
 };
 
 bool has_arch_option(const std::vector<std::string> &opts) {

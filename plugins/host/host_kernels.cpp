@@ -47,13 +47,15 @@ void write_all(int fd, const void *data, uint64_t bytes, bool *ok) {
 
 }  // namespace
 
-bool kernel_of_context(HostContext *c, const gpuhal_host_kernel *k, uint64_t *static_shared, uint64_t *stack_need) {
+bool kernel_of_context(HostContext *c, const gpuhal_host_kernel *k, uint64_t *static_shared, uint64_t *stack_need,
+                       gpuhal_host_assert_record **assert_state) {
   std::lock_guard<std::mutex> lock(c->modules_mu);
   for (const auto &kv : c->modules)
     for (size_t i = 0; i < kv.second->kernels.size(); ++i)
       if (kv.second->kernels[i] == k) {
         *static_shared = kv.second->static_shared[i];
         *stack_need = kv.second->stack_need[i];
+        if (assert_state) *assert_state = kv.second->assert_state;
         return true;
       }
   return false;
@@ -218,6 +220,7 @@ gpuhal_status_t module_load(gpuhal_context_t ctx, const void *image, uint64_t by
       return fail(GPUHAL_ERROR_INVALID_IMAGE, "module_load: host module ABI " + std::to_string(*abi) +
                                                   ", this plugin speaks " +
                                                   std::to_string(GPUHAL_HOST_KERNEL_ABI_VERSION));
+    m->assert_state = static_cast<gpuhal_host_assert_record *>(dlsym(m->dl, "gpuhal_host_assert_state"));
     const std::map<std::string, uint64_t> shared = static_shared_bytes(image, bytes);
     for (const gpuhal_host_kernel *k = table; k->name; ++k) {
       if (!k->run_group || !k->run_item || (k->param_count && !k->param_sizes))
@@ -269,7 +272,8 @@ gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuha
       return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: null or short launch configuration");
     const auto *k = reinterpret_cast<const gpuhal_host_kernel *>(kernel);
     uint64_t static_shared = 0, stack_need = 0;
-    if (!k || !kernel_of_context(c, k, &static_shared, &stack_need))
+    gpuhal_host_assert_record *assert_state = nullptr;
+    if (!k || !kernel_of_context(c, k, &static_shared, &stack_need, &assert_state))
       return fail(GPUHAL_ERROR_INVALID_HANDLE, "launch: not a kernel of a module of this context");
     auto s = c->stream(stream);
     if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "launch: invalid stream handle");
@@ -314,6 +318,7 @@ gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuha
                                                   std::to_string(arg_count) + " given");
     auto L = std::make_shared<KernelLaunch>();
     L->kernel = k;
+    L->assert_state = assert_state;
     size_t total = 0;
     for (uint32_t i = 0; i < arg_count; ++i) {
       if (!args || !args[i])

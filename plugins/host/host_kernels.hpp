@@ -26,13 +26,16 @@ struct HostModule {
   std::vector<const gpuhal_host_kernel *> kernels;
   std::vector<uint64_t> static_shared;  // per kernel: bytes of its GPUHAL_SHARED_ARRAYs
   std::vector<uint64_t> stack_need;     // per kernel: stack per work-item (0: not known)
+  gpuhal_host_assert_record *assert_state = nullptr;  // the module's gpuhal_host_assert_state (null: none)
   ~HostModule();
 };
 
 struct HostContext;
 // True when k is a kernel of a module of c; *static_shared gets its bytes
 // of static shared memory, *stack_need its stack per work-item (0: unknown).
-bool kernel_of_context(HostContext *c, const gpuhal_host_kernel *k, uint64_t *static_shared, uint64_t *stack_need);
+// *assert_state, when asked for, gets the module's assert record (or null).
+bool kernel_of_context(HostContext *c, const gpuhal_host_kernel *k, uint64_t *static_shared, uint64_t *stack_need,
+                       gpuhal_host_assert_record **assert_state = nullptr);
 
 // Shared memory per work-group, static and dynamic together: what
 // device_properties reports and launches are held to.

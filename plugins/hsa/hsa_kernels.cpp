@@ -50,7 +50,12 @@ void set_comgr_library(const std::string &path) {
 }
 
 gpuhal_status_t lower_builtin(const char *builtin, const char **text) {
-  return plugin::lower_builtin_entry(builtin, text, hsa_lowering(builtin));
+  const gpuhal_status_t st = plugin::lower_builtin_entry(builtin, text, hsa_lowering(builtin));
+  // Optional builtins this backend cannot provide: NOT_SUPPORTED, with a
+  // text that still defines them (a use fails to compile, naming it).
+  if (st == GPUHAL_SUCCESS && std::strcmp(builtin, "gpuhal_printf") == 0)
+    return plugin::fail(GPUHAL_ERROR_NOT_SUPPORTED, "lower_builtin: the hsa backend has no device printf");
+  return st;
 }
 
 namespace {

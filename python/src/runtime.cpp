@@ -19,6 +19,7 @@ gpuhal::Capability capability_from(const std::string &name) {
       {"managed_memory", gpuhal::Capability::ManagedMemory},
       {"fault_recovery", gpuhal::Capability::FaultRecovery},
       {"kernel_attributes", gpuhal::Capability::KernelAttributes},
+      {"kernel_printf", gpuhal::Capability::KernelPrintf},
   };
   for (const auto &n : names)
     if (name == n.first) return n.second;

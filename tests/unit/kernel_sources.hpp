@@ -361,3 +361,14 @@ GPUHAL_KERNEL void k(GPUHAL_GLOBAL int *p) {
   gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
   p[0] = zero[0];
 })";
+
+// gpuhal_printf and gpuhal_assert: a line per work-item of group 0, and an
+// assertion that fails for work-items at or past `limit`.
+inline const char *const kPrintAssert = R"(
+GPUHAL_KERNEL void checked(GPUHAL_GLOBAL int *x, unsigned limit) {
+  unsigned i = gpuhal_global_id(0);
+  if (gpuhal_group_id(0) == 0) gpuhal_printf("work-item %u of %u says %d\n", i, gpuhal_global_size(0), x[i]);
+  gpuhal_assert(i < limit);
+  x[i] += 1;
+}
+)";

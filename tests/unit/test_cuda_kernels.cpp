@@ -84,7 +84,7 @@ TEST_CASE("cuda kernel: the lowered portable kernels compile with NVRTC and asse
     WARN("skipped: ptxas is not installed here");
     return;
   }
-  for (const char *src : {kSaxpy, kReduce, kMatmul, kDynamic, kArrays, kVotes, kAtomics}) {
+  for (const char *src : {kSaxpy, kReduce, kMatmul, kDynamic, kArrays, kVotes, kAtomics, kPrintAssert}) {
     for (const char *arch : {"80", "90"}) {
       Module m = compile_or_skip(ctx, src, std::string("--gpu-architecture=compute_") + arch);
       if (!m) return;
@@ -92,7 +92,9 @@ TEST_CASE("cuda kernel: the lowered portable kernels compile with NVRTC and asse
       CHECK(m.image_format() == ImageFormat::Ptx);
       CHECK_THAT(m.image(), test::contains(std::string(".target sm_") + arch));
       CHECK(assemble(m.image(), std::string("sm_") + arch) == 0);
-      if (src != kSaxpy && src != kVotes) CHECK_THAT(m.image(), test::contains("bar.sync"));
+      if (src != kSaxpy && src != kVotes && src != kPrintAssert) CHECK_THAT(m.image(), test::contains("bar.sync"));
+      if (src == kPrintAssert) CHECK_THAT(m.image(), test::contains("vprintf"));
+      if (src == kPrintAssert) CHECK_THAT(m.image(), test::contains("__assertfail"));
       if (src == kAtomics) CHECK_THAT(m.image(), test::contains("atom."));
       if (src == kVotes) CHECK_THAT(m.image(), test::contains("bar.red.popc"));
     }

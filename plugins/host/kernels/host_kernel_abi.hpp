@@ -19,6 +19,9 @@
 // kernel without barriers one after the other, as run_group would, setting
 // group->group_id for each (x fastest): the arguments are read and the
 // work-item pointer set once per range instead of once per group.
+// A module may also export gpuhal_host_assert_state (a
+// gpuhal_host_assert_record): its first failed gpuhal_assert sets `failed`
+// and writes the message; the plugin reads and clears it after a launch.
 // gpuhal_host_max_items bounds local_size[0] * [1] * [2]: the plugin never
 // launches a larger group, and a module may size arrays by it.
 #pragma once
@@ -57,6 +60,10 @@
     gpuhal_host_run_group_fn run_group_loops;                                                                    \
     uint32_t loops_scratch_per_item;                                                                             \
     gpuhal_host_run_groups_fn run_groups;                                                                        \
+  };                                                                                                             \
+  struct gpuhal_host_assert_record {                                                                             \
+    int failed;                                                                                                  \
+    char message[508];                                                                                           \
   };                                                                                                             \
   enum { gpuhal_host_max_items = 1024 };
 

@@ -6,6 +6,7 @@
 #include <boost/context/fiber.hpp>
 #include <boost/context/preallocated.hpp>
 #include <boost/context/protected_fixedsize_stack.hpp>
+#include <cstring>
 #include <new>
 
 #include "fork_thread_gate.hpp"
@@ -461,7 +462,11 @@ std::string run_kernel(ThreadPool &pool, StackPool &stacks, const KernelLaunch &
   // Groups are handed out in chunks (about eight per participant), so that
   // small groups do not pay a hand-out each.
   const uint64_t chunk = std::max<uint64_t>(1, groups / (uint64_t(pool.size()) * 8));
+  // A failed gpuhal_assert stops the launch between batches of groups.
+  gpuhal_host_assert_record *const asserted = L.assert_state;
+  auto assert_failed = [asserted] { return asserted && __atomic_load_n(&asserted->failed, __ATOMIC_ACQUIRE) != 0; };
   pool.parallel_for((groups + chunk - 1) / chunk, [&](uint64_t c) {
+    if (assert_failed()) return;
     if (ranges) {
       run_range(c * chunk, std::min(groups, (c + 1) * chunk));
       return;
@@ -475,8 +480,17 @@ std::string run_kernel(ThreadPool &pool, StackPool &stacks, const KernelLaunch &
       }
     }
     const uint64_t end = std::min(groups, (c + 1) * chunk);
-    for (uint64_t gi = c * chunk; gi < end; ++gi) run_group(gi, scratch.get());
+    for (uint64_t gi = c * chunk; gi < end && !assert_failed(); ++gi) run_group(gi, scratch.get());
   });
+  if (assert_failed()) {
+    // Every work-item of the launch is done: the message is complete. Read
+    // and cleared for the module's next launch.
+    std::string message = std::string("kernel '") + L.kernel->name + "': " +
+                          std::string(asserted->message, strnlen(asserted->message, sizeof asserted->message));
+    std::memset(asserted->message, 0, sizeof asserted->message);
+    __atomic_store_n(&asserted->failed, 0, __ATOMIC_RELEASE);
+    return message;
+  }
   if (no_memory) return "out of memory for work-group fiber stacks, work-item variables or dynamic shared memory";
   if (misuse)
     return std::string("kernel '") + L.kernel->name +

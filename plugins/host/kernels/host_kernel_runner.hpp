@@ -96,10 +96,13 @@ struct KernelLaunch {
   uint32_t dynamic_shared_bytes = 0;
   std::vector<unsigned char> storage;  // the argument values, copied at launch
   std::vector<void *> args;            // args[i] points into storage
+  gpuhal_host_assert_record *assert_state = nullptr;  // the module's (null: none)
 };
 
 // Runs every group of `launch`; returns "" or what went wrong (a barrier
-// reached in a kernel compiled as barrier-free, no memory for stacks).
+// reached in a kernel compiled as barrier-free, no memory for stacks, a
+// failed gpuhal_assert: then no further group starts, and the module's
+// assert record is cleared for the next launch).
 std::string run_kernel(ThreadPool &pool, StackPool &stacks, const KernelLaunch &launch);
 
 }  // namespace gpuhal::host

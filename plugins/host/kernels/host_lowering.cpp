@@ -22,6 +22,8 @@ const char kPrologue[] =
     "#include <stddef.h>\n"
     "#include <math.h>\n"
     "#include <string.h>\n"
+    "#include <stdio.h>\n"
+    "#include <stdarg.h>\n"
     "#include <tuple>\n"
     "#include <type_traits>\n"
     "#include <utility>\n"
@@ -41,6 +43,33 @@ const char kPrologue[] =
     "  __gpuhal_wi = me;\n"
     "  __atomic_signal_fence(__ATOMIC_SEQ_CST);\n"
     "  return n;\n"
+    "}\n"
+    // gpuhal_printf: one call's text is written and flushed under stdout's
+    // lock, so concurrent work-items never split each other's text, and a
+    // work-item's calls come in its order.
+    "static inline int __gpuhal_printf_impl(const char *format, ...) __attribute__((format(printf, 1, 2)));\n"
+    "static inline int __gpuhal_printf_impl(const char *format, ...) {\n"
+    "  va_list ap;\n"
+    "  va_start(ap, format);\n"
+    "  flockfile(stdout);\n"
+    "  const int n = vfprintf(stdout, format, ap);\n"
+    "  fflush(stdout);\n"
+    "  funlockfile(stdout);\n"
+    "  va_end(ap);\n"
+    "  return n;\n"
+    "}\n"
+    // gpuhal_assert: the first failure of a launch is recorded for the
+    // plugin, which fails the launch and starts no further work-group; the
+    // failing work-item and its group run on (the host cannot stop one
+    // work-item on its own).
+    "extern \"C\" __attribute__((visibility(\"default\"))) gpuhal_host_assert_record gpuhal_host_assert_state;\n"
+    "gpuhal_host_assert_record gpuhal_host_assert_state;\n"
+    "static __attribute__((noinline, cold)) void __gpuhal_assert_fail(const char *condition, const char *file, int line,\n"
+    "    const char *function, unsigned l0, unsigned l1, unsigned l2, unsigned g0, unsigned g1, unsigned g2) {\n"
+    "  if (__atomic_exchange_n(&gpuhal_host_assert_state.failed, 1, __ATOMIC_ACQ_REL)) return;\n"
+    "  snprintf(gpuhal_host_assert_state.message, sizeof gpuhal_host_assert_state.message,\n"
+    "           \"gpuhal_assert(%s) failed at %s:%d in %s(), work-item (%u, %u, %u) of work-group (%u, %u, %u)\",\n"
+    "           condition, file, line, function, l0, l1, l2, g0, g1, g2);\n"
     "}";
 
 // The element count of one to four extents, and the check every host
@@ -134,6 +163,16 @@ const plugin::BuiltinText kBuiltins[] = {
      "__GPUHAL_AT_EACH_xchg(static inline, )\n"},
     {"gpuhal_atomic_cas", GPUHAL_PLUGIN_ATOMIC_HELPERS GPUHAL_PLUGIN_ATOMIC_BITS("cas", "__GPUHAL_AT_CAS")
      "__GPUHAL_AT_EACH_cas(static inline, )\n"},
+    {"gpuhal_printf", "#define gpuhal_printf(...) __gpuhal_printf_impl(__VA_ARGS__)"},
+    // __gpuhal_assert_at is what the work-item loops' rewrite turns an
+    // assertion in a kernel's body into (the loops are emitted after the
+    // source: their own __LINE__ and __func__ would mislead).
+    {"gpuhal_assert",
+     "#define __GPUHAL_STR(...) #__VA_ARGS__\n"
+     "#define gpuhal_assert(...) __gpuhal_assert_at(__LINE__, __func__, #__VA_ARGS__, __VA_ARGS__)\n"
+     "#define __gpuhal_assert_at(line, function, text, ...) ((__VA_ARGS__) ? (void)0 : __gpuhal_assert_fail(text, "
+     "__FILE__, line, function, gpuhal_local_id(0), gpuhal_local_id(1), gpuhal_local_id(2), gpuhal_group_id(0), "
+     "gpuhal_group_id(1), gpuhal_group_id(2)))"},
 };
 
 // Unpacks the arguments by the kernel's own parameter types (a template, so

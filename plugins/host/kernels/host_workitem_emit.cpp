@@ -12,11 +12,34 @@
 
 namespace gpuhal::host::workitem {
 
-// Statement text with `return;` turned into "this work-item is done".
+// The line of the user's source (after the core's `#line 1 "kernel"`) the
+// token at byte `at` is on: the loops are emitted after the source, where
+// __LINE__ would count on.
+int Rewriter::source_line(size_t at) const {
+  static const char kMarker[] = "#line 1 \"kernel\"\n";
+  const size_t marker = src_.rfind(kMarker, at);
+  const size_t from = marker == std::string::npos ? 0 : marker + sizeof kMarker - 1;
+  return 1 + int(std::count(src_.begin() + std::ptrdiff_t(from), src_.begin() + std::ptrdiff_t(at), '\n'));
+}
+
+// Statement text with `return;` turned into "this work-item is done", and
+// `gpuhal_assert(` into `__gpuhal_assert_at(<line>, "<kernel>", `: the
+// assertion names the line and kernel of the source, not of the loops.
 std::string Rewriter::body_text(size_t b, size_t e, const std::string &label) const {
   std::string out;
   size_t at = t_[b].begin;
   for (size_t i = b; i < e; ++i) {
+    if (t_[i].text == "gpuhal_assert" && i + 1 < e && t_[i + 1].text == "(" && i + 1 >= bb_ &&
+        match_[i + 1 - bb_] > i + 2 && match_[i + 1 - bb_] < e) {
+      const size_t close = match_[i + 1 - bb_];
+      const std::string condition = src_.substr(t_[i + 2].begin, t_[close - 1].end - t_[i + 2].begin);
+      out += src_.substr(at, t_[i].begin - at);
+      out += "__gpuhal_assert_at(" + std::to_string(source_line(t_[i].begin)) + ", \"" + name_ + "\", __GPUHAL_STR(" +
+             condition + "), " + condition + ")";
+      at = t_[close].end;
+      i = close;
+      continue;
+    }
     if (t_[i].text == "return") {
       out += src_.substr(at, t_[i].begin - at);
       out += "{ __gpuhal_done[__gpuhal_i] = 1; goto " + label + "; }";

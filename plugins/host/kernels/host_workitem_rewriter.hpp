@@ -152,6 +152,7 @@ class Rewriter {
   // ---- emission -----------------------------------------------------------------
 
   std::string body_text(size_t b, size_t e, const std::string &label) const;
+  int source_line(size_t at) const;
 
   // The region [rb, re) (re == 0: group-level code) binds the visible
   // names; *write_back receives the copies' stores for its end.

@@ -143,6 +143,15 @@ const plugin::BuiltinText kBuiltins[] = {
      "__GPUHAL_AT_EACH_xchg(static inline __attribute__((overloadable)), __global)\n""__GPUHAL_AT_EACH_xchg(static inline __attribute__((overloadable)), __local)\n"},
     {"gpuhal_atomic_cas", GPUHAL_PLUGIN_ATOMIC_HELPERS kFp64 GPUHAL_PLUGIN_ATOMIC_BITS("cas", "__GPUHAL_AT_CAS")
      "__GPUHAL_AT_EACH_cas(static inline __attribute__((overloadable)), __global)\n""__GPUHAL_AT_EACH_cas(static inline __attribute__((overloadable)), __local)\n"},
+    // ROCr runs no printf service (the hostcall buffer AMD's OpenCL runtime
+    // serves is not ROCr's): lower_builtin says NOT_SUPPORTED, and this text
+    // makes a use a compile error that names it.
+    {"gpuhal_printf",
+     "#define gpuhal_printf(...) ({ _Static_assert(0, \"gpuhal_printf: the hsa backend has no device printf "
+     "(Capability::KernelPrintf)\"); 0; })"},
+    // A trap: the queue fails, and the launch with it (ERROR_LAUNCH_FAILED,
+    // without the condition and line: the trap carries none).
+    {"gpuhal_assert", "#define gpuhal_assert(condition) ((condition) ? (void)0 : __builtin_trap())"},
 };
 
 }  // namespace
