@@ -130,3 +130,31 @@ def test_kernel_attributes_and_suggested_block_size():
     x = gpuhal.to_device(np.full(4 * block, 1.5, dtype=np.float32))
     k[4, block](x, np.uint32(4 * block))
     np.testing.assert_array_equal(x.copy_to_host(), np.full(4 * block, 3.0, dtype=np.float32))
+
+
+def test_printf_and_assert_from_kernels(python):
+    # In a fresh interpreter: gpuhal_printf writes to the process's stdout.
+    rc, out, err = python("""
+        import numpy as np, gpuhal
+        k = gpuhal.compile('''
+            GPUHAL_KERNEL void checked(GPUHAL_GLOBAL int *x, unsigned limit) {
+              unsigned i = gpuhal_global_id(0);
+              gpuhal_printf("item %u has %d\\\\n", i, x[i]);
+              gpuhal_assert(i < limit);
+            }''').checked
+        x = gpuhal.to_device(np.arange(8, dtype=np.int32) * 10)
+        k[1, 8](x, np.uint32(8))
+        gpuhal.synchronize()
+        k[1, 8](x, np.uint32(6))
+        try:
+            gpuhal.synchronize()
+        except gpuhal.LaunchFailedError as e:
+            print("failed:", e)
+    """)
+    assert rc == 0, err
+    lines = out.splitlines()
+    for i in range(8):
+        assert lines.count(f"item {i} has {10 * i}") == 2, out
+    failed = [line for line in lines if line.startswith("failed:")]
+    assert len(failed) == 1 and "kernel 'checked': gpuhal_assert(i < limit) failed at kernel:5" in failed[0], out
+    assert "work-item (6, 0, 0) of work-group (0, 0, 0)" in failed[0] or "work-item (7, 0, 0)" in failed[0], out

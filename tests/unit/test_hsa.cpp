@@ -530,6 +530,28 @@ TEST_CASE("hsa kernel: attributes from the code object's metadata, occupancy by 
   CHECK(s.min_grid == k.max_active_blocks_per_unit(s.block) * uint32_t(ctx.device().properties().multiprocessor_count));
 }
 
+TEST_CASE("hsa kernel: gpuhal_printf is unsupported and names itself, gpuhal_assert compiles to a trap",
+          "[kernel][hsa][printf]") {
+  FakeHsa fake;
+  Runtime rt = hsa_runtime();
+  Context ctx = rt.device(0).primary_context();
+  CHECK_FALSE(rt.supports(Capability::KernelPrintf));
+  // The lowering still defines it (gpuhal-info --lowering shows it).
+  bool listed = false;
+  for (const auto &b : rt.kernel_lowering())
+    if (b.first == "gpuhal_printf") listed = b.second.find("has no device printf") != std::string::npos;
+  CHECK(listed);
+  Module m = compile_or_skip(ctx, R"(
+GPUHAL_KERNEL void checked(GPUHAL_GLOBAL int *x, unsigned limit) {
+  unsigned i = gpuhal_global_id(0);
+  gpuhal_assert(i < limit);
+  x[i] += 1;
+})");
+  if (!m) return;
+  REQUIRE_GPUHAL_ERROR(Module::compile(ctx, kPrintAssert), Status::ERROR_COMPILATION_FAILED,
+                       "gpuhal_printf: the hsa backend has no device printf (Capability::KernelPrintf)");
+}
+
 #endif
 
 TEST_CASE("hsa backend: the native device is the GPU agent, and HSA has no native context") {
