@@ -4,9 +4,15 @@
 // strided views, barrier reductions, multi-dimensional and aligned shared
 // and local arrays, constant arrays, per-thread default streams that do not
 // wait for each other (shown with device work), and a stream of another
-// runtime wrapped as an external stream.
+// runtime wrapped as an external stream, kernel attributes and occupancy,
+// and gpuhal_printf's lines.
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <set>
 #include <thread>
 
 #include "conformance.hpp"
@@ -303,6 +309,50 @@ GPUHAL_KERNEL void scaled(GPUHAL_GLOBAL float *x, unsigned n) {
   env.ctx.synchronize();
 }
 
+
+// gpuhal_printf: each work-item's line reaches the process's stdout whole,
+// by the synchronisation after the launch.
+void printf_lines(Env &env) {
+  require(env, Capability::KernelPrintf, "kernel printf");
+  Module m = compile_kernels(env, R"(
+GPUHAL_KERNEL void say(GPUHAL_GLOBAL const int *x) {
+  unsigned i = gpuhal_global_id(0);
+  gpuhal_printf("gpuhal-conform printf %u=%d\n", i, x[i]);
+})");
+  std::vector<int32_t> values(96);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = int32_t(i) * 3 + 1;
+  DeviceArray x = to_device(env.ctx, HostView::of(values));
+  std::fflush(stdout);
+  char path[] = "/tmp/gpuhal-conform-printf-XXXXXX";
+  const int fd = mkstemp(path);
+  expect(fd >= 0, "no temporary file for stdout");
+  if (fd < 0) return;
+  const int saved = dup(1);
+  dup2(fd, 1);
+  std::string error;
+  try {
+    m.kernel("say")({3}, {32})(x);
+    env.ctx.synchronize();
+  } catch (const Error &e) {
+    error = e.what();
+  }
+  std::fflush(stdout);
+  dup2(saved, 1);
+  close(saved);
+  close(fd);
+  std::ifstream in(path);
+  std::string line;
+  std::set<std::string> seen;
+  while (std::getline(in, line))
+    if (line.rfind("gpuhal-conform printf ", 0) == 0) seen.insert(line);
+  unlink(path);
+  expect(error.empty(), "the launch failed: " + error);
+  for (size_t i = 0; i < values.size(); ++i) {
+    const std::string want = "gpuhal-conform printf " + std::to_string(i) + "=" + std::to_string(values[i]);
+    expect(seen.count(want) == 1, "no whole line '" + want + "' on stdout");
+  }
+}
+
 }  // namespace
 
 void add_feature_checks(std::vector<Check> &checks) {
@@ -325,6 +375,9 @@ void add_feature_checks(std::vector<Check> &checks) {
                     "kernel attributes agree with the device; occupancy counts launchable blocks only; the suggested "
                     "block size launches",
                     attributes_occupancy});
+  checks.push_back({"kernels.printf_lines",
+                    "gpuhal_printf from 96 work-items: every line whole on stdout by the next synchronisation",
+                    printf_lines});
   checks.push_back({"streams.per_thread_defaults_independent",
                     "per-thread default streams of two threads do not wait for each other (a spinning kernel)",
                     per_thread_streams_independent});
