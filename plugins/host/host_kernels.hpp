@@ -30,7 +30,7 @@ struct HostModule {
   ~HostModule();
 };
 
-struct HostContext;
+class HostContext;
 // True when k is a kernel of a module of c; *static_shared gets its bytes
 // of static shared memory, *stack_need its stack per work-item (0: unknown).
 // *assert_state, when asked for, gets the module's assert record (or null).
