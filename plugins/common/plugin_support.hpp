@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <new>
 #include <optional>
@@ -20,6 +21,18 @@
 #include "gpuhal/plugin.h"
 
 namespace gpuhal::plugin {
+
+// Fills a caller's versioned output struct (`{abi_version, struct_size}`
+// first) from `full`, the plugin's own complete one: every member after the
+// header, but no byte past the caller's struct_size (an older core's struct
+// is shorter). The caller's header is left as it set it.
+template <class T>
+void write_versioned(T *out, const T &full) {
+  constexpr size_t header = 2 * sizeof(uint32_t);
+  const size_t size = out->struct_size < sizeof(T) ? out->struct_size : sizeof(T);
+  if (size > header)
+    std::memcpy(reinterpret_cast<char *>(out) + header, reinterpret_cast<const char *>(&full) + header, size - header);
+}
 
 // Records `message` for the calling thread and returns `status`.
 gpuhal_status_t fail(gpuhal_status_t status, const std::string &message);

@@ -56,9 +56,7 @@ gpuhal_status_t kernel_attributes(gpuhal_context_t ctx, gpuhal_kernel_t kernel, 
         call_st != GPUHAL_SUCCESS)
       return call_st;
     a.preferred_block_multiple = uint32_t(std::max(warp, 1));
-    std::memcpy(reinterpret_cast<char *>(out) + 2 * sizeof(uint32_t),
-                reinterpret_cast<const char *>(&a) + 2 * sizeof(uint32_t),
-                std::min<size_t>(out->struct_size, sizeof(a)) - 2 * sizeof(uint32_t));
+    plugin::write_versioned(out, a);
     return GPUHAL_SUCCESS;
   });
 }

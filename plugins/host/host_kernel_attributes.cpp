@@ -36,8 +36,7 @@ gpuhal_status_t kernel_attributes(gpuhal_context_t ctx, gpuhal_kernel_t kernel, 
     a.local_bytes_per_thread = uint32_t(std::min<uint64_t>(stack_need, UINT32_MAX));
     a.registers_per_thread = 0;
     a.preferred_block_multiple = 1;  // the device's warp size: a work-item at a time
-    std::memcpy(reinterpret_cast<char *>(out) + 2 * sizeof(uint32_t), reinterpret_cast<const char *>(&a) + 2 * sizeof(uint32_t),
-                std::min<size_t>(out->struct_size, sizeof(a)) - 2 * sizeof(uint32_t));
+    plugin::write_versioned(out, a);
     return GPUHAL_SUCCESS;
   });
 }

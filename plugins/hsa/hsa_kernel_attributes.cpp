@@ -69,9 +69,7 @@ gpuhal_status_t kernel_attributes(gpuhal_context_t ctx, gpuhal_kernel_t kernel, 
     a.local_bytes_per_thread = k->private_segment_size;
     a.registers_per_thread = k->md.vgpr_count;
     a.preferred_block_multiple = std::max<uint32_t>(d.wavefront_size, 1);
-    std::memcpy(reinterpret_cast<char *>(out) + 2 * sizeof(uint32_t),
-                reinterpret_cast<const char *>(&a) + 2 * sizeof(uint32_t),
-                std::min<size_t>(out->struct_size, sizeof(a)) - 2 * sizeof(uint32_t));
+    plugin::write_versioned(out, a);
     return GPUHAL_SUCCESS;
   });
 }
