@@ -6,7 +6,8 @@
 // host -> device copy: >= 1.5x PoCL's buffer write) of the performance method;
 // bench_kernels_large.cpp adds S1/S2 (saxpy at 16M and 64M elements and its
 // launch shapes), M1 (tiled matmul), A2 (allocation), C1 (device-to-device
-// copies), each beside PoCL and the machine's own limit (machine_limits.hpp).
+// copies), each beside PoCL and the machine's own limit (machine_limits.hpp);
+// H6 is a histogram through atomics.
 //
 // The kernels are one portable source. For PoCL it is lowered here to
 // OpenCL C with the same builtin names (what the hsa backend's lowering
@@ -90,6 +91,111 @@ void run_pocl(benchmark::State &state, const char *name, size_t global, size_t l
 void BM_pocl_saxpy(benchmark::State &state) { run_pocl(state, "saxpy", kN, kBlock, 0); }
 void BM_pocl_block_sum(benchmark::State &state) { run_pocl(state, "block_sum", kN, kBlock, 1); }
 void BM_pocl_empty_kernel(benchmark::State &state) { run_pocl(state, "empty", 1, 1, 2); }
+
+// H6: a 256-bin histogram of 64 MiB of random bytes (atomics on shared
+// memory per group, then on global memory), against the same source on
+// PoCL (OpenCL 1.2's atomic_add). Each iteration clears the bins and
+// counts; the first result is checked against a count on the host.
+constexpr unsigned kHistBytes = 64u << 20;
+constexpr unsigned kHistGroups = 512;
+
+const char *kHistogram = R"(
+GPUHAL_KERNEL void histogram(GPUHAL_GLOBAL const unsigned char *data, unsigned n, GPUHAL_GLOBAL unsigned *bins) {
+  GPUHAL_SHARED_ARRAY(unsigned, local_bins, 256);
+  unsigned lid = gpuhal_local_id(0);
+  local_bins[lid] = 0;
+  gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+  for (unsigned i = gpuhal_global_id(0); i < n; i += gpuhal_global_size(0)) gpuhal_atomic_add(&local_bins[data[i]], 1u);
+  gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+  if (local_bins[lid]) gpuhal_atomic_add(&bins[lid], local_bins[lid]);
+}
+)";
+
+const std::vector<unsigned char> &histogram_data() {
+  static const std::vector<unsigned char> data = [] {
+    std::vector<unsigned char> d(kHistBytes);
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    for (auto &b : d) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;  // xorshift64
+      b = (unsigned char)(x >> 56);
+    }
+    return d;
+  }();
+  return data;
+}
+
+bool histogram_right(const std::vector<uint32_t> &bins) {
+  std::vector<uint32_t> want(256, 0);
+  for (unsigned char b : histogram_data()) ++want[b];
+  return bins == want;
+}
+
+void BM_gpuhal_histogram(benchmark::State &state) {
+  auto &g = gpuhal_state();
+  static gpuhal::Kernel k = gpuhal::Module::compile(g.ctx, kHistogram).kernel("histogram");
+  static gpuhal::DeviceArray data = gpuhal::to_device(g.ctx, gpuhal::HostView::of(histogram_data()));
+  static gpuhal::DeviceArray bins = gpuhal::device_array(g.ctx, {256}, gpuhal::dtypes::uint32);
+  bool checked = false;
+  for (auto _ : state) {
+    bins.memset(0, g.stream);
+    k({kHistGroups}, {256}, g.stream)(data, kHistBytes, bins);
+    g.stream.synchronize();
+    if (!checked) {
+      state.PauseTiming();
+      checked = true;
+      if (!histogram_right(bins.copy_to_host().to_vector<uint32_t>())) state.SkipWithError("wrong histogram counts");
+      state.ResumeTiming();
+    }
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * kHistBytes);
+}
+
+void BM_pocl_histogram(benchmark::State &state) {
+  auto &p = pocl_state();
+  if (!p.ok) {
+    state.SkipWithError(p.why.c_str());
+    return;
+  }
+  cl_int err = 0;
+  const std::string src = std::string(kOpenClLowering) + "#define gpuhal_global_size(d) ((unsigned)get_global_size(d))\n" +
+                          "#define gpuhal_atomic_add(p, v) atomic_add((p), (v))\n" + kHistogram;
+  const char *text = src.c_str();
+  cl_program program = clCreateProgramWithSource(p.ctx, 1, &text, nullptr, &err);
+  if (clBuildProgram(program, 0, nullptr, "-cl-std=CL1.2", nullptr, nullptr) != CL_SUCCESS) {
+    state.SkipWithError("PoCL could not build the histogram");
+    clReleaseProgram(program);
+    return;
+  }
+  cl_kernel k = clCreateKernel(program, "histogram", &err);
+  const auto &host = histogram_data();
+  cl_mem data = clCreateBuffer(p.ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, kHistBytes,
+                               const_cast<unsigned char *>(host.data()), &err);
+  cl_mem bins = clCreateBuffer(p.ctx, CL_MEM_READ_WRITE, 256 * 4, nullptr, &err);
+  const cl_uint n = kHistBytes, zero = 0;
+  clSetKernelArg(k, 0, sizeof(cl_mem), &data);
+  clSetKernelArg(k, 1, sizeof n, &n);
+  clSetKernelArg(k, 2, sizeof(cl_mem), &bins);
+  const size_t global = size_t(kHistGroups) * 256, local = 256;
+  bool checked = false;
+  for (auto _ : state) {
+    clEnqueueFillBuffer(p.queue, bins, &zero, sizeof zero, 0, 256 * 4, 0, nullptr, nullptr);
+    clEnqueueNDRangeKernel(p.queue, k, 1, nullptr, &global, &local, 0, nullptr, nullptr);
+    clFinish(p.queue);
+    if (!checked) {
+      state.PauseTiming();
+      checked = true;
+      std::vector<uint32_t> got(256);
+      clEnqueueReadBuffer(p.queue, bins, CL_TRUE, 0, 256 * 4, got.data(), 0, nullptr, nullptr);
+      if (!histogram_right(got)) state.SkipWithError("PoCL: wrong histogram counts");
+      state.ResumeTiming();
+    }
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * kHistBytes);
+  clReleaseMemObject(bins);
+  clReleaseMemObject(data);
+  clReleaseKernel(k);
+  clReleaseProgram(program);
+}
 
 // H2: a large host -> device copy, against PoCL's buffer write of the same
 // bytes (and, in gpuhal-bench-copy, single-thread memcpy).
@@ -176,6 +282,8 @@ BENCHMARK(BM_gpuhal_block_sum)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_pocl_block_sum)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_gpuhal_empty_kernel)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_pocl_empty_kernel)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_gpuhal_histogram)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_pocl_histogram)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_gpuhal_h2d_64MiB)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_pocl_write_64MiB)->UseRealTime()->Unit(benchmark::kMillisecond);
 

@@ -42,6 +42,8 @@ TARGETS = [
      "barrier-free kernel vs PoCL"),
     ("H5 barriers", "kernels", "BM_gpuhal_block_sum/real_time", "BM_pocl_block_sum/real_time", "speed", 10.0,
      "barrier + shared-memory kernel (block reduction) vs PoCL"),
+    ("H6 histogram", "kernels", "BM_gpuhal_histogram/real_time", "BM_pocl_histogram/real_time", "speed", 1.0,
+     "256-bin histogram of 64 MiB through shared and global atomics vs PoCL"),
 ] + [
     ("S1 %s" % label, "kernels", "BM_gpuhal_saxpy_%s/real_time" % ours, "BM_pocl_saxpy_%s/real_time" % size, "speed",
      1.0, "saxpy %s elements%s vs PoCL; limit: triad" % (size, shape),
