@@ -23,14 +23,14 @@ if ! "$numpy_env/bin/python" -c 'import numpy' 2>/dev/null; then
   python3 -m venv "$numpy_env"
   "$numpy_env/bin/python" -m pip install --quiet --disable-pip-version-check "numpy>=2.1,<3"
 fi
-cmake -S . -B "$build" -G Ninja -DGPUHAL_BUILD_TESTS=ON -DGPUHAL_WERROR=ON \
+cmake -S . -B "$build" -G Ninja -DGPUHAL_DEVELOPER=ON -DGPUHAL_BUILD_TESTS=ON -DGPUHAL_WERROR=ON \
   -DGPUHAL_NUMPY_PYTHON="$(cd "$numpy_env/bin" && pwd)/python" >/dev/null
 cmake --build "$build"
 
 if [ "${GPUHAL_SANITIZERS:-1}" != "0" ]; then
   # The install tests build consumers without the sanitizer runtime: not rerun.
   echo "== AddressSanitizer + UndefinedBehaviorSanitizer"
-  cmake -S . -B "$build-asan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGPUHAL_SANITIZE=address,undefined >/dev/null
+  cmake -S . -B "$build-asan" -G Ninja -DGPUHAL_DEVELOPER=ON -DCMAKE_BUILD_TYPE=Debug -DGPUHAL_SANITIZE=address,undefined >/dev/null
   cmake --build "$build-asan"
   # use_tls=0: LLVM 14's LeakSanitizer crashes in its tracer ("Tracer caught
   # signal 11") while scanning the dynamic TLS of plugins that were dlclosed
@@ -39,12 +39,12 @@ if [ "${GPUHAL_SANITIZERS:-1}" != "0" ]; then
   export LSAN_OPTIONS="use_tls=0:suppressions=$PWD/tests/lsan.supp"
   ASAN_OPTIONS=detect_leaks=1 ctest --test-dir "$build-asan" --output-on-failure -j"$jobs" -R '^(unit|cli|abi|conform)\.'
   echo "== ThreadSanitizer"
-  cmake -S . -B "$build-tsan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGPUHAL_SANITIZE=thread >/dev/null
+  cmake -S . -B "$build-tsan" -G Ninja -DGPUHAL_DEVELOPER=ON -DCMAKE_BUILD_TYPE=Debug -DGPUHAL_SANITIZE=thread >/dev/null
   cmake --build "$build-tsan"
   TSAN_OPTIONS=halt_on_error=1 ctest --test-dir "$build-tsan" --output-on-failure -j"$jobs" -R '^(unit|conform)\.'
 
   echo "== fuzz (libFuzzer, clang, ASan+UBSan)"
-  cmake -S . -B "$build-fuzz" -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DGPUHAL_FUZZ=ON \
+  cmake -S . -B "$build-fuzz" -G Ninja -DGPUHAL_DEVELOPER=ON -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DGPUHAL_FUZZ=ON \
     -DGPUHAL_SANITIZE=address,undefined -DGPUHAL_BUILD_TESTS=OFF -DGPUHAL_BUILD_EXAMPLES=OFF \
     -DGPUHAL_BUILD_BENCHMARKS=OFF >/dev/null
   cmake --build "$build-fuzz"

@@ -8,6 +8,8 @@
 // ignored (and that is logged).
 #pragma once
 
+#include "gpuhal/cxx_standard.hpp"
+
 #include <cstdint>
 #include <functional>
 #include <optional>

@@ -2,6 +2,8 @@
 // Element types: DLPack's (code, bits, lanes) triple with NumPy's names.
 #pragma once
 
+#include "gpuhal/cxx_standard.hpp"
+
 #include <complex>
 #include <cstdint>
 #include <string>

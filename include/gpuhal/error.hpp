@@ -6,6 +6,8 @@
 // names the vendor call and the vendor's error text). Destructors never throw.
 #pragma once
 
+#include "gpuhal/cxx_standard.hpp"
+
 #include <cstdint>
 #include <stdexcept>
 #include <string>

@@ -5,6 +5,8 @@
 // overflow. A Layout is an immutable value; every method is thread-safe.
 #pragma once
 
+#include "gpuhal/cxx_standard.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <string>

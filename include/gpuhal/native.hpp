@@ -12,6 +12,8 @@
 //   NativeIpcHandle has the layout of gpuhal_ipc_handle_t (64 opaque bytes)
 #pragma once
 
+#include "gpuhal/cxx_standard.hpp"
+
 #include <cstddef>
 #include <cstdint>
 

@@ -34,6 +34,18 @@ cmake)
   # CMake wraps the message: compare with the line breaks made spaces.
   tr -s ' \n' '  ' <"$work/missing.log" |
     grep -o "the 'nosuchbackend' backend plugin (libgpuhal-nosuchbackend.so) is not installed"
+  # Before 1.0 each minor version may break the API: 0.1 does not satisfy 0.0.
+  if cmake -S "$src/tests/consumer" -B "$work/b-old" -G Ninja -DWANT_VERSION=0.0 \
+    -DCMAKE_PREFIX_PATH="$work/prefix" >"$work/old.log" 2>&1; then
+    echo "consumer: find_package(gpuhal 0.0) accepted version 0.1"
+    exit 1
+  fi
+  grep -q "0.1.0" "$work/old.log" && echo "find_package(gpuhal 0.0) refused: version 0.1.0 is not compatible"
+  # The documentation and the licence are installed.
+  for f in LICENSE README.md CHANGELOG.md docs/user-guide.md; do
+    [ -f "$work/prefix/share/doc/gpuhal/$f" ] || { echo "consumer: share/doc/gpuhal/$f not installed"; exit 1; }
+  done
+  echo "documentation installed under share/doc/gpuhal"
   ;;
 pkgconfig)
   pc=$(dirname "$(find "$work/prefix" -name gpuhal.pc | head -1)")
