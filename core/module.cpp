@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Modules and kernels: lowering, compile + load through the plugin, kernel
 // lookup (launches: kernel_launch.cpp).
+#include <chrono>
 #include <climits>
 #include <cmath>
+#include <cstdio>
 #include <mutex>
 
 #include "module_impl.hpp"
@@ -143,7 +145,19 @@ Module Module::compile(const Context &ctx, const std::string &source, const Modu
   void *image = nullptr;
   uint64_t bytes = 0;
   uint32_t format = 0;
+  const auto started = std::chrono::steady_clock::now();
   t.module_compile(c.handle, &args, &image, &bytes, &format);
+  // A first compile can take a second or more (the host backend runs the
+  // system compiler; NVRTC, amd_comgr): said at info level, with the time.
+  if (c.logger().enabled(LogLevel::Info)) {
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+    std::string list;
+    for (const char *n : names) list += std::string(list.empty() ? "" : ", ") + n;
+    char took[32];
+    std::snprintf(took, sizeof took, "%.1f ms", ms);
+    c.logger().write(LogLevel::Info, "Module::compile: " + std::to_string(names.size()) + " kernel(s) (" + list +
+                                         ") compiled for the " + c.lib().name() + " backend in " + took);
+  }
   try {
     m->image.assign(static_cast<const char *>(image), size_t(bytes));
   } catch (...) {

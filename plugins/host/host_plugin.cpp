@@ -108,13 +108,15 @@ gpuhal_status_t init(const gpuhal_init_args_t *args) {
     int64_t loops = 1;
     uint64_t mapping_cache = 64ull << 20;
     int64_t huge_pages = 1;
+    uint64_t cache_max = 0;
     if (!opts.get_int("GPUHAL_HOST_DEVICES", 0, 64, &devices, &error) ||
         !opts.get_bytes("GPUHAL_HOST_MEMORY_LIMIT", &limit, &error) ||
         !opts.get_int("GPUHAL_HOST_THREADS", 0, 1024, &threads, &error) ||
         !opts.get_bytes("GPUHAL_HOST_FIBER_STACK", &fiber_stack, &error) ||
         !opts.get_int("GPUHAL_HOST_WORK_ITEM_LOOPS", 0, 1, &loops, &error) ||
         !opts.get_bytes("GPUHAL_HOST_MAPPING_CACHE", &mapping_cache, &error) ||
-        !opts.get_int("GPUHAL_HOST_HUGE_PAGES", 0, 1, &huge_pages, &error))
+        !opts.get_int("GPUHAL_HOST_HUGE_PAGES", 0, 1, &huge_pages, &error) ||
+        !opts.get_bytes("GPUHAL_KERNEL_CACHE_MAX", &cache_max, &error))
       return fail(GPUHAL_ERROR_INVALID_CONFIG, error);
     if (fiber_stack < 16 * 1024 || fiber_stack > (uint64_t(1) << 30))
       return fail(GPUHAL_ERROR_INVALID_CONFIG,
@@ -146,6 +148,7 @@ gpuhal_status_t init(const gpuhal_init_args_t *args) {
       st.compiler.vectorizing_cxx.clear();  // the user's compiler for everything
     }
     if (auto dir = opts.get("GPUHAL_KERNEL_CACHE"); dir && !dir->empty()) st.compiler.cache_dir = *dir;
+    st.compiler.cache_max = cache_max;
     for (int64_t i = 0; i < devices; ++i) {
       auto d = std::make_unique<HostDevice>();
       d->ordinal = int(i);

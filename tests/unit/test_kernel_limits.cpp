@@ -163,3 +163,33 @@ GPUHAL_KERNEL void fill(GPUHAL_GLOBAL int *out) { out[gpuhal_global_id(0)] = 2; 
   CHECK(run(kSetTwo) == std::vector<int32_t>(8, 2));
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("kernel cache: GPUHAL_KERNEL_CACHE_MAX keeps the most recently used entries within the limit",
+          "[kernel_limits]") {
+  const std::string dir = std::filesystem::temp_directory_path() / ("gpuhal-cache-max-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  auto entries = [&] {
+    std::set<std::string> names;
+    for (const auto &e : std::filesystem::directory_iterator(dir))
+      if (e.path().extension() == ".so") names.insert(e.path().filename().string());
+    return names;
+  };
+  const char *a = "GPUHAL_KERNEL void a(GPUHAL_GLOBAL int *x) { x[0] = 1; }";
+  const char *b = "GPUHAL_KERNEL void b(GPUHAL_GLOBAL int *x) { x[0] = 2; }";
+  {
+    // 1 byte: only the entry just made stays.
+    Context ctx = test::host_context({{"GPUHAL_KERNEL_CACHE", dir}, {"GPUHAL_KERNEL_CACHE_MAX", "1"}});
+    Module::compile(ctx, a);
+    const auto after_a = entries();
+    REQUIRE(after_a.size() == 1);
+    Module::compile(ctx, b);
+    const auto after_b = entries();
+    REQUIRE(after_b.size() == 1);
+    CHECK(after_b != after_a);  // a's entry went, b's is kept
+    Module::compile(ctx, a);    // compiled again, and b's goes
+    CHECK(entries() == after_a);
+  }
+  REQUIRE_GPUHAL_ERROR(test::host_runtime({{"GPUHAL_KERNEL_CACHE", dir}, {"GPUHAL_KERNEL_CACHE_MAX", "lots"}}),
+                       Status::ERROR_INITIALIZATION_FAILED, "GPUHAL_KERNEL_CACHE_MAX='lots': expected a byte count");
+  std::filesystem::remove_all(dir);
+}

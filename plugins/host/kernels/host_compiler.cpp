@@ -10,14 +10,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <climits>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <random>
 #include <sstream>
+#include <vector>
 
 #include <xxhash.h>
 
@@ -95,14 +98,15 @@ bool safe_dir(const std::string &dir) {
 }
 
 std::string cache_dir(const CompilerSettings &s) {
-  std::string dir = s.cache_dir;
-  if (dir.empty()) {
+  std::string dir = s.cache_dir == "off" ? std::string() : s.cache_dir;
+  if (dir.empty() && s.cache_dir != "off") {
     if (const char *x = std::getenv("XDG_CACHE_HOME"); x && *x == '/')
       dir = std::string(x) + "/gpuhal/kernels";
     else if (const char *h = std::getenv("HOME"); h && *h == '/')
       dir = std::string(h) + "/.cache/gpuhal/kernels";
   }
   if (!dir.empty() && make_dirs(dir) && safe_dir(dir)) return dir;
+  // "off", no home, or an unusable directory: a private one, removed at exit.
   if (!dir.empty())
     plugin::log(GPUHAL_LOG_WARN, "host: kernel cache '" + dir +
                                      "' cannot be created or is writable by others; using a private temporary one");
@@ -116,6 +120,53 @@ std::string cache_dir(const CompilerSettings &s) {
     g_private_dir = buf.data();
   }
   return g_private_dir;
+}
+
+// GPUHAL_KERNEL_CACHE_MAX: removes the entries (<name>.so with its .key and
+// .stack) used least recently (the .so's modification time, renewed at
+// each hit) until the directory's entries hold at most `max` bytes; `keep`
+// (the entry just made) stays even when it alone is larger. Safe against
+// other processes: a module is read into memory before it is loaded, and
+// an entry removed under a reader is compiled again by the next one.
+void evict_least_recent(const std::string &dir, uint64_t max, const std::string &keep) {
+  struct Entry {
+    std::string name;
+    uint64_t bytes = 0;
+    timespec used{};
+  };
+  std::map<std::string, Entry> entries;
+  DIR *d = ::opendir(dir.c_str());
+  if (!d) return;
+  while (struct dirent *e = ::readdir(d)) {
+    const std::string n = e->d_name;
+    const size_t dot = n.find('.');
+    if (dot == std::string::npos) continue;
+    const std::string base = n.substr(0, dot), rest = n.substr(dot);
+    if (rest != ".so" && rest != ".so.key" && rest != ".so.stack") continue;  // not temporaries of a compile
+    struct stat st;
+    if (::stat((dir + "/" + n).c_str(), &st) != 0) continue;
+    Entry &entry = entries[base];
+    entry.name = base;
+    entry.bytes += uint64_t(st.st_size);
+    if (rest == ".so") entry.used = st.st_mtim;
+  }
+  ::closedir(d);
+  uint64_t total = 0;
+  std::vector<Entry> order;
+  for (const auto &kv : entries) {
+    total += kv.second.bytes;
+    order.push_back(kv.second);
+  }
+  std::sort(order.begin(), order.end(), [](const Entry &a, const Entry &b) {
+    return a.used.tv_sec != b.used.tv_sec ? a.used.tv_sec < b.used.tv_sec : a.used.tv_nsec < b.used.tv_nsec;
+  });
+  for (const Entry &e : order) {
+    if (total <= max) break;
+    if (e.name == keep) continue;
+    for (const char *suffix : {".so", ".so.key", ".so.stack"}) ::unlink((dir + "/" + e.name + suffix).c_str());
+    total -= e.bytes;
+    plugin::log(GPUHAL_LOG_DEBUG, "host: kernel cache over GPUHAL_KERNEL_CACHE_MAX: removed " + e.name + ".so");
+  }
 }
 
 bool read_file(const std::string &path, std::vector<unsigned char> *out) {
@@ -216,6 +267,7 @@ gpuhal_status_t compile_host_module(const CompilerSettings &settings, const std:
     std::vector<unsigned char> stored;
     const bool has_key = read_file(key_file, &stored);
     if (has_key && stored.size() == key.size() && std::equal(stored.begin(), stored.end(), key.begin())) {
+      ::utimensat(AT_FDCWD, so.c_str(), nullptr, 0);  // used now: the last to evict
       std::vector<unsigned char> stack;
       if (read_file(stack_file, &stack)) append_stack_usage(image, std::string(stack.begin(), stack.end()));
       return GPUHAL_SUCCESS;
@@ -291,6 +343,7 @@ gpuhal_status_t compile_host_module(const CompilerSettings &settings, const std:
     publish(key_file, tmp_so + ".key", key);
     if (gcc) publish(stack_file, tmp_so + ".stack", stack_text);
     if (::rename(tmp_so.c_str(), so.c_str()) != 0) ::unlink(tmp_so.c_str());
+    if (settings.cache_max) evict_least_recent(dir, settings.cache_max, name);
   }
   append_stack_usage(image, stack_text);
   return GPUHAL_SUCCESS;

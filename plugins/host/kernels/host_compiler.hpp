@@ -49,7 +49,8 @@ struct CompilerSettings {
   // For modules without fiber kernels; "" when GPUHAL_HOST_CXX chose one
   // compiler for everything (and in sanitizer builds, see above).
   std::string vectorizing_cxx = kVectorizingCompiler;
-  std::string cache_dir;  // "" = the default place
+  std::string cache_dir;  // "" = the default place; "off" = a private temporary one (nothing kept)
+  uint64_t cache_max = 0;  // GPUHAL_KERNEL_CACHE_MAX: bytes kept, least recently used evicted (0: no limit)
 };
 
 // True when `cxx` names a compiler found in PATH (or an existing path).
