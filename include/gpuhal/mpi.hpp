@@ -210,8 +210,8 @@ struct Buffer {
   MPI_Datatype type = MPI_BYTE;
   bool staged = false;
   HostView staging_view;  // the staged elements, C order
-  Staging::Lease lease;   // staged without a Staging: the buffer itself
-  HostArray own;
+  Staging::Lease lease;   // staged through a Staging: the buffer lent
+  HostArray own;          // staged without one: a buffer of this call
 };
 
 inline bool pass_through(const DeviceArray &a, Path path, const char *what) {

@@ -228,7 +228,7 @@ TEST_CASE("cuda kernel: attributes and occupancy come from cuFuncGetAttribute an
     const uint32_t warps = (block + 31) / 32;
     uint32_t n = std::min(2048 / (warps * 32), 32u);
     n = std::min(n, 65536 / ((a.registers_per_thread * 32 + 255) / 256 * 256 * warps));
-    return std::min(n, uint32_t(228 * 1024 / (1024 + dynamic + 1024)));
+    return std::min(n, uint32_t(228 * 1024 / ((1024 + dynamic + 1024 + 127) / 128 * 128)));
   };
   CHECK(k.max_active_blocks_per_unit(128) == expected(128, 0));
   CHECK(k.max_active_blocks_per_unit(1024) == expected(1024, 0));

@@ -65,15 +65,16 @@
 //    compute capability with CUDA_ERROR_INVALID_PTX (218).
 //  - CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES is one value per
 //    function: the last cuFuncSetAttribute wins.
-//  - cuOccupancyMaxActiveBlocksPerMultiprocessor counts blocks by the
-//    occupancy calculator's rules with the limits of compute capability 9.0
-//    ("Technical Specifications per Compute Capability"): 2048 resident
+//  - cuOccupancyMaxActiveBlocksPerMultiprocessor counts blocks by the rules
+//    of the toolkit's cuda_occupancy.h with the limits of compute capability
+//    9.0 ("Technical Specifications per Compute Capability"): 2048 resident
 //    threads, 32 resident blocks, 65536 32-bit registers allocated per warp
-//    in units of 256, and 228 KiB of shared memory per multiprocessor, of
-//    which each block also takes 1 KiB reserved by the system. A block over
-//    the function's MAX_THREADS_PER_BLOCK, or dynamic shared memory over its
-//    MAX_DYNAMIC_SHARED_SIZE_BYTES (48 KiB until cuFuncSetAttribute raises
-//    it), gives 0 blocks.
+//    in units of 256, 228 KiB of shared memory per multiprocessor, each
+//    block's being its static, reserved (1 KiB) and dynamic parts rounded up
+//    to 128 bytes. A block over 1024 threads, or over the per-block shared
+//    limit (48 KiB + the reserved part, the 227 KiB opt-in once
+//    MAX_DYNAMIC_SHARED_SIZE_BYTES was set, and then dynamic over that
+//    attribute), gives 0 blocks.
 //  - Destroying a primary context (reset, or the last release) destroys
 //    everything made in it: streams, events, memory, modules.
 #pragma once
@@ -500,6 +501,7 @@ struct Function {
   // The driver API is thread-safe: one thread's cuFuncSetAttribute may run
   // while another's cuLaunchKernel reads the limit (each sees a whole value).
   std::atomic<int> max_dynamic_shared{48 * 1024};
+  std::atomic<bool> dynamic_opted_in{false};  // MAX_DYNAMIC_SHARED_SIZE_BYTES was set
 };
 struct Module {
   std::vector<std::unique_ptr<Function>> functions;

@@ -198,7 +198,19 @@ API CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, void *fn, 
   if (!blocks) return INVALID_VALUE;
   if (!f) return INVALID_HANDLE;
   if (block_size <= 0) return INVALID_VALUE;
-  if (block_size > 1024 || dynamic > size_t(f->max_dynamic_shared.load())) {
+  // cuda_occupancy.h's cudaOccMaxBlocksPerSMBlockBarrierLimit / ...SmemLimit:
+  // "if (blockSize > properties->maxThreadsPerBlock) maxBlocks = 0"; the
+  // block's shared memory is static + reservedSharedMemPerBlock + dynamic,
+  // rounded up to the allocation granularity (128 bytes on 9.0), against
+  // sharedMemPerBlock (48 KiB) + the reserved part -- the opt-in limit
+  // (227 KiB) once the function's MAX_DYNAMIC_SHARED_SIZE_BYTES was set,
+  // and then dynamic may not pass that attribute ("the current launch
+  // dynamic shared memory must not exceed the set limit").
+  const bool opted_in = f->dynamic_opted_in.load();
+  const size_t reserved = 1024, fixed = size_t(f->static_shared);
+  const size_t limit = (opted_in ? 227 * 1024 : 48 * 1024) + reserved;
+  const size_t per_block = (fixed + reserved + dynamic + 127) / 128 * 128;
+  if (block_size > 1024 || per_block > limit || (opted_in && dynamic > size_t(f->max_dynamic_shared.load()))) {
     *blocks = 0;
     return OK;
   }
@@ -208,8 +220,7 @@ API CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, void *fn, 
     const int per_warp = (f->registers * 32 + 255) / 256 * 256;
     n = std::min(n, 65536 / (per_warp * warps));
   }
-  const size_t shared = size_t(f->static_shared) + dynamic + 1024;
-  n = std::min(n, int(228 * 1024 / shared));
+  n = std::min(n, int(228 * 1024 / per_block));
   *blocks = n;
   return OK;
 }
@@ -223,6 +234,7 @@ API CUresult cuFuncSetAttribute(void *fn, int attr, int value) {
   if (g_slow_set_value.compare_exchange_strong(expected, -1))
     std::this_thread::sleep_for(std::chrono::milliseconds(g_slow_set_ms.load()));
   f->max_dynamic_shared = value;  // one value per function: the last write wins
+  f->dynamic_opted_in = true;     // the occupancy calculator's FUNC_SHMEM_LIMIT_OPTIN
   return OK;
 }
 // FAKE_CUDA_FAULTING_KERNELS: kernels whose launches fault.
