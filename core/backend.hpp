@@ -39,7 +39,8 @@ namespace gpuhal::detail {
 // of locked instructions (each one waits for the copy's stores to drain).
 inline constexpr std::string_view kSubmittingEntries[] = {"memcpy_async",        "memset_async",   "stream_wait_event",
                                                           "stream_add_callback", "event_record",   "stream_barrier",
-                                                          "mem_alloc_async",     "mem_free_async", "launch"};
+                                                          "mem_alloc_async",     "mem_free_async", "launch",
+                                                          "graph_exec_launch"};
 constexpr bool submits_work(std::string_view entry) {
   for (std::string_view e : kSubmittingEntries)
     if (e == entry) return true;

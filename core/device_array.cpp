@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <utility>
 
+#include "graph_impl.hpp"
 #include "internal.hpp"
 #include "strided_copy.hpp"
 
@@ -126,11 +127,19 @@ void DeviceArray::memset(uint8_t value, const Stream &stream) const {
 namespace {
 
 // The plugin stream handle for a transfer, after liveness and context checks.
-gpuhal_stream_t stream_handle(const std::shared_ptr<detail::ContextImpl> &ctx, const Stream &s, const char *call) {
+// A capturing stream's capture keeps `memory` (and `other`, a copy's
+// source) alive: a graph replays the copy (graph_impl.hpp).
+gpuhal_stream_t stream_handle(const std::shared_ptr<detail::ContextImpl> &ctx, const Stream &s, const char *call,
+                              const DeviceMemory &memory, const DeviceMemory *other = nullptr) {
   if (!detail::impl_of(s)) throw Error(Status::ERROR_INVALID_HANDLE, what(call) + ": null stream");
   if (detail::impl_of(s)->ctx != ctx)
     throw Error(Status::ERROR_INVALID_HANDLE, what(call) + ": the stream belongs to another context");
-  return detail::impl_of(s)->live(call);
+  const gpuhal_stream_t h = detail::impl_of(s)->live(call);
+  if (detail::capturing(*detail::impl_of(s))) {
+    detail::keep_for_capture(*detail::impl_of(s), detail::impl_of(memory));
+    if (other) detail::keep_for_capture(*detail::impl_of(s), detail::impl_of(*other));
+  }
+  return h;
 }
 
 // Equal shapes. std::vector's == calls memcmp through the PLT, about 5 ns
@@ -194,7 +203,7 @@ void DeviceArray::copy_from_host_impl(const HostView &src, const Stream *stream)
 [[gnu::noinline]] void DeviceArray::copy_from_host_general(const HostView &src, const Stream *stream) const {
   const char *call = "copy_from_host";
   check_live(ctx_, memory_, call);
-  gpuhal_stream_t sh = stream ? stream_handle(ctx_, *stream, call) : nullptr;
+  gpuhal_stream_t sh = stream ? stream_handle(ctx_, *stream, call, memory_) : nullptr;
   // The common case on a stream (the synchronous one is copy_from_host_impl's).
   if (same_c_contiguous(layout_, dtype_, src)) {
     const gpuhal_deviceptr_t dst = memory_.device_pointer() + uint64_t(layout_.span_begin());
@@ -245,7 +254,7 @@ void DeviceArray::copy_from_device_impl(const DeviceArray &src, const Stream *st
   check_live(src.ctx_, src.memory_, call);
   if (src.ctx_->runtime != ctx_->runtime)
     throw Error(Status::ERROR_INVALID_VALUE, what(call) + ": the source array belongs to another runtime");
-  gpuhal_stream_t sh = stream ? stream_handle(ctx_, *stream, call) : nullptr;
+  gpuhal_stream_t sh = stream ? stream_handle(ctx_, *stream, call, memory_, &src.memory_) : nullptr;
   const Layout dcore = layout_.core(), score = src.layout_.core();
   // Layouts a byte copy cannot do (strided, or the same elements laid out
   // otherwise) are copied element by element in the same context, as
@@ -301,7 +310,9 @@ HostArray DeviceArray::copy_to_host(const Stream &stream) const {
                 what("copy_to_host") + ": cannot allocate " + std::to_string(bytes) + " host bytes");
   auto release = [s = stream, b = uint64_t(bytes)](void *p) noexcept {
     try {
-      if (s.query()) {
+      // A capturing stream cannot be queried (that would invalidate its
+      // capture): queued instead.
+      if (detail::impl_of(s) && !detail::capturing(*detail::impl_of(s)) && s.query()) {
         std::free(p);
         return;
       }
@@ -314,7 +325,11 @@ HostArray DeviceArray::copy_to_host(const Stream &stream) const {
       std::free(p);  // no queue: the context is gone, and with it every stream that could write here
     }
   };
-  HostArray out = HostArray::adopt(std::shared_ptr<void>(mem, release), layout_, dtype_);
+  std::shared_ptr<void> buffer(mem, release);
+  // Recorded into a capture, the copy writes here at every launch of the
+  // graph: the graph keeps the buffer.
+  if (detail::impl_of(stream)) detail::keep_for_capture(*detail::impl_of(stream), buffer);
+  HostArray out = HostArray::adopt(std::move(buffer), layout_, dtype_);
   copy_to_host_impl(out.view(), &stream, true);
   return out;
 }
@@ -335,7 +350,7 @@ void DeviceArray::copy_to_host_impl(const HostView &dst, const Stream *stream, b
                                                          bool own_buffer) const {
   const char *call = "copy_to_host";
   check_live(ctx_, memory_, call);
-  gpuhal_stream_t sh = stream ? stream_handle(ctx_, *stream, call) : nullptr;
+  gpuhal_stream_t sh = stream ? stream_handle(ctx_, *stream, call, memory_) : nullptr;
   if (!dst.writeable())
     throw Error(Status::ERROR_INVALID_VALUE, what(call) + ": the destination host view is read-only");
   check_compatible(layout_, dtype_, dst.layout(), dst.dtype());
@@ -375,7 +390,7 @@ void DeviceArray::copy_to_host_impl(const HostView &dst, const Stream *stream, b
 void DeviceArray::memset_impl(uint8_t value, const Stream *stream) const {
   const char *call = "memset";
   check_live(ctx_, memory_, call);
-  gpuhal_stream_t sh = stream ? stream_handle(ctx_, *stream, call) : nullptr;
+  gpuhal_stream_t sh = stream ? stream_handle(ctx_, *stream, call, memory_) : nullptr;
   if (size() == 0) return;
   if (!layout_.is_contiguous()) throw Error(Status::ERROR_NOT_CONTIGUOUS, what(call) + ": " + kContiguousMessage);
   const detail::Backend &t = ctx_->backend();

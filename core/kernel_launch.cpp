@@ -5,6 +5,7 @@
 #include <climits>
 #include <cmath>
 
+#include "graph_impl.hpp"
 #include "module_impl.hpp"
 #include "scalar_value.hpp"
 
@@ -72,10 +73,66 @@ void check_array(const DeviceArray &d, const KernelParam *p, const What &what) {
 }
 
 
+// A scalar argument into `out` (8 bytes): converted to the parameter's
+// type, or copied as it is for a kernel without a scanned declaration.
+void pack_scalar(const KernelArg &a, const KernelParam *p, const What &what, uint64_t *out) {
+  if (p && p->pointer)
+    throw Error(Status::ERROR_INVALID_VALUE, what.str() + ": a scalar for the pointer parameter '" + p->type_text + "'");
+  if (p)
+    convert_scalar(a, *p->dtype, what, reinterpret_cast<unsigned char *>(out));
+  else
+    std::memcpy(out, a.scalar_bytes(), size_t(a.scalar_dtype().itemsize()));
+}
+
+// A device array argument of a kernel of `ctx`: live, of this context, usable.
+void check_device_arg(const DeviceArray &d, const KernelParam *p, const What &what,
+                      const std::shared_ptr<ContextImpl> &ctx) {
+  if (!impl_of(d.memory()) && d.size() != 0)
+    throw Error(Status::ERROR_INVALID_HANDLE, what.str() + ": an empty DeviceArray handle");
+  if (d.size() != 0 && d.context() != Access::wrap<Context>(ctx))
+    throw Error(Status::ERROR_INVALID_VALUE, what.str() + ": the array belongs to another context than the kernel");
+  // An array from before a reset points at memory that is gone or reused by
+  // now: refused, as copies refuse it.
+  if (impl_of(d.memory()) && impl_of(d.memory())->generation != ctx->current_generation())
+    throw Error(Status::ERROR_CONTEXT_DESTROYED,
+                what.str() + ": the array was made before the context was reset; its memory is gone");
+  check_array(d, p, what);
+}
+
 }  // namespace
 }  // namespace detail
 
 using detail::KernelDecl;
+
+void Kernel::pack_args(const KernelArg *args, size_t count, const char *call, std::vector<uint64_t> *values,
+                       std::vector<std::shared_ptr<const void>> *kept) const {
+  const KernelDecl *decl = entry_->decl;
+  if (decl && count != decl->params.size())
+    throw Error(Status::ERROR_INVALID_VALUE, std::string(call) + ": kernel '" + entry_->name + "' takes " +
+                                                 std::to_string(decl->params.size()) + " argument(s), " +
+                                                 std::to_string(count) + " given");
+  values->assign(count, 0);
+  for (size_t i = 0; i < count; ++i) {
+    const KernelArg &a = args[i];
+    const detail::KernelParam *p = decl ? &decl->params[i] : nullptr;
+    const detail::What what{decl, &entry_->name, i};
+    if (a.kind() == KernelArg::Kind::Scalar) {
+      detail::pack_scalar(a, p, what, &(*values)[i]);
+      continue;
+    }
+    if (a.kind() != KernelArg::Kind::Device)
+      throw Error(Status::ERROR_CAPTURE_UNSUPPORTED,
+                  what.str() + ": " + call +
+                      " takes device arrays and scalars only (a host or mirrored array needs copies around each "
+                      "launch); copy it to a device array first");
+    if (p && !p->pointer)
+      throw Error(Status::ERROR_INVALID_VALUE, what.str() + ": an array for the scalar parameter '" + p->type_text + "'");
+    const DeviceArray &d = a.device();
+    detail::check_device_arg(d, p, what, module_->ctx);
+    (*values)[i] = d.size() ? d.device_pointer() : 0;
+    if (detail::impl_of(d.memory())) kept->push_back(detail::impl_of(d.memory()));
+  }
+}
 
 void Kernel::launch(Dim3 grid, Dim3 block, const KernelArg *arg_list, size_t arg_count, const Stream &stream,
                     uint32_t shared_bytes) const {
@@ -155,34 +212,16 @@ void Kernel::launch(Dim3 grid, Dim3 block, const KernelArg *arg_list, size_t arg
     const detail::KernelParam *p = decl ? &decl->params[i] : nullptr;
     const detail::What what{decl, &entry_->name, i};
     if (a.kind() == KernelArg::Kind::Scalar) {
-      if (p && p->pointer)
-        throw Error(Status::ERROR_INVALID_VALUE,
-                    what.str() + ": a scalar for the pointer parameter '" + p->type_text + "'");
-      if (p)
-        detail::convert_scalar(a, *p->dtype, what, reinterpret_cast<unsigned char *>(&values[i]));
-      else
-        std::memcpy(&values[i], a.scalar_bytes(), size_t(a.scalar_dtype().itemsize()));
+      detail::pack_scalar(a, p, what, &values[i]);
       continue;
     }
     if (p && !p->pointer)
       throw Error(Status::ERROR_INVALID_VALUE,
                   what.str() + ": an array for the scalar parameter '" + p->type_text + "'");
     switch (a.kind()) {
-      case KernelArg::Kind::Device: {
-        const DeviceArray &d = a.device();
-        if (!detail::impl_of(d.memory()) && d.size() != 0)
-          throw Error(Status::ERROR_INVALID_HANDLE, what.str() + ": an empty DeviceArray handle");
-        if (d.size() != 0 && d.context() != detail::Access::wrap<Context>(m.ctx))
-          throw Error(Status::ERROR_INVALID_VALUE,
-                      what.str() + ": the array belongs to another context than the kernel");
-        // An array from before a reset points at memory that is gone or
-        // reused by now: refused, as copies refuse it.
-        if (detail::impl_of(d.memory()) && detail::impl_of(d.memory())->generation != m.ctx->current_generation())
-          throw Error(Status::ERROR_CONTEXT_DESTROYED,
-                      what.str() + ": the array was made before the context was reset; its memory is gone");
-        detail::check_array(d, p, what);
+      case KernelArg::Kind::Device:
+        detail::check_device_arg(a.device(), p, what, m.ctx);
         break;
-      }
       case KernelArg::Kind::Mirrored: {
         const MirroredArray &mi = a.mirrored();
         if (mi.context() != detail::Access::wrap<Context>(m.ctx))
@@ -210,6 +249,10 @@ void Kernel::launch(Dim3 grid, Dim3 block, const KernelArg *arg_list, size_t arg
     }
   }
 
+  if (detail::capturing(*detail::impl_of(stream))) {
+    launch_captured(g, b, shared_bytes, args.p, args.n, stream);
+    return;
+  }
   // Materialise: mirrored arrays brought up to date, host arrays copied in.
   const Context ctx = detail::Access::wrap<Context>(m.ctx);
   std::vector<std::pair<DeviceArray, HostView>> copy_back;
@@ -242,14 +285,7 @@ void Kernel::launch(Dim3 grid, Dim3 block, const KernelArg *arg_list, size_t arg
     }
   }
   for (size_t i = 0; i < args.size(); ++i) ptrs[i] = &values[i];
-  gpuhal_launch_config_t cfg{};
-  cfg.abi_version = GPUHAL_ABI_VERSION;
-  cfg.struct_size = sizeof cfg;
-  for (int d = 0; d < 3; ++d) {
-    cfg.grid[d] = g[d];
-    cfg.block[d] = b[d];
-  }
-  cfg.dynamic_shared_bytes = shared_bytes;
+  const gpuhal_launch_config_t cfg = detail::launch_config(g, b, shared_bytes);
   c.backend().launch(c.handle, entry_->handle, &cfg, ptrs, uint32_t(args.size()), sh);
   for (size_t i = 0; i < args.size(); ++i)
     if (args[i].kind() == KernelArg::Kind::Mirrored && !(decl && decl->params[i].is_const))

@@ -48,6 +48,19 @@ struct ModuleImpl {
 
 // The core's access to a Module's shared state (for modules it compiles for
 // itself, see ContextImpl::builtin_module).
+// The plugin's launch configuration.
+inline gpuhal_launch_config_t launch_config(const uint32_t grid[3], const uint32_t block[3], uint32_t shared_bytes) {
+  gpuhal_launch_config_t cfg{};
+  cfg.abi_version = GPUHAL_ABI_VERSION;
+  cfg.struct_size = sizeof cfg;
+  for (int d = 0; d < 3; ++d) {
+    cfg.grid[d] = grid[d];
+    cfg.block[d] = block[d];
+  }
+  cfg.dynamic_shared_bytes = shared_bytes;
+  return cfg;
+}
+
 struct ModuleAccess {
   static const std::shared_ptr<ModuleImpl> &impl(const Module &m) { return m.impl_; }
   static Module wrap(std::shared_ptr<ModuleImpl> impl) {

@@ -16,7 +16,7 @@ namespace gpuhal::detail {
 namespace {
 
 // The table's entries, from the one list (gpuhal/plugin_entries.def).
-enum class Group { required, optional, host_memory, ipc, stream_ordered, peer_access, kernels };
+enum class Group { required, optional, host_memory, ipc, stream_ordered, peer_access, kernels, graphs };
 struct EntryInfo {
   size_t offset;
   const char *name;

@@ -163,6 +163,7 @@ bool Runtime::supports(Capability c) const {
       {Capability::Kernels, t.has_module_compile()},
       {Capability::ManagedMemory, t.has_mem_alloc_managed()},
       {Capability::KernelAttributes, t.has_kernel_attributes() && t.has_kernel_max_active_blocks()},
+      {Capability::Graphs, t.has_stream_begin_capture()},
   };
   for (const auto &p : present)
     if (p.first == c) return p.second;

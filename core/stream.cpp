@@ -4,6 +4,7 @@
 #include <exception>
 #include <type_traits>
 
+#include "graph_impl.hpp"
 #include "internal.hpp"
 
 // The user API's native stream is the plugin ABI's handle, unchanged.
@@ -14,6 +15,16 @@ namespace gpuhal {
 namespace detail {
 
 StreamImpl::~StreamImpl() {
+  // The last handle of a capturing stream: its capture ends here (the
+  // plugin's ends with the stream's destruction below).
+  if (capture) {
+    ContextImpl *deferring = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(capture_mutex());
+      if (capture && capture->origin.expired()) deferring = end_capture_locked(*capture);
+    }
+    end_deferral(deferring);
+  }
   if (!owned || !handle || generation != ctx->current_generation() || ctx->inherited()) return;
   ContextImpl *c = ctx.get();
   gpuhal_stream_t h = handle;
@@ -46,6 +57,17 @@ struct CallbackBox {
   detail::Logger logger;
 };
 
+// Runs the callback; nothing escapes (into the plugin's C code).
+void call_box(CallbackBox &box) {
+  try {
+    box.fn();
+  } catch (const std::exception &e) {
+    box.logger.write(LogLevel::Error, std::string("exception escaped a stream callback: ") + e.what());
+  } catch (...) {
+    box.logger.write(LogLevel::Error, "unknown exception escaped a stream callback");
+  }
+}
+
 // Runs on a backend thread, or on the thread that found the stream failed.
 // A callback whose stream failed is not run: it is released (its captures
 // destroyed), as CUDA's cuLaunchHostFunc never runs it. Releases made while
@@ -59,13 +81,19 @@ void run_callback(void *user, gpuhal_status_t status) {
                                           to_string(Status(status)) + ")");
     return;  // box goes here, with the captures
   }
-  try {
-    box->fn();
-  } catch (const std::exception &e) {
-    box->logger.write(LogLevel::Error, std::string("exception escaped a stream callback: ") + e.what());
-  } catch (...) {
-    box->logger.write(LogLevel::Error, "unknown exception escaped a stream callback");
+  call_box(*box);
+}
+
+// A recorded callback (graph.hpp): run at each launch of its graph, owned
+// by the graph.
+void run_kept_callback(void *user, gpuhal_status_t status) {
+  detail::DeallocQueue::CallbackScope in_callback;
+  auto *box = static_cast<CallbackBox *>(user);
+  if (status != GPUHAL_SUCCESS) {
+    box->logger.write(LogLevel::Warn, "graph callback not run: its launch failed (" + to_string(Status(status)) + ")");
+    return;
   }
+  call_box(*box);
 }
 
 }  // namespace
@@ -120,6 +148,7 @@ void Stream::wait(const Event &event) const {
   auto h = impl_->live("Stream::wait");
   auto e = detail::impl_of(event)->live("Stream::wait");
   impl_->ctx->check(impl_->ctx->backend().stream_wait_event_status(impl_->ctx->handle, h, e), "stream_wait_event");
+  detail::note_wait(impl_, *detail::impl_of(event));
 }
 
 void Stream::wait(const std::vector<Event> &events) const {
@@ -134,9 +163,10 @@ void Stream::wait(const std::vector<Event> &events) const {
   const detail::Backend &t = impl_->ctx->backend();
   if (t.has_stream_barrier()) {
     t.stream_barrier(impl_->ctx->handle, h, handles.data(), uint32_t(handles.size()), 0);
-    return;
+  } else {
+    for (auto e : handles) t.stream_wait_event(impl_->ctx->handle, h, e);
   }
-  for (auto e : handles) t.stream_wait_event(impl_->ctx->handle, h, e);
+  for (const auto &ev : events) detail::note_wait(impl_, *detail::impl_of(ev));
 }
 
 void Stream::wait_for_all_prior_work() const {
@@ -153,6 +183,16 @@ void Stream::add_callback(std::function<void()> fn) const {
   detail::require_handle(impl_, "Stream::add_callback");
   if (!fn) throw Error(Status::ERROR_INVALID_VALUE, "Stream::add_callback: empty function");
   auto h = impl_->live("Stream::add_callback");
+  if (detail::capturing(*impl_)) {
+    // Recorded: a graph runs it at every launch, so the box is the graph's
+    // (kept with what the capture names), never freed by a run.
+    auto kept = std::make_shared<CallbackBox>(CallbackBox{std::move(fn), impl_->ctx->logger()});
+    impl_->ctx->check(
+        impl_->ctx->backend().stream_add_callback_status(impl_->ctx->handle, h, run_kept_callback, kept.get()),
+        "stream_add_callback");
+    detail::keep_for_capture(*impl_, kept);
+    return;
+  }
   auto box = std::make_unique<CallbackBox>(CallbackBox{std::move(fn), impl_->ctx->logger()});
   impl_->ctx->check(impl_->ctx->backend().stream_add_callback_status(impl_->ctx->handle, h, run_callback, box.get()),
                     "stream_add_callback");
@@ -178,6 +218,7 @@ void Event::record(const Stream &stream) const {
   auto e = impl_->live("Event::record");
   auto s = detail::impl_of(stream)->live("Event::record");
   impl_->ctx->check(impl_->ctx->backend().event_record_status(impl_->ctx->handle, e, s), "event_record");
+  detail::note_record(*impl_, *detail::impl_of(stream));
 }
 
 void Event::synchronize() const {

@@ -8,6 +8,7 @@
 #include "gpuhal/dlpack.hpp"
 #include "gpuhal/dtype.hpp"
 #include "gpuhal/error.hpp"
+#include "gpuhal/graph.hpp"
 #include "gpuhal/host_array.hpp"
 #include "gpuhal/host_memory.hpp"
 #include "gpuhal/ipc.hpp"

@@ -230,6 +230,14 @@ class Kernel {
 
  private:
   friend class Module;
+  friend class GraphExec;
+  // Graphs (graph.cpp): a launch on a capturing stream, recorded with what
+  // it names kept alive; and the arguments of one as the plugin takes them
+  // (device arrays and scalars only), with the memory they name in *kept.
+  void launch_captured(const uint32_t grid[3], const uint32_t block[3], uint32_t shared_bytes, const KernelArg *args,
+                       size_t count, const Stream &stream) const;
+  void pack_args(const KernelArg *args, size_t count, const char *call, std::vector<uint64_t> *values,
+                 std::vector<std::shared_ptr<const void>> *kept) const;
   std::shared_ptr<detail::ModuleImpl> module_;
   const detail::KernelEntry *entry_ = nullptr;  // owned by module_
 };

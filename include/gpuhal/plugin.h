@@ -11,7 +11,8 @@
  * and peer-access entries; 1.2 appended device-code lowering, modules and
  * kernel launch; 1.3 appended native_handle and the device's driver_version;
  * 1.4 appended mem_alloc_managed and context_adopt; 1.5 appended the device's
- * recovers_from_faults; 1.6 the device's exclusive_contexts.
+ * recovers_from_faults; 1.6 the device's exclusive_contexts; 1.7 kernel
+ * attributes and occupancy; 1.8 stream capture and graphs.
  *
  * Compatibility rules (frozen):
  *  - Every table and descriptor struct starts with {abi_version, struct_size}.
@@ -54,7 +55,7 @@ extern "C" {
 #endif
 
 #define GPUHAL_ABI_MAJOR 1
-#define GPUHAL_ABI_MINOR 7
+#define GPUHAL_ABI_MINOR 8
 #define GPUHAL_ABI_VERSION GPUHAL_MAKE_VERSION(GPUHAL_ABI_MAJOR, GPUHAL_ABI_MINOR)
 
 /* The one symbol a plugin exports. */
@@ -75,6 +76,9 @@ typedef struct gpuhal_stream_s *gpuhal_stream_t;
 typedef struct gpuhal_event_s *gpuhal_event_t;
 typedef struct gpuhal_module_s *gpuhal_module_t;
 typedef struct gpuhal_kernel_s *gpuhal_kernel_t;
+/* A captured graph, and an instantiated one that can be launched (ABI 1.8). */
+typedef struct gpuhal_graph_s *gpuhal_graph_t;
+typedef struct gpuhal_graph_exec_s *gpuhal_graph_exec_t;
 /* Special stream handles every *_async / stream entry accepts (CUDA's
  * values): the legacy default stream, and the calling thread's own default
  * stream (a blocking stream per host thread, created on first use and
@@ -223,6 +227,16 @@ typedef struct gpuhal_compile_args {
   uint32_t kernel_count;
   const char *options;               /* extra compiler options (space separated); may be "" */
 } gpuhal_compile_args_t;
+
+/* What graph_info reports of a captured graph (ABI 1.8). The caller sets
+ * abi_version and struct_size; a plugin writes no more than struct_size
+ * bytes. */
+typedef struct gpuhal_graph_info {
+  uint32_t abi_version;
+  uint32_t struct_size;
+  uint32_t node_count;        /* every captured operation (launches, copies, memsets, records, waits, callbacks) */
+  uint32_t kernel_node_count; /* the launches among them, numbered 0.. in the order they were captured */
+} gpuhal_graph_info_t;
 
 /* A launch: grid in work-groups, block in work-items, per dimension. */
 typedef struct gpuhal_launch_config {
@@ -455,6 +469,58 @@ typedef struct gpuhal_plugin_table {
                                        gpuhal_kernel_attributes_t *out);
   gpuhal_status_t (*kernel_max_active_blocks)(gpuhal_context_t ctx, gpuhal_kernel_t kernel, uint32_t block_threads,
                                               uint32_t dynamic_shared_bytes, uint32_t *out);
+  /* -- Stream capture and graphs (OPTIONAL, all or none; ABI 1.8) --
+   * CUDA's stream capture (cuStreamBeginCapture in relaxed mode ...
+   * cuStreamEndCapture, cuGraphInstantiate, cuGraphLaunch,
+   * cuGraphExecKernelNodeSetParams). Rules every plugin keeps, as the CUDA
+   * driver does (the core relies on them and adds none of its own below the
+   * API):
+   *  - stream_begin_capture: work submitted to `stream` afterwards is
+   *    recorded, not run. The default streams (NULL, GPUHAL_STREAM_LEGACY,
+   *    GPUHAL_STREAM_PER_THREAD) and a stream already capturing are refused
+   *    with GPUHAL_ERROR_CAPTURE_UNSUPPORTED.
+   *  - Recorded: launch, memcpy_async, memset_async, event_record,
+   *    stream_wait_event, stream_barrier with events, stream_add_callback
+   *    (and mem_alloc_async / mem_free_async where the backend records
+   *    them; else refused). A stream that waits for an event recorded in a
+   *    capture joins it (a fork); the capturing streams must be joined back
+   *    into the origin stream (it waits for an event recorded on each)
+   *    before stream_end_capture, else GPUHAL_ERROR_CAPTURE_UNJOINED.
+   *  - Refused with GPUHAL_ERROR_CAPTURE_UNSUPPORTED, and the capture
+   *    invalidated: stream_synchronize and stream_query of a capturing
+   *    stream; event_synchronize, event_query and event_elapsed_ms of an
+   *    event recorded in a capture; a capturing stream waiting for an event
+   *    recorded outside its capture; stream_barrier with
+   *    GPUHAL_BARRIER_ALL_PRIOR_WORK; work on the legacy default stream
+   *    (memcpy_sync and memset_sync included) while a blocking stream of the
+   *    context captures (CUDA's implicit synchronisation rule).
+   *  - Once invalidated, further work on the capture's streams fails with
+   *    GPUHAL_ERROR_CAPTURE_INVALIDATED, and so does stream_end_capture,
+   *    which ends the capture (the streams run their work again) and makes
+   *    no graph.
+   * stream_end_capture: only on the stream that began the capture
+   * (GPUHAL_ERROR_CAPTURE_UNSUPPORTED otherwise, or when it is not
+   * capturing). stream_is_capturing: *out 1 or 0. graph_info: counts (the
+   * caller sets abi_version and struct_size). graph_instantiate: an
+   * executable copy; the graph may be destroyed afterwards.
+   * graph_exec_launch: runs the whole graph on `stream` as one operation
+   * ordered like any other work on it, and after the exec's previous
+   * launch; the memory and kernels it names must still be live (the core
+   * keeps them). graph_exec_set_kernel_args: new arguments (as launch takes
+   * them) for kernel node `kernel_node`, used by launches made after the
+   * call; GPUHAL_ERROR_INDEX_OUT_OF_RANGE for a node that does not exist,
+   * GPUHAL_ERROR_INVALID_VALUE for a wrong argument count. Destroying a
+   * graph exec waits for nothing: launches already queued finish. */
+  gpuhal_status_t (*stream_begin_capture)(gpuhal_context_t ctx, gpuhal_stream_t stream);
+  gpuhal_status_t (*stream_end_capture)(gpuhal_context_t ctx, gpuhal_stream_t stream, gpuhal_graph_t *out);
+  gpuhal_status_t (*stream_is_capturing)(gpuhal_context_t ctx, gpuhal_stream_t stream, int32_t *out);
+  gpuhal_status_t (*graph_info)(gpuhal_context_t ctx, gpuhal_graph_t graph, gpuhal_graph_info_t *out);
+  gpuhal_status_t (*graph_destroy)(gpuhal_context_t ctx, gpuhal_graph_t graph);
+  gpuhal_status_t (*graph_instantiate)(gpuhal_context_t ctx, gpuhal_graph_t graph, gpuhal_graph_exec_t *out);
+  gpuhal_status_t (*graph_exec_destroy)(gpuhal_context_t ctx, gpuhal_graph_exec_t exec);
+  gpuhal_status_t (*graph_exec_launch)(gpuhal_context_t ctx, gpuhal_graph_exec_t exec, gpuhal_stream_t stream);
+  gpuhal_status_t (*graph_exec_set_kernel_args)(gpuhal_context_t ctx, gpuhal_graph_exec_t exec, uint32_t kernel_node,
+                                                void *const *args, uint32_t arg_count);
 } gpuhal_plugin_table_t;
 
 /* The plugin's only export. Returns GPUHAL_SUCCESS and sets *table, or

@@ -84,6 +84,8 @@ enum class Capability {
                         // without it a fault leaves the backend unusable until the process ends
   KernelAttributes,     // Kernel::attributes, max_active_blocks_per_unit, suggest_block_size
   KernelPrintf,         // gpuhal_printf in kernels (without it a kernel that uses it fails to compile)
+  Graphs,               // Stream::begin_capture / end_capture, Graph, GraphExec (without it begin_capture
+                        // fails with ERROR_NOT_SUPPORTED)
 };
 
 class Device {

@@ -26,6 +26,7 @@ struct Access;
 }  // namespace detail
 
 class Event;
+class Graph;
 
 class Stream {
  public:
@@ -51,6 +52,17 @@ class Stream {
   void add_callback(std::function<void()> fn) const;
   // Records a new timing-enabled event on this stream and returns it.
   Event record() const;
+
+  // ---- Capture (graph.hpp; Capability::Graphs, else ERROR_NOT_SUPPORTED).
+  // From begin_capture on, work submitted to this stream is recorded, not
+  // run, until end_capture returns it as a Graph. Default streams cannot
+  // capture (ERROR_CAPTURE_UNSUPPORTED). graph.hpp lists what is recorded
+  // and what is refused.
+  void begin_capture() const;
+  Graph end_capture() const;
+  // True while the stream records into a capture (its own, or one it was
+  // forked into).
+  bool is_capturing() const;
 
   // The plugin's handle (NULL for the default stream).
   NativeStream native_handle() const;

@@ -331,6 +331,13 @@ gpuhal_stream_t HostContext::create_stream(bool non_blocking) {
   return reinterpret_cast<gpuhal_stream_t>(s.get());
 }
 
+std::vector<std::shared_ptr<StreamState>> HostContext::streams_snapshot() {
+  std::vector<std::shared_ptr<StreamState>> out;
+  std::lock_guard<std::mutex> lock(objects_mu_);
+  for (auto &kv : streams_) out.push_back(kv.second);
+  return out;
+}
+
 bool HostContext::destroy_stream(gpuhal_stream_t handle) {
   std::shared_ptr<StreamState> s;
   {
@@ -341,6 +348,7 @@ bool HostContext::destroy_stream(gpuhal_stream_t handle) {
     streams_.erase(it);
   }
   plugin_state().streams.remove(s.get());
+  leave_capture(this, s);
   s->stop();
   return true;
 }
@@ -360,6 +368,12 @@ bool HostContext::destroy_event(gpuhal_event_t handle) {
 
 uint64_t HostContext::submit(const std::shared_ptr<StreamState> &s, std::function<void(bool)> run,
                              std::vector<Dep> deps) {
+  // A capturing stream records the operation instead (host_graph.hpp); the
+  // entries that add dependencies handle capture before they get here.
+  if (s->capturing.load(std::memory_order_acquire)) {
+    capture_op(this, s, std::move(run));
+    return 0;
+  }
   std::lock_guard<std::mutex> lock(submit_mu_);
   inline_bias_.claim_or_exclude(false);  // another thread's inline operations wait, from now on, for this mutex
   // Legacy default stream: it waits for the blocking streams' prior work,
@@ -385,6 +399,10 @@ uint64_t HostContext::submit(const std::shared_ptr<StreamState> &s, std::functio
 }
 
 void HostContext::record(const std::shared_ptr<HostEvent> &ev, const std::shared_ptr<StreamState> &s) {
+  if (s->capturing.load(std::memory_order_acquire)) {
+    capture_record(this, ev, s);
+    return;
+  }
   uint64_t id;
   {
     std::lock_guard<std::mutex> lock(ev->mu);
@@ -403,6 +421,7 @@ void HostContext::record(const std::shared_ptr<HostEvent> &ev, const std::shared
   if (ev->record_id == id) {
     ev->stream = s;
     ev->ticket = ticket;
+    ev->capture.reset();  // recorded outside a capture again
   }
 }
 

@@ -24,6 +24,7 @@
 #include "host_compiler.hpp"
 #include "host_kernel_runner.hpp"
 #include "thread_bias.hpp"
+#include "host_graph.hpp"
 #include "host_mapping_cache.hpp"
 #include "host_stream.hpp"
 
@@ -166,6 +167,10 @@ struct HostEvent {
   uint64_t record_id = 0;
   bool has_time = false;
   std::chrono::steady_clock::time_point when;
+  // Recorded in a capture (host_graph.hpp): the capture and the node it
+  // stands for; then `ticket` is 0. Guarded by the context's capture_mu.
+  std::shared_ptr<HostCapture> capture;
+  uint32_t capture_node = 0;
 };
 
 class HostContext {
@@ -184,6 +189,8 @@ class HostContext {
   std::shared_ptr<HostEvent> event(gpuhal_event_t handle);
 
   gpuhal_stream_t create_stream(bool non_blocking);
+  // The context's own streams (not the legacy default one), at the call.
+  std::vector<std::shared_ptr<StreamState>> streams_snapshot();
   bool destroy_stream(gpuhal_stream_t handle);
   gpuhal_event_t create_event(bool timing);
   bool destroy_event(gpuhal_event_t handle);
@@ -264,6 +271,16 @@ class HostContext {
   // usable.
   void set_kernel_error(const std::string &message);
   bool take_kernel_error(std::string *message);
+
+  // Stream capture and graphs (host_graph.hpp): the lock of every capture of
+  // this context's streams, how many blocking streams capture (the legacy
+  // default stream's rule), and the graphs and execs made here (freed with
+  // the context).
+  std::mutex capture_mu;
+  std::atomic<int> blocking_captures{0};
+  std::atomic<int> active_captures{0};  // captures begun on this context's streams and not ended
+  std::unordered_map<HostGraph *, std::unique_ptr<HostGraph>> graphs;
+  std::unordered_map<HostGraphExec *, std::shared_ptr<HostGraphExec>> graph_execs;
 
  private:
   HostDevice *device_;

@@ -270,6 +270,9 @@ gpuhal_status_t stream_synchronize(gpuhal_context_t ctx, gpuhal_stream_t stream)
     if (on_worker_thread()) return would_deadlock("stream_synchronize");
     std::shared_ptr<StreamState> s = c->stream(stream);
     if (!s) return bad_stream("stream_synchronize");
+    if (gpuhal_status_t st = capture_refusal(c, s, "stream_synchronize")) return st;
+    if (s->capturing.load(std::memory_order_acquire))
+      return refuse_in_capture(c, s, "stream_synchronize", "synchronising a capturing stream");
     s->synchronize();
     return kernel_failure(c);
   });
@@ -277,7 +280,9 @@ gpuhal_status_t stream_synchronize(gpuhal_context_t ctx, gpuhal_stream_t stream)
 
 gpuhal_status_t stream_query(gpuhal_context_t ctx, gpuhal_stream_t stream) {
   return in_stream(ctx, stream, "stream_query",
-                   [&](HostContext *, const std::shared_ptr<StreamState> &s) -> gpuhal_status_t {
+                   [&](HostContext *c, const std::shared_ptr<StreamState> &s) -> gpuhal_status_t {
+                     if (s->capturing.load(std::memory_order_acquire))
+                       return refuse_in_capture(c, s, "stream_query", "querying a capturing stream");
                      return s->idle() ? GPUHAL_SUCCESS : GPUHAL_NOT_READY;
                    });
 }
@@ -287,6 +292,9 @@ gpuhal_status_t stream_wait_event(gpuhal_context_t ctx, gpuhal_stream_t stream, 
                    [&](HostContext *c, const std::shared_ptr<StreamState> &s) -> gpuhal_status_t {
                      auto e = c->event(event);
                      if (!e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_wait_event: invalid event handle");
+                     bool handled = false;
+                     if (gpuhal_status_t st = capture_wait(c, s, e, "stream_wait_event", &handled)) return st;
+                     if (handled) return GPUHAL_SUCCESS;
                      Dep d;
                      if (!event_dep(e, &d)) return GPUHAL_SUCCESS;  // never recorded: nothing to wait for
                      c->submit(s, nullptr, {d});
@@ -311,14 +319,24 @@ gpuhal_status_t stream_barrier(gpuhal_context_t ctx, gpuhal_stream_t stream, con
                      if (flags & ~GPUHAL_BARRIER_ALL_PRIOR_WORK)
                        return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_barrier: unknown flags " + hex(flags));
                      if (count && !events) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_barrier: null event list");
+                     if (s->capturing.load(std::memory_order_acquire) && (flags & GPUHAL_BARRIER_ALL_PRIOR_WORK))
+                       return refuse_in_capture(c, s, "stream_barrier",
+                                                "waiting for all prior work of the context (GPUHAL_BARRIER_ALL_PRIOR_WORK)");
                      std::vector<Dep> deps;
                      for (uint32_t i = 0; i < count; ++i) {
                        auto e = c->event(events[i]);
                        if (!e)
                          return fail(GPUHAL_ERROR_INVALID_HANDLE,
                                      "stream_barrier: invalid event handle at index " + std::to_string(i));
+                       bool handled = false;
+                       if (gpuhal_status_t st = capture_wait(c, s, e, "stream_barrier", &handled)) return st;
                        Dep d;
-                       if (event_dep(e, &d)) deps.push_back(d);
+                       if (!handled && event_dep(e, &d)) deps.push_back(d);
+                     }
+                     if (s->capturing.load(std::memory_order_acquire)) {
+                       if (!deps.empty())  // the stream joined a capture for one event, then met an outside one
+                         return refuse_in_capture(c, s, "stream_barrier", "waiting for work outside the capture");
+                       return GPUHAL_SUCCESS;  // the waits are recorded
                      }
                      if (flags & GPUHAL_BARRIER_ALL_PRIOR_WORK)
                        for (auto &d : c->all_prior_work()) deps.push_back(d);

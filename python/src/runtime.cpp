@@ -16,6 +16,7 @@ gpuhal::Capability capability_from(const std::string &name) {
       {"stream_ordered_memory", gpuhal::Capability::StreamOrderedMemory},
       {"peer_access", gpuhal::Capability::PeerAccess},
       {"kernels", gpuhal::Capability::Kernels},
+      {"graphs", gpuhal::Capability::Graphs},
       {"managed_memory", gpuhal::Capability::ManagedMemory},
       {"fault_recovery", gpuhal::Capability::FaultRecovery},
       {"kernel_attributes", gpuhal::Capability::KernelAttributes},

@@ -98,7 +98,8 @@ void optional_groups_all_or_none(Env &env) {
                 {"ipc", Capability::Ipc},
                 {"stream_ordered", Capability::StreamOrderedMemory},
                 {"peer_access", Capability::PeerAccess},
-                {"kernels", Capability::Kernels}};
+                {"kernels", Capability::Kernels},
+                {"graphs", Capability::Graphs}};
   for (const auto &c : claims)
     expect(group_present(c.group) == env.runtime.supports(c.capability),
            std::string("the capability of the ") + c.group + " entries disagrees with the table");

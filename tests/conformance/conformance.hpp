@@ -93,6 +93,7 @@ void add_ipc_checks(std::vector<Check> &checks);
 void add_stream_ordered_memory_checks(std::vector<Check> &checks);
 void add_peer_access_checks(std::vector<Check> &checks);
 void add_kernel_checks(std::vector<Check> &checks);
+void add_graph_checks(std::vector<Check> &checks);
 void add_feature_checks(std::vector<Check> &checks);
 void add_error_checks(std::vector<Check> &checks);
 

@@ -87,6 +87,7 @@ const std::vector<Check> &all_checks() {
     add_stream_ordered_memory_checks(c);
     add_peer_access_checks(c);
     add_kernel_checks(c);
+    add_graph_checks(c);
     add_feature_checks(c);
     add_error_checks(c);
     return c;
