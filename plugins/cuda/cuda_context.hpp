@@ -41,6 +41,26 @@ struct CudaKernel {
   std::atomic<int> dynamic_opt_in{0};
 };
 
+// Stream capture (cuda_graphs.cpp): a kernel launch recorded into a graph,
+// with what cuGraphExecKernelNodeSetParams needs to replace its arguments.
+struct CudaKernelNode {
+  CUgraphNode node = nullptr;
+  CUfunction function = nullptr;
+  unsigned grid[3] = {1, 1, 1};
+  unsigned block[3] = {1, 1, 1};
+  unsigned shared_bytes = 0;
+  uint32_t arg_count = 0;
+};
+struct CudaGraph {
+  CUgraph graph = nullptr;
+  std::vector<CudaKernelNode> kernels;     // in capture order
+  std::vector<std::shared_ptr<void>> kept;  // the recorded callbacks
+};
+struct CudaGraphExec {
+  CUgraphExec exec = nullptr;
+  std::vector<CudaKernelNode> kernels;
+  std::vector<std::shared_ptr<void>> kept;
+};
 
 struct CudaContext {
   int ordinal = 0;
@@ -76,7 +96,30 @@ struct CudaContext {
   int shared_per_block = 0;
   int shared_optin = 0;
   CUmemoryPool pool = nullptr;  // the device's default pool (nullptr: none)
+  // Stream capture (cuda_graphs.cpp), guarded by capture_mu: captures begun
+  // here and not ended, by origin stream, with the graph the driver builds
+  // and the kernel nodes recorded so far; `active_captures` counts them
+  // without the lock (a launch asks the driver for its node only while it
+  // is not zero). The graphs and execs made here (freed with the context).
+  std::mutex capture_mu;
+  std::unordered_map<CUstream, CudaGraph> captures;
+  std::atomic<int> active_captures{0};
+  std::unordered_map<const CudaGraph *, std::unique_ptr<CudaGraph>> graphs;
+  std::unordered_map<const CudaGraphExec *, std::unique_ptr<CudaGraphExec>> graph_execs;
 };
+
+// A launch on `stream` succeeded while a capture of c runs: its node is
+// recorded when the stream captures (cuda_graphs.cpp).
+void note_captured_launch(CudaContext *c, CUstream stream, CUfunction f, const gpuhal_launch_config_t &config,
+                          uint32_t arg_count);
+// True when `stream` captures (asked of the driver only while a capture of c
+// runs); then `keep` goes to its capture.
+bool keep_for_capture(CudaContext *c, CUstream stream, std::shared_ptr<void> keep);
+bool stream_capturing(CudaContext *c, CUstream stream);
+// A stream destroyed: a capture it began is forgotten.
+void forget_capture(CudaContext *c, CUstream stream);
+// context_destroy: the context's graphs and execs released in the driver.
+void release_graphs(CudaContext *c);
 
 // Lets k take `dynamic` bytes of dynamic shared memory when static and
 // dynamic together pass the device's default per-block limit (the driver

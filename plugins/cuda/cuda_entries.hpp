@@ -13,9 +13,7 @@ namespace gpuhal::cuda {
 
 // Every entry of the plugin table, with the table's own signature.
 #include "plugin_entries.inc"
-// The cuda backend leaves out stream capture and graphs (ABI 1.8) for now:
-// Capability::Graphs is false there until cuStreamBeginCapture and friends
-// are wired (and the fake driver keeps their rules).
-constexpr plugin::EntryNames<9> kLeftOut{{"stream_begin_capture", "stream_end_capture", "stream_is_capturing", "graph_info", "graph_destroy", "graph_instantiate", "graph_exec_destroy", "graph_exec_launch", "graph_exec_set_kernel_args"}};
+// The cuda backend implements every entry.
+constexpr plugin::EntryNames<0> kLeftOut{};
 
 }  // namespace gpuhal::cuda

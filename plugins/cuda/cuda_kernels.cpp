@@ -456,7 +456,10 @@ gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuha
                                                                    config->dynamic_shared_bytes, native(stream),
                                                                    const_cast<void **>(args), nullptr)
                                             : CUDA_ERROR_NOT_SUPPORTED;
-    return r == CUDA_SUCCESS ? GPUHAL_SUCCESS : context_error(c, r, "cuLaunchKernel");
+    if (r != CUDA_SUCCESS) return context_error(c, r, "cuLaunchKernel");
+    if (c->active_captures.load(std::memory_order_acquire) != 0)
+      note_captured_launch(c, native(stream), f, *config, arg_count);
+    return GPUHAL_SUCCESS;
   });
 }
 

@@ -311,6 +311,7 @@ gpuhal_status_t context_destroy(gpuhal_context_t ctx) {
     return first == CUDA_SUCCESS ? GPUHAL_SUCCESS : d.error(first, first_call);
   }
   note(synced, "cuCtxSynchronize");
+  release_graphs(c);
   if (d.cuModuleUnload)
     for (CUmodule m : c->modules) note(d.cuModuleUnload(m), "cuModuleUnload");
   release_staging(c);

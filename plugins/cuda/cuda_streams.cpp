@@ -32,7 +32,10 @@ gpuhal_status_t stream_destroy(gpuhal_context_t ctx, gpuhal_stream_t stream) {
     return release_tracked(
         c, [&] { return c->streams.count(native(stream)) != 0; }, GPUHAL_ERROR_INVALID_HANDLE,
         "stream_destroy: not a stream created in this context",
-        [&] { return cu_call(drv().cuStreamDestroy, "cuStreamDestroy", native(stream)); },
+        [&] {
+          forget_capture(c, native(stream));
+          return cu_call(drv().cuStreamDestroy, "cuStreamDestroy", native(stream));
+        },
         [&] { c->streams.erase(native(stream)); });
   });
 }
@@ -78,6 +81,13 @@ gpuhal_status_t stream_add_callback(gpuhal_context_t ctx, gpuhal_stream_t stream
   if (!fn) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_add_callback: null function");
   return in_context(ctx, "stream_add_callback", [&](CudaContext *c) -> gpuhal_status_t {
     if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_add_callback: invalid stream");
+    if (stream_capturing(c, native(stream))) {
+      std::shared_ptr<void> keep;
+      if (const gpuhal_status_t st = queue_recorded_callback(c, native(stream), fn, user, &keep); st != GPUHAL_SUCCESS)
+        return st;
+      keep_for_capture(c, native(stream), std::move(keep));
+      return GPUHAL_SUCCESS;
+    }
     return queue_callback(c, native(stream), fn, user);
   });
 }

@@ -41,6 +41,15 @@ void trampoline(void *p) {
   t_on_callback = false;
 }
 
+// A callback recorded into a graph: run at each of its launches, owned by
+// the graph (and its execs), never taken.
+void recorded_trampoline(void *p) {
+  auto *call = static_cast<HostCall *>(p);
+  t_on_callback = true;
+  call->fn(call->user, GPUHAL_SUCCESS);
+  t_on_callback = false;
+}
+
 void forked_child() {
   if (g_initialised.load()) g_forked_child = true;
 }
@@ -109,6 +118,15 @@ gpuhal_status_t queue_callback(CudaContext *c, CUstream stream, gpuhal_host_fn f
     }
     return context_error(c, r, "cuLaunchHostFunc");  // (releases the others after a sticky error)
   }
+  return GPUHAL_SUCCESS;
+}
+
+gpuhal_status_t queue_recorded_callback(CudaContext *c, CUstream stream, gpuhal_host_fn fn, void *user,
+                                        std::shared_ptr<void> *keep) {
+  auto call = std::make_shared<HostCall>(HostCall{c, fn, user});
+  const CUresult r = drv().cuLaunchHostFunc(stream, recorded_trampoline, call.get());
+  if (r != CUDA_SUCCESS) return context_error(c, r, "cuLaunchHostFunc");
+  *keep = std::move(call);
   return GPUHAL_SUCCESS;
 }
 

@@ -23,6 +23,11 @@ namespace gpuhal::cuda {
 
 // Queues fn(user, status) on `stream` with cuLaunchHostFunc.
 gpuhal_status_t queue_callback(CudaContext *c, CUstream stream, gpuhal_host_fn fn, void *user);
+// The same on a capturing stream: the graph runs it at each launch, so the
+// call is not taken by its first run; *keep owns it (the capture hands it to
+// the graph and its execs), and a sticky error does not release it.
+gpuhal_status_t queue_recorded_callback(CudaContext *c, CUstream stream, gpuhal_host_fn fn, void *user,
+                                        std::shared_ptr<void> *keep);
 // Releases c's callbacks that have not run, calling each with `why`.
 // Only when the driver will never run them: the context hit a sticky error,
 // or it is being destroyed after it synchronised.

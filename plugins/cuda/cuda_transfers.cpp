@@ -17,6 +17,20 @@ namespace gpuhal::cuda {
 
 namespace {
 
+// Pageable host memory in a captured copy: the driver would stage it (and so
+// would the plugin), copying the data once, at capture, where a graph must
+// read it at every launch. Refused (plugin.h): pinned or registered memory
+// only. Asked of the driver only while a capture of c runs.
+gpuhal_status_t refuse_pageable_in_capture(CudaContext *c, const HostPiece &p, const CUstream *stream) {
+  if (p.pinned || !stream || c->active_captures.load(std::memory_order_acquire) == 0) return GPUHAL_SUCCESS;
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (drv().cuStreamIsCapturing(*stream, &status) != CUDA_SUCCESS || status == CU_STREAM_CAPTURE_STATUS_NONE)
+    return GPUHAL_SUCCESS;
+  return fail(GPUHAL_ERROR_CAPTURE_UNSUPPORTED,
+              "memcpy_async: pageable host memory in a captured copy (a graph must read the host data at every "
+              "launch; the driver would copy it once): use pinned or registered host memory");
+}
+
 // One host-to-device piece (host_pieces). A pageable piece of
 // kStageMinBytes or more goes through the staging area; `stream` null means
 // synchronous: ordered on the legacy default stream, as cuMemcpyHtoD is, and
@@ -24,6 +38,7 @@ namespace {
 gpuhal_status_t h2d_piece(CudaContext *c, CUdeviceptr dst, const void *host, const HostPiece &p,
                           const CUstream *stream) {
   const void *src = static_cast<const char *>(host) + p.offset;
+  if (const gpuhal_status_t st = refuse_pageable_in_capture(c, p, stream); st != GPUHAL_SUCCESS) return st;
   if (!p.pinned && p.bytes >= kStageMinBytes) {
     const CUstream s = stream ? *stream : api::stream_legacy();
     if (const gpuhal_status_t st = staged_h2d(c, dst + p.offset, src, p.bytes, s); st != GPUHAL_SUCCESS)
@@ -35,8 +50,9 @@ gpuhal_status_t h2d_piece(CudaContext *c, CUdeviceptr dst, const void *host, con
 }
 
 // One device-to-host piece; `stream` null means synchronous.
-gpuhal_status_t d2h_piece(void *host, CUdeviceptr src, const HostPiece &p, const CUstream *stream) {
+gpuhal_status_t d2h_piece(CudaContext *c, void *host, CUdeviceptr src, const HostPiece &p, const CUstream *stream) {
   void *dst = static_cast<char *>(host) + p.offset;
+  if (const gpuhal_status_t st = refuse_pageable_in_capture(c, p, stream); st != GPUHAL_SUCCESS) return st;
   return stream ? cu_call(drv().cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync", dst, src + p.offset, p.bytes, *stream)
                 : cu_call(drv().cuMemcpyDtoH, "cuMemcpyDtoH", dst, src + p.offset, p.bytes);
 }
@@ -56,7 +72,7 @@ gpuhal_status_t copy(CudaContext *c, const char *entry, uint32_t kind, gpuhal_de
     case GPUHAL_COPY_DEVICE_TO_HOST: {
       void *host = reinterpret_cast<void *>(uintptr_t(dst));
       for (const HostPiece &p : host_pieces(c, host, size_t(bytes)))
-        if (const gpuhal_status_t st = d2h_piece(host, src, p, stream); st != GPUHAL_SUCCESS) return st;
+        if (const gpuhal_status_t st = d2h_piece(c, host, src, p, stream); st != GPUHAL_SUCCESS) return st;
       return GPUHAL_SUCCESS;
     }
     case GPUHAL_COPY_DEVICE_TO_DEVICE:

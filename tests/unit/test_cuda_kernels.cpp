@@ -145,6 +145,45 @@ TEST_CASE("cuda kernel: launches reach the driver with grid, block, shared bytes
                        Status::ERROR_INVALID_VALUE, "1024 bytes of static");
 }
 
+TEST_CASE("cuda graphs: a captured launch reaches the driver at each replay, with the arguments update_kernel_args set",
+          "[kernel][cuda][graphs]") {
+  Context ctx = cuda_context();
+  REQUIRE(ctx.supports(Capability::Graphs));
+  Module m = compile_or_skip(ctx, kSaxpy);
+  if (!m) return;
+  Kernel k = m.kernel("saxpy");
+  auto x = device_array(ctx, {1000}, dtypes::float32), y = device_array(ctx, {1000}, dtypes::float32);
+  auto z = device_array(ctx, {1000}, dtypes::float32);
+  Stream s = ctx.create_stream();
+  long before = 0, after = 0;
+  last_launch(&before);
+  s.begin_capture();
+  k({4}, {256}, s)(y, x, 2.0f, 1000);
+  Graph g = s.end_capture();
+  last_launch(&after);
+  CHECK(after == before);  // recorded, not run
+  CHECK(g.kernel_node_count() == 1);
+  GraphExec exec = g.instantiate();
+  exec.launch(s);
+  s.synchronize();
+  CHECK(last_launch(&after) == "saxpy grid=4,1,1 block=256,1,1 shared=0 params=8:" + hex(y.device_pointer()) + ",8:" +
+                                   hex(x.device_pointer()) + ",4:0x40000000,4:0x3e8");
+  CHECK(after == before + 1);
+  exec.update_kernel_args(0, {z, y, 3.0f, 10});
+  exec.launch(s);
+  s.synchronize();
+  CHECK(last_launch(&after) == "saxpy grid=4,1,1 block=256,1,1 shared=0 params=8:" + hex(z.device_pointer()) + ",8:" +
+                                   hex(y.device_pointer()) + ",4:0x40400000,4:0xa");
+  CHECK(after == before + 2);
+  // Host arrays need a copy back after each launch: refused before anything is recorded.
+  std::vector<float> host(1000);
+  s.begin_capture();
+  REQUIRE_GPUHAL_ERROR(k({4}, {256}, s)(HostView::of(host), x, 2.0f, 1000), Status::ERROR_CAPTURE_UNSUPPORTED,
+                       "device arrays and scalars only");
+  CHECK(s.end_capture().kernel_node_count() == 0);  // the capture is still good
+  REQUIRE_GPUHAL_ERROR(exec.update_kernel_args(0, {z, y, 3.0f}), Status::ERROR_INVALID_VALUE, "takes 4 argument(s)");
+}
+
 TEST_CASE("cuda kernel: assign and fill of a strided view launch the core's assign kernel", "[kernel][cuda][assign]") {
   Context ctx = cuda_context();
   if (!compile_or_skip(ctx, kSaxpy)) return;

@@ -17,6 +17,10 @@ struct CUevent_st;
 struct CUmemPoolHandle_st;
 struct CUmod_st;
 struct CUfunc_st;
+struct CUgraph_st;
+struct CUgraphNode_st;
+struct CUgraphExec_st;
+struct CUkern_st;
 
 namespace gpuhal::cuda::api {
 
@@ -29,6 +33,12 @@ using CUevent = ::CUevent_st *;
 using CUmemoryPool = ::CUmemPoolHandle_st *;
 using CUmodule = ::CUmod_st *;
 using CUfunction = ::CUfunc_st *;
+using CUgraph = ::CUgraph_st *;
+using CUgraphNode = ::CUgraphNode_st *;
+using CUgraphExec = ::CUgraphExec_st *;
+using CUkernel = ::CUkern_st *;
+using CUstreamCaptureMode = int;
+using CUstreamCaptureStatus = int;
 using CUjit_option = int;
 using CUfunction_attribute = int;
 using CUmemPool_attribute = int;
@@ -71,6 +81,16 @@ constexpr CUresult CUDA_ERROR_INVALID_PC = 718;
 constexpr CUresult CUDA_ERROR_LAUNCH_FAILED = 719;
 constexpr CUresult CUDA_ERROR_NOT_PERMITTED = 800;
 constexpr CUresult CUDA_ERROR_NOT_SUPPORTED = 801;
+constexpr CUresult CUDA_ERROR_ILLEGAL_STATE = 401;
+constexpr CUresult CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900;
+constexpr CUresult CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901;
+constexpr CUresult CUDA_ERROR_STREAM_CAPTURE_MERGE = 902;
+constexpr CUresult CUDA_ERROR_STREAM_CAPTURE_UNMATCHED = 903;
+constexpr CUresult CUDA_ERROR_STREAM_CAPTURE_UNJOINED = 904;
+constexpr CUresult CUDA_ERROR_STREAM_CAPTURE_ISOLATION = 905;
+constexpr CUresult CUDA_ERROR_STREAM_CAPTURE_IMPLICIT = 906;
+constexpr CUresult CUDA_ERROR_CAPTURED_EVENT = 907;
+constexpr CUresult CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD = 908;
 constexpr CUresult CUDA_ERROR_UNKNOWN = 999;
 
 // CUdevice_attribute values
@@ -120,6 +140,28 @@ constexpr CUmemPool_attribute CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4;
 constexpr CUmemPool_attribute CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT = 5;
 constexpr CUmemPool_attribute CU_MEMPOOL_ATTR_USED_MEM_CURRENT = 7;
 constexpr uint64_t CU_GET_PROC_ADDRESS_DEFAULT = 0;
+constexpr CUstreamCaptureMode CU_STREAM_CAPTURE_MODE_RELAXED = 2;
+constexpr CUstreamCaptureStatus CU_STREAM_CAPTURE_STATUS_NONE = 0;
+constexpr CUstreamCaptureStatus CU_STREAM_CAPTURE_STATUS_ACTIVE = 1;
+constexpr CUstreamCaptureStatus CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2;
+
+// cuda.h CUgraphEdgeData (only pointed to: the plugin reads no edge data).
+struct CUgraphEdgeData {
+  unsigned char from_port, to_port, type, reserved[5];
+};
+
+// cuda.h CUDA_KERNEL_NODE_PARAMS (_v2, what cuGraphExecKernelNodeSetParams
+// takes since CUDA 12.0).
+struct CUDA_KERNEL_NODE_PARAMS {
+  CUfunction func;
+  unsigned gridDimX, gridDimY, gridDimZ;
+  unsigned blockDimX, blockDimY, blockDimZ;
+  unsigned sharedMemBytes;
+  void **kernelParams;
+  void **extra;
+  CUkernel kern;
+  CUcontext ctx;
+};
 // The CUDA version whose entry-point versions the declarations here follow
 // (what cuGetProcAddress is asked for).
 constexpr int kDeclaredCudaVersion = 12000;
@@ -204,6 +246,20 @@ inline CUstream stream_per_thread() {
   O(cuStreamGetCtx, cuStreamGetCtx, (CUstream, CUcontext *))                                    \
   O(cuDeviceCanAccessPeer, cuDeviceCanAccessPeer, (int *, CUdevice, CUdevice))                  \
   O(cuCtxEnablePeerAccess, cuCtxEnablePeerAccess, (CUcontext, unsigned))                        \
+  O(cuStreamBeginCapture, cuStreamBeginCapture_v2, (CUstream, CUstreamCaptureMode))             \
+  O(cuStreamEndCapture, cuStreamEndCapture, (CUstream, CUgraph *))                              \
+  O(cuStreamIsCapturing, cuStreamIsCapturing, (CUstream, CUstreamCaptureStatus *))              \
+  /* by its versioned name: cuGetProcAddress at 12.0 would answer _v2, which CUDA 13 drops */  \
+  O(cuStreamGetCaptureInfo_v3, cuStreamGetCaptureInfo_v3,                                       \
+    (CUstream, CUstreamCaptureStatus *, uint64_t *, CUgraph *, const CUgraphNode **,             \
+     const CUgraphEdgeData **, size_t *))                                                        \
+  O(cuGraphGetNodes, cuGraphGetNodes, (CUgraph, CUgraphNode *, size_t *))                       \
+  O(cuGraphDestroy, cuGraphDestroy, (CUgraph))                                                  \
+  O(cuGraphInstantiate, cuGraphInstantiateWithFlags, (CUgraphExec *, CUgraph, unsigned long long)) \
+  O(cuGraphLaunch, cuGraphLaunch, (CUgraphExec, CUstream))                                      \
+  O(cuGraphExecDestroy, cuGraphExecDestroy, (CUgraphExec))                                      \
+  O(cuGraphExecKernelNodeSetParams, cuGraphExecKernelNodeSetParams_v2,                          \
+    (CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS *))                                \
   O(cuGetProcAddress, cuGetProcAddress_v2, (const char *, void **, int, uint64_t, int *))
 
 }  // namespace gpuhal::cuda::api

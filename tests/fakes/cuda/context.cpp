@@ -22,6 +22,7 @@ void destroy_context(int dev) {
       }
   }
   g_sticky[dev] = 700;  // queued work of the dying context does not run
+  destroy_graphs_of(dev);
   for (auto &st : streams)
     if (st->worker.joinable()) st->finish();
   {
@@ -167,6 +168,7 @@ API CUresult cuCtxGetDevice(int *device) {
 API CUresult cuCtxSynchronize() {
   FAULT(cuCtxSynchronize);
   CONTEXT_CALL();
+  if (const CUresult r = refuse_sync_in_capture(dev, true); r != OK) return r;
   std::vector<std::shared_ptr<Stream>> all{g_legacy};
   {
     std::lock_guard<std::mutex> lock(g_streams_mu);

@@ -207,6 +207,8 @@ API CUresult cuGetProcAddress_v2(const char *name, void **pfn, int version, unsi
   if (!dladdr(reinterpret_cast<void *>(&cuInit), &info)) return 500;
   void *self = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
   if (!self) return 500;
+  // What CUDA 12's cuda.h maps a plain name to where the version is not _v2.
+  if (std::string(name) == "cuGraphInstantiate") name = "cuGraphInstantiateWithFlags";
   void *p = dlsym(self, (std::string(name) + "_v2").c_str());
   if (!p) p = dlsym(self, name);
   dlclose(self);

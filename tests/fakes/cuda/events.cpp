@@ -32,6 +32,8 @@ API CUresult cuEventRecord(CUevent e, CUstream s) {
   const auto ev = find_event(e);
   const auto target = lookup(s);
   if (!ev) return INVALID_HANDLE;
+  CUresult captured = OK;
+  if (capture_record(*ev, target, &captured)) return captured;
   std::lock_guard<std::mutex> lock(ev->mu);
   CUresult r = submit(s, [ev] {
     std::lock_guard<std::mutex> l(ev->mu);
@@ -49,6 +51,7 @@ API CUresult cuEventSynchronize(CUevent e) {
   CONTEXT_CALL();
   const auto ev = find_event(e);
   if (!ev) return INVALID_HANDLE;
+  if (const CUresult r = refuse_captured_event(*ev); r != OK) return r;
   std::shared_ptr<Stream> src;
   uint64_t ticket;
   {
@@ -65,6 +68,7 @@ API CUresult cuEventQuery(CUevent e) {
   CONTEXT_CALL();
   const auto ev = find_event(e);
   if (!ev) return INVALID_HANDLE;
+  if (const CUresult r = refuse_captured_event(*ev); r != OK) return r;
   std::lock_guard<std::mutex> lock(ev->mu);
   if (!ev->stream) return OK;
   std::lock_guard<std::mutex> l2(ev->stream->mu);
@@ -76,6 +80,8 @@ API CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b) {
   if (!ms) return INVALID_VALUE;
   const auto ea = find_event(a), eb = find_event(b);
   if (!ea || !eb) return INVALID_HANDLE;
+  for (const auto &ev : {ea, eb})
+    if (const CUresult r = refuse_captured_event(*ev); r != OK) return r;
   // One event may be both ends (a zero interval): lock it once.
   std::unique_lock<std::mutex> lock_a(ea->mu, std::defer_lock), lock_b;
   if (eb == ea) {

@@ -77,6 +77,25 @@
 //    attribute), gives 0 blocks.
 //  - Destroying a primary context (reset, or the last release) destroys
 //    everything made in it: streams, events, memory, modules.
+//  - Stream capture (graphs.cpp, which quotes cuda.h): work on a capturing
+//    stream is recorded into a graph, not run; the legacy stream cannot
+//    capture and, "when a blocking stream is capturing, the legacy stream is
+//    in an unusable state until the blocking stream capture is terminated"
+//    (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT); synchronising or querying a
+//    capturing stream, or synchronising the context, is
+//    CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; an event last recorded in a
+//    capture refuses queries and waits (CUDA_ERROR_CAPTURED_EVENT); a wait
+//    across the capture's boundary is CUDA_ERROR_STREAM_CAPTURE_ISOLATION,
+//    one that would merge two captures CUDA_ERROR_STREAM_CAPTURE_MERGE. Each
+//    of these invalidates the capture: later work on its streams and its
+//    cuStreamEndCapture answer CUDA_ERROR_STREAM_CAPTURE_INVALIDATED (and no
+//    graph). A fork not joined back is CUDA_ERROR_STREAM_CAPTURE_UNJOINED,
+//    ending the capture elsewhere than its origin
+//    CUDA_ERROR_STREAM_CAPTURE_UNMATCHED. The fake models the relaxed capture
+//    mode only (the one the plugin uses); another mode is refused with
+//    CUDA_ERROR_NOT_SUPPORTED, and so are stream-ordered allocations and
+//    pageable copies in a capture (not modelled: refused, never recorded
+//    wrongly).
 #pragma once
 
 #include <dlfcn.h>
@@ -105,13 +124,16 @@ using CUresult = int;
 using CUdeviceptr = unsigned long long;
 struct Stream;
 struct Event;
+struct Capture;
 using CUstream = Stream *;
 using CUevent = Event *;
 
 constexpr CUresult OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, NOT_INITIALIZED = 3, STUB = 34, NO_DEVICE = 100,
                    INVALID_DEVICE = 101, INVALID_CONTEXT = 201, INVALID_PTX = 218, UNSUPPORTED_PTX_VERSION = 222,
                    INVALID_HANDLE = 400, NOT_READY = 600, ALREADY_REGISTERED = 712, NOT_REGISTERED = 713,
-                   NOT_PERMITTED = 800, NOT_SUPPORTED = 801;
+                   NOT_PERMITTED = 800, NOT_SUPPORTED = 801, ILLEGAL_STATE = 401, CAPTURE_UNSUPPORTED = 900,
+                   CAPTURE_INVALIDATED = 901, CAPTURE_MERGE = 902, CAPTURE_UNMATCHED = 903, CAPTURE_UNJOINED = 904,
+                   CAPTURE_ISOLATION = 905, CAPTURE_IMPLICIT = 906, CAPTURED_EVENT = 907;
 
 // ---- fault injection (FAKE_CUDA_FAIL, syntax of fault_spec.hpp) ------------------
 inline gpuhal::fakes::FaultRules &g_faults = gpuhal::fakes::fault_rules_from_environment("FAKE_CUDA_FAIL", "fake CUDA driver");
@@ -256,6 +278,10 @@ struct Stream {
   uint64_t submitted = 0, done = 0;
   bool stop = false;
   std::thread worker;
+  // The capture it records into (graphs.cpp; guarded by g_capture_mu), and
+  // a lock-free "has one" for submit().
+  std::shared_ptr<Capture> capture;
+  std::atomic<bool> capturing{false};
 
   void start() {
     worker = std::thread([this] {
@@ -363,11 +389,40 @@ inline std::shared_ptr<Stream> lookup(CUstream s) {
   std::abort();
 }
 
+// ---- stream capture (graphs.cpp) ---------------------------------------------------------
+// cuda.h CUgraphNodeType values of the nodes a capture records.
+enum NodeType { kKernelNode = 0, kMemcpyNode = 1, kMemsetNode = 2, kHostNode = 3, kEmptyNode = 5 };
+inline std::mutex g_capture_mu;
+// Blocking streams capturing, per device (the legacy stream's rule).
+inline std::atomic<int> g_blocking_captures[kMaxDevices] = {};
+// What capture makes of work submitted to `target`: OK with *recorded false
+// (run it), OK with *recorded true (a node of the stream's capture now, with
+// `launch` describing a kernel node's launch), or the error (the legacy
+// stream while a blocking stream captures, an invalidated capture).
+CUresult capture_submit(const std::shared_ptr<Stream> &target, std::function<void()> &fn, NodeType type,
+                        bool *recorded, void *func = nullptr);
+// The refusal of an operation that cannot be recorded, for a capturing
+// `target` (`code`, the capture invalidated); OK when it does not capture.
+CUresult refuse_if_capturing(const std::shared_ptr<Stream> &target, CUresult code);
+// cuStreamSynchronize / cuCtxSynchronize of the legacy stream or a context
+// while a capture of device `dev` runs: the captures invalidated, the error.
+CUresult refuse_sync_in_capture(int dev, bool whole_context);
+// The event rules (graphs.cpp): an event last recorded in a live capture
+// refuses queries and synchronisation; cuEventRecord and cuStreamWaitEvent
+// on capturing streams (true: handled there, *result its outcome).
+CUresult refuse_captured_event(Event &ev);
+bool capture_record(Event &ev, const std::shared_ptr<Stream> &target, CUresult *result);
+bool capture_wait(Event &ev, const std::shared_ptr<Stream> &target, CUresult *result);
+void capture_stream_destroyed(Stream *s);
+void destroy_graphs_of(int dev);
+
 // Submits `fn` to `s` with CUDA's legacy default-stream rules: work on the
 // default stream waits for all blocking streams, and blocking streams wait
-// for the default stream's work so far.
-inline CUresult submit(CUstream s, std::function<void()> fn) {
+// for the default stream's work so far. A capturing stream records it.
+inline CUresult submit(CUstream s, std::function<void()> fn, NodeType type = kMemcpyNode) {
   const std::shared_ptr<Stream> target = lookup(s);
+  bool recorded = false;
+  if (const CUresult r = capture_submit(target, fn, type, &recorded); r != OK || recorded) return r;
   std::vector<std::pair<std::shared_ptr<Stream>, uint64_t>> deps;
   if (target == g_legacy) {
     std::lock_guard<std::mutex> lock(g_streams_mu);
@@ -394,6 +449,10 @@ struct Event {
   std::shared_ptr<Stream> stream;  // of the latest record
   uint64_t ticket = 0;
   bool has_time = false;
+  // Recorded in a capture (graphs.cpp; under g_capture_mu): the capture and
+  // the recording stream's dependencies then; `stream` is null.
+  std::shared_ptr<Capture> capture;
+  std::vector<void *> capture_deps;
   std::chrono::steady_clock::time_point when;
 };
 inline std::mutex g_events_mu;
@@ -514,6 +573,18 @@ inline std::set<Module *> g_modules;
 inline std::string g_last_launch;  // described by fake_cuda_last_launch
 inline long g_launches = 0;
 
+// modules.cpp: a launch checked as cuLaunchKernel checks it; what it
+// records (fake_cuda_last_launch; empty for a kernel that faults) and what
+// runs on its stream.
+struct PreparedLaunch {
+  std::string description;
+  std::function<void()> on_stream;
+  // A graph's kernel node: recorded each time it runs.
+  std::function<void()> node() const;
+};
+void record_launch(const std::string &description);
+CUresult prepare_launch(void *fn, const unsigned grid[3], const unsigned block[3], unsigned shared, void **params,
+                        void **extra, int dev, PreparedLaunch *out);
 // Defined with their objects.
 // memory.cpp: device memory for `dev`; from_pool: what the default pool
 // holds idle is used first (stream-ordered allocation).

@@ -108,6 +108,8 @@ API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CU
   if (!src || !accessible(dst, n)) return INVALID_VALUE;
   if (host_range_mixed(src, n)) return INVALID_VALUE;  // partly registered (fake_cuda.hpp)
   if (!accessible(uintptr_t(src), n)) {
+    // Pageable memory in a capture is not modelled: refused (fake_cuda.hpp).
+    if (const CUresult r = refuse_if_capturing(lookup(s), NOT_SUPPORTED); r != OK) return r;
     // Pageable memory: the driver stages it, reading the source before it
     // returns (counted for the tests of the plugin's own staging).
     g_pageable_h2d_bytes += n;
@@ -123,6 +125,8 @@ API CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream
   if (n == 0) return OK;
   if (!dst || !accessible(src, n)) return INVALID_VALUE;
   if (host_range_mixed(dst, n)) return INVALID_VALUE;  // partly registered (fake_cuda.hpp)
+  if (!accessible(uintptr_t(dst), n))  // pageable, in a capture: not modelled (fake_cuda.hpp)
+    if (const CUresult r = refuse_if_capturing(lookup(s), NOT_SUPPORTED); r != OK) return r;
   return submit(s, [=] { std::memcpy(dst, reinterpret_cast<const void *>(uintptr_t(src)), n); });
 }
 API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
@@ -139,7 +143,7 @@ API CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUstrea
   CONTEXT_CALL();
   if (n == 0) return OK;
   if (!accessible(dst, n)) return INVALID_VALUE;
-  return submit(s, [=] { std::memset(reinterpret_cast<void *>(uintptr_t(dst)), v, n); });
+  return submit(s, [=] { std::memset(reinterpret_cast<void *>(uintptr_t(dst)), v, n); }, kMemsetNode);
 }
 API CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
   FAULT(cuMemcpyHtoD_v2);

@@ -245,13 +245,29 @@ static bool faulting_kernel(const std::string &name) {
   }();
   return list.find("," + name + ",") != std::string::npos;
 }
-API CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                            unsigned shared, CUstream s, void **params, void **extra) {
-  FAULT(cuLaunchKernel);
-  CONTEXT_CALL();
+}  // extern "C"
+
+namespace fake_cuda {
+
+std::function<void()> PreparedLaunch::node() const {
+  return [d = description, run = on_stream] {
+    if (!d.empty()) record_launch(d);
+    run();
+  };
+}
+
+void record_launch(const std::string &description) {
+  std::lock_guard<std::mutex> lock(g_module_mu);
+  g_last_launch = description;
+  ++g_launches;
+}
+
+CUresult prepare_launch(void *fn, const unsigned grid[3], const unsigned block[3], unsigned shared, void **params,
+                        void **extra, int dev, PreparedLaunch *out) {
   Function *f = known_function(fn);
   if (!f) return INVALID_HANDLE;
   if (extra) return INVALID_VALUE;  // not used by the plugin
+  const unsigned gx = grid[0], gy = grid[1], gz = grid[2], bx = block[0], by = block[1], bz = block[2];
   if (!gx || !gy || !gz || !bx || !by || !bz || gy > 65535 || gz > 65535 || bz > 64) return INVALID_VALUE;
   if (uint64_t(bx) * by * bz > 1024) return INVALID_VALUE;
   if (shared > unsigned(f->max_dynamic_shared)) return INVALID_VALUE;
@@ -263,12 +279,17 @@ API CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, uns
   // kernel's missing work is never read as a wrong result.
   static const bool refuse_launches = std::getenv("FAKE_CUDA_REFUSE_LAUNCHES") != nullptr;
   if (refuse_launches) return NOT_SUPPORTED;
-  if (faulting_kernel(f->name))  // CUDA_ERROR_ILLEGAL_ADDRESS (700): the process's for good (fake_cuda.hpp)
-    return submit(s, [dev] { kernel_fault(dev, 700); });
+  out->description.clear();
+  out->on_stream = [] {};  // ordered on the stream like the real work would be
+  if (faulting_kernel(f->name)) {  // CUDA_ERROR_ILLEGAL_ADDRESS (700): the process's for good (fake_cuda.hpp)
+    out->on_stream = [dev] { kernel_fault(dev, 700); };
+    return OK;
+  }
   if (int fault = g_fault_next_launch.exchange(0)) {
     // The kernel faults when it runs: the launch itself succeeds, later
     // calls report the error (the context's, or the process's: fake_cuda.hpp).
-    return submit(s, [dev, fault] { kernel_fault(dev, fault); });
+    out->on_stream = [dev, fault] { kernel_fault(dev, fault); };
+    return OK;
   }
   // The record: every parameter's bytes as the kernel would read them.
   std::string d = f->name + " grid=" + std::to_string(gx) + "," + std::to_string(gy) + "," + std::to_string(gz) +
@@ -282,12 +303,27 @@ API CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, uns
     std::snprintf(buf, sizeof buf, "%s%d:0x%llx", i ? "," : "", f->param_sizes[i], static_cast<unsigned long long>(v));
     d += buf;
   }
-  {
-    std::lock_guard<std::mutex> lock(g_module_mu);
-    g_last_launch = d;
-    ++g_launches;
-  }
-  return submit(s, [] {});  // ordered on the stream like the real work would be
+  out->description = std::move(d);
+  return OK;
+}
+
+}  // namespace fake_cuda
+
+extern "C" {
+
+API CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                            unsigned shared, CUstream s, void **params, void **extra) {
+  FAULT(cuLaunchKernel);
+  CONTEXT_CALL();
+  const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+  PreparedLaunch p;
+  if (const CUresult r = prepare_launch(fn, grid, block, shared, params, extra, dev, &p); r != OK) return r;
+  // In a capture the launch is a kernel node: recorded each time it runs.
+  std::function<void()> node = p.node();
+  bool recorded = false;
+  if (const CUresult r = capture_submit(lookup(s), node, kKernelNode, &recorded, fn); r != OK || recorded) return r;
+  if (!p.description.empty()) record_launch(p.description);
+  return submit(s, p.on_stream);
 }
 // Writes the latest launch's description into buf; returns the number of launches so far.
 API long fake_cuda_last_launch(char *buf, size_t len) {

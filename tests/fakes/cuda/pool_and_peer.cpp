@@ -11,13 +11,16 @@ extern "C" {
 API CUresult cuMemAllocAsync(CUdeviceptr *p, size_t bytes, CUstream s) {
   FAULT(cuMemAllocAsync);
   CONTEXT_CALL();
-  (void)lookup(s);
+  // Stream-ordered allocation in a capture (a memory node) is not modelled:
+  // refused (fake_cuda.hpp).
+  if (const CUresult r = refuse_if_capturing(lookup(s), NOT_SUPPORTED); r != OK) return r;
   if (!p || bytes == 0) return INVALID_VALUE;
   return allocate(p, bytes, dev, true, false);  // made at once: early enough for any order
 }
 API CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {
   FAULT(cuMemFreeAsync);
   CONTEXT_CALL();
+  if (const CUresult r = refuse_if_capturing(lookup(s), NOT_SUPPORTED); r != OK) return r;
   if (!device_range(p, 0)) return INVALID_VALUE;
   return submit(s, [p] {
     std::lock_guard<std::mutex> lock(g_mem_mu);

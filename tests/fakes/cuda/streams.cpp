@@ -31,6 +31,7 @@ API CUresult cuStreamDestroy_v2(CUstream s) {
     owned = it->second;
     g_streams.erase(it);
   }
+  capture_stream_destroyed(owned.get());
   owned->drain();  // pending work still completes
   owned->finish();
   return OK;
@@ -38,14 +39,22 @@ API CUresult cuStreamDestroy_v2(CUstream s) {
 API CUresult cuStreamSynchronize(CUstream s) {
   FAULT(cuStreamSynchronize);
   CONTEXT_CALL();
-  lookup(s)->drain();
+  const std::shared_ptr<Stream> target = lookup(s);
+  if (const CUresult r = refuse_if_capturing(target, CAPTURE_UNSUPPORTED); r != OK) return r;
+  if (target == g_legacy)
+    if (const CUresult r = refuse_sync_in_capture(dev, false); r != OK) return r;
+  target->drain();
   pool_release_above_threshold(dev);
   return after_wait(dev);
 }
 API CUresult cuStreamQuery(CUstream s) {
   FAULT(cuStreamQuery);
   CONTEXT_CALL();
-  return lookup(s)->idle() ? after_wait(dev) : NOT_READY;
+  const std::shared_ptr<Stream> target = lookup(s);
+  if (const CUresult r = refuse_if_capturing(target, CAPTURE_UNSUPPORTED); r != OK) return r;
+  if (target == g_legacy)
+    if (const CUresult r = refuse_sync_in_capture(dev, false); r != OK) return r;
+  return target->idle() ? after_wait(dev) : NOT_READY;
 }
 // The context a stream belongs to (the current one for the special handles).
 API CUresult cuStreamGetCtx(CUstream s, void **ctx) {
@@ -61,7 +70,9 @@ API CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags) {
   CONTEXT_CALL();
   const auto ev = find_event(e);
   if (flags != 0 || !ev) return INVALID_HANDLE;
-  (void)lookup(s);
+  const std::shared_ptr<Stream> target = lookup(s);
+  CUresult captured = OK;
+  if (capture_wait(*ev, target, &captured)) return captured;
   std::shared_ptr<Stream> src;
   uint64_t ticket;
   {
@@ -77,11 +88,14 @@ API CUresult cuLaunchHostFunc(CUstream s, void (*fn)(void *), void *user) {
   CONTEXT_CALL();
   if (!fn) return INVALID_VALUE;
   // submit() drops it when the context has hit an error: never called then.
-  return submit(s, [fn, user] {
-    t_in_host_fn = true;
-    fn(user);
-    t_in_host_fn = false;
-  });
+  return submit(
+      s,
+      [fn, user] {
+        t_in_host_fn = true;
+        fn(user);
+        t_in_host_fn = false;
+      },
+      kHostNode);
 }
 
 
