@@ -15,13 +15,21 @@ namespace gpuhal {
 namespace detail {
 
 StreamImpl::~StreamImpl() {
-  // The last handle of a capturing stream: its capture ends here (the
-  // plugin's ends with the stream's destruction below).
+  // The last handle of the stream a capture began on: the capture ends here,
+  // in the plugin first (its graph, if any, dropped), so that the releases
+  // the capture held back can synchronise the context again.
   if (capture) {
     ContextImpl *deferring = nullptr;
     {
       std::lock_guard<std::mutex> lock(capture_mutex());
-      if (capture && capture->origin.expired()) deferring = end_capture_locked(*capture);
+      if (capture && capture->origin.expired()) {
+        if (handle && generation == ctx->current_generation() && !ctx->inherited()) {
+          gpuhal_graph_t g = nullptr;
+          if (ctx->backend().stream_end_capture_status(ctx->handle, handle, &g) == GPUHAL_SUCCESS && g)
+            ctx->backend().graph_destroy_status(ctx->handle, g);
+        }
+        deferring = end_capture_locked(*capture);
+      }
     }
     end_deferral(deferring);
   }
