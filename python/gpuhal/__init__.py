@@ -31,17 +31,20 @@ from ._interop import is_device_array
 from ._memory_objects import AutoFreePointer, ManagedMemory, MappedMemory, MemoryPointer, PinnedMemory
 from ._ipc import IpcArrayHandle, open_ipc_array
 from ._log import flush_log, log_to_python
+from ._graphs import Capture
 from ._kernels import Kernel, Module, compile  # noqa: A004 (Numba-like name on purpose)
 from ._memory import *  # noqa: F401,F403
 from ._memory import __all__ as _memory_all
 
 Stream = _gpuhal.Stream
 Event = _gpuhal.Event
+Graph = _gpuhal.Graph
+GraphExec = _gpuhal.GraphExec
 Device = _gpuhal.Device
 __version__ = _gpuhal.__version__
 
 __all__ = (["DeviceNDArray", "from_dlpack", "is_device_array", "IpcArrayHandle", "open_ipc_array", "Kernel", "Module", "compile",
-            "Stream", "Event", "Device", "__version__", "driver", "BaseCUDAMemoryManager", "GetIpcHandleMixin",
+            "Capture", "Graph", "GraphExec", "Stream", "Event", "Device", "__version__", "driver", "BaseCUDAMemoryManager", "GetIpcHandleMixin",
             "HostOnlyCUDAMemoryManager", "IpcHandle", "MemoryInfo", "set_memory_manager", "as_cuda_array",
             "auto_device", "from_cuda_array_interface", "is_cuda_array", "log_to_python", "flush_log",
             "AutoFreePointer", "ManagedMemory",

@@ -15,6 +15,8 @@
 //    (errors.cpp); a stream argument of None is the synchronous overload.
 #pragma once
 
+#include <deque>
+
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
@@ -109,7 +111,13 @@ struct HostMemoryHolder {
   gpuhal::DeviceArray device;  // when it is a managed or mapped device array's
 };
 
+// Kernel launch arguments from Python values (kernels.cpp): device arrays,
+// NumPy scalars, ints, floats; anything else is a host array held in
+// `held` until the launch has returned (it synchronises then).
+std::vector<gpuhal::KernelArg> args_from(const nb::sequence &args, std::deque<HostBuffer> &held);
+
 void bind_errors(nb::module_ &m);
+void bind_graphs(nb::module_ &m);
 void bind_runtime(nb::module_ &m);
 void bind_streams(nb::module_ &m);
 void bind_device_array(nb::module_ &m);

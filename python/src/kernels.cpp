@@ -37,8 +37,8 @@ gpuhal::KernelArg scalar_arg(const ScalarArg &s) {
   throw gpuhal::Error(gpuhal::Status::ERROR_INVALID_DTYPE, "a kernel scalar of dtype " + d.name() + " is not supported");
 }
 
-// Converts launch arguments; host buffers stay held in `held` until the
-// launch has returned (it synchronises when host arrays are passed).
+}  // namespace
+
 std::vector<gpuhal::KernelArg> args_from(const nb::sequence &args, std::deque<HostBuffer> &held) {
   std::vector<gpuhal::KernelArg> out;
   size_t i = 0;
@@ -77,6 +77,8 @@ std::vector<gpuhal::KernelArg> args_from(const nb::sequence &args, std::deque<Ho
   }
   return out;
 }
+
+namespace {
 
 gpuhal::Dim3 dim3_of(const std::vector<uint32_t> &v, const char *what) {
   if (v.empty() || v.size() > 3)

@@ -10,6 +10,7 @@ NB_MODULE(_gpuhal, m) {
   gpuhal_py::bind_device_array(m);
   gpuhal_py::bind_host_memory(m);
   gpuhal_py::bind_kernels(m);
+  gpuhal_py::bind_graphs(m);
   gpuhal_py::bind_dlpack(m);
   gpuhal_py::bind_ipc(m);
   gpuhal_py::bind_memory_manager(m);

@@ -44,6 +44,14 @@ void bind_streams(nb::module_ &m) {
           "wait_events", [](const gpuhal::Stream &s, const std::vector<gpuhal::Event> &e) { s.wait(e); }, release_gil())
       .def("wait_for_all_prior_work", &gpuhal::Stream::wait_for_all_prior_work, release_gil())
       .def("record", &gpuhal::Stream::record, release_gil(), "Records a new event on this stream")
+      .def("begin_capture", &gpuhal::Stream::begin_capture, release_gil(),
+           "From now on, work on this stream is recorded into a graph, not run (see capture())")
+      .def("end_capture", &gpuhal::Stream::end_capture, release_gil(), "Ends the capture and returns its Graph")
+      .def_prop_ro("is_capturing", &gpuhal::Stream::is_capturing, "True while the stream records into a capture")
+      .def(
+          "capture",
+          [](nb::handle self) { return nb::module_::import_("gpuhal._graphs").attr("Capture")(self); },
+          "`with stream.capture() as g:` records the block's work on the stream; g.launch() runs it again")
       .def("auto_synchronize",
            [](const gpuhal::Stream &s) {
              return AutoSynchronizeScope{s, {}};

@@ -1,0 +1,77 @@
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+"""Graphs: ``with stream.capture() as g:`` records the block's work on the
+stream (kernel launches, copies, memsets, events, callbacks) instead of
+running it; ``g.launch()`` runs all of it again with one call. See
+docs/python.md."""
+
+from . import _gpuhal
+from ._errors import Error, raise_status
+
+
+class Capture:
+    """What ``stream.capture()`` returns: a context manager while recording,
+    then the instantiated graph.
+
+    Inside the block, work on the stream (and on streams forked into the
+    capture by waiting for one of its events) is recorded, not run. A
+    synchronisation of the stream, a query, or a wait for work outside the
+    capture raises ``gpuhal.CaptureUnsupportedError`` and spoils the capture;
+    host arrays as kernel arguments are refused (pass device arrays). When
+    the block raises, the capture is ended and dropped and the exception goes
+    on. Allocations made inside the block are ordinary ones, made once."""
+
+    def __init__(self, stream):
+        if not isinstance(stream, _gpuhal.Stream):
+            raise TypeError(f"capture() needs a gpuhal.Stream, not {type(stream).__name__}")
+        self.stream = stream
+        self.graph = None
+        self._exec = None
+        self._entered = False
+
+    def __enter__(self):
+        if self._entered:
+            raise_status("ERROR_INVALID_VALUE", "a Capture is entered once; call stream.capture() again for another")
+        self._entered = True
+        self.stream.begin_capture()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None:
+            try:
+                self.stream.end_capture()  # the stream runs its work again; the graph is dropped
+            except Error:
+                pass
+            return False
+        self.graph = self.stream.end_capture()
+        self._exec = self.graph.instantiate()
+        return False
+
+    def _ready(self):
+        if self._exec is None:
+            raise_status("ERROR_INVALID_VALUE", "the capture has not ended: launch after the `with` block")
+        return self._exec
+
+    def launch(self, stream=None):
+        """Runs the recorded work on ``stream`` (default: the stream it was
+        recorded from), after this graph's previous launch."""
+        self._ready().launch(self.stream if stream is None else stream)
+
+    def update_kernel_args(self, kernel_node, *args):
+        """New arguments for the ``kernel_node``-th launch recorded (0-based),
+        used by the launches made after the call: device arrays and scalars."""
+        from ._kernels import _argument
+        self._ready().update_kernel_args(kernel_node, [_argument(a) for a in args])
+
+    @property
+    def node_count(self):
+        self._ready()
+        return self.graph.node_count
+
+    @property
+    def kernel_node_count(self):
+        return self._ready().kernel_node_count
+
+    def __repr__(self):
+        if self._exec is None:
+            return "<gpuhal.Capture recording>" if self._entered else "<gpuhal.Capture>"
+        return f"<gpuhal.Capture nodes={self.graph.node_count} kernels={self.graph.kernel_node_count}>"
