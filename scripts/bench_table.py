@@ -42,6 +42,8 @@ TARGETS = [
      "barrier-free kernel vs PoCL"),
     ("H5 barriers", "kernels", "BM_gpuhal_block_sum/real_time", "BM_pocl_block_sum/real_time", "speed", 10.0,
      "barrier + shared-memory kernel (block reduction) vs PoCL"),
+    ("G1 host", "graphs", "BM_G1_graph/real_time", "BM_G1_direct/real_time", "speed", 3.0,
+     "100 small launches + one copy + synchronize: a graph's launch vs the same submitted directly"),
     ("H6 histogram", "kernels", "BM_gpuhal_histogram/real_time", "BM_pocl_histogram/real_time", "speed", 1.0,
      "256-bin histogram of 64 MiB through shared and global atomics vs PoCL"),
 ] + [

@@ -308,6 +308,27 @@ else
   note "benchmarks: not built (Google Benchmark not found; set CMAKE_PREFIX_PATH to a prefix that has it)"
 fi
 
+# G1: graph replay against direct submission on this backend (C++), and
+# from Python beside CuPy's CUDA graph of the same work where CuPy is there.
+echo "== G1 (graphs)"
+if [ -x "$build/bin/gpuhal-bench-graphs" ]; then
+  if timeout "$bench_timeout" "$build/bin/gpuhal-bench-graphs" --benchmark_repetitions=10 \
+    --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true >"$logs/g1.txt" 2>&1; then
+    grep -E 'median' "$logs/g1.txt" >"$logs/g1_rows.txt"
+    note_lines "$logs/g1_rows.txt" "  G1 "
+  else
+    note "G1: FAILED (see $logs/g1.txt)"
+  fi
+fi
+if [ -n "${site:-}" ] && PYTHONPATH=$site python3 -c "import gpuhal" 2>/dev/null; then
+  if PYTHONPATH=$site GPUHAL_BACKEND=$backend timeout "$bench_timeout" python3 benchmarks/python_graph_peers.py \
+    >"$logs/g1_python.txt" 2>&1; then
+    note_lines "$logs/g1_python.txt" "  G1 python "
+  else
+    note "G1 python: FAILED (see $logs/g1_python.txt)"
+  fi
+fi
+
 # N1: the same small round trip through numba-cuda, where the machine's
 # Python has it (benchmarks/numba_round_trip.py).
 echo "== N1 (numba-cuda)"

@@ -155,11 +155,12 @@ void print_text(const gpuhal::Runtime &rt, const std::vector<gpuhal::LoadAttempt
   auto yes = [&](Capability c) { return rt.supports(c) ? "yes" : "no"; };
   std::printf(
       "Capabilities: stream barrier %s, host memory %s, mapped host memory %s, ipc %s, stream-ordered memory %s, "
-      "peer access %s, kernels %s, managed memory %s, fault recovery %s, kernel attributes %s, kernel printf %s\n",
+      "peer access %s, kernels %s, managed memory %s, fault recovery %s, kernel attributes %s, kernel printf %s, "
+      "graphs %s\n",
       yes(Capability::StreamBarrier), yes(Capability::HostMemory), yes(Capability::MappedHostMemory),
       yes(Capability::Ipc), yes(Capability::StreamOrderedMemory), yes(Capability::PeerAccess),
       yes(Capability::Kernels), yes(Capability::ManagedMemory), yes(Capability::FaultRecovery),
-      yes(Capability::KernelAttributes), yes(Capability::KernelPrintf));
+      yes(Capability::KernelAttributes), yes(Capability::KernelPrintf), yes(Capability::Graphs));
   std::printf("Devices: %d\n", rt.device_count());
   for (int i : devices) {
     const auto &p = rt.device(i).properties();
@@ -194,7 +195,8 @@ std::string runtime_json(const gpuhal::Runtime &rt, const std::vector<gpuhal::Lo
                   ",\"managed_memory\":" + json_bool(rt.supports(Capability::ManagedMemory)) +
                   ",\"fault_recovery\":" + json_bool(rt.supports(Capability::FaultRecovery)) +
                   ",\"kernel_attributes\":" + json_bool(rt.supports(Capability::KernelAttributes)) +
-                  ",\"kernel_printf\":" + json_bool(rt.supports(Capability::KernelPrintf)) + "},\"devices\":[";
+                  ",\"kernel_printf\":" + json_bool(rt.supports(Capability::KernelPrintf)) +
+                  ",\"graphs\":" + json_bool(rt.supports(Capability::Graphs)) + "},\"devices\":[";
   for (size_t k = 0; k < devices.size(); ++k) s += std::string(k ? "," : "") + device_json(rt, devices[k]);
   return s + "]}";
 }
