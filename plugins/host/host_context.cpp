@@ -242,6 +242,15 @@ std::vector<std::pair<uintptr_t, Region>> Registry::take_all(HostContext *owner)
 HostContext::HostContext(HostDevice *device) : device_(device), progress_(std::make_shared<Progress>()) {
   default_stream_ = std::make_shared<StreamState>(progress_, false, true);
   default_stream_->start();
+  // A capturing blocking stream counts as busy, so that a synchronous
+  // copy's lock-free path (which runs only while no blocking stream is busy)
+  // takes the long way, where the capture's legacy-stream rule is checked.
+  captures.on_blocking_join = [](StreamState *s) {
+    s->progress->busy_blocking.fetch_add(1, std::memory_order_acq_rel);
+  };
+  captures.on_blocking_leave = [](StreamState *s) {
+    s->progress->busy_blocking.fetch_sub(1, std::memory_order_acq_rel);
+  };
 }
 
 HostContext::~HostContext() {
@@ -348,7 +357,7 @@ bool HostContext::destroy_stream(gpuhal_stream_t handle) {
     streams_.erase(it);
   }
   plugin_state().streams.remove(s.get());
-  leave_capture(this, s);
+  captures.stream_destroyed(s.get());
   s->stop();
   return true;
 }
@@ -363,16 +372,20 @@ gpuhal_event_t HostContext::create_event(bool timing) {
 
 bool HostContext::destroy_event(gpuhal_event_t handle) {
   std::lock_guard<std::mutex> lock(objects_mu_);
-  return events_.erase(reinterpret_cast<HostEvent *>(handle)) != 0;
+  if (events_.erase(reinterpret_cast<HostEvent *>(handle)) == 0) return false;
+  captures.forget_event(handle);
+  return true;
 }
 
 uint64_t HostContext::submit(const std::shared_ptr<StreamState> &s, std::function<void(bool)> run,
                              std::vector<Dep> deps) {
   // A capturing stream records the operation instead (host_graph.hpp); the
   // entries that add dependencies handle capture before they get here.
-  if (s->capturing.load(std::memory_order_acquire)) {
-    capture_op(this, s, std::move(run));
-    return 0;
+  if (captures.any()) {
+    HostGraphNode node;
+    node.run = std::move(run);
+    if (captures.record(s.get(), std::move(node), false)) return 0;
+    run = std::move(node.run);  // not capturing: taken back
   }
   std::lock_guard<std::mutex> lock(submit_mu_);
   inline_bias_.claim_or_exclude(false);  // another thread's inline operations wait, from now on, for this mutex
@@ -399,8 +412,14 @@ uint64_t HostContext::submit(const std::shared_ptr<StreamState> &s, std::functio
 }
 
 void HostContext::record(const std::shared_ptr<HostEvent> &ev, const std::shared_ptr<StreamState> &s) {
-  if (s->capturing.load(std::memory_order_acquire)) {
-    capture_record(this, ev, s);
+  if (captures.record_event(ev.get(), s.get())) {
+    // The event stands for a position in the capture, no work that runs: a
+    // wait for it outside the capture waits for nothing after the capture.
+    std::lock_guard<std::mutex> lock(ev->mu);
+    ++ev->record_id;  // a record still queued no longer stamps it
+    ev->stream.reset();
+    ev->ticket = 0;
+    ev->has_time = false;
     return;
   }
   uint64_t id;
@@ -421,7 +440,6 @@ void HostContext::record(const std::shared_ptr<HostEvent> &ev, const std::shared
   if (ev->record_id == id) {
     ev->stream = s;
     ev->ticket = ticket;
-    ev->capture.reset();  // recorded outside a capture again
   }
 }
 

@@ -167,10 +167,6 @@ struct HostEvent {
   uint64_t record_id = 0;
   bool has_time = false;
   std::chrono::steady_clock::time_point when;
-  // Recorded in a capture (host_graph.hpp): the capture and the node it
-  // stands for; then `ticket` is 0. Guarded by the context's capture_mu.
-  std::shared_ptr<HostCapture> capture;
-  uint32_t capture_node = 0;
 };
 
 class HostContext {
@@ -272,13 +268,10 @@ class HostContext {
   void set_kernel_error(const std::string &message);
   bool take_kernel_error(std::string *message);
 
-  // Stream capture and graphs (host_graph.hpp): the lock of every capture of
-  // this context's streams, how many blocking streams capture (the legacy
-  // default stream's rule), and the graphs and execs made here (freed with
-  // the context).
-  std::mutex capture_mu;
-  std::atomic<int> blocking_captures{0};
-  std::atomic<int> active_captures{0};  // captures begun on this context's streams and not ended
+  // Stream capture (host_graph.hpp), and the graphs and execs made here
+  // (freed with the context; guarded by graphs_mu).
+  HostCaptureBook captures;
+  std::mutex graphs_mu;
   std::unordered_map<HostGraph *, std::unique_ptr<HostGraph>> graphs;
   std::unordered_map<HostGraphExec *, std::shared_ptr<HostGraphExec>> graph_execs;
 

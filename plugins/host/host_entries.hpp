@@ -46,7 +46,7 @@ gpuhal_status_t in_stream(gpuhal_context_t ctx, gpuhal_stream_t stream, const ch
   return in_context(ctx, entry, [&](HostContext *c) -> gpuhal_status_t {
     const std::shared_ptr<StreamState> s = c->stream(stream);
     if (!s) return bad_stream(entry);
-    if (gpuhal_status_t st = capture_refusal(c, s, entry)) return st;
+    if (gpuhal_status_t st = c->captures.refusal(s.get(), s->is_default, entry)) return st;
     return body(c, s);
   });
 }

@@ -46,7 +46,7 @@ gpuhal_status_t event_synchronize(gpuhal_context_t ctx, gpuhal_event_t event) {
     if (on_worker_thread()) return would_deadlock("event_synchronize");
     auto e = c->event(event);
     if (!e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_synchronize: invalid event handle");
-    if (gpuhal_status_t st = refuse_captured_event(c, e, "event_synchronize")) return st;
+    if (gpuhal_status_t st = c->captures.refuse_event(e.get(), "event_synchronize")) return st;
     Dep d;
     if (event_dep(e, &d)) d.stream->progress->wait(*d.stream, d.ticket);
     return kernel_failure(c);
@@ -57,7 +57,7 @@ gpuhal_status_t event_query(gpuhal_context_t ctx, gpuhal_event_t event) {
   return in_context(ctx, "event_query", [&](HostContext *c) -> gpuhal_status_t {
     auto e = c->event(event);
     if (!e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_query: invalid event handle");
-    if (gpuhal_status_t st = refuse_captured_event(c, e, "event_query")) return st;
+    if (gpuhal_status_t st = c->captures.refuse_event(e.get(), "event_query")) return st;
     Dep d;
     if (!event_dep(e, &d)) return GPUHAL_SUCCESS;
     return d.stream->completed.load() >= d.ticket ? GPUHAL_SUCCESS : GPUHAL_NOT_READY;
@@ -70,7 +70,7 @@ gpuhal_status_t event_elapsed_ms(gpuhal_context_t ctx, gpuhal_event_t start, gpu
     auto a = c->event(start), b = c->event(end);
     if (!a || !b) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_elapsed_ms: invalid event handle");
     for (const auto *e : {&a, &b})
-      if (gpuhal_status_t st = refuse_captured_event(c, *e, "event_elapsed_ms")) return st;
+      if (gpuhal_status_t st = c->captures.refuse_event(e->get(), "event_elapsed_ms")) return st;
     std::chrono::steady_clock::time_point ta, tb;
     for (auto *pair : {&a, &b}) {
       const auto &e = *pair;

@@ -277,7 +277,7 @@ gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuha
       return fail(GPUHAL_ERROR_INVALID_HANDLE, "launch: not a kernel of a module of this context");
     auto s = c->stream(stream);
     if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "launch: invalid stream handle");
-    if (gpuhal_status_t st = capture_refusal(c, s, "launch")) return st;
+    if (gpuhal_status_t st = c->captures.refusal(s.get(), s->is_default, "launch")) return st;
     uint64_t threads = 1;
     static const uint32_t max_block[3] = {1024, 1024, 64};
     for (int d = 0; d < 3; ++d) {
@@ -341,9 +341,10 @@ gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuha
       L->block[d] = config->block[d];
     }
     L->dynamic_shared_bytes = config->dynamic_shared_bytes;
-    if (s->capturing.load(std::memory_order_acquire)) {
-      capture_kernel(c, s, std::move(L));  // host_graph.hpp: replayed by graph_exec_launch
-      return GPUHAL_SUCCESS;
+    if (c->captures.any()) {  // host_graph.hpp: replayed by graph_exec_launch
+      HostGraphNode node;
+      node.launch = L;
+      if (c->captures.record(s.get(), std::move(node), true)) return GPUHAL_SUCCESS;
     }
     ThreadPool *pool = &shared_pool();
     StackPool *stacks = &shared_stacks();

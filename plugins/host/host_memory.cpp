@@ -90,10 +90,11 @@ gpuhal_status_t mem_alloc_async(gpuhal_context_t ctx, uint64_t bytes, gpuhal_str
   return in_context(ctx, "mem_alloc_async", [&](HostContext *c) -> gpuhal_status_t {
     const std::shared_ptr<StreamState> s = c->stream(stream);
     if (!s) return bad_stream("mem_alloc_async");
-    if (gpuhal_status_t st = capture_refusal(c, s, "mem_alloc_async")) return st;
+    if (gpuhal_status_t st = c->captures.refusal(s.get(), s->is_default, "mem_alloc_async")) return st;
     // The host backend allocates at the call: nothing it could record.
-    if (s->capturing.load(std::memory_order_acquire))
-      return refuse_in_capture(c, s, "mem_alloc_async", "a stream-ordered allocation (the host backend records none)");
+    if (gpuhal_status_t st = c->captures.refuse(s.get(), "mem_alloc_async",
+                                                "a stream-ordered allocation (the host backend records none)"))
+      return st;
     return mem_alloc(ctx, bytes, out);
   });
 }
@@ -101,9 +102,9 @@ gpuhal_status_t mem_alloc_async(gpuhal_context_t ctx, uint64_t bytes, gpuhal_str
 gpuhal_status_t mem_free_async(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpuhal_stream_t stream) {
   return in_stream(ctx, stream, "mem_free_async",
                    [&](HostContext *c, const std::shared_ptr<StreamState> &s) -> gpuhal_status_t {
-                     if (s->capturing.load(std::memory_order_acquire))
-                       return refuse_in_capture(c, s, "mem_free_async",
-                                                "a stream-ordered free (the host backend records none)");
+                     if (gpuhal_status_t st = c->captures.refuse(
+                             s.get(), "mem_free_async", "a stream-ordered free (the host backend records none)"))
+                       return st;
                      // Out of the registry now (new work may not use it), unmapped later.
                      const Region r = plugin_state().registry.release_device(uintptr_t(ptr), c);
                      if (r.size == 0)

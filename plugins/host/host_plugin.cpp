@@ -247,7 +247,7 @@ gpuhal_status_t context_destroy(gpuhal_context_t ctx) {
 gpuhal_status_t context_synchronize(gpuhal_context_t ctx) {
   return in_context(ctx, "context_synchronize", [&](HostContext *c) -> gpuhal_status_t {
     if (on_worker_thread()) return would_deadlock("context_synchronize");
-    if (gpuhal_status_t st = refuse_context_sync_in_capture(c, "context_synchronize")) return st;
+    if (gpuhal_status_t st = c->captures.refuse_context_sync("context_synchronize")) return st;
     c->synchronize();
     return kernel_failure(c);
   });

@@ -248,6 +248,25 @@ void StreamState::synchronize() {
 
 // ---- the stream entries of the plugin table ------------------------------------------------------------
 
+namespace {
+
+// A wait of `s` for `e` as capture sees it (capture_book.hpp): *handled
+// when recorded, joined or refused there.
+gpuhal_status_t wait_in_capture(HostContext *c, const std::shared_ptr<StreamState> &s, gpuhal_stream_t handle,
+                                const std::shared_ptr<HostEvent> &e, const char *entry, bool *handled) {
+  *handled = false;
+  if (!c->captures.any()) return GPUHAL_SUCCESS;
+  bool recorded_outside;
+  {
+    std::lock_guard<std::mutex> lock(e->mu);
+    recorded_outside = e->ticket != 0;
+  }
+  return c->captures.wait(s.get(), e.get(), recorded_outside, default_stream_handle(handle),
+                          !s->non_blocking && !s->is_default, entry, handled);
+}
+
+}  // namespace
+
 gpuhal_status_t stream_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_stream_t *out) {
   return in_context(ctx, "stream_create", [&](HostContext *c) -> gpuhal_status_t {
     const gpuhal_status_t st = plugin::check_create_args("stream_create", out, flags, GPUHAL_STREAM_NON_BLOCKING);
@@ -270,9 +289,9 @@ gpuhal_status_t stream_synchronize(gpuhal_context_t ctx, gpuhal_stream_t stream)
     if (on_worker_thread()) return would_deadlock("stream_synchronize");
     std::shared_ptr<StreamState> s = c->stream(stream);
     if (!s) return bad_stream("stream_synchronize");
-    if (gpuhal_status_t st = capture_refusal(c, s, "stream_synchronize")) return st;
-    if (s->capturing.load(std::memory_order_acquire))
-      return refuse_in_capture(c, s, "stream_synchronize", "synchronising a capturing stream");
+    if (gpuhal_status_t st = c->captures.refusal(s.get(), s->is_default, "stream_synchronize")) return st;
+    if (gpuhal_status_t st = c->captures.refuse(s.get(), "stream_synchronize", "synchronising a capturing stream"))
+      return st;
     s->synchronize();
     return kernel_failure(c);
   });
@@ -281,8 +300,8 @@ gpuhal_status_t stream_synchronize(gpuhal_context_t ctx, gpuhal_stream_t stream)
 gpuhal_status_t stream_query(gpuhal_context_t ctx, gpuhal_stream_t stream) {
   return in_stream(ctx, stream, "stream_query",
                    [&](HostContext *c, const std::shared_ptr<StreamState> &s) -> gpuhal_status_t {
-                     if (s->capturing.load(std::memory_order_acquire))
-                       return refuse_in_capture(c, s, "stream_query", "querying a capturing stream");
+                     if (gpuhal_status_t st = c->captures.refuse(s.get(), "stream_query", "querying a capturing stream"))
+                       return st;
                      return s->idle() ? GPUHAL_SUCCESS : GPUHAL_NOT_READY;
                    });
 }
@@ -293,7 +312,8 @@ gpuhal_status_t stream_wait_event(gpuhal_context_t ctx, gpuhal_stream_t stream, 
                      auto e = c->event(event);
                      if (!e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_wait_event: invalid event handle");
                      bool handled = false;
-                     if (gpuhal_status_t st = capture_wait(c, s, e, "stream_wait_event", &handled)) return st;
+                     if (gpuhal_status_t st = wait_in_capture(c, s, stream, e, "stream_wait_event", &handled))
+                       return st;
                      if (handled) return GPUHAL_SUCCESS;
                      Dep d;
                      if (!event_dep(e, &d)) return GPUHAL_SUCCESS;  // never recorded: nothing to wait for
@@ -319,9 +339,11 @@ gpuhal_status_t stream_barrier(gpuhal_context_t ctx, gpuhal_stream_t stream, con
                      if (flags & ~GPUHAL_BARRIER_ALL_PRIOR_WORK)
                        return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_barrier: unknown flags " + hex(flags));
                      if (count && !events) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_barrier: null event list");
-                     if (s->capturing.load(std::memory_order_acquire) && (flags & GPUHAL_BARRIER_ALL_PRIOR_WORK))
-                       return refuse_in_capture(c, s, "stream_barrier",
-                                                "waiting for all prior work of the context (GPUHAL_BARRIER_ALL_PRIOR_WORK)");
+                     if (flags & GPUHAL_BARRIER_ALL_PRIOR_WORK)
+                       if (gpuhal_status_t st = c->captures.refuse(
+                               s.get(), "stream_barrier",
+                               "waiting for all prior work of the context (GPUHAL_BARRIER_ALL_PRIOR_WORK)"))
+                         return st;
                      std::vector<Dep> deps;
                      for (uint32_t i = 0; i < count; ++i) {
                        auto e = c->event(events[i]);
@@ -329,13 +351,16 @@ gpuhal_status_t stream_barrier(gpuhal_context_t ctx, gpuhal_stream_t stream, con
                          return fail(GPUHAL_ERROR_INVALID_HANDLE,
                                      "stream_barrier: invalid event handle at index " + std::to_string(i));
                        bool handled = false;
-                       if (gpuhal_status_t st = capture_wait(c, s, e, "stream_barrier", &handled)) return st;
+                       if (gpuhal_status_t st = wait_in_capture(c, s, stream, e, "stream_barrier", &handled))
+                         return st;
                        Dep d;
                        if (!handled && event_dep(e, &d)) deps.push_back(d);
                      }
-                     if (s->capturing.load(std::memory_order_acquire)) {
+                     if (c->captures.capturing(s.get())) {
                        if (!deps.empty())  // the stream joined a capture for one event, then met an outside one
-                         return refuse_in_capture(c, s, "stream_barrier", "waiting for work outside the capture");
+                         if (gpuhal_status_t st = c->captures.refuse(s.get(), "stream_barrier",
+                                                                     "waiting for work outside the capture"))
+                           return st;
                        return GPUHAL_SUCCESS;  // the waits are recorded
                      }
                      if (flags & GPUHAL_BARRIER_ALL_PRIOR_WORK)

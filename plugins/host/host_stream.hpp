@@ -28,7 +28,6 @@
 namespace gpuhal::host {
 
 struct StreamState;
-struct HostCapture;
 
 // The plugin's few per-thread variables on the hot path use the
 // initial-exec TLS model: one %fs-relative access instead of a call to
@@ -108,12 +107,6 @@ struct StreamState : std::enable_shared_from_this<StreamState> {
   // Written by the worker: on a cache line of its own, away from what
   // submitters write.
   alignas(64) std::atomic<uint64_t> completed{0};
-
-  // Stream capture (host_graph.hpp): the capture this stream records into,
-  // guarded by the context's capture_mu; `capturing` mirrors "has one" for
-  // the submit paths, which read it without the lock.
-  std::shared_ptr<HostCapture> capture;
-  std::atomic<bool> capturing{false};
 
   // Operations submitted and not yet completed, kept for blocking streams
   // only (Progress::busy_blocking counts the streams where it is not zero).

@@ -92,7 +92,7 @@ namespace {
   return in_context(ctx, "memcpy_sync", [&](HostContext *c) -> gpuhal_status_t {
     if (on_worker_thread()) return would_deadlock("memcpy_sync");
     if (gpuhal_status_t st = check_copy("memcpy_sync", kind, dst, src, bytes)) return st;
-    if (gpuhal_status_t st = capture_refusal(c, c->default_stream(), "memcpy_sync")) return st;
+    if (gpuhal_status_t st = c->captures.refusal(c->default_stream().get(), true, "memcpy_sync")) return st;
     if (bytes == 0) return GPUHAL_SUCCESS;
     return copy_on(c, c->default_stream(), dst, src, bytes, true);
   });
@@ -143,7 +143,7 @@ gpuhal_status_t set_on(HostContext *c, const std::shared_ptr<StreamState> &s, gp
 gpuhal_status_t memset_sync(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_t value, uint64_t bytes) {
   return in_context(ctx, "memset_sync", [&](HostContext *c) -> gpuhal_status_t {
     if (on_worker_thread()) return would_deadlock("memset_sync");
-    if (gpuhal_status_t st = capture_refusal(c, c->default_stream(), "memset_sync")) return st;
+    if (gpuhal_status_t st = c->captures.refusal(c->default_stream().get(), true, "memset_sync")) return st;
     return set_on(c, c->default_stream(), dst, value, bytes, true);
   });
 }
