@@ -52,6 +52,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "capture_book.hpp"
 #include "hsa_code_object.hpp"
 #include "hsa_runtime.hpp"
 #include "plugin_support.hpp"
@@ -197,6 +198,29 @@ struct Registration {
   bool locked = false;  // hsa_amd_memory_lock (else hsa_memory_register)
 };
 
+// Stream capture (hsa_graphs.cpp): an operation recorded from a capturing
+// stream, submitted again at each launch of its graph with fresh completion
+// signals (and kernel arguments written again): a copy, memset or callback
+// as a closure over the stream it goes to (c->mu held), or a kernel
+// dispatch with its configuration and its explicit arguments' bytes.
+struct HsaGraphNode {
+  std::function<gpuhal_status_t(HsaStream *)> submit;  // empty for kernels and for what only orders
+  HsaKernel *kernel = nullptr;
+  gpuhal_launch_config_t config{};
+  std::vector<uint8_t> args;  // argument i at arg_offsets[i], arg_sizes[i] bytes
+  std::vector<uint32_t> arg_offsets, arg_sizes;
+};
+using HsaGraphNodes = std::vector<HsaGraphNode>;
+struct HsaGraph {
+  std::shared_ptr<const HsaGraphNodes> nodes;
+  uint32_t kernel_nodes = 0;
+};
+struct HsaGraphExec {
+  std::shared_ptr<const HsaGraphNodes> nodes;  // copied when a kernel node's arguments change
+  std::vector<uint32_t> kernel_node_index;     // kernel node k -> its index in nodes
+  SignalRef last;                               // the previous launch's last operation
+};
+
 struct HsaContext {
   int ordinal = 0;
   Device *device = nullptr;
@@ -211,6 +235,12 @@ struct HsaContext {
   std::map<uintptr_t, Registration> registrations;
   std::unordered_map<HsaModule *, std::unique_ptr<HsaModule>> modules;
   uint64_t allocated_bytes = 0;
+  // Stream capture's bookkeeping and rules (its own lock, taken after mu),
+  // and the graphs and execs made here (guarded by mu, freed with the
+  // context).
+  plugin::CaptureBook<HsaStream, HsaGraphNode> captures;
+  std::unordered_map<HsaGraph *, std::unique_ptr<HsaGraph>> graphs;
+  std::unordered_map<HsaGraphExec *, std::unique_ptr<HsaGraphExec>> graph_execs;
 
   // The host-operation thread (started on first use).
   std::mutex host_mu;
@@ -331,6 +361,14 @@ gpuhal_status_t submit_marker(HsaStream *s, std::vector<SignalRef> extra, Signal
 gpuhal_status_t wait_stream(HsaContext *c, HsaStream *s, SignalRef last, const char *entry);
 // The event of a handle in c, or nullptr (c->mu held).
 HsaEvent *find_event(HsaContext *c, gpuhal_event_t e);
+// hsa_kernels.cpp: a checked launch's dispatch packet on s (c->mu held),
+// and the same launch as a graph's kernel node.
+gpuhal_status_t dispatch(HsaContext *c, HsaStream *s, HsaKernel *k, const gpuhal_launch_config_t &config,
+                         void *const *args);
+HsaGraphNode kernel_node(HsaKernel *k, const gpuhal_launch_config_t &config, void *const *args);
+// Records `submit` (a copy, memset or callback on a stream) when s captures;
+// false when it does not (c->mu held).
+bool record_in_capture(HsaContext *c, HsaStream *s, std::function<gpuhal_status_t(HsaStream *)> submit);
 
 // The shape of every entry that works in a context: resolves the handle
 // (ERROR_INVALID_HANDLE naming `entry`) and runs body(c) under guard() (an

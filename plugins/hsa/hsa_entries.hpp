@@ -15,11 +15,9 @@ namespace gpuhal::hsa {
 // What the hsa backend leaves NULL, so the core reports it unsupported:
 // IPC, stream-ordered memory and peer access are not built yet (ROCr has
 // hsa_amd_ipc_memory_*, hsa_amd_memory_pool_* and hsa_amd_agents_allow_access
-// for them), HSA has no context object to adopt, and graphs (a recorded
-// list of AQL packets replayed with fresh completion signals) are not built
-// yet.
-constexpr plugin::EntryNames<17> kLeftOut{{"ipc_get_handle", "ipc_open", "ipc_close", "mem_alloc_async",
-                                           "mem_free_async", "device_can_access_peer", "context_enable_peer_access",
-                                           "context_adopt", "stream_begin_capture", "stream_end_capture", "stream_is_capturing", "graph_info", "graph_destroy", "graph_instantiate", "graph_exec_destroy", "graph_exec_launch", "graph_exec_set_kernel_args"}};
+// for them), and HSA has no context object to adopt.
+constexpr plugin::EntryNames<8> kLeftOut{{"ipc_get_handle", "ipc_open", "ipc_close", "mem_alloc_async",
+                                          "mem_free_async", "device_can_access_peer", "context_enable_peer_access",
+                                          "context_adopt"}};
 
 }  // namespace gpuhal::hsa

@@ -31,6 +31,7 @@ gpuhal_status_t event_destroy(gpuhal_context_t ctx, gpuhal_event_t event) {
     std::lock_guard<std::mutex> lock(c->mu);
     if (!c->events.erase(reinterpret_cast<HsaEvent *>(event)))
       return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_destroy: not an event created in this context");
+    c->captures.forget_event(event);
     return GPUHAL_SUCCESS;  // a pending marker keeps its signal until it completed
   });
 }
@@ -59,6 +60,14 @@ gpuhal_status_t event_record(gpuhal_context_t ctx, gpuhal_event_t event, gpuhal_
     HsaStream *s = resolve_stream(c, stream);
     HsaEvent *e = find_event(c, event);
     if (!s || !e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_record: invalid stream or event");
+    if (const gpuhal_status_t st = c->captures.refusal(s, s->legacy, "event_record"); st != GPUHAL_SUCCESS) return st;
+    if (c->captures.record_event(e, s)) {
+      // A position in the capture, no work that runs: afterwards the event
+      // stands for nothing (a wait for it waits for nothing).
+      e->signal.reset();
+      e->timed_copy = false;
+      return GPUHAL_SUCCESS;
+    }
     if (e->timing && copy_timing_available()) {
       if (!c->event_scratch) {
         if (const gpuhal_status_t call_st = hsa_call(rt().hsa_amd_memory_pool_allocate, "hsa_amd_memory_pool_allocate",
@@ -89,6 +98,7 @@ gpuhal_status_t event_synchronize(gpuhal_context_t ctx, gpuhal_event_t event) {
       std::lock_guard<std::mutex> lock(c->mu);
       HsaEvent *e = find_event(c, event);
       if (!e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_synchronize: invalid event");
+      if (const gpuhal_status_t st = c->captures.refuse_event(e, "event_synchronize"); st != GPUHAL_SUCCESS) return st;
       sig = e->signal;
     }
     if (sig) sig->wait(&c->failed);
@@ -102,6 +112,7 @@ gpuhal_status_t event_query(gpuhal_context_t ctx, gpuhal_event_t event) {
     std::lock_guard<std::mutex> lock(c->mu);
     HsaEvent *e = find_event(c, event);
     if (!e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_query: invalid event");
+    if (const gpuhal_status_t st = c->captures.refuse_event(e, "event_query"); st != GPUHAL_SUCCESS) return st;
     return !e->signal || e->signal->done() ? GPUHAL_SUCCESS : GPUHAL_NOT_READY;
   });
 }
@@ -117,6 +128,8 @@ gpuhal_status_t event_elapsed_ms(gpuhal_context_t ctx, gpuhal_event_t start, gpu
       std::lock_guard<std::mutex> lock(c->mu);
       HsaEvent *ea = find_event(c, start), *eb = find_event(c, end);
       if (!ea || !eb) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_elapsed_ms: invalid event");
+      for (HsaEvent *e : {ea, eb})
+        if (const gpuhal_status_t st = c->captures.refuse_event(e, "event_elapsed_ms"); st != GPUHAL_SUCCESS) return st;
       if (!ea->timing || !eb->timing)
         return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_elapsed_ms: an event was created with timing disabled");
       if (!ea->signal || !eb->signal)

@@ -321,66 +321,97 @@ gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuha
                   "launch: " + std::to_string(k->group_segment_size) + " bytes of static and " +
                       std::to_string(config->dynamic_shared_bytes) + " of dynamic shared memory, the device has " +
                       std::to_string(d.lds_size) + " per work-group");
-    // The kernel arguments, at the offsets the compiler chose: from the
-    // stream's ring (hsa_kernargs.cpp), or their own allocation when large.
-    SignalRef done;
-    if (const gpuhal_status_t st = make_signal(1, &done); st != GPUHAL_SUCCESS) return st;
-    const size_t kernarg_bytes = std::max<size_t>(16, (size_t(k->kernarg_size) + 15) & ~size_t(15));
-    void *kernarg = nullptr;
-    if (const gpuhal_status_t st = take_kernargs(s, kernarg_bytes, done, &kernarg); st != GPUHAL_SUCCESS) return st;
-    std::function<void()> free_kernarg = [s] { give_back_kernargs(s); };  // until submitted
-    std::function<void()> on_reap;  // the ring's bytes come back with the dispatch's completion
-    if (!kernarg) {
-      if (const gpuhal_status_t call_st = hsa_call(rt().hsa_amd_memory_pool_allocate, "hsa_amd_memory_pool_allocate",
-                                                   host_agent().kernarg_pool, kernarg_bytes, 0u, &kernarg);
-          call_st != GPUHAL_SUCCESS)
-        return call_st;
-      free_kernarg = [kernarg] { rt().hsa_amd_memory_pool_free(kernarg); };
-      on_reap = free_kernarg;
-      hsa_agent_t agent = d.agent;
-      if (const hsa_status_t st = rt().hsa_amd_agents_allow_access(1, &agent, nullptr, kernarg);
-          st != HSA_STATUS_SUCCESS) {
-        free_kernarg();
-        return rt().error(st, "hsa_amd_agents_allow_access");
-      }
+    for (uint32_t i = 0; i < arg_count; ++i)
+      if (!args[i]) return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: argument " + std::to_string(i) + " is a null pointer");
+    if (const gpuhal_status_t st = c->captures.refusal(s, s->legacy, "launch"); st != GPUHAL_SUCCESS) return st;
+    if (c->captures.any()) {  // hsa_graphs.cpp: dispatched again at each launch of the graph
+      HsaGraphNode node = kernel_node(k, *config, args);
+      if (c->captures.record(s, std::move(node), true)) return GPUHAL_SUCCESS;
     }
-    std::memset(kernarg, 0, kernarg_bytes);
-    fill_hidden_arguments(*k, *config, group, kernarg);
-    uint32_t i = 0;
-    for (const KernelArg &a : k->md.args) {
-      if (a.value_kind.compare(0, 7, "hidden_") == 0) continue;
-      if (!args[i]) {
-        free_kernarg();
-        return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: argument " + std::to_string(i) + " is a null pointer");
-      }
-      std::memcpy(static_cast<char *>(kernarg) + a.offset, args[i], a.size);
-      ++i;
-    }
-    hsa_kernel_dispatch_packet_t p{};
-    p.header = packet_header(HSA_PACKET_TYPE_KERNEL_DISPATCH);
-    const uint16_t dims = config->grid[2] * config->block[2] > 1 ? 3 : config->grid[1] * config->block[1] > 1 ? 2 : 1;
-    p.setup = uint16_t(dims << HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS);
-    p.workgroup_size_x = uint16_t(config->block[0]);
-    p.workgroup_size_y = uint16_t(config->block[1]);
-    p.workgroup_size_z = uint16_t(config->block[2]);
-    p.grid_size_x = config->grid[0] * config->block[0];
-    p.grid_size_y = config->grid[1] * config->block[1];
-    p.grid_size_z = config->grid[2] * config->block[2];
-    p.private_segment_size = k->private_segment_size;
-    p.group_segment_size = uint32_t(group);
-    p.kernel_object = k->object;
-    p.kernarg_address = kernarg;
-    p.completion_signal = done->handle;
-    // A refused submission runs on_reap at once; the ring's bytes go back
-    // only when nothing was queued (a failed context keeps them).
-    const size_t queued = s->inflight.size();
-    // Released at agent scope: the next kernel on this agent sees the
-    // writes; make_visible releases them further when the host, a copy
-    // engine or another agent looks.
-    const gpuhal_status_t st = submit_packet(s, &p, done, {}, on_reap, "a kernel dispatch", HSA_FENCE_SCOPE_AGENT);
-    if (st != GPUHAL_SUCCESS && s->inflight.size() == queued && !on_reap) give_back_kernargs(s);
-    return st;
+    return dispatch(c, s, k, *config, args);
   });
+}
+
+gpuhal_status_t dispatch(HsaContext *c, HsaStream *s, HsaKernel *k, const gpuhal_launch_config_t &cfg,
+                         void *const *args) {
+  const gpuhal_launch_config_t *config = &cfg;  // c->mu held; checked by launch
+  const Device &d = *c->device;
+  const uint64_t group = group_segment_bytes(*k, config->dynamic_shared_bytes);
+  // The kernel arguments, at the offsets the compiler chose: from the
+  // stream's ring (hsa_kernargs.cpp), or their own allocation when large.
+  SignalRef done;
+  if (const gpuhal_status_t st = make_signal(1, &done); st != GPUHAL_SUCCESS) return st;
+  const size_t kernarg_bytes = std::max<size_t>(16, (size_t(k->kernarg_size) + 15) & ~size_t(15));
+  void *kernarg = nullptr;
+  if (const gpuhal_status_t st = take_kernargs(s, kernarg_bytes, done, &kernarg); st != GPUHAL_SUCCESS) return st;
+  std::function<void()> free_kernarg = [s] { give_back_kernargs(s); };  // until submitted
+  std::function<void()> on_reap;  // the ring's bytes come back with the dispatch's completion
+  if (!kernarg) {
+    if (const gpuhal_status_t call_st = hsa_call(rt().hsa_amd_memory_pool_allocate, "hsa_amd_memory_pool_allocate",
+                                                 host_agent().kernarg_pool, kernarg_bytes, 0u, &kernarg);
+        call_st != GPUHAL_SUCCESS)
+      return call_st;
+    free_kernarg = [kernarg] { rt().hsa_amd_memory_pool_free(kernarg); };
+    on_reap = free_kernarg;
+    hsa_agent_t agent = d.agent;
+    if (const hsa_status_t st = rt().hsa_amd_agents_allow_access(1, &agent, nullptr, kernarg);
+        st != HSA_STATUS_SUCCESS) {
+      free_kernarg();
+      return rt().error(st, "hsa_amd_agents_allow_access");
+    }
+  }
+  std::memset(kernarg, 0, kernarg_bytes);
+  fill_hidden_arguments(*k, *config, group, kernarg);
+  uint32_t i = 0;
+  for (const KernelArg &a : k->md.args) {
+    if (a.value_kind.compare(0, 7, "hidden_") == 0) continue;
+    if (!args[i]) {
+      free_kernarg();
+      return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: argument " + std::to_string(i) + " is a null pointer");
+    }
+    std::memcpy(static_cast<char *>(kernarg) + a.offset, args[i], a.size);
+    ++i;
+  }
+  hsa_kernel_dispatch_packet_t p{};
+  p.header = packet_header(HSA_PACKET_TYPE_KERNEL_DISPATCH);
+  const uint16_t dims = config->grid[2] * config->block[2] > 1 ? 3 : config->grid[1] * config->block[1] > 1 ? 2 : 1;
+  p.setup = uint16_t(dims << HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS);
+  p.workgroup_size_x = uint16_t(config->block[0]);
+  p.workgroup_size_y = uint16_t(config->block[1]);
+  p.workgroup_size_z = uint16_t(config->block[2]);
+  p.grid_size_x = config->grid[0] * config->block[0];
+  p.grid_size_y = config->grid[1] * config->block[1];
+  p.grid_size_z = config->grid[2] * config->block[2];
+  p.private_segment_size = k->private_segment_size;
+  p.group_segment_size = uint32_t(group);
+  p.kernel_object = k->object;
+  p.kernarg_address = kernarg;
+  p.completion_signal = done->handle;
+  // A refused submission runs on_reap at once; the ring's bytes go back
+  // only when nothing was queued (a failed context keeps them).
+  const size_t queued = s->inflight.size();
+  // Released at agent scope: the next kernel on this agent sees the
+  // writes; make_visible releases them further when the host, a copy
+  // engine or another agent looks.
+  const gpuhal_status_t st = submit_packet(s, &p, done, {}, on_reap, "a kernel dispatch", HSA_FENCE_SCOPE_AGENT);
+  if (st != GPUHAL_SUCCESS && s->inflight.size() == queued && !on_reap) give_back_kernargs(s);
+  return st;
+}
+
+HsaGraphNode kernel_node(HsaKernel *k, const gpuhal_launch_config_t &config, void *const *args) {
+  HsaGraphNode node;
+  node.kernel = k;
+  node.config = config;
+  uint32_t i = 0;
+  for (const KernelArg &a : k->md.args) {
+    if (a.value_kind.compare(0, 7, "hidden_") == 0) continue;
+    node.arg_offsets.push_back(uint32_t(node.args.size()));
+    node.arg_sizes.push_back(uint32_t(a.size));
+    const auto *bytes = static_cast<const uint8_t *>(args[i]);
+    node.args.insert(node.args.end(), bytes, bytes + a.size);
+    ++i;
+  }
+  return node;
 }
 
 }  // namespace gpuhal::hsa

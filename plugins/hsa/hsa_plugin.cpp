@@ -393,7 +393,12 @@ gpuhal_status_t context_destroy(gpuhal_context_t ctx) {
 
 gpuhal_status_t context_synchronize(gpuhal_context_t ctx) {
   return in_context(ctx, "context_synchronize",
-                    [&](HsaContext *c) -> gpuhal_status_t { return synchronize_context(c); });
+                    [&](HsaContext *c) -> gpuhal_status_t {
+                      if (const gpuhal_status_t st = c->captures.refuse_context_sync("context_synchronize");
+                          st != GPUHAL_SUCCESS)
+                        return st;
+                      return synchronize_context(c);
+                    });
 }
 
 gpuhal_status_t memory_info(gpuhal_context_t ctx, uint64_t *free_bytes, uint64_t *total_bytes) {

@@ -444,6 +444,25 @@ HsaEvent *find_event(HsaContext *c, gpuhal_event_t e) {
 
 // ---- streams --------------------------------------------------------------------------------
 
+namespace {
+
+// What synchronises or queries `s` (c->mu held): the legacy stream's
+// capture rule, then a capturing stream's refusal (capture_book.hpp).
+gpuhal_status_t refuse_synchronising(HsaContext *c, HsaStream *s, const char *entry, const char *what) {
+  if (const gpuhal_status_t st = c->captures.refusal(s, s->legacy, entry); st != GPUHAL_SUCCESS) return st;
+  return c->captures.refuse(s, entry, what);
+}
+
+// A wait of `s` for `e` as capture sees it (c->mu held): *handled when
+// recorded, joined or refused there.
+gpuhal_status_t wait_in_capture(HsaContext *c, HsaStream *s, gpuhal_stream_t handle, HsaEvent *e, const char *entry,
+                                bool *handled) {
+  const bool default_handle = !handle || handle == GPUHAL_STREAM_LEGACY || handle == GPUHAL_STREAM_PER_THREAD;
+  return c->captures.wait(s, e, e->signal != nullptr, default_handle, s->blocking && !s->legacy, entry, handled);
+}
+
+}  // namespace
+
 gpuhal_status_t stream_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_stream_t *out) {
   if (const gpuhal_status_t st = plugin::check_create_args("stream_create", out, flags, GPUHAL_STREAM_NON_BLOCKING);
       st != GPUHAL_SUCCESS)
@@ -474,6 +493,7 @@ gpuhal_status_t stream_destroy(gpuhal_context_t ctx, gpuhal_stream_t stream) {
       owned = plugin::take_owned(c->streams, reinterpret_cast<HsaStream *>(stream));
     }
     if (!owned) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_destroy: not a stream created in this context");
+    c->captures.stream_destroyed(owned.get());
     if (owned->last) owned->last->wait(&c->failed);
     {
       std::lock_guard<std::mutex> lock(c->mu);
@@ -492,6 +512,9 @@ gpuhal_status_t stream_synchronize(gpuhal_context_t ctx, gpuhal_stream_t stream)
       std::lock_guard<std::mutex> lock(c->mu);
       s = resolve_stream(c, stream);
       if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_synchronize: invalid stream");
+      if (const gpuhal_status_t st = refuse_synchronising(c, s, "stream_synchronize", "synchronising a capturing stream");
+          st != GPUHAL_SUCCESS)
+        return st;
       if (const gpuhal_status_t st = make_visible(s); st != GPUHAL_SUCCESS) return st;  // the host looks next
       last = s->last;
     }
@@ -504,6 +527,9 @@ gpuhal_status_t stream_query(gpuhal_context_t ctx, gpuhal_stream_t stream) {
     std::lock_guard<std::mutex> lock(c->mu);
     HsaStream *s = resolve_stream(c, stream);
     if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_query: invalid stream");
+    if (const gpuhal_status_t st = refuse_synchronising(c, s, "stream_query", "querying a capturing stream");
+        st != GPUHAL_SUCCESS)
+      return st;
     if (const gpuhal_status_t st = make_visible(s); st != GPUHAL_SUCCESS) return st;  // idle means visible
     if (s->last && !s->last->done() && !c->failed.load()) return GPUHAL_NOT_READY;
     reap(s);
@@ -517,6 +543,12 @@ gpuhal_status_t stream_wait_event(gpuhal_context_t ctx, gpuhal_stream_t stream, 
     HsaStream *s = resolve_stream(c, stream);
     HsaEvent *e = find_event(c, event);
     if (!s || !e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_wait_event: invalid stream or event");
+    if (const gpuhal_status_t st = c->captures.refusal(s, s->legacy, "stream_wait_event"); st != GPUHAL_SUCCESS)
+      return st;
+    bool handled = false;
+    if (const gpuhal_status_t st = wait_in_capture(c, s, stream, e, "stream_wait_event", &handled);
+        st != GPUHAL_SUCCESS || handled)
+      return st;
     if (!e->signal || e->signal->done()) return GPUHAL_SUCCESS;
     return submit_marker(s, {e->signal}, nullptr);
   });
@@ -532,11 +564,29 @@ gpuhal_status_t stream_barrier(gpuhal_context_t ctx, gpuhal_stream_t stream, con
     std::lock_guard<std::mutex> lock(c->mu);
     HsaStream *s = resolve_stream(c, stream);
     if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_barrier: invalid stream");
+    if (const gpuhal_status_t st = c->captures.refusal(s, s->legacy, "stream_barrier"); st != GPUHAL_SUCCESS) return st;
+    for (uint32_t i = 0; i < count; ++i)
+      if (!find_event(c, events[i])) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_barrier: invalid event");
+    if (flags & GPUHAL_BARRIER_ALL_PRIOR_WORK)
+      if (const gpuhal_status_t st = c->captures.refuse(
+              s, "stream_barrier", "waiting for all prior work of the context (GPUHAL_BARRIER_ALL_PRIOR_WORK)");
+          st != GPUHAL_SUCCESS)
+        return st;
     std::vector<SignalRef> extra;
     for (uint32_t i = 0; i < count; ++i) {
       HsaEvent *e = find_event(c, events[i]);
-      if (!e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_barrier: invalid event");
-      if (e->signal && !e->signal->done()) extra.push_back(e->signal);
+      bool handled = false;
+      if (const gpuhal_status_t st = wait_in_capture(c, s, stream, e, "stream_barrier", &handled);
+          st != GPUHAL_SUCCESS)
+        return st;
+      if (!handled && e->signal && !e->signal->done()) extra.push_back(e->signal);
+    }
+    if (c->captures.capturing(s)) {
+      if (!extra.empty())  // the stream joined a capture for one event, then met an outside one
+        if (const gpuhal_status_t st = c->captures.refuse(s, "stream_barrier", "waiting for work outside the capture");
+            st != GPUHAL_SUCCESS)
+          return st;
+      return GPUHAL_SUCCESS;  // the waits are recorded
     }
     if (flags & GPUHAL_BARRIER_ALL_PRIOR_WORK) {
       auto add = [&](HsaStream *o) {
@@ -557,6 +607,14 @@ gpuhal_status_t stream_add_callback(gpuhal_context_t ctx, gpuhal_stream_t stream
     std::lock_guard<std::mutex> lock(c->mu);
     HsaStream *s = resolve_stream(c, stream);
     if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_add_callback: invalid stream");
+    if (const gpuhal_status_t st = c->captures.refusal(s, s->legacy, "stream_add_callback"); st != GPUHAL_SUCCESS)
+      return st;
+    // Recorded: run at each launch of the graph, which owns `user` (the
+    // core's); nothing to release when a launch fails.
+    if (record_in_capture(c, s, [fn, user](HsaStream *t) {
+          return submit_host_op(t, [fn, user] { fn(user, GPUHAL_SUCCESS); }, nullptr);
+        }))
+      return GPUHAL_SUCCESS;
     // A callback the failed context will not run is released (the core
     // frees it without running it).
     return submit_host_op(

@@ -80,6 +80,11 @@ gpuhal_status_t memcpy_async(gpuhal_context_t ctx, uint32_t kind, gpuhal_devicep
     std::lock_guard<std::mutex> lock(c->mu);
     HsaStream *s = resolve_stream(c, stream);
     if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "memcpy_async: invalid stream");
+    if (const gpuhal_status_t st = c->captures.refusal(s, s->legacy, "memcpy_async"); st != GPUHAL_SUCCESS) return st;
+    if (record_in_capture(c, s, [c, kind, dst, src, bytes](HsaStream *t) {
+          return enqueue_copy(c, t, kind, dst, src, bytes);
+        }))
+      return GPUHAL_SUCCESS;
     return enqueue_copy(c, s, kind, dst, src, bytes);
   });
 }
@@ -92,6 +97,7 @@ gpuhal_status_t memcpy_sync(gpuhal_context_t ctx, uint32_t kind, gpuhal_devicept
     HsaStream *s = c->legacy.get();
     {
       std::lock_guard<std::mutex> lock(c->mu);
+      if (const gpuhal_status_t st = c->captures.refusal(s, true, "memcpy_sync"); st != GPUHAL_SUCCESS) return st;
       if (const gpuhal_status_t st = enqueue_copy(c, s, kind, dst, src, bytes); st != GPUHAL_SUCCESS) return st;
       last = s->last;
     }
@@ -159,6 +165,11 @@ gpuhal_status_t memset_async(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8
     std::lock_guard<std::mutex> lock(c->mu);
     HsaStream *s = resolve_stream(c, stream);
     if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "memset_async: invalid stream");
+    if (const gpuhal_status_t st = c->captures.refusal(s, s->legacy, "memset_async"); st != GPUHAL_SUCCESS) return st;
+    if (record_in_capture(c, s, [op = fill_op(c, dst, value, bytes)](HsaStream *t) {
+          return submit_host_op(t, op, nullptr);
+        }))
+      return GPUHAL_SUCCESS;
     return submit_host_op(s, fill_op(c, dst, value, bytes), nullptr);
   });
 }
@@ -170,6 +181,7 @@ gpuhal_status_t memset_sync(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8_
     HsaStream *s = c->legacy.get();
     {
       std::lock_guard<std::mutex> lock(c->mu);
+      if (const gpuhal_status_t st = c->captures.refusal(s, true, "memset_sync"); st != GPUHAL_SUCCESS) return st;
       const gpuhal_status_t st = submit_host_op(s, fill_op(c, dst, value, bytes), nullptr);
       if (st != GPUHAL_SUCCESS) return st;
       last = s->last;

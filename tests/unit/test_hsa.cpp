@@ -272,6 +272,52 @@ TEST_CASE("hsa kernel: assign of a transposed view dispatches the core's assign 
   CHECK(l.allocations == 0);
 }
 
+TEST_CASE("hsa graphs: a captured launch is dispatched again at each replay, with fresh arguments after an update",
+          "[kernel][hsa][graphs]") {
+  FakeHsa fake;
+  {
+    Runtime rt = hsa_runtime();
+    Context ctx = rt.device(0).primary_context();
+    REQUIRE(ctx.supports(Capability::Graphs));
+    Module m = compile_or_skip(ctx, R"(
+GPUHAL_KERNEL void bump(GPUHAL_GLOBAL float *out, float a) {
+  out[gpuhal_global_id(0)] += a;
+})");
+    if (!m) return;
+    DeviceArray x = device_array(ctx, {64}, dtypes::float32), y = device_array(ctx, {64}, dtypes::float32);
+    Stream s = ctx.create_stream();
+    const uint64_t before = fake.last_dispatch(nullptr, nullptr);
+    s.begin_capture();
+    m.kernel("bump")({1}, {64}, s)(x, 2.0f);
+    GraphExec exec = s.end_capture().instantiate();
+    CHECK(fake.last_dispatch(nullptr, nullptr) == before);  // recorded, not dispatched
+    api::hsa_kernel_dispatch_packet_t p{};
+    std::vector<uint8_t> args;
+    for (int i = 1; i <= 2; ++i) {
+      exec.launch(s);
+      s.synchronize();
+      REQUIRE(fake.last_dispatch(&p, &args) == before + uint64_t(i));
+      CHECK(at<uint64_t>(args, 0) == x.device_pointer());
+      CHECK(at<float>(args, 8) == 2.0f);
+      CHECK(p.completion_signal.handle != 0);
+    }
+    exec.update_kernel_args(0, {y, 5.0f});
+    exec.launch(s);
+    s.synchronize();
+    REQUIRE(fake.last_dispatch(&p, &args) == before + 3);
+    CHECK(at<uint64_t>(args, 0) == y.device_pointer());
+    CHECK(at<float>(args, 8) == 5.0f);
+    CHECK(p.completion_signal.handle != 0);
+    REQUIRE_GPUHAL_ERROR(exec.update_kernel_args(0, {y}), Status::ERROR_INVALID_VALUE, "argument");
+    s.begin_capture();
+    REQUIRE_GPUHAL_ERROR(s.synchronize(), Status::ERROR_CAPTURE_UNSUPPORTED, "capturing");
+    REQUIRE_GPUHAL_ERROR(s.end_capture(), Status::ERROR_CAPTURE_INVALIDATED, "stream_synchronize");
+  }
+  const auto l = fake.live();
+  CHECK(l.queues == 0);
+  CHECK(l.allocations == 0);
+}
+
 TEST_CASE("hsa kernel: dispatch packets are validated and recorded field by field", "[kernel][hsa]") {
   FakeHsa fake;
   {
