@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// Stream capture's bookkeeping for plugins that record their own operations
+// Stream capture's bookkeeping (CaptureBook) and the graphs it makes
+// (GraphStore), for plugins that record their own operations
 // (host, hsa): which streams capture into which capture, the recorded
 // operations with the earlier ones each depends on, the events recorded in
 // a capture, and CUDA's capture rules (plugin.h, ABI 1.8), so that every
@@ -40,6 +41,21 @@
 #include "plugin_support.hpp"
 
 namespace gpuhal::plugin {
+
+// Whether `handle` names a default stream (NULL, legacy, per-thread): it
+// neither captures nor joins a capture (plugin.h).
+inline bool default_stream_handle(gpuhal_stream_t handle) {
+  return !handle || handle == GPUHAL_STREAM_LEGACY || handle == GPUHAL_STREAM_PER_THREAD;
+}
+
+// stream_begin_capture's refusal of a default stream, the same on every
+// backend (GPUHAL_SUCCESS for any other handle).
+inline gpuhal_status_t refuse_default_stream_capture(gpuhal_stream_t handle) {
+  if (!default_stream_handle(handle)) return GPUHAL_SUCCESS;
+  return fail(GPUHAL_ERROR_CAPTURE_UNSUPPORTED,
+              "stream_begin_capture: a default stream cannot capture (it synchronises with the context's other "
+              "streams); capture on a stream of your own");
+}
 
 template <class Stream, class Node>
 class CaptureBook {
@@ -386,6 +402,114 @@ class CaptureBook {
   std::unordered_map<const void *, Mark> events_;
   std::atomic<int> active_streams_{0}, blocking_{0};
   std::atomic<bool> has_marks_{false};
+};
+
+// The graphs and graph execs of one context of a plugin that replays its
+// own recorded operations: handles, graph_info, destroy, instantiate, and
+// the lookups the launch and the argument update need. Exec is the
+// backend's exec type: it has `nodes` (std::shared_ptr<const
+// std::vector<Node>>, copied when an update changes one) and
+// `kernel_node_index` (kernel node k -> its index in nodes), plus what its
+// launches keep (the previous launch). Thread safety: one mutex for the
+// maps; an exec's own fields are the backend's to guard.
+template <class Node, class Exec>
+class GraphStore {
+ public:
+  // A graph of what a capture recorded: its handle.
+  template <class Recorded>
+  gpuhal_graph_t add(Recorded &&recorded) {
+    auto g = std::make_shared<Stored>();
+    auto nodes = std::make_shared<std::vector<Node>>();
+    nodes->reserve(recorded.nodes.size());
+    for (auto &r : recorded.nodes) {
+      if (r.kernel) g->kernel_node_index.push_back(uint32_t(nodes->size()));
+      nodes->push_back(std::move(r.node));
+    }
+    g->nodes = std::move(nodes);
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto handle = reinterpret_cast<gpuhal_graph_t>(g.get());
+    graphs_.emplace(handle, std::move(g));
+    return handle;
+  }
+
+  gpuhal_status_t info(gpuhal_graph_t graph, gpuhal_graph_info_t *out) {
+    if (!out || out->struct_size < 2 * sizeof(uint32_t))
+      return fail(GPUHAL_ERROR_INVALID_VALUE, "graph_info: null or short output struct");
+    std::shared_ptr<const Stored> g = find_graph(graph);
+    if (!g) return fail(GPUHAL_ERROR_INVALID_HANDLE, "graph_info: not a graph of this context");
+    gpuhal_graph_info_t full{};
+    full.abi_version = GPUHAL_ABI_VERSION;
+    full.struct_size = sizeof full;
+    full.node_count = uint32_t(g->nodes->size());
+    full.kernel_node_count = uint32_t(g->kernel_node_index.size());
+    write_versioned(out, full);
+    return GPUHAL_SUCCESS;
+  }
+
+  gpuhal_status_t destroy(gpuhal_graph_t graph) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return graphs_.erase(graph) ? GPUHAL_SUCCESS
+                                : fail(GPUHAL_ERROR_INVALID_HANDLE, "graph_destroy: not a graph of this context");
+  }
+
+  gpuhal_status_t instantiate(gpuhal_graph_t graph, gpuhal_graph_exec_t *out) {
+    if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "graph_instantiate: null output pointer");
+    std::shared_ptr<const Stored> g = find_graph(graph);
+    if (!g) return fail(GPUHAL_ERROR_INVALID_HANDLE, "graph_instantiate: not a graph of this context");
+    auto x = std::make_shared<Exec>();
+    x->nodes = g->nodes;  // shared until an update copies them
+    x->kernel_node_index = g->kernel_node_index;
+    const auto handle = reinterpret_cast<gpuhal_graph_exec_t>(x.get());
+    std::lock_guard<std::mutex> lock(mu_);
+    execs_.emplace(handle, std::move(x));
+    *out = handle;
+    return GPUHAL_SUCCESS;
+  }
+
+  // Launches already queued hold what they run: they finish.
+  gpuhal_status_t destroy_exec(gpuhal_graph_exec_t exec) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return execs_.erase(exec) ? GPUHAL_SUCCESS
+                              : fail(GPUHAL_ERROR_INVALID_HANDLE, "graph_exec_destroy: not a graph exec of this context");
+  }
+
+  // The exec behind `exec`, or null with *st the refusal naming `entry`.
+  std::shared_ptr<Exec> exec(gpuhal_graph_exec_t exec, const char *entry, gpuhal_status_t *st) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = execs_.find(exec);
+    if (it != execs_.end()) return it->second;
+    *st = fail(GPUHAL_ERROR_INVALID_HANDLE, std::string(entry) + ": not a graph exec of this context");
+    return nullptr;
+  }
+
+  // graph_exec_set_kernel_args's first checks: kernel node `k` of x (*index
+  // its place in x.nodes), and non-null arguments.
+  static gpuhal_status_t kernel_node(const Exec &x, uint32_t k, void *const *args, uint32_t arg_count,
+                                     uint32_t *index) {
+    if (k >= x.kernel_node_index.size())
+      return fail(GPUHAL_ERROR_INDEX_OUT_OF_RANGE, "graph_exec_set_kernel_args: kernel node " + std::to_string(k) +
+                                                       " of a graph with " +
+                                                       std::to_string(x.kernel_node_index.size()));
+    for (uint32_t i = 0; i < arg_count; ++i)
+      if (!args || !args[i])
+        return fail(GPUHAL_ERROR_INVALID_VALUE, "graph_exec_set_kernel_args: argument " + std::to_string(i) + " is null");
+    *index = x.kernel_node_index[k];
+    return GPUHAL_SUCCESS;
+  }
+
+ private:
+  struct Stored {
+    std::shared_ptr<const std::vector<Node>> nodes;
+    std::vector<uint32_t> kernel_node_index;
+  };
+  std::shared_ptr<const Stored> find_graph(gpuhal_graph_t graph) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = graphs_.find(graph);
+    return it == graphs_.end() ? nullptr : it->second;
+  }
+  std::mutex mu_;
+  std::unordered_map<gpuhal_graph_t, std::shared_ptr<const Stored>> graphs_;
+  std::unordered_map<gpuhal_graph_exec_t, std::shared_ptr<Exec>> execs_;
 };
 
 }  // namespace gpuhal::plugin

@@ -20,6 +20,7 @@
 #include <string>
 
 #include "cuda_context.hpp"
+#include "capture_book.hpp"
 #include "cuda_entries.hpp"
 #include "cuda_thread_rules.hpp"
 #include "plugin_support.hpp"
@@ -27,10 +28,6 @@
 namespace gpuhal::cuda {
 
 namespace {
-
-bool default_stream(gpuhal_stream_t s) {
-  return !s || s == GPUHAL_STREAM_LEGACY || s == GPUHAL_STREAM_PER_THREAD;
-}
 
 // The driver's capture status of `s` (CU_STREAM_CAPTURE_STATUS_*).
 gpuhal_status_t capture_status(CUstream s, CUstreamCaptureStatus *status) {
@@ -127,10 +124,7 @@ void release_graphs(CudaContext *c) {
 
 gpuhal_status_t stream_begin_capture(gpuhal_context_t ctx, gpuhal_stream_t stream) {
   return in_context(ctx, "stream_begin_capture", [&](CudaContext *c) -> gpuhal_status_t {
-    if (default_stream(stream))
-      return fail(GPUHAL_ERROR_CAPTURE_UNSUPPORTED,
-                  "stream_begin_capture: a default stream cannot capture (it synchronises with the context's other "
-                  "streams); capture on a stream of your own");
+    if (const gpuhal_status_t st = plugin::refuse_default_stream_capture(stream); st != GPUHAL_SUCCESS) return st;
     if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_begin_capture: invalid stream");
     const CUstream s = native(stream);
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
@@ -162,7 +156,7 @@ gpuhal_status_t stream_end_capture(gpuhal_context_t ctx, gpuhal_stream_t stream,
     if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_end_capture: invalid stream");
     const CUstream s = native(stream);
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-    if (!default_stream(stream)) {
+    if (!plugin::default_stream_handle(stream)) {
       if (const gpuhal_status_t st = capture_status(s, &status); st != GPUHAL_SUCCESS) return st;
     }
     if (status == CU_STREAM_CAPTURE_STATUS_NONE)

@@ -269,11 +269,9 @@ class HostContext {
   bool take_kernel_error(std::string *message);
 
   // Stream capture (host_graph.hpp), and the graphs and execs made here
-  // (freed with the context; guarded by graphs_mu).
+  // (freed with the context).
   HostCaptureBook captures;
-  std::mutex graphs_mu;
-  std::unordered_map<HostGraph *, std::unique_ptr<HostGraph>> graphs;
-  std::unordered_map<HostGraphExec *, std::shared_ptr<HostGraphExec>> graph_execs;
+  HostGraphStore graphs;
 
  private:
   HostDevice *device_;

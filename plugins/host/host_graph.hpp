@@ -41,22 +41,14 @@ struct HostGraphNode {
 using HostCaptureBook = plugin::CaptureBook<StreamState, HostGraphNode>;
 using HostGraphNodes = std::vector<HostGraphNode>;
 
-struct HostGraph {
-  std::shared_ptr<const HostGraphNodes> nodes;
-  uint32_t kernel_nodes = 0;
-};
-
 struct HostGraphExec {
   std::mutex mu;  // guards nodes (copied on update) and the last launch
   std::shared_ptr<const HostGraphNodes> nodes;
   std::vector<uint32_t> kernel_node_index;  // kernel node k -> its index in nodes
   Dep last_launch;                          // ordered after the previous launch (stream null: none)
 };
+using HostGraphStore = plugin::GraphStore<HostGraphNode, HostGraphExec>;
 
-// Whether `handle` names a default stream (which neither captures nor joins
-// a capture).
-inline bool default_stream_handle(gpuhal_stream_t handle) {
-  return !handle || handle == GPUHAL_STREAM_LEGACY || handle == GPUHAL_STREAM_PER_THREAD;
-}
+using plugin::default_stream_handle;
 
 }  // namespace gpuhal::host

@@ -211,10 +211,7 @@ struct HsaGraphNode {
   std::vector<uint32_t> arg_offsets, arg_sizes;
 };
 using HsaGraphNodes = std::vector<HsaGraphNode>;
-struct HsaGraph {
-  std::shared_ptr<const HsaGraphNodes> nodes;
-  uint32_t kernel_nodes = 0;
-};
+// Its fields are guarded by the context's mu.
 struct HsaGraphExec {
   std::shared_ptr<const HsaGraphNodes> nodes;  // copied when a kernel node's arguments change
   std::vector<uint32_t> kernel_node_index;     // kernel node k -> its index in nodes
@@ -235,12 +232,10 @@ struct HsaContext {
   std::map<uintptr_t, Registration> registrations;
   std::unordered_map<HsaModule *, std::unique_ptr<HsaModule>> modules;
   uint64_t allocated_bytes = 0;
-  // Stream capture's bookkeeping and rules (its own lock, taken after mu),
-  // and the graphs and execs made here (guarded by mu, freed with the
-  // context).
+  // Stream capture's bookkeeping and rules, and the graphs and execs made
+  // here (freed with the context); each has its own lock, taken after mu.
   plugin::CaptureBook<HsaStream, HsaGraphNode> captures;
-  std::unordered_map<HsaGraph *, std::unique_ptr<HsaGraph>> graphs;
-  std::unordered_map<HsaGraphExec *, std::unique_ptr<HsaGraphExec>> graph_execs;
+  plugin::GraphStore<HsaGraphNode, HsaGraphExec> graphs;
 
   // The host-operation thread (started on first use).
   std::mutex host_mu;

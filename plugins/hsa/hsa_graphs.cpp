@@ -26,20 +26,6 @@ bool record_in_capture(HsaContext *c, HsaStream *s, std::function<gpuhal_status_
 
 namespace {
 
-bool default_stream(gpuhal_stream_t s) {
-  return !s || s == GPUHAL_STREAM_LEGACY || s == GPUHAL_STREAM_PER_THREAD;
-}
-
-HsaGraph *graph_of(HsaContext *c, gpuhal_graph_t g) {
-  auto it = c->graphs.find(reinterpret_cast<HsaGraph *>(g));
-  return it == c->graphs.end() ? nullptr : it->second.get();
-}
-
-HsaGraphExec *exec_of(HsaContext *c, gpuhal_graph_exec_t x) {
-  auto it = c->graph_execs.find(reinterpret_cast<HsaGraphExec *>(x));
-  return it == c->graph_execs.end() ? nullptr : it->second.get();
-}
-
 // One recorded operation submitted again to `s` (c->mu held).
 gpuhal_status_t replay(HsaContext *c, HsaStream *s, const HsaGraphNode &n) {
   if (n.kernel) {
@@ -55,10 +41,7 @@ gpuhal_status_t replay(HsaContext *c, HsaStream *s, const HsaGraphNode &n) {
 
 gpuhal_status_t stream_begin_capture(gpuhal_context_t ctx, gpuhal_stream_t stream) {
   return in_context(ctx, "stream_begin_capture", [&](HsaContext *c) -> gpuhal_status_t {
-    if (default_stream(stream))
-      return fail(GPUHAL_ERROR_CAPTURE_UNSUPPORTED,
-                  "stream_begin_capture: a default stream cannot capture (it synchronises with the context's other "
-                  "streams); capture on a stream of your own");
+    if (const gpuhal_status_t st = plugin::refuse_default_stream_capture(stream); st != GPUHAL_SUCCESS) return st;
     std::lock_guard<std::mutex> lock(c->mu);
     HsaStream *s = resolve_stream(c, stream);
     if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_begin_capture: invalid stream");
@@ -78,15 +61,7 @@ gpuhal_status_t stream_end_capture(gpuhal_context_t ctx, gpuhal_stream_t stream,
     plugin::CaptureBook<HsaStream, HsaGraphNode>::Graph recorded;
     if (const gpuhal_status_t st = c->captures.end(s, &recorded, "stream_end_capture"); st != GPUHAL_SUCCESS)
       return st;
-    auto nodes = std::make_shared<HsaGraphNodes>();
-    nodes->reserve(recorded.nodes.size());
-    for (auto &r : recorded.nodes) nodes->push_back(std::move(r.node));
-    auto g = std::make_unique<HsaGraph>();
-    g->nodes = std::move(nodes);
-    g->kernel_nodes = recorded.kernel_nodes;
-    *out = reinterpret_cast<gpuhal_graph_t>(g.get());
-    HsaGraph *key = g.get();
-    c->graphs.emplace(key, std::move(g));
+    *out = c->graphs.add(std::move(recorded));
     return GPUHAL_SUCCESS;
   });
 }
@@ -103,56 +78,20 @@ gpuhal_status_t stream_is_capturing(gpuhal_context_t ctx, gpuhal_stream_t stream
 }
 
 gpuhal_status_t graph_info(gpuhal_context_t ctx, gpuhal_graph_t graph, gpuhal_graph_info_t *out) {
-  return in_context(ctx, "graph_info", [&](HsaContext *c) -> gpuhal_status_t {
-    if (!out || out->struct_size < 2 * sizeof(uint32_t))
-      return fail(GPUHAL_ERROR_INVALID_VALUE, "graph_info: null or short output struct");
-    std::lock_guard<std::mutex> lock(c->mu);
-    HsaGraph *g = graph_of(c, graph);
-    if (!g) return fail(GPUHAL_ERROR_INVALID_HANDLE, "graph_info: not a graph of this context");
-    gpuhal_graph_info_t info{};
-    info.abi_version = GPUHAL_ABI_VERSION;
-    info.struct_size = sizeof info;
-    info.node_count = uint32_t(g->nodes->size());
-    info.kernel_node_count = g->kernel_nodes;
-    plugin::write_versioned(out, info);
-    return GPUHAL_SUCCESS;
-  });
+  return in_context(ctx, "graph_info", [&](HsaContext *c) { return c->graphs.info(graph, out); });
 }
 
 gpuhal_status_t graph_destroy(gpuhal_context_t ctx, gpuhal_graph_t graph) {
-  return in_context(ctx, "graph_destroy", [&](HsaContext *c) -> gpuhal_status_t {
-    std::lock_guard<std::mutex> lock(c->mu);
-    return c->graphs.erase(reinterpret_cast<HsaGraph *>(graph))
-               ? GPUHAL_SUCCESS
-               : fail(GPUHAL_ERROR_INVALID_HANDLE, "graph_destroy: not a graph of this context");
-  });
+  return in_context(ctx, "graph_destroy", [&](HsaContext *c) { return c->graphs.destroy(graph); });
 }
 
 gpuhal_status_t graph_instantiate(gpuhal_context_t ctx, gpuhal_graph_t graph, gpuhal_graph_exec_t *out) {
-  return in_context(ctx, "graph_instantiate", [&](HsaContext *c) -> gpuhal_status_t {
-    if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "graph_instantiate: null output pointer");
-    std::lock_guard<std::mutex> lock(c->mu);
-    HsaGraph *g = graph_of(c, graph);
-    if (!g) return fail(GPUHAL_ERROR_INVALID_HANDLE, "graph_instantiate: not a graph of this context");
-    auto x = std::make_unique<HsaGraphExec>();
-    x->nodes = g->nodes;  // shared until an update copies them
-    for (uint32_t i = 0; i < g->nodes->size(); ++i)
-      if ((*g->nodes)[i].kernel) x->kernel_node_index.push_back(i);
-    *out = reinterpret_cast<gpuhal_graph_exec_t>(x.get());
-    HsaGraphExec *key = x.get();
-    c->graph_execs.emplace(key, std::move(x));
-    return GPUHAL_SUCCESS;
-  });
+  return in_context(ctx, "graph_instantiate", [&](HsaContext *c) { return c->graphs.instantiate(graph, out); });
 }
 
+// Its submissions are the streams' own operations: they finish.
 gpuhal_status_t graph_exec_destroy(gpuhal_context_t ctx, gpuhal_graph_exec_t exec) {
-  return in_context(ctx, "graph_exec_destroy", [&](HsaContext *c) -> gpuhal_status_t {
-    std::lock_guard<std::mutex> lock(c->mu);
-    // Its submissions are the streams' own operations: they finish.
-    return c->graph_execs.erase(reinterpret_cast<HsaGraphExec *>(exec))
-               ? GPUHAL_SUCCESS
-               : fail(GPUHAL_ERROR_INVALID_HANDLE, "graph_exec_destroy: not a graph exec of this context");
-  });
+  return in_context(ctx, "graph_exec_destroy", [&](HsaContext *c) { return c->graphs.destroy_exec(exec); });
 }
 
 gpuhal_status_t graph_exec_launch(gpuhal_context_t ctx, gpuhal_graph_exec_t exec, gpuhal_stream_t stream) {
@@ -160,19 +99,17 @@ gpuhal_status_t graph_exec_launch(gpuhal_context_t ctx, gpuhal_graph_exec_t exec
     std::lock_guard<std::mutex> lock(c->mu);
     HsaStream *s = resolve_stream(c, stream);
     if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "graph_exec_launch: invalid stream");
-    HsaGraphExec *x = exec_of(c, exec);
-    if (!x) return fail(GPUHAL_ERROR_INVALID_HANDLE, "graph_exec_launch: not a graph exec of this context");
-    if (const gpuhal_status_t st = c->captures.refusal(s, s->legacy, "graph_exec_launch"); st != GPUHAL_SUCCESS)
-      return st;
-    if (const gpuhal_status_t st = c->captures.refuse(s, "graph_exec_launch", "launching a graph into a capture");
-        st != GPUHAL_SUCCESS)
-      return st;
+    gpuhal_status_t st = GPUHAL_SUCCESS;
+    const std::shared_ptr<HsaGraphExec> x = c->graphs.exec(exec, "graph_exec_launch", &st);
+    if (!x) return st;
+    st = c->captures.refusal(s, s->legacy, "graph_exec_launch");
+    if (st == GPUHAL_SUCCESS) st = c->captures.refuse(s, "graph_exec_launch", "launching a graph into a capture");
+    if (st != GPUHAL_SUCCESS) return st;
     // After the exec's previous launch, wherever it ran.
-    if (x->last && !x->last->done())
-      if (const gpuhal_status_t st = submit_marker(s, {x->last}, nullptr); st != GPUHAL_SUCCESS) return st;
+    if (x->last && !x->last->done()) st = submit_marker(s, {x->last}, nullptr);
     const std::shared_ptr<const HsaGraphNodes> nodes = x->nodes;
-    for (const HsaGraphNode &n : *nodes)
-      if (const gpuhal_status_t st = replay(c, s, n); st != GPUHAL_SUCCESS) return st;
+    for (size_t i = 0; i < nodes->size() && st == GPUHAL_SUCCESS; ++i) st = replay(c, s, (*nodes)[i]);
+    if (st != GPUHAL_SUCCESS) return st;
     x->last = s->last;
     return GPUHAL_SUCCESS;
   });
@@ -182,21 +119,17 @@ gpuhal_status_t graph_exec_set_kernel_args(gpuhal_context_t ctx, gpuhal_graph_ex
                                            void *const *args, uint32_t arg_count) {
   return in_context(ctx, "graph_exec_set_kernel_args", [&](HsaContext *c) -> gpuhal_status_t {
     std::lock_guard<std::mutex> lock(c->mu);
-    HsaGraphExec *x = exec_of(c, exec);
-    if (!x) return fail(GPUHAL_ERROR_INVALID_HANDLE, "graph_exec_set_kernel_args: not a graph exec of this context");
-    if (kernel_node >= x->kernel_node_index.size())
-      return fail(GPUHAL_ERROR_INDEX_OUT_OF_RANGE, "graph_exec_set_kernel_args: kernel node " +
-                                                       std::to_string(kernel_node) + " of a graph with " +
-                                                       std::to_string(x->kernel_node_index.size()));
-    const uint32_t index = x->kernel_node_index[kernel_node];
+    gpuhal_status_t st = GPUHAL_SUCCESS;
+    const std::shared_ptr<HsaGraphExec> x = c->graphs.exec(exec, "graph_exec_set_kernel_args", &st);
+    if (!x) return st;
+    uint32_t index = 0;
+    st = plugin::GraphStore<HsaGraphNode, HsaGraphExec>::kernel_node(*x, kernel_node, args, arg_count, &index);
+    if (st != GPUHAL_SUCCESS) return st;
     const HsaGraphNode &old = (*x->nodes)[index];
     if (arg_count != old.arg_offsets.size())
       return fail(GPUHAL_ERROR_INVALID_VALUE, "graph_exec_set_kernel_args: kernel " + old.kernel->md.name + " takes " +
                                                   std::to_string(old.arg_offsets.size()) + " argument(s), " +
                                                   std::to_string(arg_count) + " given");
-    for (uint32_t i = 0; i < arg_count; ++i)
-      if (!args || !args[i])
-        return fail(GPUHAL_ERROR_INVALID_VALUE, "graph_exec_set_kernel_args: argument " + std::to_string(i) + " is null");
     // Launches already made submitted their own copy of the arguments.
     auto nodes = std::make_shared<HsaGraphNodes>(*x->nodes);
     (*nodes)[index] = hsa::kernel_node(old.kernel, old.config, args);

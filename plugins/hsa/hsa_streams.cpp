@@ -457,8 +457,8 @@ gpuhal_status_t refuse_synchronising(HsaContext *c, HsaStream *s, const char *en
 // recorded, joined or refused there.
 gpuhal_status_t wait_in_capture(HsaContext *c, HsaStream *s, gpuhal_stream_t handle, HsaEvent *e, const char *entry,
                                 bool *handled) {
-  const bool default_handle = !handle || handle == GPUHAL_STREAM_LEGACY || handle == GPUHAL_STREAM_PER_THREAD;
-  return c->captures.wait(s, e, e->signal != nullptr, default_handle, s->blocking && !s->legacy, entry, handled);
+  return c->captures.wait(s, e, e->signal != nullptr, plugin::default_stream_handle(handle), s->blocking && !s->legacy,
+                          entry, handled);
 }
 
 }  // namespace
