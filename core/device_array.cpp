@@ -228,6 +228,11 @@ void DeviceArray::copy_from_host_impl(const HostView &src, const Stream *stream)
   const bool in_order = order == 'C' ? hcore.is_c_contiguous() : hcore.is_f_contiguous();
   HostArray staging;
   const HostView *source = &hcore;
+  if (!in_order && hcore.size() != 0 && stream && detail::capturing(*detail::impl_of(*stream)))
+    throw Error(Status::ERROR_CAPTURE_UNSUPPORTED,
+                what(call) + ": the stream is capturing, and a host source in another order than the array is "
+                             "gathered on the host when the copy is made, so a graph would copy the data of the "
+                             "capture at every launch; copy from a host array in the array's order");
   if (!in_order && hcore.size() != 0) {
     staging = HostArray::empty(hcore.shape(), hcore.dtype(), order);
     detail::copy_elements(staging.view(), hcore);

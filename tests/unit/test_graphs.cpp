@@ -157,6 +157,24 @@ TEST_CASE("graphs: a copy to a fresh host array is replayed into the array the g
   s.synchronize();
 }
 
+TEST_CASE("graphs: a host source gathered on the host is refused in a capture, one in order is read at each launch",
+          "[graphs]") {
+  Context ctx = test::host_context();
+  Stream s = ctx.create_stream();
+  DeviceArray d = device_array(ctx, {4, 4}, dtypes::int32);  // C order
+  std::vector<int32_t> host(16, 1);
+  HostView in_order = HostView::of(host.data(), {4, 4});
+  HostView transposed = in_order.transpose();
+  s.begin_capture();
+  REQUIRE_GPUHAL_ERROR(d.copy_from_host(transposed, s), Status::ERROR_CAPTURE_UNSUPPORTED, "gathered on the host");
+  d.copy_from_host(in_order, s);
+  GraphExec exec = s.end_capture().instantiate();
+  host.assign(16, 7);
+  exec.launch(s);
+  s.synchronize();
+  CHECK(d.copy_to_host().to_vector<int32_t>() == std::vector<int32_t>(16, 7));
+}
+
 TEST_CASE("graphs: a recorded callback runs at each launch and one that throws is contained", "[graphs]") {
   Context ctx = test::host_context();
   Stream s = ctx.create_stream();
