@@ -177,6 +177,29 @@ Stream Context::create_stream(StreamKind kind) const {
   return detail::Access::wrap<Stream>(s);
 }
 
+Stream Context::create_stream(StreamKind kind, int priority) const {
+  detail::require_handle(impl_, "Context::create_stream");
+  if (!impl_->backend().has_stream_create_with_priority())
+    throw Error(Status::ERROR_NOT_SUPPORTED, "Context::create_stream: backend '" + impl_->lib().name() +
+                                                 "' has no stream priorities (Capability::StreamPriorities)");
+  auto s = detail::new_child<detail::StreamImpl>(impl_, "Context::create_stream");
+  const uint32_t flags = kind == StreamKind::NonBlocking ? GPUHAL_STREAM_NON_BLOCKING : GPUHAL_STREAM_DEFAULT;
+  impl_->backend().stream_create_with_priority(impl_->handle, flags, int32_t(priority), &s->handle);
+  s->owned = true;
+  return detail::Access::wrap<Stream>(s);
+}
+
+StreamPriorityRange Context::stream_priority_range() const {
+  detail::require_handle(impl_, "Context::stream_priority_range");
+  impl_->check_alive(impl_->current_generation(), "Context::stream_priority_range");
+  if (!impl_->backend().has_context_stream_priority_range())
+    throw Error(Status::ERROR_NOT_SUPPORTED, "Context::stream_priority_range: backend '" + impl_->lib().name() +
+                                                 "' has no stream priorities (Capability::StreamPriorities)");
+  int32_t least = 0, greatest = 0;
+  impl_->backend().context_stream_priority_range(impl_->handle, &least, &greatest);
+  return StreamPriorityRange{least, greatest};
+}
+
 Event Context::create_event(bool enable_timing) const {
   detail::require_handle(impl_, "Context::create_event");
   auto e = detail::new_child<detail::EventImpl>(impl_, "Context::create_event");

@@ -16,7 +16,7 @@ namespace gpuhal::detail {
 namespace {
 
 // The table's entries, from the one list (gpuhal/plugin_entries.def).
-enum class Group { required, optional, host_memory, ipc, stream_ordered, peer_access, kernels, graphs };
+enum class Group { required, optional, host_memory, ipc, stream_ordered, peer_access, kernels, graphs, stream_priorities };
 struct EntryInfo {
   size_t offset;
   const char *name;
@@ -39,6 +39,11 @@ const GroupRule kGroups[] = {
     {Group::stream_ordered, "mem_alloc_async and mem_free_async must be both present or both NULL"},
     {Group::peer_access, "device_can_access_peer and context_enable_peer_access must be both present or both NULL"},
     {Group::kernels, "the device-code entries (lower_builtin ... launch) must be all present or all NULL"},
+    {Group::graphs,
+     "the graph entries (stream_begin_capture ... graph_exec_set_kernel_args) must be all present or all NULL"},
+    {Group::stream_priorities,
+     "the stream priority entries (context_stream_priority_range, stream_create_with_priority, stream_priority) must "
+     "be all present or all NULL"},
 };
 
 // Bytes of the table up to and including the last required entry.

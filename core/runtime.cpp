@@ -164,6 +164,7 @@ bool Runtime::supports(Capability c) const {
       {Capability::ManagedMemory, t.has_mem_alloc_managed()},
       {Capability::KernelAttributes, t.has_kernel_attributes() && t.has_kernel_max_active_blocks()},
       {Capability::Graphs, t.has_stream_begin_capture()},
+      {Capability::StreamPriorities, t.has_stream_create_with_priority()},
   };
   for (const auto &p : present)
     if (p.first == c) return p.second;

@@ -126,6 +126,18 @@ AutoSynchronize::~AutoSynchronize() {
     detail::impl_of(stream_)->ctx->logger().write(LogLevel::Error, std::string("AutoSynchronize: ") + e.what());
   }
 }
+int Stream::priority() const {
+  detail::require_handle(impl_, "Stream::priority");
+  auto h = impl_->live("Stream::priority");
+  const detail::Backend &t = impl_->ctx->backend();
+  if (!t.has_stream_priority())
+    throw Error(Status::ERROR_NOT_SUPPORTED, "Stream::priority: backend '" + impl_->ctx->lib().name() +
+                                                 "' has no stream priorities (Capability::StreamPriorities)");
+  int32_t p = 0;
+  t.stream_priority(impl_->ctx->handle, h, &p);
+  return p;
+}
+
 gpuhal_stream_t Stream::native_handle() const {
   detail::require_handle(impl_, "Stream::native_handle");
   impl_->ctx->mark_external();  // another library may put work on it now

@@ -30,6 +30,13 @@ class Event;
 class DeviceMemory;
 class MemoryManager;
 
+// Stream priorities, CUDA's convention: lower numbers are greater
+// priorities; the meaningful ones lie in [greatest, least].
+struct StreamPriorityRange {
+  int least = 0;
+  int greatest = 0;
+};
+
 struct MemoryInfo {
   uint64_t free = 0;
   uint64_t total = 0;
@@ -82,6 +89,17 @@ class Context {
   // dereferences it; the process crashes).
   Stream external_stream(NativeStream native) const;
   Stream create_stream(StreamKind kind = StreamKind::Blocking) const;
+  // A stream with a priority (Capability::StreamPriorities, else
+  // ERROR_NOT_SUPPORTED), clamped into stream_priority_range() as CUDA
+  // clamps it: work of a greater-priority stream is served first where
+  // streams compete for the device (cuda: the GPU's scheduler; host: the
+  // worker threads of lesser priorities run at higher nice values; see the
+  // user guide). Portable code asks for range.greatest (urgent work) or
+  // range.least (bulk work): the numbers differ by backend (cuda: 0 .. -5 on
+  // an H100, 0 the default and least; host: 2 .. 0, 0 the default and
+  // greatest).
+  Stream create_stream(StreamKind kind, int priority) const;
+  StreamPriorityRange stream_priority_range() const;
   Event create_event(bool enable_timing = true) const;
   // Blocks until all work on every stream of this context has completed.
   void synchronize() const;

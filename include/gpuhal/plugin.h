@@ -12,7 +12,8 @@
  * kernel launch; 1.3 appended native_handle and the device's driver_version;
  * 1.4 appended mem_alloc_managed and context_adopt; 1.5 appended the device's
  * recovers_from_faults; 1.6 the device's exclusive_contexts; 1.7 kernel
- * attributes and occupancy; 1.8 stream capture and graphs.
+ * attributes and occupancy; 1.8 stream capture and graphs; 1.9 stream
+ * priorities.
  *
  * Compatibility rules (frozen):
  *  - Every table and descriptor struct starts with {abi_version, struct_size}.
@@ -55,7 +56,7 @@ extern "C" {
 #endif
 
 #define GPUHAL_ABI_MAJOR 1
-#define GPUHAL_ABI_MINOR 8
+#define GPUHAL_ABI_MINOR 9
 #define GPUHAL_ABI_VERSION GPUHAL_MAKE_VERSION(GPUHAL_ABI_MAJOR, GPUHAL_ABI_MINOR)
 
 /* The one symbol a plugin exports. */
@@ -521,6 +522,21 @@ typedef struct gpuhal_plugin_table {
   gpuhal_status_t (*graph_exec_launch)(gpuhal_context_t ctx, gpuhal_graph_exec_t exec, gpuhal_stream_t stream);
   gpuhal_status_t (*graph_exec_set_kernel_args)(gpuhal_context_t ctx, gpuhal_graph_exec_t exec, uint32_t kernel_node,
                                                 void *const *args, uint32_t arg_count);
+
+  /* -- Stream priorities (OPTIONAL, all or none; ABI 1.9) --
+   * CUDA's convention: lower numbers are greater priorities.
+   * context_stream_priority_range: the meaningful range [*greatest,
+   * *least] (cuCtxGetStreamPriorityRange); either pointer may be NULL.
+   * stream_create_with_priority: stream_create with a priority, clamped into
+   * the range as cuStreamCreateWithPriority clamps it. stream_priority: a
+   * stream's priority (the default streams': what the backend gives them).
+   * A backend with priorities serves a higher-priority stream's work first
+   * where streams compete (it is not queued behind a lower-priority
+   * backlog); how, it says in its documentation. */
+  gpuhal_status_t (*context_stream_priority_range)(gpuhal_context_t ctx, int32_t *least, int32_t *greatest);
+  gpuhal_status_t (*stream_create_with_priority)(gpuhal_context_t ctx, uint32_t flags, int32_t priority,
+                                                 gpuhal_stream_t *out);
+  gpuhal_status_t (*stream_priority)(gpuhal_context_t ctx, gpuhal_stream_t stream, int32_t *out);
 } gpuhal_plugin_table_t;
 
 /* The plugin's only export. Returns GPUHAL_SUCCESS and sets *table, or

@@ -86,6 +86,7 @@ enum class Capability {
   KernelPrintf,         // gpuhal_printf in kernels (without it a kernel that uses it fails to compile)
   Graphs,               // Stream::begin_capture / end_capture, Graph, GraphExec (without it begin_capture
                         // fails with ERROR_NOT_SUPPORTED)
+  StreamPriorities,     // Context::create_stream(kind, priority), stream_priority_range, Stream::priority
 };
 
 class Device {

@@ -64,6 +64,11 @@ class Stream {
   // forked into).
   bool is_capturing() const;
 
+  // Its priority (Context::create_stream(kind, priority); the backend's
+  // default for other streams). ERROR_NOT_SUPPORTED without
+  // Capability::StreamPriorities.
+  int priority() const;
+
   // The plugin's handle (NULL for the default stream).
   NativeStream native_handle() const;
 

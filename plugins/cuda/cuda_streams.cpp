@@ -27,6 +27,44 @@ gpuhal_status_t stream_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_strea
                         });
 }
 
+// Stream priorities (ABI 1.9): the driver's, clamped by it
+// (cuStreamCreateWithPriority: "priority ... outside the meaningful range
+// ... is automatically clamped").
+gpuhal_status_t context_stream_priority_range(gpuhal_context_t ctx, int32_t *least, int32_t *greatest) {
+  return in_context(ctx, "context_stream_priority_range", [&](CudaContext *) -> gpuhal_status_t {
+    int l = 0, g = 0;
+    if (const gpuhal_status_t st = cu_call(drv().cuCtxGetStreamPriorityRange, "cuCtxGetStreamPriorityRange", &l, &g);
+        st != GPUHAL_SUCCESS)
+      return st;
+    if (least) *least = l;
+    if (greatest) *greatest = g;
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t stream_create_with_priority(gpuhal_context_t ctx, uint32_t flags, int32_t priority,
+                                            gpuhal_stream_t *out) {
+  return create_tracked(ctx, "stream_create_with_priority", flags, GPUHAL_STREAM_NON_BLOCKING, out,
+                        &CudaContext::streams, &Driver::cuStreamDestroy, [&](CUstream *s) {
+                          const unsigned cu_flags = (flags & GPUHAL_STREAM_NON_BLOCKING) ? CU_STREAM_NON_BLOCKING : 0u;
+                          return cu_call(drv().cuStreamCreateWithPriority, "cuStreamCreateWithPriority", s, cu_flags,
+                                         int(priority));
+                        });
+}
+
+gpuhal_status_t stream_priority(gpuhal_context_t ctx, gpuhal_stream_t stream, int32_t *out) {
+  return in_context(ctx, "stream_priority", [&](CudaContext *c) -> gpuhal_status_t {
+    if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_priority: null output pointer");
+    if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_priority: invalid stream");
+    int p = 0;
+    if (const gpuhal_status_t st = cu_call(drv().cuStreamGetPriority, "cuStreamGetPriority", native(stream), &p);
+        st != GPUHAL_SUCCESS)
+      return st;
+    *out = p;
+    return GPUHAL_SUCCESS;
+  });
+}
+
 gpuhal_status_t stream_destroy(gpuhal_context_t ctx, gpuhal_stream_t stream) {
   return in_context(ctx, "stream_destroy", [&](CudaContext *c) -> gpuhal_status_t {
     return release_tracked(

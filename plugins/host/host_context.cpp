@@ -326,8 +326,9 @@ std::shared_ptr<HostEvent> HostContext::event(gpuhal_event_t handle) {
   return it == events_.end() ? nullptr : it->second;
 }
 
-gpuhal_stream_t HostContext::create_stream(bool non_blocking) {
+gpuhal_stream_t HostContext::create_stream(bool non_blocking, int priority) {
   auto s = std::make_shared<StreamState>(progress_, non_blocking, false);
+  s->priority = priority;
   s->start();
   plugin_state().streams.add(s, device_);
   std::lock_guard<std::mutex> lock(objects_mu_);

@@ -184,7 +184,8 @@ class HostContext {
   const std::shared_ptr<StreamState> &default_stream() const { return default_stream_; }
   std::shared_ptr<HostEvent> event(gpuhal_event_t handle);
 
-  gpuhal_stream_t create_stream(bool non_blocking);
+  // `priority`: kLeastPriority (2) .. kGreatestPriority (0), host_stream.hpp.
+  gpuhal_stream_t create_stream(bool non_blocking, int priority = 0);
   // The context's own streams (not the legacy default one), at the call.
   std::vector<std::shared_ptr<StreamState>> streams_snapshot();
   bool destroy_stream(gpuhal_stream_t handle);

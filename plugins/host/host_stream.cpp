@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "host_stream.hpp"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -163,6 +168,11 @@ void StreamState::push(Op op) {
 
 void StreamState::loop() {
   t_host_stream_worker = true;
+  // A lesser priority: a higher nice value for this thread alone (Linux
+  // applies setpriority(PRIO_PROCESS, tid) to the thread). Raising it needs
+  // no privilege; failing to is not an error (the stream still works).
+  if (priority > kGreatestPriority)
+    (void)setpriority(PRIO_PROCESS, id_t(syscall(SYS_gettid)), priority * kNicePerStep);
   std::vector<Op> batch;
   int gather = kGatherPauses;
   for (;;) {
@@ -272,6 +282,37 @@ gpuhal_status_t stream_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_strea
     const gpuhal_status_t st = plugin::check_create_args("stream_create", out, flags, GPUHAL_STREAM_NON_BLOCKING);
     if (st == GPUHAL_SUCCESS) *out = c->create_stream((flags & GPUHAL_STREAM_NON_BLOCKING) != 0);
     return st;
+  });
+}
+
+gpuhal_status_t context_stream_priority_range(gpuhal_context_t ctx, int32_t *least, int32_t *greatest) {
+  return in_context(ctx, "context_stream_priority_range", [&](HostContext *) -> gpuhal_status_t {
+    if (least) *least = StreamState::kLeastPriority;
+    if (greatest) *greatest = StreamState::kGreatestPriority;
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t stream_create_with_priority(gpuhal_context_t ctx, uint32_t flags, int32_t priority,
+                                            gpuhal_stream_t *out) {
+  return in_context(ctx, "stream_create_with_priority", [&](HostContext *c) -> gpuhal_status_t {
+    const gpuhal_status_t st =
+        plugin::check_create_args("stream_create_with_priority", out, flags, GPUHAL_STREAM_NON_BLOCKING);
+    if (st != GPUHAL_SUCCESS) return st;
+    // Clamped into the range, as cuStreamCreateWithPriority clamps it.
+    const int p = std::clamp<int>(priority, StreamState::kGreatestPriority, StreamState::kLeastPriority);
+    *out = c->create_stream((flags & GPUHAL_STREAM_NON_BLOCKING) != 0, p);
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t stream_priority(gpuhal_context_t ctx, gpuhal_stream_t stream, int32_t *out) {
+  return in_context(ctx, "stream_priority", [&](HostContext *c) -> gpuhal_status_t {
+    if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_priority: null output pointer");
+    std::shared_ptr<StreamState> s = c->stream(stream);
+    if (!s) return bad_stream("stream_priority");
+    *out = s->priority;
+    return GPUHAL_SUCCESS;
   });
 }
 

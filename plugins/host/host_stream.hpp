@@ -97,6 +97,16 @@ struct StreamState : std::enable_shared_from_this<StreamState> {
   std::shared_ptr<Progress> progress;
   const bool non_blocking;
   const bool is_default;
+  // Stream priority (ABI 1.9), set before start(): 0 is the greatest (and
+  // the default streams'), kLeastPriority the least. A stream of a lesser
+  // priority runs its worker thread at a higher nice value (5 per step), so
+  // that where workers compete for the cores a greater-priority stream's
+  // operations are served first. Raising a thread's priority above the
+  // process's needs privileges: the greatest priority is the normal one.
+  int priority = 0;
+  static constexpr int kGreatestPriority = 0;
+  static constexpr int kLeastPriority = 2;
+  static constexpr int kNicePerStep = 5;
 
   // Tickets handed out; incremented only under the context's submit mutex,
   // read anywhere. On a cache line of its own: the worker reads the

@@ -193,6 +193,11 @@ class Context:
         """"host_memory", "mapped_host_memory", "ipc", "kernels", "managed_memory", "fault_recovery" ..."""
         return self._c.supports(capability)
 
+    def stream_priority_range(self):
+        """``(least, greatest)`` stream priorities, lower numbers being greater
+        (``gpuhal.NotSupportedError`` on a backend without them)."""
+        return self._c.stream_priority_range()
+
     def __repr__(self):
         device = self._c.device
         return f"<gpuhal.Context of device {device.id} ({device.name!r}) on the {_gpuhal.backend_name()!r} backend>"
@@ -247,9 +252,12 @@ def defer_cleanup():
     return _gpuhal._DeferCleanup()
 
 
-def stream():
-    """A new stream (blocking: ordered with the default stream, as CUDA's)."""
-    return _gpuhal.current_context().create_stream(True)
+def stream(priority=None):
+    """A new stream (blocking: ordered with the default stream, as CUDA's).
+    ``priority``: lower numbers are greater priorities, clamped into
+    ``current_context().stream_priority_range()`` (``(least, greatest)``);
+    ``gpuhal.NotSupportedError`` on a backend without stream priorities."""
+    return _gpuhal.current_context().create_stream(True, priority)
 
 
 def default_stream():

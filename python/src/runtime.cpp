@@ -17,6 +17,7 @@ gpuhal::Capability capability_from(const std::string &name) {
       {"peer_access", gpuhal::Capability::PeerAccess},
       {"kernels", gpuhal::Capability::Kernels},
       {"graphs", gpuhal::Capability::Graphs},
+      {"stream_priorities", gpuhal::Capability::StreamPriorities},
       {"managed_memory", gpuhal::Capability::ManagedMemory},
       {"fault_recovery", gpuhal::Capability::FaultRecovery},
       {"kernel_attributes", gpuhal::Capability::KernelAttributes},
@@ -163,10 +164,18 @@ void bind_runtime(nb::module_ &m) {
            })
       .def(
           "create_stream",
-          [](const gpuhal::Context &c, bool blocking) {
-            return c.create_stream(blocking ? gpuhal::StreamKind::Blocking : gpuhal::StreamKind::NonBlocking);
+          [](const gpuhal::Context &c, bool blocking, std::optional<int> priority) {
+            const auto kind = blocking ? gpuhal::StreamKind::Blocking : gpuhal::StreamKind::NonBlocking;
+            return priority ? c.create_stream(kind, *priority) : c.create_stream(kind);
           },
-          nb::arg("blocking") = true, release_gil())
+          nb::arg("blocking") = true, nb::arg("priority").none() = nb::none(), release_gil())
+      .def(
+          "stream_priority_range",
+          [](const gpuhal::Context &c) {
+            const gpuhal::StreamPriorityRange r = c.stream_priority_range();
+            return std::make_pair(r.least, r.greatest);
+          },
+          "(least, greatest) stream priorities (lower numbers are greater priorities)")
       .def("create_event", &gpuhal::Context::create_event, nb::arg("timing") = true, release_gil())
       .def("pending_deallocations", &gpuhal::Context::pending_deallocations)
       .def("pending_deallocation_bytes", &gpuhal::Context::pending_deallocation_bytes)

@@ -48,6 +48,7 @@ void bind_streams(nb::module_ &m) {
            "From now on, work on this stream is recorded into a graph, not run (see capture())")
       .def("end_capture", &gpuhal::Stream::end_capture, release_gil(), "Ends the capture and returns its Graph")
       .def_prop_ro("is_capturing", &gpuhal::Stream::is_capturing, "True while the stream records into a capture")
+      .def_prop_ro("priority", &gpuhal::Stream::priority, "The stream's priority (lower numbers are greater)")
       .def(
           "capture",
           [](nb::handle self) { return nb::module_::import_("gpuhal._graphs").attr("Capture")(self); },

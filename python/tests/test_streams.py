@@ -163,3 +163,20 @@ def test_pageable_transfers_are_done_when_the_call_returns():
     d[:] = np.full(n, 2.0)  # on d's stream, from a temporary
     d.copy_to_host(out)
     assert_same(out, np.full(n, 2.0))
+
+
+def test_stream_priorities():
+    ctx = gpuhal.current_context()
+    if not ctx.supports("stream_priorities"):
+        with pytest.raises(gpuhal.NotSupportedError):
+            gpuhal.stream(priority=0)
+        return
+    least, greatest = ctx.stream_priority_range()
+    assert greatest <= least
+    assert gpuhal.stream(priority=greatest - 50).priority == greatest  # clamped
+    assert gpuhal.stream(priority=least + 50).priority == least
+    s = gpuhal.stream(priority=least)
+    d = gpuhal.to_device(np.arange(16, dtype=np.int32), stream=s)
+    s.synchronize()
+    np.testing.assert_array_equal(d.copy_to_host(), np.arange(16, dtype=np.int32))
+    assert gpuhal.stream().priority in range(greatest, least + 1)

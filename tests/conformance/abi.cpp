@@ -99,7 +99,8 @@ void optional_groups_all_or_none(Env &env) {
                 {"stream_ordered", Capability::StreamOrderedMemory},
                 {"peer_access", Capability::PeerAccess},
                 {"kernels", Capability::Kernels},
-                {"graphs", Capability::Graphs}};
+                {"graphs", Capability::Graphs},
+                {"stream_priorities", Capability::StreamPriorities}};
   for (const auto &c : claims)
     expect(group_present(c.group) == env.runtime.supports(c.capability),
            std::string("the capability of the ") + c.group + " entries disagrees with the table");

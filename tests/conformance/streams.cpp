@@ -127,6 +127,55 @@ void streams_from_threads(Env &env) {
   expect(wrong == 0, std::to_string(wrong.load()) + " round trips from concurrent threads differ");
 }
 
+void priorities_range_and_clamp(Env &env) {
+  if (!env.runtime.supports(Capability::StreamPriorities)) {
+    expect_error([&] { env.ctx.create_stream(StreamKind::NonBlocking, 0); }, Status::ERROR_NOT_SUPPORTED,
+                 "Capability::StreamPriorities", "a stream with a priority without the capability");
+    expect_error([&] { (void)env.ctx.stream_priority_range(); }, Status::ERROR_NOT_SUPPORTED,
+                 "Capability::StreamPriorities", "the priority range without the capability");
+    throw Unsupported{"the plugin does not claim stream priorities (refused as it must be)"};
+  }
+  const StreamPriorityRange r = env.ctx.stream_priority_range();
+  expect(r.greatest <= r.least, "the greatest priority " + std::to_string(r.greatest) +
+                                    " is numerically above the least " + std::to_string(r.least));
+  const struct {
+    int asked, got;
+  } cases[] = {{r.greatest, r.greatest}, {r.least, r.least}, {r.greatest - 100, r.greatest}, {r.least + 100, r.least}};
+  for (const auto &c : cases) {
+    Stream s = env.ctx.create_stream(StreamKind::NonBlocking, c.asked);
+    expect(s.priority() == c.got, "a stream asked for priority " + std::to_string(c.asked) + " has " +
+                                      std::to_string(s.priority()) + ", not " + std::to_string(c.got) +
+                                      " (out of range is clamped)");
+    DeviceArray d = device_array(env.ctx, {64}, dtypes::uint8);
+    d.memset(uint8_t(c.got & 0x7f), s);
+    s.synchronize();
+    expect(bytes_of(d) == std::vector<uint8_t>(64, uint8_t(c.got & 0x7f)),
+           "a stream of priority " + std::to_string(c.got) + " does not run its work");
+  }
+  (void)env.ctx.default_stream().priority();  // answered for the default stream too
+}
+
+void priority_not_behind_backlog(Env &env) {
+  require(env, Capability::StreamPriorities, "stream priorities");
+  const StreamPriorityRange r = env.ctx.stream_priority_range();
+  Stream low = env.ctx.create_stream(StreamKind::NonBlocking, r.least);
+  Stream high = env.ctx.create_stream(StreamKind::NonBlocking, r.greatest);
+  // A backlog of 40 operations of 10 ms each on the low-priority stream.
+  for (int i = 0; i < 40; ++i) low.add_callback([] { sleep_ms(10); });
+  DeviceArray d = device_array(env.ctx, {4096}, dtypes::uint8);
+  const auto start = std::chrono::steady_clock::now();
+  d.memset(uint8_t(9), high);
+  Event done = high.record();
+  done.synchronize();
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  const bool backlog_left = !low.query();
+  low.synchronize();
+  expect(bytes_of(d) == std::vector<uint8_t>(4096, 9), "the high-priority stream's memset gave wrong data");
+  // 200 ms of margin for a loaded machine: half the backlog.
+  expect(backlog_left && ms < 200.0, "the high-priority stream's work took " + std::to_string(ms) +
+                                         " ms behind a 400 ms low-priority backlog (it must not wait for it)");
+}
+
 }  // namespace
 
 void add_stream_checks(std::vector<Check> &checks) {
@@ -141,6 +190,14 @@ void add_stream_checks(std::vector<Check> &checks) {
                     "work pending on a stream whose last handle goes still runs", destroyed_stream_finishes_work});
   checks.push_back({"streams.from_threads", "streams used from eight threads at once each keep their data",
                     streams_from_threads});
+  checks.push_back({"streams.priorities_range_and_clamp",
+                    "with Capability::StreamPriorities the range is reported, priorities are clamped into it and "
+                    "read back; without it both are ERROR_NOT_SUPPORTED",
+                    priorities_range_and_clamp});
+  checks.push_back({"streams.priority_not_behind_backlog",
+                    "a greatest-priority stream's work completes while a least-priority stream still has a 400 ms "
+                    "backlog (within 200 ms)",
+                    priority_not_behind_backlog});
 }
 
 }  // namespace conformance

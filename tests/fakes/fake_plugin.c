@@ -303,12 +303,18 @@ GPUHAL_PLUGIN_EXPORT gpuhal_status_t FAKE_ENTRY_NAME(uint32_t core_max_abi, cons
 #define FAKE_FILL_peer_access(name)
 #define FAKE_FILL_kernels(name)
 #define FAKE_FILL_graphs(name)
+#define FAKE_FILL_stream_priorities(name)
 #define FAKE_FILL_optional(name)
 #define GPUHAL_PLUGIN_ENTRY(name, group, minor) FAKE_FILL_##group(name)
 #include "gpuhal/plugin_entries.def"
 #undef GPUHAL_PLUGIN_ENTRY
 #ifdef FAKE_MISSING_REQUIRED
   t->mem_alloc = NULL;
+#endif
+#ifdef FAKE_HALF_GROUP
+  /* One entry of the graphs group, the other eight NULL: the loader must
+   * refuse the table (a group is present in full or not at all). */
+  t->stream_begin_capture = fake_stream_op;
 #endif
 #ifdef FAKE_FUZZ_TABLE
   {

@@ -95,6 +95,11 @@ TEST_CASE("a plugin without a required entry is refused", "[loader][abi]") {
                        "required entry 'mem_alloc' is NULL");
 }
 
+TEST_CASE("a plugin with part of an optional group is refused, naming the group", "[loader][abi]") {
+  REQUIRE_GPUHAL_ERROR(Runtime::load(by_path(test::fake("halfgroup"))), Status::ERROR_INVALID_PLUGIN,
+                       "the graph entries (stream_begin_capture ... graph_exec_set_kernel_args) must be all present");
+}
+
 TEST_CASE("a plugin whose init fails says why", "[loader][errors]") {
   // The fake fails the way a backend without its vendor driver does.
   REQUIRE_GPUHAL_ERROR(Runtime::load(by_path(test::fake("failinit"))), Status::ERROR_DRIVER_NOT_LOADABLE,

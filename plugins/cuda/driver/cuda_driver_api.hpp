@@ -260,6 +260,9 @@ inline CUstream stream_per_thread() {
   O(cuGraphExecDestroy, cuGraphExecDestroy, (CUgraphExec))                                      \
   O(cuGraphExecKernelNodeSetParams, cuGraphExecKernelNodeSetParams_v2,                          \
     (CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS *))                                \
+  O(cuCtxGetStreamPriorityRange, cuCtxGetStreamPriorityRange, (int *, int *))                 \
+  O(cuStreamCreateWithPriority, cuStreamCreateWithPriority, (CUstream *, unsigned, int))        \
+  O(cuStreamGetPriority, cuStreamGetPriority, (CUstream, int *))                                \
   O(cuGetProcAddress, cuGetProcAddress_v2, (const char *, void **, int, uint64_t, int *))
 
 }  // namespace gpuhal::cuda::api

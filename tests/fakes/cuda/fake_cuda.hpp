@@ -271,6 +271,11 @@ inline uint64_t pool_idle_total() {
 // operation gets a ticket; `done` is the highest completed ticket.
 struct Stream {
   bool blocking = true;
+  // cuStreamCreateWithPriority's, clamped to [kGreatestPriority, 0]. Every
+  // stream has a worker of its own here, so a greater-priority stream's
+  // work is never queued behind another stream's (what a GPU's scheduler
+  // gives priorities for).
+  int priority = 0;
   int dev = -1;  // the context it was made in (-1: the legacy default stream)
   std::mutex mu;
   std::condition_variable cv;
@@ -333,6 +338,9 @@ struct Stream {
 
 // Streams are shared: events and waiting operations keep a destroyed
 // stream's object alive until they are done with it.
+// cuCtxGetStreamPriorityRange on a compute capability 9.0 device: [-5, 0]
+// (an H100 answers least 0, greatest -5).
+constexpr int kGreatestPriority = -5;
 inline std::mutex g_streams_mu;
 inline std::map<Stream *, std::shared_ptr<Stream>> g_streams;
 inline std::shared_ptr<Stream> g_legacy;  // the legacy default stream, made by cuInit

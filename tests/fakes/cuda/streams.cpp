@@ -20,6 +20,31 @@ API CUresult cuStreamCreate(CUstream *out, unsigned flags) {
   *out = s.get();
   return OK;
 }
+// "Stream priorities follow a convention where lower numbers imply greater
+// priorities ... If the user attempts to create a stream with a priority
+// value that is outside the meaningful range ..., the priority is
+// automatically clamped" (cuCtxGetStreamPriorityRange).
+API CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest) {
+  FAULT(cuCtxGetStreamPriorityRange);
+  CONTEXT_CALL();
+  if (least) *least = 0;
+  if (greatest) *greatest = kGreatestPriority;
+  return OK;
+}
+API CUresult cuStreamCreateWithPriority(CUstream *out, unsigned flags, int priority) {
+  FAULT(cuStreamCreateWithPriority);
+  const CUresult r = cuStreamCreate(out, flags);
+  if (r != OK) return r;
+  (*out)->priority = priority < kGreatestPriority ? kGreatestPriority : priority > 0 ? 0 : priority;
+  return OK;
+}
+API CUresult cuStreamGetPriority(CUstream s, int *priority) {
+  FAULT(cuStreamGetPriority);
+  CONTEXT_CALL();
+  if (!priority) return INVALID_VALUE;
+  *priority = lookup(s)->priority;
+  return OK;
+}
 API CUresult cuStreamDestroy_v2(CUstream s) {
   FAULT(cuStreamDestroy_v2);
   CONTEXT_CALL();
