@@ -144,6 +144,10 @@ struct KernargRing {
 struct HsaStream {
   HsaContext *ctx = nullptr;
   bool blocking = true;  // synchronises with the legacy default stream
+  // Stream priority (ABI 1.9): -1 high, 0 normal (the default), 1 low: its
+  // queue's hsa_amd_queue_priority_t, and the order its host operations
+  // are taken in on the context's host-operation thread.
+  int priority = 0;
   bool legacy = false;
   hsa_queue_t *queue = nullptr;
   SignalRef last;              // the last operation's completion signal
@@ -186,6 +190,7 @@ struct HsaModule {
 
 // A host operation for the context's host-operation thread.
 struct HostOp {
+  int priority = 0;  // its stream's
   SignalRef dep;   // may be null
   SignalRef done;  // set to 0 after fn ran (-1 when it failed or did not run)
   std::function<void()> fn;

@@ -15,11 +15,9 @@ namespace gpuhal::hsa {
 // What the hsa backend leaves NULL, so the core reports it unsupported:
 // IPC, stream-ordered memory and peer access are not built yet (ROCr has
 // hsa_amd_ipc_memory_*, hsa_amd_memory_pool_* and hsa_amd_agents_allow_access
-// for them), HSA has no context object to adopt, and stream priorities
-// (hsa_amd_queue_set_priority) are not wired yet.
-constexpr plugin::EntryNames<11> kLeftOut{{"ipc_get_handle", "ipc_open", "ipc_close", "mem_alloc_async",
-                                           "mem_free_async", "device_can_access_peer", "context_enable_peer_access",
-                                           "context_adopt", "context_stream_priority_range",
-                                           "stream_create_with_priority", "stream_priority"}};
+// for them), and HSA has no context object to adopt.
+constexpr plugin::EntryNames<8> kLeftOut{{"ipc_get_handle", "ipc_open", "ipc_close", "mem_alloc_async",
+                                          "mem_free_async", "device_can_access_peer", "context_enable_peer_access",
+                                          "context_adopt"}};
 
 }  // namespace gpuhal::hsa

@@ -3,6 +3,7 @@
 // operations), failure of a context, and the stream entries (see
 // hsa_context.hpp for the stream model; signals are in hsa_signals.cpp,
 // transfers in hsa_transfers.cpp, events in hsa_events.cpp).
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -72,6 +73,21 @@ hsa_barrier_and_packet_t barrier_packet(const hsa_signal_t *deps, size_t n, hsa_
   return b;
 }
 
+// The host operation to run next (host_mu held): the earliest of the
+// greatest priority whose dependency is done or absent (one operation per
+// stream's order is kept: a stream's operations share its priority and run
+// in order); else the earliest of all, as before priorities, so that an
+// operation never waits here for one queued behind it.
+std::deque<HostOp>::iterator next_host_op(std::deque<HostOp> &ops) {
+  auto best = ops.end();
+  for (auto it = ops.begin(); it != ops.end(); ++it) {
+    if (it->dep && !it->dep->done()) continue;
+    if (best == ops.end() || it->priority < best->priority) best = it;
+  }
+  if (best == ops.end() || best->priority == ops.front().priority) return ops.begin();
+  return best;
+}
+
 void host_thread_main(HsaContext *c) {
   for (;;) {
     HostOp op;
@@ -79,8 +95,9 @@ void host_thread_main(HsaContext *c) {
       std::unique_lock<std::mutex> lock(c->host_mu);
       c->host_cv.wait(lock, [&] { return c->host_stop || !c->host_ops.empty(); });
       if (c->host_ops.empty()) return;  // stopping, and drained
-      op = std::move(c->host_ops.front());
-      c->host_ops.pop_front();
+      auto next = next_host_op(c->host_ops);
+      op = std::move(*next);
+      c->host_ops.erase(next);
     }
     if (op.dep) op.dep->wait(&c->failed);
     if (c->failed.load() || (op.dep && op.dep->failed())) {
@@ -382,7 +399,7 @@ gpuhal_status_t submit_host_op(HsaStream *s, std::function<void()> fn, std::func
   start_host_thread(s->ctx);
   {
     std::lock_guard<std::mutex> lock(s->ctx->host_mu);
-    s->ctx->host_ops.push_back(HostOp{dep, done, std::move(fn), std::move(on_skip)});
+    s->ctx->host_ops.push_back(HostOp{s->priority, dep, done, std::move(fn), std::move(on_skip)});
   }
   s->ctx->host_cv.notify_one();
   Op op;
@@ -485,6 +502,58 @@ gpuhal_status_t stream_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_strea
 
 // Pending work still completes: the call waits for it, then releases the
 // stream's queue.
+// Stream priorities (ABI 1.9): -1 .. 1 onto hsa_amd_queue_priority_t.
+gpuhal_status_t context_stream_priority_range(gpuhal_context_t ctx, int32_t *least, int32_t *greatest) {
+  return in_context(ctx, "context_stream_priority_range", [&](HsaContext *) -> gpuhal_status_t {
+    if (least) *least = 1;
+    if (greatest) *greatest = -1;
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t stream_create_with_priority(gpuhal_context_t ctx, uint32_t flags, int32_t priority,
+                                            gpuhal_stream_t *out) {
+  if (const gpuhal_status_t st =
+          plugin::check_create_args("stream_create_with_priority", out, flags, GPUHAL_STREAM_NON_BLOCKING);
+      st != GPUHAL_SUCCESS)
+    return st;
+  return in_context(ctx, "stream_create_with_priority", [&](HsaContext *c) -> gpuhal_status_t {
+    auto s = std::make_unique<HsaStream>();
+    s->ctx = c;
+    s->blocking = !(flags & GPUHAL_STREAM_NON_BLOCKING);
+    s->priority = std::clamp<int>(priority, -1, 1);  // clamped, as cuStreamCreateWithPriority clamps
+    if (const gpuhal_status_t st = create_queue(c, s.get()); st != GPUHAL_SUCCESS) return st;
+    if (s->priority != 0) {
+      // hsa_amd_queue_priority_t: LOW 0, NORMAL 1 (the default), HIGH 2.
+      const gpuhal_status_t st =
+          hsa_call(rt().hsa_amd_queue_set_priority, "hsa_amd_queue_set_priority", s->queue, 1 - s->priority);
+      if (st != GPUHAL_SUCCESS) {
+        destroy_stream(s.get());
+        return st;
+      }
+    }
+    std::lock_guard<std::mutex> lock(c->mu);
+    try {
+      plugin::hand_out_owned(c->streams, s, out);
+    } catch (...) {
+      destroy_stream(s.get());
+      throw;
+    }
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t stream_priority(gpuhal_context_t ctx, gpuhal_stream_t stream, int32_t *out) {
+  return in_context(ctx, "stream_priority", [&](HsaContext *c) -> gpuhal_status_t {
+    if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_priority: null output pointer");
+    std::lock_guard<std::mutex> lock(c->mu);
+    HsaStream *s = resolve_stream(c, stream);
+    if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_priority: invalid stream");
+    *out = s->priority;
+    return GPUHAL_SUCCESS;
+  });
+}
+
 gpuhal_status_t stream_destroy(gpuhal_context_t ctx, gpuhal_stream_t stream) {
   return in_context(ctx, "stream_destroy", [&](HsaContext *c) -> gpuhal_status_t {
     std::unique_ptr<HsaStream> owned;

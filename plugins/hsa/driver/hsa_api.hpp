@@ -244,6 +244,7 @@ using PoolCallback = hsa_status_t (*)(hsa_amd_memory_pool_t, void *);
   O(hsa_status_t, hsa_memory_register, (void *, size_t))                                                         \
   O(hsa_status_t, hsa_memory_deregister, (void *, size_t))                                                       \
   O(hsa_status_t, hsa_amd_profiling_set_profiler_enabled, (hsa_queue_t *, int))                                  \
+  O(hsa_status_t, hsa_amd_queue_set_priority, (hsa_queue_t *, int))                                              \
   O(hsa_status_t, hsa_amd_profiling_get_dispatch_time,                                                           \
     (hsa_agent_t, hsa_signal_t, hsa_amd_profiling_dispatch_time_t *))                                            \
   O(hsa_status_t, hsa_amd_profiling_async_copy_enable, (bool))                                                   \

@@ -276,6 +276,7 @@ struct FQueue {
   std::atomic<uint64_t> read_index{0};
   std::atomic<bool> stop{false};
   bool profiling = false;
+  int priority = 1;  // hsa_amd_queue_priority_t: "The default is HSA_AMD_QUEUE_PRIORITY_NORMAL"
   hsa_queue_callback callback = nullptr;
   void *data = nullptr;
   hsa_agent_t agent{};

@@ -279,6 +279,21 @@ EXPORT hsa_status_t hsa_amd_profiling_set_profiler_enabled(hsa_queue_t *queue, i
   return HSA_STATUS_SUCCESS;
 }
 
+// hsa_ext_amd.h: "HSA_STATUS_ERROR_INVALID_QUEUE if queue is not a valid
+// compute queue handle. HSA_STATUS_ERROR_INVALID_ARGUMENT if priority is not
+// a valid value from hsa_amd_queue_priority_t" (LOW 0, NORMAL 1, HIGH 2).
+// Every fake queue has a consumer thread of its own: a greater-priority
+// queue's packets are never behind another queue's.
+EXPORT hsa_status_t hsa_amd_queue_set_priority(hsa_queue_t *queue, int priority) {
+  NEED_INIT;
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto *q = reinterpret_cast<FQueue *>(queue);
+  if (!g_queues.count(q)) return HSA_STATUS_ERROR_INVALID_QUEUE;
+  if (priority < 0 || priority > 2) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  q->priority = priority;
+  return HSA_STATUS_SUCCESS;
+}
+
 EXPORT hsa_status_t hsa_amd_profiling_get_dispatch_time(hsa_agent_t agent, hsa_signal_t s,
                                                         hsa_amd_profiling_dispatch_time_t *t) {
   NEED_INIT;
