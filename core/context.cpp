@@ -73,6 +73,11 @@ void ContextImpl::defer_free(uint64_t gen, uint64_t bytes, gpuhal_deviceptr_t pt
                  bytes, gen});
 }
 
+void ContextImpl::unsupported_feature(const char *call, const char *feature) const {
+  throw Error(Status::ERROR_NOT_SUPPORTED,
+              std::string(call) + ": backend '" + lib().name() + "' has no " + feature);
+}
+
 void ContextImpl::synchronize() {
   const WorkClock::Reading before = work.read();
   backend().context_synchronize(handle);
@@ -179,9 +184,8 @@ Stream Context::create_stream(StreamKind kind) const {
 
 Stream Context::create_stream(StreamKind kind, int priority) const {
   detail::require_handle(impl_, "Context::create_stream");
-  if (!impl_->backend().has_stream_create_with_priority())
-    throw Error(Status::ERROR_NOT_SUPPORTED, "Context::create_stream: backend '" + impl_->lib().name() +
-                                                 "' has no stream priorities (Capability::StreamPriorities)");
+  impl_->require_feature(impl_->backend().has_stream_create_with_priority(), "Context::create_stream",
+                         detail::kStreamPriorities);
   auto s = detail::new_child<detail::StreamImpl>(impl_, "Context::create_stream");
   const uint32_t flags = kind == StreamKind::NonBlocking ? GPUHAL_STREAM_NON_BLOCKING : GPUHAL_STREAM_DEFAULT;
   impl_->backend().stream_create_with_priority(impl_->handle, flags, int32_t(priority), &s->handle);
@@ -192,9 +196,8 @@ Stream Context::create_stream(StreamKind kind, int priority) const {
 StreamPriorityRange Context::stream_priority_range() const {
   detail::require_handle(impl_, "Context::stream_priority_range");
   impl_->check_alive(impl_->current_generation(), "Context::stream_priority_range");
-  if (!impl_->backend().has_context_stream_priority_range())
-    throw Error(Status::ERROR_NOT_SUPPORTED, "Context::stream_priority_range: backend '" + impl_->lib().name() +
-                                                 "' has no stream priorities (Capability::StreamPriorities)");
+  impl_->require_feature(impl_->backend().has_context_stream_priority_range(), "Context::stream_priority_range",
+                         detail::kStreamPriorities);
   int32_t least = 0, greatest = 0;
   impl_->backend().context_stream_priority_range(impl_->handle, &least, &greatest);
   return StreamPriorityRange{least, greatest};

@@ -30,6 +30,10 @@ struct Registration {
   int count = 0;  // user registrations touching the piece; 0 only after a failed unregister
 };
 
+// What require_feature names for the optional groups the core checks.
+inline constexpr const char *kStreamPriorities = "stream priorities (Capability::StreamPriorities)";
+inline constexpr const char *kGraphs = "stream capture and graphs (Capability::Graphs)";
+
 struct ContextImpl {
   std::shared_ptr<RuntimeImpl> runtime;
   DeviceImpl *device = nullptr;
@@ -106,6 +110,12 @@ struct ContextImpl {
       return;
     context_destroyed(what);
   }
+  // ERROR_NOT_SUPPORTED naming `call`, the backend and `feature` (which
+  // says its Capability), unless the plugin provides it (`present`).
+  void require_feature(bool present, const char *call, const char *feature) const {
+    if (!present) unsupported_feature(call, feature);
+  }
+  [[noreturn]] void unsupported_feature(const char *call, const char *feature) const;
   // True in a child of fork() for a context its parent made: nothing of it
   // may call the plugin (destructors do nothing).
   bool inherited() const { return forks != fork_count(); }

@@ -102,9 +102,7 @@ void Stream::begin_capture() const {
   detail::require_handle(impl_, "Stream::begin_capture");
   auto h = impl_->live("Stream::begin_capture");
   detail::ContextImpl &c = *impl_->ctx;
-  if (!c.backend().has_stream_begin_capture())
-    throw Error(Status::ERROR_NOT_SUPPORTED, "Stream::begin_capture: backend '" + c.lib().name() +
-                                                 "' cannot capture streams into graphs (Capability::Graphs)");
+  c.require_feature(c.backend().has_stream_begin_capture(), "Stream::begin_capture", detail::kGraphs);
   std::lock_guard<std::mutex> lock(detail::capture_mutex());
   c.check(c.backend().stream_begin_capture_status(c.handle, h), "stream_begin_capture");
   auto cap = std::make_shared<detail::CaptureImpl>();
@@ -120,9 +118,7 @@ Graph Stream::end_capture() const {
   detail::require_handle(impl_, "Stream::end_capture");
   auto h = impl_->live("Stream::end_capture");
   detail::ContextImpl &c = *impl_->ctx;
-  if (!c.backend().has_stream_end_capture())
-    throw Error(Status::ERROR_NOT_SUPPORTED, "Stream::end_capture: backend '" + c.lib().name() +
-                                                 "' cannot capture streams into graphs (Capability::Graphs)");
+  c.require_feature(c.backend().has_stream_end_capture(), "Stream::end_capture", detail::kGraphs);
   std::shared_ptr<detail::CaptureImpl> cap;
   gpuhal_graph_t g = nullptr;
   gpuhal_status_t st;

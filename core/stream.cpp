@@ -130,9 +130,7 @@ int Stream::priority() const {
   detail::require_handle(impl_, "Stream::priority");
   auto h = impl_->live("Stream::priority");
   const detail::Backend &t = impl_->ctx->backend();
-  if (!t.has_stream_priority())
-    throw Error(Status::ERROR_NOT_SUPPORTED, "Stream::priority: backend '" + impl_->ctx->lib().name() +
-                                                 "' has no stream priorities (Capability::StreamPriorities)");
+  impl_->ctx->require_feature(t.has_stream_priority(), "Stream::priority", detail::kStreamPriorities);
   int32_t p = 0;
   t.stream_priority(impl_->ctx->handle, h, &p);
   return p;

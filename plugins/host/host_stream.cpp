@@ -277,12 +277,25 @@ gpuhal_status_t wait_in_capture(HostContext *c, const std::shared_ptr<StreamStat
 
 }  // namespace
 
-gpuhal_status_t stream_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_stream_t *out) {
-  return in_context(ctx, "stream_create", [&](HostContext *c) -> gpuhal_status_t {
-    const gpuhal_status_t st = plugin::check_create_args("stream_create", out, flags, GPUHAL_STREAM_NON_BLOCKING);
-    if (st == GPUHAL_SUCCESS) *out = c->create_stream((flags & GPUHAL_STREAM_NON_BLOCKING) != 0);
-    return st;
+namespace {
+
+// stream_create and stream_create_with_priority: `priority` clamped into
+// the range, as cuStreamCreateWithPriority clamps it.
+gpuhal_status_t create_stream(gpuhal_context_t ctx, const char *entry, uint32_t flags, int32_t priority,
+                              gpuhal_stream_t *out) {
+  return in_context(ctx, entry, [&](HostContext *c) -> gpuhal_status_t {
+    const gpuhal_status_t st = plugin::check_create_args(entry, out, flags, GPUHAL_STREAM_NON_BLOCKING);
+    if (st != GPUHAL_SUCCESS) return st;
+    const int p = std::clamp<int>(priority, StreamState::kGreatestPriority, StreamState::kLeastPriority);
+    *out = c->create_stream((flags & GPUHAL_STREAM_NON_BLOCKING) != 0, p);
+    return GPUHAL_SUCCESS;
   });
+}
+
+}  // namespace
+
+gpuhal_status_t stream_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_stream_t *out) {
+  return create_stream(ctx, "stream_create", flags, 0, out);
 }
 
 gpuhal_status_t context_stream_priority_range(gpuhal_context_t ctx, int32_t *least, int32_t *greatest) {
@@ -295,15 +308,7 @@ gpuhal_status_t context_stream_priority_range(gpuhal_context_t ctx, int32_t *lea
 
 gpuhal_status_t stream_create_with_priority(gpuhal_context_t ctx, uint32_t flags, int32_t priority,
                                             gpuhal_stream_t *out) {
-  return in_context(ctx, "stream_create_with_priority", [&](HostContext *c) -> gpuhal_status_t {
-    const gpuhal_status_t st =
-        plugin::check_create_args("stream_create_with_priority", out, flags, GPUHAL_STREAM_NON_BLOCKING);
-    if (st != GPUHAL_SUCCESS) return st;
-    // Clamped into the range, as cuStreamCreateWithPriority clamps it.
-    const int p = std::clamp<int>(priority, StreamState::kGreatestPriority, StreamState::kLeastPriority);
-    *out = c->create_stream((flags & GPUHAL_STREAM_NON_BLOCKING) != 0, p);
-    return GPUHAL_SUCCESS;
-  });
+  return create_stream(ctx, "stream_create_with_priority", flags, priority, out);
 }
 
 gpuhal_status_t stream_priority(gpuhal_context_t ctx, gpuhal_stream_t stream, int32_t *out) {
