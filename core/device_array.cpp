@@ -10,6 +10,7 @@
 
 #include "graph_impl.hpp"
 #include "internal.hpp"
+#include "rect_copy.hpp"
 #include "strided_copy.hpp"
 
 namespace gpuhal {
@@ -129,18 +130,6 @@ namespace {
 // The plugin stream handle for a transfer, after liveness and context checks.
 // A capturing stream's capture keeps `memory` (and `other`, a copy's
 // source) alive: a graph replays the copy (graph_impl.hpp).
-gpuhal_stream_t stream_handle(const std::shared_ptr<detail::ContextImpl> &ctx, const Stream &s, const char *call,
-                              const DeviceMemory &memory, const DeviceMemory *other = nullptr) {
-  if (!detail::impl_of(s)) throw Error(Status::ERROR_INVALID_HANDLE, what(call) + ": null stream");
-  if (detail::impl_of(s)->ctx != ctx)
-    throw Error(Status::ERROR_INVALID_HANDLE, what(call) + ": the stream belongs to another context");
-  const gpuhal_stream_t h = detail::impl_of(s)->live(call);
-  if (detail::capturing(*detail::impl_of(s))) {
-    detail::keep_for_capture(*detail::impl_of(s), detail::impl_of(memory));
-    if (other) detail::keep_for_capture(*detail::impl_of(s), detail::impl_of(*other));
-  }
-  return h;
-}
 
 // Equal shapes. std::vector's == calls memcmp through the PLT, about 5 ns
 // of a 4 KiB synchronous copy's 60 (most arrays have one to three axes):
@@ -166,6 +155,24 @@ bool same_c_contiguous(const Layout &layout, DType dtype, const HostView &src) {
 void check_live(const std::shared_ptr<detail::ContextImpl> &ctx, const DeviceMemory &mem, const char *call) {
   if (!ctx) throw Error(Status::ERROR_INVALID_HANDLE, what(call) + ": empty DeviceArray");
   ctx->check_alive(mem ? detail::impl_of(mem)->generation : ctx->current_generation(), call);
+}
+
+// The rectangle that moves the elements of `device` to or from `host`
+// (their squeezed shapes equal), when the backend copies rectangles and the
+// layouts make one (rect_copy.hpp).
+std::optional<detail::RectPlan> rect_plan(const detail::ContextImpl &ctx, const Layout &dst, const Layout &src) {
+  if (!ctx.backend().has_memcpy_rect_async()) return std::nullopt;
+  const Layout d = dst.squeeze(), s = src.squeeze();
+  if (d.shape() != s.shape()) return std::nullopt;
+  return detail::plan_rect(d.shape(), d.strides(), s.strides(), d.itemsize());
+}
+
+// The address of an array's element 0.
+gpuhal_deviceptr_t element0(const DeviceMemory &memory, const Layout &layout) {
+  return memory.device_pointer() + uint64_t(layout.offset());
+}
+gpuhal_deviceptr_t element0(const HostView &view) {
+  return gpuhal_deviceptr_t(reinterpret_cast<uintptr_t>(view.data()));
 }
 
 // The short path's copy (same_c_contiguous held): the array's span to or
@@ -203,7 +210,7 @@ void DeviceArray::copy_from_host_impl(const HostView &src, const Stream *stream)
 [[gnu::noinline]] void DeviceArray::copy_from_host_general(const HostView &src, const Stream *stream) const {
   const char *call = "copy_from_host";
   check_live(ctx_, memory_, call);
-  gpuhal_stream_t sh = stream ? stream_handle(ctx_, *stream, call, memory_) : nullptr;
+  gpuhal_stream_t sh = stream ? detail::transfer_stream(ctx_, *stream, call, memory_) : nullptr;
   // The common case on a stream (the synchronous one is copy_from_host_impl's).
   if (same_c_contiguous(layout_, dtype_, src)) {
     const gpuhal_deviceptr_t dst = memory_.device_pointer() + uint64_t(layout_.span_begin());
@@ -226,6 +233,15 @@ void DeviceArray::copy_from_host_impl(const HostView &src, const Stream *stream)
                                                src.layout().core(), src.dtype(), src.writeable());
   const char order = dcore.is_c_contiguous() ? 'C' : 'F';
   const bool in_order = order == 'C' ? hcore.is_c_contiguous() : hcore.is_f_contiguous();
+  // A strided host source whose elements form a rectangle goes straight to
+  // the array through the driver's rectangular copy (no gather, and in a
+  // capture the graph reads the host memory at every launch, as a plain
+  // copy does).
+  if (!in_order && size() != 0 && hcore.size() != 0)
+    if (const auto plan = rect_plan(*ctx_, layout_, hcore.layout())) {
+      detail::submit_rect(*ctx_, GPUHAL_COPY_HOST_TO_DEVICE, *plan, element0(memory_, layout_), element0(hcore), sh);
+      return;
+    }
   HostArray staging;
   const HostView *source = &hcore;
   if (!in_order && hcore.size() != 0 && stream && detail::capturing(*detail::impl_of(*stream)))
@@ -259,7 +275,7 @@ void DeviceArray::copy_from_device_impl(const DeviceArray &src, const Stream *st
   check_live(src.ctx_, src.memory_, call);
   if (src.ctx_->runtime != ctx_->runtime)
     throw Error(Status::ERROR_INVALID_VALUE, what(call) + ": the source array belongs to another runtime");
-  gpuhal_stream_t sh = stream ? stream_handle(ctx_, *stream, call, memory_, &src.memory_) : nullptr;
+  gpuhal_stream_t sh = stream ? detail::transfer_stream(ctx_, *stream, call, memory_, &src.memory_) : nullptr;
   const Layout dcore = layout_.core(), score = src.layout_.core();
   // Layouts a byte copy cannot do (strided, or the same elements laid out
   // otherwise) are copied element by element in the same context, as
@@ -355,7 +371,7 @@ void DeviceArray::copy_to_host_impl(const HostView &dst, const Stream *stream, b
                                                          bool own_buffer) const {
   const char *call = "copy_to_host";
   check_live(ctx_, memory_, call);
-  gpuhal_stream_t sh = stream ? stream_handle(ctx_, *stream, call, memory_) : nullptr;
+  gpuhal_stream_t sh = stream ? detail::transfer_stream(ctx_, *stream, call, memory_) : nullptr;
   if (!dst.writeable())
     throw Error(Status::ERROR_INVALID_VALUE, what(call) + ": the destination host view is read-only");
   check_compatible(layout_, dtype_, dst.layout(), dst.dtype());
@@ -363,6 +379,13 @@ void DeviceArray::copy_to_host_impl(const HostView &dst, const Stream *stream, b
   const detail::Backend &t = ctx_->backend();
   const gpuhal_deviceptr_t from = memory_.device_pointer() + uint64_t(layout_.span_begin());
   const auto bytes = uint64_t(alloc_size());
+  // A strided view whose elements form a rectangle: only the elements move,
+  // straight into dst (its strides are the array's, check_compatible).
+  if (!layout_.is_contiguous())
+    if (const auto plan = rect_plan(*ctx_, dst.layout(), layout_)) {
+      detail::submit_rect(*ctx_, GPUHAL_COPY_DEVICE_TO_HOST, *plan, element0(dst), element0(memory_, layout_), sh);
+      return;
+    }
   // A dense array (or a host buffer made for exactly this layout) receives
   // the span directly; otherwise stage the span and scatter only elements,
   // so that bytes between a strided view's elements are left alone.
@@ -395,7 +418,7 @@ void DeviceArray::copy_to_host_impl(const HostView &dst, const Stream *stream, b
 void DeviceArray::memset_impl(uint8_t value, const Stream *stream) const {
   const char *call = "memset";
   check_live(ctx_, memory_, call);
-  gpuhal_stream_t sh = stream ? stream_handle(ctx_, *stream, call, memory_) : nullptr;
+  gpuhal_stream_t sh = stream ? detail::transfer_stream(ctx_, *stream, call, memory_) : nullptr;
   if (size() == 0) return;
   if (!layout_.is_contiguous()) throw Error(Status::ERROR_NOT_CONTIGUOUS, what(call) + ": " + kContiguousMessage);
   const detail::Backend &t = ctx_->backend();
@@ -458,5 +481,22 @@ DeviceArray to_device(const HostView &host, const DeviceArray &to, const Stream 
   to.copy_from_host(host, stream);
   return to;
 }
+
+namespace detail {
+
+gpuhal_stream_t transfer_stream(const std::shared_ptr<ContextImpl> &ctx, const Stream &s, const char *call,
+                                const DeviceMemory &memory, const DeviceMemory *other) {
+  if (!impl_of(s)) throw Error(Status::ERROR_INVALID_HANDLE, what(call) + ": null stream");
+  if (impl_of(s)->ctx != ctx)
+    throw Error(Status::ERROR_INVALID_HANDLE, what(call) + ": the stream belongs to another context");
+  const gpuhal_stream_t h = impl_of(s)->live(call);
+  if (capturing(*impl_of(s))) {
+    keep_for_capture(*impl_of(s), impl_of(memory));
+    if (other) keep_for_capture(*impl_of(s), impl_of(*other));
+  }
+  return h;
+}
+
+}  // namespace detail
 
 }  // namespace gpuhal

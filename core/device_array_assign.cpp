@@ -11,7 +11,9 @@
 #include "gpuhal/device_array.hpp"
 #include "gpuhal/error.hpp"
 #include "gpuhal/kernel.hpp"
+#include "graph_impl.hpp"
 #include "internal.hpp"
+#include "rect_copy.hpp"
 #include "module_impl.hpp"
 #include "scalar_value.hpp"
 
@@ -337,6 +339,17 @@ void DeviceArray::assign_impl(const DeviceArray &src, const Stream *stream) cons
       copy_from_device(src);
     return;
   }
+  // Views whose elements form the same rectangle on both sides (a sub-tile
+  // into another): the driver's rectangular copy, no kernel.
+  if (ctx_->backend().has_memcpy_rect_async())
+    if (const auto plan = detail::plan_rect(layout_.shape(), layout_.strides(), src_strides, itemsize())) {
+      const gpuhal_stream_t sh = detail::transfer_stream(ctx_, s, call, memory_, &src.memory_);
+      detail::submit_rect(*ctx_, GPUHAL_COPY_DEVICE_TO_DEVICE, *plan,
+                          memory_.device_pointer() + uint64_t(layout_.offset()),
+                          src.memory_.device_pointer() + uint64_t(src.layout_.offset()), sh);
+      if (!stream) s.synchronize();
+      return;
+    }
   run_assign(*this, &src, src_strides, nullptr, s, call);
   if (!stream) s.synchronize();
 }

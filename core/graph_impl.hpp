@@ -63,6 +63,13 @@ inline CaptureImpl *capturing(const StreamImpl &s) {
 }
 // Adds `what` to the capture of `s` (a no-op when it has none).
 void keep_for_capture(const StreamImpl &s, std::shared_ptr<const void> what);
+
+// The plugin's handle of `s` for a transfer `call` (DeviceArray::<call>) on
+// memory of `ctx`: ERROR_INVALID_HANDLE for a null stream or one of another
+// context, the stream's own error when it is gone; while `s` captures, the
+// graph keeps `memory` (and `other`) alive (device_array.cpp).
+gpuhal_stream_t transfer_stream(const std::shared_ptr<ContextImpl> &ctx, const Stream &s, const char *call,
+                                const DeviceMemory &memory, const DeviceMemory *other = nullptr);
 // Event::record on `s`, and Stream::wait for `e` (after the plugin's call
 // succeeded): the event's capture, and a stream joining the event's.
 void note_record(EventImpl &e, const StreamImpl &s);

@@ -165,6 +165,7 @@ bool Runtime::supports(Capability c) const {
       {Capability::KernelAttributes, t.has_kernel_attributes() && t.has_kernel_max_active_blocks()},
       {Capability::Graphs, t.has_stream_begin_capture()},
       {Capability::StreamPriorities, t.has_stream_create_with_priority()},
+      {Capability::RectCopies, t.has_memcpy_rect_async()},
   };
   for (const auto &p : present)
     if (p.first == c) return p.second;

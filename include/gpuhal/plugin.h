@@ -13,7 +13,7 @@
  * 1.4 appended mem_alloc_managed and context_adopt; 1.5 appended the device's
  * recovers_from_faults; 1.6 the device's exclusive_contexts; 1.7 kernel
  * attributes and occupancy; 1.8 stream capture and graphs; 1.9 stream
- * priorities.
+ * priorities; 1.10 rectangular copies.
  *
  * Compatibility rules (frozen):
  *  - Every table and descriptor struct starts with {abi_version, struct_size}.
@@ -56,7 +56,7 @@ extern "C" {
 #endif
 
 #define GPUHAL_ABI_MAJOR 1
-#define GPUHAL_ABI_MINOR 9
+#define GPUHAL_ABI_MINOR 10
 #define GPUHAL_ABI_VERSION GPUHAL_MAKE_VERSION(GPUHAL_ABI_MAJOR, GPUHAL_ABI_MINOR)
 
 /* The one symbol a plugin exports. */
@@ -262,6 +262,34 @@ typedef struct gpuhal_kernel_attributes {
   uint32_t registers_per_thread;     /* 0 where the backend has no registers to count (host) */
   uint32_t preferred_block_multiple; /* warp / wavefront: a block of a multiple of it leaves no lane idle */
 } gpuhal_kernel_attributes_t;
+
+/* ---- Rectangular copies (ABI 1.10) --------------------------------------- */
+/* A 3-D region on each side of a copy (cuMemcpy3D's, with the offsets folded
+ * into the addresses): `depth` slices of `height` rows of `width_bytes`
+ * bytes. A side's row r of slice z starts at
+ *   base + z * slice_pitch + r * pitch
+ * where base is dst or src (a host address for the host side of H2D / D2H,
+ * as memcpy_sync takes it). The caller sets abi_version and struct_size; a
+ * plugin refuses a struct_size shorter than this struct with
+ * GPUHAL_ERROR_INVALID_VALUE (every member is needed).
+ * Rules every plugin checks (GPUHAL_ERROR_INVALID_VALUE, naming the member):
+ * width_bytes, height or depth 0 copies nothing and succeeds; otherwise a
+ * side's rows may not overlap each other (pitch >= width_bytes when height >
+ * 1) nor its slices (slice_pitch >= (height - 1) * pitch + width_bytes when
+ * depth > 1). The two regions must not overlap each other (as memcpy). */
+typedef struct gpuhal_copy_rect {
+  uint32_t abi_version;
+  uint32_t struct_size;
+  gpuhal_deviceptr_t dst;
+  gpuhal_deviceptr_t src;
+  uint64_t dst_pitch;
+  uint64_t dst_slice_pitch;
+  uint64_t src_pitch;
+  uint64_t src_slice_pitch;
+  uint64_t width_bytes;
+  uint64_t height;
+  uint64_t depth;
+} gpuhal_copy_rect_t;
 
 /* ---- The plugin table -------------------------------------------------- */
 typedef struct gpuhal_plugin_table {
@@ -537,6 +565,21 @@ typedef struct gpuhal_plugin_table {
   gpuhal_status_t (*stream_create_with_priority)(gpuhal_context_t ctx, uint32_t flags, int32_t priority,
                                                  gpuhal_stream_t *out);
   gpuhal_status_t (*stream_priority)(gpuhal_context_t ctx, gpuhal_stream_t stream, int32_t *out);
+
+  /* -- Rectangular copies (OPTIONAL, both or none; ABI 1.10) --
+   * cuMemcpy3D(Async), hsa_amd_memory_async_copy_rect,
+   * clEnqueueCopyBufferRect: the region `rect` describes (see
+   * gpuhal_copy_rect_t for its rules), in the direction `kind` (a
+   * GPUHAL_COPY_* kind, as memcpy_sync takes it). Every byte of the region
+   * and no byte outside it is written. memcpy_rect_sync: ordered on the
+   * default stream, returns when done (memcpy_sync's rules). memcpy_rect_async:
+   * on `stream`; host memory must stay valid until it ran, and it is
+   * recorded in a capture as memcpy_async is. A plugin lowers a region its
+   * copy engine refuses (pitch limits, alignment) some other way (pieces,
+   * rows), never by failing the call. */
+  gpuhal_status_t (*memcpy_rect_sync)(gpuhal_context_t ctx, uint32_t kind, const gpuhal_copy_rect_t *rect);
+  gpuhal_status_t (*memcpy_rect_async)(gpuhal_context_t ctx, uint32_t kind, const gpuhal_copy_rect_t *rect,
+                                       gpuhal_stream_t stream);
 } gpuhal_plugin_table_t;
 
 /* The plugin's only export. Returns GPUHAL_SUCCESS and sets *table, or

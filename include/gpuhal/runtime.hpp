@@ -87,6 +87,8 @@ enum class Capability {
   Graphs,               // Stream::begin_capture / end_capture, Graph, GraphExec (without it begin_capture
                         // fails with ERROR_NOT_SUPPORTED)
   StreamPriorities,     // Context::create_stream(kind, priority), stream_priority_range, Stream::priority
+  RectCopies,           // the driver's 2-D / 3-D copies: strided transfers of rectangular views move only
+                        // their elements (without it they are staged through the host or a kernel)
 };
 
 class Device {

@@ -95,6 +95,8 @@ struct CudaContext {
   // Device limits read at context creation (for launch checks).
   int shared_per_block = 0;
   int shared_optin = 0;
+  // CU_DEVICE_ATTRIBUTE_MAX_PITCH: the largest pitch cuMemcpy3D takes (0: unknown, no 3-D copies).
+  size_t max_pitch = 0;
   CUmemoryPool pool = nullptr;  // the device's default pool (nullptr: none)
   // Stream capture (cuda_graphs.cpp), guarded by capture_mu: captures begun
   // here and not ended, by origin stream, with the graph the driver builds

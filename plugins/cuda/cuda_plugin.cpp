@@ -229,6 +229,8 @@ gpuhal_status_t open_context(const char *entry, int32_t ordinal, CUcontext adopt
           CUDA_SUCCESS)
         c->shared_optin = v;
       c->shared_optin = std::max(c->shared_optin, c->shared_per_block);
+      if (drv().cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX_PITCH, c->device) == CUDA_SUCCESS && v > 0)
+        c->max_pitch = size_t(v);
     }
     // A failure costs performance, not correctness: reported as a warning.
     CUmemoryPool pool = nullptr;

@@ -2,10 +2,12 @@
 // The host backend's copies and memsets: checked against the context's
 // device-accessible ranges, run on the stream (or inline when it is idle),
 // large copies spread over the plugin's threads (host_copy.hpp).
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
 
+#include "copy_rect.hpp"
 #include "host_context.hpp"
 #include "host_copy.hpp"
 #include "host_entries.hpp"
@@ -115,6 +117,87 @@ gpuhal_status_t memcpy_async(gpuhal_context_t ctx, uint32_t kind, gpuhal_devicep
                      return copy_on(c, s, dst, src, bytes, false);
                    });
 }
+
+// ---- rectangular copies ---------------------------------------------------------
+
+namespace {
+
+// plugin.h's rules (read_copy_rect), then check_copy's: each device side's
+// whole extent inside one device allocation.
+gpuhal_status_t check_rect(const char *entry, uint32_t kind, const gpuhal_copy_rect_t *in, gpuhal_copy_rect_t *r) {
+  if (gpuhal_status_t st = plugin::read_copy_rect(entry, kind, in, r)) return st;
+  if (plugin::rect_empty(*r)) return GPUHAL_SUCCESS;
+  const auto &reg = plugin_state().registry;
+  const bool dst_dev = kind != GPUHAL_COPY_DEVICE_TO_HOST, src_dev = kind != GPUHAL_COPY_HOST_TO_DEVICE;
+  if (dst_dev && !reg.device_accessible(uintptr_t(r->dst), plugin::dst_extent(*r)))
+    return fail(GPUHAL_ERROR_INVALID_VALUE, std::string(entry) + ": the destination region [" + hex(r->dst) + ", +" +
+                                                std::to_string(plugin::dst_extent(*r)) +
+                                                ") is not inside one device allocation");
+  if (src_dev && !reg.device_accessible(uintptr_t(r->src), plugin::src_extent(*r)))
+    return fail(GPUHAL_ERROR_INVALID_VALUE, std::string(entry) + ": the source region [" + hex(r->src) + ", +" +
+                                                std::to_string(plugin::src_extent(*r)) +
+                                                ") is not inside one device allocation");
+  return GPUHAL_SUCCESS;
+}
+
+// The rows of `r`, each one move_bytes; from kCopySpreadBytes in all,
+// groups of about 2 MiB of rows spread over the plugin's threads (as
+// copy_bytes spreads a long copy).
+void copy_rect_rows(const gpuhal_copy_rect_t &r) {
+  const uint64_t rows = r.height * r.depth;
+  auto row = [&r](uint64_t i) {
+    const uint64_t z = i / r.height, y = i % r.height;
+    move_bytes(reinterpret_cast<void *>(uintptr_t(r.dst + z * r.dst_slice_pitch + y * r.dst_pitch)),
+               reinterpret_cast<const void *>(uintptr_t(r.src + z * r.src_slice_pitch + y * r.src_pitch)),
+               size_t(r.width_bytes));
+  };
+  if (rows < 2 || rows * r.width_bytes < kCopySpreadBytes) {
+    for (uint64_t i = 0; i < rows; ++i) row(i);
+    return;
+  }
+  const uint64_t per_group = std::max<uint64_t>(1, (uint64_t(2) << 20) / r.width_bytes);
+  shared_pool().parallel_for((rows + per_group - 1) / per_group, [&](uint64_t g) {
+    for (uint64_t i = g * per_group; i < std::min(rows, (g + 1) * per_group); ++i) row(i);
+  });
+}
+
+// As copy_on, for a checked, non-empty region.
+gpuhal_status_t rect_on(HostContext *c, const std::shared_ptr<StreamState> &s, const gpuhal_copy_rect_t &r,
+                        bool wait) {
+  auto run = [r] { copy_rect_rows(r); };
+  if (wait && s->is_default && c->run_inline_if_idle(run)) return GPUHAL_SUCCESS;
+  const uint64_t ticket = c->submit(s, [run](bool ok) {
+    if (ok) run();
+  });
+  if (wait) s->progress->wait(*s, ticket);
+  return GPUHAL_SUCCESS;
+}
+
+}  // namespace
+
+gpuhal_status_t memcpy_rect_sync(gpuhal_context_t ctx, uint32_t kind, const gpuhal_copy_rect_t *rect) {
+  return in_context(ctx, "memcpy_rect_sync", [&](HostContext *c) -> gpuhal_status_t {
+    if (on_worker_thread()) return would_deadlock("memcpy_rect_sync");
+    gpuhal_copy_rect_t r;
+    if (gpuhal_status_t st = check_rect("memcpy_rect_sync", kind, rect, &r)) return st;
+    if (gpuhal_status_t st = c->captures.refusal(c->default_stream().get(), true, "memcpy_rect_sync")) return st;
+    if (plugin::rect_empty(r)) return GPUHAL_SUCCESS;
+    return rect_on(c, c->default_stream(), r, true);
+  });
+}
+
+gpuhal_status_t memcpy_rect_async(gpuhal_context_t ctx, uint32_t kind, const gpuhal_copy_rect_t *rect,
+                                  gpuhal_stream_t stream) {
+  return in_stream(ctx, stream, "memcpy_rect_async",
+                   [&](HostContext *c, const std::shared_ptr<StreamState> &s) -> gpuhal_status_t {
+                     gpuhal_copy_rect_t r;
+                     if (gpuhal_status_t st = check_rect("memcpy_rect_async", kind, rect, &r)) return st;
+                     if (plugin::rect_empty(r)) return GPUHAL_SUCCESS;
+                     return rect_on(c, s, r, false);
+                   });
+}
+
+// ---- memsets --------------------------------------------------------------------
 
 namespace {
 

@@ -305,6 +305,11 @@ gpuhal_status_t make_visible(HsaStream *s);
 // at once when it could not be submitted).
 gpuhal_status_t submit_copy(HsaStream *s, void *dst, hsa_agent_t dst_agent, const void *src, hsa_agent_t src_agent,
                             uint64_t bytes, std::function<void()> on_reap);
+// The same for any copy-engine call: `issue` gets s's dependencies and the
+// completion signal and makes the call; `what` names it in errors.
+gpuhal_status_t submit_engine_copy(HsaStream *s, const char *what,
+                                   const std::function<hsa_status_t(uint32_t, const hsa_signal_t *, hsa_signal_t)> &issue,
+                                   std::function<void()> on_reap);
 // Copies through the context's staging chunks (hsa_staging.cpp; c->mu held).
 // The agent names the memory's owner on the other side of the copy (the GPU,
 // or the CPU for mapped host memory).

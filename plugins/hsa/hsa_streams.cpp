@@ -320,9 +320,20 @@ gpuhal_status_t submit_packet(HsaStream *s, const void *packet, SignalRef done, 
 // at once when it could not be submitted).
 gpuhal_status_t submit_copy(HsaStream *s, void *dst, hsa_agent_t dst_agent, const void *src, hsa_agent_t src_agent,
                             uint64_t bytes, std::function<void()> on_reap) {
+  return submit_engine_copy(
+      s, "hsa_amd_memory_async_copy",
+      [&](uint32_t n, const hsa_signal_t *deps, hsa_signal_t done) {
+        return rt().hsa_amd_memory_async_copy(dst, dst_agent, src, src_agent, size_t(bytes), n, deps, done);
+      },
+      std::move(on_reap));
+}
+
+gpuhal_status_t submit_engine_copy(HsaStream *s, const char *what,
+                                   const std::function<hsa_status_t(uint32_t, const hsa_signal_t *, hsa_signal_t)> &issue,
+                                   std::function<void()> on_reap) {
   reap(s);
   SignalRef done;
-  gpuhal_status_t st = refuse_if_failed(s->ctx, "hsa_amd_memory_async_copy");
+  gpuhal_status_t st = refuse_if_failed(s->ctx, what);
   std::vector<SignalRef> deps;
   if (st == GPUHAL_SUCCESS) st = visible_dependencies(s, &deps);  // a copy engine reads what kernels wrote
   if (st == GPUHAL_SUCCESS) st = make_signal(1, &done);
@@ -330,20 +341,19 @@ gpuhal_status_t submit_copy(HsaStream *s, void *dst, hsa_agent_t dst_agent, cons
     std::vector<hsa_signal_t> handles;
     for (const auto &d : deps) handles.push_back(d->handle);
     const hsa_status_t hs =
-        rt().hsa_amd_memory_async_copy(dst, dst_agent, src, src_agent, size_t(bytes), uint32_t(handles.size()),
-                                       handles.empty() ? nullptr : handles.data(), done->handle);
+        issue(uint32_t(handles.size()), handles.empty() ? nullptr : handles.data(), done->handle);
     if (hs == HSA_STATUS_SUCCESS) {
       Op op;
       op.done = done;
       op.keep = std::move(deps);
       op.on_reap = std::move(on_reap);
-      op.what = "hsa_amd_memory_async_copy";
+      op.what = what;
       s->inflight.push_back(std::move(op));
       s->last = std::move(done);
       s->last_on_queue = false;
       return GPUHAL_SUCCESS;
     }
-    st = rt().error(hs, "hsa_amd_memory_async_copy");
+    st = rt().error(hs, what);
   }
   if (on_reap) on_reap();
   return st;

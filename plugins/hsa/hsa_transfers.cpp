@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "copy_rect.hpp"
 #include "hsa_context.hpp"
 
 namespace gpuhal::hsa {
@@ -102,6 +103,104 @@ gpuhal_status_t memcpy_sync(gpuhal_context_t ctx, uint32_t kind, gpuhal_devicept
       last = s->last;
     }
     return wait_stream(c, s, last, "memcpy_sync");
+  });
+}
+
+// ---- rectangular copies ---------------------------------------------------------------------
+
+namespace {
+
+// What hsa_amd_memory_async_copy_rect takes (hsa_ext_amd.h): "All elements
+// must be 4 byte aligned" (base, pitch, slice), extents in 32 bits (x in
+// bytes, y and z in rows and layers).
+bool rect_engine_fits(const gpuhal_copy_rect_t &r) {
+  const uint64_t aligned = r.dst | r.src | r.dst_pitch | r.src_pitch | r.dst_slice_pitch | r.src_slice_pitch;
+  return (aligned & 3) == 0 && r.width_bytes <= UINT32_MAX && r.height <= UINT32_MAX && r.depth <= UINT32_MAX;
+}
+
+// One hsa_amd_memory_async_copy_rect of r after s's work (c->mu held).
+// Host sides are the addresses the GPU reaches them at (pinned_address);
+// false in *done when r cannot go to the rect engine (a pageable host side,
+// the alignment above, no such entry in this runtime).
+gpuhal_status_t rect_on_engine(HsaContext *c, HsaStream *s, uint32_t kind, const gpuhal_copy_rect_t &r, bool *done) {
+  *done = false;
+  if (!rt().hsa_amd_memory_async_copy_rect || !rect_engine_fits(r)) return GPUHAL_SUCCESS;
+  void *dst = reinterpret_cast<void *>(uintptr_t(r.dst));
+  void *src = reinterpret_cast<void *>(uintptr_t(r.src));
+  if (kind == GPUHAL_COPY_DEVICE_TO_HOST) dst = pinned_address(c, uintptr_t(r.dst), plugin::dst_extent(r));
+  if (kind == GPUHAL_COPY_HOST_TO_DEVICE) src = pinned_address(c, uintptr_t(r.src), plugin::src_extent(r));
+  if (!dst || !src || ((uintptr_t(dst) | uintptr_t(src)) & 3)) return GPUHAL_SUCCESS;
+  const hsa_pitched_ptr_t d{dst, size_t(r.dst_pitch), size_t(r.dst_slice_pitch)};
+  const hsa_pitched_ptr_t sp{src, size_t(r.src_pitch), size_t(r.src_slice_pitch)};
+  const hsa_dim3_t zero{0, 0, 0}, range{uint32_t(r.width_bytes), uint32_t(r.height), uint32_t(r.depth)};
+  const hsa_amd_copy_direction_t dir = kind == GPUHAL_COPY_HOST_TO_DEVICE   ? hsaHostToDevice
+                                       : kind == GPUHAL_COPY_DEVICE_TO_HOST ? hsaDeviceToHost
+                                                                            : hsaDeviceToDevice;
+  *done = true;
+  return submit_engine_copy(
+      s, "hsa_amd_memory_async_copy_rect",
+      [&](uint32_t n, const hsa_signal_t *deps, hsa_signal_t signal) {
+        return rt().hsa_amd_memory_async_copy_rect(&d, &zero, &sp, &zero, &range, c->device->agent, dir, n, deps,
+                                                   signal);
+      },
+      nullptr);
+}
+
+// r on s (c->mu held, r checked and not empty): one rect-engine copy where
+// it takes r, else row by row as memcpy_async copies (staging pageable
+// host memory). A region with one row per slice has its slices as rows.
+gpuhal_status_t enqueue_rect(HsaContext *c, HsaStream *s, uint32_t kind, gpuhal_copy_rect_t r) {
+  if (r.height == 1) {
+    r.height = r.depth;
+    r.dst_pitch = r.dst_slice_pitch;
+    r.src_pitch = r.src_slice_pitch;
+    r.depth = 1;
+  }
+  if (r.depth == 1) r.dst_slice_pitch = r.dst_pitch * r.height, r.src_slice_pitch = r.src_pitch * r.height;
+  if (r.height > 1) {
+    bool done = false;
+    const gpuhal_status_t st = rect_on_engine(c, s, kind, r, &done);
+    if (done || st != GPUHAL_SUCCESS) return st;
+  }
+  return plugin::for_each_row(
+      r, [&](gpuhal_deviceptr_t d, gpuhal_deviceptr_t sp) { return enqueue_copy(c, s, kind, d, sp, r.width_bytes); });
+}
+
+}  // namespace
+
+gpuhal_status_t memcpy_rect_async(gpuhal_context_t ctx, uint32_t kind, const gpuhal_copy_rect_t *rect,
+                                  gpuhal_stream_t stream) {
+  return in_context(ctx, "memcpy_rect_async", [&](HsaContext *c) -> gpuhal_status_t {
+    gpuhal_copy_rect_t r;
+    if (const gpuhal_status_t st = plugin::read_copy_rect("memcpy_rect_async", kind, rect, &r); st != GPUHAL_SUCCESS)
+      return st;
+    if (plugin::rect_empty(r)) return GPUHAL_SUCCESS;
+    std::lock_guard<std::mutex> lock(c->mu);
+    HsaStream *s = resolve_stream(c, stream);
+    if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "memcpy_rect_async: invalid stream");
+    if (const gpuhal_status_t st = c->captures.refusal(s, s->legacy, "memcpy_rect_async"); st != GPUHAL_SUCCESS)
+      return st;
+    if (record_in_capture(c, s, [c, kind, r](HsaStream *t) { return enqueue_rect(c, t, kind, r); }))
+      return GPUHAL_SUCCESS;
+    return enqueue_rect(c, s, kind, r);
+  });
+}
+
+gpuhal_status_t memcpy_rect_sync(gpuhal_context_t ctx, uint32_t kind, const gpuhal_copy_rect_t *rect) {
+  return in_context(ctx, "memcpy_rect_sync", [&](HsaContext *c) -> gpuhal_status_t {
+    gpuhal_copy_rect_t r;
+    if (const gpuhal_status_t st = plugin::read_copy_rect("memcpy_rect_sync", kind, rect, &r); st != GPUHAL_SUCCESS)
+      return st;
+    if (plugin::rect_empty(r)) return GPUHAL_SUCCESS;
+    SignalRef last;
+    HsaStream *s = c->legacy.get();
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      if (const gpuhal_status_t st = c->captures.refusal(s, true, "memcpy_rect_sync"); st != GPUHAL_SUCCESS) return st;
+      if (const gpuhal_status_t st = enqueue_rect(c, s, kind, r); st != GPUHAL_SUCCESS) return st;
+      last = s->last;
+    }
+    return wait_stream(c, s, last, "memcpy_rect_sync");
   });
 }
 

@@ -78,6 +78,7 @@ const std::vector<Check> &all_checks() {
     add_context_checks(c);
     add_memory_checks(c);
     add_transfer_checks(c);
+    add_rect_copy_checks(c);
     add_host_memory_checks(c);
     add_stream_checks(c);
     add_event_checks(c);

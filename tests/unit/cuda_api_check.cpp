@@ -194,12 +194,33 @@ GPUHAL_CHECK_VALUE(CU_STREAM_CAPTURE_MODE_RELAXED)
 GPUHAL_CHECK_VALUE(CU_STREAM_CAPTURE_STATUS_NONE)
 GPUHAL_CHECK_VALUE(CU_STREAM_CAPTURE_STATUS_ACTIVE)
 GPUHAL_CHECK_VALUE(CU_STREAM_CAPTURE_STATUS_INVALIDATED)
+GPUHAL_CHECK_VALUE(CU_DEVICE_ATTRIBUTE_MAX_PITCH)
+GPUHAL_CHECK_VALUE(CU_MEMORYTYPE_HOST)
+GPUHAL_CHECK_VALUE(CU_MEMORYTYPE_DEVICE)
 #undef GPUHAL_CHECK_VALUE
 static_assert(sizeof(gpuhal::cuda::api::CUDA_KERNEL_NODE_PARAMS) == sizeof(::CUDA_KERNEL_NODE_PARAMS),
               "CUDA_KERNEL_NODE_PARAMS size");
 static_assert(offsetof(gpuhal::cuda::api::CUDA_KERNEL_NODE_PARAMS, kernelParams) ==
                   offsetof(::CUDA_KERNEL_NODE_PARAMS, kernelParams),
               "CUDA_KERNEL_NODE_PARAMS layout");
+#define GPUHAL_CHECK_MEMCPY3D(member)                                                                      \
+  static_assert(offsetof(gpuhal::cuda::api::CUDA_MEMCPY3D, member) == offsetof(::CUDA_MEMCPY3D, member), \
+                "CUDA_MEMCPY3D::" #member " offset differs from cuda.h");
+static_assert(sizeof(gpuhal::cuda::api::CUDA_MEMCPY3D) == sizeof(::CUDA_MEMCPY3D), "CUDA_MEMCPY3D size");
+GPUHAL_CHECK_MEMCPY3D(srcMemoryType)
+GPUHAL_CHECK_MEMCPY3D(srcHost)
+GPUHAL_CHECK_MEMCPY3D(srcDevice)
+GPUHAL_CHECK_MEMCPY3D(srcPitch)
+GPUHAL_CHECK_MEMCPY3D(srcHeight)
+GPUHAL_CHECK_MEMCPY3D(dstMemoryType)
+GPUHAL_CHECK_MEMCPY3D(dstHost)
+GPUHAL_CHECK_MEMCPY3D(dstDevice)
+GPUHAL_CHECK_MEMCPY3D(dstPitch)
+GPUHAL_CHECK_MEMCPY3D(dstHeight)
+GPUHAL_CHECK_MEMCPY3D(WidthInBytes)
+GPUHAL_CHECK_MEMCPY3D(Height)
+GPUHAL_CHECK_MEMCPY3D(Depth)
+#undef GPUHAL_CHECK_MEMCPY3D
 static_assert(CU_IPC_HANDLE_SIZE == kIpcHandleSize, "CU_IPC_HANDLE_SIZE");
 static_assert(CU_MEMHOSTALLOC_PORTABLE == kHostAllocPortable, "CU_MEMHOSTALLOC_PORTABLE");
 static_assert(CU_MEMHOSTALLOC_DEVICEMAP == kHostAllocDevicemap, "CU_MEMHOSTALLOC_DEVICEMAP");

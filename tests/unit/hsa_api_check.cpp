@@ -163,6 +163,13 @@ GPUHAL_CHECK_SIZE(hsa_executable_t)
 GPUHAL_CHECK_SIZE(hsa_executable_symbol_t)
 GPUHAL_CHECK_SIZE(hsa_loaded_code_object_t)
 GPUHAL_CHECK_SIZE(hsa_dim3_t)
+GPUHAL_CHECK_SIZE(hsa_pitched_ptr_t)
+GPUHAL_CHECK_FIELD(hsa_pitched_ptr_t, base)
+GPUHAL_CHECK_FIELD(hsa_pitched_ptr_t, pitch)
+GPUHAL_CHECK_FIELD(hsa_pitched_ptr_t, slice)
+static_assert(hsaHostToDevice == ::hsaHostToDevice && hsaDeviceToHost == ::hsaDeviceToHost &&
+                  hsaDeviceToDevice == ::hsaDeviceToDevice,
+              "hsa_amd_copy_direction_t values differ from hsa_ext_amd.h");
 GPUHAL_CHECK_SIZE(hsa_amd_profiling_dispatch_time_t)
 GPUHAL_CHECK_FIELD(hsa_amd_profiling_dispatch_time_t, start)
 GPUHAL_CHECK_FIELD(hsa_amd_profiling_dispatch_time_t, end)

@@ -105,6 +105,7 @@ constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK = 8
 constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_WARP_SIZE = 10;
 constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_CLOCK_RATE = 13;
 constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16;
+constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MAX_PITCH = 11;
 constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY = 19;
 constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS = 31;
 constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_PCI_BUS_ID = 33;
@@ -144,6 +145,30 @@ constexpr CUstreamCaptureMode CU_STREAM_CAPTURE_MODE_RELAXED = 2;
 constexpr CUstreamCaptureStatus CU_STREAM_CAPTURE_STATUS_NONE = 0;
 constexpr CUstreamCaptureStatus CU_STREAM_CAPTURE_STATUS_ACTIVE = 1;
 constexpr CUstreamCaptureStatus CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2;
+
+// cuda.h CUmemorytype and CUDA_MEMCPY3D (_v2, what cuMemcpy3D_v2 and
+// cuMemcpy3DAsync_v2 take). Arrays are never named here (srcArray /
+// dstArray stay NULL).
+using CUmemorytype = int;
+constexpr CUmemorytype CU_MEMORYTYPE_HOST = 0x01;
+constexpr CUmemorytype CU_MEMORYTYPE_DEVICE = 0x02;
+struct CUDA_MEMCPY3D {
+  size_t srcXInBytes, srcY, srcZ, srcLOD;
+  CUmemorytype srcMemoryType;
+  const void *srcHost;
+  CUdeviceptr srcDevice;
+  void *srcArray;
+  void *reserved0;
+  size_t srcPitch, srcHeight;
+  size_t dstXInBytes, dstY, dstZ, dstLOD;
+  CUmemorytype dstMemoryType;
+  void *dstHost;
+  CUdeviceptr dstDevice;
+  void *dstArray;
+  void *reserved1;
+  size_t dstPitch, dstHeight;
+  size_t WidthInBytes, Height, Depth;
+};
 
 // cuda.h CUgraphEdgeData (only pointed to: the plugin reads no edge data).
 struct CUgraphEdgeData {
@@ -204,6 +229,8 @@ inline CUstream stream_per_thread() {
   R(cuMemcpyHtoDAsync, cuMemcpyHtoDAsync_v2, (CUdeviceptr, const void *, size_t, CUstream))     \
   R(cuMemcpyDtoHAsync, cuMemcpyDtoHAsync_v2, (void *, CUdeviceptr, size_t, CUstream))           \
   R(cuMemcpyDtoDAsync, cuMemcpyDtoDAsync_v2, (CUdeviceptr, CUdeviceptr, size_t, CUstream))      \
+  R(cuMemcpy3D, cuMemcpy3D_v2, (const CUDA_MEMCPY3D *))                                          \
+  R(cuMemcpy3DAsync, cuMemcpy3DAsync_v2, (const CUDA_MEMCPY3D *, CUstream))                     \
   R(cuMemsetD8, cuMemsetD8_v2, (CUdeviceptr, unsigned char, size_t))                            \
   R(cuMemsetD8Async, cuMemsetD8Async, (CUdeviceptr, unsigned char, size_t, CUstream))           \
   R(cuStreamCreate, cuStreamCreate, (CUstream *, unsigned))                                     \

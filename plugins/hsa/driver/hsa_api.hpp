@@ -50,6 +50,16 @@ struct hsa_loaded_code_object_t {
 struct hsa_dim3_t {
   uint32_t x, y, z;
 };
+// hsa_ext_amd.h's pitched pointer and copy direction
+// (hsa_amd_memory_async_copy_rect, a "Provisional API").
+struct hsa_pitched_ptr_t {
+  void *base;
+  size_t pitch;
+  size_t slice;
+};
+using hsa_amd_copy_direction_t = int32_t;
+constexpr hsa_amd_copy_direction_t hsaHostToHost = 0, hsaHostToDevice = 1, hsaDeviceToHost = 2,
+                                   hsaDeviceToDevice = 3;
 struct hsa_amd_profiling_dispatch_time_t {
   uint64_t start;
   uint64_t end;
@@ -245,6 +255,9 @@ using PoolCallback = hsa_status_t (*)(hsa_amd_memory_pool_t, void *);
   O(hsa_status_t, hsa_memory_deregister, (void *, size_t))                                                       \
   O(hsa_status_t, hsa_amd_profiling_set_profiler_enabled, (hsa_queue_t *, int))                                  \
   O(hsa_status_t, hsa_amd_queue_set_priority, (hsa_queue_t *, int))                                              \
+  O(hsa_status_t, hsa_amd_memory_async_copy_rect,                                                                \
+    (const hsa_pitched_ptr_t *, const hsa_dim3_t *, const hsa_pitched_ptr_t *, const hsa_dim3_t *,               \
+     const hsa_dim3_t *, hsa_agent_t, hsa_amd_copy_direction_t, uint32_t, const hsa_signal_t *, hsa_signal_t))   \
   O(hsa_status_t, hsa_amd_profiling_get_dispatch_time,                                                           \
     (hsa_agent_t, hsa_signal_t, hsa_amd_profiling_dispatch_time_t *))                                            \
   O(hsa_status_t, hsa_amd_profiling_async_copy_enable, (bool))                                                   \

@@ -179,6 +179,9 @@ API CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
     case 50:
       *v = 0;
       break;
+    case 11:  // CU_DEVICE_ATTRIBUTE_MAX_PITCH
+      *v = int(g_max_pitch);
+      break;
     case 83:  // CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY
       *v = managed_memory_supported() ? 1 : 0;
       break;

@@ -127,6 +127,27 @@ struct Event;
 struct Capture;
 using CUstream = Stream *;
 using CUevent = Event *;
+// cuda.h's CUmemorytype and CUDA_MEMCPY3D (the _v2 layout).
+using CUmemorytype = int;
+constexpr CUmemorytype CU_MEMORYTYPE_HOST = 1, CU_MEMORYTYPE_DEVICE = 2, CU_MEMORYTYPE_ARRAY = 3,
+                       CU_MEMORYTYPE_UNIFIED = 4;
+struct CUDA_MEMCPY3D {
+  size_t srcXInBytes, srcY, srcZ, srcLOD;
+  CUmemorytype srcMemoryType;
+  const void *srcHost;
+  CUdeviceptr srcDevice;
+  void *srcArray;
+  void *reserved0;
+  size_t srcPitch, srcHeight;
+  size_t dstXInBytes, dstY, dstZ, dstLOD;
+  CUmemorytype dstMemoryType;
+  void *dstHost;
+  CUdeviceptr dstDevice;
+  void *dstArray;
+  void *reserved1;
+  size_t dstPitch, dstHeight;
+  size_t WidthInBytes, Height, Depth;
+};
 
 constexpr CUresult OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, NOT_INITIALIZED = 3, STUB = 34, NO_DEVICE = 100,
                    INVALID_DEVICE = 101, INVALID_CONTEXT = 201, INVALID_PTX = 218, UNSUPPORTED_PTX_VERSION = 222,
@@ -210,6 +231,15 @@ inline int g_cc = [] {
   const char *v = std::getenv("FAKE_CUDA_CC");
   return v ? std::atoi(v) : 90;
 }();
+// CU_DEVICE_ATTRIBUTE_MAX_PITCH: 2^31 - 1 on every device of compute
+// capability 5.0 to 9.0 (an H100 answers it); FAKE_CUDA_MAX_PITCH lowers it
+// for the tests of a plugin's fallback past the limit.
+inline size_t g_max_pitch = [] {
+  const char *v = std::getenv("FAKE_CUDA_MAX_PITCH");
+  return v ? size_t(std::strtoull(v, nullptr, 10)) : size_t(0x7fffffff);
+}();
+// cuMemcpy3D(Async) calls accepted so far (fake_cuda_memcpy3d_calls).
+inline std::atomic<uint64_t> g_memcpy3d_calls{0};
 inline std::mutex g_peer_mu;
 inline std::set<std::pair<int, int>> g_peer_enabled;
 inline int g_devices = [] {

@@ -145,6 +145,110 @@ API CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUstrea
   if (!accessible(dst, n)) return INVALID_VALUE;
   return submit(s, [=] { std::memset(reinterpret_cast<void *>(uintptr_t(dst)), v, n); }, kMemsetNode);
 }
+// ---- 3-D copies (cuMemcpy3D) ---------------------------------------------------------------
+// cuda.h, cuMemcpy3D, kept as written:
+//  - "The ::srcLOD and ::dstLOD members of the ::CUDA_MEMCPY3D structure must
+//    be set to 0", and reserved0 / reserved1 "Must be NULL".
+//  - "If specified, ::srcPitch must be greater than or equal to
+//    ::WidthInBytes + ::srcXInBytes, and ::dstPitch must be greater than or
+//    equal to ::WidthInBytes + dstXInBytes."
+//  - "If specified, ::srcHeight must be greater than or equal to ::Height +
+//    ::srcY, and ::dstHeight must be greater than or equal to ::Height +
+//    ::dstY." (srcHeight "may be 0 if Depth==1")
+//  - "::cuMemcpy3D() returns an error if any pitch is greater than the
+//    maximum allowed (::CU_DEVICE_ATTRIBUTE_MAX_PITCH)."
+//  - Start = base + (Z * height + Y) * pitch + XInBytes, for host and device.
+// CUDA arrays are not modelled: a copy naming one is refused
+// (CUDA_ERROR_NOT_SUPPORTED), never done wrongly. Unified memory types are
+// treated as what the address is. Host sides follow the 1-D copies' rules:
+// partly registered ranges are refused, pageable ones are refused in a
+// capture, and pageable H2D sources are read before the call returns.
+namespace {
+
+struct Side3D {
+  CUmemorytype type;
+  uintptr_t base;
+  size_t x, y, z, pitch, height;
+};
+
+// The byte span [first, last) a side of the copy touches (false when the
+// numbers do not fit in the address space).
+bool side_span(const Side3D &s, const CUDA_MEMCPY3D &p, uintptr_t *first, size_t *bytes) {
+  const size_t rows_per_slice = p.Depth > 1 ? s.height : p.Height;
+  size_t start = 0, extent = 0;
+  if (__builtin_mul_overflow(s.z * rows_per_slice + s.y, s.pitch, &start) ||
+      __builtin_add_overflow(start, s.x, &start))
+    return false;
+  size_t rows = 0;
+  if (__builtin_mul_overflow(p.Depth - 1, rows_per_slice, &rows) || __builtin_add_overflow(rows, p.Height - 1, &rows) ||
+      __builtin_mul_overflow(rows, s.pitch, &extent) || __builtin_add_overflow(extent, p.WidthInBytes, &extent))
+    return false;
+  *first = s.base + start;
+  *bytes = extent;
+  return true;
+}
+
+CUresult check_side(const Side3D &s, const CUDA_MEMCPY3D &p, const std::shared_ptr<Stream> &target) {
+  if (s.type != CU_MEMORYTYPE_HOST && s.type != CU_MEMORYTYPE_DEVICE && s.type != CU_MEMORYTYPE_UNIFIED)
+    return s.type == CU_MEMORYTYPE_ARRAY ? NOT_SUPPORTED : INVALID_VALUE;
+  if ((p.Height > 1 || p.Depth > 1) && s.pitch < p.WidthInBytes + s.x) return INVALID_VALUE;
+  if (p.Depth > 1 && s.height < p.Height + s.y) return INVALID_VALUE;
+  if (s.pitch > g_max_pitch) return INVALID_VALUE;
+  uintptr_t first = 0;
+  size_t bytes = 0;
+  if (!s.base || !side_span(s, p, &first, &bytes)) return INVALID_VALUE;
+  if (s.type == CU_MEMORYTYPE_DEVICE && !accessible(first, bytes)) return INVALID_VALUE;
+  if (s.type == CU_MEMORYTYPE_HOST) {
+    if (host_range_mixed(reinterpret_cast<const void *>(first), bytes)) return INVALID_VALUE;
+    if (!accessible(first, bytes))
+      if (const CUresult r = refuse_if_capturing(target, NOT_SUPPORTED); r != OK) return r;
+  }
+  return OK;
+}
+
+}  // namespace
+
+API CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *p, CUstream s) {
+  FAULT(cuMemcpy3DAsync_v2);
+  CONTEXT_CALL();
+  if (!p || p->srcLOD || p->dstLOD || p->reserved0 || p->reserved1) return INVALID_VALUE;
+  if (p->WidthInBytes == 0 || p->Height == 0 || p->Depth == 0) return OK;
+  const Side3D src{p->srcMemoryType, p->srcMemoryType == CU_MEMORYTYPE_HOST ? uintptr_t(p->srcHost) : uintptr_t(p->srcDevice),
+                   p->srcXInBytes, p->srcY, p->srcZ, p->srcPitch, p->srcHeight};
+  const Side3D dst{p->dstMemoryType, p->dstMemoryType == CU_MEMORYTYPE_HOST ? uintptr_t(p->dstHost) : uintptr_t(p->dstDevice),
+                   p->dstXInBytes, p->dstY, p->dstZ, p->dstPitch, p->dstHeight};
+  const auto target = lookup(s);
+  if (const CUresult r = check_side(src, *p, target); r != OK) return r;
+  if (const CUresult r = check_side(dst, *p, target); r != OK) return r;
+  ++g_memcpy3d_calls;
+  const size_t width = p->WidthInBytes, height = p->Height, depth = p->Depth;
+  auto row_address = [&](const Side3D &side, size_t z, size_t y) {
+    const size_t rows_per_slice = depth > 1 ? side.height : height;
+    return side.base + ((side.z + z) * rows_per_slice + side.y + y) * side.pitch + side.x;
+  };
+  std::vector<std::pair<uintptr_t, uintptr_t>> rows;  // (dst, src) of each row, in order
+  for (size_t z = 0; z < depth; ++z)
+    for (size_t y = 0; y < height; ++y) rows.emplace_back(row_address(dst, z, y), row_address(src, z, y));
+  // A pageable source is read before the call returns (as cuMemcpyHtoDAsync).
+  std::shared_ptr<std::vector<uint8_t>> snapshot;
+  if (src.type == CU_MEMORYTYPE_HOST && !accessible(rows.front().second, width)) {
+    snapshot = std::make_shared<std::vector<uint8_t>>(rows.size() * width);
+    for (size_t i = 0; i < rows.size(); ++i)
+      std::memcpy(snapshot->data() + i * width, reinterpret_cast<const void *>(rows[i].second), width);
+  }
+  return submit(s, [rows = std::move(rows), snapshot, width] {
+    for (size_t i = 0; i < rows.size(); ++i)
+      std::memmove(reinterpret_cast<void *>(rows[i].first),
+                   snapshot ? static_cast<const void *>(snapshot->data() + i * width)
+                            : reinterpret_cast<const void *>(rows[i].second),
+                   width);
+  });
+}
+API CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *p) {
+  FAULT(cuMemcpy3D_v2);
+  return wait_legacy(cuMemcpy3DAsync_v2(p, nullptr));
+}
+
 API CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
   FAULT(cuMemcpyHtoD_v2);
   return wait_legacy(cuMemcpyHtoDAsync_v2(dst, src, n, nullptr));

@@ -15,6 +15,10 @@ API void fake_cuda_clear_faults() {
   g_faults.clear();
 }
 
+// For the tests: how many cuMemcpy3D / cuMemcpy3DAsync calls were accepted.
+API uint64_t fake_cuda_memcpy3d_calls() {
+  return g_memcpy3d_calls.load();
+}
 // For the tests: the next kernel launched hits `code` (a sticky error) when it runs.
 API void fake_cuda_fault_next_launch(int code) {
   g_fault_next_launch = code;

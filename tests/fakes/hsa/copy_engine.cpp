@@ -25,7 +25,10 @@ void copy_main() {
       continue;
     }
     const uint64_t start = now_ns();
-    std::memmove(job.dst, job.src, job.size);
+    for (size_t z = 0; z < job.depth; ++z)
+      for (size_t y = 0; y < job.height; ++y)
+        std::memmove(static_cast<char *>(job.dst) + z * job.dst_slice + y * job.dst_pitch,
+                     static_cast<const char *>(job.src) + z * job.src_slice + y * job.src_pitch, job.size);
     if (job.profiled) {  // "if the async copy profiling is enabled prior to the call"
       job.done->start_ts = start;
       job.done->end_ts = now_ns();
@@ -59,6 +62,85 @@ EXPORT hsa_status_t hsa_amd_memory_async_copy(void *dst, hsa_agent_t dst_agent, 
       if (!in_allocation(p, size) && !(agent.handle == kCpuAgent && in_host_accessible(p, size)))
         return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   }
+  {
+    std::lock_guard<std::mutex> lock(g_copy_mu);
+    g_copies.push_back(std::move(job));
+  }
+  g_copy_cv.notify_one();
+  return HSA_STATUS_SUCCESS;
+}
+
+// hsa_ext_amd.h, hsa_amd_memory_async_copy_rect ("Provisional API"), kept
+// as written:
+//  - hsa_pitched_ptr_t: "All elements must be 4 byte aligned. Pitch and
+//    slice are in bytes."
+//  - "The same requirements must be met by src and dst as in
+//    hsa_amd_memory_async_copy": memory the copy engines reach, non-NULL
+//    pointers, a valid completion signal.
+//  - "Both src and dst must be directly accessible to the copy_agent during
+//    the copy, src and dst rects must not overlap."
+//  - "CPU agents are not supported."
+//  - "Offsets and range carry x in bytes, y and z in rows and layers."
+// A row reaching past its pitch, or a slice past its slice pitch, is
+// refused as an invalid argument (the rectangle would not be one).
+namespace {
+
+struct RectSide {
+  uintptr_t first;  // the region's first byte
+  size_t extent;    // bytes from it to one past its last
+};
+
+bool rect_side(const hsa_pitched_ptr_t *p, const hsa_dim3_t *off, const hsa_dim3_t *range, RectSide *out) {
+  if ((uintptr_t(p->base) | p->pitch | p->slice) & 3) return false;  // "must be 4 byte aligned"
+  if ((range->y > 1 || range->z > 1) && off->x + uint64_t(range->x) > p->pitch) return false;
+  if (range->z > 1 && (off->y + uint64_t(range->y)) * p->pitch > p->slice) return false;
+  out->first = uintptr_t(p->base) + off->z * p->slice + off->y * p->pitch + off->x;
+  out->extent = (range->z - 1) * p->slice + (range->y - 1) * p->pitch + range->x;
+  return true;
+}
+
+}  // namespace
+
+EXPORT hsa_status_t hsa_amd_memory_async_copy_rect(const hsa_pitched_ptr_t *dst, const hsa_dim3_t *dst_offset,
+                                                   const hsa_pitched_ptr_t *src, const hsa_dim3_t *src_offset,
+                                                   const hsa_dim3_t *range, hsa_agent_t copy_agent,
+                                                   hsa_amd_copy_direction_t dir, uint32_t ndeps,
+                                                   const hsa_signal_t *deps, hsa_signal_t completion) {
+  NEED_INIT;
+  FAULT(hsa_amd_memory_async_copy_rect);
+  if (!dst || !src || !dst_offset || !src_offset || !range || !dst->base || !src->base || (ndeps && !deps) ||
+      dir < hsaHostToHost || dir > hsaDeviceToDevice)
+    return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  if (!is_gpu(copy_agent)) return HSA_STATUS_ERROR_INVALID_AGENT;  // "CPU agents are not supported"
+  if (range->x == 0 || range->y == 0 || range->z == 0) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  RectSide d, s;
+  if (!rect_side(dst, dst_offset, range, &d) || !rect_side(src, src_offset, range, &s))
+    return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  if (d.first < s.first + s.extent && s.first < d.first + d.extent)  // "must not overlap"
+    return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  CopyJob job{reinterpret_cast<void *>(d.first), reinterpret_cast<const void *>(s.first), range->x, {},
+              sig(completion), g_copy_profiling.load()};
+  if (!job.done) return HSA_STATUS_ERROR_INVALID_SIGNAL;
+  job.height = range->y;
+  job.depth = range->z;
+  job.dst_pitch = dst->pitch;
+  job.dst_slice = dst->slice;
+  job.src_pitch = src->pitch;
+  job.src_slice = src->slice;
+  for (uint32_t i = 0; i < ndeps; ++i) {
+    FSignal *f = sig(deps[i]);
+    if (!f) return HSA_STATUS_ERROR_INVALID_SIGNAL;
+    job.deps.push_back(f);
+  }
+  {
+    // "directly accessible to the copy_agent": pool memory, or host memory
+    // locked or registered for the GPUs.
+    std::lock_guard<std::mutex> lock(g_mu);
+    for (const RectSide &side : {d, s})
+      if (!in_allocation(side.first, side.extent) && !in_host_accessible(side.first, side.extent))
+        return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  }
+  ++g_copy_rect_calls;
   {
     std::lock_guard<std::mutex> lock(g_copy_mu);
     g_copies.push_back(std::move(job));

@@ -287,6 +287,8 @@ struct FQueue {
 inline std::set<FQueue *> &g_queues = *new std::set<FQueue *>;
 
 // ---- the copy engine --------------------------------------------------------------------
+// A copy: `size` bytes, or (hsa_amd_memory_async_copy_rect) `depth`
+// slices of `height` rows of `size` bytes at the given pitches.
 struct CopyJob {
   void *dst;
   const void *src;
@@ -294,7 +296,10 @@ struct CopyJob {
   std::vector<FSignal *> deps;
   FSignal *done;
   bool profiled = false;
+  size_t height = 1, depth = 1;
+  size_t dst_pitch = 0, dst_slice = 0, src_pitch = 0, src_slice = 0;
 };
+inline std::atomic<uint64_t> g_copy_rect_calls{0};  // accepted hsa_amd_memory_async_copy_rect calls
 inline std::atomic<bool> g_copy_profiling{false};  // hsa_amd_profiling_async_copy_enable
 inline std::mutex &g_copy_mu = *new std::mutex;
 inline std::condition_variable &g_copy_cv = *new std::condition_variable;

@@ -9,6 +9,9 @@ EXPORT uint64_t fake_hsa_system_pool_allocations() {
   return g_system_allocations.load();
 }
 
+EXPORT uint64_t fake_hsa_copy_rect_calls() {
+  return g_copy_rect_calls.load();
+}
 EXPORT void fake_hsa_fail_next_copy() {
   g_fail_next_copy = true;
 }
