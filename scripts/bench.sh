@@ -43,7 +43,7 @@ else
   echo none >"$out/cuda-driver.txt"
 fi
 [ $smoke = 1 ] && export GPUHAL_BENCH_SMOKE=1
-for b in dispatch copy pool dealloc kernels graphs cuda; do
+for b in dispatch copy pool dealloc kernels graphs rect cuda; do
   bin="$build/bin/gpuhal-bench-$b"
   if [ ! -x "$bin" ]; then
     echo "gpuhal-bench-$b: not built (for kernels: OpenCL, i.e. pocl-opencl-icd ocl-icd-opencl-dev opencl-c-headers)"

@@ -77,6 +77,12 @@ TARGETS = [
      "device-to-device copy + finish vs PoCL buffer copy + clFinish")
     for label, size in (("4 KiB", 4096), ("64 KiB", 65536), ("1 MiB", 1048576), ("64 MiB", 67108864))
 ] + [
+    ("RC1 D2H", "rect", "BM_TileD2H_Rect", "BM_TileD2H_Contiguous", "time", 1.3,
+     "1024x1024 sub-tile of 8192x8192 D2H vs the contiguous copy of its bytes"),
+    ("RC1 H2D", "rect", "BM_TileH2D_Rect", "BM_TileH2D_Contiguous", "time", 1.3,
+     "1024x1024 sub-tile of 8192x8192 H2D vs the contiguous copy of its bytes"),
+    ("RC1 D2D", "rect", "BM_TileD2D_Rect", "BM_TileD2D_Contiguous", "time", 1.3,
+     "1024x1024 sub-tile of 8192x8192 D2D vs the contiguous copy of its bytes"),
     ("A5", "dealloc", "BM_DeferredFree/iterations:50/manual_time#ns_per_free", None, "abs", 100.0, "deferred free enqueue"),
 ]
 

@@ -320,6 +320,18 @@ if [ -x "$build/bin/gpuhal-bench-graphs" ]; then
     note "G1: FAILED (see $logs/g1.txt)"
   fi
 fi
+# RC1: a 1024x1024 sub-tile of an 8192x8192 array as one rectangle
+# (cuMemcpy3D on cuda) against the staged path and the contiguous copy.
+echo "== RC1 (rectangular copies)"
+if [ -x "$build/bin/gpuhal-bench-rect" ]; then
+  if timeout "$bench_timeout" "$build/bin/gpuhal-bench-rect" --benchmark_repetitions=10 \
+    --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true >"$logs/rc1.txt" 2>&1; then
+    grep -E 'median' "$logs/rc1.txt" >"$logs/rc1_rows.txt"
+    note_lines "$logs/rc1_rows.txt" "  RC1 "
+  else
+    note "RC1: FAILED (see $logs/rc1.txt)"
+  fi
+fi
 if [ -n "${site:-}" ] && PYTHONPATH=$site python3 -c "import gpuhal" 2>/dev/null; then
   if PYTHONPATH=$site GPUHAL_BACKEND=$backend timeout "$bench_timeout" python3 benchmarks/python_graph_peers.py \
     >"$logs/g1_python.txt" 2>&1; then
