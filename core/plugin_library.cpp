@@ -16,7 +16,7 @@ namespace gpuhal::detail {
 namespace {
 
 // The table's entries, from the one list (gpuhal/plugin_entries.def).
-enum class Group { required, optional, host_memory, ipc, stream_ordered, peer_access, kernels, graphs, stream_priorities, rect_copies };
+enum class Group { required, optional, host_memory, ipc, stream_ordered, peer_access, kernels, graphs, stream_priorities, rect_copies, managed_hints };
 struct EntryInfo {
   size_t offset;
   const char *name;
@@ -45,6 +45,7 @@ const GroupRule kGroups[] = {
      "the stream priority entries (context_stream_priority_range, stream_create_with_priority, stream_priority) must "
      "be all present or all NULL"},
     {Group::rect_copies, "memcpy_rect_sync and memcpy_rect_async must be both present or both NULL"},
+    {Group::managed_hints, "mem_prefetch_async and mem_advise must be both present or both NULL"},
 };
 
 // Bytes of the table up to and including the last required entry.

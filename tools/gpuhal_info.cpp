@@ -156,12 +156,13 @@ void print_text(const gpuhal::Runtime &rt, const std::vector<gpuhal::LoadAttempt
   std::printf(
       "Capabilities: stream barrier %s, host memory %s, mapped host memory %s, ipc %s, stream-ordered memory %s, "
       "peer access %s, kernels %s, managed memory %s, fault recovery %s, kernel attributes %s, kernel printf %s, "
-      "graphs %s, stream priorities %s, rectangular copies %s\n",
+      "graphs %s, stream priorities %s, rectangular copies %s, managed hints %s\n",
       yes(Capability::StreamBarrier), yes(Capability::HostMemory), yes(Capability::MappedHostMemory),
       yes(Capability::Ipc), yes(Capability::StreamOrderedMemory), yes(Capability::PeerAccess),
       yes(Capability::Kernels), yes(Capability::ManagedMemory), yes(Capability::FaultRecovery),
       yes(Capability::KernelAttributes), yes(Capability::KernelPrintf), yes(Capability::Graphs),
-      yes(Capability::StreamPriorities), yes(Capability::RectCopies));
+      yes(Capability::StreamPriorities), yes(Capability::RectCopies),
+      yes(Capability::ManagedHints));
   std::printf("Devices: %d\n", rt.device_count());
   for (int i : devices) {
     const auto &p = rt.device(i).properties();
@@ -199,7 +200,8 @@ std::string runtime_json(const gpuhal::Runtime &rt, const std::vector<gpuhal::Lo
                   ",\"kernel_printf\":" + json_bool(rt.supports(Capability::KernelPrintf)) +
                   ",\"graphs\":" + json_bool(rt.supports(Capability::Graphs)) +
                   ",\"stream_priorities\":" + json_bool(rt.supports(Capability::StreamPriorities)) +
-                  ",\"rect_copies\":" + json_bool(rt.supports(Capability::RectCopies)) + "},\"devices\":[";
+                  ",\"rect_copies\":" + json_bool(rt.supports(Capability::RectCopies)) +
+                  ",\"managed_hints\":" + json_bool(rt.supports(Capability::ManagedHints)) + "},\"devices\":[";
   for (size_t k = 0; k < devices.size(); ++k) s += std::string(k ? "," : "") + device_json(rt, devices[k]);
   return s + "]}";
 }

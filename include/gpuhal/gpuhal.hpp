@@ -15,6 +15,7 @@
 #include "gpuhal/kernel.hpp"
 #include "gpuhal/layout.hpp"
 #include "gpuhal/log.hpp"
+#include "gpuhal/managed_hints.hpp"
 #include "gpuhal/memory.hpp"
 #include "gpuhal/memory_manager.hpp"
 #include "gpuhal/mirrored_array.hpp"

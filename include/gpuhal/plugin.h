@@ -13,7 +13,7 @@
  * 1.4 appended mem_alloc_managed and context_adopt; 1.5 appended the device's
  * recovers_from_faults; 1.6 the device's exclusive_contexts; 1.7 kernel
  * attributes and occupancy; 1.8 stream capture and graphs; 1.9 stream
- * priorities; 1.10 rectangular copies.
+ * priorities; 1.10 rectangular copies, managed-memory prefetch and advice.
  *
  * Compatibility rules (frozen):
  *  - Every table and descriptor struct starts with {abi_version, struct_size}.
@@ -290,6 +290,17 @@ typedef struct gpuhal_copy_rect {
   uint64_t height;
   uint64_t depth;
 } gpuhal_copy_rect_t;
+
+/* ---- Managed-memory prefetch and advice (ABI 1.10) ----------------------- */
+/* A location: a device ordinal of the plugin (0 ..), or the host. */
+#define GPUHAL_LOCATION_HOST (-1)
+/* mem_advise's advice (CUDA's CUmem_advise values). */
+#define GPUHAL_ADVISE_SET_READ_MOSTLY 1u
+#define GPUHAL_ADVISE_UNSET_READ_MOSTLY 2u
+#define GPUHAL_ADVISE_SET_PREFERRED_LOCATION 3u
+#define GPUHAL_ADVISE_UNSET_PREFERRED_LOCATION 4u
+#define GPUHAL_ADVISE_SET_ACCESSED_BY 5u
+#define GPUHAL_ADVISE_UNSET_ACCESSED_BY 6u
 
 /* ---- The plugin table -------------------------------------------------- */
 typedef struct gpuhal_plugin_table {
@@ -580,6 +591,25 @@ typedef struct gpuhal_plugin_table {
   gpuhal_status_t (*memcpy_rect_sync)(gpuhal_context_t ctx, uint32_t kind, const gpuhal_copy_rect_t *rect);
   gpuhal_status_t (*memcpy_rect_async)(gpuhal_context_t ctx, uint32_t kind, const gpuhal_copy_rect_t *rect,
                                        gpuhal_stream_t stream);
+
+  /* -- Managed-memory prefetch and advice (OPTIONAL, both or none; ABI 1.10) --
+   * cuMemPrefetchAsync / cuMemAdvise. [ptr, ptr + bytes) must lie in one
+   * allocation of mem_alloc_managed of ctx (GPUHAL_ERROR_INVALID_VALUE
+   * otherwise); bytes 0 does nothing and succeeds. `location` is a device
+   * ordinal or GPUHAL_LOCATION_HOST (GPUHAL_ERROR_INVALID_VALUE for
+   * another). mem_prefetch_async: migrates the range's pages to `location`
+   * in stream order, so that later work there does not fault them in; a
+   * hint (the memory stays coherent and usable everywhere). mem_advise: one
+   * of GPUHAL_ADVISE_* (GPUHAL_ERROR_INVALID_VALUE for another); the
+   * location is ignored for the read-mostly and unset-preferred advice.
+   * A device that cannot act on the hint (CUDA: no
+   * CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS) answers
+   * GPUHAL_ERROR_NOT_SUPPORTED naming why; where a backend's memory has no
+   * migration to do, it says in its documentation what the calls do. */
+  gpuhal_status_t (*mem_prefetch_async)(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, uint64_t bytes,
+                                        int32_t location, gpuhal_stream_t stream);
+  gpuhal_status_t (*mem_advise)(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, uint64_t bytes, uint32_t advice,
+                                int32_t location);
 } gpuhal_plugin_table_t;
 
 /* The plugin's only export. Returns GPUHAL_SUCCESS and sets *table, or

@@ -89,6 +89,8 @@ enum class Capability {
   StreamPriorities,     // Context::create_stream(kind, priority), stream_priority_range, Stream::priority
   RectCopies,           // the driver's 2-D / 3-D copies: strided transfers of rectangular views move only
                         // their elements (without it they are staged through the host or a kernel)
+  ManagedHints,         // prefetch / advise of managed arrays (Numba has no such names: gpuhal.prefetch,
+                        // gpuhal.advise)
 };
 
 class Device {

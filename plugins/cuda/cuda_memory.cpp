@@ -103,6 +103,72 @@ gpuhal_status_t mem_alloc_managed(gpuhal_context_t ctx, uint64_t bytes, gpuhal_d
   });
 }
 
+// ---- managed-memory prefetch and advice ----------------------------------------------------
+
+namespace {
+
+// `location` (plugin.h) as the driver's CUmemLocation, after checking that
+// a device location is a device of this system that can act on the hint
+// (cuda.h: a device location "must have non-zero value for the device
+// attribute CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS").
+gpuhal_status_t location_of(const char *entry, int32_t location, CUmemLocation *out) {
+  if (location == GPUHAL_LOCATION_HOST) {
+    *out = CUmemLocation{CU_MEM_LOCATION_TYPE_HOST, 0};
+    return GPUHAL_SUCCESS;
+  }
+  int count = 0;
+  if (const gpuhal_status_t st = cu_call(drv().cuDeviceGetCount, "cuDeviceGetCount", &count); st != GPUHAL_SUCCESS)
+    return st;
+  if (location < 0 || location >= count)
+    return fail(GPUHAL_ERROR_INVALID_VALUE, std::string(entry) + ": location " + std::to_string(location) +
+                                                " is neither a device (0 .. " + std::to_string(count - 1) +
+                                                ") nor GPUHAL_LOCATION_HOST");
+  int concurrent = 0;
+  if (const gpuhal_status_t st = cu_call(drv().cuDeviceGetAttribute, "cuDeviceGetAttribute", &concurrent,
+                                         CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, CUdevice(location));
+      st != GPUHAL_SUCCESS)
+    return st;
+  if (!concurrent)
+    return fail(GPUHAL_ERROR_NOT_SUPPORTED,
+                std::string(entry) + ": device " + std::to_string(location) +
+                    " cannot act on managed-memory hints (CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS is 0)");
+  *out = CUmemLocation{CU_MEM_LOCATION_TYPE_DEVICE, location};
+  return GPUHAL_SUCCESS;
+}
+
+}  // namespace
+
+gpuhal_status_t mem_prefetch_async(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, uint64_t bytes, int32_t location,
+                                   gpuhal_stream_t stream) {
+  return in_context(ctx, "mem_prefetch_async", [&](CudaContext *) -> gpuhal_status_t {
+    if (!drv().cuMemPrefetchAsync_v2)
+      return fail(GPUHAL_ERROR_NOT_SUPPORTED,
+                  "mem_prefetch_async: this driver has no cuMemPrefetchAsync_v2 (CUDA 12.2 or later has it)");
+    CUmemLocation where{};
+    if (const gpuhal_status_t st = location_of("mem_prefetch_async", location, &where); st != GPUHAL_SUCCESS)
+      return st;
+    if (bytes == 0) return GPUHAL_SUCCESS;
+    return cu_call(drv().cuMemPrefetchAsync_v2, "cuMemPrefetchAsync_v2", ptr, size_t(bytes), where, 0u,
+                   native(stream));
+  });
+}
+
+gpuhal_status_t mem_advise(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, uint64_t bytes, uint32_t advice,
+                           int32_t location) {
+  return in_context(ctx, "mem_advise", [&](CudaContext *) -> gpuhal_status_t {
+    if (advice < GPUHAL_ADVISE_SET_READ_MOSTLY || advice > GPUHAL_ADVISE_UNSET_ACCESSED_BY)
+      return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_advise: unknown advice " + std::to_string(advice));
+    if (!drv().cuMemAdvise_v2)
+      return fail(GPUHAL_ERROR_NOT_SUPPORTED, "mem_advise: this driver has no cuMemAdvise_v2 (CUDA 12.2 or later has it)");
+    // The location is ignored for these three (cuda.h); it must still be valid.
+    CUmemLocation where{};
+    if (const gpuhal_status_t st = location_of("mem_advise", location, &where); st != GPUHAL_SUCCESS) return st;
+    if (bytes == 0) return GPUHAL_SUCCESS;
+    // GPUHAL_ADVISE_* are CUmem_advise's values.
+    return cu_call(drv().cuMemAdvise_v2, "cuMemAdvise_v2", ptr, size_t(bytes), CUmem_advise(advice), where);
+  });
+}
+
 gpuhal_status_t mem_free(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
   return in_context(ctx, "mem_free", [&](CudaContext *c) -> gpuhal_status_t {
     return release_tracked(

@@ -3,11 +3,15 @@
 // (host_device_mappings.hpp) counted against the device's memory limit and
 // kept in the plugin's registry, managed memory (the same), and
 // stream-ordered frees run by the stream's worker.
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <memory>
 #include <string>
 
 #include "host_device_mappings.hpp"
 #include "host_entries.hpp"
+#include "host_stream.hpp"
 #include "plugin_support.hpp"
 
 namespace gpuhal::host {
@@ -82,6 +86,63 @@ gpuhal_status_t mem_free(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
 // memory (the same pointer on both sides, freed by mem_free).
 gpuhal_status_t mem_alloc_managed(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr_t *out) {
   return mem_alloc(ctx, bytes, out);
+}
+
+// ---- managed-memory prefetch and advice ------------------------------------------------
+// The host backend's managed memory is the host's own memory, the same pages
+// for every device: nothing migrates. A prefetch populates the range's pages
+// (MADV_POPULATE_WRITE, Linux 5.14; MADV_WILLNEED before it) in stream
+// order, so that a kernel does not take the first-touch faults; advice is
+// checked and changes nothing (there is no second copy to keep or place).
+
+namespace {
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+gpuhal_status_t check_hint(const char *entry, gpuhal_deviceptr_t ptr, uint64_t bytes, int32_t location) {
+  const int32_t devices = int32_t(plugin_state().devices.size());
+  if (location != GPUHAL_LOCATION_HOST && (location < 0 || location >= devices))
+    return fail(GPUHAL_ERROR_INVALID_VALUE, std::string(entry) + ": location " + std::to_string(location) +
+                                                " is neither a device (0 .. " + std::to_string(devices - 1) +
+                                                ") nor GPUHAL_LOCATION_HOST");
+  if (bytes != 0 && !plugin_state().registry.device_accessible(uintptr_t(ptr), bytes))
+    return fail(GPUHAL_ERROR_INVALID_VALUE, std::string(entry) + ": [" + hex(ptr) + ", +" + std::to_string(bytes) +
+                                                ") is not inside one allocation");
+  return GPUHAL_SUCCESS;
+}
+
+// The pages of [p, p + n), made present (written-to pages of their own).
+void populate(uintptr_t p, uint64_t n) {
+  const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = p & ~(page - 1), end = (p + n + page - 1) & ~(page - 1);
+  void *at = reinterpret_cast<void *>(begin);
+  if (madvise(at, end - begin, MADV_POPULATE_WRITE) != 0) (void)madvise(at, end - begin, MADV_WILLNEED);
+}
+
+}  // namespace
+
+gpuhal_status_t mem_prefetch_async(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, uint64_t bytes, int32_t location,
+                                   gpuhal_stream_t stream) {
+  return in_stream(ctx, stream, "mem_prefetch_async",
+                   [&](HostContext *c, const std::shared_ptr<StreamState> &s) -> gpuhal_status_t {
+                     if (gpuhal_status_t st = check_hint("mem_prefetch_async", ptr, bytes, location)) return st;
+                     if (bytes == 0) return GPUHAL_SUCCESS;
+                     c->submit(s, [ptr, bytes](bool ok) {
+                       if (ok) populate(uintptr_t(ptr), bytes);
+                     });
+                     return GPUHAL_SUCCESS;
+                   });
+}
+
+gpuhal_status_t mem_advise(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, uint64_t bytes, uint32_t advice,
+                           int32_t location) {
+  return in_context(ctx, "mem_advise", [&](HostContext *) -> gpuhal_status_t {
+    if (advice < GPUHAL_ADVISE_SET_READ_MOSTLY || advice > GPUHAL_ADVISE_UNSET_ACCESSED_BY)
+      return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_advise: unknown advice " + std::to_string(advice));
+    return check_hint("mem_advise", ptr, bytes, location);
+  });
 }
 
 // Stream-ordered memory: the allocation is made at once (always early

@@ -15,9 +15,13 @@ namespace gpuhal::hsa {
 // What the hsa backend leaves NULL, so the core reports it unsupported:
 // IPC, stream-ordered memory and peer access are not built yet (ROCr has
 // hsa_amd_ipc_memory_*, hsa_amd_memory_pool_* and hsa_amd_agents_allow_access
-// for them), and HSA has no context object to adopt.
-constexpr plugin::EntryNames<8> kLeftOut{{"ipc_get_handle", "ipc_open", "ipc_close", "mem_alloc_async",
-                                          "mem_free_async", "device_can_access_peer", "context_enable_peer_access",
-                                          "context_adopt"}};
+// for them), and HSA has no context object to adopt. Managed-memory
+// prefetch and advice are left out too: this backend's managed memory is
+// the fine-grained system pool, coherent and never migrated, so there is
+// nothing for them to move; hsa_amd_svm_prefetch_async and
+// hsa_amd_svm_attributes_set act on SVM ranges, which it does not allocate.
+constexpr plugin::EntryNames<10> kLeftOut{{"ipc_get_handle", "ipc_open", "ipc_close", "mem_alloc_async",
+                                           "mem_free_async", "device_can_access_peer", "context_enable_peer_access",
+                                           "context_adopt", "mem_prefetch_async", "mem_advise"}};
 
 }  // namespace gpuhal::hsa

@@ -25,7 +25,7 @@ from ._streams import stream_or_none
 __all__ = [
     "to_device", "device_array", "device_array_like", "managed_array", "pinned_array", "pinned_array_like",
     "mapped_array", "mapped_array_like", "pinned", "mapped", "register", "deregister", "MappedNDArray",
-    "ManagedNDArray", "PinnedNDArray",
+    "ManagedNDArray", "PinnedNDArray", "prefetch", "advise",
 ]
 
 
@@ -256,3 +256,45 @@ def deregister(*arylist):
             entry[0].close()
         else:
             _gpuhal.deregister_host(ctx, [host])
+
+
+# ---- managed-memory hints (Capability "managed_hints"; Numba has no such names) ----
+_ADVICE = {"read_mostly": 1, "unset_read_mostly": 2, "preferred_location": 3, "unset_preferred_location": 4,
+           "accessed_by": 5, "unset_accessed_by": 6}
+
+
+def _managed_device_array(ary):
+    dev = getattr(ary, "_gpuhal_device", ary)
+    if not isinstance(dev, DeviceNDArray):
+        raise TypeError(f"expected a managed array (gpuhal.managed_array), got {type(ary).__name__}")
+    return dev
+
+
+def _location(device):
+    if device is None or device == "host":
+        return -1
+    if isinstance(device, bool) or not isinstance(device, int) or device < 0:
+        raise ValueError(f"device must be a device ordinal (an int >= 0) or 'host', not {device!r}")
+    return device
+
+
+def prefetch(ary, device=0, stream=0):
+    """Migrates a managed array's pages to ``device`` (an ordinal, or
+    ``"host"``) in ``stream``'s order, as ``cuMemPrefetchAsync`` does, so
+    that the work that uses them there does not fault them in. A hint: the
+    array stays usable everywhere. NotSupportedError where the backend or
+    device has no managed-memory hints."""
+    dev = _managed_device_array(ary)
+    _gpuhal.prefetch(dev._a, _location(device), dev._stream(stream))
+
+
+def advise(ary, advice, device="host"):
+    """Advises the backend how a managed array will be used, as
+    ``cuMemAdvise`` does: ``advice`` is one of "read_mostly",
+    "preferred_location", "accessed_by" or their "unset_" forms; ``device``
+    (an ordinal, or ``"host"``) matters for the preferred location and
+    accessed-by advice."""
+    if advice not in _ADVICE:
+        raise ValueError(f"advice must be one of {sorted(_ADVICE)}, not {advice!r}")
+    dev = _managed_device_array(ary)
+    _gpuhal.advise(dev._a, _ADVICE[advice], _location(device))

@@ -182,6 +182,17 @@ void bind_device_array(nb::module_ &m) {
           nb::gil_scoped_release unlocked;
           return gpuhal::managed_array(ctx, shape, d, strides, order_of(order));
         });
+  // Managed-memory hints (gpuhal/managed_hints.hpp): location -1 is the host.
+  m.def("prefetch", [](const DeviceArray &a, int location, std::optional<gpuhal::Stream> stream) {
+    const gpuhal::Location to = location < 0 ? gpuhal::Location::host() : gpuhal::Location::device(location);
+    nb::gil_scoped_release unlocked;
+    gpuhal::prefetch(a, to, stream ? *stream : a.context().default_stream());
+  });
+  m.def("advise", [](const DeviceArray &a, uint32_t advice, int location) {
+    const gpuhal::Location where = location < 0 ? gpuhal::Location::host() : gpuhal::Location::device(location);
+    nb::gil_scoped_release unlocked;
+    gpuhal::advise(a, static_cast<gpuhal::Advice>(advice), where);
+  });
   m.def("to_device",
         [](const gpuhal::Context &ctx, nb::handle host, std::optional<gpuhal::Stream> stream, bool copy) {
           HostBuffer b(host);

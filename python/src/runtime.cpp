@@ -19,6 +19,7 @@ gpuhal::Capability capability_from(const std::string &name) {
       {"graphs", gpuhal::Capability::Graphs},
       {"stream_priorities", gpuhal::Capability::StreamPriorities},
       {"rect_copies", gpuhal::Capability::RectCopies},
+      {"managed_hints", gpuhal::Capability::ManagedHints},
       {"managed_memory", gpuhal::Capability::ManagedMemory},
       {"fault_recovery", gpuhal::Capability::FaultRecovery},
       {"kernel_attributes", gpuhal::Capability::KernelAttributes},

@@ -101,7 +101,8 @@ void optional_groups_all_or_none(Env &env) {
                 {"kernels", Capability::Kernels},
                 {"graphs", Capability::Graphs},
                 {"stream_priorities", Capability::StreamPriorities},
-                {"rect_copies", Capability::RectCopies}};
+                {"rect_copies", Capability::RectCopies},
+                {"managed_hints", Capability::ManagedHints}};
   for (const auto &c : claims)
     expect(group_present(c.group) == env.runtime.supports(c.capability),
            std::string("the capability of the ") + c.group + " entries disagrees with the table");

@@ -195,3 +195,56 @@ TEST_CASE("hsa rect copies: aligned regions go to hsa_amd_memory_async_copy_rect
   dlclose(fake);
 }
 #endif
+
+#if GPUHAL_TEST_HAVE_CUDA_PLUGIN
+TEST_CASE("cuda managed hints: prefetch and advise reach the driver with CUDA's location, and its rules hold",
+          "[cuda]") {
+  Runtime rt = fake_cuda_runtime();
+  REQUIRE(rt.supports(Capability::ManagedHints));
+  Context ctx = rt.device(0).primary_context();
+  DeviceArray m = managed_array(ctx, {1024}, dtypes::float32);
+  Stream s = ctx.create_stream();
+  auto last = [] {
+    int call = 0, advice = 0, type = 0, id = 0;
+    uint64_t bytes = 0;
+    test::fake_symbol<void (*)(int *, int *, int *, int *, uint64_t *)>("fake_cuda_last_hint")(&call, &advice, &type,
+                                                                                               &id, &bytes);
+    return std::vector<int64_t>{call, advice, type, id, int64_t(bytes)};
+  };
+  prefetch(m, Location::device(0), s);
+  CHECK(last() == std::vector<int64_t>{1, 0, 1, 0, 4096});  // CU_MEM_LOCATION_TYPE_DEVICE, device 0
+  prefetch(m.view({Slice(256, 512)}), Location::host(), s);
+  CHECK(last() == std::vector<int64_t>{1, 0, 2, 0, 1024});  // CU_MEM_LOCATION_TYPE_HOST, the view's span
+  advise(m, Advice::SetAccessedBy, Location::device(0));
+  CHECK(last() == std::vector<int64_t>{2, 5, 1, 0, 4096});
+  s.synchronize();
+  // A device without CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS (the
+  // fake reads the setting at each query): refused by name, not sent.
+  setenv("FAKE_CUDA_NO_CONCURRENT_MANAGED_ACCESS", "1", 1);
+  try {
+    prefetch(m, Location::device(0), s);
+    FAIL("a prefetch to a device without concurrent managed access succeeded");
+  } catch (const Error &e) {
+    CHECK(e.status() == Status::ERROR_NOT_SUPPORTED);
+    CHECK(std::string(e.what()).find("CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS") != std::string::npos);
+  }
+  prefetch(m, Location::host(), s);  // the host is always a location
+  unsetenv("FAKE_CUDA_NO_CONCURRENT_MANAGED_ACCESS");
+  s.synchronize();
+  // The driver's own rule, asked directly: device memory is not managed.
+  void *primary = nullptr;
+  REQUIRE(test::fake_symbol<int (*)(void **, int)>("cuDevicePrimaryCtxRetain")(&primary, 0) == 0);
+  REQUIRE(test::fake_symbol<int (*)(void *)>("cuCtxSetCurrent")(primary) == 0);
+  struct Location2 {
+    int type, id;
+  };
+  auto raw_prefetch =
+      test::fake_symbol<int (*)(unsigned long long, size_t, Location2, unsigned, void *)>("cuMemPrefetchAsync_v2");
+  DeviceArray plain = device_array(ctx, {1024}, dtypes::float32);
+  CHECK(raw_prefetch(plain.memory().device_pointer(), 4096, Location2{1, 0}, 0, nullptr) == 1);
+  CHECK(raw_prefetch(m.memory().device_pointer(), 4096, Location2{1, 0}, 1, nullptr) == 1);   // flags must be 0
+  CHECK(raw_prefetch(m.memory().device_pointer(), 4096, Location2{1, 7}, 0, nullptr) == 101);  // no device 7
+  CHECK(test::fake_symbol<int (*)(void *)>("cuCtxSetCurrent")(nullptr) == 0);
+  CHECK(test::fake_symbol<int (*)(int)>("cuDevicePrimaryCtxRelease_v2")(0) == 0);
+}
+#endif

@@ -116,6 +116,16 @@ constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
 constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
 constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97;
 constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY = 83;
+constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS = 89;
+// cuda.h CUmemLocation and its types (cuMemPrefetchAsync_v2, cuMemAdvise_v2).
+using CUmemLocationType = int;
+constexpr CUmemLocationType CU_MEM_LOCATION_TYPE_DEVICE = 0x1;
+constexpr CUmemLocationType CU_MEM_LOCATION_TYPE_HOST = 0x2;
+struct CUmemLocation {
+  CUmemLocationType type;
+  int id;
+};
+using CUmem_advise = int;
 constexpr unsigned CU_MEM_ATTACH_GLOBAL = 0x1;
 
 // CUfunction_attribute and CUjit_option values
@@ -290,6 +300,9 @@ inline CUstream stream_per_thread() {
   O(cuCtxGetStreamPriorityRange, cuCtxGetStreamPriorityRange, (int *, int *))                 \
   O(cuStreamCreateWithPriority, cuStreamCreateWithPriority, (CUstream *, unsigned, int))        \
   O(cuStreamGetPriority, cuStreamGetPriority, (CUstream, int *))                                \
+  /* by their versioned names: cuGetProcAddress at 12.0 would answer the _v1 forms (a CUdevice, not a location) */ \
+  O(cuMemPrefetchAsync_v2, cuMemPrefetchAsync_v2, (CUdeviceptr, size_t, CUmemLocation, unsigned, CUstream))  \
+  O(cuMemAdvise_v2, cuMemAdvise_v2, (CUdeviceptr, size_t, CUmem_advise, CUmemLocation))        \
   O(cuGetProcAddress, cuGetProcAddress_v2, (const char *, void **, int, uint64_t, int *))
 
 }  // namespace gpuhal::cuda::api

@@ -182,6 +182,9 @@ API CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
     case 11:  // CU_DEVICE_ATTRIBUTE_MAX_PITCH
       *v = int(g_max_pitch);
       break;
+    case 89:  // CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS
+      *v = managed_memory_supported() && !std::getenv("FAKE_CUDA_NO_CONCURRENT_MANAGED_ACCESS") ? 1 : 0;
+      break;
     case 83:  // CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY
       *v = managed_memory_supported() ? 1 : 0;
       break;

@@ -131,6 +131,12 @@ using CUevent = Event *;
 using CUmemorytype = int;
 constexpr CUmemorytype CU_MEMORYTYPE_HOST = 1, CU_MEMORYTYPE_DEVICE = 2, CU_MEMORYTYPE_ARRAY = 3,
                        CU_MEMORYTYPE_UNIFIED = 4;
+using CUmemLocationType = int;
+constexpr CUmemLocationType CU_MEM_LOCATION_TYPE_DEVICE = 1, CU_MEM_LOCATION_TYPE_HOST = 2;
+struct CUmemLocation {
+  CUmemLocationType type;
+  int id;
+};
 struct CUDA_MEMCPY3D {
   size_t srcXInBytes, srcY, srcZ, srcLOD;
   CUmemorytype srcMemoryType;
@@ -238,6 +244,15 @@ inline size_t g_max_pitch = [] {
   const char *v = std::getenv("FAKE_CUDA_MAX_PITCH");
   return v ? size_t(std::strtoull(v, nullptr, 10)) : size_t(0x7fffffff);
 }();
+// The latest accepted cuMemPrefetchAsync_v2 / cuMemAdvise_v2 (for the
+// tests: fake_cuda_last_hint): what, the location's type and id, bytes.
+struct Hint {
+  int call = 0;  // 1 prefetch, 2 advise
+  int advice = 0, location_type = 0, location_id = 0;
+  uint64_t bytes = 0;
+};
+inline std::mutex g_hint_mu;
+inline Hint g_last_hint;
 // cuMemcpy3D(Async) calls accepted so far (fake_cuda_memcpy3d_calls).
 inline std::atomic<uint64_t> g_memcpy3d_calls{0};
 inline std::mutex g_peer_mu;

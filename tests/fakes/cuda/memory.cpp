@@ -145,6 +145,67 @@ API CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUstrea
   if (!accessible(dst, n)) return INVALID_VALUE;
   return submit(s, [=] { std::memset(reinterpret_cast<void *>(uintptr_t(dst)), v, n); }, kMemsetNode);
 }
+// ---- managed-memory hints (cuMemPrefetchAsync_v2, cuMemAdvise_v2) ------------------------------
+// cuda.h, kept as written:
+//  - "The memory range must refer to managed memory allocated via
+//    ::cuMemAllocManaged" (the fake has no __managed__ variables and no
+//    pageable-memory access: any other range is CUDA_ERROR_INVALID_VALUE).
+//  - Prefetch: a device location's id "must have non-zero value for the
+//    device attribute ::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS"
+//    (else CUDA_ERROR_INVALID_DEVICE); "flags for future use, must be zero
+//    now"; the host location's id "will be ignored".
+//  - Advise: SET_READ_MOSTLY, UNSET_READ_MOSTLY and UNSET_PREFERRED_LOCATION
+//    ignore the location; SET_PREFERRED_LOCATION and SET_ACCESSED_BY take a
+//    device (valid ordinal, concurrent managed access) or the host; "All
+//    other location types are invalid."
+// Host NUMA locations are not modelled (refused as invalid). The fake's
+// managed memory is host memory: a prefetch migrates nothing; it is
+// ordered on its stream like any work.
+namespace {
+
+bool managed_range(CUdeviceptr p, size_t n) {
+  std::lock_guard<std::mutex> lock(g_mem_mu);
+  auto it = g_device.upper_bound(p);
+  if (it == g_device.begin()) return false;
+  --it;
+  return it->second.managed && p >= it->first && p - it->first + n <= it->second.size;
+}
+
+CUresult check_location(const CUmemLocation &l, bool host_ok) {
+  if (l.type == CU_MEM_LOCATION_TYPE_HOST) return host_ok ? OK : INVALID_VALUE;
+  if (l.type != CU_MEM_LOCATION_TYPE_DEVICE) return INVALID_VALUE;
+  if (bad_device(l.id)) return INVALID_DEVICE;
+  if (!managed_memory_supported() || std::getenv("FAKE_CUDA_NO_CONCURRENT_MANAGED_ACCESS")) return INVALID_DEVICE;
+  return OK;
+}
+
+void remember_hint(int call, int advice, const CUmemLocation &l, size_t n) {
+  std::lock_guard<std::mutex> lock(g_hint_mu);
+  g_last_hint = Hint{call, advice, l.type, l.id, n};
+}
+
+}  // namespace
+
+API CUresult cuMemPrefetchAsync_v2(CUdeviceptr p, size_t n, CUmemLocation location, unsigned flags, CUstream s) {
+  FAULT(cuMemPrefetchAsync_v2);
+  CONTEXT_CALL();
+  if (flags != 0 || !managed_range(p, n)) return INVALID_VALUE;
+  if (const CUresult r = check_location(location, true); r != OK) return r;
+  remember_hint(1, 0, location, n);
+  return submit(s, [] {});
+}
+
+API CUresult cuMemAdvise_v2(CUdeviceptr p, size_t n, int advice, CUmemLocation location) {
+  FAULT(cuMemAdvise_v2);
+  CONTEXT_CALL();
+  if (advice < 1 || advice > 6 || !managed_range(p, n)) return INVALID_VALUE;
+  // SET_PREFERRED_LOCATION (3), SET_ACCESSED_BY (5) and UNSET_ACCESSED_BY (6) name a processor.
+  if (advice == 3 || advice == 5 || advice == 6)
+    if (const CUresult r = check_location(location, true); r != OK) return r;
+  remember_hint(2, advice, location, n);
+  return OK;
+}
+
 // ---- 3-D copies (cuMemcpy3D) ---------------------------------------------------------------
 // cuda.h, cuMemcpy3D, kept as written:
 //  - "The ::srcLOD and ::dstLOD members of the ::CUDA_MEMCPY3D structure must

@@ -15,6 +15,15 @@ API void fake_cuda_clear_faults() {
   g_faults.clear();
 }
 
+// For the tests: the latest accepted hint (call 1 prefetch, 2 advise).
+API void fake_cuda_last_hint(int *call, int *advice, int *location_type, int *location_id, uint64_t *bytes) {
+  std::lock_guard<std::mutex> lock(g_hint_mu);
+  *call = g_last_hint.call;
+  *advice = g_last_hint.advice;
+  *location_type = g_last_hint.location_type;
+  *location_id = g_last_hint.location_id;
+  *bytes = g_last_hint.bytes;
+}
 // For the tests: how many cuMemcpy3D / cuMemcpy3DAsync calls were accepted.
 API uint64_t fake_cuda_memcpy3d_calls() {
   return g_memcpy3d_calls.load();
