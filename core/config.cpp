@@ -74,6 +74,60 @@ double parse_ratio(const std::string &name, const std::string &v) {
   return r;
 }
 
+// Every GPUHAL_* variable gpuhal's core and in-tree plugins read (docs/
+// user-guide.md lists them); a name outside it and outside the prefixes of
+// the project's own scripts and tests gets a note (most often a typo).
+const char *const kKnownVariables[] = {
+    "GPUHAL_AMD_COMGR",          "GPUHAL_BACKEND",          "GPUHAL_CUDA_DRIVER",
+    "GPUHAL_CUDA_POOL_RELEASE_THRESHOLD", "GPUHAL_HOST_CXX", "GPUHAL_HOST_DEVICES",
+    "GPUHAL_HOST_FIBER_STACK",   "GPUHAL_HOST_HUGE_PAGES",  "GPUHAL_HOST_MAPPING_CACHE",
+    "GPUHAL_HOST_MEMORY_LIMIT",  "GPUHAL_HOST_THREADS",     "GPUHAL_HOST_WORK_ITEM_LOOPS",
+    "GPUHAL_HSA_RUNTIME",        "GPUHAL_KERNEL_CACHE",     "GPUHAL_KERNEL_CACHE_MAX",
+    "GPUHAL_LOG",                "GPUHAL_MAX_PENDING_DEALLOCS_COUNT", "GPUHAL_MAX_PENDING_DEALLOCS_RATIO",
+    "GPUHAL_MEMORY_MANAGER",     "GPUHAL_NVRTC",            "GPUHAL_PLUGIN_PATH",
+    "GPUHAL_VENDORS_PATH",       "GPUHAL_FAULT",
+};
+// Prefixes of variables the project's scripts, tests and benchmarks set
+// (never read by the library): not noted.
+const char *const kToolPrefixes[] = {"GPUHAL_TEST_", "GPUHAL_FUZZ", "GPUHAL_BENCH_", "GPUHAL_BUILD_",
+                                     "GPUHAL_NUMBA_ADAPTER", "GPUHAL_SANITIZE", "GPUHAL_FAULTING_",
+                                     "GPUHAL_NUMPY_PYTHON", "GPUHAL_CHECK_TIMEOUT", "GPUHAL_STEP_TIMEOUT",
+                                     "GPUHAL_SOURCE_COMMIT", "GPUHAL_DEVELOPER", "GPUHAL_WERROR"};
+
+size_t edit_distance(const std::string &a, const std::string &b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// The note for a GPUHAL_* variable gpuhal does not read, or "" for a known one.
+std::string unknown_variable_note(const std::string &name) {
+  if (std::find(std::begin(kKnownVariables), std::end(kKnownVariables), name) != std::end(kKnownVariables)) return "";
+  for (const char *prefix : kToolPrefixes)
+    if (name.rfind(prefix, 0) == 0) return "";
+  std::string nearest;
+  size_t best = 0;
+  for (const char *known : kKnownVariables) {
+    const size_t d = edit_distance(name, known);
+    if (nearest.empty() || d < best) {
+      nearest = known;
+      best = d;
+    }
+  }
+  std::string note = name + " is not a gpuhal setting and is ignored";
+  if (best <= 3) note += " (did you mean " + nearest + "?)";
+  return note;
+}
+
 }  // namespace
 
 bool is_path_variable(const std::string &name) {
@@ -165,6 +219,7 @@ Config Config::parse(const std::vector<std::string> &names, const Lookup &lookup
     if (name.rfind("GPUHAL_", 0) != 0) continue;
     auto v = lookup(name);
     if (!v) continue;
+    if (const std::string note = unknown_variable_note(name); !note.empty()) c.notes.push_back(note);
     if (elevated && is_path_variable(name)) {
       if (name != "GPUHAL_PLUGIN_PATH" && name != "GPUHAL_VENDORS_PATH")
         c.notes.push_back(name + " is ignored in a setuid/elevated process");

@@ -74,12 +74,24 @@ uint64_t parse_size(const std::string &s) {
   return uint64_t(v) * scale;
 }
 
-bool parse_sizes(const std::string &text, std::vector<uint64_t> *out) {
+// The sizes of LIST ("4K..256M": powers of two from the first to the
+// last; "4K,1M,3M": those), or "" and *why set when it is not one.
+bool parse_sizes(const std::string &text, std::vector<uint64_t> *out, std::string *why) {
   out->clear();
+  const char *kSize = "a size is a positive number with an optional K, M or G suffix, at most 1T";
   const size_t dots = text.find("..");
   if (dots != std::string::npos) {
-    const uint64_t lo = parse_size(text.substr(0, dots)), hi = parse_size(text.substr(dots + 2));
-    if (!lo || !hi || lo > hi) return false;
+    const std::string first = text.substr(0, dots), last = text.substr(dots + 2);
+    const uint64_t lo = parse_size(first), hi = parse_size(last);
+    if (!lo || !hi) {
+      *why = "'" + (lo ? last : first) + "' is not a size (" + kSize + ")";
+      return false;
+    }
+    if (lo > hi) {
+      *why = "the range runs from " + first + " down to " + last + ": give the smaller size first (" + last + ".." +
+             first + ")";
+      return false;
+    }
     for (uint64_t s = lo; s <= hi; s *= 2) out->push_back(s);
     return true;
   }
@@ -87,8 +99,12 @@ bool parse_sizes(const std::string &text, std::vector<uint64_t> *out) {
   while (start <= text.size()) {
     size_t comma = text.find(',', start);
     if (comma == std::string::npos) comma = text.size();
-    const uint64_t s = parse_size(text.substr(start, comma - start));
-    if (!s) return false;
+    const std::string item = text.substr(start, comma - start);
+    const uint64_t s = parse_size(item);
+    if (!s) {
+      *why = "'" + item + "' is not a size (" + kSize + ")";
+      return false;
+    }
     out->push_back(s);
     start = comma + 1;
   }
@@ -188,7 +204,9 @@ std::vector<Row> run(const gpuhal::Context &ctx, const Options &o) {
 
 int main(int argc, char **argv) {
   Options o;
-  parse_sizes("4K..256M", &o.sizes);
+  std::string why;
+  parse_sizes("4K..256M", &o.sizes, &why);
+  bool csv = false, json = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -212,7 +230,10 @@ int main(int argc, char **argv) {
       o.device = int(d);
     } else if (a == "--sizes") {
       const std::string v = value();
-      if (!parse_sizes(v, &o.sizes)) return bad(v);
+      if (!parse_sizes(v, &o.sizes, &why)) {
+        std::fprintf(stderr, "gpuhal-bandwidth: bad --sizes '%s': %s\n", v.c_str(), why.c_str());
+        return usage(stderr);
+      }
     } else if (a == "--reps") {
       const std::string v = value();
       char *end = nullptr;
@@ -227,8 +248,10 @@ int main(int argc, char **argv) {
       if (!parse_choice(v, {{"pageable", &o.pageable}, {"pinned", &o.pinned}})) return bad(v);
     } else if (a == "--csv") {
       o.format = Format::Csv;
+      csv = true;
     } else if (a == "--json") {
       o.format = Format::Json;
+      json = true;
     } else if (a == "--version") {
       std::printf("gpuhal-bandwidth (gpuhal) %s\n", gpuhal::version().string);
       return 0;
@@ -238,6 +261,10 @@ int main(int argc, char **argv) {
       std::fprintf(stderr, "gpuhal-bandwidth: unknown argument '%s'\n", a.c_str());
       return usage(stderr);
     }
+  }
+  if (csv && json) {
+    std::fprintf(stderr, "gpuhal-bandwidth: --csv and --json exclude each other: give one\n");
+    return usage(stderr);
   }
   try {
     gpuhal::Config config = gpuhal::Config::from_environment();

@@ -42,6 +42,7 @@ const char kUsage[] =
     "  --timeout SECONDS   time limit of each check (default 120; 0: none); a check over it fails\n"
     "  --no-fork           run the checks in this process (for a debugger): no time limit, and a\n"
     "                      crash ends the run\n"
+    "  --version           print the version of gpuhal and of its plugin ABI, then exit\n"
     "  --help              this text\n"
     "\n"
     "PATTERN is a shell pattern over check names (\"ipc.*\", \"*.zero_size\"); a name without a\n"
@@ -88,6 +89,10 @@ int main(int argc, char **argv) {
     if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
       return 0;
+    } else if (arg == "--version") {
+      const gpuhal::Version v = gpuhal::version();
+      std::printf("gpuhal-conform (gpuhal) %s, plugin ABI %u.%u\n", v.string, v.plugin_abi_major, v.plugin_abi_minor);
+      return 0;
     } else if (arg == "--json") {
       json = true;
     } else if (arg == "--list") {
@@ -108,11 +113,16 @@ int main(int argc, char **argv) {
       plugin = arg;
     }
   }
-  for (const auto &p : only) {
-    bool any = false;
-    for (const auto &c : all_checks()) any |= matches(p, c.name);
-    if (!any) return usage_error("--only '" + p + "' matches no check (see --list)");
-  }
+  // A pattern that matches nothing is a typo, for --skip as for --only:
+  // a skip that skips nothing would let a check run that was meant not to.
+  for (const auto *patterns : {&only, &skip})
+    for (const auto &p : *patterns) {
+      bool any = false;
+      for (const auto &c : all_checks()) any |= matches(p, c.name);
+      if (!any)
+        return usage_error(std::string(patterns == &only ? "--only" : "--skip") + " '" + p +
+                           "' matches no check (see --list)");
+    }
   if (list) {
     for (const auto &c : all_checks()) std::printf("%-48s %s\n", c.name, c.contract);
     return 0;

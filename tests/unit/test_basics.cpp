@@ -71,6 +71,21 @@ TEST_CASE("config parses every GPUHAL_ variable once", "[config]") {
   CHECK_FALSE(c.option("OTHER"));
 }
 
+TEST_CASE("config notes a GPUHAL_ variable it does not know, with the nearest known name", "[config]") {
+  Config c = parse({{"GPUHAL_BACKNED", "host"},             // a typo
+                    {"GPUHAL_HOST_THREAD", "2"},            // one letter short
+                    {"GPUHAL_SOMETHING_ELSE_ENTIRELY", "1"},  // nothing near
+                    {"GPUHAL_TEST_FAKE_CUDA", "/x"},        // the project's own test variables: no note
+                    {"GPUHAL_BENCH_SMOKE", "1"},
+                    {"GPUHAL_KERNEL_CACHE_MAX", "1M"},      // known: no note
+                    {"GPUHAL_FAULT", "mem_alloc:1"}});
+  REQUIRE(c.notes.size() == 3);
+  CHECK(c.notes[0] == "GPUHAL_BACKNED is not a gpuhal setting and is ignored (did you mean GPUHAL_BACKEND?)");
+  CHECK(c.notes[1] == "GPUHAL_HOST_THREAD is not a gpuhal setting and is ignored (did you mean GPUHAL_HOST_THREADS?)");
+  CHECK(c.notes[2] == "GPUHAL_SOMETHING_ELSE_ENTIRELY is not a gpuhal setting and is ignored");
+  CHECK(c.backend.empty());  // a misspelt GPUHAL_BACKEND chooses nothing
+}
+
 TEST_CASE("config rejects bad values with the variable's name", "[config]") {
   REQUIRE_GPUHAL_ERROR(parse({{"GPUHAL_LOG", "loud"}}), Status::ERROR_INVALID_CONFIG, "GPUHAL_LOG='loud'");
   REQUIRE_GPUHAL_ERROR(parse({{"GPUHAL_BACKEND", "plugins/libx.so"}}), Status::ERROR_INVALID_CONFIG,
