@@ -167,6 +167,7 @@ bool Runtime::supports(Capability c) const {
       {Capability::StreamPriorities, t.has_stream_create_with_priority()},
       {Capability::RectCopies, t.has_memcpy_rect_async()},
       {Capability::ManagedHints, t.has_mem_prefetch_async()},
+      {Capability::VirtualMemory, t.has_vm_reserve()},
   };
   for (const auto &p : present)
     if (p.first == c) return p.second;

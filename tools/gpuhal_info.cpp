@@ -156,13 +156,13 @@ void print_text(const gpuhal::Runtime &rt, const std::vector<gpuhal::LoadAttempt
   std::printf(
       "Capabilities: stream barrier %s, host memory %s, mapped host memory %s, ipc %s, stream-ordered memory %s, "
       "peer access %s, kernels %s, managed memory %s, fault recovery %s, kernel attributes %s, kernel printf %s, "
-      "graphs %s, stream priorities %s, rectangular copies %s, managed hints %s\n",
+      "graphs %s, stream priorities %s, rectangular copies %s, managed hints %s, virtual memory %s\n",
       yes(Capability::StreamBarrier), yes(Capability::HostMemory), yes(Capability::MappedHostMemory),
       yes(Capability::Ipc), yes(Capability::StreamOrderedMemory), yes(Capability::PeerAccess),
       yes(Capability::Kernels), yes(Capability::ManagedMemory), yes(Capability::FaultRecovery),
       yes(Capability::KernelAttributes), yes(Capability::KernelPrintf), yes(Capability::Graphs),
       yes(Capability::StreamPriorities), yes(Capability::RectCopies),
-      yes(Capability::ManagedHints));
+      yes(Capability::ManagedHints), yes(Capability::VirtualMemory));
   std::printf("Devices: %d\n", rt.device_count());
   for (int i : devices) {
     const auto &p = rt.device(i).properties();
@@ -201,7 +201,8 @@ std::string runtime_json(const gpuhal::Runtime &rt, const std::vector<gpuhal::Lo
                   ",\"graphs\":" + json_bool(rt.supports(Capability::Graphs)) +
                   ",\"stream_priorities\":" + json_bool(rt.supports(Capability::StreamPriorities)) +
                   ",\"rect_copies\":" + json_bool(rt.supports(Capability::RectCopies)) +
-                  ",\"managed_hints\":" + json_bool(rt.supports(Capability::ManagedHints)) + "},\"devices\":[";
+                  ",\"managed_hints\":" + json_bool(rt.supports(Capability::ManagedHints)) +
+                  ",\"virtual_memory\":" + json_bool(rt.supports(Capability::VirtualMemory)) + "},\"devices\":[";
   for (size_t k = 0; k < devices.size(); ++k) s += std::string(k ? "," : "") + device_json(rt, devices[k]);
   return s + "]}";
 }

@@ -22,3 +22,4 @@
 #include "gpuhal/runtime.hpp"
 #include "gpuhal/stream.hpp"
 #include "gpuhal/version.hpp"
+#include "gpuhal/virtual_memory.hpp"

@@ -13,7 +13,8 @@
  * 1.4 appended mem_alloc_managed and context_adopt; 1.5 appended the device's
  * recovers_from_faults; 1.6 the device's exclusive_contexts; 1.7 kernel
  * attributes and occupancy; 1.8 stream capture and graphs; 1.9 stream
- * priorities; 1.10 rectangular copies, managed-memory prefetch and advice.
+ * priorities; 1.10 rectangular copies, managed-memory prefetch and advice,
+ * virtual memory.
  *
  * Compatibility rules (frozen):
  *  - Every table and descriptor struct starts with {abi_version, struct_size}.
@@ -79,6 +80,8 @@ typedef struct gpuhal_module_s *gpuhal_module_t;
 typedef struct gpuhal_kernel_s *gpuhal_kernel_t;
 /* A captured graph, and an instantiated one that can be launched (ABI 1.8). */
 typedef struct gpuhal_graph_s *gpuhal_graph_t;
+/* Physical memory made by vm_create, mapped into reserved ranges (ABI 1.10). */
+typedef struct gpuhal_physical_memory_s *gpuhal_physical_memory_t;
 typedef struct gpuhal_graph_exec_s *gpuhal_graph_exec_t;
 /* Special stream handles every *_async / stream entry accepts (CUDA's
  * values): the legacy default stream, and the calling thread's own default
@@ -301,6 +304,12 @@ typedef struct gpuhal_copy_rect {
 #define GPUHAL_ADVISE_UNSET_PREFERRED_LOCATION 4u
 #define GPUHAL_ADVISE_SET_ACCESSED_BY 5u
 #define GPUHAL_ADVISE_UNSET_ACCESSED_BY 6u
+
+/* ---- Virtual memory (ABI 1.10) --------------------------------------------- */
+/* vm_set_access's access (CUDA's CUmemAccess_flags values). */
+#define GPUHAL_VM_ACCESS_NONE 0u
+#define GPUHAL_VM_ACCESS_READ 1u
+#define GPUHAL_VM_ACCESS_READ_WRITE 3u
 
 /* ---- The plugin table -------------------------------------------------- */
 typedef struct gpuhal_plugin_table {
@@ -610,6 +619,35 @@ typedef struct gpuhal_plugin_table {
                                         int32_t location, gpuhal_stream_t stream);
   gpuhal_status_t (*mem_advise)(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, uint64_t bytes, uint32_t advice,
                                 int32_t location);
+
+  /* -- Virtual memory (OPTIONAL, all or none; ABI 1.10) --
+   * CUDA's cuMemAddressReserve / cuMemCreate / cuMemMap / cuMemSetAccess.
+   * vm_granularity: the size every reservation, physical allocation,
+   * mapping and offset must be a multiple of (*minimum), and the one that
+   * performs best (*recommended). vm_reserve: an address range of `bytes`
+   * (a multiple of the minimum granularity) aligned to `alignment` (0 or a
+   * power of two), with nothing mapped. vm_free: the whole reservation, as
+   * reserved, after every mapping in it was unmapped. vm_create: `bytes`
+   * (a multiple of the granularity) of physical memory on ctx's device.
+   * vm_release: gives the handle up; the memory goes once no mapping uses
+   * it either. vm_map: [at, at + bytes) of a reservation that is not mapped
+   * yet, onto the physical memory from `offset` (offset + bytes within it);
+   * it starts with no access. vm_unmap: exactly one earlier mapping's range.
+   * vm_set_access: `access` (GPUHAL_VM_ACCESS_*) for `device` over a range
+   * that is mapped in full; only after it may work on the device use the
+   * range, and only then do copies, memsets and launches take it as device
+   * memory. Every size and address that breaks these rules is
+   * GPUHAL_ERROR_INVALID_VALUE naming it. */
+  gpuhal_status_t (*vm_granularity)(gpuhal_context_t ctx, uint64_t *minimum, uint64_t *recommended);
+  gpuhal_status_t (*vm_reserve)(gpuhal_context_t ctx, uint64_t bytes, uint64_t alignment, gpuhal_deviceptr_t *out);
+  gpuhal_status_t (*vm_free)(gpuhal_context_t ctx, gpuhal_deviceptr_t base, uint64_t bytes);
+  gpuhal_status_t (*vm_create)(gpuhal_context_t ctx, uint64_t bytes, gpuhal_physical_memory_t *out);
+  gpuhal_status_t (*vm_release)(gpuhal_context_t ctx, gpuhal_physical_memory_t memory);
+  gpuhal_status_t (*vm_map)(gpuhal_context_t ctx, gpuhal_deviceptr_t at, uint64_t bytes,
+                            gpuhal_physical_memory_t memory, uint64_t offset);
+  gpuhal_status_t (*vm_unmap)(gpuhal_context_t ctx, gpuhal_deviceptr_t at, uint64_t bytes);
+  gpuhal_status_t (*vm_set_access)(gpuhal_context_t ctx, gpuhal_deviceptr_t at, uint64_t bytes, int32_t device,
+                                   uint32_t access);
 } gpuhal_plugin_table_t;
 
 /* The plugin's only export. Returns GPUHAL_SUCCESS and sets *table, or

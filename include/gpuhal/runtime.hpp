@@ -91,6 +91,7 @@ enum class Capability {
                         // their elements (without it they are staged through the host or a kernel)
   ManagedHints,         // prefetch / advise of managed arrays (Numba has no such names: gpuhal.prefetch,
                         // gpuhal.advise)
+  VirtualMemory,        // VirtualRange, PhysicalMemory, GrowableDeviceArray (reserve, map, set access)
 };
 
 class Device {

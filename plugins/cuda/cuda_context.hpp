@@ -62,6 +62,12 @@ struct CudaGraphExec {
   std::vector<std::shared_ptr<void>> kept;
 };
 
+// Physical memory of cuMemCreate behind a gpuhal_physical_memory_t.
+struct CudaPhysical {
+  CUmemGenericAllocationHandle handle = 0;
+  uint64_t bytes = 0;
+};
+
 struct CudaContext {
   int ordinal = 0;
   CUdevice device = 0;
@@ -95,6 +101,12 @@ struct CudaContext {
   // Device limits read at context creation (for launch checks).
   int shared_per_block = 0;
   int shared_optin = 0;
+  // Virtual memory (cuda_virtual_memory.cpp), guarded by vm_mu: reservations
+  // (base -> bytes), mappings (start -> bytes) and live physical memory,
+  // all given back at context_destroy.
+  std::mutex vm_mu;
+  std::map<CUdeviceptr, size_t> vm_reservations, vm_mappings;
+  std::unordered_map<const CudaPhysical *, std::unique_ptr<CudaPhysical>> vm_physical;
   // CU_DEVICE_ATTRIBUTE_MAX_PITCH: the largest pitch cuMemcpy3D takes (0: unknown, no 3-D copies).
   size_t max_pitch = 0;
   CUmemoryPool pool = nullptr;  // the device's default pool (nullptr: none)
@@ -166,6 +178,10 @@ class ScopedContext {
 // The refusal of an entry on a host-function thread or in a forked child,
 // or GPUHAL_SUCCESS (for entries that call the driver without a context).
 gpuhal_status_t check_thread(const char *entry);
+
+// Gives back every mapping, physical allocation and reservation of c
+// (context_destroy, after it synchronised).
+void release_virtual_memory(CudaContext *c);
 
 inline CUstream native(gpuhal_stream_t s) {
   return reinterpret_cast<CUstream>(s);  // NULL, 0x1 and 0x2 mean the same in CUDA

@@ -314,6 +314,7 @@ gpuhal_status_t context_destroy(gpuhal_context_t ctx) {
   }
   note(synced, "cuCtxSynchronize");
   release_graphs(c);
+  release_virtual_memory(c);
   if (d.cuModuleUnload)
     for (CUmodule m : c->modules) note(d.cuModuleUnload(m), "cuModuleUnload");
   release_staging(c);

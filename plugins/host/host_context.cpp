@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "host_context.hpp"
+#include "host_virtual_memory.hpp"
 
 #include "host_compiler.hpp"
 #include "host_device_mappings.hpp"
@@ -164,12 +165,14 @@ bool Registry::device_accessible(uintptr_t addr, uint64_t bytes) const {
   // addressing: a range may run on through registered ranges that follow
   // without a gap (the core registers overlapping user ranges as adjacent
   // pieces). Device allocations never join: one range, one allocation.
-  if (r.kind != RegionKind::Registered) return false;
+  // Virtual-memory mappings do, as the driver's do: a range of a
+  // reservation runs through the mappings that follow without a gap.
+  if (r.kind != RegionKind::Registered && r.kind != RegionKind::VirtualMapped) return false;
   uintptr_t end = it->first + r.size;
   const uintptr_t want = addr + bytes;
   for (++it; end < want; ++it) {
-    if (it == regions_.end() || it->first != end || it->second.kind != RegionKind::Registered ||
-        it->second.owner != r.owner || !(it->second.flags & GPUHAL_HOST_ALLOC_MAPPED))
+    if (it == regions_.end() || it->first != end || it->second.kind != r.kind || it->second.owner != r.owner ||
+        (r.kind == RegionKind::Registered && !(it->second.flags & GPUHAL_HOST_ALLOC_MAPPED)))
       return false;
     end += it->second.size;
   }
@@ -195,7 +198,8 @@ bool Registry::find_host(uintptr_t addr, uintptr_t *base, Region *out) const {
   if (it == regions_.begin()) return false;
   --it;
   if (it->second.kind == RegionKind::Device || it->second.kind == RegionKind::IpcOpened ||
-      it->second.kind == RegionKind::Released || addr - it->first >= it->second.size)
+      it->second.kind == RegionKind::Released || it->second.kind == RegionKind::VirtualMapped ||
+      addr - it->first >= it->second.size)
     return false;
   *base = it->first;
   *out = it->second;
@@ -271,6 +275,7 @@ HostContext::~HostContext() {
     std::lock_guard<std::mutex> lock(modules_mu);
     modules.clear();  // no launch can be running any more
   }
+  release_virtual_memory(this);  // its registry entries go with its mappings
   for (auto &kv : plugin_state().registry.take_all(this)) {
     if (kv.second.kind == RegionKind::Device) {
       if (device_->limit) device_->used.fetch_sub(kv.second.size);

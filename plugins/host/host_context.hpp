@@ -48,7 +48,8 @@ struct HostModule;
 // stays so that the mapping's next allocation takes it back without a
 // tree insertion and its release without an erasure (a fifth of an
 // allocation + release's time).
-enum class RegionKind { Device, HostAlloc, Registered, IpcOpened, Released };
+// VirtualMapped: a mapping of vm_map with read-write access (host_virtual_memory.cpp).
+enum class RegionKind { Device, HostAlloc, Registered, IpcOpened, Released, VirtualMapped };
 
 struct Region {
   uint64_t size = 0;

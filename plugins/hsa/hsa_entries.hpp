@@ -20,8 +20,12 @@ namespace gpuhal::hsa {
 // the fine-grained system pool, coherent and never migrated, so there is
 // nothing for them to move; hsa_amd_svm_prefetch_async and
 // hsa_amd_svm_attributes_set act on SVM ranges, which it does not allocate.
-constexpr plugin::EntryNames<10> kLeftOut{{"ipc_get_handle", "ipc_open", "ipc_close", "mem_alloc_async",
+// Virtual memory is left out: ROCr has it as hsa_amd_vmem_* from ROCm 6.0,
+// and Debian 12's ROCr (5.2) has none of them.
+constexpr plugin::EntryNames<18> kLeftOut{{"ipc_get_handle", "ipc_open", "ipc_close", "mem_alloc_async",
                                            "mem_free_async", "device_can_access_peer", "context_enable_peer_access",
-                                           "context_adopt", "mem_prefetch_async", "mem_advise"}};
+                                           "context_adopt", "mem_prefetch_async", "mem_advise", "vm_granularity",
+                                           "vm_reserve", "vm_free", "vm_create", "vm_release", "vm_map", "vm_unmap",
+                                           "vm_set_access"}};
 
 }  // namespace gpuhal::hsa

@@ -25,7 +25,7 @@ from ._streams import stream_or_none
 __all__ = [
     "to_device", "device_array", "device_array_like", "managed_array", "pinned_array", "pinned_array_like",
     "mapped_array", "mapped_array_like", "pinned", "mapped", "register", "deregister", "MappedNDArray",
-    "ManagedNDArray", "PinnedNDArray", "prefetch", "advise",
+    "ManagedNDArray", "PinnedNDArray", "prefetch", "advise", "GrowableDeviceArray", "vm_granularity",
 ]
 
 
@@ -298,3 +298,52 @@ def advise(ary, advice, device="host"):
         raise ValueError(f"advice must be one of {sorted(_ADVICE)}, not {advice!r}")
     dev = _managed_device_array(ary)
     _gpuhal.advise(dev._a, _ADVICE[advice], _location(device))
+
+
+# ---- virtual memory (Capability "virtual_memory") -------------------------------------
+def vm_granularity():
+    """(minimum, recommended): what every virtual-memory size is a multiple of."""
+    return tuple(_gpuhal.vm_granularity(_ctx()))
+
+
+class GrowableDeviceArray:
+    """A 1-d device array that grows in place: addresses for ``max_size``
+    elements are reserved once, and memory is mapped at the end as it grows,
+    so its device pointer never changes (PyTorch's expandable segments).
+    NotSupportedError on backends without virtual memory."""
+
+    def __init__(self, max_size, dtype=np.float32):
+        self._dtype = np.dtype(dtype)
+        self._g = _gpuhal._GrowableDeviceArray(_ctx(), _typestr(self._dtype), int(max_size))
+
+    def resize(self, n):
+        """Makes the array ``n`` elements long (new elements uninitialised)."""
+        self._g.resize(int(n))
+
+    def reserve(self, n):
+        """Maps memory for at least ``n`` elements without changing the size."""
+        self._g.reserve(int(n))
+
+    @property
+    def size(self):
+        return self._g.size
+
+    @property
+    def capacity(self):
+        return self._g.capacity
+
+    @property
+    def max_size(self):
+        return self._g.max_size
+
+    @property
+    def device_pointer(self):
+        return self._g.device_pointer
+
+    def array(self):
+        """The first ``size`` elements, as a DeviceNDArray (valid until the
+        array grows past its capacity is not a concern: the pointer stays)."""
+        return DeviceNDArray(self._g.array(), self._dtype)
+
+    def __len__(self):
+        return self.size

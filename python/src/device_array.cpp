@@ -182,6 +182,30 @@ void bind_device_array(nb::module_ &m) {
           nb::gil_scoped_release unlocked;
           return gpuhal::managed_array(ctx, shape, d, strides, order_of(order));
         });
+  // Virtual memory (gpuhal/virtual_memory.hpp): the growable array and the granularity.
+  nb::class_<gpuhal::GrowableDeviceArray>(m, "_GrowableDeviceArray")
+      .def("__init__",
+           [](gpuhal::GrowableDeviceArray *self, const gpuhal::Context &ctx, const std::string &typestr,
+              uint64_t max_elements) { new (self) gpuhal::GrowableDeviceArray(ctx, dtype_of(typestr), max_elements); })
+      .def("reserve",
+           [](gpuhal::GrowableDeviceArray &g, uint64_t n) {
+             nb::gil_scoped_release unlocked;
+             g.reserve(n);
+           })
+      .def("resize",
+           [](gpuhal::GrowableDeviceArray &g, uint64_t n) {
+             nb::gil_scoped_release unlocked;
+             g.resize(n);
+           })
+      .def_prop_ro("size", &gpuhal::GrowableDeviceArray::size)
+      .def_prop_ro("capacity", &gpuhal::GrowableDeviceArray::capacity)
+      .def_prop_ro("max_size", &gpuhal::GrowableDeviceArray::max_size)
+      .def_prop_ro("device_pointer", &gpuhal::GrowableDeviceArray::device_pointer)
+      .def("array", &gpuhal::GrowableDeviceArray::array);
+  m.def("vm_granularity", [](const gpuhal::Context &ctx) {
+    const gpuhal::VmGranularity g = gpuhal::vm_granularity(ctx);
+    return nb::make_tuple(g.minimum, g.recommended);
+  });
   // Managed-memory hints (gpuhal/managed_hints.hpp): location -1 is the host.
   m.def("prefetch", [](const DeviceArray &a, int location, std::optional<gpuhal::Stream> stream) {
     const gpuhal::Location to = location < 0 ? gpuhal::Location::host() : gpuhal::Location::device(location);

@@ -20,6 +20,7 @@ gpuhal::Capability capability_from(const std::string &name) {
       {"stream_priorities", gpuhal::Capability::StreamPriorities},
       {"rect_copies", gpuhal::Capability::RectCopies},
       {"managed_hints", gpuhal::Capability::ManagedHints},
+      {"virtual_memory", gpuhal::Capability::VirtualMemory},
       {"managed_memory", gpuhal::Capability::ManagedMemory},
       {"fault_recovery", gpuhal::Capability::FaultRecovery},
       {"kernel_attributes", gpuhal::Capability::KernelAttributes},

@@ -102,7 +102,8 @@ void optional_groups_all_or_none(Env &env) {
                 {"graphs", Capability::Graphs},
                 {"stream_priorities", Capability::StreamPriorities},
                 {"rect_copies", Capability::RectCopies},
-                {"managed_hints", Capability::ManagedHints}};
+                {"managed_hints", Capability::ManagedHints},
+                {"virtual_memory", Capability::VirtualMemory}};
   for (const auto &c : claims)
     expect(group_present(c.group) == env.runtime.supports(c.capability),
            std::string("the capability of the ") + c.group + " entries disagrees with the table");

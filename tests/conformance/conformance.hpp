@@ -86,6 +86,7 @@ void add_memory_checks(std::vector<Check> &checks);
 void add_transfer_checks(std::vector<Check> &checks);
 void add_rect_copy_checks(std::vector<Check> &checks);
 void add_managed_hint_checks(std::vector<Check> &checks);
+void add_virtual_memory_checks(std::vector<Check> &checks);
 void add_host_memory_checks(std::vector<Check> &checks);
 void add_stream_checks(std::vector<Check> &checks);
 void add_event_checks(std::vector<Check> &checks);

@@ -80,6 +80,7 @@ const std::vector<Check> &all_checks() {
     add_transfer_checks(c);
     add_rect_copy_checks(c);
     add_managed_hint_checks(c);
+    add_virtual_memory_checks(c);
     add_host_memory_checks(c);
     add_stream_checks(c);
     add_event_checks(c);

@@ -200,6 +200,9 @@ GPUHAL_CHECK_VALUE(CU_MEMORYTYPE_DEVICE)
 GPUHAL_CHECK_VALUE(CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS)
 GPUHAL_CHECK_VALUE(CU_MEM_LOCATION_TYPE_DEVICE)
 GPUHAL_CHECK_VALUE(CU_MEM_LOCATION_TYPE_HOST)
+GPUHAL_CHECK_VALUE(CU_MEM_ALLOCATION_TYPE_PINNED)
+GPUHAL_CHECK_VALUE(CU_MEM_ALLOC_GRANULARITY_MINIMUM)
+GPUHAL_CHECK_VALUE(CU_MEM_ALLOC_GRANULARITY_RECOMMENDED)
 #undef GPUHAL_CHECK_VALUE
 static_assert(sizeof(gpuhal::cuda::api::CUDA_KERNEL_NODE_PARAMS) == sizeof(::CUDA_KERNEL_NODE_PARAMS),
               "CUDA_KERNEL_NODE_PARAMS size");
@@ -224,6 +227,13 @@ GPUHAL_CHECK_MEMCPY3D(WidthInBytes)
 GPUHAL_CHECK_MEMCPY3D(Height)
 GPUHAL_CHECK_MEMCPY3D(Depth)
 #undef GPUHAL_CHECK_MEMCPY3D
+static_assert(sizeof(gpuhal::cuda::api::CUmemAllocationProp) == sizeof(::CUmemAllocationProp) &&
+                  offsetof(gpuhal::cuda::api::CUmemAllocationProp, location) == offsetof(::CUmemAllocationProp, location) &&
+                  offsetof(gpuhal::cuda::api::CUmemAllocationProp, allocFlags) == offsetof(::CUmemAllocationProp, allocFlags),
+              "CUmemAllocationProp layout");
+static_assert(sizeof(gpuhal::cuda::api::CUmemAccessDesc) == sizeof(::CUmemAccessDesc) &&
+                  offsetof(gpuhal::cuda::api::CUmemAccessDesc, flags) == offsetof(::CUmemAccessDesc, flags),
+              "CUmemAccessDesc layout");
 static_assert(CU_IPC_HANDLE_SIZE == kIpcHandleSize, "CU_IPC_HANDLE_SIZE");
 static_assert(CU_MEMHOSTALLOC_PORTABLE == kHostAllocPortable, "CU_MEMHOSTALLOC_PORTABLE");
 static_assert(CU_MEMHOSTALLOC_DEVICEMAP == kHostAllocDevicemap, "CU_MEMHOSTALLOC_DEVICEMAP");

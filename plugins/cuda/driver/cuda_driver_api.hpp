@@ -126,6 +126,28 @@ struct CUmemLocation {
   int id;
 };
 using CUmem_advise = int;
+// cuda.h's virtual memory management types (cuMemCreate, cuMemSetAccess).
+using CUmemGenericAllocationHandle = unsigned long long;
+using CUmemAllocationGranularity_flags = int;
+constexpr int CU_MEM_ALLOCATION_TYPE_PINNED = 0x1;
+constexpr CUmemAllocationGranularity_flags CU_MEM_ALLOC_GRANULARITY_MINIMUM = 0x0;
+constexpr CUmemAllocationGranularity_flags CU_MEM_ALLOC_GRANULARITY_RECOMMENDED = 0x1;
+struct CUmemAllocationProp {
+  int type;
+  int requestedHandleTypes;
+  CUmemLocation location;
+  void *win32HandleMetaData;
+  struct {
+    unsigned char compressionType;
+    unsigned char gpuDirectRDMACapable;
+    unsigned short usage;
+    unsigned char reserved[4];
+  } allocFlags;
+};
+struct CUmemAccessDesc {
+  CUmemLocation location;
+  int flags;
+};
 constexpr unsigned CU_MEM_ATTACH_GLOBAL = 0x1;
 
 // CUfunction_attribute and CUjit_option values
@@ -303,6 +325,16 @@ inline CUstream stream_per_thread() {
   /* by their versioned names: cuGetProcAddress at 12.0 would answer the _v1 forms (a CUdevice, not a location) */ \
   O(cuMemPrefetchAsync_v2, cuMemPrefetchAsync_v2, (CUdeviceptr, size_t, CUmemLocation, unsigned, CUstream))  \
   O(cuMemAdvise_v2, cuMemAdvise_v2, (CUdeviceptr, size_t, CUmem_advise, CUmemLocation))        \
+  O(cuMemAddressReserve, cuMemAddressReserve, (CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long)) \
+  O(cuMemAddressFree, cuMemAddressFree, (CUdeviceptr, size_t))                                  \
+  O(cuMemCreate, cuMemCreate,                                                                    \
+    (CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long))   \
+  O(cuMemRelease, cuMemRelease, (CUmemGenericAllocationHandle))                                 \
+  O(cuMemMap, cuMemMap, (CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long)) \
+  O(cuMemUnmap, cuMemUnmap, (CUdeviceptr, size_t))                                              \
+  O(cuMemSetAccess, cuMemSetAccess, (CUdeviceptr, size_t, const CUmemAccessDesc *, size_t))     \
+  O(cuMemGetAllocationGranularity, cuMemGetAllocationGranularity,                               \
+    (size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags))                  \
   O(cuGetProcAddress, cuGetProcAddress_v2, (const char *, void **, int, uint64_t, int *))
 
 }  // namespace gpuhal::cuda::api

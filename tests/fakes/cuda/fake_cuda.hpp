@@ -137,6 +137,22 @@ struct CUmemLocation {
   CUmemLocationType type;
   int id;
 };
+using CUmemGenericAllocationHandle = unsigned long long;
+struct CUmemAllocationProp {
+  int type;
+  int requestedHandleTypes;
+  CUmemLocation location;
+  void *win32HandleMetaData;
+  struct {
+    unsigned char compressionType, gpuDirectRDMACapable;
+    unsigned short usage;
+    unsigned char reserved[4];
+  } allocFlags;
+};
+struct CUmemAccessDesc {
+  CUmemLocation location;
+  int flags;
+};
 struct CUDA_MEMCPY3D {
   size_t srcXInBytes, srcY, srcZ, srcLOD;
   CUmemorytype srcMemoryType;
@@ -530,10 +546,36 @@ inline bool device_range(CUdeviceptr p, size_t n, CUdeviceptr *base = nullptr, s
 
 inline std::atomic<uint64_t> g_pageable_h2d_bytes{0};
 
-// Device-usable memory: allocations, pinned host memory, registered ranges.
+// ---- virtual memory (virtual_memory.cpp), under g_mem_mu ------------------
+// Mappings by start address: their size and access flags (0 until
+// cuMemSetAccess grants some: "all mappings start with no accessibility").
+struct VmMapping {
+  size_t size = 0;
+  CUmemGenericAllocationHandle handle = 0;
+  int access = 0;
+};
+inline std::map<uintptr_t, VmMapping> g_vm_mappings;
+// True when [p, p + n) lies in mappings that follow each other without a
+// gap, each with access granted (g_mem_mu held).
+inline bool vm_accessible_locked(uintptr_t p, size_t n) {
+  auto it = g_vm_mappings.upper_bound(p);
+  if (it == g_vm_mappings.begin()) return false;
+  --it;
+  if (p - it->first >= it->second.size) return false;
+  uintptr_t end = it->first;
+  for (; it != g_vm_mappings.end() && it->first == end && end < p + n; ++it) {
+    if (!it->second.access) return false;
+    end += it->second.size;
+  }
+  return end >= p + n;
+}
+
+// Device-usable memory: allocations, pinned host memory, registered ranges,
+// mapped virtual memory with access.
 inline bool accessible(CUdeviceptr p, size_t n) {
   if (device_range(p, n)) return true;
   std::lock_guard<std::mutex> lock(g_mem_mu);
+  if (vm_accessible_locked(uintptr_t(p), n)) return true;
   for (auto *m : {&g_host, &g_registered}) {
     auto it = m->upper_bound(uintptr_t(p));
     if (it == m->begin()) continue;
