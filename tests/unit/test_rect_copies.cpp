@@ -54,19 +54,10 @@ TEST_CASE("rect plan: sub-tiles, boxes and merged planes are one rectangle, tran
 }
 
 #if GPUHAL_TEST_HAVE_CUDA_PLUGIN
-namespace {
-Runtime fake_cuda_runtime() {
-  Config c;
-  c.backend = "cuda";
-  c.plugin_path = {GPUHAL_TEST_LIB_DIR};
-  c.set_option("GPUHAL_CUDA_DRIVER", GPUHAL_TEST_FAKE_CUDA);
-  return Runtime::load(c);
-}
-}  // namespace
 
 TEST_CASE("cuda rect copies: a strided transfer is one cuMemcpy3D, and the fake driver keeps cuMemcpy3D's rules",
           "[cuda]") {
-  Runtime rt = fake_cuda_runtime();
+  Runtime rt = test::cuda_runtime();
   REQUIRE(rt.supports(Capability::RectCopies));
   Context ctx = rt.device(0).primary_context();
   std::vector<float> all(64 * 96);
@@ -199,7 +190,7 @@ TEST_CASE("hsa rect copies: aligned regions go to hsa_amd_memory_async_copy_rect
 #if GPUHAL_TEST_HAVE_CUDA_PLUGIN
 TEST_CASE("cuda managed hints: prefetch and advise reach the driver with CUDA's location, and its rules hold",
           "[cuda]") {
-  Runtime rt = fake_cuda_runtime();
+  Runtime rt = test::cuda_runtime();
   REQUIRE(rt.supports(Capability::ManagedHints));
   Context ctx = rt.device(0).primary_context();
   DeviceArray m = managed_array(ctx, {1024}, dtypes::float32);
