@@ -106,9 +106,16 @@ bool devices_shown(const gpuhal::Runtime &rt, const Options &o, std::vector<int>
 int list_devices(const gpuhal::Config &config, const std::vector<gpuhal::LoadAttempt> &backends, const Options &o) {
   std::string json = "{" + header_json() + ",\"devices\":[";
   int shown = 0;
+  // The backend asked for (--backend, else GPUHAL_BACKEND), if any; why the
+  // backends that were asked for show no device, for the message below.
+  const std::string want = o.backend ? *o.backend : config.backend;
+  std::string why_none;
   for (const auto &b : backends) {
-    if (b.status != gpuhal::Status::SUCCESS || b.device_count == 0) continue;
-    if (o.backend && *o.backend != b.backend && *o.backend != b.path) continue;
+    if (!want.empty() && want != b.backend && want != b.path) continue;
+    if (b.status != gpuhal::Status::SUCCESS || b.device_count == 0) {
+      why_none += "; " + b.backend + ": " + (b.status == gpuhal::Status::SUCCESS ? "0 devices" : status_text(b));
+      continue;
+    }
     gpuhal::Config c = config;
     c.backend = b.path;
     try {
@@ -129,7 +136,8 @@ int list_devices(const gpuhal::Config &config, const std::vector<gpuhal::LoadAtt
     }
   }
   if (o.json) std::printf("%s]}\n", json.c_str());
-  if (shown == 0) std::fprintf(stderr, "gpuhal-info: no device%s\n", o.device ? " with that ordinal" : "");
+  if (shown == 0)
+    std::fprintf(stderr, "gpuhal-info: no device%s%s\n", o.device ? " with that ordinal" : "", why_none.c_str());
   return shown ? 0 : 1;
 }
 
@@ -320,6 +328,18 @@ int main(int argc, char **argv) {
 
   if (o.lowering) {
     try {
+      if (o.json) {
+        std::string s = "{" + header_json() + ",\"ok\":true,\"backend\":" + json_string(rt->backend_name()) +
+                        ",\"plugin\":" + json_string(rt->plugin_path()) + ",\"lowering\":[";
+        bool first = true;
+        for (const auto &b : rt->kernel_lowering()) {
+          s += std::string(first ? "" : ",") + "{\"builtin\":" + json_string(b.first.empty() ? "prologue" : b.first) +
+               ",\"text\":" + json_string(b.second) + "}";
+          first = false;
+        }
+        std::printf("%s]}\n", s.c_str());
+        return 0;
+      }
       std::printf("/* The portable kernel dialect lowered for the %s backend (%s) */\n", rt->backend_name().c_str(),
                   rt->plugin_path().c_str());
       for (const auto &b : rt->kernel_lowering())
