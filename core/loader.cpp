@@ -273,6 +273,9 @@ Selection select_backend(const Config &config, const Logger &logger) {
         sel.library = std::move(lib);
         break;
       }
+      // Loaded, but not usable: the attempt says so as the probe does
+      // (gpuhal-info's "attempts" and "backends" agree).
+      sel.attempts.back().status = Status::ERROR_NO_DEVICE;
       sel.attempts.back().message += "; skipped: no devices";
       logger.write(LogLevel::Debug, "backend '" + name + "' has no devices; trying the next");
     }
