@@ -27,6 +27,7 @@
 #include "host_graph.hpp"
 #include "host_mapping_cache.hpp"
 #include "host_stream.hpp"
+#include "host_virtual_memory.hpp"
 
 namespace gpuhal::host {
 
@@ -351,6 +352,8 @@ struct HostPlugin {
   std::mutex kernel_mu;  // guards pool and stacks creation
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<StackPool> stacks;
+  // Reservations, mappings and physical memory (host_virtual_memory.cpp).
+  std::shared_ptr<struct VmState> virtual_memory = make_virtual_memory_state();
 };
 
 // In a child of fork() (plugin-wide, installed by the first init): every

@@ -42,19 +42,26 @@ struct Reservation {
   std::map<uintptr_t, Mapping> mappings;  // by start address
 };
 
+}  // namespace
+
 struct VmState {
   std::mutex mu;
   std::map<uintptr_t, Reservation> reservations;  // by base
   std::map<Physical *, std::unique_ptr<Physical>> physical;
 };
 
-// The plugin's table. An object, not a leaked pointer: the plugin is
-// unloaded (dlclose) when its last runtime goes, after every context of it
-// was destroyed, and a heap block held only by its globals would then be
-// unreachable (LeakSanitizer reported exactly that).
+std::shared_ptr<VmState> make_virtual_memory_state() {
+  return std::make_shared<VmState>();
+}
+
+namespace {
+
+// The plugin's table, part of its state (made by the first init, deleted by
+// the last shutdown): neither a static object, whose destructor would race
+// the core's teardown at exit, nor a leaked block, which LeakSanitizer
+// finds unreachable once the plugin is unloaded.
 VmState &vm() {
-  static VmState s;
-  return s;
+  return *plugin_state().virtual_memory;
 }
 
 bool multiple(uint64_t v) { return v % page_size() == 0; }

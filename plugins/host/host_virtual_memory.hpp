@@ -11,9 +11,15 @@
 // Ownership: everything a context made goes with it (release_virtual_memory).
 #pragma once
 
+#include <memory>
+
 namespace gpuhal::host {
 
 class HostContext;
+struct VmState;
+
+// The plugin's virtual-memory table (one in HostPlugin, made with it).
+std::shared_ptr<VmState> make_virtual_memory_state();
 
 // Unmaps every mapping and reservation of `c` and frees its physical
 // memory (context teardown, after its streams stopped).
