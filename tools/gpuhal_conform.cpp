@@ -42,6 +42,7 @@ const char kUsage[] =
     "  --timeout SECONDS   time limit of each check (default 120; 0: none); a check over it fails\n"
     "  --no-fork           run the checks in this process (for a debugger): no time limit, and a\n"
     "                      crash ends the run\n"
+    "  --junit FILE        also write the results as JUnit XML to FILE (for CI test reports)\n"
     "  --version           print the version of gpuhal and of its plugin ABI, then exit\n"
     "  --help              this text\n"
     "\n"
@@ -70,6 +71,63 @@ std::string self_exe() {
   return n > 0 ? std::string(buf, size_t(n)) : std::string();
 }
 
+// XML's five escapes, and no control characters but tab and newline.
+std::string xml_text(const std::string &s) {
+  std::string out;
+  for (char ch : s) {
+    switch (ch) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default:
+        if (static_cast<unsigned char>(ch) < 0x20 && ch != '\n' && ch != '\t') out += ' ';
+        else out += ch;
+    }
+  }
+  return out;
+}
+
+// The results as JUnit XML (one testsuite; a check's object is its
+// classname): failures are <failure>, unsupported and skipped checks
+// <skipped> with their reason. False when the file cannot be written.
+bool write_junit(const std::string &path, const std::string &plugin, const std::vector<Result> &results,
+                 const std::vector<const char *> &contracts) {
+  int failed = 0, skipped = 0;
+  double total = 0;
+  for (const auto &r : results) {
+    failed += r.outcome == Outcome::Fail;
+    skipped += r.outcome == Outcome::Unsupported || r.outcome == Outcome::Skipped;
+    total += r.seconds;
+  }
+  std::string x = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  char head[256];
+  std::snprintf(head, sizeof head, "<testsuite name=\"gpuhal-conform\" tests=\"%zu\" failures=\"%d\" errors=\"0\" skipped=\"%d\" time=\"%.3f\">\n",
+                results.size(), failed, skipped, total);
+  x += head;
+  x += "  <properties><property name=\"plugin\" value=\"" + xml_text(plugin) + "\"/></properties>\n";
+  for (size_t i = 0; i < results.size(); ++i) {
+    const Result &r = results[i];
+    const size_t dot = r.name.find('.');
+    char secs[32];
+    std::snprintf(secs, sizeof secs, "%.3f", r.seconds);
+    x += "  <testcase classname=\"" + xml_text(dot == std::string::npos ? r.name : r.name.substr(0, dot)) +
+         "\" name=\"" + xml_text(r.name) + "\" time=\"" + secs + "\">";
+    if (r.outcome == Outcome::Fail)
+      x += "<failure message=\"" + xml_text(r.detail) + "\">" + xml_text(contracts[i]) + "</failure>";
+    else if (r.outcome == Outcome::Unsupported || r.outcome == Outcome::Skipped)
+      x += "<skipped message=\"" + xml_text(std::string(r.outcome == Outcome::Unsupported ? "unsupported: " : "") +
+                                             r.detail) + "\"/>";
+    x += "</testcase>\n";
+  }
+  x += "</testsuite>\n";
+  FILE *f = std::fopen(path.c_str(), "w");
+  if (!f) return false;
+  const bool ok = std::fwrite(x.data(), 1, x.size(), f) == x.size();
+  return std::fclose(f) == 0 && ok;
+}
+
 int usage_error(const std::string &message) {
   std::fprintf(stderr, "gpuhal-conform: %s\n%s", message.c_str(), kUsage);
   return 2;
@@ -80,7 +138,7 @@ int usage_error(const std::string &message) {
 int main(int argc, char **argv) {
   if (argc == 5 && !std::strcmp(argv[1], "--ipc-peer")) return ipc_peer_main(argv[2], argv[3], argv[4]);
   bool json = false, list = false;
-  std::string plugin;
+  std::string plugin, junit;
   std::vector<std::string> only, skip;
   RunOptions options;
   for (int i = 1; i < argc; ++i) {
@@ -101,6 +159,8 @@ int main(int argc, char **argv) {
       options.isolate = false;
     } else if ((arg == "--only" || arg == "--skip") && has_value) {
       (arg == "--only" ? only : skip).push_back(argv[++i]);
+    } else if (arg == "--junit" && has_value) {
+      junit = argv[++i];
     } else if (arg == "--timeout" && has_value) {
       char *end = nullptr;
       options.timeout_s = std::strtod(argv[++i], &end);
@@ -183,6 +243,10 @@ int main(int argc, char **argv) {
                 counts[2]);
     if (counts[3]) std::printf(", %d skipped", counts[3]);
     std::printf("\n");
+  }
+  if (!junit.empty() && !write_junit(junit, options.config.backend, results, contracts)) {
+    std::fprintf(stderr, "gpuhal-conform: cannot write --junit '%s'\n", junit.c_str());
+    return 2;
   }
   std::fflush(stdout);  // before any exit-time sanitizer report
   return counts[1] == 0 ? 0 : 1;

@@ -70,6 +70,19 @@ std::string attempts_json(const std::vector<gpuhal::LoadAttempt> &attempts, cons
   return s + "]";
 }
 
+// [a, b, c] of three ints.
+std::string json_triple(const int (&v)[3]) {
+  return "[" + std::to_string(v[0]) + "," + std::to_string(v[1]) + "," + std::to_string(v[2]) + "]";
+}
+
+// The PCI location as nvidia-smi and lspci write it ("0000:41:00.0").
+std::string pci_bus_id(const gpuhal::DeviceProperties &p) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%04x:%02x:%02x.0", unsigned(p.pci_domain) & 0xffffu, unsigned(p.pci_bus) & 0xffu,
+                unsigned(p.pci_device) & 0xffu);
+  return text;
+}
+
 std::string device_json(const gpuhal::Runtime &rt, int i) {
   const auto &p = rt.device(i).properties();
   return "{\"backend\":" + json_string(rt.backend_name()) + ",\"ordinal\":" + std::to_string(i) +
@@ -82,7 +95,10 @@ std::string device_json(const gpuhal::Runtime &rt, int i) {
          ",\"max_threads_per_block\":" + std::to_string(p.max_threads_per_block) +
          ",\"shared_memory_per_block\":" + std::to_string(p.shared_memory_per_block) +
          ",\"can_map_host_memory\":" + json_bool(p.can_map_host_memory) +
-         ",\"unified_addressing\":" + json_bool(p.unified_addressing) + "}";
+         ",\"unified_addressing\":" + json_bool(p.unified_addressing) +
+         ",\"max_block_dim\":" + json_triple(p.max_block_dim) + ",\"max_grid_dim\":" + json_triple(p.max_grid_dim) +
+         ",\"clock_rate_khz\":" + std::to_string(p.clock_rate_khz) + ",\"pci_bus_id\":" + json_string(pci_bus_id(p)) +
+         "}";
 }
 
 std::string header_json() {
