@@ -118,6 +118,7 @@
 #include <vector>
 
 #include "../fault_spec.hpp"
+#include "fake_cuda_types.hpp"
 
 namespace fake_cuda {
 using CUresult = int;
@@ -127,49 +128,6 @@ struct Event;
 struct Capture;
 using CUstream = Stream *;
 using CUevent = Event *;
-// cuda.h's CUmemorytype and CUDA_MEMCPY3D (the _v2 layout).
-using CUmemorytype = int;
-constexpr CUmemorytype CU_MEMORYTYPE_HOST = 1, CU_MEMORYTYPE_DEVICE = 2, CU_MEMORYTYPE_ARRAY = 3,
-                       CU_MEMORYTYPE_UNIFIED = 4;
-using CUmemLocationType = int;
-constexpr CUmemLocationType CU_MEM_LOCATION_TYPE_DEVICE = 1, CU_MEM_LOCATION_TYPE_HOST = 2;
-struct CUmemLocation {
-  CUmemLocationType type;
-  int id;
-};
-using CUmemGenericAllocationHandle = unsigned long long;
-struct CUmemAllocationProp {
-  int type;
-  int requestedHandleTypes;
-  CUmemLocation location;
-  void *win32HandleMetaData;
-  struct {
-    unsigned char compressionType, gpuDirectRDMACapable;
-    unsigned short usage;
-    unsigned char reserved[4];
-  } allocFlags;
-};
-struct CUmemAccessDesc {
-  CUmemLocation location;
-  int flags;
-};
-struct CUDA_MEMCPY3D {
-  size_t srcXInBytes, srcY, srcZ, srcLOD;
-  CUmemorytype srcMemoryType;
-  const void *srcHost;
-  CUdeviceptr srcDevice;
-  void *srcArray;
-  void *reserved0;
-  size_t srcPitch, srcHeight;
-  size_t dstXInBytes, dstY, dstZ, dstLOD;
-  CUmemorytype dstMemoryType;
-  void *dstHost;
-  CUdeviceptr dstDevice;
-  void *dstArray;
-  void *reserved1;
-  size_t dstPitch, dstHeight;
-  size_t WidthInBytes, Height, Depth;
-};
 
 constexpr CUresult OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, NOT_INITIALIZED = 3, STUB = 34, NO_DEVICE = 100,
                    INVALID_DEVICE = 101, INVALID_CONTEXT = 201, INVALID_PTX = 218, UNSUPPORTED_PTX_VERSION = 222,
