@@ -341,8 +341,9 @@ class GrowableDeviceArray:
         return self._g.device_pointer
 
     def array(self):
-        """The first ``size`` elements, as a DeviceNDArray (valid until the
-        array grows past its capacity is not a concern: the pointer stays)."""
+        """The first ``size`` elements, as a DeviceNDArray. Growing later
+        does not move them: an array taken before stays valid (it keeps its
+        own length)."""
         return DeviceNDArray(self._g.array(), self._dtype)
 
     def __len__(self):
