@@ -40,7 +40,7 @@ bool is_python_plugin_name(const std::string &v) {
 
 const char *const kPathVariables[] = {"GPUHAL_PLUGIN_PATH", "GPUHAL_VENDORS_PATH", "GPUHAL_CUDA_DRIVER", "GPUHAL_HSA_RUNTIME",
                                       "GPUHAL_MEMORY_MANAGER", "GPUHAL_HOST_CXX", "GPUHAL_KERNEL_CACHE",
-                                      "GPUHAL_NVRTC", "GPUHAL_AMD_COMGR"};
+                                      "GPUHAL_NVRTC", "GPUHAL_AMD_COMGR", "GPUHAL_TRACE_FILE"};
 
 [[noreturn]] void bad(const std::string &name, const std::string &value, const std::string &why) {
   throw Error(Status::ERROR_INVALID_CONFIG, name + "='" + value + "': " + why);
@@ -52,6 +52,26 @@ LogLevel parse_log_level(const std::string &v) {
   if (v == "info") return LogLevel::Info;
   if (v == "debug") return LogLevel::Debug;
   bad("GPUHAL_LOG", v, "expected one of error, warn, info, debug");
+}
+
+// GPUHAL_LAYERS: names of the layers (core/layers), comma-separated, each
+// once; the first is the one the core calls.
+std::vector<std::string> parse_layers(const std::string &v) {
+  static const char *const kNames[] = {"validation", "trace", "leak", "fault"};
+  std::vector<std::string> layers;
+  size_t start = 0;
+  while (start <= v.size()) {
+    size_t end = v.find(',', start);
+    if (end == std::string::npos) end = v.size();
+    const std::string name = v.substr(start, end - start);
+    if (std::find(std::begin(kNames), std::end(kNames), name) == std::end(kNames))
+      bad("GPUHAL_LAYERS", v, "'" + name + "' is not a layer (expected a comma-separated list of validation, trace, leak, fault)");
+    if (std::find(layers.begin(), layers.end(), name) != layers.end())
+      bad("GPUHAL_LAYERS", v, "'" + name + "' is named twice");
+    layers.push_back(name);
+    start = end + 1;
+  }
+  return layers;
 }
 
 uint64_t parse_count(const std::string &name, const std::string &v) {
@@ -85,12 +105,13 @@ const char *const kKnownVariables[] = {
     "GPUHAL_HSA_RUNTIME",        "GPUHAL_KERNEL_CACHE",     "GPUHAL_KERNEL_CACHE_MAX",
     "GPUHAL_LOG",                "GPUHAL_MAX_PENDING_DEALLOCS_COUNT", "GPUHAL_MAX_PENDING_DEALLOCS_RATIO",
     "GPUHAL_MEMORY_MANAGER",     "GPUHAL_NVRTC",            "GPUHAL_PLUGIN_PATH",
-    "GPUHAL_VENDORS_PATH",       "GPUHAL_FAULT",
+    "GPUHAL_VENDORS_PATH",       "GPUHAL_FAULT",            "GPUHAL_LAYERS",
+    "GPUHAL_TRACE_FILE",         "GPUHAL_LEAK_CHECK",
 };
 // Prefixes of variables the project's scripts, tests and benchmarks set
 // (never read by the library): not noted.
 const char *const kToolPrefixes[] = {"GPUHAL_TEST_", "GPUHAL_FUZZ", "GPUHAL_BENCH_", "GPUHAL_BUILD_",
-                                     "GPUHAL_NUMBA_ADAPTER", "GPUHAL_SANITIZE", "GPUHAL_FAULTING_",
+                                     "GPUHAL_NUMBA_ADAPTER", "GPUHAL_SANITIZE", "GPUHAL_RECORDING_",
                                      "GPUHAL_NUMPY_PYTHON", "GPUHAL_CHECK_TIMEOUT", "GPUHAL_STEP_TIMEOUT",
                                      "GPUHAL_SOURCE_COMMIT", "GPUHAL_DEVELOPER", "GPUHAL_WERROR"};
 
@@ -158,6 +179,15 @@ Config Config::parse(const std::vector<std::string> &names, const Lookup &lookup
     c.max_pending_deallocs_count = parse_count("GPUHAL_MAX_PENDING_DEALLOCS_COUNT", *v);
   if (auto v = lookup("GPUHAL_MAX_PENDING_DEALLOCS_RATIO"); v)
     c.max_pending_deallocs_ratio = parse_ratio("GPUHAL_MAX_PENDING_DEALLOCS_RATIO", *v);
+
+  if (auto v = lookup("GPUHAL_LAYERS"); v && !v->empty()) c.layers = parse_layers(*v);
+  if (auto v = lookup("GPUHAL_LEAK_CHECK"); v && !v->empty()) {
+    if (*v != "report" && *v != "fail") bad("GPUHAL_LEAK_CHECK", *v, "expected report or fail");
+    c.leak_check_fail = *v == "fail";
+  }
+  // A path: in an elevated process ignored (noted with the other path
+  // variables below), and the trace goes to the log.
+  if (auto v = lookup("GPUHAL_TRACE_FILE"); v && !v->empty() && !elevated) c.trace_file = *v;
 
   if (auto v = lookup("GPUHAL_BACKEND"); v && !v->empty()) {
     if (v->find('/') != std::string::npos) {

@@ -4,6 +4,7 @@
 #include "gpuhal/memory.hpp"
 #include "gpuhal/stream.hpp"
 #include "internal.hpp"
+#include "layers/leak_layer.hpp"
 
 namespace gpuhal {
 
@@ -359,6 +360,7 @@ void Context::reset() const {
     gpuhal_context_t old = c.handle;
     c.handle = nullptr;
     try {
+      const detail::layers::ResetScope resetting;  // the leak layer's: what is kept is kept on purpose
       c.backend().context_destroy(old);
     } catch (...) {
       c.host_visible.restore(c.logger());

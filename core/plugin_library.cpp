@@ -2,6 +2,7 @@
 #include "plugin_library.hpp"
 
 #include "fork_guard.hpp"
+#include "layers/layer_chain.hpp"
 
 #include <dlfcn.h>
 #include <sys/stat.h>
@@ -174,6 +175,16 @@ std::unique_ptr<PluginLibrary> PluginLibrary::open(const std::string &path, cons
   if (GPUHAL_VERSION_MINOR(t->abi_version) > GPUHAL_ABI_MINOR)
     logger.write(LogLevel::Debug, "plugin " + path + " speaks newer minor ABI " + version_string(t->abi_version) +
                                       "; using the " + core_v + " subset");
+
+  // The layers wrap the validated table, so that init is seen too.
+  if (!config.layers.empty()) {
+    try {
+      lib->layers_ = layers::LayerChain::create(lib->table_, lib->name_, config, logger);
+    } catch (const Error &e) {
+      return refuse(e.status(), e.what());
+    }
+    lib->table_ = lib->layers_->table();
+  }
 
   std::vector<gpuhal_option_t> options;
   options.reserve(config.plugin_options.size());

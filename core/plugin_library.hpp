@@ -3,6 +3,8 @@
 //
 // Owns the dlopen handle and a private copy of the plugin's table, widened to
 // the core's table size (entries beyond the plugin's struct_size are NULL).
+// With layers configured (Config::layers) the copy is the layers' table
+// (core/layers/layer_chain.hpp), which calls the plugin's.
 // Every call into the plugin that fails is turned into a gpuhal::Error here,
 // in one place, with the plugin's per-thread message. The destructor calls
 // shutdown() and dlclose(). Thread-safe after construction.
@@ -17,6 +19,9 @@
 #include "log.hpp"
 
 namespace gpuhal::detail {
+namespace layers {
+class LayerChain;
+}
 
 class PluginLibrary {
  public:
@@ -62,6 +67,7 @@ class PluginLibrary {
   bool initialised_ = false;
   uint32_t forks_ = 0;  // fork_count() when opened: a child of fork() neither shuts it down nor closes it
   Logger logger_;
+  std::unique_ptr<layers::LayerChain> layers_;  // null without layers
 };
 
 // Formats a version as "1.0".

@@ -23,7 +23,7 @@
 
 namespace {
 
-using gpuhal::tools::json_string;
+using gpuhal::support::json_string;
 
 enum class Format { Text, Csv, Json };
 

@@ -63,7 +63,7 @@ bool any_match(const std::vector<std::string> &patterns, const std::string &name
   return false;
 }
 
-using gpuhal::tools::json_string;
+using gpuhal::support::json_string;
 
 std::string self_exe() {
   char buf[PATH_MAX];

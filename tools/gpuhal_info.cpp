@@ -20,8 +20,8 @@
 
 namespace {
 
-using gpuhal::tools::json_bool;
-using gpuhal::tools::json_string;
+using gpuhal::support::json_bool;
+using gpuhal::support::json_string;
 
 struct Options {
   bool json = false, lowering = false, list = false;

@@ -46,6 +46,17 @@ struct Config {
   // GPUHAL_MEMORY_MANAGER: "default" (also when empty), "pool", or an
   // absolute path to a memory-manager shared object (memory_manager.h).
   std::string memory_manager;
+  // GPUHAL_LAYERS: the layers between the core and the plugin
+  // (docs/layers.md), the first the one the core calls: any of
+  // "validation", "trace", "leak", "fault", each once. Empty: none, and the
+  // plugin's own table is called directly.
+  std::vector<std::string> layers;
+  // GPUHAL_TRACE_FILE: the trace layer writes a Chrome trace-event JSON file
+  // here instead of log lines (a path: ignored in elevated processes).
+  std::string trace_file;
+  // GPUHAL_LEAK_CHECK=fail (default report): a process in which the leak
+  // layer found leaks exits with status 1.
+  bool leak_check_fail = false;
   // Every GPUHAL_* variable, handed to the plugin's init (the plugin
   // validates the ones it owns, e.g. GPUHAL_HOST_DEVICES).
   std::vector<std::pair<std::string, std::string>> plugin_options;

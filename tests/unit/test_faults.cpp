@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// Fault injection through the faulting plugin (tests/fakes/faulting_plugin.cpp)
-// wrapped around the host plugin (GPUHAL_FAULT=<entry>:<k>): a representative
+// Fault injection through the fault layer (core/layers/fault_layer.hpp)
+// over the host plugin (GPUHAL_FAULT=<entry>:<k>): a representative
 // workload runs once per plugin entry with that entry's first call failing. Each failure must surface as a gpuhal::Error (thrown,
 // or handed to the deallocation error handler for releases) naming the
 // entry; afterwards the same context runs the workload cleanly and all
@@ -78,11 +78,12 @@ GPUHAL_KERNEL void twice(GPUHAL_GLOBAL float *x, unsigned n) {
   ctx.synchronize();
 }
 
-// The host plugin wrapped by the faulting plugin, with extra options.
+// The host plugin under the fault layer, with extra options.
 Runtime faulty_runtime(std::vector<std::pair<std::string, std::string>> options) {
-  setenv("GPUHAL_FAULTING_TARGET", GPUHAL_TEST_LIB_DIR "/libgpuhal-host.so", 1);
   Config c;
-  c.backend = test::fake_path("libgpuhal-faulting.so");
+  c.backend = "host";
+  c.plugin_path = {GPUHAL_TEST_LIB_DIR};
+  c.layers = {"fault"};
   for (auto &kv : options) c.set_option(kv.first, kv.second);
   return Runtime::load(c);
 }
@@ -173,9 +174,11 @@ TEST_CASE("fault injection: device, context and peer entries of the host plugin"
   CHECK_NOTHROW(c0.enable_peer_access(c1));
 }
 
-TEST_CASE("fault injection: a bad GPUHAL_FAULT fails the wrapper's init, and a status can be named") {
-  REQUIRE_GPUHAL_ERROR(faulty_context("mem_alloc"), Status::ERROR_INITIALIZATION_FAILED, "expected <entry>:<k>");
-  REQUIRE_GPUHAL_ERROR(faulty_context("mem_alloc:0"), Status::ERROR_INITIALIZATION_FAILED, "k >= 1");
+TEST_CASE("fault injection: a bad GPUHAL_FAULT refuses the plugin's load, and a status can be named") {
+  REQUIRE_GPUHAL_ERROR(faulty_context("mem_alloc"), Status::ERROR_INVALID_CONFIG, "expected <entry>:<k>");
+  REQUIRE_GPUHAL_ERROR(faulty_context("mem_alloc:0"), Status::ERROR_INVALID_CONFIG, "k >= 1");
+  REQUIRE_GPUHAL_ERROR(faulty_context("mem_aloc:1"), Status::ERROR_INVALID_CONFIG,
+                       "'mem_aloc' is not an entry of the plugin table");
   // A later call can be aimed at: the third allocation fails (with a status
   // named by its number, status.def; an injected out-of-memory would be
   // retried by the core after a flush, and the retry would succeed).

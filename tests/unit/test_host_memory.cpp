@@ -149,15 +149,15 @@ TEST_CASE("registrations end with a context reset", "[hostmem][reset]") {
 }
 
 TEST_CASE("the core hands the portable, mapped and write-combined flags to the plugin", "[hostmem][flags]") {
-  // The host plugin through the faulting wrapper (no faults), which records
+  // The host plugin through the recording wrapper, which records
   // the flags of the latest host_alloc / host_register it forwards.
-  setenv("GPUHAL_FAULTING_TARGET", GPUHAL_TEST_LIB_DIR "/libgpuhal-host.so", 1);
+  setenv("GPUHAL_RECORDING_TARGET", GPUHAL_TEST_LIB_DIR "/libgpuhal-host.so", 1);
   Config c;
-  c.backend = test::fake_path("libgpuhal-faulting.so");
+  c.backend = test::fake_path("libgpuhal-recording.so");
   Context ctx = Runtime::load(c).device(0).primary_context();
-  void *wrapper = dlopen(test::fake_path("libgpuhal-faulting.so").c_str(), RTLD_NOW | RTLD_NOLOAD);
+  void *wrapper = dlopen(test::fake_path("libgpuhal-recording.so").c_str(), RTLD_NOW | RTLD_NOLOAD);
   REQUIRE(wrapper);
-  auto last_flags = reinterpret_cast<uint32_t (*)(int)>(dlsym(wrapper, "gpuhal_faulting_last_host_flags"));
+  auto last_flags = reinterpret_cast<uint32_t (*)(int)>(dlsym(wrapper, "gpuhal_recording_last_host_flags"));
   REQUIRE(last_flags);
   const uint32_t P = GPUHAL_HOST_ALLOC_PORTABLE, M = GPUHAL_HOST_ALLOC_MAPPED, W = GPUHAL_HOST_ALLOC_WRITE_COMBINED;
   // Pinned and mapped arrays are the core's pages registered with the

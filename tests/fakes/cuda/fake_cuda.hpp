@@ -117,7 +117,7 @@
 #include <thread>
 #include <vector>
 
-#include "../fault_spec.hpp"
+#include "../../../support/fault_spec.hpp"
 #include "fake_cuda_types.hpp"
 
 namespace fake_cuda {
@@ -137,7 +137,7 @@ constexpr CUresult OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, NOT_INITIALIZED
                    CAPTURE_ISOLATION = 905, CAPTURE_IMPLICIT = 906, CAPTURED_EVENT = 907;
 
 // ---- fault injection (FAKE_CUDA_FAIL, syntax of fault_spec.hpp) ------------------
-inline gpuhal::fakes::FaultRules &g_faults = gpuhal::fakes::fault_rules_from_environment("FAKE_CUDA_FAIL", "fake CUDA driver");
+inline gpuhal::support::FaultRules &g_faults = gpuhal::support::fault_rules_from_environment("FAKE_CUDA_FAIL", "fake CUDA driver");
 
 inline CUresult injected(const char *symbol) {
   long code = 0;

@@ -74,7 +74,7 @@
 #include <thread>
 #include <vector>
 
-#include "../fault_spec.hpp"
+#include "../../../support/fault_spec.hpp"
 
 #include "hsa_api.hpp"
 #include "hsa_code_object.hpp"
@@ -87,7 +87,7 @@ using namespace gpuhal::hsa::api;
 
 
 // ---- fault injection (FAKE_HSA_FAIL, syntax of fault_spec.hpp) -------------------------
-inline gpuhal::fakes::FaultRules &g_faults = gpuhal::fakes::fault_rules_from_environment("FAKE_HSA_FAIL", "fake HSA runtime");
+inline gpuhal::support::FaultRules &g_faults = gpuhal::support::fault_rules_from_environment("FAKE_HSA_FAIL", "fake HSA runtime");
 
 inline hsa_status_t injected(const char *symbol) {
   long code = 0;

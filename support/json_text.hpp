@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// JSON text for the tools' --json output (gpuhal-info, gpuhal-conform): one
+// JSON text for the tools' --json output and the trace layer's file: one
 // string writer, so that every document they print is valid JSON and valid
 // UTF-8 whatever a plugin or a driver put in a name or a message. Bytes that
 // are not well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates,
@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-namespace gpuhal::tools {
+namespace gpuhal::support {
 
 // The length of the well-formed UTF-8 sequence at s[i], or 0 if there is none.
 inline size_t utf8_sequence(std::string_view s, size_t i) {
@@ -69,4 +69,4 @@ inline const char *json_bool(bool b) {
   return b ? "true" : "false";
 }
 
-}  // namespace gpuhal::tools
+}  // namespace gpuhal::support

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// The one fault-injection syntax of every fake (the CUDA driver, the HSA
-// runtime, the faulting plugin wrapper):
+// The one fault-injection syntax of gpuhal's fault layer (GPUHAL_FAULT,
+// core/layers/fault_layer.cpp) and of the fake drivers (FAKE_CUDA_FAIL,
+// FAKE_HSA_FAIL): a header of the neutral support folder, which the core,
+// the plugins and the tests may all include.
 //
 //   <symbol>:<k>[:<code>][,<symbol>:<k>[:<code>]...]
 //
@@ -18,7 +20,7 @@
 #include <vector>
 
 namespace gpuhal {
-namespace fakes {
+namespace support {
 
 class FaultRules {
  public:
@@ -117,5 +119,5 @@ inline FaultRules &fault_rules_from_environment(const char *variable, const char
   return *rules;
 }
 
-}  // namespace fakes
+}  // namespace support
 }  // namespace gpuhal

@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// ObjectBook: what a plugin has made and not yet destroyed, as seen through
+// its entry table, for the validation layer (is this handle live, of which
+// context, which allocation holds this address) and the leak layer (what is
+// still alive at context_destroy and at shutdown).
+//
+// after<Id>(status, args...) updates the book for one call that returned
+// `status` (creations and destructions count only when it succeeded).
+//
+// Thread safety: every member takes the book's mutex.
+// Bounds: destroyed handles are remembered (for use-after-destroy reports)
+// up to kDestroyedKept of them, the oldest forgotten first.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "layer_entries.hpp"
+
+namespace gpuhal::detail::layers {
+
+enum class ObjectKind {
+  context,
+  device_memory,
+  managed_memory,
+  async_memory,
+  host_memory,
+  registration,
+  stream,
+  event,
+  module,
+  kernel,
+  ipc_mapping,
+  graph,
+  graph_exec,
+  vm_reservation,
+  vm_physical,
+};
+const char *to_string(ObjectKind kind);
+
+struct ObjectRecord {
+  ObjectKind kind = ObjectKind::context;
+  uint64_t handle = 0;   // the handle's or base address's bits
+  uint64_t context = 0;  // its context's handle (for a context: itself)
+  uint64_t bytes = 0;    // memory: its size; a context: its device ordinal; a kernel: its module
+  uint64_t call = 0;     // the trace layer's number of the call that made it (0: not traced)
+  uint64_t thread = 0;   // the thread that made it
+};
+
+// One line for a record: "device memory 0x7f0000 (4096 bytes), made by call
+// #12 (mem_alloc) on thread 1234".
+std::string describe(const ObjectRecord &r);
+
+// The trace layer's number of the call this thread is in (0 outside a traced
+// call), which the books record with what the call makes.
+uint64_t current_traced_call();
+void set_current_traced_call(uint64_t call);
+
+template <class T>
+uint64_t bits_of(T value) {
+  if constexpr (std::is_pointer_v<T>)
+    return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(value));
+  else
+    return static_cast<uint64_t>(value);
+}
+
+class ObjectBook {
+ public:
+  static constexpr size_t kDestroyedKept = 4096;
+
+  template <EntryId Id, class... A>
+  void after(gpuhal_status_t status, A... a);
+
+  std::optional<ObjectRecord> find(ObjectKind kind, uint64_t handle) const;
+  bool was_destroyed(ObjectKind kind, uint64_t handle) const;
+  // The live allocation (device, managed, stream-ordered memory or an IPC
+  // mapping) whose range holds `address`, if the book has one.
+  std::optional<ObjectRecord> allocation_containing(uint64_t address) const;
+  // Everything alive of `context` but the context itself and its kernels
+  // (which go with their modules), or of every context when context is 0.
+  std::vector<ObjectRecord> alive(uint64_t context) const;
+  // Forgets everything of `context` (its context_destroy freed it all).
+  void forget_context(uint64_t context);
+
+ private:
+  using Key = std::pair<ObjectKind, uint64_t>;
+  void add(ObjectKind kind, uint64_t handle, uint64_t context, uint64_t bytes);
+  void remove(ObjectKind kind, uint64_t handle);
+  void remove_memory(uint64_t address);  // mem_free's: whichever memory kind it was
+  void remove_kernels_of(uint64_t module);
+  static bool is_memory(ObjectKind k) {
+    return k == ObjectKind::device_memory || k == ObjectKind::managed_memory || k == ObjectKind::async_memory ||
+           k == ObjectKind::ipc_mapping;
+  }
+
+  mutable std::mutex mu_;
+  std::map<Key, ObjectRecord> live_;
+  std::map<uint64_t, Key> memory_by_base_;  // device-side ranges, for allocation_containing
+  std::set<Key> destroyed_;
+  std::deque<Key> destroyed_order_;
+};
+
+template <EntryId Id, class... A>
+void ObjectBook::after(gpuhal_status_t status, A... a) {
+  if (status != GPUHAL_SUCCESS) return;
+  [[maybe_unused]] const auto args = std::make_tuple(a...);
+  using E = EntryId;
+  auto out = [&](auto index) { return bits_of(*std::get<decltype(index)::value>(args)); };
+  auto arg = [&](auto index) { return bits_of(std::get<decltype(index)::value>(args)); };
+  using I0 = std::integral_constant<size_t, 0>;
+  using I1 = std::integral_constant<size_t, 1>;
+  using I2 = std::integral_constant<size_t, 2>;
+  using I3 = std::integral_constant<size_t, 3>;
+  using I4 = std::integral_constant<size_t, 4>;
+  if constexpr (Id == E::context_create || Id == E::context_adopt) {
+    const uint64_t ctx = out(std::integral_constant<size_t, sizeof...(A) - 1>{});
+    add(ObjectKind::context, ctx, ctx, arg(I0{}));
+  } else if constexpr (Id == E::context_destroy) {
+    forget_context(arg(I0{}));
+  } else if constexpr (Id == E::mem_alloc) {
+    add(ObjectKind::device_memory, out(I2{}), arg(I0{}), arg(I1{}));
+  } else if constexpr (Id == E::mem_alloc_managed) {
+    add(ObjectKind::managed_memory, out(I2{}), arg(I0{}), arg(I1{}));
+  } else if constexpr (Id == E::mem_alloc_async) {
+    add(ObjectKind::async_memory, out(I3{}), arg(I0{}), arg(I1{}));
+  } else if constexpr (Id == E::mem_free || Id == E::mem_free_async) {
+    remove_memory(arg(I1{}));
+  } else if constexpr (Id == E::host_alloc) {
+    add(ObjectKind::host_memory, out(I3{}), arg(I0{}), arg(I1{}));
+  } else if constexpr (Id == E::host_free) {
+    remove(ObjectKind::host_memory, arg(I1{}));
+  } else if constexpr (Id == E::host_register) {
+    add(ObjectKind::registration, arg(I1{}), arg(I0{}), arg(I2{}));
+  } else if constexpr (Id == E::host_unregister) {
+    remove(ObjectKind::registration, arg(I1{}));
+  } else if constexpr (Id == E::stream_create) {
+    add(ObjectKind::stream, out(I2{}), arg(I0{}), 0);
+  } else if constexpr (Id == E::stream_create_with_priority) {
+    add(ObjectKind::stream, out(I3{}), arg(I0{}), 0);
+  } else if constexpr (Id == E::stream_destroy) {
+    remove(ObjectKind::stream, arg(I1{}));
+  } else if constexpr (Id == E::event_create) {
+    add(ObjectKind::event, out(I2{}), arg(I0{}), 0);
+  } else if constexpr (Id == E::event_destroy) {
+    remove(ObjectKind::event, arg(I1{}));
+  } else if constexpr (Id == E::module_load) {
+    add(ObjectKind::module, out(I4{}), arg(I0{}), arg(I2{}));
+  } else if constexpr (Id == E::module_unload) {
+    remove_kernels_of(arg(I1{}));
+    remove(ObjectKind::module, arg(I1{}));
+  } else if constexpr (Id == E::module_get_kernel) {
+    add(ObjectKind::kernel, out(I3{}), arg(I0{}), arg(I1{}));
+  } else if constexpr (Id == E::ipc_open) {
+    add(ObjectKind::ipc_mapping, out(I2{}), arg(I0{}), *std::get<3>(args));
+  } else if constexpr (Id == E::ipc_close) {
+    remove(ObjectKind::ipc_mapping, arg(I1{}));
+  } else if constexpr (Id == E::stream_end_capture) {
+    add(ObjectKind::graph, out(I2{}), arg(I0{}), 0);
+  } else if constexpr (Id == E::graph_destroy) {
+    remove(ObjectKind::graph, arg(I1{}));
+  } else if constexpr (Id == E::graph_instantiate) {
+    add(ObjectKind::graph_exec, out(I2{}), arg(I0{}), 0);
+  } else if constexpr (Id == E::graph_exec_destroy) {
+    remove(ObjectKind::graph_exec, arg(I1{}));
+  } else if constexpr (Id == E::vm_reserve) {
+    add(ObjectKind::vm_reservation, out(I3{}), arg(I0{}), arg(I1{}));
+  } else if constexpr (Id == E::vm_free) {
+    remove(ObjectKind::vm_reservation, arg(I1{}));
+  } else if constexpr (Id == E::vm_create) {
+    add(ObjectKind::vm_physical, out(I2{}), arg(I0{}), arg(I1{}));
+  } else if constexpr (Id == E::vm_release) {
+    remove(ObjectKind::vm_physical, arg(I1{}));
+  }
+}
+
+}  // namespace gpuhal::detail::layers
