@@ -43,6 +43,9 @@ const char kUsage[] =
     "  --no-fork           run the checks in this process (for a debugger): no time limit, and a\n"
     "                      crash ends the run\n"
     "  --junit FILE        also write the results as JUnit XML to FILE (for CI test reports)\n"
+    "  --layers LIST       run every call through these layers (GPUHAL_LAYERS: validation, trace,\n"
+    "                      leak, fault; docs/layers.md): --layers validation shows a plugin's\n"
+    "                      author each misuse the suite's calls make of it, and what it answers wrong\n"
     "  --version           print the version of gpuhal and of its plugin ABI, then exit\n"
     "  --help              this text\n"
     "\n"
@@ -161,6 +164,10 @@ int main(int argc, char **argv) {
       (arg == "--only" ? only : skip).push_back(argv[++i]);
     } else if (arg == "--junit" && has_value) {
       junit = argv[++i];
+    } else if (arg == "--layers" && has_value) {
+      // As GPUHAL_LAYERS (which it replaces): the checks' own processes
+      // inherit it.
+      ::setenv("GPUHAL_LAYERS", argv[++i], 1);
     } else if (arg == "--timeout" && has_value) {
       char *end = nullptr;
       options.timeout_s = std::strtod(argv[++i], &end);
@@ -188,7 +195,11 @@ int main(int argc, char **argv) {
     return 0;
   }
 
-  options.config = Config::from_environment();
+  try {
+    options.config = Config::from_environment();
+  } catch (const gpuhal::Error &e) {
+    return usage_error(e.what());
+  }
   if (!plugin.empty()) options.config.backend = plugin;
   if (options.config.backend.empty()) options.config.backend = "host";
   options.self_exe = self_exe();

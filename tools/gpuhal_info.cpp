@@ -6,6 +6,7 @@
 // valid UTF-8); `--backend` and `--device` narrow it down. docs/tools.md is
 // the reference. Exit status: 0 when a backend with a device loaded (and the
 // asked-for device exists), 1 otherwise, 2 on bad usage.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -187,6 +188,12 @@ void print_text(const gpuhal::Runtime &rt, const std::vector<gpuhal::LoadAttempt
       yes(Capability::KernelAttributes), yes(Capability::KernelPrintf), yes(Capability::Graphs),
       yes(Capability::StreamPriorities), yes(Capability::RectCopies),
       yes(Capability::ManagedHints), yes(Capability::VirtualMemory));
+  std::printf("Layers (GPUHAL_LAYERS; docs/layers.md):\n");
+  for (const auto &l : gpuhal::available_layers()) {
+    const auto &on = rt.config().layers;
+    const bool enabled = std::find(on.begin(), on.end(), l.name) != on.end();
+    std::printf("  %-10s %-9s %s\n", l.name.c_str(), enabled ? "[enabled]" : "", l.description.c_str());
+  }
   std::printf("Devices: %d\n", rt.device_count());
   for (int i : devices) {
     const auto &p = rt.device(i).properties();
@@ -226,7 +233,14 @@ std::string runtime_json(const gpuhal::Runtime &rt, const std::vector<gpuhal::Lo
                   ",\"stream_priorities\":" + json_bool(rt.supports(Capability::StreamPriorities)) +
                   ",\"rect_copies\":" + json_bool(rt.supports(Capability::RectCopies)) +
                   ",\"managed_hints\":" + json_bool(rt.supports(Capability::ManagedHints)) +
-                  ",\"virtual_memory\":" + json_bool(rt.supports(Capability::VirtualMemory)) + "},\"devices\":[";
+                  ",\"virtual_memory\":" + json_bool(rt.supports(Capability::VirtualMemory)) + "},\"layers\":[";
+  const auto &on = rt.config().layers;
+  const auto layers = gpuhal::available_layers();
+  for (size_t k = 0; k < layers.size(); ++k)
+    s += std::string(k ? "," : "") + "{\"name\":" + json_string(layers[k].name) +
+         ",\"enabled\":" + json_bool(std::find(on.begin(), on.end(), layers[k].name) != on.end()) +
+         ",\"description\":" + json_string(layers[k].description) + "}";
+  s += "],\"devices\":[";
   for (size_t k = 0; k < devices.size(); ++k) s += std::string(k ? "," : "") + device_json(rt, devices[k]);
   return s + "]}";
 }

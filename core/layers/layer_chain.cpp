@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "gpuhal/error.hpp"
+#include "gpuhal/layers.hpp"
 
 namespace gpuhal::detail::layers {
 
@@ -128,3 +129,13 @@ void LayerChain::after_shutdown() {
 }
 
 }  // namespace gpuhal::detail::layers
+
+namespace gpuhal {
+
+std::vector<LayerDescription> available_layers() {
+  std::vector<LayerDescription> out;
+  for (const auto &l : detail::layers::kLayers) out.push_back({l.name, l.description});
+  return out;
+}
+
+}  // namespace gpuhal

@@ -45,8 +45,9 @@ class LeakLayer {
   R call(Chain &chain, size_t depth, A... a) {
     if constexpr (Id == EntryId::context_destroy) report_context(bits_of(a)...);
     if constexpr (std::is_same_v<R, gpuhal_status_t>) {
+      auto taken = book_.before<Id>(a...);
       const R status = chain.template invoke<Id, R>(depth, a...);
-      book_.after<Id>(status, a...);
+      book_.after<Id>(status, std::move(taken), a...);
       return status;
     } else {
       return chain.template invoke<Id, R>(depth, a...);

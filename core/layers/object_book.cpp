@@ -74,11 +74,22 @@ void ObjectBook::add(ObjectKind kind, uint64_t handle, uint64_t context, uint64_
   destroyed_.erase(key);  // a handle the plugin gives out again is new
 }
 
-void ObjectBook::remove(ObjectKind kind, uint64_t handle) {
-  const Key key{kind, handle};
+void ObjectBook::put_back(const Taken &taken) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (live_.erase(key) == 0) return;
-  if (is_memory(kind)) memory_by_base_.erase(handle);
+  for (const ObjectRecord &r : taken) {
+    const Key key{r.kind, r.handle};
+    live_[key] = r;
+    if (is_memory(r.kind)) memory_by_base_[r.handle] = key;
+    destroyed_.erase(key);
+  }
+}
+
+void ObjectBook::take_locked(const Key &key, Taken *out) {
+  auto it = live_.find(key);
+  if (it == live_.end()) return;
+  out->push_back(it->second);
+  live_.erase(it);
+  if (is_memory(key.first)) memory_by_base_.erase(key.second);
   if (destroyed_.insert(key).second) {
     destroyed_order_.push_back(key);
     if (destroyed_order_.size() > kDestroyedKept) {
@@ -88,25 +99,39 @@ void ObjectBook::remove(ObjectKind kind, uint64_t handle) {
   }
 }
 
-void ObjectBook::remove_memory(uint64_t address) {
-  ObjectKind kind;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = memory_by_base_.find(address);
-    if (it == memory_by_base_.end()) return;
-    kind = it->second.first;
-  }
-  remove(kind, address);
+ObjectBook::Taken ObjectBook::take(ObjectKind kind, uint64_t handle) {
+  Taken out;
+  std::lock_guard<std::mutex> lock(mu_);
+  take_locked(Key{kind, handle}, &out);
+  return out;
 }
 
-void ObjectBook::remove_kernels_of(uint64_t module) {
-  std::vector<uint64_t> kernels;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto &kv : live_)
-      if (kv.first.first == ObjectKind::kernel && kv.second.bytes == module) kernels.push_back(kv.first.second);
-  }
-  for (uint64_t k : kernels) remove(ObjectKind::kernel, k);
+ObjectBook::Taken ObjectBook::take_memory(uint64_t address) {
+  Taken out;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = memory_by_base_.find(address);
+  if (it != memory_by_base_.end() && it->second.first != ObjectKind::ipc_mapping) take_locked(it->second, &out);
+  return out;
+}
+
+ObjectBook::Taken ObjectBook::take_module(uint64_t module) {
+  Taken out;
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Key> keys{Key{ObjectKind::module, module}};
+  for (const auto &kv : live_)
+    if (kv.first.first == ObjectKind::kernel && kv.second.bytes == module) keys.push_back(kv.first);
+  for (const Key &k : keys) take_locked(k, &out);
+  return out;
+}
+
+ObjectBook::Taken ObjectBook::take_context(uint64_t context) {
+  Taken out;
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Key> keys;
+  for (const auto &kv : live_)
+    if (kv.second.context == context) keys.push_back(kv.first);
+  for (const Key &k : keys) take_locked(k, &out);
+  return out;
 }
 
 std::optional<ObjectRecord> ObjectBook::find(ObjectKind kind, uint64_t handle) const {
@@ -141,16 +166,6 @@ std::vector<ObjectRecord> ObjectBook::alive(uint64_t context) const {
     out.push_back(r);
   }
   return out;
-}
-
-void ObjectBook::forget_context(uint64_t context) {
-  std::vector<Key> gone;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto &kv : live_)
-      if (kv.second.context == context) gone.push_back(kv.first);
-  }
-  for (const Key &k : gone) remove(k.first, k.second);
 }
 
 }  // namespace gpuhal::detail::layers

@@ -4,8 +4,11 @@
 // context, which allocation holds this address) and the leak layer (what is
 // still alive at context_destroy and at shutdown).
 //
-// after<Id>(status, args...) updates the book for one call that returned
-// `status` (creations and destructions count only when it succeeded).
+// One call updates the book in two steps: before<Id>(args...) takes out what
+// a destroying entry destroys (before the plugin can hand its address or
+// handle to another thread's call), and after<Id>(status, taken, args...)
+// adds what a creating entry made when it succeeded, or puts back what a
+// failed destroy took out.
 //
 // Thread safety: every member takes the book's mutex.
 // Bounds: destroyed handles are remembered (for use-after-destroy reports)
@@ -76,8 +79,11 @@ class ObjectBook {
  public:
   static constexpr size_t kDestroyedKept = 4096;
 
+  using Taken = std::vector<ObjectRecord>;
   template <EntryId Id, class... A>
-  void after(gpuhal_status_t status, A... a);
+  Taken before(A... a);
+  template <EntryId Id, class... A>
+  void after(gpuhal_status_t status, Taken taken, A... a);
 
   std::optional<ObjectRecord> find(ObjectKind kind, uint64_t handle) const;
   bool was_destroyed(ObjectKind kind, uint64_t handle) const;
@@ -87,15 +93,16 @@ class ObjectBook {
   // Everything alive of `context` but the context itself and its kernels
   // (which go with their modules), or of every context when context is 0.
   std::vector<ObjectRecord> alive(uint64_t context) const;
-  // Forgets everything of `context` (its context_destroy freed it all).
-  void forget_context(uint64_t context);
 
  private:
   using Key = std::pair<ObjectKind, uint64_t>;
   void add(ObjectKind kind, uint64_t handle, uint64_t context, uint64_t bytes);
-  void remove(ObjectKind kind, uint64_t handle);
-  void remove_memory(uint64_t address);  // mem_free's: whichever memory kind it was
-  void remove_kernels_of(uint64_t module);
+  void put_back(const Taken &taken);
+  Taken take(ObjectKind kind, uint64_t handle);
+  Taken take_memory(uint64_t address);  // mem_free's: whichever memory kind it was
+  Taken take_module(uint64_t module);   // with its kernels
+  Taken take_context(uint64_t context);  // everything of it (context_destroy frees it all)
+  void take_locked(const Key &key, Taken *out);
   static bool is_memory(ObjectKind k) {
     return k == ObjectKind::device_memory || k == ObjectKind::managed_memory || k == ObjectKind::async_memory ||
            k == ObjectKind::ipc_mapping;
@@ -109,8 +116,34 @@ class ObjectBook {
 };
 
 template <EntryId Id, class... A>
-void ObjectBook::after(gpuhal_status_t status, A... a) {
-  if (status != GPUHAL_SUCCESS) return;
+ObjectBook::Taken ObjectBook::before(A... a) {
+  using E = EntryId;
+  [[maybe_unused]] auto arg = [&](auto index) {
+    return bits_of(std::get<decltype(index)::value>(std::make_tuple(a...)));
+  };
+  using I0 = std::integral_constant<size_t, 0>;
+  using I1 = std::integral_constant<size_t, 1>;
+  if constexpr (Id == E::context_destroy) return take_context(arg(I0{}));
+  if constexpr (Id == E::mem_free || Id == E::mem_free_async) return take_memory(arg(I1{}));
+  if constexpr (Id == E::host_free) return take(ObjectKind::host_memory, arg(I1{}));
+  if constexpr (Id == E::host_unregister) return take(ObjectKind::registration, arg(I1{}));
+  if constexpr (Id == E::stream_destroy) return take(ObjectKind::stream, arg(I1{}));
+  if constexpr (Id == E::event_destroy) return take(ObjectKind::event, arg(I1{}));
+  if constexpr (Id == E::module_unload) return take_module(arg(I1{}));
+  if constexpr (Id == E::ipc_close) return take(ObjectKind::ipc_mapping, arg(I1{}));
+  if constexpr (Id == E::graph_destroy) return take(ObjectKind::graph, arg(I1{}));
+  if constexpr (Id == E::graph_exec_destroy) return take(ObjectKind::graph_exec, arg(I1{}));
+  if constexpr (Id == E::vm_free) return take(ObjectKind::vm_reservation, arg(I1{}));
+  if constexpr (Id == E::vm_release) return take(ObjectKind::vm_physical, arg(I1{}));
+  return {};
+}
+
+template <EntryId Id, class... A>
+void ObjectBook::after(gpuhal_status_t status, Taken taken, A... a) {
+  if (status != GPUHAL_SUCCESS) {
+    put_back(taken);
+    return;
+  }
   [[maybe_unused]] const auto args = std::make_tuple(a...);
   using E = EntryId;
   auto out = [&](auto index) { return bits_of(*std::get<decltype(index)::value>(args)); };
@@ -123,61 +156,36 @@ void ObjectBook::after(gpuhal_status_t status, A... a) {
   if constexpr (Id == E::context_create || Id == E::context_adopt) {
     const uint64_t ctx = out(std::integral_constant<size_t, sizeof...(A) - 1>{});
     add(ObjectKind::context, ctx, ctx, arg(I0{}));
-  } else if constexpr (Id == E::context_destroy) {
-    forget_context(arg(I0{}));
   } else if constexpr (Id == E::mem_alloc) {
     add(ObjectKind::device_memory, out(I2{}), arg(I0{}), arg(I1{}));
   } else if constexpr (Id == E::mem_alloc_managed) {
     add(ObjectKind::managed_memory, out(I2{}), arg(I0{}), arg(I1{}));
   } else if constexpr (Id == E::mem_alloc_async) {
     add(ObjectKind::async_memory, out(I3{}), arg(I0{}), arg(I1{}));
-  } else if constexpr (Id == E::mem_free || Id == E::mem_free_async) {
-    remove_memory(arg(I1{}));
   } else if constexpr (Id == E::host_alloc) {
     add(ObjectKind::host_memory, out(I3{}), arg(I0{}), arg(I1{}));
-  } else if constexpr (Id == E::host_free) {
-    remove(ObjectKind::host_memory, arg(I1{}));
   } else if constexpr (Id == E::host_register) {
     add(ObjectKind::registration, arg(I1{}), arg(I0{}), arg(I2{}));
-  } else if constexpr (Id == E::host_unregister) {
-    remove(ObjectKind::registration, arg(I1{}));
   } else if constexpr (Id == E::stream_create) {
     add(ObjectKind::stream, out(I2{}), arg(I0{}), 0);
   } else if constexpr (Id == E::stream_create_with_priority) {
     add(ObjectKind::stream, out(I3{}), arg(I0{}), 0);
-  } else if constexpr (Id == E::stream_destroy) {
-    remove(ObjectKind::stream, arg(I1{}));
   } else if constexpr (Id == E::event_create) {
     add(ObjectKind::event, out(I2{}), arg(I0{}), 0);
-  } else if constexpr (Id == E::event_destroy) {
-    remove(ObjectKind::event, arg(I1{}));
   } else if constexpr (Id == E::module_load) {
     add(ObjectKind::module, out(I4{}), arg(I0{}), arg(I2{}));
-  } else if constexpr (Id == E::module_unload) {
-    remove_kernels_of(arg(I1{}));
-    remove(ObjectKind::module, arg(I1{}));
   } else if constexpr (Id == E::module_get_kernel) {
     add(ObjectKind::kernel, out(I3{}), arg(I0{}), arg(I1{}));
   } else if constexpr (Id == E::ipc_open) {
     add(ObjectKind::ipc_mapping, out(I2{}), arg(I0{}), *std::get<3>(args));
-  } else if constexpr (Id == E::ipc_close) {
-    remove(ObjectKind::ipc_mapping, arg(I1{}));
   } else if constexpr (Id == E::stream_end_capture) {
     add(ObjectKind::graph, out(I2{}), arg(I0{}), 0);
-  } else if constexpr (Id == E::graph_destroy) {
-    remove(ObjectKind::graph, arg(I1{}));
   } else if constexpr (Id == E::graph_instantiate) {
     add(ObjectKind::graph_exec, out(I2{}), arg(I0{}), 0);
-  } else if constexpr (Id == E::graph_exec_destroy) {
-    remove(ObjectKind::graph_exec, arg(I1{}));
   } else if constexpr (Id == E::vm_reserve) {
     add(ObjectKind::vm_reservation, out(I3{}), arg(I0{}), arg(I1{}));
-  } else if constexpr (Id == E::vm_free) {
-    remove(ObjectKind::vm_reservation, arg(I1{}));
   } else if constexpr (Id == E::vm_create) {
     add(ObjectKind::vm_physical, out(I2{}), arg(I0{}), arg(I1{}));
-  } else if constexpr (Id == E::vm_release) {
-    remove(ObjectKind::vm_physical, arg(I1{}));
   }
 }
 

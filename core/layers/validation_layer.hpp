@@ -229,6 +229,7 @@ class ValidationLayer {
         return chain.refuse(check.status(), check.report());
       }
       if constexpr (Id == EntryId::stream_destroy) warn_if_busy(a...);
+      auto taken = book_.before<Id>(a...);
       gpuhal_status_t status;
       if constexpr (Id == EntryId::stream_add_callback)
         status = add_callback(chain, depth, a...);
@@ -237,7 +238,7 @@ class ValidationLayer {
       if constexpr (creation<Id>().makes) {
         if (status == GPUHAL_SUCCESS) check_made<Id>(a...);
       }
-      book_.after<Id>(status, a...);
+      book_.after<Id>(status, std::move(taken), a...);
       return status;
     }
   }

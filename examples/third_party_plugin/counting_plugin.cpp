@@ -23,6 +23,7 @@
 #include <cstring>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <set>
@@ -68,6 +69,9 @@ struct Context {
   std::map<uintptr_t, uint64_t> opened;  // IPC mappings of other processes' memory
   std::map<uintptr_t, HostRange> host;   // pinned and registered host memory
   std::set<Event *> events;              // destroyed with the context if not before
+  // Streams hold nothing (work runs at once), but each is a handle of its
+  // own: plugin.h wants every live handle distinct.
+  std::set<std::unique_ptr<char>> streams;
 };
 
 uint64_t page_round(uint64_t bytes) {
@@ -93,8 +97,6 @@ uint64_t alloc_size(const Allocation &a) {
 uint64_t host_size(const HostRange &r) {
   return r.bytes;
 }
-
-int dummy_stream;
 
 gpuhal_status_t init(const gpuhal_init_args_t *args) {
   count();
@@ -343,10 +345,24 @@ gpuhal_status_t set(gpuhal_context_t, gpuhal_deviceptr_t dst, uint8_t v, uint64_
 gpuhal_status_t set_async(gpuhal_context_t c, gpuhal_deviceptr_t d, uint8_t v, uint64_t n, gpuhal_stream_t) {
   return set(c, d, v, n);
 }
-gpuhal_status_t stream_create(gpuhal_context_t, uint32_t, gpuhal_stream_t *out) {
+gpuhal_status_t stream_create(gpuhal_context_t ctx, uint32_t, gpuhal_stream_t *out) {
   count();
-  *out = reinterpret_cast<gpuhal_stream_t>(&dummy_stream);
+  auto *c = reinterpret_cast<Context *>(ctx);
+  std::lock_guard<std::mutex> lock(c->mu);
+  auto it = c->streams.insert(std::make_unique<char>()).first;
+  *out = reinterpret_cast<gpuhal_stream_t>(it->get());
   return GPUHAL_SUCCESS;
+}
+gpuhal_status_t stream_destroy(gpuhal_context_t ctx, gpuhal_stream_t s) {
+  count();
+  auto *c = reinterpret_cast<Context *>(ctx);
+  std::lock_guard<std::mutex> lock(c->mu);
+  for (auto it = c->streams.begin(); it != c->streams.end(); ++it)
+    if (reinterpret_cast<gpuhal_stream_t>(it->get()) == s) {
+      c->streams.erase(it);
+      return GPUHAL_SUCCESS;
+    }
+  return fail(GPUHAL_ERROR_INVALID_HANDLE, "counting: unknown stream");
 }
 gpuhal_status_t stream_op(gpuhal_context_t, gpuhal_stream_t) {
   count();
@@ -420,7 +436,7 @@ constexpr gpuhal_plugin_table_t make_table() {
   t.memset_sync = set;
   t.memset_async = set_async;
   t.stream_create = stream_create;
-  t.stream_destroy = stream_op;
+  t.stream_destroy = stream_destroy;
   t.stream_synchronize = stream_op;
   t.stream_query = stream_op;
   t.stream_wait_event = stream_wait_event;

@@ -13,6 +13,7 @@
 #include "gpuhal/host_memory.hpp"
 #include "gpuhal/ipc.hpp"
 #include "gpuhal/kernel.hpp"
+#include "gpuhal/layers.hpp"
 #include "gpuhal/layout.hpp"
 #include "gpuhal/log.hpp"
 #include "gpuhal/managed_hints.hpp"

@@ -43,6 +43,26 @@
  *
  * Threading: unless stated otherwise every entry may be called concurrently
  * from several threads. Stream and event handles may be used from any thread.
+ *
+ * Handles: every handle a plugin gives out (context, stream, event, module,
+ * kernel, graph, graph exec, physical memory) differs from every other live
+ * handle of its kind, and every allocation's range from every other live
+ * allocation's; a destroyed one's value may come back. The layers
+ * (docs/layers.md) and tools key their records on handles.
+ *
+ * Checks: the core refuses what the public API can be given wrongly (null
+ * handles, sizes that overflow, shapes, another context's objects, grid and
+ * block against the device's limits) before it calls a plugin, and the
+ * validation layer (GPUHAL_LAYERS=validation) checks every entry's rules
+ * (plugin_entries.def's GPUHAL_ENTRY_RULES lines) on the way in. A plugin
+ * may rely on neither: it can be called without the layer, by a core of
+ * another version, or by a test. It must still refuse, by itself, what its
+ * entry's comment says is refused (a NULL output pointer, an unknown copy
+ * kind, a size of 0 where one is required, ranges and handles it does not
+ * know), with the status the comment names; it need not re-check what only
+ * a caller breaking the table's contract could get wrong (an event of
+ * another context, an entry called inside a stream callback), which the
+ * layer reports.
  */
 #ifndef GPUHAL_PLUGIN_H
 #define GPUHAL_PLUGIN_H
