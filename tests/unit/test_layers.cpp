@@ -394,3 +394,42 @@ TEST_CASE("trace layer: every call with its arguments, status and duration in a 
     std::remove(path.c_str());
   }
 }
+
+namespace {
+// The trace layer over `backend`, with the range library the fakes put on
+// the loader's path: every call is one range, all closed again.
+void ranges_over(const std::string &path, const std::string &backend, const char *library,
+                 std::vector<std::pair<std::string, std::string>> options) {
+  Chained p(path, backend, {"trace"}, options);
+  void *ranges = dlopen(library, RTLD_NOW | RTLD_NOLOAD);
+  if (!ranges) {
+    WARN("skipped: " << library << " is not on the loader's path (layers.vendor_ranges sets it)");
+    return;
+  }
+  auto pushed = reinterpret_cast<int (*)()>(dlsym(ranges, "fake_ranges_pushed"));
+  auto depth = reinterpret_cast<int (*)()>(dlsym(ranges, "fake_ranges_depth"));
+  auto last = reinterpret_cast<const char *(*)()>(dlsym(ranges, "fake_ranges_last"));
+  REQUIRE((pushed && depth && last));
+  const int before = pushed();  // init's
+  gpuhal_context_t ctx = p.context();
+  gpuhal_deviceptr_t d = 0;
+  REQUIRE(p.t->mem_alloc(ctx, 256, &d) == GPUHAL_SUCCESS);
+  REQUIRE(p.t->mem_free(ctx, d) == GPUHAL_SUCCESS);
+  REQUIRE(p.t->context_destroy(ctx) == GPUHAL_SUCCESS);
+  CHECK(pushed() == before + 4);
+  CHECK(depth() == 0);
+  CHECK(std::string(last()) == "gpuhal:context_destroy");
+  dlclose(ranges);
+}
+}  // namespace
+
+TEST_CASE("trace layer: each call is an NVTX range on cuda and a roctx range on hsa", "[.ranges]") {
+#if GPUHAL_TEST_HAVE_CUDA_PLUGIN
+  ranges_over(GPUHAL_TEST_LIB_DIR "/libgpuhal-cuda.so", "cuda", "libnvToolsExt.so.1",
+              {{"GPUHAL_CUDA_DRIVER", GPUHAL_TEST_FAKE_CUDA}});
+#endif
+#if GPUHAL_TEST_HAVE_HSA_PLUGIN
+  ranges_over(GPUHAL_TEST_LIB_DIR "/libgpuhal-hsa.so", "hsa", "libroctx64.so",
+              {{"GPUHAL_HSA_RUNTIME", GPUHAL_TEST_FAKE_HSA}});
+#endif
+}
