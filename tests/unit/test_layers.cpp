@@ -56,7 +56,8 @@ struct Chained {
   bool shut = false;
 
   Chained(const std::string &path, const std::string &backend, std::vector<std::string> names,
-          std::vector<std::pair<std::string, std::string>> options = {}, bool leak_fail = false) {
+          std::vector<std::pair<std::string, std::string>> options = {}, bool leak_fail = false,
+          const std::string &trace_file = "") {
     library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     REQUIRE(library);
     void *sym = dlsym(library, GPUHAL_PLUGIN_ENTRY_NAME);
@@ -67,6 +68,7 @@ struct Chained {
     Config c;
     c.layers = std::move(names);
     c.leak_check_fail = leak_fail;
+    c.trace_file = trace_file;
     for (auto &kv : options) c.set_option(kv.first, kv.second);
     chain = LayerChain::create(*plugin, backend, c, Logger(LogLevel::Warn));
     t = &chain->table();
@@ -346,24 +348,8 @@ TEST_CASE("leak layer: objects alive at context_destroy and at shutdown, named w
 TEST_CASE("trace layer: every call with its arguments, status and duration in a trace-event file", "[layers]") {
   const std::string path = std::string(GPUHAL_TEST_FAKES_DIR) + "/unit-trace-" + std::to_string(getpid()) + ".json";
   {
-    Chained p(host_plugin(), "host", {"trace", "validation"}, {});
-    // Chained's Config has no trace file: set one through a second chain.
-  }
-  {
-    void *lib = dlopen(host_plugin().c_str(), RTLD_NOW | RTLD_LOCAL);
-    REQUIRE(lib);
-    void *sym = dlsym(lib, GPUHAL_PLUGIN_ENTRY_NAME);
-    gpuhal_plugin_negotiate_fn negotiate;
-    std::memcpy(&negotiate, &sym, sizeof sym);
-    const gpuhal_plugin_table_t *plugin = nullptr;
-    REQUIRE(negotiate(GPUHAL_ABI_VERSION, &plugin) == GPUHAL_SUCCESS);
-    Config c;
-    c.layers = {"trace", "validation"};
-    c.trace_file = path;
-    auto chain = LayerChain::create(*plugin, "host", c, Logger(LogLevel::Warn));
-    const gpuhal_plugin_table_t *t = &chain->table();
-    gpuhal_init_args_t args{GPUHAL_ABI_VERSION, sizeof args, nullptr, 0, GPUHAL_LOG_WARN, nullptr, nullptr};
-    REQUIRE(t->init(&args) == GPUHAL_SUCCESS);
+    Chained p(host_plugin(), "host", {"trace", "validation"}, {}, false, path);
+    const gpuhal_plugin_table_t *t = p.t;
     gpuhal_context_t ctx = nullptr;
     REQUIRE(t->context_create(0, &ctx) == GPUHAL_SUCCESS);
     gpuhal_stream_t s = nullptr;
@@ -377,8 +363,7 @@ TEST_CASE("trace layer: every call with its arguments, status and duration in a 
     REQUIRE(t->stream_destroy(ctx, s) == GPUHAL_SUCCESS);
     REQUIRE(t->context_destroy(ctx) == GPUHAL_SUCCESS);
     t->shutdown();
-    chain.reset();
-    dlclose(lib);
+    p.shut = true;
     std::ifstream in(path);
     std::stringstream text;
     text << in.rdbuf();
