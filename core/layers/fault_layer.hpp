@@ -33,13 +33,16 @@ class FaultLayer {
     if constexpr (std::is_same_v<R, gpuhal_status_t>) {
       long code = 0;
       const char *name = EntryTraits<Id>::name;
-      if (rules_.fires(name, fallback_status(name), &code))
+      if (rules_.fires(name, kFallback, &code)) {
+        if (code == kFallback) code = fallback_status(name);  // worked out only for a fault
         return chain.refuse(gpuhal_status_t(code), std::string(name) + ": fault injected by GPUHAL_FAULT");
+      }
     }
     return chain.template invoke<Id, R>(depth, a...);
   }
 
  private:
+  static constexpr long kFallback = -1;  // "the entry's own failure": no status has this value
   static long fallback_status(const char *entry);
   support::FaultRules rules_;
 };
