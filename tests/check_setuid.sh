@@ -26,8 +26,13 @@ chmod 4755 "$dir/gpuhal-info"
 # Control: an ordinary process honours the path.
 GPUHAL_BACKEND="$fake" "$info" | grep -q "^Backend: fake" || { echo "FAIL: the control run did not load $fake"; exit 1; }
 # Elevated: the path is ignored (and said so), the default order is used.
-out=$(GPUHAL_BACKEND="$fake" GPUHAL_PLUGIN_PATH="$(dirname "$fake")" "$dir/gpuhal-info" 2>&1) || true
+trace="$dir/trace.json"
+out=$(GPUHAL_BACKEND="$fake" GPUHAL_PLUGIN_PATH="$(dirname "$fake")" GPUHAL_LAYERS=trace GPUHAL_TRACE_FILE="$trace" \
+      "$dir/gpuhal-info" 2>&1) || true
 echo "$out"
+# The trace layer's file is a path too: never written from a setuid process.
+[ ! -e "$trace" ] || { echo "FAIL: the setuid run wrote GPUHAL_TRACE_FILE"; exit 1; }
+echo "$out" | grep -q "GPUHAL_TRACE_FILE is ignored in a setuid/elevated process" || { echo "FAIL: no trace-file warning"; exit 1; }
 echo "$out" | grep -q "^Backend: host" || { echo "FAIL: the setuid run did not fall back to the default backend"; exit 1; }
 echo "$out" | grep -q "GPUHAL_BACKEND is ignored in a setuid/elevated process" || { echo "FAIL: no warning"; exit 1; }
 echo "$out" | grep -q "GPUHAL_PLUGIN_PATH is ignored in a setuid/elevated process" || { echo "FAIL: no warning"; exit 1; }

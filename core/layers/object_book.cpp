@@ -84,7 +84,7 @@ void ObjectBook::put_back(const Taken &taken) {
   }
 }
 
-void ObjectBook::take_locked(const Key &key, Taken *out) {
+void ObjectBook::take_locked(Key key, Taken *out) {
   auto it = live_.find(key);
   if (it == live_.end()) return;
   out->push_back(it->second);

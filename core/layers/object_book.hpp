@@ -67,14 +67,6 @@ std::string describe(const ObjectRecord &r);
 uint64_t current_traced_call();
 void set_current_traced_call(uint64_t call);
 
-template <class T>
-uint64_t bits_of(T value) {
-  if constexpr (std::is_pointer_v<T>)
-    return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(value));
-  else
-    return static_cast<uint64_t>(value);
-}
-
 class ObjectBook {
  public:
   static constexpr size_t kDestroyedKept = 4096;
@@ -102,7 +94,7 @@ class ObjectBook {
   Taken take_memory(uint64_t address);  // mem_free's: whichever memory kind it was
   Taken take_module(uint64_t module);   // with its kernels
   Taken take_context(uint64_t context);  // everything of it (context_destroy frees it all)
-  void take_locked(const Key &key, Taken *out);
+  void take_locked(Key key, Taken *out);  // by value: `key` may live in a map it erases from
   static bool is_memory(ObjectKind k) {
     return k == ObjectKind::device_memory || k == ObjectKind::managed_memory || k == ObjectKind::async_memory ||
            k == ObjectKind::ipc_mapping;

@@ -24,7 +24,6 @@
 #include <type_traits>
 #include <utility>
 
-#include "arg_text.hpp"
 #include "layer_entries.hpp"
 #include "log.hpp"
 #include "object_book.hpp"

@@ -26,12 +26,6 @@ const char *destroyer(ObjectKind kind) {
 
 }  // namespace
 
-bool RuleCheck::fail_text(gpuhal_status_t status, const std::string &what) {
-  status_ = status;
-  report_ = std::string("validation: ") + entry_ + ": " + what;
-  return false;
-}
-
 bool RuleCheck::lifetime(ObjectKind kind, uint64_t bits, size_t i, bool must_be_known) {
   const ObjectBook &book = layer_.book();
   const uint64_t h = bits;
@@ -54,13 +48,9 @@ bool RuleCheck::lifetime(ObjectKind kind, uint64_t bits, size_t i, bool must_be_
 }
 
 bool RuleCheck::events(const gpuhal_event_t *list, uint32_t count, size_t i) {
-  if (count == 0) return true;
-  if (!list) return fail(GPUHAL_ERROR_INVALID_VALUE, i, list, "must not be NULL when count > 0");
+  if (!ArgumentCheck::events(list, count, i)) return false;
   for (uint32_t k = 0; k < count; ++k)
-    if (!list[k] || !lifetime(ObjectKind::event, bits_of(list[k]), i, true)) {
-      if (!list[k]) fail(GPUHAL_ERROR_INVALID_HANDLE, i, list[k], "event " + std::to_string(k) + " is NULL");
-      return false;
-    }
+    if (!lifetime(ObjectKind::event, bits_of(list[k]), i, true)) return false;
   return true;
 }
 
@@ -68,23 +58,6 @@ bool RuleCheck::ordinal(int32_t v, size_t i) {
   const int32_t n = layer_.device_count();
   if (v >= 0 && (n < 0 || v < n)) return true;
   return fail(GPUHAL_ERROR_INVALID_VALUE, i, v, "a device ordinal must be in [0, " + std::to_string(n) + ")");
-}
-
-bool RuleCheck::flags(uint32_t v, size_t i, uint32_t known) {
-  if ((v & ~known) == 0) return true;
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "unknown flag bits 0x%x (known: 0x%x)", v & ~known, known);
-  return fail(GPUHAL_ERROR_INVALID_VALUE, i, v, buf);
-}
-
-bool RuleCheck::in_range(uint32_t v, size_t i, uint32_t lo, uint32_t hi) {
-  if (v >= lo && v <= hi) return true;
-  return fail(GPUHAL_ERROR_INVALID_VALUE, i, v,
-              "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
-}
-
-bool RuleCheck::pow2_or_zero(uint64_t v, size_t i) {
-  return (v & (v - 1)) == 0 || fail(GPUHAL_ERROR_INVALID_VALUE, i, v, "must be 0 or a power of two");
 }
 
 bool RuleCheck::allocation(gpuhal_deviceptr_t p, size_t i) {
@@ -121,38 +94,16 @@ bool RuleCheck::device_range(gpuhal_deviceptr_t p, uint64_t bytes, size_t i, siz
                                                    std::string(parameter_name(params_, n)) + ": " + buf);
 }
 
-bool RuleCheck::copy_kind(uint32_t kind, size_t i) {
-  if (kind >= GPUHAL_COPY_HOST_TO_DEVICE && kind <= GPUHAL_COPY_DEVICE_TO_DEVICE) return true;
-  return fail(GPUHAL_ERROR_INVALID_VALUE, i, kind, "not a GPUHAL_COPY_* kind (1, 2 or 3)");
-}
-
 bool RuleCheck::copy(uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src, uint64_t bytes, size_t k,
                      size_t d, size_t s, size_t n) {
-  if (!copy_kind(kind, k)) return false;
+  if (!ArgumentCheck::copy(kind, dst, src, bytes, k, d, s, n)) return false;
   const bool device_dst = kind != GPUHAL_COPY_DEVICE_TO_HOST, device_src = kind != GPUHAL_COPY_HOST_TO_DEVICE;
-  if (bytes && !dst) return fail(GPUHAL_ERROR_INVALID_VALUE, d, dst, "must not be NULL");
-  if (bytes && !src) return fail(GPUHAL_ERROR_INVALID_VALUE, s, src, "must not be NULL");
   return (!device_dst || device_range(dst, bytes, d, n)) && (!device_src || device_range(src, bytes, s, n));
 }
 
-bool RuleCheck::rect(const gpuhal_copy_rect_t *r, size_t i) {
-  if (!r) return fail(GPUHAL_ERROR_INVALID_VALUE, i, r, "must not be NULL");
-  if (r->struct_size < sizeof(gpuhal_copy_rect_t))
-    return fail(GPUHAL_ERROR_INVALID_VALUE, i, r,
-                "struct_size " + std::to_string(r->struct_size) + " is shorter than gpuhal_copy_rect_t (" +
-                    std::to_string(sizeof(gpuhal_copy_rect_t)) + ")");
-  return true;
-}
-
 bool RuleCheck::launch(const gpuhal_launch_config_t *c, size_t i) {
-  if (!c) return fail(GPUHAL_ERROR_INVALID_VALUE, i, c, "must not be NULL");
-  if (c->struct_size < sizeof(gpuhal_launch_config_t))
-    return fail(GPUHAL_ERROR_INVALID_VALUE, i, c, "struct_size shorter than gpuhal_launch_config_t");
+  if (!ArgumentCheck::launch(c, i)) return false;
   const char axis[] = "xyz";
-  for (int k = 0; k < 3; ++k)
-    if (c->grid[k] == 0 || c->block[k] == 0)
-      return fail(GPUHAL_ERROR_INVALID_VALUE, i, c,
-                  std::string(c->grid[k] == 0 ? "grid." : "block.") + axis[k] + " is 0 (every dimension is at least 1)");
   const auto ctx = layer_.book().find(ObjectKind::context, context_);
   const gpuhal_device_properties_t *d = ctx ? layer_.device(int32_t(ctx->bytes)) : nullptr;
   if (!d) return true;
@@ -174,24 +125,11 @@ bool RuleCheck::launch(const gpuhal_launch_config_t *c, size_t i) {
   return true;
 }
 
-bool RuleCheck::args(void *const *list, uint32_t count, size_t i) {
-  if (count == 0) return true;
-  if (!list) return fail(GPUHAL_ERROR_INVALID_VALUE, i, list, "must not be NULL when arg_count > 0");
-  for (uint32_t k = 0; k < count; ++k)
-    if (!list[k]) return fail(GPUHAL_ERROR_INVALID_VALUE, i, list, "argument " + std::to_string(k) + " points nowhere");
-  return true;
-}
-
 bool RuleCheck::location(int32_t v, size_t i) {
   if (v == GPUHAL_LOCATION_HOST) return true;
   const int32_t n = layer_.device_count();
   if (v >= 0 && (n < 0 || v < n)) return true;
   return fail(GPUHAL_ERROR_INVALID_VALUE, i, v, "a device ordinal or GPUHAL_LOCATION_HOST (-1)");
-}
-
-bool RuleCheck::vm_access(uint32_t v, size_t i) {
-  if (v == GPUHAL_VM_ACCESS_NONE || v == GPUHAL_VM_ACCESS_READ || v == GPUHAL_VM_ACCESS_READ_WRITE) return true;
-  return fail(GPUHAL_ERROR_INVALID_VALUE, i, v, "not a GPUHAL_VM_ACCESS_* value (0, 1 or 3)");
 }
 
 bool RuleCheck::not_in_callback() {

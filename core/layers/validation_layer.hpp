@@ -34,7 +34,6 @@
 #include <type_traits>
 #include <vector>
 
-#include "arg_text.hpp"
 #include "layer_entries.hpp"
 #include "log.hpp"
 #include "object_book.hpp"
@@ -43,144 +42,65 @@ namespace gpuhal::detail::layers {
 
 class ValidationLayer;
 
-// The checks of one call; the first broken rule makes the report.
-class RuleCheck {
+// The checks of one call: the rules support::ArgumentCheck checks from the
+// arguments alone, and here also those that need the plugin's live objects
+// (these hide the base's); the first broken rule makes the report.
+class RuleCheck : public support::ArgumentCheck {
  public:
   RuleCheck(ValidationLayer &layer, const char *entry, const char *params, uint64_t context)
-      : layer_(layer), entry_(entry), params_(params), context_(context) {}
+      : ArgumentCheck(entry, params), layer_(layer), context_(context) {}
 
   template <class T>
-  bool context(T h, size_t i);
+  bool context(T h, size_t i) {
+    return ArgumentCheck::context(h, i) && lifetime(ObjectKind::context, bits_of(h), i, true);
+  }
   template <class T>
-  bool stream(T h, size_t i);
+  bool stream(T h, size_t i) {
+    return bits_of(h) <= 2 || lifetime(ObjectKind::stream, bits_of(h), i, false);  // the default streams, or ours
+  }
   template <class T>
-  bool own_stream(T h, size_t i);
+  bool own_stream(T h, size_t i) {
+    return ArgumentCheck::own_stream(h, i) && lifetime(ObjectKind::stream, bits_of(h), i, true);
+  }
   template <class T>
-  bool handle(ObjectKind kind, T h, size_t i);
+  bool event(T h, size_t i) {
+    return ArgumentCheck::event(h, i) && lifetime(ObjectKind::event, bits_of(h), i, true);
+  }
+  template <class T>
+  bool module(T h, size_t i) {
+    return ArgumentCheck::module(h, i) && lifetime(ObjectKind::module, bits_of(h), i, true);
+  }
+  template <class T>
+  bool kernel(T h, size_t i) {
+    return ArgumentCheck::kernel(h, i) && lifetime(ObjectKind::kernel, bits_of(h), i, true);
+  }
+  template <class T>
+  bool graph(T h, size_t i) {
+    return ArgumentCheck::graph(h, i) && lifetime(ObjectKind::graph, bits_of(h), i, true);
+  }
+  template <class T>
+  bool graph_exec(T h, size_t i) {
+    return ArgumentCheck::graph_exec(h, i) && lifetime(ObjectKind::graph_exec, bits_of(h), i, true);
+  }
   bool events(const gpuhal_event_t *events, uint32_t count, size_t i);
   bool ordinal(int32_t v, size_t i);
-  template <class T>
-  bool not_null(T p, size_t i, const char *rule) {
-    return bits_of(p) != 0 || fail(GPUHAL_ERROR_INVALID_VALUE, i, p, rule);
-  }
-  template <class T>
-  bool struct_out(T *p, size_t i) {
-    if (!p) return fail(GPUHAL_ERROR_INVALID_VALUE, i, p, "an output struct must not be NULL");
-    return p->struct_size >= 8 ||
-           fail(GPUHAL_ERROR_INVALID_VALUE, i, p, "struct_size must be set (at least {abi_version, struct_size})");
-  }
-  template <class T>
-  bool nonzero(T v, size_t i) {
-    return bits_of(v) != 0 || fail(GPUHAL_ERROR_INVALID_VALUE, i, v, "must not be 0");
-  }
-  bool flags(uint32_t v, size_t i, uint32_t known);
-  bool in_range(uint32_t v, size_t i, uint32_t lo, uint32_t hi);
-  bool pow2_or_zero(uint64_t v, size_t i);
   bool allocation(gpuhal_deviceptr_t p, size_t i);
   bool ipc_mapping(gpuhal_deviceptr_t p, size_t i);
   bool device_range(gpuhal_deviceptr_t p, uint64_t bytes, size_t i, size_t n);
   bool copy(uint32_t kind, gpuhal_deviceptr_t dst, gpuhal_deviceptr_t src, uint64_t bytes, size_t k, size_t d,
             size_t s, size_t n);
-  bool copy_kind(uint32_t kind, size_t i);
-  bool rect(const gpuhal_copy_rect_t *r, size_t i);
   bool launch(const gpuhal_launch_config_t *c, size_t i);
-  bool args(void *const *args, uint32_t count, size_t i);
   bool location(int32_t v, size_t i);
-  bool vm_access(uint32_t v, size_t i);
   bool not_in_callback();
 
-  gpuhal_status_t status() const { return status_; }
-  const std::string &report() const { return report_; }
+  std::string report() const { return "validation: " + ArgumentCheck::report(); }
 
  private:
-  template <class T>
-  bool fail(gpuhal_status_t status, size_t i, T value, const std::string &rule) {
-    const std::string_view name = parameter_name(params_, i);
-    return fail_text(status, std::string(name) + " = " + arg_text(name, value) + ": " + rule);
-  }
-  bool fail_text(gpuhal_status_t status, const std::string &what);
   bool lifetime(ObjectKind kind, uint64_t h, size_t i, bool must_be_known);
 
   ValidationLayer &layer_;
-  const char *entry_;
-  const char *params_;
   uint64_t context_;
-  gpuhal_status_t status_ = GPUHAL_SUCCESS;
-  std::string report_;
 };
-
-template <EntryId Id>
-struct EntryRules;
-
-// The rule families, as the .def's lines use them (by parameter position).
-#define CONTEXT(i) &&c.context(std::get<i>(a), i)
-#define STREAM(i) &&c.stream(std::get<i>(a), i)
-#define OWN_STREAM(i) &&c.own_stream(std::get<i>(a), i)
-#define EVENT(i) &&c.handle(ObjectKind::event, std::get<i>(a), i)
-#define MODULE(i) &&c.handle(ObjectKind::module, std::get<i>(a), i)
-#define KERNEL(i) &&c.handle(ObjectKind::kernel, std::get<i>(a), i)
-#define GRAPH(i) &&c.handle(ObjectKind::graph, std::get<i>(a), i)
-#define GRAPH_EXEC(i) &&c.handle(ObjectKind::graph_exec, std::get<i>(a), i)
-#define EVENTS(p, n) &&c.events(std::get<p>(a), std::get<n>(a), p)
-#define ORDINAL(i) &&c.ordinal(std::get<i>(a), i)
-#define OUT(i) &&c.not_null(std::get<i>(a), i, "an output pointer must not be NULL")
-#define NONNULL(i) &&c.not_null(std::get<i>(a), i, "must not be NULL")
-#define STRUCT_OUT(i) &&c.struct_out(std::get<i>(a), i)
-#define NONZERO(i) &&c.nonzero(std::get<i>(a), i)
-#define FLAGS(i, known) &&c.flags(std::get<i>(a), i, known)
-#define IN_RANGE(i, lo, hi) &&c.in_range(std::get<i>(a), i, lo, hi)
-#define POW2_OR_ZERO(i) &&c.pow2_or_zero(std::get<i>(a), i)
-#define ALLOCATION(i) &&c.allocation(std::get<i>(a), i)
-#define IPC_MAPPING(i) &&c.ipc_mapping(std::get<i>(a), i)
-#define DEVICE_RANGE(p, n) &&c.device_range(std::get<p>(a), std::get<n>(a), p, n)
-#define COPY(k, d, s, n) &&c.copy(std::get<k>(a), std::get<d>(a), std::get<s>(a), std::get<n>(a), k, d, s, n)
-#define COPY_KIND(i) &&c.copy_kind(std::get<i>(a), i)
-#define RECT(i) &&c.rect(std::get<i>(a), i)
-#define LAUNCH(i) &&c.launch(std::get<i>(a), i)
-#define ARGS(p, n) &&c.args(std::get<p>(a), std::get<n>(a), p)
-#define LOCATION(i) &&c.location(std::get<i>(a), i)
-#define VM_ACCESS(i) &&c.vm_access(std::get<i>(a), i)
-#define NOT_IN_CALLBACK &&c.not_in_callback()
-#define GPUHAL_PLUGIN_ENTRY(name, group, minor)
-#define GPUHAL_ENTRY_RULES(entry, names, rules)                                                    \
-  template <>                                                                                      \
-  struct EntryRules<EntryId::entry> {                                                              \
-    template <class Tuple>                                                                         \
-    static bool check([[maybe_unused]] RuleCheck &c, [[maybe_unused]] const Tuple &a) {            \
-      return true rules;                                                                           \
-    }                                                                                              \
-  };
-#include "gpuhal/plugin_entries.def"
-#undef GPUHAL_ENTRY_RULES
-#undef GPUHAL_PLUGIN_ENTRY
-#undef CONTEXT
-#undef STREAM
-#undef OWN_STREAM
-#undef EVENT
-#undef MODULE
-#undef KERNEL
-#undef GRAPH
-#undef GRAPH_EXEC
-#undef EVENTS
-#undef ORDINAL
-#undef OUT
-#undef NONNULL
-#undef STRUCT_OUT
-#undef NONZERO
-#undef FLAGS
-#undef IN_RANGE
-#undef POW2_OR_ZERO
-#undef ALLOCATION
-#undef IPC_MAPPING
-#undef DEVICE_RANGE
-#undef COPY
-#undef COPY_KIND
-#undef RECT
-#undef LAUNCH
-#undef ARGS
-#undef LOCATION
-#undef VM_ACCESS
-#undef NOT_IN_CALLBACK
 
 // What an entry makes: the kind and the position of its output.
 struct Creation {
@@ -300,31 +220,5 @@ class ValidationLayer {
   std::vector<std::unique_ptr<CallbackBox>> kept_callbacks_;  // recorded in captures: run at every replay
   friend class RuleCheck;
 };
-
-template <class T>
-bool RuleCheck::context(T h, size_t i) {
-  if (!h) return fail(GPUHAL_ERROR_INVALID_HANDLE, i, h, "a context must not be NULL");
-  return lifetime(ObjectKind::context, bits_of(h), i, true);
-}
-
-template <class T>
-bool RuleCheck::stream(T h, size_t i) {
-  const uint64_t s = bits_of(h);
-  if (s <= 2) return true;  // NULL, GPUHAL_STREAM_LEGACY, GPUHAL_STREAM_PER_THREAD
-  return lifetime(ObjectKind::stream, s, i, false);
-}
-
-template <class T>
-bool RuleCheck::own_stream(T h, size_t i) {
-  if (bits_of(h) <= 2)
-    return fail(GPUHAL_ERROR_INVALID_HANDLE, i, h, "a default stream is not made by stream_create and is never destroyed");
-  return lifetime(ObjectKind::stream, bits_of(h), i, true);
-}
-
-template <class T>
-bool RuleCheck::handle(ObjectKind kind, T h, size_t i) {
-  if (!h) return fail(GPUHAL_ERROR_INVALID_HANDLE, i, h, std::string("a ") + to_string(kind) + " must not be NULL");
-  return lifetime(kind, bits_of(h), i, true);
-}
 
 }  // namespace gpuhal::detail::layers

@@ -27,9 +27,12 @@
 
 #include <cstddef>
 #include <string_view>
+#include <tuple>
 #include <type_traits>
 
+#include "entry_rules.hpp"
 #include "gpuhal/plugin.h"
+#include "plugin_support.hpp"
 
 // The function type behind an entry of the table.
 #define GPUHAL_PLUGIN_ENTRY_TYPE(name) std::remove_pointer_t<decltype(gpuhal_plugin_table_t::name)>
@@ -68,6 +71,27 @@ constexpr bool EntryNames<N>::all_known() const {
     if (!kAllEntries.has(names[i])) return false;
   return true;
 }
+
+// What the table holds for entry `Id` implemented by `Fn`: Fn behind the
+// entry's argument rules that need only the arguments (support/
+// entry_rules.hpp, from plugin_entries.def's GPUHAL_ENTRY_RULES lines). A
+// broken rule fails the call with the rule's status and "<entry>:
+// <param> = <value>: <rule>" as the last error, before Fn runs; so a backend
+// does not check NULL outputs, unknown flags and kinds, zero sizes or
+// dimensions itself. The rules that need the plugin's own objects (is this
+// handle live, of which context) are the backend's to check.
+template <support::EntryId Id, class F, F *Fn>
+struct CheckedEntry;
+template <support::EntryId Id, class R, class... A, R (*Fn)(A...)>
+struct CheckedEntry<Id, R(A...), Fn> {
+  static R call(A... a) {
+    if constexpr (std::is_same_v<R, gpuhal_status_t>) {
+      support::ArgumentCheck check(support::EntryTraits<Id>::name, support::entry_params<Id>);
+      if (!support::EntryRules<Id>::check(check, std::forward_as_tuple(a...))) return fail(check.status(), check.report());
+    }
+    return Fn(a...);
+  }
+};
 
 // A table of this core's ABI version and size, named, every entry NULL.
 constexpr gpuhal_plugin_table_t empty_table(const char *name) {

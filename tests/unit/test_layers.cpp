@@ -266,7 +266,7 @@ TEST_CASE("validation layer over the fake HSA runtime: events, barriers and doub
   gpuhal_event_t list[2] = {e, nullptr};
   auto [st, msg] = p.refused([&] { return p.t->stream_barrier(ctx, nullptr, list, 2, 0); });
   CHECK(st == GPUHAL_ERROR_INVALID_HANDLE);
-  CHECK(msg == "validation: stream_barrier: events = NULL: event 1 is NULL");
+  CHECK(msg == "validation: stream_barrier: events = " + hex(list) + ": event 1 is NULL");
   std::tie(st, msg) = p.refused([&] { return p.t->stream_barrier(ctx, nullptr, list, 1, 2); });
   CHECK(msg == "validation: stream_barrier: flags = 2: unknown flag bits 0x2 (known: 0x1)");
   CHECK(p.t->stream_barrier(ctx, nullptr, list, 1, 0) == GPUHAL_SUCCESS);
