@@ -453,7 +453,6 @@ class GraphStore {
   }
 
   gpuhal_status_t instantiate(gpuhal_graph_t graph, gpuhal_graph_exec_t *out) {
-    if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "graph_instantiate: null output pointer");
     std::shared_ptr<const Stored> g = find_graph(graph);
     if (!g) return fail(GPUHAL_ERROR_INVALID_HANDLE, "graph_instantiate: not a graph of this context");
     auto x = std::make_shared<Exec>();

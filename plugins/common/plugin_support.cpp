@@ -127,11 +127,4 @@ gpuhal_status_t check_host_memory_args(const char *entry, HostArg kind, const vo
   return GPUHAL_SUCCESS;
 }
 
-gpuhal_status_t check_create_args(const char *entry, const void *out, uint32_t flags, uint32_t known) {
-  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, std::string(entry) + ": null output pointer");
-  if (flags & ~known)
-    return fail(GPUHAL_ERROR_INVALID_VALUE, std::string(entry) + ": unknown flags " + std::to_string(flags));
-  return GPUHAL_SUCCESS;
-}
-
 }  // namespace gpuhal::plugin

@@ -67,10 +67,6 @@ gpuhal_status_t write_properties(gpuhal_device_properties_t p, gpuhal_device_pro
 enum class HostArg { Output, Range };
 gpuhal_status_t check_host_memory_args(const char *entry, HostArg kind, const void *p, uint64_t bytes, uint32_t flags);
 
-// The argument checks of stream_create and event_create: a non-null output
-// and only `known` flag bits (ERROR_INVALID_VALUE naming `entry`).
-gpuhal_status_t check_create_args(const char *entry, const void *out, uint32_t flags, uint32_t known);
-
 class Options {
  public:
   Options() = default;

@@ -231,13 +231,14 @@ gpuhal_status_t release_tracked(CudaContext *c, Known known, gpuhal_status_t ref
   return GPUHAL_SUCCESS;
 }
 
-// stream_create and event_create: checks `out` and `flags` (only `allowed`
-// bits), then in the context create(&native) makes the driver's object,
+// stream_create and event_create (whose `out` and `flags` the kit's argument
+// rules checked before the entry: plugin_table.hpp): in the context
+// create(&native) makes the driver's object,
 // which is recorded in the context's `made` set and handed out. Recording
 // it can fail only for memory; the object is then destroyed with `destroy`
 // so that nothing the driver made is lost.
 template <class Native, class Handle, class Create>
-gpuhal_status_t create_tracked(gpuhal_context_t ctx, const char *entry, uint32_t flags, uint32_t allowed, Handle *out,
+gpuhal_status_t create_tracked(gpuhal_context_t ctx, const char *entry, Handle *out,
                                std::unordered_set<Native> CudaContext::*made, CUresult (*Driver::*destroy)(Native),
                                Create create);
 
@@ -255,10 +256,9 @@ gpuhal_status_t in_context(gpuhal_context_t ctx, const char *entry, Body &&body)
 }
 
 template <class Native, class Handle, class Create>
-gpuhal_status_t create_tracked(gpuhal_context_t ctx, const char *entry, uint32_t flags, uint32_t allowed, Handle *out,
+gpuhal_status_t create_tracked(gpuhal_context_t ctx, const char *entry, Handle *out,
                                std::unordered_set<Native> CudaContext::*made, CUresult (*Driver::*destroy)(Native),
                                Create create) {
-  if (const gpuhal_status_t st = plugin::check_create_args(entry, out, flags, allowed); st != GPUHAL_SUCCESS) return st;
   return in_context(ctx, entry, [&](CudaContext *c) -> gpuhal_status_t {
     Native native = nullptr;
     if (const gpuhal_status_t st = create(&native); st != GPUHAL_SUCCESS) return st;

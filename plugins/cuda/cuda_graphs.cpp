@@ -151,7 +151,6 @@ gpuhal_status_t stream_begin_capture(gpuhal_context_t ctx, gpuhal_stream_t strea
 
 gpuhal_status_t stream_end_capture(gpuhal_context_t ctx, gpuhal_stream_t stream, gpuhal_graph_t *out) {
   return in_context(ctx, "stream_end_capture", [&](CudaContext *c) -> gpuhal_status_t {
-    if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_end_capture: null output pointer");
     *out = nullptr;
     if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_end_capture: invalid stream");
     const CUstream s = native(stream);
@@ -189,7 +188,6 @@ gpuhal_status_t stream_end_capture(gpuhal_context_t ctx, gpuhal_stream_t stream,
 
 gpuhal_status_t stream_is_capturing(gpuhal_context_t ctx, gpuhal_stream_t stream, int32_t *out) {
   return in_context(ctx, "stream_is_capturing", [&](CudaContext *c) -> gpuhal_status_t {
-    if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_is_capturing: null output pointer");
     if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_is_capturing: invalid stream");
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
     if (const gpuhal_status_t st = capture_status(native(stream), &status); st != GPUHAL_SUCCESS) return st;
@@ -247,7 +245,6 @@ gpuhal_status_t graph_destroy(gpuhal_context_t ctx, gpuhal_graph_t graph) {
 
 gpuhal_status_t graph_instantiate(gpuhal_context_t ctx, gpuhal_graph_t graph, gpuhal_graph_exec_t *out) {
   return in_context(ctx, "graph_instantiate", [&](CudaContext *c) -> gpuhal_status_t {
-    if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "graph_instantiate: null output pointer");
     std::lock_guard<std::mutex> lock(c->capture_mu);
     CudaGraph *g = graph_of(c, graph);
     if (!g) return fail(GPUHAL_ERROR_INVALID_HANDLE, "graph_instantiate: not a graph of this context");

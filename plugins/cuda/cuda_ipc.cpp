@@ -19,7 +19,6 @@ namespace gpuhal::cuda {
 
 gpuhal_status_t ipc_get_handle(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpuhal_ipc_handle_t *out,
                                gpuhal_deviceptr_t *base, uint64_t *bytes) {
-  if (!out || !base || !bytes) return fail(GPUHAL_ERROR_INVALID_VALUE, "ipc_get_handle: null output pointer");
   return in_context(ctx, "ipc_get_handle", [&](CudaContext *c) -> gpuhal_status_t {
     CUdeviceptr b = 0;
     size_t size = 0;

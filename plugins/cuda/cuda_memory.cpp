@@ -45,7 +45,6 @@ gpuhal_status_t remember(CudaContext *c, CUdeviceptr p, gpuhal_deviceptr_t *out)
 }  // namespace
 
 gpuhal_status_t memory_info(gpuhal_context_t ctx, uint64_t *free_bytes, uint64_t *total_bytes) {
-  if (!free_bytes || !total_bytes) return fail(GPUHAL_ERROR_INVALID_VALUE, "memory_info: null output pointer");
   return in_context(ctx, "memory_info", [&](CudaContext *c) -> gpuhal_status_t {
     size_t f = 0, t = 0;
     if (const gpuhal_status_t call_st = cu_call(drv().cuMemGetInfo, "cuMemGetInfo", &f, &t); call_st != GPUHAL_SUCCESS)
@@ -62,7 +61,6 @@ gpuhal_status_t memory_info(gpuhal_context_t ctx, uint64_t *free_bytes, uint64_t
 // ---- device memory ---------------------------------------------------------------
 
 gpuhal_status_t mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr_t *out) {
-  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc: null output pointer");
   if (bytes == 0 || bytes > SIZE_MAX) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc: size must be positive");
   return in_context(ctx, "mem_alloc", [&](CudaContext *c) -> gpuhal_status_t {
     CUdeviceptr p = 0;
@@ -81,7 +79,6 @@ gpuhal_status_t mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr
 // MANAGED_MEMORY is asked first, so that a device without it is refused by
 // name rather than by the driver's bare CUDA_ERROR_NOT_SUPPORTED.
 gpuhal_status_t mem_alloc_managed(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr_t *out) {
-  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc_managed: null output pointer");
   if (bytes == 0 || bytes > SIZE_MAX)
     return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc_managed: size must be positive");
   if (!drv().cuMemAllocManaged)
@@ -182,7 +179,6 @@ gpuhal_status_t mem_free(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
 }
 
 gpuhal_status_t mem_alloc_async(gpuhal_context_t ctx, uint64_t bytes, gpuhal_stream_t stream, gpuhal_deviceptr_t *out) {
-  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc_async: null output pointer");
   if (bytes == 0 || bytes > SIZE_MAX) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc_async: size must be positive");
   return in_context(ctx, "mem_alloc_async", [&](CudaContext *c) -> gpuhal_status_t {
     if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "mem_alloc_async: invalid stream");

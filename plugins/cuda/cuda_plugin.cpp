@@ -103,7 +103,6 @@ const char *last_error() {
 }
 
 gpuhal_status_t device_count(int32_t *count) {
-  if (!count) return fail(GPUHAL_ERROR_INVALID_VALUE, "device_count: null output pointer");
   *count = g_device_count;
   return GPUHAL_SUCCESS;
 }
@@ -183,7 +182,6 @@ namespace {
 // of that device, and never retained, released or reset here).
 gpuhal_status_t open_context(const char *entry, int32_t ordinal, CUcontext adopt, gpuhal_context_t *out) {
   return guard(entry, [&]() -> gpuhal_status_t {
-    if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, std::string(entry) + ": null output pointer");
     if (ordinal < 0 || ordinal >= g_device_count)
       return fail(GPUHAL_ERROR_INVALID_VALUE, std::string(entry) + ": no cuda device " + std::to_string(ordinal));
     if (const gpuhal_status_t st = check_thread(entry); st != GPUHAL_SUCCESS) return st;
@@ -340,7 +338,6 @@ gpuhal_status_t context_synchronize(gpuhal_context_t ctx) {
 gpuhal_status_t native_handle(gpuhal_context_t ctx, int32_t kind, uint64_t *out) {
   CudaContext *c = find(ctx);
   if (!c) return bad_context("native_handle");
-  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "native_handle: null output pointer");
   if (kind == GPUHAL_NATIVE_CONTEXT) {
     *out = reinterpret_cast<uintptr_t>(c->cu);
   } else if (kind == GPUHAL_NATIVE_DEVICE) {
@@ -354,7 +351,6 @@ gpuhal_status_t native_handle(gpuhal_context_t ctx, int32_t kind, uint64_t *out)
 // ---- peer access ------------------------------------------------------------------------------
 
 gpuhal_status_t device_can_access_peer(int32_t ordinal, int32_t peer, int32_t *out) {
-  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "device_can_access_peer: null output pointer");
   if (ordinal < 0 || ordinal >= g_device_count || peer < 0 || peer >= g_device_count)
     return fail(GPUHAL_ERROR_INVALID_VALUE, "device_can_access_peer: no such cuda device");
   if (ordinal == peer) {

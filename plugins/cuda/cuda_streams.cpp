@@ -20,7 +20,7 @@ namespace gpuhal::cuda {
 // ---- streams and events ---------------------------------------------------------------
 
 gpuhal_status_t stream_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_stream_t *out) {
-  return create_tracked(ctx, "stream_create", flags, GPUHAL_STREAM_NON_BLOCKING, out, &CudaContext::streams,
+  return create_tracked(ctx, "stream_create", out, &CudaContext::streams,
                         &Driver::cuStreamDestroy, [&](CUstream *s) {
                           const unsigned cu_flags = (flags & GPUHAL_STREAM_NON_BLOCKING) ? CU_STREAM_NON_BLOCKING : 0u;
                           return cu_call(drv().cuStreamCreate, "cuStreamCreate", s, cu_flags);
@@ -44,7 +44,7 @@ gpuhal_status_t context_stream_priority_range(gpuhal_context_t ctx, int32_t *lea
 
 gpuhal_status_t stream_create_with_priority(gpuhal_context_t ctx, uint32_t flags, int32_t priority,
                                             gpuhal_stream_t *out) {
-  return create_tracked(ctx, "stream_create_with_priority", flags, GPUHAL_STREAM_NON_BLOCKING, out,
+  return create_tracked(ctx, "stream_create_with_priority", out,
                         &CudaContext::streams, &Driver::cuStreamDestroy, [&](CUstream *s) {
                           const unsigned cu_flags = (flags & GPUHAL_STREAM_NON_BLOCKING) ? CU_STREAM_NON_BLOCKING : 0u;
                           return cu_call(drv().cuStreamCreateWithPriority, "cuStreamCreateWithPriority", s, cu_flags,
@@ -54,7 +54,6 @@ gpuhal_status_t stream_create_with_priority(gpuhal_context_t ctx, uint32_t flags
 
 gpuhal_status_t stream_priority(gpuhal_context_t ctx, gpuhal_stream_t stream, int32_t *out) {
   return in_context(ctx, "stream_priority", [&](CudaContext *c) -> gpuhal_status_t {
-    if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_priority: null output pointer");
     if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_priority: invalid stream");
     int p = 0;
     if (const gpuhal_status_t st = cu_call(drv().cuStreamGetPriority, "cuStreamGetPriority", native(stream), &p);
@@ -131,7 +130,7 @@ gpuhal_status_t stream_add_callback(gpuhal_context_t ctx, gpuhal_stream_t stream
 }
 
 gpuhal_status_t event_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_event_t *out) {
-  return create_tracked(ctx, "event_create", flags, GPUHAL_EVENT_DISABLE_TIMING, out, &CudaContext::events,
+  return create_tracked(ctx, "event_create", out, &CudaContext::events,
                         &Driver::cuEventDestroy, [&](CUevent *e) {
                           const unsigned cu_flags =
                               (flags & GPUHAL_EVENT_DISABLE_TIMING) ? CU_EVENT_DISABLE_TIMING : CU_EVENT_DEFAULT;
@@ -180,7 +179,6 @@ gpuhal_status_t event_query(gpuhal_context_t ctx, gpuhal_event_t event) {
 }
 
 gpuhal_status_t event_elapsed_ms(gpuhal_context_t ctx, gpuhal_event_t start, gpuhal_event_t end, float *ms) {
-  if (!ms) return fail(GPUHAL_ERROR_INVALID_VALUE, "event_elapsed_ms: null output pointer");
   return in_context(ctx, "event_elapsed_ms", [&](CudaContext *c) -> gpuhal_status_t {
     if (!known_event(c, start) || !known_event(c, end))
       return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_elapsed_ms: invalid event");

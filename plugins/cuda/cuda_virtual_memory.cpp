@@ -64,7 +64,6 @@ gpuhal_status_t vm_granularity(gpuhal_context_t ctx, uint64_t *minimum, uint64_t
 gpuhal_status_t vm_reserve(gpuhal_context_t ctx, uint64_t bytes, uint64_t alignment, gpuhal_deviceptr_t *out) {
   return in_context(ctx, "vm_reserve", [&](CudaContext *c) -> gpuhal_status_t {
     if (!have_vmm()) return no_vmm("vm_reserve");
-    if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "vm_reserve: out is NULL");
     CUdeviceptr p = 0;
     if (const gpuhal_status_t st = cu_call(drv().cuMemAddressReserve, "cuMemAddressReserve", &p, size_t(bytes),
                                            size_t(alignment), CUdeviceptr(0), 0ull);
@@ -98,7 +97,6 @@ gpuhal_status_t vm_free(gpuhal_context_t ctx, gpuhal_deviceptr_t base, uint64_t 
 gpuhal_status_t vm_create(gpuhal_context_t ctx, uint64_t bytes, gpuhal_physical_memory_t *out) {
   return in_context(ctx, "vm_create", [&](CudaContext *c) -> gpuhal_status_t {
     if (!have_vmm()) return no_vmm("vm_create");
-    if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "vm_create: out is NULL");
     const CUmemAllocationProp prop = device_memory_prop(c);
     auto p = std::make_unique<CudaPhysical>();
     p->bytes = bytes;

@@ -26,7 +26,6 @@ gpuhal_status_t stream_begin_capture(gpuhal_context_t ctx, gpuhal_stream_t strea
 
 gpuhal_status_t stream_end_capture(gpuhal_context_t ctx, gpuhal_stream_t stream, gpuhal_graph_t *out) {
   return in_context(ctx, "stream_end_capture", [&](HostContext *c) -> gpuhal_status_t {
-    if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_end_capture: null output pointer");
     *out = nullptr;
     std::shared_ptr<StreamState> s = c->stream(stream);
     if (!s) return bad_stream("stream_end_capture");
@@ -39,7 +38,6 @@ gpuhal_status_t stream_end_capture(gpuhal_context_t ctx, gpuhal_stream_t stream,
 
 gpuhal_status_t stream_is_capturing(gpuhal_context_t ctx, gpuhal_stream_t stream, int32_t *out) {
   return in_context(ctx, "stream_is_capturing", [&](HostContext *c) -> gpuhal_status_t {
-    if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_is_capturing: null output pointer");
     std::shared_ptr<StreamState> s = c->stream(stream);
     if (!s) return bad_stream("stream_is_capturing");
     *out = c->captures.capturing(s.get()) ? 1 : 0;

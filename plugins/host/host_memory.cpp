@@ -20,7 +20,6 @@ using plugin::fail;
 
 gpuhal_status_t mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr_t *out) {
   return in_context(ctx, "mem_alloc", [&](HostContext *c) -> gpuhal_status_t {
-    if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc: null output pointer");
     if (bytes == 0) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc: size must be positive");
     HostDevice *d = c->device();
     // `used` is kept only under a limit (memory_info and the limit read it

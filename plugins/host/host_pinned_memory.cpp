@@ -81,7 +81,6 @@ gpuhal_status_t host_unregister(gpuhal_context_t ctx, void *ptr) {
 
 gpuhal_status_t host_get_device_pointer(gpuhal_context_t ctx, void *host_ptr, gpuhal_deviceptr_t *out) {
   return in_context(ctx, "host_get_device_pointer", [&](HostContext *) -> gpuhal_status_t {
-    if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "host_get_device_pointer: null output pointer");
     uintptr_t base;
     Region r;
     if (!plugin_state().registry.find_host(uintptr_t(host_ptr), &base, &r) || !(r.flags & GPUHAL_HOST_ALLOC_MAPPED))

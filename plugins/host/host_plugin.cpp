@@ -175,7 +175,6 @@ const char *last_error() {
 }
 
 gpuhal_status_t device_count(int32_t *count) {
-  if (!count) return fail(GPUHAL_ERROR_INVALID_VALUE, "device_count: null output pointer");
   if (!plugin_state_exists()) return fail(GPUHAL_ERROR_INITIALIZATION_FAILED, "device_count: plugin not initialised");
   *count = int32_t(plugin_state().devices.size());
   return GPUHAL_SUCCESS;
@@ -225,7 +224,6 @@ gpuhal_status_t device_properties(int32_t ordinal, gpuhal_device_properties_t *o
 
 gpuhal_status_t context_create(int32_t ordinal, gpuhal_context_t *out) {
   return guard("context_create", [&]() -> gpuhal_status_t {
-    if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "context_create: null output pointer");
     HostDevice *d = device_at(ordinal);
     if (!d) return fail(GPUHAL_ERROR_INVALID_VALUE, "context_create: no host device " + std::to_string(ordinal));
     *out = plugin_state().contexts.add(std::make_unique<HostContext>(d));
@@ -255,7 +253,6 @@ gpuhal_status_t context_synchronize(gpuhal_context_t ctx) {
 
 gpuhal_status_t memory_info(gpuhal_context_t ctx, uint64_t *free_bytes, uint64_t *total_bytes) {
   return in_context(ctx, "memory_info", [&](HostContext *c) -> gpuhal_status_t {
-    if (!free_bytes || !total_bytes) return fail(GPUHAL_ERROR_INVALID_VALUE, "memory_info: null output pointer");
     HostDevice *d = c->device();
     const uint64_t used = d->used.load();
     *total_bytes = d->total_memory;
@@ -267,7 +264,6 @@ gpuhal_status_t memory_info(gpuhal_context_t ctx, uint64_t *free_bytes, uint64_t
 // ---- peer access: every host device addresses the same memory -----------------------
 
 gpuhal_status_t device_can_access_peer(int32_t ordinal, int32_t peer, int32_t *out) {
-  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "device_can_access_peer: null output pointer");
   if (!device_at(ordinal) || !device_at(peer))
     return fail(GPUHAL_ERROR_INVALID_VALUE,
                 "device_can_access_peer: no host device " + std::to_string(device_at(ordinal) ? peer : ordinal));

@@ -284,8 +284,6 @@ namespace {
 gpuhal_status_t create_stream(gpuhal_context_t ctx, const char *entry, uint32_t flags, int32_t priority,
                               gpuhal_stream_t *out) {
   return in_context(ctx, entry, [&](HostContext *c) -> gpuhal_status_t {
-    const gpuhal_status_t st = plugin::check_create_args(entry, out, flags, GPUHAL_STREAM_NON_BLOCKING);
-    if (st != GPUHAL_SUCCESS) return st;
     const int p = std::clamp<int>(priority, StreamState::kGreatestPriority, StreamState::kLeastPriority);
     *out = c->create_stream((flags & GPUHAL_STREAM_NON_BLOCKING) != 0, p);
     return GPUHAL_SUCCESS;
@@ -313,7 +311,6 @@ gpuhal_status_t stream_create_with_priority(gpuhal_context_t ctx, uint32_t flags
 
 gpuhal_status_t stream_priority(gpuhal_context_t ctx, gpuhal_stream_t stream, int32_t *out) {
   return in_context(ctx, "stream_priority", [&](HostContext *c) -> gpuhal_status_t {
-    if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_priority: null output pointer");
     std::shared_ptr<StreamState> s = c->stream(stream);
     if (!s) return bad_stream("stream_priority");
     *out = s->priority;

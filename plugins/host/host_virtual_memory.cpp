@@ -110,7 +110,6 @@ gpuhal_status_t vm_granularity(gpuhal_context_t ctx, uint64_t *minimum, uint64_t
 
 gpuhal_status_t vm_reserve(gpuhal_context_t ctx, uint64_t bytes, uint64_t alignment, gpuhal_deviceptr_t *out) {
   return in_context(ctx, "vm_reserve", [&](HostContext *c) -> gpuhal_status_t {
-    if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "vm_reserve: out is NULL");
     if (bytes == 0 || !multiple(bytes) || bytes > (uint64_t(1) << 46))
       return fail(GPUHAL_ERROR_INVALID_VALUE, "vm_reserve: bytes " + std::to_string(bytes) +
                                                   " is not a positive multiple of the granularity (" +
@@ -152,7 +151,6 @@ gpuhal_status_t vm_free(gpuhal_context_t ctx, gpuhal_deviceptr_t base, uint64_t 
 
 gpuhal_status_t vm_create(gpuhal_context_t ctx, uint64_t bytes, gpuhal_physical_memory_t *out) {
   return in_context(ctx, "vm_create", [&](HostContext *c) -> gpuhal_status_t {
-    if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "vm_create: out is NULL");
     if (bytes == 0 || !multiple(bytes))
       return fail(GPUHAL_ERROR_INVALID_VALUE, "vm_create: bytes " + std::to_string(bytes) +
                                                   " is not a positive multiple of the granularity (" +

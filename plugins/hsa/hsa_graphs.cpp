@@ -53,7 +53,6 @@ gpuhal_status_t stream_begin_capture(gpuhal_context_t ctx, gpuhal_stream_t strea
 
 gpuhal_status_t stream_end_capture(gpuhal_context_t ctx, gpuhal_stream_t stream, gpuhal_graph_t *out) {
   return in_context(ctx, "stream_end_capture", [&](HsaContext *c) -> gpuhal_status_t {
-    if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_end_capture: null output pointer");
     *out = nullptr;
     std::lock_guard<std::mutex> lock(c->mu);
     HsaStream *s = resolve_stream(c, stream);
@@ -68,7 +67,6 @@ gpuhal_status_t stream_end_capture(gpuhal_context_t ctx, gpuhal_stream_t stream,
 
 gpuhal_status_t stream_is_capturing(gpuhal_context_t ctx, gpuhal_stream_t stream, int32_t *out) {
   return in_context(ctx, "stream_is_capturing", [&](HsaContext *c) -> gpuhal_status_t {
-    if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_is_capturing: null output pointer");
     std::lock_guard<std::mutex> lock(c->mu);
     HsaStream *s = resolve_stream(c, stream);
     if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_is_capturing: invalid stream");

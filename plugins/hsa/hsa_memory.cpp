@@ -34,7 +34,6 @@ gpuhal_status_t remember(HsaContext *c, void *p, uint64_t bytes, bool managed, g
 }  // namespace
 
 gpuhal_status_t mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr_t *out) {
-  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc: null output pointer");
   if (bytes == 0 || bytes > SIZE_MAX) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc: size must be positive");
   return in_context(ctx, "mem_alloc", [&](HsaContext *c) -> gpuhal_status_t {
     void *p = nullptr;
@@ -52,7 +51,6 @@ gpuhal_status_t mem_alloc(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr
 // allocations, so that mem_free (hsa_amd_memory_pool_free) and the range
 // checks of copies know it.
 gpuhal_status_t mem_alloc_managed(gpuhal_context_t ctx, uint64_t bytes, gpuhal_deviceptr_t *out) {
-  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc_managed: null output pointer");
   if (bytes == 0 || bytes > SIZE_MAX)
     return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_alloc_managed: size must be positive");
   return in_context(ctx, "mem_alloc_managed", [&](HsaContext *c) -> gpuhal_status_t {

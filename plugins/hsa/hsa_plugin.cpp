@@ -301,7 +301,6 @@ const char *last_error() {
 }
 
 gpuhal_status_t device_count(int32_t *count) {
-  if (!count) return fail(GPUHAL_ERROR_INVALID_VALUE, "device_count: null output pointer");
   *count = int32_t(g_devices.size());
   if (g_devices.empty() && !g_no_device_reason.empty()) fail(GPUHAL_SUCCESS, g_no_device_reason);
   return GPUHAL_SUCCESS;
@@ -323,7 +322,6 @@ gpuhal_status_t device_properties(int32_t ordinal, gpuhal_device_properties_t *o
 
 gpuhal_status_t context_create(int32_t ordinal, gpuhal_context_t *out) {
   return guard("context_create", [&]() -> gpuhal_status_t {
-    if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "context_create: null output pointer");
     if (ordinal < 0 || size_t(ordinal) >= g_devices.size())
       return fail(GPUHAL_ERROR_INVALID_VALUE, "context_create: no hsa device " + std::to_string(ordinal));
     auto c = std::make_unique<HsaContext>();
@@ -402,7 +400,6 @@ gpuhal_status_t context_synchronize(gpuhal_context_t ctx) {
 }
 
 gpuhal_status_t memory_info(gpuhal_context_t ctx, uint64_t *free_bytes, uint64_t *total_bytes) {
-  if (!free_bytes || !total_bytes) return fail(GPUHAL_ERROR_INVALID_VALUE, "memory_info: null output pointer");
   return in_context(ctx, "memory_info", [&](HsaContext *c) -> gpuhal_status_t {
     // ROCr 5.x has no free-memory query: free is the pool's size less what
     // this process's contexts on the device hold.
@@ -424,7 +421,6 @@ gpuhal_status_t memory_info(gpuhal_context_t ctx, uint64_t *free_bytes, uint64_t
 gpuhal_status_t native_handle(gpuhal_context_t ctx, int32_t kind, uint64_t *out) {
   HsaContext *c = find(ctx);
   if (!c) return bad_context("native_handle");
-  if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "native_handle: null output pointer");
   if (kind == GPUHAL_NATIVE_DEVICE) {
     *out = c->device->agent.handle;
     return GPUHAL_SUCCESS;

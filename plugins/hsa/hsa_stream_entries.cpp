@@ -40,9 +40,6 @@ namespace {
 // default, HIGH 2).
 gpuhal_status_t create_stream(gpuhal_context_t ctx, const char *entry, uint32_t flags, int32_t priority,
                               gpuhal_stream_t *out) {
-  if (const gpuhal_status_t st = plugin::check_create_args(entry, out, flags, GPUHAL_STREAM_NON_BLOCKING);
-      st != GPUHAL_SUCCESS)
-    return st;
   return in_context(ctx, entry, [&](HsaContext *c) -> gpuhal_status_t {
     auto s = std::make_unique<HsaStream>();
     s->ctx = c;
@@ -90,7 +87,6 @@ gpuhal_status_t stream_create_with_priority(gpuhal_context_t ctx, uint32_t flags
 
 gpuhal_status_t stream_priority(gpuhal_context_t ctx, gpuhal_stream_t stream, int32_t *out) {
   return in_context(ctx, "stream_priority", [&](HsaContext *c) -> gpuhal_status_t {
-    if (!out) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_priority: null output pointer");
     std::lock_guard<std::mutex> lock(c->mu);
     HsaStream *s = resolve_stream(c, stream);
     if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_priority: invalid stream");

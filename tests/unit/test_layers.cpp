@@ -418,3 +418,63 @@ TEST_CASE("trace layer: each call is an NVTX range on cuda and a roctx range on 
               {{"GPUHAL_HSA_RUNTIME", GPUHAL_TEST_FAKE_HSA}});
 #endif
 }
+
+namespace {
+// A plugin's own table (no layer), initialised with `options`.
+struct Bare {
+  void *library;
+  const gpuhal_plugin_table_t *t = nullptr;
+  Bare(const std::string &path, std::vector<std::pair<std::string, std::string>> options) {
+    library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    REQUIRE(library);
+    void *sym = dlsym(library, GPUHAL_PLUGIN_ENTRY_NAME);
+    gpuhal_plugin_negotiate_fn negotiate;
+    std::memcpy(&negotiate, &sym, sizeof sym);
+    REQUIRE(negotiate(GPUHAL_ABI_VERSION, &t) == GPUHAL_SUCCESS);
+    std::vector<gpuhal_option_t> opts;
+    for (auto &kv : options) opts.push_back({kv.first.c_str(), kv.second.c_str()});
+    gpuhal_init_args_t args{GPUHAL_ABI_VERSION, sizeof args, opts.data(), uint32_t(opts.size()), GPUHAL_LOG_WARN,
+                            nullptr, nullptr};
+    REQUIRE(t->init(&args) == GPUHAL_SUCCESS);
+  }
+  ~Bare() {
+    t->shutdown();
+    dlclose(library);
+  }
+};
+
+void kit_rules_over(const std::string &path, std::vector<std::pair<std::string, std::string>> options) {
+  Bare p(path, options);
+  gpuhal_context_t ctx = nullptr;
+  REQUIRE(p.t->context_create(0, &ctx) == GPUHAL_SUCCESS);
+  CHECK(p.t->mem_alloc(ctx, 64, nullptr) == GPUHAL_ERROR_INVALID_VALUE);
+  CHECK(std::string(p.t->last_error()) == "mem_alloc: out = NULL: an output pointer must not be NULL");
+  gpuhal_stream_t s = nullptr;
+  CHECK(p.t->stream_create(ctx, 4, &s) == GPUHAL_ERROR_INVALID_VALUE);
+  CHECK(std::string(p.t->last_error()) == "stream_create: flags = 4: unknown flag bits 0x4 (known: 0x1)");
+  CHECK(p.t->event_create(ctx, 0, nullptr) == GPUHAL_ERROR_INVALID_VALUE);
+  CHECK(std::string(p.t->last_error()) == "event_create: out = NULL: an output pointer must not be NULL");
+  CHECK(p.t->memory_info(nullptr, nullptr, nullptr) == GPUHAL_ERROR_INVALID_HANDLE);
+  CHECK(std::string(p.t->last_error()) == "memory_info: ctx = NULL: a context must not be NULL");
+  CHECK(p.t->stream_destroy(ctx, GPUHAL_STREAM_PER_THREAD) == GPUHAL_ERROR_INVALID_HANDLE);
+  // What needs the plugin's own objects is the plugin's: an unknown context.
+  int other = 0;
+  CHECK(p.t->context_synchronize(reinterpret_cast<gpuhal_context_t>(&other)) == GPUHAL_ERROR_INVALID_HANDLE);
+  CHECK(p.t->context_destroy(ctx) == GPUHAL_SUCCESS);
+}
+}  // namespace
+
+TEST_CASE("plugin kit: every in-tree plugin's entries are behind the argument rules of plugin_entries.def",
+          "[layers]") {
+  SECTION("host") { kit_rules_over(host_plugin(), {}); }
+#if GPUHAL_TEST_HAVE_CUDA_PLUGIN
+  SECTION("cuda over the fake driver") {
+    kit_rules_over(GPUHAL_TEST_LIB_DIR "/libgpuhal-cuda.so", {{"GPUHAL_CUDA_DRIVER", GPUHAL_TEST_FAKE_CUDA}});
+  }
+#endif
+#if GPUHAL_TEST_HAVE_HSA_PLUGIN
+  SECTION("hsa over the fake runtime") {
+    kit_rules_over(GPUHAL_TEST_LIB_DIR "/libgpuhal-hsa.so", {{"GPUHAL_HSA_RUNTIME", GPUHAL_TEST_FAKE_HSA}});
+  }
+#endif
+}
