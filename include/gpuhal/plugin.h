@@ -62,7 +62,10 @@
  * know), with the status the comment names; it need not re-check what only
  * a caller breaking the table's contract could get wrong (an event of
  * another context, an entry called inside a stream callback), which the
- * layer reports.
+ * layer reports. The in-tree plugins get the rules that need only the
+ * arguments from their kit (support/entry_rules.hpp, applied before every
+ * entry by plugins/common/plugin_table_fill.inc), so they check by hand
+ * only what needs their own objects.
  */
 #ifndef GPUHAL_PLUGIN_H
 #define GPUHAL_PLUGIN_H
