@@ -37,7 +37,7 @@ if [ "${GPUHAL_SANITIZERS:-1}" != "0" ]; then
   # on Debian 12's glibc. Not treating TLS as roots can only report more
   # leaks, never hide one. The fuzz targets load plugins too: same options.
   export LSAN_OPTIONS="use_tls=0:suppressions=$PWD/tests/lsan.supp"
-  ASAN_OPTIONS=detect_leaks=1 ctest --test-dir "$build-asan" --output-on-failure -j"$jobs" -R '^(unit|cli|abi|conform)\.'
+  ASAN_OPTIONS=detect_leaks=1 ctest --test-dir "$build-asan" --output-on-failure -j"$jobs" -R '^(unit|cli|abi|conform|layers)\.'
   echo "== ThreadSanitizer"
   cmake -S . -B "$build-tsan" -G Ninja -DGPUHAL_DEVELOPER=ON -DCMAKE_BUILD_TYPE=Debug -DGPUHAL_SANITIZE=thread >/dev/null
   cmake --build "$build-tsan"

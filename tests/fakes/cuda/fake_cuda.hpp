@@ -117,7 +117,7 @@
 #include <thread>
 #include <vector>
 
-#include "../../../support/fault_spec.hpp"
+#include "fault_spec.hpp"
 #include "fake_cuda_types.hpp"
 
 namespace fake_cuda {

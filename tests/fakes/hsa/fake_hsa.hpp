@@ -74,7 +74,7 @@
 #include <thread>
 #include <vector>
 
-#include "../../../support/fault_spec.hpp"
+#include "fault_spec.hpp"
 
 #include "hsa_api.hpp"
 #include "hsa_code_object.hpp"
