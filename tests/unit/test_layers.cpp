@@ -478,3 +478,44 @@ TEST_CASE("plugin kit: every in-tree plugin's entries are behind the argument ru
   }
 #endif
 }
+
+namespace {
+void faults_over(const std::string &path, const std::string &backend,
+                 std::vector<std::pair<std::string, std::string>> options) {
+  options.emplace_back("GPUHAL_FAULT", "mem_alloc:2:2,stream_create:1");
+  Chained p(path, backend, {"fault"}, options);
+  gpuhal_context_t ctx = p.context();
+  gpuhal_deviceptr_t a = 0, b = 0;
+  REQUIRE(p.t->mem_alloc(ctx, 64, &a) == GPUHAL_SUCCESS);
+  CHECK(p.t->mem_alloc(ctx, 64, &b) == GPUHAL_ERROR_INVALID_VALUE);  // the second call, with the status named
+  CHECK(std::string(p.t->last_error()) == "mem_alloc: fault injected by GPUHAL_FAULT");
+  CHECK(b == 0);  // the plugin never saw it
+  gpuhal_stream_t s = nullptr;
+  CHECK(p.t->stream_create(ctx, 0, &s) == GPUHAL_ERROR_OUT_OF_MEMORY);  // an allocating entry's own failure
+  CHECK(std::string(p.t->last_error()) == "stream_create: fault injected by GPUHAL_FAULT");
+  REQUIRE(p.t->stream_create(ctx, 0, &s) == GPUHAL_SUCCESS);
+  REQUIRE(p.t->mem_alloc(ctx, 64, &b) == GPUHAL_SUCCESS);
+  // A failure of the plugin's own is still the plugin's message.
+  CHECK(p.t->mem_free(ctx, a + 1) != GPUHAL_SUCCESS);
+  CHECK(std::string(p.t->last_error()).find("fault injected") == std::string::npos);
+  CHECK(p.t->mem_free(ctx, a) == GPUHAL_SUCCESS);
+  CHECK(p.t->mem_free(ctx, b) == GPUHAL_SUCCESS);
+  CHECK(p.t->stream_destroy(ctx, s) == GPUHAL_SUCCESS);
+  CHECK(p.t->context_destroy(ctx) == GPUHAL_SUCCESS);
+}
+}  // namespace
+
+TEST_CASE("fault layer: the k-th call fails with the named or the entry's own status, over every backend",
+          "[layers]") {
+  SECTION("host") { faults_over(host_plugin(), "host", {}); }
+#if GPUHAL_TEST_HAVE_CUDA_PLUGIN
+  SECTION("cuda over the fake driver") {
+    faults_over(GPUHAL_TEST_LIB_DIR "/libgpuhal-cuda.so", "cuda", {{"GPUHAL_CUDA_DRIVER", GPUHAL_TEST_FAKE_CUDA}});
+  }
+#endif
+#if GPUHAL_TEST_HAVE_HSA_PLUGIN
+  SECTION("hsa over the fake runtime") {
+    faults_over(GPUHAL_TEST_LIB_DIR "/libgpuhal-hsa.so", "hsa", {{"GPUHAL_HSA_RUNTIME", GPUHAL_TEST_FAKE_HSA}});
+  }
+#endif
+}
