@@ -129,6 +129,19 @@ std::string arg_text(std::string_view name, T value) {
   }
 }
 
+// The handles the rules name by kind (EVENT(i), MODULE(i), ...).
+enum class HandleKind { event, module, kernel, graph, graph_exec };
+inline const char *article(HandleKind k) {
+  switch (k) {
+    case HandleKind::event: return "an event";
+    case HandleKind::module: return "a module";
+    case HandleKind::kernel: return "a kernel";
+    case HandleKind::graph: return "a graph";
+    case HandleKind::graph_exec: return "a graph exec";
+  }
+  return "a handle";
+}
+
 // The rules that need only the arguments. Each returns true when the rule
 // holds; otherwise false, with status() and report() ("<entry>: <param> =
 // <value>: <rule>") set.
@@ -150,24 +163,8 @@ class ArgumentCheck {
            fail(GPUHAL_ERROR_INVALID_HANDLE, i, h, "a default stream is not made by stream_create and is never destroyed");
   }
   template <class T>
-  bool event(T h, size_t i) {
-    return handle("an event", h, i);
-  }
-  template <class T>
-  bool module(T h, size_t i) {
-    return handle("a module", h, i);
-  }
-  template <class T>
-  bool kernel(T h, size_t i) {
-    return handle("a kernel", h, i);
-  }
-  template <class T>
-  bool graph(T h, size_t i) {
-    return handle("a graph", h, i);
-  }
-  template <class T>
-  bool graph_exec(T h, size_t i) {
-    return handle("a graph exec", h, i);
+  bool handle(HandleKind kind, T h, size_t i) {
+    return h || fail(GPUHAL_ERROR_INVALID_HANDLE, i, h, std::string(article(kind)) + " must not be NULL");
   }
   bool events(const gpuhal_event_t *list, uint32_t count, size_t i) {
     if (count == 0) return true;
@@ -271,10 +268,6 @@ class ArgumentCheck {
     report_ = std::string(entry_) + ": " + what;
     return false;
   }
-  template <class T>
-  bool handle(const char *what, T h, size_t i) {
-    return h || fail(GPUHAL_ERROR_INVALID_HANDLE, i, h, std::string(what) + " must not be NULL");
-  }
   const char *entry_;
   const char *params_;
 
@@ -290,11 +283,11 @@ struct EntryRules;
 #define CONTEXT(i) &&c.context(std::get<i>(a), i)
 #define STREAM(i) &&c.stream(std::get<i>(a), i)
 #define OWN_STREAM(i) &&c.own_stream(std::get<i>(a), i)
-#define EVENT(i) &&c.event(std::get<i>(a), i)
-#define MODULE(i) &&c.module(std::get<i>(a), i)
-#define KERNEL(i) &&c.kernel(std::get<i>(a), i)
-#define GRAPH(i) &&c.graph(std::get<i>(a), i)
-#define GRAPH_EXEC(i) &&c.graph_exec(std::get<i>(a), i)
+#define EVENT(i) &&c.handle(HandleKind::event, std::get<i>(a), i)
+#define MODULE(i) &&c.handle(HandleKind::module, std::get<i>(a), i)
+#define KERNEL(i) &&c.handle(HandleKind::kernel, std::get<i>(a), i)
+#define GRAPH(i) &&c.handle(HandleKind::graph, std::get<i>(a), i)
+#define GRAPH_EXEC(i) &&c.handle(HandleKind::graph_exec, std::get<i>(a), i)
 #define EVENTS(p, n) &&c.events(std::get<p>(a), std::get<n>(a), p)
 #define ORDINAL(i) &&c.ordinal(std::get<i>(a), i)
 #define OUT(i) &&c.not_null(std::get<i>(a), i, "an output pointer must not be NULL")

@@ -47,6 +47,17 @@ bool RuleCheck::lifetime(ObjectKind kind, uint64_t bits, size_t i, bool must_be_
   return true;
 }
 
+ObjectKind RuleCheck::object_kind(support::HandleKind kind) {
+  switch (kind) {
+    case support::HandleKind::event: return ObjectKind::event;
+    case support::HandleKind::module: return ObjectKind::module;
+    case support::HandleKind::kernel: return ObjectKind::kernel;
+    case support::HandleKind::graph: return ObjectKind::graph;
+    case support::HandleKind::graph_exec: break;
+  }
+  return ObjectKind::graph_exec;
+}
+
 bool RuleCheck::events(const gpuhal_event_t *list, uint32_t count, size_t i) {
   if (!ArgumentCheck::events(list, count, i)) return false;
   for (uint32_t k = 0; k < count; ++k)

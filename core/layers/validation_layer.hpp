@@ -63,24 +63,8 @@ class RuleCheck : public support::ArgumentCheck {
     return ArgumentCheck::own_stream(h, i) && lifetime(ObjectKind::stream, bits_of(h), i, true);
   }
   template <class T>
-  bool event(T h, size_t i) {
-    return ArgumentCheck::event(h, i) && lifetime(ObjectKind::event, bits_of(h), i, true);
-  }
-  template <class T>
-  bool module(T h, size_t i) {
-    return ArgumentCheck::module(h, i) && lifetime(ObjectKind::module, bits_of(h), i, true);
-  }
-  template <class T>
-  bool kernel(T h, size_t i) {
-    return ArgumentCheck::kernel(h, i) && lifetime(ObjectKind::kernel, bits_of(h), i, true);
-  }
-  template <class T>
-  bool graph(T h, size_t i) {
-    return ArgumentCheck::graph(h, i) && lifetime(ObjectKind::graph, bits_of(h), i, true);
-  }
-  template <class T>
-  bool graph_exec(T h, size_t i) {
-    return ArgumentCheck::graph_exec(h, i) && lifetime(ObjectKind::graph_exec, bits_of(h), i, true);
+  bool handle(support::HandleKind kind, T h, size_t i) {
+    return ArgumentCheck::handle(kind, h, i) && lifetime(object_kind(kind), bits_of(h), i, true);
   }
   bool events(const gpuhal_event_t *events, uint32_t count, size_t i);
   bool ordinal(int32_t v, size_t i);
@@ -97,6 +81,7 @@ class RuleCheck : public support::ArgumentCheck {
 
  private:
   bool lifetime(ObjectKind kind, uint64_t h, size_t i, bool must_be_known);
+  static ObjectKind object_kind(support::HandleKind kind);
 
   ValidationLayer &layer_;
   uint64_t context_;
