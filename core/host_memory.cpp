@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "internal.hpp"
+#include "huge_pages.hpp"
 
 namespace gpuhal {
 namespace {
@@ -313,14 +314,7 @@ uint64_t host_page_size() {
 void *map_pinned_pages(uint64_t mapped) {
   const uint64_t huge = uint64_t(2) << 20;
   if (mapped < huge) return mmap(nullptr, size_t(mapped), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  void *raw = mmap(nullptr, size_t(mapped + huge), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (raw == MAP_FAILED) return MAP_FAILED;
-  const uintptr_t begin = uintptr_t(raw), end = begin + mapped + huge;
-  const uintptr_t at = (begin + huge - 1) & ~uintptr_t(huge - 1);
-  if (at > begin) munmap(raw, at - begin);
-  if (end > at + mapped) munmap(reinterpret_cast<void *>(at + mapped), end - (at + mapped));
-  madvise(reinterpret_cast<void *>(at), size_t(mapped), MADV_HUGEPAGE);
-  return reinterpret_cast<void *>(at);
+  return support::map_huge_aligned(mapped, huge);
 }
 
 // Pinned and mapped memory that is gpuhal's own: anonymous pages the

@@ -210,7 +210,7 @@ class HostContext {
   // Returns false, without running `fn`, when something is pending.
   // Templates, so that a small copy's memcpy is called directly (not
   // through a std::function) on the path H1 measures. The thread that holds
-  // the context's inline bias (core/sync/thread_bias.hpp) runs them without the
+  // the context's inline bias (support/sync/thread_bias.hpp) runs them without the
   // mutex, and without a locked instruction.
   template <class F>
   bool run_inline_if_idle(F &&fn) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "host_context.hpp"
+#include "huge_pages.hpp"
 
 namespace gpuhal::host {
 
@@ -52,14 +53,8 @@ void *fresh_mapping(uint64_t mapped) {
     void *p = mmap(nullptr, size_t(mapped), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     return p == MAP_FAILED ? nullptr : p;
   }
-  void *raw = mmap(nullptr, size_t(mapped + huge), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (raw == MAP_FAILED) return nullptr;
-  const uintptr_t begin = uintptr_t(raw), end = begin + mapped + huge;
-  const uintptr_t at = (begin + huge - 1) & ~uintptr_t(huge - 1);
-  if (at > begin) munmap(raw, at - begin);
-  if (end > at + mapped) munmap(reinterpret_cast<void *>(at + mapped), end - (at + mapped));
-  madvise(reinterpret_cast<void *>(at), size_t(mapped), MADV_HUGEPAGE);
-  return reinterpret_cast<void *>(at);
+  void *at = support::map_huge_aligned(mapped, huge);
+  return at == MAP_FAILED ? nullptr : at;
 }
 
 }  // namespace

@@ -89,7 +89,7 @@ TEST_CASE("dealloc queue: a failed synchronise runs nothing and keeps every rele
   CHECK(ran.back() == "d");
 }
 
-// Idle blocks under the queue's biased lock (core/sync/biased_lock.hpp): this
+// Idle blocks under the queue's biased lock (support/sync/biased_lock.hpp): this
 // thread keeps and takes blocks (the bias's owner, no locked instruction),
 // while another thread flushes and counts, which revokes the bias in the
 // middle of the run; a new queue each round, so many revocations. Every

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// ThreadBias (core/sync/thread_bias.hpp), as the host backend's inline
+// ThreadBias (support/sync/thread_bias.hpp), as the host backend's inline
 // operations use it: the first thread to run an operation inline gets a path
 // without locked instructions; any other thread that needs the submit mutex
 // revokes it for good, after the owner's operation in flight has finished. A
 // mutex of the test's stands for the context's submit mutex. And BiasedLock
-// (core/sync/biased_lock.hpp), the deferred deallocation queue's lock, built
+// (support/sync/biased_lock.hpp), the deferred deallocation queue's lock, built
 // on it.
 #include <atomic>
 #include <chrono>
