@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "array_dims.hpp"
+#include "atomics_lowering.hpp"
 #include "builtin_table.hpp"
 #include "compiled_image.hpp"
 #include "cuda_context.hpp"
@@ -60,7 +61,139 @@ const char kPrologue[] =
   "#define __GPUHAL_CU_SUB_F(a, b) ((a) - (b))\n" \
   "#define __GPUHAL_CU_MIN_F(a, b) ((b) < (a) ? (b) : (a))\n" \
   "#define __GPUHAL_CU_MAX_F(a, b) ((b) > (a) ? (b) : (a))\n" \
+  "#define __GPUHAL_CU_NEG(T, name) \\\n" \
+  "  static __device__ __forceinline__ T name(T *p, T v) { \\\n" \
+  "    return (T)atomicAdd((unsigned long long *)p, 0ull - (unsigned long long)v); }\n" \
+  "#define __GPUHAL_CU_ULL(x) ((unsigned long long)(x))\n" \
+  "#define __GPUHAL_CU_XCHG_D(name) \\\n" \
+  "  static __device__ __forceinline__ double name(double *p, double v) { \\\n" \
+  "    return __GPUHAL_CU_B2D(atomicExch((unsigned long long *)p, __GPUHAL_CU_D2B(v))); }\n" \
+  "#define __GPUHAL_CU_CAS(T, name, U, tobits, frombits) \\\n" \
+  "  static __device__ __forceinline__ T name(T *p, T e, T d) { \\\n" \
+  "    return frombits(atomicCAS((U *)p, tobits(e), tobits(d))); }\n" \
+  /* The _explicit forms (the scope picks the intrinsic; see the table). */ \
+  "#define __GPUHAL_CU_SCOPED(intr, s, ...) \\\n" \
+  "  ((s) == 1 ? intr##_block(__VA_ARGS__) : (s) == 2 ? intr(__VA_ARGS__) : intr##_system(__VA_ARGS__))\n" \
+  "static __device__ __forceinline__ void __gpuhal_cu_fence(int o, int s) {\n" \
+  "  if (o == 0) return;\n" \
+  "  if (s == 1) __threadfence_block(); else if (s == 2) __threadfence(); else __threadfence_system();\n" \
+  "}\n" \
+  "#define __GPUHAL_CU_RMW_X(T, name, intr, U) \\\n" \
+  "  static __device__ __forceinline__ T name(T *p, T v, int o, int s) { \\\n" \
+  "    __gpuhal_cu_fence(o, s); T r = (T)__GPUHAL_CU_SCOPED(intr, s, (U *)p, (U)v); __gpuhal_cu_fence(o, s); return r; }\n" \
+  "#define __GPUHAL_CU_LOOP_X(T, B, name, f, tobits, frombits) \\\n" \
+  "  static __device__ __forceinline__ T name(T *p, T v, int o, int s) { \\\n" \
+  "    __gpuhal_cu_fence(o, s); B *bits = (B *)p; B seen = *(volatile B *)bits, want; \\\n" \
+  "    for (;;) { want = tobits(f(frombits(seen), v)); B got = __GPUHAL_CU_SCOPED(atomicCAS, s, bits, seen, want); \\\n" \
+  "      if (got == seen) break; seen = got; } \\\n" \
+  "    __gpuhal_cu_fence(o, s); return frombits(seen); }\n" \
+  "#define __GPUHAL_CU_NEG_X(T, name) \\\n" \
+  "  static __device__ __forceinline__ T name(T *p, T v, int o, int s) { \\\n" \
+  "    __gpuhal_cu_fence(o, s); \\\n" \
+  "    T r = (T)__GPUHAL_CU_SCOPED(atomicAdd, s, (unsigned long long *)p, 0ull - (unsigned long long)v); \\\n" \
+  "    __gpuhal_cu_fence(o, s); return r; }\n" \
+  "#define __GPUHAL_CU_XCHG_D_X(name) \\\n" \
+  "  static __device__ __forceinline__ double name(double *p, double v, int o, int s) { \\\n" \
+  "    __gpuhal_cu_fence(o, s); unsigned long long r = __GPUHAL_CU_SCOPED(atomicExch, s, \\\n" \
+  "      (unsigned long long *)p, __GPUHAL_CU_D2B(v)); __gpuhal_cu_fence(o, s); return __GPUHAL_CU_B2D(r); }\n" \
+  "#define __GPUHAL_CU_CAS_X(T, name, U, tobits, frombits) \\\n" \
+  "  static __device__ __forceinline__ T name(T *p, T e, T d, int o, int s) { \\\n" \
+  "    __gpuhal_cu_fence(o, s); U r = __GPUHAL_CU_SCOPED(atomicCAS, s, (U *)p, tobits(e), tobits(d)); \\\n" \
+  "    __gpuhal_cu_fence(o, s); return frombits(r); }\n" \
+  "#define __GPUHAL_CU_SAME(x) (x)\n" \
   "#endif\n"
+
+// The helpers of the wave operations (defined once: guarded). A reduction
+// folds lane + 16, + 8, ... into each lane that has such a partner, so lane
+// 0 ends with every lane's value (also in a partial warp), then broadcasts.
+#define kCudaWaveHelpers \
+  "#ifndef __GPUHAL_CU_WAVE_HELPERS\n" \
+  "#define __GPUHAL_CU_WAVE_HELPERS\n" \
+  "static __device__ __forceinline__ unsigned __gpuhal_linear_local_id() {\n" \
+  "  return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);\n" \
+  "}\n" \
+  "static __device__ __forceinline__ unsigned __gpuhal_wave_lanes() {\n" \
+  "  unsigned left = blockDim.x * blockDim.y * blockDim.z - (__gpuhal_linear_local_id() & ~31u);\n" \
+  "  return left < 32u ? left : 32u;\n" \
+  "}\n" \
+  "static __device__ __forceinline__ unsigned __gpuhal_wave_mask() {\n" \
+  "  unsigned n = __gpuhal_wave_lanes();\n" \
+  "  return n >= 32u ? 0xffffffffu : (1u << n) - 1u;\n" \
+  "}\n" \
+  "static __device__ __forceinline__ int __gpuhal_wave_before(unsigned lane, unsigned delta) {\n" \
+  "  return delta > lane ? -1 : (int)(lane - delta);\n" \
+  "}\n" \
+  "static __device__ __forceinline__ int __gpuhal_wave_past(unsigned lane, unsigned delta) {\n" \
+  "  return delta >= 32u ? -1 : (int)(lane + delta);\n" \
+  "}\n" \
+  "template <typename T> static __device__ __forceinline__ T __gpuhal_wave_from(T v, int src) {\n" \
+  "  unsigned lane = __gpuhal_linear_local_id() & 31u;\n" \
+  "  unsigned from = (src >= 0 && (unsigned)src < __gpuhal_wave_lanes()) ? (unsigned)src : lane;\n" \
+  "  return __shfl_sync(__gpuhal_wave_mask(), v, (int)from);\n" \
+  "}\n" \
+  "struct __gpuhal_wave_add { template <typename T> __device__ T operator()(T a, T b) const { return a + b; } };\n" \
+  "struct __gpuhal_wave_min { template <typename T> __device__ T operator()(T a, T b) const { return b < a ? b : a; } };\n" \
+  "struct __gpuhal_wave_max { template <typename T> __device__ T operator()(T a, T b) const { return b > a ? b : a; } };\n" \
+  "template <typename T, typename F> static __device__ __forceinline__ T __gpuhal_wave_reduce(T v, F f) {\n" \
+  "  unsigned lane = __gpuhal_linear_local_id() & 31u, n = __gpuhal_wave_lanes(), mask = __gpuhal_wave_mask();\n" \
+  "  for (unsigned off = 16u; off > 0u; off >>= 1) {\n" \
+  "    unsigned src = lane + off;\n" \
+  "    T other = __shfl_sync(mask, v, (int)(src < n ? src : lane));\n" \
+  "    if (src < n) v = f(v, other);\n" \
+  "  }\n" \
+  "  return __shfl_sync(mask, v, 0);\n" \
+  "}\n" \
+  "#endif\n"
+
+// Each operation's overloads, for its plain// Each operation's overloads, for its plain (G "") or _explicit (G "_X")
+// generator: one list of types for both forms.
+#define kCudaAdd(G, N)                                                            \
+  "__GPUHAL_CU_RMW" G "(int, " N ", atomicAdd, int)\n"                             \
+  "__GPUHAL_CU_RMW" G "(unsigned int, " N ", atomicAdd, unsigned int)\n"           \
+  "__GPUHAL_CU_RMW" G "(unsigned long long, " N ", atomicAdd, unsigned long long)\n" \
+  "__GPUHAL_CU_RMW" G "(long long, " N ", atomicAdd, unsigned long long)\n"        \
+  "__GPUHAL_CU_RMW" G "(long, " N ", atomicAdd, unsigned long long)\n"             \
+  "__GPUHAL_CU_RMW" G "(unsigned long, " N ", atomicAdd, unsigned long long)\n"    \
+  "__GPUHAL_CU_RMW" G "(float, " N ", atomicAdd, float)\n"                         \
+  "__GPUHAL_CU_RMW" G "(double, " N ", atomicAdd, double)\n"
+// 64-bit subtraction adds the two's complement (CUDA's atomicSub is 32-bit).
+#define kCudaSub(G, N)                                                                                     \
+  "__GPUHAL_CU_RMW" G "(int, " N ", atomicSub, int)\n"                                                      \
+  "__GPUHAL_CU_RMW" G "(unsigned int, " N ", atomicSub, unsigned int)\n"                                    \
+  "__GPUHAL_CU_NEG" G "(unsigned long long, " N ")\n"                                                       \
+  "__GPUHAL_CU_NEG" G "(long long, " N ")\n"                                                                \
+  "__GPUHAL_CU_NEG" G "(long, " N ")\n"                                                                     \
+  "__GPUHAL_CU_NEG" G "(unsigned long, " N ")\n"                                                            \
+  "__GPUHAL_CU_LOOP" G "(float, unsigned int, " N ", __GPUHAL_CU_SUB_F, __GPUHAL_CU_F2B, __GPUHAL_CU_B2F)\n" \
+  "__GPUHAL_CU_LOOP" G "(double, unsigned long long, " N ", __GPUHAL_CU_SUB_F, __GPUHAL_CU_D2B, __GPUHAL_CU_B2D)\n"
+#define kCudaMinMax(G, N, I, F)                                                                         \
+  "__GPUHAL_CU_RMW" G "(int, " N ", " I ", int)\n"                                                       \
+  "__GPUHAL_CU_RMW" G "(unsigned int, " N ", " I ", unsigned int)\n"                                     \
+  "__GPUHAL_CU_RMW" G "(unsigned long long, " N ", " I ", unsigned long long)\n"                         \
+  "__GPUHAL_CU_RMW" G "(long long, " N ", " I ", long long)\n"                                           \
+  "__GPUHAL_CU_RMW" G "(long, " N ", " I ", long long)\n"                                                \
+  "__GPUHAL_CU_RMW" G "(unsigned long, " N ", " I ", unsigned long long)\n"                              \
+  "__GPUHAL_CU_LOOP" G "(float, unsigned int, " N ", " F ", __GPUHAL_CU_F2B, __GPUHAL_CU_B2F)\n"          \
+  "__GPUHAL_CU_LOOP" G "(double, unsigned long long, " N ", " F ", __GPUHAL_CU_D2B, __GPUHAL_CU_B2D)\n"
+#define kCudaBits(G, N, I)                                                  \
+  "__GPUHAL_CU_RMW" G "(int, " N ", " I ", int)\n"                           \
+  "__GPUHAL_CU_RMW" G "(unsigned int, " N ", " I ", unsigned int)\n"         \
+  "__GPUHAL_CU_RMW" G "(unsigned long long, " N ", " I ", unsigned long long)\n" \
+  "__GPUHAL_CU_RMW" G "(long long, " N ", " I ", unsigned long long)\n"      \
+  "__GPUHAL_CU_RMW" G "(long, " N ", " I ", unsigned long long)\n"           \
+  "__GPUHAL_CU_RMW" G "(unsigned long, " N ", " I ", unsigned long long)\n"
+#define kCudaXchg(G, N)                                                              \
+  kCudaBits(G, N, "atomicExch") "__GPUHAL_CU_RMW" G "(float, " N ", atomicExch, float)\n" \
+  "__GPUHAL_CU_XCHG_D" G "(" N ")\n"
+#define kCudaCas(G, N)                                                                              \
+  "__GPUHAL_CU_CAS" G "(int, " N ", int, __GPUHAL_CU_SAME, __GPUHAL_CU_SAME)\n"                      \
+  "__GPUHAL_CU_CAS" G "(unsigned int, " N ", unsigned int, __GPUHAL_CU_SAME, __GPUHAL_CU_SAME)\n"    \
+  "__GPUHAL_CU_CAS" G "(unsigned long long, " N ", unsigned long long, __GPUHAL_CU_SAME, __GPUHAL_CU_SAME)\n" \
+  "__GPUHAL_CU_CAS" G "(long long, " N ", unsigned long long, __GPUHAL_CU_ULL, (long long))\n"       \
+  "__GPUHAL_CU_CAS" G "(long, " N ", unsigned long long, __GPUHAL_CU_ULL, (long))\n"                 \
+  "__GPUHAL_CU_CAS" G "(unsigned long, " N ", unsigned long long, __GPUHAL_CU_ULL, (unsigned long))\n" \
+  "__GPUHAL_CU_CAS" G "(float, " N ", unsigned int, __GPUHAL_CU_F2B, __GPUHAL_CU_B2F)\n"              \
+  "__GPUHAL_CU_CAS" G "(double, " N ", unsigned long long, __GPUHAL_CU_D2B, __GPUHAL_CU_B2D)\n"
 
 const plugin::BuiltinText kBuiltins[] = {
     {"GPUHAL_KERNEL", "#define GPUHAL_KERNEL extern \"C\" __global__"},
@@ -102,91 +235,55 @@ const plugin::BuiltinText kBuiltins[] = {
     {"gpuhal_barrier_and", "#define gpuhal_barrier_and(p) __syncthreads_and((p) != 0)"},
     {"gpuhal_barrier_or", "#define gpuhal_barrier_or(p) __syncthreads_or((p) != 0)"},
     // Atomics: CUDA's atomic* intrinsics (64-bit ones through unsigned long
-    // long; float min / max and the double ones CUDA lacks as atomicCAS loops).
-    {"gpuhal_atomic_add",
-     kCudaAtomicHelpers
-     "__GPUHAL_CU_RMW(int, gpuhal_atomic_add, atomicAdd, int)\n"
-     "__GPUHAL_CU_RMW(unsigned int, gpuhal_atomic_add, atomicAdd, unsigned int)\n"
-     "__GPUHAL_CU_RMW(unsigned long long, gpuhal_atomic_add, atomicAdd, unsigned long long)\n"
-     "__GPUHAL_CU_RMW(long long, gpuhal_atomic_add, atomicAdd, unsigned long long)\n"
-     "__GPUHAL_CU_RMW(long, gpuhal_atomic_add, atomicAdd, unsigned long long)\n"
-     "__GPUHAL_CU_RMW(unsigned long, gpuhal_atomic_add, atomicAdd, unsigned long long)\n"
-     "__GPUHAL_CU_RMW(float, gpuhal_atomic_add, atomicAdd, float)\n"
-     "__GPUHAL_CU_RMW(double, gpuhal_atomic_add, atomicAdd, double)\n"},
-    {"gpuhal_atomic_sub",
-     kCudaAtomicHelpers
-     "__GPUHAL_CU_RMW(int, gpuhal_atomic_sub, atomicSub, int)\n"
-     "__GPUHAL_CU_RMW(unsigned int, gpuhal_atomic_sub, atomicSub, unsigned int)\n"
-     "static __device__ __forceinline__ unsigned long long gpuhal_atomic_sub(unsigned long long *p, unsigned long long v) { return (unsigned long long)atomicAdd((unsigned long long *)p, 0ull - (unsigned long long)v); }\n"
-     "static __device__ __forceinline__ long long gpuhal_atomic_sub(long long *p, long long v) { return (long long)atomicAdd((unsigned long long *)p, 0ull - (unsigned long long)v); }\n"
-     "static __device__ __forceinline__ long gpuhal_atomic_sub(long *p, long v) { return (long)atomicAdd((unsigned long long *)p, 0ull - (unsigned long long)v); }\n"
-     "static __device__ __forceinline__ unsigned long gpuhal_atomic_sub(unsigned long *p, unsigned long v) { return (unsigned long)atomicAdd((unsigned long long *)p, 0ull - (unsigned long long)v); }\n"
-     "__GPUHAL_CU_LOOP(float, unsigned int, gpuhal_atomic_sub, __GPUHAL_CU_SUB_F, __GPUHAL_CU_F2B, __GPUHAL_CU_B2F)\n"
-     "__GPUHAL_CU_LOOP(double, unsigned long long, gpuhal_atomic_sub, __GPUHAL_CU_SUB_F, __GPUHAL_CU_D2B, __GPUHAL_CU_B2D)\n"},
-    {"gpuhal_atomic_min",
-     kCudaAtomicHelpers
-     "__GPUHAL_CU_RMW(int, gpuhal_atomic_min, atomicMin, int)\n"
-     "__GPUHAL_CU_RMW(unsigned int, gpuhal_atomic_min, atomicMin, unsigned int)\n"
-     "__GPUHAL_CU_RMW(unsigned long long, gpuhal_atomic_min, atomicMin, unsigned long long)\n"
-     "__GPUHAL_CU_RMW(long long, gpuhal_atomic_min, atomicMin, long long)\n"
-     "__GPUHAL_CU_RMW(long, gpuhal_atomic_min, atomicMin, long long)\n"
-     "__GPUHAL_CU_RMW(unsigned long, gpuhal_atomic_min, atomicMin, unsigned long long)\n"
-     "__GPUHAL_CU_LOOP(float, unsigned int, gpuhal_atomic_min, __GPUHAL_CU_MIN_F, __GPUHAL_CU_F2B, __GPUHAL_CU_B2F)\n"
-     "__GPUHAL_CU_LOOP(double, unsigned long long, gpuhal_atomic_min, __GPUHAL_CU_MIN_F, __GPUHAL_CU_D2B, __GPUHAL_CU_B2D)\n"},
-    {"gpuhal_atomic_max",
-     kCudaAtomicHelpers
-     "__GPUHAL_CU_RMW(int, gpuhal_atomic_max, atomicMax, int)\n"
-     "__GPUHAL_CU_RMW(unsigned int, gpuhal_atomic_max, atomicMax, unsigned int)\n"
-     "__GPUHAL_CU_RMW(unsigned long long, gpuhal_atomic_max, atomicMax, unsigned long long)\n"
-     "__GPUHAL_CU_RMW(long long, gpuhal_atomic_max, atomicMax, long long)\n"
-     "__GPUHAL_CU_RMW(long, gpuhal_atomic_max, atomicMax, long long)\n"
-     "__GPUHAL_CU_RMW(unsigned long, gpuhal_atomic_max, atomicMax, unsigned long long)\n"
-     "__GPUHAL_CU_LOOP(float, unsigned int, gpuhal_atomic_max, __GPUHAL_CU_MAX_F, __GPUHAL_CU_F2B, __GPUHAL_CU_B2F)\n"
-     "__GPUHAL_CU_LOOP(double, unsigned long long, gpuhal_atomic_max, __GPUHAL_CU_MAX_F, __GPUHAL_CU_D2B, __GPUHAL_CU_B2D)\n"},
-    {"gpuhal_atomic_and",
-     kCudaAtomicHelpers
-     "__GPUHAL_CU_RMW(int, gpuhal_atomic_and, atomicAnd, int)\n"
-     "__GPUHAL_CU_RMW(unsigned int, gpuhal_atomic_and, atomicAnd, unsigned int)\n"
-     "__GPUHAL_CU_RMW(unsigned long long, gpuhal_atomic_and, atomicAnd, unsigned long long)\n"
-     "__GPUHAL_CU_RMW(long long, gpuhal_atomic_and, atomicAnd, unsigned long long)\n"
-     "__GPUHAL_CU_RMW(long, gpuhal_atomic_and, atomicAnd, unsigned long long)\n"
-     "__GPUHAL_CU_RMW(unsigned long, gpuhal_atomic_and, atomicAnd, unsigned long long)\n"},
-    {"gpuhal_atomic_or",
-     kCudaAtomicHelpers
-     "__GPUHAL_CU_RMW(int, gpuhal_atomic_or, atomicOr, int)\n"
-     "__GPUHAL_CU_RMW(unsigned int, gpuhal_atomic_or, atomicOr, unsigned int)\n"
-     "__GPUHAL_CU_RMW(unsigned long long, gpuhal_atomic_or, atomicOr, unsigned long long)\n"
-     "__GPUHAL_CU_RMW(long long, gpuhal_atomic_or, atomicOr, unsigned long long)\n"
-     "__GPUHAL_CU_RMW(long, gpuhal_atomic_or, atomicOr, unsigned long long)\n"
-     "__GPUHAL_CU_RMW(unsigned long, gpuhal_atomic_or, atomicOr, unsigned long long)\n"},
-    {"gpuhal_atomic_xor",
-     kCudaAtomicHelpers
-     "__GPUHAL_CU_RMW(int, gpuhal_atomic_xor, atomicXor, int)\n"
-     "__GPUHAL_CU_RMW(unsigned int, gpuhal_atomic_xor, atomicXor, unsigned int)\n"
-     "__GPUHAL_CU_RMW(unsigned long long, gpuhal_atomic_xor, atomicXor, unsigned long long)\n"
-     "__GPUHAL_CU_RMW(long long, gpuhal_atomic_xor, atomicXor, unsigned long long)\n"
-     "__GPUHAL_CU_RMW(long, gpuhal_atomic_xor, atomicXor, unsigned long long)\n"
-     "__GPUHAL_CU_RMW(unsigned long, gpuhal_atomic_xor, atomicXor, unsigned long long)\n"},
-    {"gpuhal_atomic_xchg",
-     kCudaAtomicHelpers
-     "__GPUHAL_CU_RMW(int, gpuhal_atomic_xchg, atomicExch, int)\n"
-     "__GPUHAL_CU_RMW(unsigned int, gpuhal_atomic_xchg, atomicExch, unsigned int)\n"
-     "__GPUHAL_CU_RMW(unsigned long long, gpuhal_atomic_xchg, atomicExch, unsigned long long)\n"
-     "__GPUHAL_CU_RMW(long long, gpuhal_atomic_xchg, atomicExch, unsigned long long)\n"
-     "__GPUHAL_CU_RMW(long, gpuhal_atomic_xchg, atomicExch, unsigned long long)\n"
-     "__GPUHAL_CU_RMW(unsigned long, gpuhal_atomic_xchg, atomicExch, unsigned long long)\n"
-     "__GPUHAL_CU_RMW(float, gpuhal_atomic_xchg, atomicExch, float)\n"
-     "static __device__ __forceinline__ double gpuhal_atomic_xchg(double *p, double v) { return __GPUHAL_CU_B2D(atomicExch((unsigned long long *)p, __GPUHAL_CU_D2B(v))); }\n"},
-    {"gpuhal_atomic_cas",
-     kCudaAtomicHelpers
-     "static __device__ __forceinline__ int gpuhal_atomic_cas(int *p, int e, int d) { return (int)atomicCAS((int *)p, (int)e, (int)d); }\n"
-     "static __device__ __forceinline__ unsigned int gpuhal_atomic_cas(unsigned int *p, unsigned int e, unsigned int d) { return (unsigned int)atomicCAS((unsigned int *)p, (unsigned int)e, (unsigned int)d); }\n"
-     "static __device__ __forceinline__ unsigned long long gpuhal_atomic_cas(unsigned long long *p, unsigned long long e, unsigned long long d) { return (unsigned long long)atomicCAS((unsigned long long *)p, (unsigned long long)e, (unsigned long long)d); }\n"
-     "static __device__ __forceinline__ long long gpuhal_atomic_cas(long long *p, long long e, long long d) { return (long long)atomicCAS((unsigned long long *)p, (unsigned long long)e, (unsigned long long)d); }\n"
-     "static __device__ __forceinline__ long gpuhal_atomic_cas(long *p, long e, long d) { return (long)atomicCAS((unsigned long long *)p, (unsigned long long)e, (unsigned long long)d); }\n"
-     "static __device__ __forceinline__ unsigned long gpuhal_atomic_cas(unsigned long *p, unsigned long e, unsigned long d) { return (unsigned long)atomicCAS((unsigned long long *)p, (unsigned long long)e, (unsigned long long)d); }\n"
-     "static __device__ __forceinline__ float gpuhal_atomic_cas(float *p, float e, float d) { return __GPUHAL_CU_B2F(atomicCAS((unsigned int *)p, __GPUHAL_CU_F2B(e), __GPUHAL_CU_F2B(d))); }\n"
-     "static __device__ __forceinline__ double gpuhal_atomic_cas(double *p, double e, double d) { return __GPUHAL_CU_B2D(atomicCAS((unsigned long long *)p, __GPUHAL_CU_D2B(e), __GPUHAL_CU_D2B(d))); }\n"},
+    // long; float min / max and the double ones CUDA lacks as atomicCAS
+    // loops). The _explicit forms: the _block / plain / _system intrinsic for
+    // the work-group / device / system scope, and for acq_rel and seq_cst a
+    // fence of that scope before and after (__threadfence* are fence.sc: the
+    // PTX memory model's release and acquire patterns around the relaxed
+    // atom, at least as strong as asked).
+    {"gpuhal_atomic_add", kCudaAtomicHelpers kCudaAdd("", "gpuhal_atomic_add")},
+    {"gpuhal_atomic_sub", kCudaAtomicHelpers kCudaSub("", "gpuhal_atomic_sub")},
+    {"gpuhal_atomic_min", kCudaAtomicHelpers kCudaMinMax("", "gpuhal_atomic_min", "atomicMin", "__GPUHAL_CU_MIN_F")},
+    {"gpuhal_atomic_max", kCudaAtomicHelpers kCudaMinMax("", "gpuhal_atomic_max", "atomicMax", "__GPUHAL_CU_MAX_F")},
+    {"gpuhal_atomic_and", kCudaAtomicHelpers kCudaBits("", "gpuhal_atomic_and", "atomicAnd")},
+    {"gpuhal_atomic_or", kCudaAtomicHelpers kCudaBits("", "gpuhal_atomic_or", "atomicOr")},
+    {"gpuhal_atomic_xor", kCudaAtomicHelpers kCudaBits("", "gpuhal_atomic_xor", "atomicXor")},
+    {"gpuhal_atomic_xchg", kCudaAtomicHelpers kCudaXchg("", "gpuhal_atomic_xchg")},
+    {"gpuhal_atomic_cas", kCudaAtomicHelpers kCudaCas("", "gpuhal_atomic_cas")},
+    GPUHAL_PLUGIN_ATOMIC_CONSTANTS,
+    {"gpuhal_atomic_add_explicit", kCudaAtomicHelpers kCudaAdd("_X", "gpuhal_atomic_add_explicit")},
+    {"gpuhal_atomic_sub_explicit", kCudaAtomicHelpers kCudaSub("_X", "gpuhal_atomic_sub_explicit")},
+    {"gpuhal_atomic_min_explicit",
+     kCudaAtomicHelpers kCudaMinMax("_X", "gpuhal_atomic_min_explicit", "atomicMin", "__GPUHAL_CU_MIN_F")},
+    {"gpuhal_atomic_max_explicit",
+     kCudaAtomicHelpers kCudaMinMax("_X", "gpuhal_atomic_max_explicit", "atomicMax", "__GPUHAL_CU_MAX_F")},
+    {"gpuhal_atomic_and_explicit", kCudaAtomicHelpers kCudaBits("_X", "gpuhal_atomic_and_explicit", "atomicAnd")},
+    {"gpuhal_atomic_or_explicit", kCudaAtomicHelpers kCudaBits("_X", "gpuhal_atomic_or_explicit", "atomicOr")},
+    {"gpuhal_atomic_xor_explicit", kCudaAtomicHelpers kCudaBits("_X", "gpuhal_atomic_xor_explicit", "atomicXor")},
+    {"gpuhal_atomic_xchg_explicit", kCudaAtomicHelpers kCudaXchg("_X", "gpuhal_atomic_xchg_explicit")},
+    {"gpuhal_atomic_cas_explicit", kCudaAtomicHelpers kCudaCas("_X", "gpuhal_atomic_cas_explicit")},
+    // Wave operations: a warp is 32 consecutive linear thread indices (the
+    // CUDA programming guide: "each warp contains threads of consecutive,
+    // increasing thread IDs with the first warp containing thread 0"), so
+    // the last warp of a block whose size is no multiple of 32 is partial;
+    // every *_sync below names exactly the warp's lanes, and a shuffle's
+    // source outside them is the caller's own lane (its own value).
+    {"gpuhal_wave_size", "#define gpuhal_wave_size() 32u"},
+    {"gpuhal_wave_lane", kCudaWaveHelpers "#define gpuhal_wave_lane() (__gpuhal_linear_local_id() & 31u)"},
+    {"gpuhal_wave_ballot",
+     kCudaWaveHelpers "#define gpuhal_wave_ballot(p) ((unsigned long long)__ballot_sync(__gpuhal_wave_mask(), (p) != 0))"},
+    {"gpuhal_wave_any", kCudaWaveHelpers "#define gpuhal_wave_any(p) (__any_sync(__gpuhal_wave_mask(), (p) != 0) != 0)"},
+    {"gpuhal_wave_all", kCudaWaveHelpers "#define gpuhal_wave_all(p) (__all_sync(__gpuhal_wave_mask(), (p) != 0) != 0)"},
+    {"gpuhal_wave_shuffle", kCudaWaveHelpers "#define gpuhal_wave_shuffle(v, lane) __gpuhal_wave_from((v), (int)(lane))"},
+    {"gpuhal_wave_shuffle_up", kCudaWaveHelpers
+     "#define gpuhal_wave_shuffle_up(v, delta) __gpuhal_wave_from((v), __gpuhal_wave_before(gpuhal_wave_lane(), (delta)))"},
+    {"gpuhal_wave_shuffle_down", kCudaWaveHelpers
+     "#define gpuhal_wave_shuffle_down(v, delta) __gpuhal_wave_from((v), __gpuhal_wave_past(gpuhal_wave_lane(), (delta)))"},
+    {"gpuhal_wave_shuffle_xor",
+     kCudaWaveHelpers "#define gpuhal_wave_shuffle_xor(v, mask) __gpuhal_wave_from((v), (int)(gpuhal_wave_lane() ^ (unsigned)(mask)))"},
+    {"gpuhal_wave_reduce_add", kCudaWaveHelpers "#define gpuhal_wave_reduce_add(v) __gpuhal_wave_reduce((v), __gpuhal_wave_add())"},
+    {"gpuhal_wave_reduce_min", kCudaWaveHelpers "#define gpuhal_wave_reduce_min(v) __gpuhal_wave_reduce((v), __gpuhal_wave_min())"},
+    {"gpuhal_wave_reduce_max", kCudaWaveHelpers "#define gpuhal_wave_reduce_max(v) __gpuhal_wave_reduce((v), __gpuhal_wave_max())"},
     // The driver's printf (its FIFO is printed at the next synchronisation)
     // and its assert: a failed one stops the kernel, and the context fails
     // with CUDA_ERROR_ASSERT until it is reset, as the driver defines it.

@@ -158,3 +158,36 @@ def test_printf_and_assert_from_kernels(python):
     failed = [line for line in lines if line.startswith("failed:")]
     assert len(failed) == 1 and "kernel 'checked': gpuhal_assert(i < limit) failed at kernel:5" in failed[0], out
     assert "work-item (6, 0, 0) of work-group (0, 0, 0)" in failed[0] or "work-item (7, 0, 0)" in failed[0], out
+
+
+WAVE_SUM = r"""
+GPUHAL_KERNEL void wave_sum(GPUHAL_GLOBAL const double *x, unsigned n, GPUHAL_GLOBAL double *per_wave,
+                            GPUHAL_GLOBAL int *lanes) {
+  unsigned g = gpuhal_global_id(0);
+  double v = g < n ? x[g] : 0.0;
+  double total = gpuhal_wave_reduce_add(v);
+  double top = gpuhal_wave_reduce_max(v);
+  if (gpuhal_wave_lane() == 0u) {
+    unsigned w = g / gpuhal_wave_size();
+    per_wave[2 * w] = total;
+    per_wave[2 * w + 1] = top;
+  }
+  if (g == 0u) lanes[0] = (int)gpuhal_wave_size();
+}
+"""
+
+
+def test_a_reduction_through_wave_operations_matches_numpy():
+    # One value per work-item, reduced per wave by gpuhal_wave_reduce_add and
+    # _max; the waves' results, summed and maxed on the host, match NumPy's.
+    module = gpuhal.compile(WAVE_SUM)
+    rng = np.random.default_rng(46)
+    x = rng.integers(-1000, 1000, size=4096).astype(np.float64)
+    wave_size = np.zeros(1, dtype=np.int32)
+    per_wave = np.full(2 * 4096, np.nan)
+    module.wave_sum[16, 256](x, x.size, per_wave, wave_size)
+    waves = x.size // int(wave_size[0])
+    results = per_wave[: 2 * waves].reshape(waves, 2)
+    assert results[:, 0].sum() == x.sum()  # integers in doubles: exact in any order
+    assert results[:, 1].max() == x.max()
+    np.testing.assert_array_equal(results[:, 0], x.reshape(waves, -1).sum(axis=1))

@@ -98,6 +98,7 @@ void add_peer_access_checks(std::vector<Check> &checks);
 void add_kernel_checks(std::vector<Check> &checks);
 void add_graph_checks(std::vector<Check> &checks);
 void add_feature_checks(std::vector<Check> &checks);
+void add_kernel_dialect_checks(std::vector<Check> &checks);
 void add_error_checks(std::vector<Check> &checks);
 
 // The second process of the IPC checks (gpuhal-conform --ipc-peer ...).

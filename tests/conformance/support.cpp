@@ -92,6 +92,7 @@ const std::vector<Check> &all_checks() {
     add_kernel_checks(c);
     add_graph_checks(c);
     add_feature_checks(c);
+    add_kernel_dialect_checks(c);
     add_error_checks(c);
     return c;
   }();

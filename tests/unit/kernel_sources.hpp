@@ -2,6 +2,8 @@
 // Portable kernel sources shared by the host and cuda kernel tests.
 #pragma once
 
+#include "../conformance/wave_model.hpp"
+
 namespace {
 
 inline const char *const kSaxpy = R"(
@@ -351,6 +353,73 @@ GPUHAL_KERNEL void every_op(GPUHAL_GLOBAL int *i32, GPUHAL_GLOBAL unsigned *u32,
   gpuhal_atomic_add(old_sum, olds);
 }
 )";
+
+// The _explicit atomics: the histogram with work-group scope on its shared
+// bins and device scope on the global ones, and every_op's operations with
+// orders and scopes that vary (global memory never below device scope; an
+// order 7 and a scope 9 act as seq_cst and system). The same results as
+// kAtomics' kernels.
+inline const char *const kAtomicsExplicit = R"(
+#define WG GPUHAL_MEMORY_SCOPE_WORK_GROUP
+#define DEV GPUHAL_MEMORY_SCOPE_DEVICE
+#define SYS GPUHAL_MEMORY_SCOPE_SYSTEM
+#define RLX GPUHAL_MEMORY_ORDER_RELAXED
+#define AR GPUHAL_MEMORY_ORDER_ACQ_REL
+#define SC GPUHAL_MEMORY_ORDER_SEQ_CST
+GPUHAL_KERNEL void histogram(GPUHAL_GLOBAL const unsigned char *data, unsigned n, GPUHAL_GLOBAL unsigned *bins) {
+  GPUHAL_SHARED_ARRAY(unsigned, local_bins, 256);
+  unsigned lid = gpuhal_local_id(0);
+  for (unsigned b = lid; b < 256; b += gpuhal_local_size(0)) local_bins[b] = 0;
+  gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+  for (unsigned i = gpuhal_global_id(0); i < n; i += gpuhal_global_size(0))
+    gpuhal_atomic_add_explicit(&local_bins[data[i]], 1u, RLX, WG);
+  gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+  for (unsigned b = lid; b < 256; b += gpuhal_local_size(0))
+    if (local_bins[b]) gpuhal_atomic_add_explicit(&bins[b], local_bins[b], AR, DEV);
+}
+GPUHAL_KERNEL void every_op(GPUHAL_GLOBAL int *i32, GPUHAL_GLOBAL unsigned *u32, GPUHAL_GLOBAL int64_t *i64,
+                            GPUHAL_GLOBAL uint64_t *u64, GPUHAL_GLOBAL float *f32, GPUHAL_GLOBAL double *f64,
+                            GPUHAL_GLOBAL int *old_sum) {
+  GPUHAL_SHARED_ARRAY(int, group_min, 1);
+  int k = (int)gpuhal_global_id(0);
+  int olds = 0;
+  if (gpuhal_local_id(0) == 0) group_min[0] = 0;
+  gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+  olds += gpuhal_atomic_add_explicit(&i32[0], 1, RLX, DEV) >= 0;
+  gpuhal_atomic_sub_explicit(&i32[1], 2, AR, SYS);
+  gpuhal_atomic_min_explicit(&group_min[0], -k, SC, WG);
+  gpuhal_atomic_max_explicit(&i32[3], k, 7, 9);
+  gpuhal_atomic_and_explicit(&i32[4], ~(1 << (k % 31)), AR, DEV);
+  gpuhal_atomic_or_explicit(&u32[0], 1u << (k % 32), SC, SYS);
+  gpuhal_atomic_xor_explicit(&u32[1], 1u, RLX, SYS);
+  gpuhal_atomic_add_explicit(&u32[2], 3u, SC, DEV);
+  gpuhal_atomic_min_explicit(&u32[3], (unsigned)k + 5u, AR, DEV);
+  gpuhal_atomic_add_explicit(&i64[0], (int64_t)k * 4000000000ll, AR, SYS);
+  gpuhal_atomic_max_explicit(&i64[1], -(int64_t)k, RLX, DEV);
+  gpuhal_atomic_sub_explicit(&u64[0], (uint64_t)1, SC, SYS);
+  gpuhal_atomic_xor_explicit(&u64[1], (uint64_t)1 << (k % 64), AR, DEV);
+  gpuhal_atomic_add_explicit(&f32[0], 0.5f, RLX, DEV);
+  gpuhal_atomic_max_explicit(&f32[1], (float)k * 0.25f, AR, SYS);
+  gpuhal_atomic_add_explicit(&f64[0], 0.25, SC, DEV);
+  gpuhal_atomic_min_explicit(&f64[1], -(double)k, AR, DEV);
+  int seen = i32[7];
+  for (;;) {
+    int got = gpuhal_atomic_cas_explicit(&i32[7], seen, seen + 1, AR, DEV);
+    if (got == seen) break;
+    seen = got;
+  }
+  gpuhal_atomic_xchg_explicit(&f32[2], 7.0f, RLX, SYS);
+  gpuhal_atomic_xchg_explicit(&f64[2], 1.5, AR, DEV);
+  gpuhal_atomic_xchg_explicit(&u64[2], (uint64_t)9, SC, SYS);
+  gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+  if (gpuhal_local_id(0) == 0) gpuhal_atomic_min_explicit(&i32[2], group_min[0], RLX, DEV);
+  gpuhal_atomic_add_explicit(old_sum, olds, RLX, DEV);
+}
+)";
+
+// The wave operations (tests/conformance/wave_model.hpp: its kernels, and
+// what they must give).
+inline const char *const kWaves = gpuhal::conformance::kWaveKernels;
 
 // A shared array aligned to 0 in a kernel with a barrier: no backend may
 // compile it (the alignment must be a power of two).

@@ -84,7 +84,7 @@ TEST_CASE("cuda kernel: the lowered portable kernels compile with NVRTC and asse
     WARN("skipped: ptxas is not installed here");
     return;
   }
-  for (const char *src : {kSaxpy, kReduce, kMatmul, kDynamic, kArrays, kVotes, kAtomics, kPrintAssert}) {
+  for (const char *src : {kSaxpy, kReduce, kMatmul, kDynamic, kArrays, kVotes, kAtomics, kPrintAssert, kAtomicsExplicit, kWaves}) {
     for (const char *arch : {"80", "90"}) {
       Module m = compile_or_skip(ctx, src, std::string("--gpu-architecture=compute_") + arch);
       if (!m) return;
@@ -93,6 +93,12 @@ TEST_CASE("cuda kernel: the lowered portable kernels compile with NVRTC and asse
       CHECK_THAT(m.image(), test::contains(std::string(".target sm_") + arch));
       CHECK(assemble(m.image(), std::string("sm_") + arch) == 0);
       if (src != kSaxpy && src != kVotes && src != kPrintAssert) CHECK_THAT(m.image(), test::contains("bar.sync"));
+      // The scopes reach the PTX: atom.shared.cta (work-group), .sys (system)
+      // and fence.sc / membar for acq_rel and seq_cst.
+      if (src == kAtomicsExplicit) CHECK_THAT(m.image(), test::contains("atom.shared.cta.add"));
+      if (src == kAtomicsExplicit) CHECK_THAT(m.image(), test::contains(".sys"));
+      if (src == kWaves) CHECK_THAT(m.image(), test::contains("shfl.sync"));
+      if (src == kWaves) CHECK_THAT(m.image(), test::contains("vote.sync.ballot"));
       if (src == kPrintAssert) CHECK_THAT(m.image(), test::contains("vprintf"));
       if (src == kPrintAssert) CHECK_THAT(m.image(), test::contains("__assertfail"));
       if (src == kAtomics) CHECK_THAT(m.image(), test::contains("atom."));

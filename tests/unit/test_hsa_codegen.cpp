@@ -65,7 +65,8 @@ int main() {
     bool barrier;
   } cases[] = {{"saxpy", kSaxpy, false}, {"block_sum", kReduce, true}, {"matmul", kMatmul, true},
                {"dyn", kDynamic, true},     {"arrays", kArrays, true},  {"votes", kVotes, true},
-               {"histogram", kAtomics, true}};
+               {"histogram", kAtomics, true}, {"every_op", kAtomicsExplicit, true},
+               {"wave_facts", kWaves, true}};
   for (const auto &c : cases) {
     std::vector<char> code;
     std::string log;
@@ -107,6 +108,8 @@ int main() {
     EXPECT(comgr.disassemble(code, isa, &text, &log), c.name);
     EXPECT(text.find(std::string("\n") + c.name + ":") != std::string::npos, c.name);
     if (getenv("SHOW")) std::printf("%s\n", text.c_str());
+    // The shuffles and reductions read other lanes through ds_bpermute.
+    if (c.source == kWaves) EXPECT(text.find("ds_bpermute_b32") != std::string::npos, c.name);
     if (!c.barrier) continue;
     // Every s_barrier sits between the work-group fences: the release's
     // wait for the group's LDS operations right before it and the acquire's

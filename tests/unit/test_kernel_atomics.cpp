@@ -31,9 +31,12 @@ TEST_CASE("kernel: a 256-bin histogram over 64M random bytes counts exactly with
   CHECK(bins.copy_to_host().to_vector<uint32_t>() == want);
 }
 
-TEST_CASE("kernel: every atomic operation on every type gives exact results", "[kernel][atomics]") {
-  Context ctx = test::kernel_context();
-  Kernel k = Module::compile(ctx, kAtomics).kernel("every_op");
+namespace {
+
+// Launches every_op of `source` (kAtomics, or kAtomicsExplicit: the same
+// operations with explicit orders and scopes) and checks each result.
+void check_every_op(Context &ctx, const char *source) {
+  Kernel k = Module::compile(ctx, source).kernel("every_op");
   const int64_t n = 200;  // work-items, each contributing once
   std::vector<int32_t> i32{0, 0, 0, 0, -1, 0, 0, 10};
   std::vector<uint32_t> u32{0, 0, 0, 100};
@@ -63,4 +66,28 @@ TEST_CASE("kernel: every atomic operation on every type gives exact results", "[
   CHECK(df32.copy_to_host().to_vector<float>() == std::vector<float>{0.5f * float(n), 0.25f * float(n - 1), 7.0f});
   CHECK(df64.copy_to_host().to_vector<double>() == std::vector<double>{0.25 * double(n), -double(n - 1), 1.5});
   CHECK(olds.copy_to_host().to_vector<int32_t>() == std::vector<int32_t>{int32_t(n)});
+}
+
+}  // namespace
+
+TEST_CASE("kernel: every atomic operation on every type gives exact results", "[kernel][atomics]") {
+  Context ctx = test::kernel_context();
+  check_every_op(ctx, kAtomics);
+}
+
+TEST_CASE("kernel: the explicit-order and explicit-scope atomics give the same exact results", "[kernel][atomics]") {
+  Context ctx = test::kernel_context();
+  check_every_op(ctx, kAtomicsExplicit);
+  // The histogram with work-group scope on shared bins, acq_rel into global.
+  Kernel k = Module::compile(ctx, kAtomicsExplicit).kernel("histogram");
+  std::vector<uint8_t> data(size_t(1) << 20);
+  std::mt19937 rng(46);
+  for (auto &b : data) b = uint8_t(rng());
+  std::vector<uint32_t> want(256, 0);
+  for (uint8_t b : data) ++want[b];
+  DeviceArray d = to_device(ctx, HostView::of(data));
+  DeviceArray bins = device_array(ctx, {256}, dtypes::uint32);
+  bins.memset(0);
+  k({16}, {128})(d, uint32_t(data.size()), bins);
+  CHECK(bins.copy_to_host().to_vector<uint32_t>() == want);
 }

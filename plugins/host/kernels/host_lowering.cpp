@@ -163,6 +163,43 @@ const plugin::BuiltinText kBuiltins[] = {
      "__GPUHAL_AT_EACH_xchg(static inline, )\n"},
     {"gpuhal_atomic_cas", GPUHAL_PLUGIN_ATOMIC_HELPERS GPUHAL_PLUGIN_ATOMIC_BITS("cas", "__GPUHAL_AT_CAS")
      "__GPUHAL_AT_EACH_cas(static inline, )\n"},
+    // The _explicit forms: the order passed on, every scope the system's
+    // (one coherent memory).
+    GPUHAL_PLUGIN_ATOMIC_CONSTANTS,
+    {"gpuhal_atomic_add_explicit", GPUHAL_PLUGIN_ATOMIC_HELPERS GPUHAL_PLUGIN_ATOMIC_SCOPES_HOST GPUHAL_PLUGIN_ATOMIC_ARITH_G("add_explicit", "__atomic_fetch_add", "__GPUHAL_AT_ADD_F", "_X")
+     "__GPUHAL_AT_EACH_add_explicit(static inline, )\n"},
+    {"gpuhal_atomic_sub_explicit", GPUHAL_PLUGIN_ATOMIC_HELPERS GPUHAL_PLUGIN_ATOMIC_SCOPES_HOST GPUHAL_PLUGIN_ATOMIC_ARITH_G("sub_explicit", "__atomic_fetch_sub", "__GPUHAL_AT_SUB_F", "_X")
+     "__GPUHAL_AT_EACH_sub_explicit(static inline, )\n"},
+    {"gpuhal_atomic_min_explicit", GPUHAL_PLUGIN_ATOMIC_HELPERS GPUHAL_PLUGIN_ATOMIC_SCOPES_HOST GPUHAL_PLUGIN_ATOMIC_LOOP_ALL_G("min_explicit", "__GPUHAL_AT_MIN_F", "_X")
+     "__GPUHAL_AT_EACH_min_explicit(static inline, )\n"},
+    {"gpuhal_atomic_max_explicit", GPUHAL_PLUGIN_ATOMIC_HELPERS GPUHAL_PLUGIN_ATOMIC_SCOPES_HOST GPUHAL_PLUGIN_ATOMIC_LOOP_ALL_G("max_explicit", "__GPUHAL_AT_MAX_F", "_X")
+     "__GPUHAL_AT_EACH_max_explicit(static inline, )\n"},
+    {"gpuhal_atomic_and_explicit", GPUHAL_PLUGIN_ATOMIC_HELPERS GPUHAL_PLUGIN_ATOMIC_SCOPES_HOST GPUHAL_PLUGIN_ATOMIC_INT_RMW_G("and_explicit", "__atomic_fetch_and", "_X")
+     "__GPUHAL_AT_EACH_and_explicit(static inline, )\n"},
+    {"gpuhal_atomic_or_explicit", GPUHAL_PLUGIN_ATOMIC_HELPERS GPUHAL_PLUGIN_ATOMIC_SCOPES_HOST GPUHAL_PLUGIN_ATOMIC_INT_RMW_G("or_explicit", "__atomic_fetch_or", "_X")
+     "__GPUHAL_AT_EACH_or_explicit(static inline, )\n"},
+    {"gpuhal_atomic_xor_explicit", GPUHAL_PLUGIN_ATOMIC_HELPERS GPUHAL_PLUGIN_ATOMIC_SCOPES_HOST GPUHAL_PLUGIN_ATOMIC_INT_RMW_G("xor_explicit", "__atomic_fetch_xor", "_X")
+     "__GPUHAL_AT_EACH_xor_explicit(static inline, )\n"},
+    {"gpuhal_atomic_xchg_explicit", GPUHAL_PLUGIN_ATOMIC_HELPERS GPUHAL_PLUGIN_ATOMIC_SCOPES_HOST GPUHAL_PLUGIN_ATOMIC_BITS("xchg_explicit", "__GPUHAL_AT_XCHG_X")
+     "__GPUHAL_AT_EACH_xchg_explicit(static inline, )\n"},
+    {"gpuhal_atomic_cas_explicit", GPUHAL_PLUGIN_ATOMIC_HELPERS GPUHAL_PLUGIN_ATOMIC_SCOPES_HOST GPUHAL_PLUGIN_ATOMIC_BITS("cas_explicit", "__GPUHAL_AT_CAS_X")
+     "__GPUHAL_AT_EACH_cas_explicit(static inline, )\n"},
+    // Wave operations over the host's one-work-item wave (its wave_size is
+    // 1; lane 0 is the work-item itself): a ballot is the predicate's bit 0,
+    // a reduction the value, and every shuffle's source is the caller's own
+    // lane or no lane, which both give the caller's own value.
+    {"gpuhal_wave_size", "#define gpuhal_wave_size() 1u"},
+    {"gpuhal_wave_lane", "#define gpuhal_wave_lane() 0u"},
+    {"gpuhal_wave_ballot", "#define gpuhal_wave_ballot(p) ((uint64_t)((p) != 0))"},
+    {"gpuhal_wave_any", "#define gpuhal_wave_any(p) ((p) != 0)"},
+    {"gpuhal_wave_all", "#define gpuhal_wave_all(p) ((p) != 0)"},
+    {"gpuhal_wave_shuffle", "#define gpuhal_wave_shuffle(v, lane) ((void)(lane), (v))"},
+    {"gpuhal_wave_shuffle_up", "#define gpuhal_wave_shuffle_up(v, delta) ((void)(delta), (v))"},
+    {"gpuhal_wave_shuffle_down", "#define gpuhal_wave_shuffle_down(v, delta) ((void)(delta), (v))"},
+    {"gpuhal_wave_shuffle_xor", "#define gpuhal_wave_shuffle_xor(v, mask) ((void)(mask), (v))"},
+    {"gpuhal_wave_reduce_add", "#define gpuhal_wave_reduce_add(v) (v)"},
+    {"gpuhal_wave_reduce_min", "#define gpuhal_wave_reduce_min(v) (v)"},
+    {"gpuhal_wave_reduce_max", "#define gpuhal_wave_reduce_max(v) (v)"},
     {"gpuhal_printf", "#define gpuhal_printf(...) __gpuhal_printf_impl(__VA_ARGS__)"},
     // __gpuhal_assert_at is what the work-item loops' rewrite turns an
     // assertion in a kernel's body into (the loops are emitted after the

@@ -81,6 +81,67 @@ const char kPrologue[] =
     "  return *(__constant unsigned int *)(__gpuhal_packet() + 28) - __gpuhal_dynamic_lds_base();\n"
     "}";
 
+// The helpers of the wave operations (defined once: guarded). Values of
+// every width go through 32-bit ds_bpermute (by halves for 64 bits). A
+// reduction folds lane + WS/2, ... into each lane that has such a partner,
+// so lane 0 ends with every lane's value, even in a partial wave.
+#define kHsaWaveQ "static inline __attribute__((overloadable))"
+#define kHsaWaveHelpers                                                                                    \
+  kFp64 "#ifndef __GPUHAL_WAVE_HELPERS\n"                                                                  \
+  "#define __GPUHAL_WAVE_HELPERS\n"                                                                        \
+  "#define __GPUHAL_WS ((unsigned)__AMDGCN_WAVEFRONT_SIZE)\n"                                              \
+  "static inline unsigned __gpuhal_linear_local_id(void) {\n"                                              \
+  "  return __gpuhal_local_id(0) + __gpuhal_local_size(0) * (__gpuhal_local_id(1) + __gpuhal_local_size(1) * " \
+  "__gpuhal_local_id(2));\n"                                                                               \
+  "}\n"                                                                                                    \
+  "static inline unsigned __gpuhal_wave_lane(void) { return __gpuhal_linear_local_id() % __GPUHAL_WS; }\n" \
+  "static inline unsigned __gpuhal_wave_lanes(void) {\n"                                                   \
+  "  unsigned size = __gpuhal_local_size(0) * __gpuhal_local_size(1) * __gpuhal_local_size(2);\n"          \
+  "  unsigned left = size - (__gpuhal_linear_local_id() - __gpuhal_wave_lane());\n"                        \
+  "  return left < __GPUHAL_WS ? left : __GPUHAL_WS;\n"                                                    \
+  "}\n"                                                                                                    \
+  "static inline uint64_t __gpuhal_wave_full(void) {\n"                                                    \
+  "  unsigned n = __gpuhal_wave_lanes();\n"                                                                \
+  "  return n >= 64u ? ~0ul : (1ul << n) - 1ul;\n"                                                         \
+  "}\n"                                                                                                    \
+  "static inline unsigned __gpuhal_wave_src(int src) {\n"                                                  \
+  "  return (src >= 0 && (unsigned)src < __gpuhal_wave_lanes()) ? (unsigned)src : __gpuhal_wave_lane();\n" \
+  "}\n"                                                                                                    \
+  "static inline int __gpuhal_wave_before(unsigned delta) {\n"                                             \
+  "  unsigned lane = __gpuhal_wave_lane();\n"                                                              \
+  "  return delta > lane ? -1 : (int)(lane - delta);\n"                                                    \
+  "}\n"                                                                                                    \
+  "static inline int __gpuhal_wave_past(unsigned delta) {\n"                                               \
+  "  return delta >= __GPUHAL_WS ? -1 : (int)(__gpuhal_wave_lane() + delta);\n"                            \
+  "}\n"                                                                                                    \
+  kHsaWaveQ " int __gpuhal_wave_read(int v, unsigned src) {\n"                                             \
+  "  return __builtin_amdgcn_ds_bpermute((int)(src << 2), v);\n"                                           \
+  "}\n"                                                                                                    \
+  "#define __GPUHAL_WAVE_READ_AS(T, B) " kHsaWaveQ " T __gpuhal_wave_read(T v, unsigned src) { \\\n"     \
+  "  union { T t; B b; } u; u.t = v; u.b = __gpuhal_wave_read(u.b, src); return u.t; }\n"                   \
+  "#define __GPUHAL_WAVE_READ_64(T) " kHsaWaveQ " T __gpuhal_wave_read(T v, unsigned src) { \\\n"        \
+  "  union { T t; int h[2]; } u; u.t = v; \\\n"                                                            \
+  "  u.h[0] = __gpuhal_wave_read(u.h[0], src); u.h[1] = __gpuhal_wave_read(u.h[1], src); return u.t; }\n"   \
+  "__GPUHAL_WAVE_READ_AS(unsigned int, int)\n"                                                             \
+  "__GPUHAL_WAVE_READ_AS(float, int)\n"                                                                    \
+  "__GPUHAL_WAVE_READ_64(long)\n"                                                                          \
+  "__GPUHAL_WAVE_READ_64(unsigned long)\n"                                                                 \
+  "__GPUHAL_WAVE_READ_64(double)\n"                                                                        \
+  "#define __GPUHAL_WAVE_ADD(a, b) ((a) + (b))\n"                                                          \
+  "#define __GPUHAL_WAVE_MIN(a, b) ((b) < (a) ? (b) : (a))\n"                                              \
+  "#define __GPUHAL_WAVE_MAX(a, b) ((b) > (a) ? (b) : (a))\n"                                              \
+  "#define __GPUHAL_WAVE_REDUCE(T, name, f) " kHsaWaveQ " T name(T v) { \\\n"                             \
+  "  unsigned lane = __gpuhal_wave_lane(), n = __gpuhal_wave_lanes(); \\\n"                              \
+  "  for (unsigned off = __GPUHAL_WS / 2u; off > 0u; off >>= 1) { \\\n"                                  \
+  "    unsigned src = lane + off; T other = __gpuhal_wave_read(v, src < n ? src : lane); \\\n"            \
+  "    if (src < n) v = f(v, other); } \\\n"                                                               \
+  "  return __gpuhal_wave_read(v, 0u); }\n"                                                                \
+  "#endif\n"
+#define kHsaWaveReduce(N, F)                                                                      \
+  "__GPUHAL_WAVE_REDUCE(int, " N ", " F ")\n__GPUHAL_WAVE_REDUCE(unsigned int, " N ", " F ")\n"    \
+  "__GPUHAL_WAVE_REDUCE(long, " N ", " F ")\n__GPUHAL_WAVE_REDUCE(unsigned long, " N ", " F ")\n"  \
+  "__GPUHAL_WAVE_REDUCE(float, " N ", " F ")\n__GPUHAL_WAVE_REDUCE(double, " N ", " F ")\n"
+
 const plugin::BuiltinText kBuiltins[] = {
     {"GPUHAL_KERNEL", "#define GPUHAL_KERNEL __kernel __attribute__((amdgpu_flat_work_group_size(1, 1024)))"},
     {"GPUHAL_DEVICE", "#define GPUHAL_DEVICE static inline"},
@@ -143,6 +204,59 @@ const plugin::BuiltinText kBuiltins[] = {
      "__GPUHAL_AT_EACH_xchg(static inline __attribute__((overloadable)), __global)\n""__GPUHAL_AT_EACH_xchg(static inline __attribute__((overloadable)), __local)\n"},
     {"gpuhal_atomic_cas", GPUHAL_PLUGIN_ATOMIC_HELPERS kFp64 GPUHAL_PLUGIN_ATOMIC_BITS("cas", "__GPUHAL_AT_CAS")
      "__GPUHAL_AT_EACH_cas(static inline __attribute__((overloadable)), __global)\n""__GPUHAL_AT_EACH_cas(static inline __attribute__((overloadable)), __local)\n"},
+    // The _explicit forms: clang's scoped __hip_atomic_* builtins, which its
+    // OpenCL C 1.2 for amdgcn has (OpenCL 2.0's atomic_*_explicit need the
+    // 2.0 language and atomic types); float loops CAS at the asked scope.
+    GPUHAL_PLUGIN_ATOMIC_CONSTANTS,
+    {"gpuhal_atomic_add_explicit", GPUHAL_PLUGIN_ATOMIC_HELPERS GPUHAL_PLUGIN_ATOMIC_SCOPES_HIP kFp64 GPUHAL_PLUGIN_ATOMIC_ARITH_G("add_explicit", "__hip_atomic_fetch_add", "__GPUHAL_AT_ADD_F", "_X")
+     "__GPUHAL_AT_EACH_add_explicit(static inline __attribute__((overloadable)), __global)\n"
+     "__GPUHAL_AT_EACH_add_explicit(static inline __attribute__((overloadable)), __local)\n"},
+    {"gpuhal_atomic_sub_explicit", GPUHAL_PLUGIN_ATOMIC_HELPERS GPUHAL_PLUGIN_ATOMIC_SCOPES_HIP kFp64 GPUHAL_PLUGIN_ATOMIC_ARITH_G("sub_explicit", "__gpuhal_hip_fetch_sub", "__GPUHAL_AT_SUB_F", "_X")
+     "__GPUHAL_AT_EACH_sub_explicit(static inline __attribute__((overloadable)), __global)\n"
+     "__GPUHAL_AT_EACH_sub_explicit(static inline __attribute__((overloadable)), __local)\n"},
+    {"gpuhal_atomic_min_explicit", GPUHAL_PLUGIN_ATOMIC_HELPERS GPUHAL_PLUGIN_ATOMIC_SCOPES_HIP kFp64 GPUHAL_PLUGIN_ATOMIC_LOOP_ALL_G("min_explicit", "__GPUHAL_AT_MIN_F", "_X")
+     "__GPUHAL_AT_EACH_min_explicit(static inline __attribute__((overloadable)), __global)\n"
+     "__GPUHAL_AT_EACH_min_explicit(static inline __attribute__((overloadable)), __local)\n"},
+    {"gpuhal_atomic_max_explicit", GPUHAL_PLUGIN_ATOMIC_HELPERS GPUHAL_PLUGIN_ATOMIC_SCOPES_HIP kFp64 GPUHAL_PLUGIN_ATOMIC_LOOP_ALL_G("max_explicit", "__GPUHAL_AT_MAX_F", "_X")
+     "__GPUHAL_AT_EACH_max_explicit(static inline __attribute__((overloadable)), __global)\n"
+     "__GPUHAL_AT_EACH_max_explicit(static inline __attribute__((overloadable)), __local)\n"},
+    {"gpuhal_atomic_and_explicit", GPUHAL_PLUGIN_ATOMIC_HELPERS GPUHAL_PLUGIN_ATOMIC_SCOPES_HIP kFp64 GPUHAL_PLUGIN_ATOMIC_INT_RMW_G("and_explicit", "__hip_atomic_fetch_and", "_X")
+     "__GPUHAL_AT_EACH_and_explicit(static inline __attribute__((overloadable)), __global)\n"
+     "__GPUHAL_AT_EACH_and_explicit(static inline __attribute__((overloadable)), __local)\n"},
+    {"gpuhal_atomic_or_explicit", GPUHAL_PLUGIN_ATOMIC_HELPERS GPUHAL_PLUGIN_ATOMIC_SCOPES_HIP kFp64 GPUHAL_PLUGIN_ATOMIC_INT_RMW_G("or_explicit", "__hip_atomic_fetch_or", "_X")
+     "__GPUHAL_AT_EACH_or_explicit(static inline __attribute__((overloadable)), __global)\n"
+     "__GPUHAL_AT_EACH_or_explicit(static inline __attribute__((overloadable)), __local)\n"},
+    {"gpuhal_atomic_xor_explicit", GPUHAL_PLUGIN_ATOMIC_HELPERS GPUHAL_PLUGIN_ATOMIC_SCOPES_HIP kFp64 GPUHAL_PLUGIN_ATOMIC_INT_RMW_G("xor_explicit", "__hip_atomic_fetch_xor", "_X")
+     "__GPUHAL_AT_EACH_xor_explicit(static inline __attribute__((overloadable)), __global)\n"
+     "__GPUHAL_AT_EACH_xor_explicit(static inline __attribute__((overloadable)), __local)\n"},
+    {"gpuhal_atomic_xchg_explicit", GPUHAL_PLUGIN_ATOMIC_HELPERS GPUHAL_PLUGIN_ATOMIC_SCOPES_HIP kFp64 GPUHAL_PLUGIN_ATOMIC_BITS("xchg_explicit", "__GPUHAL_AT_XCHG_X")
+     "__GPUHAL_AT_EACH_xchg_explicit(static inline __attribute__((overloadable)), __global)\n"
+     "__GPUHAL_AT_EACH_xchg_explicit(static inline __attribute__((overloadable)), __local)\n"},
+    {"gpuhal_atomic_cas_explicit", GPUHAL_PLUGIN_ATOMIC_HELPERS GPUHAL_PLUGIN_ATOMIC_SCOPES_HIP kFp64 GPUHAL_PLUGIN_ATOMIC_BITS("cas_explicit", "__GPUHAL_AT_CAS_X")
+     "__GPUHAL_AT_EACH_cas_explicit(static inline __attribute__((overloadable)), __global)\n"
+     "__GPUHAL_AT_EACH_cas_explicit(static inline __attribute__((overloadable)), __local)\n"},
+    // Wave operations: a wavefront is __AMDGCN_WAVEFRONT_SIZE consecutive
+    // linear work-item indices; ds_bpermute reads another lane's register
+    // (and is only ever asked for a lane of this wave), and a ballot is the
+    // compare's lane mask, whose bits past a partial wave's lanes are 0.
+    {"gpuhal_wave_size", kHsaWaveHelpers "#define gpuhal_wave_size() __GPUHAL_WS"},
+    {"gpuhal_wave_lane", kHsaWaveHelpers "#define gpuhal_wave_lane() __gpuhal_wave_lane()"},
+    {"gpuhal_wave_ballot",
+     kHsaWaveHelpers "#define gpuhal_wave_ballot(p) ((uint64_t)__builtin_amdgcn_uicmp((unsigned)((p) != 0), 0u, 33))"},
+    {"gpuhal_wave_any", kHsaWaveHelpers "#define gpuhal_wave_any(p) (gpuhal_wave_ballot(p) != 0ul)"},
+    {"gpuhal_wave_all", kHsaWaveHelpers "#define gpuhal_wave_all(p) (gpuhal_wave_ballot(p) == __gpuhal_wave_full())"},
+    {"gpuhal_wave_shuffle",
+     kHsaWaveHelpers "#define gpuhal_wave_shuffle(v, lane) __gpuhal_wave_read((v), __gpuhal_wave_src((int)(lane)))"},
+    {"gpuhal_wave_shuffle_up", kHsaWaveHelpers
+     "#define gpuhal_wave_shuffle_up(v, delta) __gpuhal_wave_read((v), __gpuhal_wave_src(__gpuhal_wave_before((delta))))"},
+    {"gpuhal_wave_shuffle_down", kHsaWaveHelpers
+     "#define gpuhal_wave_shuffle_down(v, delta) __gpuhal_wave_read((v), __gpuhal_wave_src(__gpuhal_wave_past((delta))))"},
+    {"gpuhal_wave_shuffle_xor", kHsaWaveHelpers
+     "#define gpuhal_wave_shuffle_xor(v, mask) __gpuhal_wave_read((v), __gpuhal_wave_src((int)(__gpuhal_wave_lane() ^ "
+     "(unsigned)(mask))))"},
+    {"gpuhal_wave_reduce_add", kHsaWaveHelpers kHsaWaveReduce("gpuhal_wave_reduce_add", "__GPUHAL_WAVE_ADD")},
+    {"gpuhal_wave_reduce_min", kHsaWaveHelpers kHsaWaveReduce("gpuhal_wave_reduce_min", "__GPUHAL_WAVE_MIN")},
+    {"gpuhal_wave_reduce_max", kHsaWaveHelpers kHsaWaveReduce("gpuhal_wave_reduce_max", "__GPUHAL_WAVE_MAX")},
     // ROCr runs no printf service (the hostcall buffer AMD's OpenCL runtime
     // serves is not ROCr's): lower_builtin says NOT_SUPPORTED, and this text
     // makes a use a compile error that names it.
