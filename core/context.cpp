@@ -204,6 +204,36 @@ StreamPriorityRange Context::stream_priority_range() const {
   return StreamPriorityRange{least, greatest};
 }
 
+namespace {
+
+uint32_t limit_code(Limit limit, const char *entry) {
+  if (limit != Limit::PrintfBufferBytes && limit != Limit::StackBytes)
+    throw Error(Status::ERROR_INVALID_VALUE, std::string(entry) + ": unknown limit " +
+                                                 std::to_string(uint32_t(limit)) +
+                                                 " (Limit::PrintfBufferBytes or Limit::StackBytes)");
+  return uint32_t(limit);
+}
+
+}  // namespace
+
+void Context::set_limit(Limit limit, uint64_t bytes) const {
+  detail::require_handle(impl_, "Context::set_limit");
+  impl_->check_alive(impl_->current_generation(), "Context::set_limit");
+  const uint32_t code = limit_code(limit, "Context::set_limit");
+  impl_->require_feature(impl_->backend().has_context_set_limit(), "Context::set_limit", detail::kContextLimits);
+  impl_->backend().context_set_limit(impl_->handle, code, bytes);
+}
+
+uint64_t Context::limit(Limit limit) const {
+  detail::require_handle(impl_, "Context::limit");
+  impl_->check_alive(impl_->current_generation(), "Context::limit");
+  const uint32_t code = limit_code(limit, "Context::limit");
+  impl_->require_feature(impl_->backend().has_context_get_limit(), "Context::limit", detail::kContextLimits);
+  uint64_t value = 0;
+  impl_->backend().context_get_limit(impl_->handle, code, &value);
+  return value;
+}
+
 Event Context::create_event(bool enable_timing) const {
   detail::require_handle(impl_, "Context::create_event");
   auto e = detail::new_child<detail::EventImpl>(impl_, "Context::create_event");

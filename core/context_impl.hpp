@@ -33,6 +33,7 @@ struct Registration {
 // What require_feature names for the optional groups the core checks.
 inline constexpr const char *kStreamPriorities = "stream priorities (Capability::StreamPriorities)";
 inline constexpr const char *kGraphs = "stream capture and graphs (Capability::Graphs)";
+inline constexpr const char *kContextLimits = "context limits (Capability::ContextLimits)";
 
 struct ContextImpl {
   std::shared_ptr<RuntimeImpl> runtime;

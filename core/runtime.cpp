@@ -168,6 +168,7 @@ bool Runtime::supports(Capability c) const {
       {Capability::RectCopies, t.has_memcpy_rect_async()},
       {Capability::ManagedHints, t.has_mem_prefetch_async()},
       {Capability::VirtualMemory, t.has_vm_reserve()},
+      {Capability::ContextLimits, t.has_context_set_limit()},
   };
   for (const auto &p : present)
     if (p.first == c) return p.second;

@@ -181,13 +181,13 @@ void print_text(const gpuhal::Runtime &rt, const std::vector<gpuhal::LoadAttempt
   std::printf(
       "Capabilities: stream barrier %s, host memory %s, mapped host memory %s, ipc %s, stream-ordered memory %s, "
       "peer access %s, kernels %s, managed memory %s, fault recovery %s, kernel attributes %s, kernel printf %s, "
-      "graphs %s, stream priorities %s, rectangular copies %s, managed hints %s, virtual memory %s\n",
+      "graphs %s, stream priorities %s, rectangular copies %s, managed hints %s, virtual memory %s, context limits %s\n",
       yes(Capability::StreamBarrier), yes(Capability::HostMemory), yes(Capability::MappedHostMemory),
       yes(Capability::Ipc), yes(Capability::StreamOrderedMemory), yes(Capability::PeerAccess),
       yes(Capability::Kernels), yes(Capability::ManagedMemory), yes(Capability::FaultRecovery),
       yes(Capability::KernelAttributes), yes(Capability::KernelPrintf), yes(Capability::Graphs),
       yes(Capability::StreamPriorities), yes(Capability::RectCopies),
-      yes(Capability::ManagedHints), yes(Capability::VirtualMemory));
+      yes(Capability::ManagedHints), yes(Capability::VirtualMemory), yes(Capability::ContextLimits));
   std::printf("Layers (GPUHAL_LAYERS; docs/layers.md):\n");
   for (const auto &l : gpuhal::available_layers()) {
     const auto &on = rt.config().layers;
@@ -233,7 +233,8 @@ std::string runtime_json(const gpuhal::Runtime &rt, const std::vector<gpuhal::Lo
                   ",\"stream_priorities\":" + json_bool(rt.supports(Capability::StreamPriorities)) +
                   ",\"rect_copies\":" + json_bool(rt.supports(Capability::RectCopies)) +
                   ",\"managed_hints\":" + json_bool(rt.supports(Capability::ManagedHints)) +
-                  ",\"virtual_memory\":" + json_bool(rt.supports(Capability::VirtualMemory)) + "},\"layers\":[";
+                  ",\"virtual_memory\":" + json_bool(rt.supports(Capability::VirtualMemory)) +
+                  ",\"context_limits\":" + json_bool(rt.supports(Capability::ContextLimits)) + "},\"layers\":[";
   const auto &on = rt.config().layers;
   const auto layers = gpuhal::available_layers();
   for (size_t k = 0; k < layers.size(); ++k)

@@ -37,6 +37,12 @@ struct StreamPriorityRange {
   int greatest = 0;
 };
 
+// A context's limits (Context::set_limit, Context::limit), in bytes.
+enum class Limit : uint32_t {
+  PrintfBufferBytes = 1,  // the device printf's buffer (cuda: the printf FIFO, 1 MiB by default)
+  StackBytes = 2,         // each work-item's stack (cuda: per thread, 1 KiB by default; grown as kernels need)
+};
+
 struct MemoryInfo {
   uint64_t free = 0;
   uint64_t total = 0;
@@ -100,6 +106,17 @@ class Context {
   // greatest).
   Stream create_stream(StreamKind kind, int priority) const;
   StreamPriorityRange stream_priority_range() const;
+  // The context's limits (Capability::ContextLimits, else
+  // ERROR_NOT_SUPPORTED naming it; cuda has them, host and hsa do not: the
+  // host's gpuhal_printf writes straight to stdout and hsa has none).
+  // set_limit is a request the backend may round; limit() says what it
+  // kept. The backend's rules are errors: on cuda the printf buffer's size
+  // cannot change once a kernel that prints has been launched in the
+  // context (ERROR_INVALID_VALUE, saying so; Context::reset starts a fresh
+  // context), and a new stack size waits for the context's work. A value
+  // that is no Limit is ERROR_INVALID_VALUE.
+  void set_limit(Limit limit, uint64_t bytes) const;
+  uint64_t limit(Limit limit) const;
   Event create_event(bool enable_timing = true) const;
   // Blocks until all work on every stream of this context has completed.
   void synchronize() const;

@@ -80,7 +80,7 @@ extern "C" {
 #endif
 
 #define GPUHAL_ABI_MAJOR 1
-#define GPUHAL_ABI_MINOR 10
+#define GPUHAL_ABI_MINOR 11
 #define GPUHAL_ABI_VERSION GPUHAL_MAKE_VERSION(GPUHAL_ABI_MAJOR, GPUHAL_ABI_MINOR)
 
 /* The one symbol a plugin exports. */
@@ -433,6 +433,19 @@ typedef struct gpuhal_plugin_table {
   gpuhal_status_t (*vm_unmap)(gpuhal_context_t ctx, gpuhal_deviceptr_t at, uint64_t bytes);
   gpuhal_status_t (*vm_set_access)(gpuhal_context_t ctx, gpuhal_deviceptr_t at, uint64_t bytes, int32_t device,
                                    uint32_t access);
+
+  /* -- Context limits (OPTIONAL, both or none; ABI 1.11) --
+   * cuCtxSetLimit / cuCtxGetLimit: `limit` is a GPUHAL_LIMIT_* (the kit
+   * and the validation layer refuse another with GPUHAL_ERROR_INVALID_VALUE).
+   * A limit the backend has no such resource for is
+   * GPUHAL_ERROR_NOT_SUPPORTED, naming it. context_set_limit is a request:
+   * the backend may round or clamp it, and context_get_limit says what it
+   * became. The backend's own rules stand and are errors, not silence:
+   * CUDA refuses a new printf buffer size once a kernel that prints has
+   * run in the context (GPUHAL_ERROR_INVALID_VALUE), and a new stack size
+   * waits for the context's work to finish. */
+  gpuhal_status_t (*context_set_limit)(gpuhal_context_t ctx, uint32_t limit, uint64_t value);
+  gpuhal_status_t (*context_get_limit)(gpuhal_context_t ctx, uint32_t limit, uint64_t *out);
 } gpuhal_plugin_table_t;
 
 /* The plugin's only export. Returns GPUHAL_SUCCESS and sets *table, or

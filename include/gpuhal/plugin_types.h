@@ -260,6 +260,11 @@ typedef struct gpuhal_copy_rect {
 #define GPUHAL_VM_ACCESS_READ 1u
 #define GPUHAL_VM_ACCESS_READ_WRITE 3u
 
+/* ---- Context limits (ABI 1.11) --------------------------------------------- */
+/* context_set_limit / context_get_limit's limits, in bytes. */
+#define GPUHAL_LIMIT_PRINTF_BUFFER_BYTES 1u /* the device printf's buffer (CU_LIMIT_PRINTF_FIFO_SIZE) */
+#define GPUHAL_LIMIT_STACK_BYTES 2u         /* each work-item's stack (CU_LIMIT_STACK_SIZE) */
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

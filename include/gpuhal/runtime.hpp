@@ -92,6 +92,7 @@ enum class Capability {
   ManagedHints,         // prefetch / advise of managed arrays (Numba has no such names: gpuhal.prefetch,
                         // gpuhal.advise)
   VirtualMemory,        // VirtualRange, PhysicalMemory, GrowableDeviceArray (reserve, map, set access)
+  ContextLimits,        // Context::set_limit / Context::limit (the printf buffer's and the stack's sizes)
 };
 
 class Device {

@@ -59,7 +59,9 @@ gpuhal_status_t in_stream(gpuhal_context_t ctx, gpuhal_stream_t stream, const ch
 // memory), host_kernels.cpp (device code).
 #include "plugin_entries.inc"
 // What the host backend leaves NULL: it has no native objects to hand out
-// or adopt.
-constexpr plugin::EntryNames<2> kLeftOut{{"native_handle", "context_adopt"}};
+// or adopt, and no context limits (gpuhal_printf writes straight to stdout,
+// with no buffer to size; a work-item's stack is its fiber's or the worker
+// thread's, fixed by the plugin).
+constexpr plugin::EntryNames<4> kLeftOut{{"native_handle", "context_adopt", "context_set_limit", "context_get_limit"}};
 
 }  // namespace gpuhal::host

@@ -21,11 +21,13 @@ namespace gpuhal::hsa {
 // nothing for them to move; hsa_amd_svm_prefetch_async and
 // hsa_amd_svm_attributes_set act on SVM ranges, which it does not allocate.
 // Virtual memory is left out: ROCr has it as hsa_amd_vmem_* from ROCm 6.0,
-// and Debian 12's ROCr (5.2) has none of them.
-constexpr plugin::EntryNames<18> kLeftOut{{"ipc_get_handle", "ipc_open", "ipc_close", "mem_alloc_async",
+// and Debian 12's ROCr (5.2) has none of them. Context limits are left
+// out: ROCr has no printf buffer (gpuhal_printf is unsupported there) and
+// sizes a kernel's scratch from its code object, per dispatch.
+constexpr plugin::EntryNames<20> kLeftOut{{"ipc_get_handle", "ipc_open", "ipc_close", "mem_alloc_async",
                                            "mem_free_async", "device_can_access_peer", "context_enable_peer_access",
                                            "context_adopt", "mem_prefetch_async", "mem_advise", "vm_granularity",
                                            "vm_reserve", "vm_free", "vm_create", "vm_release", "vm_map", "vm_unmap",
-                                           "vm_set_access"}};
+                                           "vm_set_access", "context_set_limit", "context_get_limit"}};
 
 }  // namespace gpuhal::hsa

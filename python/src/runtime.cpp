@@ -21,6 +21,7 @@ gpuhal::Capability capability_from(const std::string &name) {
       {"rect_copies", gpuhal::Capability::RectCopies},
       {"managed_hints", gpuhal::Capability::ManagedHints},
       {"virtual_memory", gpuhal::Capability::VirtualMemory},
+      {"context_limits", gpuhal::Capability::ContextLimits},
       {"managed_memory", gpuhal::Capability::ManagedMemory},
       {"fault_recovery", gpuhal::Capability::FaultRecovery},
       {"kernel_attributes", gpuhal::Capability::KernelAttributes},

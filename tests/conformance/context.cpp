@@ -48,6 +48,27 @@ void reset_invalidates_old_handles(Env &env) {
   fresh.synchronize();
 }
 
+void limits_round_trip(Env &env) {
+  if (!env.ctx.supports(Capability::ContextLimits)) {
+    expect_error([&] { env.ctx.set_limit(Limit::StackBytes, 4096); }, Status::ERROR_NOT_SUPPORTED,
+                 "Capability::ContextLimits", "Context::set_limit without the capability");
+    throw Unsupported{"no context limits"};
+  }
+  // Right after a reset no kernel has printed in the context, so even
+  // CUDA's printf buffer may be set; the backend may round a request up.
+  env.ctx.reset();
+  for (const Limit l : {Limit::PrintfBufferBytes, Limit::StackBytes}) {
+    const uint64_t before = env.ctx.limit(l), want = before + 4096;
+    env.ctx.set_limit(l, want);
+    const uint64_t got = env.ctx.limit(l);
+    expect(got >= want, "limit " + std::to_string(uint32_t(l)) + " set to " + std::to_string(want) + " reads back " +
+                            std::to_string(got));
+    env.ctx.set_limit(l, before);
+  }
+  expect_error([&] { env.ctx.set_limit(static_cast<Limit>(9), 1); }, Status::ERROR_INVALID_VALUE, "unknown limit",
+               "a limit that is no Limit");
+}
+
 }  // namespace
 
 void add_context_checks(std::vector<Check> &checks) {
@@ -59,6 +80,9 @@ void add_context_checks(std::vector<Check> &checks) {
                     "after reset, arrays, streams and events made before it are ERROR_CONTEXT_DESTROYED and the "
                     "context works",
                     reset_invalidates_old_handles});
+  checks.push_back({"context.limits_round_trip",
+                    "the printf buffer's and stack's sizes read back at least as set (Capability::ContextLimits)",
+                    limits_round_trip});
 }
 
 }  // namespace conformance

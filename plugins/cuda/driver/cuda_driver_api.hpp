@@ -42,6 +42,7 @@ using CUstreamCaptureStatus = int;
 using CUjit_option = int;
 using CUfunction_attribute = int;
 using CUmemPool_attribute = int;
+using CUlimit = int;
 using CUdevice_attribute = int;
 using CUhostFn = void (*)(void *userData);
 
@@ -173,6 +174,8 @@ constexpr CUmemPool_attribute CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4;
 constexpr CUmemPool_attribute CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT = 5;
 constexpr CUmemPool_attribute CU_MEMPOOL_ATTR_USED_MEM_CURRENT = 7;
 constexpr uint64_t CU_GET_PROC_ADDRESS_DEFAULT = 0;
+constexpr CUlimit CU_LIMIT_STACK_SIZE = 0x00;
+constexpr CUlimit CU_LIMIT_PRINTF_FIFO_SIZE = 0x01;
 constexpr CUstreamCaptureMode CU_STREAM_CAPTURE_MODE_RELAXED = 2;
 constexpr CUstreamCaptureStatus CU_STREAM_CAPTURE_STATUS_NONE = 0;
 constexpr CUstreamCaptureStatus CU_STREAM_CAPTURE_STATUS_ACTIVE = 1;
@@ -335,6 +338,8 @@ inline CUstream stream_per_thread() {
   O(cuMemSetAccess, cuMemSetAccess, (CUdeviceptr, size_t, const CUmemAccessDesc *, size_t))     \
   O(cuMemGetAllocationGranularity, cuMemGetAllocationGranularity,                               \
     (size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags))                  \
+  O(cuCtxSetLimit, cuCtxSetLimit, (CUlimit, size_t))                                            \
+  O(cuCtxGetLimit, cuCtxGetLimit, (size_t *, CUlimit))                                          \
   O(cuGetProcAddress, cuGetProcAddress_v2, (const char *, void **, int, uint64_t, int *))
 
 }  // namespace gpuhal::cuda::api

@@ -22,6 +22,7 @@ void destroy_context(int dev) {
       }
   }
   g_sticky[dev] = 700;  // queued work of the dying context does not run
+  reset_limits(dev);
   destroy_graphs_of(dev);
   for (auto &st : streams)
     if (st->worker.joinable()) st->finish();

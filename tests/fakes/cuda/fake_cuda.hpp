@@ -610,6 +610,7 @@ struct Function {
   int static_shared = 0;
   int registers = 0;    // CU_FUNC_ATTRIBUTE_NUM_REGS (see parse_ptx)
   int local_bytes = 0;  // CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: the .local depot
+  bool prints = false;  // its body calls vprintf (the device printf)
   // The driver API is thread-safe: one thread's cuFuncSetAttribute may run
   // while another's cuLaunchKernel reads the limit (each sees a whole value).
   std::atomic<int> max_dynamic_shared{48 * 1024};
@@ -647,6 +648,11 @@ CUresult allocate(CUdeviceptr *p, size_t bytes, int dev, bool from_pool, bool ma
 void release_locked(std::map<CUdeviceptr, Alloc>::iterator it, bool to_pool);
 // context.cpp: destroys device dev's primary context and all made in it.
 void destroy_context(int dev);
+// limits.cpp: a kernel that uses printf was launched in dev's context (its
+// printf FIFO size is fixed from now on); the context's limits back to the
+// defaults (its destruction).
+void note_printing_launch(int dev);
+void reset_limits(int dev);
 
 }  // namespace fake_cuda
 

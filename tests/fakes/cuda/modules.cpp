@@ -79,6 +79,8 @@ bool parse_ptx(const std::string &ptx, Module *m) {
       if (lb != std::string::npos && le != std::string::npos && lb < ptx.find('\n', p))
         f->static_shared += std::atoi(ptx.c_str() + lb + 1);
     }
+    const size_t call = ptx.find("vprintf", close);
+    f->prints = call != std::string::npos && call < body_end;
     m->functions.push_back(std::move(f));
     pos = e;
   }
@@ -279,6 +281,7 @@ CUresult prepare_launch(void *fn, const unsigned grid[3], const unsigned block[3
   // kernel's missing work is never read as a wrong result.
   static const bool refuse_launches = std::getenv("FAKE_CUDA_REFUSE_LAUNCHES") != nullptr;
   if (refuse_launches) return NOT_SUPPORTED;
+  if (f->prints) note_printing_launch(dev);
   out->description.clear();
   out->on_stream = [] {};  // ordered on the stream like the real work would be
   if (faulting_kernel(f->name)) {  // CUDA_ERROR_ILLEGAL_ADDRESS (700): the process's for good (fake_cuda.hpp)
