@@ -198,6 +198,19 @@ class Context:
         (``gpuhal.NotSupportedError`` on a backend without them)."""
         return self._c.stream_priority_range()
 
+    def set_limit(self, limit, nbytes):
+        """Sets ``"printf_buffer_bytes"`` (the device printf's buffer) or
+        ``"stack_bytes"`` (each work-item's stack), a request the backend may
+        round. On cuda the printf buffer cannot change once a kernel that
+        prints has been launched in the context (``gpuhal.Error``, saying
+        so); ``gpuhal.NotSupportedError`` on a backend without limits
+        (``supports("context_limits")``: host and hsa have none)."""
+        self._c.set_limit(limit, nbytes)
+
+    def limit(self, limit):
+        """The size in bytes the backend keeps for ``limit`` (as set_limit)."""
+        return self._c.limit(limit)
+
     def __repr__(self):
         device = self._c.device
         return f"<gpuhal.Context of device {device.id} ({device.name!r}) on the {_gpuhal.backend_name()!r} backend>"

@@ -7,6 +7,13 @@
 namespace gpuhal_py {
 namespace {
 
+// "printf_buffer_bytes" or "stack_bytes"; another name is a ValueError.
+gpuhal::Limit limit_from(const std::string &name) {
+  if (name == "printf_buffer_bytes") return gpuhal::Limit::PrintfBufferBytes;
+  if (name == "stack_bytes") return gpuhal::Limit::StackBytes;
+  throw nb::value_error(("unknown limit '" + name + "' (printf_buffer_bytes or stack_bytes)").c_str());
+}
+
 gpuhal::Capability capability_from(const std::string &name) {
   static const std::pair<const char *, gpuhal::Capability> names[] = {
       {"stream_barrier", gpuhal::Capability::StreamBarrier},
@@ -180,6 +187,14 @@ void bind_runtime(nb::module_ &m) {
             return std::make_pair(r.least, r.greatest);
           },
           "(least, greatest) stream priorities (lower numbers are greater priorities)")
+      .def(
+          "set_limit",
+          [](const gpuhal::Context &c, const std::string &name, uint64_t bytes) {
+            c.set_limit(limit_from(name), bytes);
+          },
+          nb::arg("limit"), nb::arg("bytes"), release_gil())
+      .def("limit", [](const gpuhal::Context &c, const std::string &name) { return c.limit(limit_from(name)); },
+           nb::arg("limit"))
       .def("create_event", &gpuhal::Context::create_event, nb::arg("timing") = true, release_gil())
       .def("pending_deallocations", &gpuhal::Context::pending_deallocations)
       .def("pending_deallocation_bytes", &gpuhal::Context::pending_deallocation_bytes)

@@ -191,3 +191,17 @@ def test_a_reduction_through_wave_operations_matches_numpy():
     assert results[:, 0].sum() == x.sum()  # integers in doubles: exact in any order
     assert results[:, 1].max() == x.max()
     np.testing.assert_array_equal(results[:, 0], x.reshape(waves, -1).sum(axis=1))
+
+
+def test_context_limits_round_trip_or_name_the_missing_capability():
+    ctx = gpuhal.current_context()
+    with pytest.raises(ValueError, match="unknown limit 'heap'"):
+        ctx.limit("heap")
+    if not ctx.supports("context_limits"):  # host and hsa
+        with pytest.raises(gpuhal.NotSupportedError, match="Capability::ContextLimits"):
+            ctx.set_limit("stack_bytes", 4096)
+        return
+    before = ctx.limit("stack_bytes")
+    ctx.set_limit("stack_bytes", before + 4096)
+    assert ctx.limit("stack_bytes") >= before + 4096
+    ctx.set_limit("stack_bytes", before)
