@@ -24,6 +24,7 @@
 #   numba_adapter.txt   numba-cuda's memory and array tests through gpuhal, and
 #   numba_cuda_itself.txt numba-cuda itself on the same files, when python3 has
 #                       numba-cuda and filecheck
+#   h6_python.txt       H6: the atomics histogram, gpuhal beside a CuPy RawKernel
 #   n1.txt              N1: the small round trip through numba-cuda against
 #                       gpuhal, when python3 has numba-cuda
 # and prints a summary last. Needs CMake, Ninja (else make), a C++17 compiler, and for the
@@ -338,6 +339,13 @@ if [ -n "${site:-}" ] && PYTHONPATH=$site python3 -c "import gpuhal" 2>/dev/null
     note_lines "$logs/g1_python.txt" "  G1 python "
   else
     note "G1 python: FAILED (see $logs/g1_python.txt)"
+  fi
+  # H6 from Python: the histogram through atomics beside a CuPy RawKernel.
+  if PYTHONPATH=$site GPUHAL_BACKEND=$backend timeout "$bench_timeout" python3 benchmarks/python_atomics_peers.py \
+    >"$logs/h6_python.txt" 2>&1; then
+    note_lines "$logs/h6_python.txt" "  H6 python "
+  else
+    note "H6 python: FAILED (see $logs/h6_python.txt)"
   fi
 fi
 
