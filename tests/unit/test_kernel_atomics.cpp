@@ -75,8 +75,12 @@ TEST_CASE("kernel: every atomic operation on every type gives exact results", "[
   check_every_op(ctx, kAtomics);
 }
 
-TEST_CASE("kernel: the explicit-order and explicit-scope atomics give the same exact results", "[kernel][atomics]") {
-  Context ctx = test::kernel_context();
+TEST_CASE("kernel: the explicit-order and explicit-scope atomics give the same exact results, in loops and fibers",
+          "[kernel][atomics]") {
+  // Both of the host's execution modes: the work-item loops, and fibers.
+  const char *loops = GENERATE("1", "0");
+  INFO("GPUHAL_HOST_WORK_ITEM_LOOPS=" << loops);
+  Context ctx = test::kernel_context({{"GPUHAL_HOST_WORK_ITEM_LOOPS", loops}});
   check_every_op(ctx, kAtomicsExplicit);
   // The histogram with work-group scope on shared bins, acq_rel into global.
   Kernel k = Module::compile(ctx, kAtomicsExplicit).kernel("histogram");
