@@ -25,6 +25,7 @@
 #   numba_cuda_itself.txt numba-cuda itself on the same files, when python3 has
 #                       numba-cuda and filecheck
 #   h6_python.txt       H6: the atomics histogram, gpuhal beside a CuPy RawKernel
+#   python_peers.txt    the Python package beside CuPy, PyTorch and numba-cuda
 #   n1.txt              N1: the small round trip through numba-cuda against
 #                       gpuhal, when python3 has numba-cuda
 # and prints a summary last. Needs CMake, Ninja (else make), a C++17 compiler, and for the
@@ -339,6 +340,13 @@ if [ -n "${site:-}" ] && PYTHONPATH=$site python3 -c "import gpuhal" 2>/dev/null
     note_lines "$logs/g1_python.txt" "  G1 python "
   else
     note "G1 python: FAILED (see $logs/g1_python.txt)"
+  fi
+  # The Python package against CuPy, PyTorch and numba-cuda (#47's targets).
+  if PYTHONPATH=$site GPUHAL_BACKEND=$backend timeout "$bench_timeout" python3 benchmarks/python_peers.py \
+    >"$logs/python_peers.txt" 2>&1; then
+    note_lines "$logs/python_peers.txt" "  peers "
+  else
+    note "python peers: FAILED (see $logs/python_peers.txt)"
   fi
   # H6 from Python: the histogram through atomics beside a CuPy RawKernel.
   if PYTHONPATH=$site GPUHAL_BACKEND=$backend timeout "$bench_timeout" python3 benchmarks/python_atomics_peers.py \

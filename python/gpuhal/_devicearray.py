@@ -59,6 +59,15 @@ class DeviceNDArray:
         self._dtype = np.dtype(array.typestr) if dtype is None else np.dtype(dtype)
         self.stream = stream
 
+    @classmethod
+    def _of(cls, array, dtype, stream):
+        """gpuhal's own constructor: a C++ array and its np.dtype, unchecked."""
+        self = object.__new__(cls)
+        self._a = array
+        self._dtype = dtype
+        self.stream = stream
+        return self
+
     @staticmethod
     def _numba_form(shape, strides, dtype, gpu_data):
         from ._memory import _shape, _strides

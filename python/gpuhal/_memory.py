@@ -36,6 +36,13 @@ def _ctx():
 def _integers(values, what):
     """Python ints (or objects with __index__, as NumPy's integers) as a list;
     TypeError for anything else, never a silent truncation (Numba's rule)."""
+    # The common shapes first: an int, or a tuple or list of ints (type()
+    # is exact, so bools and other int subclasses take the checks below).
+    kind = type(values)
+    if kind is int:
+        return [values]
+    if (kind is tuple or kind is list) and all(type(v) is int for v in values):
+        return list(values)
     if isinstance(values, (int, np.integer)) and not isinstance(values, bool):
         values = [values]
     try:
@@ -58,8 +65,28 @@ def _strides(strides):
     return [] if strides is None else _integers(strides, "strides")
 
 
+# dtype argument -> (np.dtype, its typestr), for the hashable arguments
+# seen (np.float32, "f4", a dtype object ...): np.dtype() on every
+# allocation costs more than the allocation itself on the host backend.
+_DTYPES = {}
+
+
+def _dtype_and_typestr(dtype):
+    try:
+        return _DTYPES[dtype]
+    except (KeyError, TypeError):
+        pass
+    dt = np.dtype(dtype)
+    try:
+        if len(_DTYPES) < 512:
+            _DTYPES[dtype] = (dt, dt.str)
+    except TypeError:  # unhashable (a list describing a structured dtype)
+        pass
+    return dt, dt.str
+
+
 def _typestr(dtype):
-    return np.dtype(dtype).str
+    return _dtype_and_typestr(dtype)[1]
 
 
 def _host_array(ary):
@@ -107,9 +134,10 @@ def to_device(obj, stream=0, copy=True, to=None):
 
 def device_array(shape, dtype=np.float64, strides=None, order="C", stream=0):
     """An uninitialised device array (np.empty's shapes, strides and orders)."""
-    shape = _shape(shape)
-    array = _gpuhal.device_array(_ctx(), shape, _typestr(dtype), _strides(strides), order)
-    return DeviceNDArray(array, np.dtype(dtype), stream)
+    dt, typestr = _dtype_and_typestr(dtype)
+    array = _gpuhal.device_array(current_cpp_context(), _shape(shape), typestr,
+                                 [] if strides is None else _integers(strides, "strides"), order)
+    return DeviceNDArray._of(array, dt, stream)
 
 
 def _strides_like(ary):
