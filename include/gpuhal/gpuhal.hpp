@@ -19,6 +19,7 @@
 #include "gpuhal/managed_hints.hpp"
 #include "gpuhal/memory.hpp"
 #include "gpuhal/memory_manager.hpp"
+#include "gpuhal/memory_pool.hpp"
 #include "gpuhal/mirrored_array.hpp"
 #include "gpuhal/runtime.hpp"
 #include "gpuhal/stream.hpp"

@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// MemoryPool (gpuhal/memory_pool.hpp): idle blocks per stream and rounded
+// size; blocks handed out through the memory-manager machinery
+// (Allocation::releaser), so the last handle's release returns them here.
+#include "gpuhal/memory_pool.hpp"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "allocation.hpp"
+#include "context_impl.hpp"
+#include "internal.hpp"
+
+namespace gpuhal {
+namespace detail {
+namespace {
+
+constexpr uint64_t kMinBlock = 256, kSmallLimit = uint64_t(1) << 20, kLargeStep = uint64_t(2) << 20;
+
+uint64_t rounded(uint64_t bytes) {
+  if (bytes <= kSmallLimit) {
+    uint64_t r = kMinBlock;
+    while (r < bytes) r <<= 1;
+    return r;
+  }
+  return (bytes + kLargeStep - 1) / kLargeStep * kLargeStep;
+}
+
+}  // namespace
+
+// The pool's state. Holds the context weakly: a pool installed as its
+// context's memory manager is owned by the context (a strong reference
+// would be a cycle). Whoever calls in holds the context: a MemoryPool
+// handle, an allocation (Allocation::ctx), or the context's manager slot.
+struct MemoryPoolImpl final : MemoryManager {
+  struct Bin {
+    Stream stream;
+    uint64_t id = 0;
+    std::map<uint64_t, std::vector<DevicePointer>> idle;  // rounded size -> blocks
+    uint64_t in_use = 0;                                  // blocks of the stream handed out
+  };
+
+  explicit MemoryPoolImpl(MemoryPoolOptions o) : options(o) {}
+  std::string name() const override { return "memory pool"; }
+  void initialize() override {}
+  DeviceMemory memalloc(uint64_t bytes) override { return allocate(bytes, context().default_stream()); }
+  void reset() override { forget_all(); }
+
+  DeviceMemory allocate(uint64_t bytes, const Stream &stream);
+  void release_block(DevicePointer ptr, uint64_t bytes, uint64_t cookie) override;
+  uint64_t trim(uint64_t keep_bytes);
+  MemoryPoolStats snapshot();
+
+  using MemoryManager::context;
+
+  std::weak_ptr<MemoryPoolImpl> self;  // set by the MemoryPool constructor
+  std::mutex mu;
+  MemoryPoolOptions options;
+  MemoryPoolStats stats;
+  uint64_t idle_bytes = 0;
+  uint64_t generation = 0;  // the context generation the blocks belong to
+  uint64_t next_stream_id = 1;
+  std::vector<Bin> bins;
+  std::unordered_map<DevicePointer, uint64_t> live;  // handed-out block -> its stream's bin id
+
+ private:
+  DevicePointer take_idle(const Stream &stream, uint64_t size, uint64_t *bin_id);
+  Bin &bin_of(const Stream &stream);
+  void pick_releases(uint64_t keep, std::vector<std::pair<DevicePointer, uint64_t>> *out);
+  void give_back(const std::vector<std::pair<DevicePointer, uint64_t>> &blocks);
+  void forget_all();
+  void drop_stale_locked(uint64_t current);
+};
+
+MemoryPoolImpl::Bin &MemoryPoolImpl::bin_of(const Stream &stream) {
+  for (Bin &b : bins)
+    if (b.stream == stream) return b;
+  bins.push_back(Bin{stream, next_stream_id++, {}, 0});
+  return bins.back();
+}
+
+// Under mu. The stream's own idle block first, then one of a stream whose
+// work is all done.
+DevicePointer MemoryPoolImpl::take_idle(const Stream &stream, uint64_t size, uint64_t *bin_id) {
+  Bin &own = bin_of(stream);
+  *bin_id = own.id;
+  auto pop = [&](Bin &b) -> DevicePointer {
+    auto it = b.idle.find(size);
+    if (it == b.idle.end() || it->second.empty()) return 0;
+    const DevicePointer p = it->second.back();
+    it->second.pop_back();
+    if (it->second.empty()) b.idle.erase(it);
+    return p;
+  };
+  if (const DevicePointer p = pop(own)) return p;
+  for (Bin &b : bins) {
+    if (b.id == own.id || b.idle.count(size) == 0) continue;
+    if (!b.stream.query()) continue;  // its work may still use the block
+    return pop(b);
+  }
+  return 0;
+}
+
+void MemoryPoolImpl::drop_stale_locked(uint64_t current) {
+  if (generation == current) return;
+  // A reset freed every block with the old context: nothing to give back.
+  bins.clear();
+  live.clear();
+  idle_bytes = 0;
+  stats.used_bytes = stats.reserved_bytes = stats.allocations = 0;
+  generation = current;
+}
+
+DeviceMemory MemoryPoolImpl::allocate(uint64_t bytes, const Stream &stream) {
+  const Context ctx = context();
+  if (bytes == 0) throw Error(Status::ERROR_INVALID_VALUE, "MemoryPool::allocate: size must be positive");
+  if (bytes > uint64_t(INT64_MAX))
+    throw Error(Status::ERROR_SIZE_OVERFLOW, "MemoryPool::allocate: " + std::to_string(bytes) + " bytes is too many");
+  if (stream.context() != ctx)
+    throw Error(Status::ERROR_INVALID_VALUE, "MemoryPool::allocate: the stream belongs to another context");
+  ContextImpl &c = *impl_of(ctx);
+  c.check_alive(c.current_generation(), "MemoryPool::allocate");
+  const uint64_t size = rounded(bytes);
+  uint64_t bin_id = 0;  // unused past take_idle: the bin is found again below
+  DevicePointer p = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    drop_stale_locked(c.current_generation());
+    p = take_idle(stream, size, &bin_id);
+    if (p) {
+      idle_bytes -= size;
+      ++stats.hits;
+    }
+  }
+  if (!p) {
+    try {
+      p = backend_alloc(size);
+    } catch (const Error &e) {
+      if (e.status() != Status::ERROR_OUT_OF_MEMORY || trim(0) == 0) throw;
+      ctx.flush_deallocations();  // the idle blocks' frees were queued
+      p = backend_alloc(size);
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    ++stats.misses;
+    stats.reserved_bytes += size;
+  }
+  {
+    // The stream's bin again: another thread's release may have dropped it
+    // while the backend allocated (a bin with blocks in use never goes).
+    std::lock_guard<std::mutex> lock(mu);
+    Bin &b = bin_of(stream);
+    ++b.in_use;
+    live[p] = b.id;
+    stats.used_bytes += size;
+    stats.peak_used_bytes = std::max(stats.peak_used_bytes, stats.used_bytes);
+    ++stats.allocations;
+  }
+  DeviceMemory m = wrap_block(p, bytes, size);
+  // The allocation keeps the pool (its releaser) alive until its release ran.
+  impl_of(m)->keep_alive = self.lock();
+  return m;
+}
+
+void MemoryPoolImpl::release_block(DevicePointer ptr, uint64_t, uint64_t size) {
+  std::vector<std::pair<DevicePointer, uint64_t>> release;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = live.find(ptr);
+    if (it == live.end()) return;  // a reset since: the context freed it
+    const uint64_t bin_id = it->second;
+    live.erase(it);
+    stats.used_bytes -= size;
+    --stats.allocations;
+    bool kept = false;
+    for (Bin &b : bins)
+      if (b.id == bin_id) {
+        b.idle[size].push_back(ptr);
+        --b.in_use;
+        idle_bytes += size;
+        kept = true;
+        break;
+      }
+    if (!kept) {  // cannot happen (a bin with blocks in use stays); never lose the block
+      release.emplace_back(ptr, size);
+      stats.reserved_bytes -= size;
+      stats.released_bytes += size;
+    }
+    if (idle_bytes > options.release_threshold) pick_releases(options.release_threshold, &release);
+  }
+  give_back(release);
+}
+
+// Under mu: idle blocks to give back until at most `keep` bytes are idle,
+// largest first; bins left empty are dropped (their streams with them).
+void MemoryPoolImpl::pick_releases(uint64_t keep, std::vector<std::pair<DevicePointer, uint64_t>> *out) {
+  while (idle_bytes > keep) {
+    Bin *best = nullptr;
+    uint64_t best_size = 0;
+    for (Bin &b : bins)
+      if (!b.idle.empty() && b.idle.rbegin()->first > best_size) {
+        best = &b;
+        best_size = b.idle.rbegin()->first;
+      }
+    if (!best) break;
+    auto &list = best->idle.rbegin()->second;
+    out->emplace_back(list.back(), best_size);
+    list.pop_back();
+    if (list.empty()) best->idle.erase(best_size);
+    idle_bytes -= best_size;
+    stats.reserved_bytes -= best_size;
+    stats.released_bytes += best_size;
+  }
+  bins.erase(std::remove_if(bins.begin(), bins.end(), [](const Bin &b) { return b.idle.empty() && b.in_use == 0; }),
+             bins.end());
+}
+
+// Through the context's deferred queue: its flush waits for the context's
+// work, so a block still in use by queued work is never freed under it.
+void MemoryPoolImpl::give_back(const std::vector<std::pair<DevicePointer, uint64_t>> &blocks) {
+  for (const auto &b : blocks) backend_free(b.first, b.second);
+}
+
+uint64_t MemoryPoolImpl::trim(uint64_t keep_bytes) {
+  std::vector<std::pair<DevicePointer, uint64_t>> release;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    pick_releases(keep_bytes, &release);
+  }
+  give_back(release);
+  uint64_t total = 0;
+  for (const auto &b : release) total += b.second;
+  return total;
+}
+
+void MemoryPoolImpl::forget_all() {
+  std::lock_guard<std::mutex> lock(mu);
+  generation = ~uint64_t(0);  // stale: the next call starts afresh
+  bins.clear();
+  live.clear();
+  idle_bytes = 0;
+  stats.used_bytes = stats.reserved_bytes = stats.allocations = 0;
+}
+
+MemoryPoolStats MemoryPoolImpl::snapshot() {
+  const uint64_t current = impl_of(context())->current_generation();
+  std::lock_guard<std::mutex> lock(mu);
+  drop_stale_locked(current);
+  return stats;
+}
+
+// Installed as a context's manager: the pool's allocations on the default
+// stream. Holds the pool (which holds the context weakly), never the
+// context.
+class PoolMemoryManagerAdapter final : public MemoryManager {
+ public:
+  explicit PoolMemoryManagerAdapter(std::shared_ptr<MemoryPoolImpl> pool) : pool_(std::move(pool)) {}
+  std::string name() const override { return "memory pool"; }
+  void initialize() override {}
+  DeviceMemory memalloc(uint64_t bytes) override {
+    return pool_->allocate(bytes, pool_->context().default_stream());
+  }
+  void reset() override { pool_->reset(); }
+
+ private:
+  std::shared_ptr<MemoryPoolImpl> pool_;
+};
+
+}  // namespace detail
+
+MemoryPool::MemoryPool(const Context &context, MemoryPoolOptions options) {
+  const auto &c = detail::require_handle(detail::impl_of(context), "MemoryPool");
+  c->check_alive(c->current_generation(), "MemoryPool");
+  auto impl = std::make_shared<detail::MemoryPoolImpl>(options);
+  impl->self = impl;
+  impl->generation = c->current_generation();
+  detail::attach_memory_manager(*impl, c);
+  context_ = context;
+  impl_ = std::move(impl);
+}
+
+DeviceMemory MemoryPool::allocate(uint64_t bytes, const Stream &stream) const {
+  return detail::require_handle(impl_, "MemoryPool::allocate")->allocate(bytes, stream);
+}
+
+DeviceMemory MemoryPool::allocate(uint64_t bytes) const {
+  detail::require_handle(impl_, "MemoryPool::allocate");
+  return impl_->allocate(bytes, context_.default_stream());
+}
+
+void MemoryPool::set_release_threshold(uint64_t bytes) const {
+  detail::require_handle(impl_, "MemoryPool::set_release_threshold");
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->options.release_threshold = bytes;
+  }
+  impl_->trim(bytes);
+}
+
+uint64_t MemoryPool::release_threshold() const {
+  detail::require_handle(impl_, "MemoryPool::release_threshold");
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->options.release_threshold;
+}
+
+uint64_t MemoryPool::trim(uint64_t keep_bytes) const {
+  return detail::require_handle(impl_, "MemoryPool::trim")->trim(keep_bytes);
+}
+
+MemoryPoolStats MemoryPool::stats() const {
+  return detail::require_handle(impl_, "MemoryPool::stats")->snapshot();
+}
+
+void MemoryPool::reset_peak() const {
+  detail::require_handle(impl_, "MemoryPool::reset_peak");
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->stats.peak_used_bytes = impl_->stats.used_bytes;
+}
+
+std::unique_ptr<MemoryManager> MemoryPool::memory_manager() const {
+  return std::make_unique<detail::PoolMemoryManagerAdapter>(detail::require_handle(impl_, "MemoryPool::memory_manager"));
+}
+
+Context MemoryPool::context() const {
+  detail::require_handle(impl_, "MemoryPool::context");
+  return context_;
+}
+
+}  // namespace gpuhal

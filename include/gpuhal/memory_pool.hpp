@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// MemoryPool: a stream-ordered caching pool of one context's device memory,
+// as an object (CuPy's MemoryPool, PyTorch's caching allocator, RMM's pool
+// resource), on every backend.
+//
+// Blocks come from the backend (the context's plugin, not its memory
+// manager) and go back to the pool when the last handle of an allocation
+// goes, into the idle list of the stream they were allocated on. An
+// allocation on stream S takes, in order: an idle block of its size that
+// was allocated on S (S's later work is ordered after everything the block
+// was used for there); an idle block of another stream T that has no work
+// pending (T.query()); a new block from the backend. So a block is reused
+// on another stream only after the work of the stream it belonged to is
+// done. Work on other streams than the allocation's must be ordered before
+// the last handle goes (an event, a synchronisation), as with any free.
+//
+// Sizes: rounded up to a power of two from 256 bytes to 1 MiB, to a
+// multiple of 2 MiB above; a block serves requests of its rounded size.
+// Idle bytes above the release threshold are given back to the backend as
+// blocks return (through the context's deferred deallocation queue, which
+// waits for the context's work first); trim() gives back idle blocks now.
+// A context reset frees every block with the context: the pool starts empty
+// after it. On the backend's out of memory the pool gives back its idle
+// blocks and retries once.
+//
+// Value handle: copies share the pool; the pool lives while a handle or an
+// allocation from it does, and keeps its context alive. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "gpuhal/context.hpp"
+#include "gpuhal/memory.hpp"
+#include "gpuhal/memory_manager.hpp"
+#include "gpuhal/stream.hpp"
+
+namespace gpuhal {
+
+namespace detail {
+struct MemoryPoolImpl;
+}
+
+struct MemoryPoolOptions {
+  // Idle bytes the pool keeps; above them, the longest-idle blocks go back
+  // to the backend as blocks return. Default: keep everything until trim().
+  // (CUDA's pools release above their threshold at the next
+  // synchronisation; this pool does it at the return.)
+  uint64_t release_threshold = UINT64_MAX;
+};
+
+struct MemoryPoolStats {
+  uint64_t used_bytes = 0;       // handed out, in rounded sizes
+  uint64_t reserved_bytes = 0;   // held from the backend: used + idle
+  uint64_t peak_used_bytes = 0;  // the highest used_bytes since creation, a reset or reset_peak()
+  uint64_t allocations = 0;      // live allocations
+  uint64_t hits = 0;             // allocations served by an idle block
+  uint64_t misses = 0;           // allocations that went to the backend
+  uint64_t released_bytes = 0;   // given back to the backend (threshold, trim, out of memory)
+};
+
+class MemoryPool {
+ public:
+  MemoryPool() = default;  // empty: every call is ERROR_INVALID_HANDLE
+  explicit MemoryPool(const Context &context, MemoryPoolOptions options = {});
+
+  // `bytes` > 0 (ERROR_INVALID_VALUE), usable by `stream`'s work from now
+  // on; `stream` is of the pool's context (ERROR_INVALID_VALUE otherwise).
+  DeviceMemory allocate(uint64_t bytes, const Stream &stream) const;
+  // On the context's default stream.
+  DeviceMemory allocate(uint64_t bytes) const;
+
+  void set_release_threshold(uint64_t bytes) const;
+  uint64_t release_threshold() const;
+  // Gives idle blocks back until at most keep_bytes are idle, largest
+  // first; returns the bytes given back.
+  uint64_t trim(uint64_t keep_bytes = 0) const;
+  MemoryPoolStats stats() const;
+  void reset_peak() const;
+
+  // A memory manager serving every device allocation of the pool's context
+  // from this pool, on the default stream: Context::set_memory_manager(
+  // pool.memory_manager()). It holds the pool, not the context.
+  std::unique_ptr<MemoryManager> memory_manager() const;
+
+  Context context() const;
+  explicit operator bool() const { return impl_ != nullptr; }
+  friend bool operator==(const MemoryPool &a, const MemoryPool &b) { return a.impl_ == b.impl_; }
+  friend bool operator!=(const MemoryPool &a, const MemoryPool &b) { return !(a == b); }
+
+ private:
+  Context context_;
+  std::shared_ptr<detail::MemoryPoolImpl> impl_;
+};
+
+}  // namespace gpuhal
