@@ -6,12 +6,15 @@
 // initialize / reset / get_memory_info / defer_cleanup are called where
 // Numba calls them. Host allocations stay gpuhal's own (Numba's
 // HostOnlyCUDAMemoryManager, which such plugins derive from, does the same).
+#include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "bindings.hpp"
 #include "gpuhal/memory_manager.hpp"
+#include "gpuhal/memory_pool.hpp"
 
 namespace gpuhal_py {
 namespace {
@@ -122,6 +125,51 @@ void replace_manager(const gpuhal::Context &ctx, std::unique_ptr<gpuhal::MemoryM
 
 }  // namespace
 
+namespace {
+
+// gpuhal.MemoryPool's C++ side (the Python class is in _memory_pool.py).
+void bind_memory_pool(nb::module_ &m) {
+  using gpuhal::MemoryPool;
+  nb::class_<MemoryPool>(m, "_MemoryPool")
+      .def("__init__",
+           [](MemoryPool *self, const gpuhal::Context &ctx, uint64_t threshold) {
+             new (self) MemoryPool(ctx, gpuhal::MemoryPoolOptions{threshold});
+           })
+      .def(
+          "device_array",
+          [](const MemoryPool &p, const gpuhal::Shape &shape, const std::string &typestr,
+             std::optional<gpuhal::Stream> stream) {
+            const gpuhal::DType d = gpuhal::DType::parse(typestr);
+            const gpuhal::Layout layout = gpuhal::Layout::make(shape, d.itemsize());
+            const uint64_t bytes = uint64_t(std::max<int64_t>(layout.nbytes(), 1));
+            nb::gil_scoped_release unlocked;
+            gpuhal::DeviceMemory memory = stream ? p.allocate(bytes, *stream) : p.allocate(bytes);
+            return gpuhal::DeviceArray(memory, layout, d);
+          },
+          nb::arg("shape"), nb::arg("typestr"), nb::arg("stream").none())
+      .def("set_release_threshold", &MemoryPool::set_release_threshold, release_gil())
+      .def("release_threshold", &MemoryPool::release_threshold)
+      .def("trim", &MemoryPool::trim, nb::arg("keep_bytes") = 0, release_gil())
+      .def("reset_peak", &MemoryPool::reset_peak)
+      .def("stats",
+           [](const MemoryPool &p) {
+             const gpuhal::MemoryPoolStats s = p.stats();
+             nb::dict d;
+             d["used_bytes"] = s.used_bytes;
+             d["reserved_bytes"] = s.reserved_bytes;
+             d["peak_used_bytes"] = s.peak_used_bytes;
+             d["allocations"] = s.allocations;
+             d["hits"] = s.hits;
+             d["misses"] = s.misses;
+             d["released_bytes"] = s.released_bytes;
+             return d;
+           })
+      .def("install", [](const MemoryPool &p) { replace_manager(p.context(), p.memory_manager()); })
+      .def("__eq__", [](const MemoryPool &a, const MemoryPool &b) { return a == b; });
+}
+
+}  // namespace
+
 void bind_memory_manager(nb::module_ &m) {
   m.def(
       "set_python_memory_manager",
@@ -154,6 +202,7 @@ void bind_memory_manager(nb::module_ &m) {
       "The backend's free and total memory, past any EMM plugin");
   m.def(
       "memory_manager_name", [](const gpuhal::Context &ctx) { return ctx.memory_manager().name(); }, release_gil());
+  bind_memory_pool(m);
 }
 
 }  // namespace gpuhal_py
