@@ -13,6 +13,7 @@
 #include "allocation.hpp"
 #include "context_impl.hpp"
 #include "internal.hpp"
+#include "stream_impl.hpp"
 
 namespace gpuhal {
 namespace detail {
@@ -36,8 +37,12 @@ uint64_t rounded(uint64_t bytes) {
 // would be a cycle). Whoever calls in holds the context: a MemoryPool
 // handle, an allocation (Allocation::ctx), or the context's manager slot.
 struct MemoryPoolImpl final : MemoryManager {
+  // A stream's idle blocks. The stream is held weakly: a strong handle
+  // would keep the context alive from the pool, a cycle when the pool is
+  // the context's memory manager.
   struct Bin {
-    Stream stream;
+    std::weak_ptr<StreamImpl> stream;
+    const StreamImpl *key = nullptr;
     uint64_t id = 0;
     std::map<uint64_t, std::vector<DevicePointer>> idle;  // rounded size -> blocks
     uint64_t in_use = 0;                                  // blocks of the stream handed out
@@ -69,6 +74,7 @@ struct MemoryPoolImpl final : MemoryManager {
  private:
   DevicePointer take_idle(const Stream &stream, uint64_t size, uint64_t *bin_id);
   Bin &bin_of(const Stream &stream);
+  bool stream_idle(const Bin &b);
   void pick_releases(uint64_t keep, std::vector<std::pair<DevicePointer, uint64_t>> *out);
   void give_back(const std::vector<std::pair<DevicePointer, uint64_t>> &blocks);
   void forget_all();
@@ -76,10 +82,18 @@ struct MemoryPoolImpl final : MemoryManager {
 };
 
 MemoryPoolImpl::Bin &MemoryPoolImpl::bin_of(const Stream &stream) {
+  const auto &impl = impl_of(stream);
   for (Bin &b : bins)
-    if (b.stream == stream) return b;
-  bins.push_back(Bin{stream, next_stream_id++, {}, 0});
+    if (b.key == impl.get() && !b.stream.expired()) return b;
+  bins.push_back(Bin{impl, impl.get(), next_stream_id++, {}, 0});
   return bins.back();
+}
+
+// Whether no work of b's stream can still use its idle blocks: the stream
+// has none pending, or, once its last handle went, the context has none.
+bool MemoryPoolImpl::stream_idle(const Bin &b) {
+  if (auto s = b.stream.lock()) return Access::wrap<Stream>(std::move(s)).query();
+  return impl_of(context())->work_idle();
 }
 
 // Under mu. The stream's own idle block first, then one of a stream whose
@@ -98,7 +112,7 @@ DevicePointer MemoryPoolImpl::take_idle(const Stream &stream, uint64_t size, uin
   if (const DevicePointer p = pop(own)) return p;
   for (Bin &b : bins) {
     if (b.id == own.id || b.idle.count(size) == 0) continue;
-    if (!b.stream.query()) continue;  // its work may still use the block
+    if (!stream_idle(b)) continue;  // its work may still use the block
     return pop(b);
   }
   return 0;
