@@ -109,7 +109,7 @@ struct CudaContext {
   std::unordered_map<const CudaPhysical *, std::unique_ptr<CudaPhysical>> vm_physical;
   // CU_DEVICE_ATTRIBUTE_MAX_PITCH: the largest pitch cuMemcpy3D takes (0: unknown, no 3-D copies).
   size_t max_pitch = 0;
-  CUmemoryPool pool = nullptr;  // the device's default pool (nullptr: none)
+  CUmemoryPool pool = nullptr;  // the context's own stream-ordered pool (nullptr: none; cuMemAllocAsync)
   // Stream capture (cuda_graphs.cpp), guarded by capture_mu: captures begun
   // here and not ended, by origin stream, with the graph the driver builds
   // and the kernel nodes recorded so far; `active_captures` counts them

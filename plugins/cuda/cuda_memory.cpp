@@ -183,10 +183,11 @@ gpuhal_status_t mem_alloc_async(gpuhal_context_t ctx, uint64_t bytes, gpuhal_str
   return in_context(ctx, "mem_alloc_async", [&](CudaContext *c) -> gpuhal_status_t {
     if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "mem_alloc_async: invalid stream");
     CUdeviceptr p = 0;
-    if (const gpuhal_status_t call_st =
-            cu_call(drv().cuMemAllocAsync, "cuMemAllocAsync", &p, size_t(bytes), native(stream));
-        call_st != GPUHAL_SUCCESS)
-      return call_st;
+    const gpuhal_status_t call_st =
+        c->pool ? cu_call(drv().cuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync", &p, size_t(bytes), c->pool,
+                          native(stream))
+                : cu_call(drv().cuMemAllocAsync, "cuMemAllocAsync", &p, size_t(bytes), native(stream));
+    if (call_st != GPUHAL_SUCCESS) return call_st;
     try {
       std::lock_guard<std::mutex> lock(c->mu);
       c->allocations.insert(p);  // cuMemFree frees it too, at context_destroy

@@ -180,6 +180,35 @@ namespace {
 // A context of device `ordinal`: over its primary context (retained here)
 // or, with `adopt`, over another library's context (checked to be live and
 // of that device, and never retained, released or reset here).
+// The context's stream-ordered pool: one gpuhal creates (cuMemPoolCreate),
+// never the device's default pool, whose settings CuPy, PyTorch and every
+// other library in the process share. Its release threshold keeps freed
+// memory for reuse instead of returning it at every synchronisation. A
+// failure costs the stream-ordered entries (they fall back to
+// cuMemAllocAsync on the default pool, untouched): reported as a warning.
+void open_memory_pool(CudaContext *c) {
+  if (!drv().cuMemPoolCreate || !drv().cuMemAllocFromPoolAsync || !drv().cuMemPoolSetAttribute) return;
+  api::CUmemPoolProps props{};
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = c->device;
+  CUmemoryPool pool = nullptr;
+  CUresult r = drv().cuMemPoolCreate(&pool, &props);
+  const char *call = "cuMemPoolCreate";
+  if (r == CUDA_SUCCESS) {
+    size_t total = 0;
+    drv().cuDeviceTotalMem(&total, c->device);
+    uint64_t threshold = g_release_threshold ? g_release_threshold : uint64_t(total) / 2;
+    c->pool = pool;
+    r = drv().cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold);
+    call = "cuMemPoolSetAttribute";
+  }
+  if (r != CUDA_SUCCESS) {
+    drv().error(r, call);
+    plugin::log(GPUHAL_LOG_WARN, std::string("cuda: the context's stream-ordered memory pool: ") + plugin::last_error());
+  }
+}
+
 gpuhal_status_t open_context(const char *entry, int32_t ordinal, CUcontext adopt, gpuhal_context_t *out) {
   return guard(entry, [&]() -> gpuhal_status_t {
     if (ordinal < 0 || ordinal >= g_device_count)
@@ -230,27 +259,7 @@ gpuhal_status_t open_context(const char *entry, int32_t ordinal, CUcontext adopt
       if (drv().cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX_PITCH, c->device) == CUDA_SUCCESS && v > 0)
         c->max_pitch = size_t(v);
     }
-    // A failure costs performance, not correctness: reported as a warning.
-    CUmemoryPool pool = nullptr;
-    // An adopted context leaves the device's pool as its owner set it.
-    if (drv().cuDeviceGetDefaultMemPool && drv().cuMemPoolSetAttribute && !c->adopted) {
-      CUresult r2 = drv().cuDeviceGetDefaultMemPool(&pool, c->device);
-      const char *call = "cuDeviceGetDefaultMemPool";
-      if (r2 == CUDA_SUCCESS) {
-        size_t total = 0;
-        drv().cuDeviceTotalMem(&total, c->device);
-        uint64_t threshold = g_release_threshold ? g_release_threshold : uint64_t(total) / 2;
-        r2 = drv().cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold);
-        call = "cuMemPoolSetAttribute";
-        c->pool = pool;
-      }
-      if (r2 != CUDA_SUCCESS) {
-        drv().error(r2, call);
-        plugin::log(GPUHAL_LOG_WARN, std::string("cuda: the stream-ordered memory pool keeps its default release "
-                                                 "threshold: ") +
-                                         plugin::last_error());
-      }
-    }
+    open_memory_pool(c.get());
     *out = g_contexts.add(std::move(c));
     return GPUHAL_SUCCESS;
   });
@@ -307,6 +316,7 @@ gpuhal_status_t context_destroy(gpuhal_context_t ctx) {
                                      "; resetting the device's primary context (cuDevicePrimaryCtxReset)");
     c->staging.clear();
     if (d.cuDevicePrimaryCtxReset) note(d.cuDevicePrimaryCtxReset(c->device), "cuDevicePrimaryCtxReset");
+    if (c->pool && d.cuMemPoolDestroy) d.cuMemPoolDestroy(c->pool);  // a pool is the device's: it outlives the reset
     note(d.cuDevicePrimaryCtxRelease(c->device), "cuDevicePrimaryCtxRelease");
     return first == CUDA_SUCCESS ? GPUHAL_SUCCESS : d.error(first, first_call);
   }
@@ -321,6 +331,7 @@ gpuhal_status_t context_destroy(gpuhal_context_t ctx) {
   for (const auto &m : c->ipc_mappings)
     for (int i = 0; i < m.second; ++i) note(d.cuIpcCloseMemHandle(m.first), "cuIpcCloseMemHandle");
   for (CUdeviceptr p : c->allocations) note(d.cuMemFree(p), "cuMemFree");
+  if (c->pool && d.cuMemPoolDestroy) note(d.cuMemPoolDestroy(c->pool), "cuMemPoolDestroy");
   for (void *p : c->registrations) note(d.cuMemHostUnregister(p), "cuMemHostUnregister");
   for (void *p : c->host_allocations) note(d.cuMemFreeHost(p), "cuMemFreeHost");
   if (!c->adopted) note(d.cuDevicePrimaryCtxRelease(c->device), "cuDevicePrimaryCtxRelease");

@@ -233,6 +233,11 @@ static_assert(sizeof(gpuhal::cuda::api::CUmemAllocationProp) == sizeof(::CUmemAl
                   offsetof(gpuhal::cuda::api::CUmemAllocationProp, location) == offsetof(::CUmemAllocationProp, location) &&
                   offsetof(gpuhal::cuda::api::CUmemAllocationProp, allocFlags) == offsetof(::CUmemAllocationProp, allocFlags),
               "CUmemAllocationProp layout");
+static_assert(sizeof(gpuhal::cuda::api::CUmemPoolProps) == sizeof(::CUmemPoolProps) &&
+                  offsetof(gpuhal::cuda::api::CUmemPoolProps, location) == offsetof(::CUmemPoolProps, location) &&
+                  offsetof(gpuhal::cuda::api::CUmemPoolProps, maxSize) == offsetof(::CUmemPoolProps, maxSize) &&
+                  offsetof(gpuhal::cuda::api::CUmemPoolProps, reserved) == offsetof(::CUmemPoolProps, reserved),
+              "CUmemPoolProps layout");
 static_assert(sizeof(gpuhal::cuda::api::CUmemAccessDesc) == sizeof(::CUmemAccessDesc) &&
                   offsetof(gpuhal::cuda::api::CUmemAccessDesc, flags) == offsetof(::CUmemAccessDesc, flags),
               "CUmemAccessDesc layout");

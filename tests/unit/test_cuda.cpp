@@ -168,7 +168,7 @@ TEST_CASE("cuda: every driver call that fails surfaces as an error naming it and
       {"cuIpcGetMemHandle", "cuIpcGetMemHandle", [&] { get_ipc_handle(b); }},
       {"cuIpcOpenMemHandle_v2", "cuIpcOpenMemHandle",
        [&] { open_ipc_array(ctx, IpcArrayHandle::deserialize(ipc.serialize())); }},
-      {"cuMemAllocAsync", "cuMemAllocAsync", [&] { ctx.allocate_async(64, s); }},
+      {"cuMemAllocFromPoolAsync", "cuMemAllocFromPoolAsync", [&] { ctx.allocate_async(64, s); }},
       {"cuMemGetInfo_v2", "cuMemGetInfo", [&] { ctx.memory_info(); }},
       {"cuMemGetAddressRange_v2", "cuMemGetAddressRange", [&] { get_ipc_handle(b); }},
       {"cuCtxGetCurrent", "cuCtxGetCurrent", [&] { b.memset(0); }},
@@ -359,7 +359,9 @@ TEST_CASE("cuda: faults in initialisation, context setup, teardown and peer call
     ++injected;
   }
   // Informational and tuning calls: warned about, and everything works.
-  for (const char *sym : {"cuDriverGetVersion", "cuDeviceGetDefaultMemPool", "cuMemPoolSetAttribute"}) {
+  // (A failed cuMemPoolCreate leaves stream-ordered allocation to the
+  // device's default pool, cuMemAllocAsync.)
+  for (const char *sym : {"cuDriverGetVersion", "cuMemPoolCreate", "cuMemPoolSetAttribute"}) {
     INFO(sym);
     inject(sym, 1, 999);
     StderrCapture err;

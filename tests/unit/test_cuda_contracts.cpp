@@ -402,7 +402,13 @@ TEST_CASE("cuda contract: memory the stream-ordered pool holds counts as free an
   setenv("FAKE_CUDA_MEMORY", std::to_string(64 << 20).c_str(), 1);
   Runtime rt = test::cuda_runtime();
   Context ctx = rt.device(0).primary_context();
-  auto pool_idle = fake_symbol<uint64_t (*)(int)>("fake_cuda_pool_idle");
+  // The context's own pool (cuMemPoolCreate): what it holds idle.
+  auto created = fake_symbol<int (*)(int, uint64_t *, uint64_t *)>("fake_cuda_created_pools");
+  auto pool_idle = [created](int d) {
+    uint64_t idle = 0;
+    created(d, &idle, nullptr);
+    return idle;
+  };
   const uint64_t free_before = ctx.memory_info().free;
   Stream s = ctx.create_stream();
   { DeviceMemory m = ctx.allocate_async(40 << 20, s); }

@@ -51,15 +51,37 @@ TEST_CASE("stream-ordered allocation on the host backend") {
   }
 }
 
-TEST_CASE("stream-ordered allocation on the cuda backend sets the pool's release threshold") {
+TEST_CASE("stream-ordered allocation on the cuda backend uses a pool of its own, never the device's default pool") {
   Runtime rt = test::cuda_runtime();
   Context ctx = rt.device(0).primary_context();
-  check_stream_ordered(ctx);
   void *fake = dlopen(GPUHAL_TEST_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
   REQUIRE(fake);
-  auto threshold = reinterpret_cast<uint64_t (*)(int)>(dlsym(fake, "fake_cuda_release_threshold"));
-  REQUIRE(threshold);
-  CHECK(threshold(0) == rt.device(0).properties().total_memory / 2);
+  auto default_threshold = reinterpret_cast<uint64_t (*)(int)>(dlsym(fake, "fake_cuda_release_threshold"));
+  auto default_idle = reinterpret_cast<uint64_t (*)(int)>(dlsym(fake, "fake_cuda_pool_idle"));
+  auto created = reinterpret_cast<int (*)(int, uint64_t *, uint64_t *)>(dlsym(fake, "fake_cuda_created_pools"));
+  REQUIRE(default_threshold);
+  REQUIRE(default_idle);
+  REQUIRE(created);
+  check_stream_ordered(ctx);
+  // The context's own pool has the threshold; the default pool, which other
+  // libraries share, keeps the driver's 0 and holds nothing of ours.
+  uint64_t idle = 0, threshold = 0;
+  CHECK(created(0, &idle, &threshold) == 1);
+  CHECK(threshold == rt.device(0).properties().total_memory / 2);
+  CHECK(default_threshold(0) == 0);
+  CHECK(default_idle(0) == 0);
+  {
+    Stream s = ctx.create_stream();
+    DeviceMemory m = ctx.allocate_async(1 << 20, s);
+    m = DeviceMemory();
+    s.synchronize();
+  }
+  created(0, &idle, nullptr);
+  CHECK(idle >= (uint64_t(1) << 20));  // kept for reuse, under the threshold
+  CHECK(default_idle(0) == 0);
+  // A reset destroys the old context's pool (the new context has one).
+  ctx.reset();
+  CHECK(created(0, nullptr, nullptr) == 1);
   dlclose(fake);
 }
 

@@ -145,6 +145,16 @@ struct CUmemAllocationProp {
     unsigned char reserved[4];
   } allocFlags;
 };
+// cuda.h's CUmemPoolProps (cuMemPoolCreate).
+struct CUmemPoolProps {
+  int allocType;
+  int handleTypes;
+  CUmemLocation location;
+  void *win32SecurityAttributes;
+  size_t maxSize;
+  unsigned short usage;
+  unsigned char reserved[54];
+};
 struct CUmemAccessDesc {
   CUmemLocation location;
   int flags;
@@ -338,6 +348,9 @@ inline CUstream stream_per_thread() {
   O(cuMemSetAccess, cuMemSetAccess, (CUdeviceptr, size_t, const CUmemAccessDesc *, size_t))     \
   O(cuMemGetAllocationGranularity, cuMemGetAllocationGranularity,                               \
     (size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags))                  \
+  O(cuMemPoolCreate, cuMemPoolCreate, (CUmemoryPool *, const CUmemPoolProps *))                 \
+  O(cuMemPoolDestroy, cuMemPoolDestroy, (CUmemoryPool))                                         \
+  O(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync, (CUdeviceptr *, size_t, CUmemoryPool, CUstream)) \
   O(cuCtxSetLimit, cuCtxSetLimit, (CUlimit, size_t))                                            \
   O(cuCtxGetLimit, cuCtxGetLimit, (size_t *, CUlimit))                                          \
   O(cuGetProcAddress, cuGetProcAddress_v2, (const char *, void **, int, uint64_t, int *))

@@ -47,7 +47,8 @@ void destroy_context(int dev) {
       if (it->second.dev == dev) release_locked(it, false);
       it = next;
     }
-    g_pool_idle[dev] = 0;
+    for (int s = 0; s < kMaxPools; ++s)  // the pools' memory went with the context
+      if (g_pool_dev[size_t(s)] == dev) g_pool_idle[s] = 0;
     for (auto it = g_host_owner.begin(); it != g_host_owner.end();) {
       if (it->second == dev) {
         auto host = g_host.find(it->first);

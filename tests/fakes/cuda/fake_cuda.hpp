@@ -100,6 +100,7 @@
 
 #include <dlfcn.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -151,9 +152,19 @@ inline bool g_initialized = false;
 constexpr int kMaxDevices = 4;
 inline int g_ctx_refs[kMaxDevices] = {};
 inline int g_ctx_token[kMaxDevices] = {};  // device d's primary context handle points at [d]
-inline int g_pool_token[kMaxDevices] = {};
-inline uint64_t g_release_threshold[kMaxDevices] = {};
-inline uint64_t g_pool_idle[kMaxDevices] = {};  // freed into the pool, held (guarded by g_mem_mu)
+// Memory pools, by slot: slot d < kMaxDevices is device d's default pool,
+// the others are cuMemPoolCreate's (g_pool_dev: their device, -1 when the
+// slot is free). A pool's handle is &g_pool_token[slot]. Guarded by g_mem_mu.
+constexpr int kMaxPools = kMaxDevices + 60;
+inline int g_pool_token[kMaxPools] = {};
+inline uint64_t g_release_threshold[kMaxPools] = {};
+inline uint64_t g_pool_idle[kMaxPools] = {};  // freed into the pool, held
+inline std::array<int, kMaxPools> g_pool_dev = [] {
+  std::array<int, kMaxPools> a{};
+  for (int s = 0; s < kMaxPools; ++s) a[size_t(s)] = s < kMaxDevices ? s : -1;
+  return a;
+}();
+inline bool g_pool_destroyed[kMaxPools] = {};     // cuMemPoolDestroy'd, allocations still out
 // The calling thread's context stack (device numbers of primary contexts).
 // Trivially destructible, as the driver's own per-thread state behaves: a
 // program's static destructors still call the driver on the main thread
@@ -262,7 +273,7 @@ void unmap_host_pages(void *p, size_t bytes);
 struct Alloc {
   size_t size;
   int dev;
-  bool pool;             // from cuMemAllocAsync (the default pool)
+  int pool;              // the pool slot it came from (-1: cuMemAlloc)
   bool managed = false;  // from cuMemAllocManaged
 };
 // cuda.h, CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY (83): "Device can allocate
@@ -283,6 +294,12 @@ inline uint64_t pool_idle_total() {
   uint64_t t = 0;
   for (uint64_t v : g_pool_idle) t += v;
   return t;
+}
+// The slot of a pool handle (-1: none, or a freed slot).
+inline int pool_slot(const void *pool) {
+  for (int s = 0; s < kMaxPools; ++s)
+    if (pool == &g_pool_token[s]) return (s < kMaxDevices || g_pool_dev[s] >= 0) ? s : -1;
+  return -1;
 }
 
 // ---- streams -------------------------------------------------------------------------
@@ -595,11 +612,13 @@ inline CUresult after_wait(int dev) {
   return sticky ? sticky : OK;
 }
 
-// The default pool releases what it holds above its threshold when the
-// context synchronises.
+// The device's pools release what they hold above their thresholds when
+// the context synchronises.
 inline void pool_release_above_threshold(int dev) {
   std::lock_guard<std::mutex> lock(g_mem_mu);
-  if (g_pool_idle[dev] > g_release_threshold[dev]) g_pool_idle[dev] = g_release_threshold[dev];
+  for (int s = 0; s < kMaxPools; ++s)
+    if ((s == dev || (s >= kMaxDevices && g_pool_dev[s] == dev)) && g_pool_idle[s] > g_release_threshold[s])
+      g_pool_idle[s] = g_release_threshold[s];
 }
 
 
@@ -642,7 +661,7 @@ CUresult prepare_launch(void *fn, const unsigned grid[3], const unsigned block[3
 // Defined with their objects.
 // memory.cpp: device memory for `dev`; from_pool: what the default pool
 // holds idle is used first (stream-ordered allocation).
-CUresult allocate(CUdeviceptr *p, size_t bytes, int dev, bool from_pool, bool managed);
+CUresult allocate(CUdeviceptr *p, size_t bytes, int dev, int pool, bool managed);
 // memory.cpp: frees an allocation (g_mem_mu held); pool memory goes back to
 // the pool when to_pool.
 void release_locked(std::map<CUdeviceptr, Alloc>::iterator it, bool to_pool);

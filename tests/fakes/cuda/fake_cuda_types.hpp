@@ -33,6 +33,16 @@ struct CUmemAllocationProp {
     unsigned char reserved[4];
   } allocFlags;
 };
+// cuda.h's CUmemPoolProps (cuMemPoolCreate).
+struct CUmemPoolProps_fake {
+  int allocType;
+  int handleTypes;
+  CUmemLocation location;
+  void *win32SecurityAttributes;
+  size_t maxSize;
+  unsigned short usage;
+  unsigned char reserved[54];
+};
 struct CUmemAccessDesc {
   CUmemLocation location;
   int flags;

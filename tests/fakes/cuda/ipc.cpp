@@ -21,8 +21,8 @@ API CUresult cuIpcGetMemHandle(void *handle, CUdeviceptr p) {
   if (!handle || !device_range(p, 0, &base, &size) || base != p) return INVALID_VALUE;
   {
     std::lock_guard<std::mutex> lock(g_mem_mu);
-    // The default pool's memory is not exportable this way.
-    if (g_device.at(base).pool) return INVALID_VALUE;
+    // A pool's memory is not exportable this way.
+    if (g_device.at(base).pool >= 0) return INVALID_VALUE;
   }
   IpcBytes b{{'f', 'a', 'k', 'e', 'c', 'u', 'i', 'p'}, base, size};
   std::memset(handle, 0, 64);

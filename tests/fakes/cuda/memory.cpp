@@ -8,8 +8,8 @@ using namespace fake_cuda;
 
 namespace fake_cuda {
 
-// Device memory for `dev`; from_pool: what the default pool holds idle is
-// used first (stream-ordered allocation), else it is not available.
+// Device memory for `dev`; pool (a slot, -1 for none): what that pool holds
+// idle is used first (stream-ordered allocation), else it is not available.
 void *map_host_pages(size_t bytes) {
   void *p = mmap(nullptr, (bytes + 4095) / 4096 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   return p == MAP_FAILED ? nullptr : p;
@@ -19,10 +19,10 @@ void unmap_host_pages(void *p, size_t bytes) {
   munmap(p, (bytes + 4095) / 4096 * 4096);
 }
 
-CUresult allocate(CUdeviceptr *p, size_t bytes, int dev, bool from_pool, bool managed) {
+CUresult allocate(CUdeviceptr *p, size_t bytes, int dev, int pool, bool managed) {
   std::lock_guard<std::mutex> lock(g_mem_mu);
-  if (from_pool && g_pool_idle[dev] >= bytes) {
-    g_pool_idle[dev] -= bytes;
+  if (pool >= 0 && g_pool_idle[pool] >= bytes) {
+    g_pool_idle[pool] -= bytes;
   } else if (bytes > g_capacity - g_used - pool_idle_total()) {
     return OUT_OF_MEMORY;
   }
@@ -30,19 +30,29 @@ CUresult allocate(CUdeviceptr *p, size_t bytes, int dev, bool from_pool, bool ma
   if (!mem) return OUT_OF_MEMORY;
   g_used += bytes;
   *p = reinterpret_cast<uintptr_t>(mem);
-  g_device[*p] = Alloc{bytes, dev, from_pool, managed};
+  g_device[*p] = Alloc{bytes, dev, pool, managed};
   return OK;
 }
 
 // Frees an allocation (g_mem_mu held); pool memory goes back to the pool.
 void release_locked(std::map<CUdeviceptr, Alloc>::iterator it, bool to_pool) {
   g_used -= it->second.size;
-  if (to_pool) g_pool_idle[it->second.dev] += it->second.size;
+  const int pool = it->second.pool;
+  if (to_pool && pool >= 0 && !g_pool_destroyed[pool]) g_pool_idle[pool] += it->second.size;
+  const bool last_of_destroyed = pool >= 0 && g_pool_destroyed[pool];
   if (it->second.managed)
     unmap_host_pages(reinterpret_cast<void *>(uintptr_t(it->first)), it->second.size);
   else
     std::free(reinterpret_cast<void *>(uintptr_t(it->first)));
   g_device.erase(it);
+  if (last_of_destroyed) {  // a destroyed pool goes with its last allocation
+    bool outstanding = false;
+    for (auto &kv : g_device) outstanding = outstanding || kv.second.pool == pool;
+    if (!outstanding) {
+      g_pool_destroyed[pool] = false;
+      g_pool_dev[size_t(pool)] = -1;
+    }
+  }
 }
 
 }  // namespace fake_cuda
@@ -62,7 +72,7 @@ API CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
   FAULT(cuMemAlloc_v2);
   CONTEXT_CALL();
   if (!p || bytes == 0) return INVALID_VALUE;
-  return allocate(p, bytes, dev, false, false);
+  return allocate(p, bytes, dev, -1, false);
 }
 
 // cuda.h, cuMemAllocManaged: "If the device doesn't support allocating
@@ -76,7 +86,7 @@ API CUresult cuMemAllocManaged(CUdeviceptr *p, size_t bytes, unsigned flags) {
   CONTEXT_CALL();
   if (!managed_memory_supported()) return NOT_SUPPORTED;
   if (!p || bytes == 0 || (flags != 0x1 && flags != 0x2)) return INVALID_VALUE;
-  return allocate(p, bytes, dev, false, true);
+  return allocate(p, bytes, dev, -1, true);
 }
 
 API CUresult cuMemFree_v2(CUdeviceptr p) {

@@ -15,7 +15,7 @@ API CUresult cuMemAllocAsync(CUdeviceptr *p, size_t bytes, CUstream s) {
   // refused (fake_cuda.hpp).
   if (const CUresult r = refuse_if_capturing(lookup(s), NOT_SUPPORTED); r != OK) return r;
   if (!p || bytes == 0) return INVALID_VALUE;
-  return allocate(p, bytes, dev, true, false);  // made at once: early enough for any order
+  return allocate(p, bytes, dev, dev, false);  // the default pool; made at once: early enough for any order
 }
 API CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {
   FAULT(cuMemFreeAsync);
@@ -32,42 +32,38 @@ API CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {
 API CUresult cuMemPoolTrimTo(void *pool, size_t keep) {
   FAULT(cuMemPoolTrimTo);
   REQUIRE_INIT();
-  for (int d = 0; d < kMaxDevices; ++d)
-    if (pool == &g_pool_token[d]) {
-      std::lock_guard<std::mutex> lock(g_mem_mu);
-      if (g_pool_idle[d] > keep) g_pool_idle[d] = keep;
-      return OK;
-    }
-  return INVALID_HANDLE;
+  std::lock_guard<std::mutex> lock(g_mem_mu);
+  const int slot = pool_slot(pool);
+  if (slot < 0 || g_pool_destroyed[slot]) return INVALID_HANDLE;
+  if (g_pool_idle[slot] > keep) g_pool_idle[slot] = keep;
+  return OK;
 }
 API CUresult cuMemPoolGetAttribute(void *pool, int attr, void *value) {
   FAULT(cuMemPoolGetAttribute);
   REQUIRE_INIT();
   if (!value) return INVALID_VALUE;
-  for (int d = 0; d < kMaxDevices; ++d)
-    if (pool == &g_pool_token[d]) {
-      std::lock_guard<std::mutex> lock(g_mem_mu);
-      uint64_t used = 0;
-      for (auto &kv : g_device)
-        if (kv.second.dev == d && kv.second.pool) used += kv.second.size;
-      uint64_t v;
-      switch (attr) {
-        case 4:  // CU_MEMPOOL_ATTR_RELEASE_THRESHOLD
-          v = g_release_threshold[d];
-          break;
-        case 5:  // CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT
-          v = used + g_pool_idle[d];
-          break;
-        case 7:  // CU_MEMPOOL_ATTR_USED_MEM_CURRENT
-          v = used;
-          break;
-        default:
-          return INVALID_VALUE;
-      }
-      std::memcpy(value, &v, sizeof v);
-      return OK;
-    }
-  return INVALID_HANDLE;
+  std::lock_guard<std::mutex> lock(g_mem_mu);
+  const int slot = pool_slot(pool);
+  if (slot < 0 || g_pool_destroyed[slot]) return INVALID_HANDLE;
+  uint64_t used = 0;
+  for (auto &kv : g_device)
+    if (kv.second.pool == slot) used += kv.second.size;
+  uint64_t v;
+  switch (attr) {
+    case 4:  // CU_MEMPOOL_ATTR_RELEASE_THRESHOLD
+      v = g_release_threshold[slot];
+      break;
+    case 5:  // CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT
+      v = used + g_pool_idle[slot];
+      break;
+    case 7:  // CU_MEMPOOL_ATTR_USED_MEM_CURRENT
+      v = used;
+      break;
+    default:
+      return INVALID_VALUE;
+  }
+  std::memcpy(value, &v, sizeof v);
+  return OK;
 }
 API CUresult cuDeviceGetDefaultMemPool(void **pool, int dev) {
   FAULT(cuDeviceGetDefaultMemPool);
@@ -81,13 +77,71 @@ API CUresult cuMemPoolSetAttribute(void *pool, int attr, void *value) {
   FAULT(cuMemPoolSetAttribute);
   REQUIRE_INIT();
   if (!value) return INVALID_VALUE;
-  for (int d = 0; d < kMaxDevices; ++d)
-    if (pool == &g_pool_token[d]) {
-      if (attr != 4) return INVALID_VALUE;  // only the release threshold is faked
-      std::memcpy(&g_release_threshold[d], value, sizeof(uint64_t));
-      return OK;
-    }
-  return INVALID_HANDLE;
+  std::lock_guard<std::mutex> lock(g_mem_mu);
+  const int slot = pool_slot(pool);
+  if (slot < 0 || g_pool_destroyed[slot]) return INVALID_HANDLE;
+  if (attr != 4) return INVALID_VALUE;  // only the release threshold is faked
+  std::memcpy(&g_release_threshold[slot], value, sizeof(uint64_t));
+  return OK;
+}
+// cuMemPoolCreate (cuda.h): "allocType: Currently must be specified as
+// CU_MEM_ALLOCATION_TYPE_PINNED"; the location a device; win32 security
+// attributes "required to be zero" off Windows; the reserved bytes "must be
+// 0". A new pool's release threshold is 0 (CU_MEMPOOL_ATTR_RELEASE_THRESHOLD's
+// default), and no other pool, the device's default one included, changes.
+API CUresult cuMemPoolCreate(void **pool, const CUmemPoolProps_fake *props) {
+  FAULT(cuMemPoolCreate);
+  REQUIRE_INIT();
+  if (!pool || !props) return INVALID_VALUE;
+  if (props->allocType != 1 || props->location.type != 1 || bad_device(props->location.id)) return INVALID_VALUE;
+  if (props->handleTypes != 0 && props->handleTypes != 1) return INVALID_VALUE;  // none, or a POSIX fd
+  if (props->win32SecurityAttributes) return INVALID_VALUE;
+  for (unsigned char r : props->reserved)
+    if (r) return INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(g_mem_mu);
+  for (int s = kMaxDevices; s < kMaxPools; ++s) {
+    if (g_pool_dev[size_t(s)] >= 0) continue;
+    g_pool_dev[size_t(s)] = props->location.id;
+    g_pool_destroyed[s] = false;
+    g_pool_idle[s] = 0;
+    g_release_threshold[s] = 0;
+    *pool = &g_pool_token[s];
+    return OK;
+  }
+  return OUT_OF_MEMORY;
+}
+// cuMemPoolDestroy: "If any pointers obtained from this pool haven't been
+// freed ... the function will return immediately and the resources
+// associated with the pool will be released automatically once there are no
+// more outstanding allocations." A destroyed pool's handle is invalid.
+API CUresult cuMemPoolDestroy(void *pool) {
+  FAULT(cuMemPoolDestroy);
+  REQUIRE_INIT();
+  std::lock_guard<std::mutex> lock(g_mem_mu);
+  const int slot = pool_slot(pool);
+  if (slot < kMaxDevices || g_pool_destroyed[slot]) return INVALID_VALUE;  // a default pool cannot be destroyed
+  g_pool_idle[slot] = 0;
+  bool outstanding = false;
+  for (auto &kv : g_device) outstanding = outstanding || kv.second.pool == slot;
+  if (outstanding) {
+    g_pool_destroyed[slot] = true;  // the slot is freed with its last allocation
+  } else {
+    g_pool_dev[size_t(slot)] = -1;
+  }
+  return OK;
+}
+API CUresult cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t bytes, void *pool, CUstream s) {
+  FAULT(cuMemAllocFromPoolAsync);
+  CONTEXT_CALL();
+  if (const CUresult r = refuse_if_capturing(lookup(s), NOT_SUPPORTED); r != OK) return r;
+  if (!p || bytes == 0) return INVALID_VALUE;
+  int slot;
+  {
+    std::lock_guard<std::mutex> lock(g_mem_mu);
+    slot = pool_slot(pool);
+    if (slot < 0 || g_pool_destroyed[slot]) return INVALID_VALUE;
+  }
+  return allocate(p, bytes, g_pool_dev[size_t(slot)], slot, false);
 }
 // For the tests: the release threshold the plugin set on device d's pool.
 // Bytes copied host-to-device from pageable memory so far.

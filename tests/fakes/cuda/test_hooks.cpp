@@ -48,6 +48,21 @@ API void fake_cuda_slow_func_set_attribute(int value, int ms) {
   g_slow_set_ms = ms;
   g_slow_set_value = value;
 }
+// For the tests: the pools cuMemPoolCreate made on device d and not yet
+// destroyed, the bytes they hold idle, and the release threshold of the
+// newest.
+API int fake_cuda_created_pools(int d, uint64_t *idle, uint64_t *threshold) {
+  std::lock_guard<std::mutex> lock(g_mem_mu);
+  int n = 0;
+  if (idle) *idle = 0;
+  for (int s = kMaxDevices; s < kMaxPools; ++s) {
+    if (g_pool_dev[size_t(s)] != d || g_pool_destroyed[s]) continue;
+    ++n;
+    if (idle) *idle += g_pool_idle[s];
+    if (threshold) *threshold = g_release_threshold[s];
+  }
+  return n;
+}
 // For the tests: bytes device `d`'s default pool holds, not in use.
 API uint64_t fake_cuda_pool_idle(int d) {
   std::lock_guard<std::mutex> lock(g_mem_mu);
