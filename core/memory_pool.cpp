@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -37,12 +38,16 @@ uint64_t rounded(uint64_t bytes) {
 // would be a cycle). Whoever calls in holds the context: a MemoryPool
 // handle, an allocation (Allocation::ctx), or the context's manager slot.
 struct MemoryPoolImpl final : MemoryManager {
-  // A stream's idle blocks. The stream is held weakly: a strong handle
-  // would keep the context alive from the pool, a cycle when the pool is
-  // the context's memory manager.
+  // A stream's idle blocks. Streams are told apart by the plugin's handle
+  // (every default_stream() call makes a new handle object over the same
+  // stream), the per-thread default stream also by the allocating thread.
+  // The stream is held weakly: a strong handle would keep the context
+  // alive from the pool, a cycle when the pool is the context's memory
+  // manager.
   struct Bin {
     std::weak_ptr<StreamImpl> stream;
-    const StreamImpl *key = nullptr;
+    gpuhal_stream_t handle = nullptr;
+    std::thread::id thread;
     uint64_t id = 0;
     std::map<uint64_t, std::vector<DevicePointer>> idle;  // rounded size -> blocks
     uint64_t in_use = 0;                                  // blocks of the stream handed out
@@ -83,16 +88,28 @@ struct MemoryPoolImpl final : MemoryManager {
 
 MemoryPoolImpl::Bin &MemoryPoolImpl::bin_of(const Stream &stream) {
   const auto &impl = impl_of(stream);
+  const std::thread::id thread =
+      impl->handle == GPUHAL_STREAM_PER_THREAD ? std::this_thread::get_id() : std::thread::id();
   for (Bin &b : bins)
-    if (b.key == impl.get() && !b.stream.expired()) return b;
-  bins.push_back(Bin{impl, impl.get(), next_stream_id++, {}, 0});
+    if (b.handle == impl->handle && b.thread == thread) {
+      if (b.stream.expired()) b.stream = impl;
+      return b;
+    }
+  bins.push_back(Bin{impl, impl->handle, thread, next_stream_id++, {}, 0});
   return bins.back();
 }
 
 // Whether no work of b's stream can still use its idle blocks: the stream
-// has none pending, or, once its last handle went, the context has none.
+// has none pending. A per-thread default stream is only the thread's own to
+// ask, and a stream whose handles are all gone cannot be asked: then the
+// context must have no work at all. (A plugin reuses a stream handle only
+// after destroying the stream, which the deferred queue does once the
+// context's work is done.)
 bool MemoryPoolImpl::stream_idle(const Bin &b) {
+  if (b.handle == GPUHAL_STREAM_PER_THREAD) return impl_of(context())->work_idle();
   if (auto s = b.stream.lock()) return Access::wrap<Stream>(std::move(s)).query();
+  if (b.handle == nullptr) return context().default_stream().query();
+  if (b.handle == GPUHAL_STREAM_LEGACY) return context().legacy_default_stream().query();
   return impl_of(context())->work_idle();
 }
 

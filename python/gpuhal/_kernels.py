@@ -31,6 +31,8 @@ __all__ = ["compile", "Module", "Kernel"]
 
 
 def _dims(value, what):
+    if type(value) is int:
+        return [value]
     if isinstance(value, (int, np.integer)):
         return [int(value)]
     dims = [int(v) for v in value]
@@ -40,6 +42,11 @@ def _dims(value, what):
 
 
 def _argument(a):
+    kind = type(a)
+    if kind is DeviceNDArray:
+        return a._a
+    if kind is int or kind is float:
+        return a
     if isinstance(a, DeviceNDArray):
         return a._a
     if isinstance(a, np.ndarray):
@@ -63,12 +70,31 @@ class Kernel:
         self._k = kernel
         self._module = module  # keeps the module loaded
         self.name = kernel.name
+        # Launch configurations seen without a stream, by their hashable
+        # [grid, block(, 0, shared)] tuple: a loop that launches with the same
+        # one checks it once. (Not with a stream: the cache would keep it.)
+        self._configs = {}
 
     def __getitem__(self, config):
-        if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
+        try:
+            launch = self._configs.get(config)
+        except TypeError:  # unhashable (a list of dimensions)
+            launch = None
+        if launch is not None:
+            return launch
+        n = len(config) if isinstance(config, tuple) else 0
+        if not 2 <= n <= 4:
             raise ValueError("a launch needs [griddim, blockdim] and may add a stream and dynamic shared bytes")
-        grid, block, stream, shared = (tuple(config) + (0, 0))[:4]
-        return _Launch(self._k, _dims(grid, "griddim"), _dims(block, "blockdim"), stream_or_none(stream), int(shared))
+        stream = config[2] if n > 2 else 0
+        shared = config[3] if n > 3 else 0
+        launch = _Launch(self._k, _dims(config[0], "griddim"), _dims(config[1], "blockdim"), stream_or_none(stream),
+                         shared if type(shared) is int else int(shared))
+        if launch._stream is None and len(self._configs) < 64:
+            try:
+                self._configs[config] = launch
+            except TypeError:
+                pass
+        return launch
 
     def __call__(self, *args):
         raise ValueError("no launch configuration: launch with kernel[blockspergrid, threadsperblock](args...)")
