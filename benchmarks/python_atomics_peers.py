@@ -15,11 +15,11 @@ CuPy (or a GPU) only gpuhal's row runs.
 import argparse
 import json
 import statistics
-import time
 
 import numpy as np
 
 import gpuhal
+from peer_timing import batches
 
 SOURCE = """
 GPUHAL_KERNEL void histogram(GPUHAL_GLOBAL const unsigned char *data, unsigned n, GPUHAL_GLOBAL unsigned *bins) {
@@ -101,16 +101,6 @@ def cupy_side(data, want):
     return {"CuPy RawKernel": run}
 
 
-def batches(fn, per_batch, repeats):
-    out = []
-    for _ in range(repeats):
-        t0 = time.perf_counter_ns()
-        for _ in range(per_batch):
-            fn()
-        out.append((time.perf_counter_ns() - t0) / per_batch / 1e6)
-    return out
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mib", type=int, default=64)
@@ -126,7 +116,7 @@ def main():
     samples = {name: [] for name in sides}
     for _ in range(args.rounds):
         for name, fn in sides.items():
-            samples[name] += batches(fn, args.batch, args.repeats)
+            samples[name] += batches(fn, args.batch, args.repeats, unit_ns=1e6, warm_up=False)
     rows = {name: {"median_ms": statistics.median(v), "min_ms": min(v), "max_ms": max(v),
                    "gb_per_s": data.size / statistics.median(v) / 1e6}
             for name, v in samples.items()}

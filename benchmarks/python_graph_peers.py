@@ -15,11 +15,11 @@ CuPy (or a GPU) only gpuhal's two rows run.
 import argparse
 import json
 import statistics
-import time
 
 import numpy as np
 
 import gpuhal
+from peer_timing import batches
 
 SOURCE = """
 GPUHAL_KERNEL void bump(GPUHAL_GLOBAL float *x, float a, int n) {
@@ -98,17 +98,6 @@ def cupy_sides():
         s.synchronize()
 
     return {"CuPy direct": direct, "CuPy graph": graph}
-
-
-def batches(fn, per_batch, repeats):
-    fn()  # warm up
-    out = []
-    for _ in range(repeats):
-        t0 = time.perf_counter_ns()
-        for _ in range(per_batch):
-            fn()
-        out.append((time.perf_counter_ns() - t0) / per_batch / 1000.0)
-    return out
 
 
 def main():

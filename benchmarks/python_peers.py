@@ -19,11 +19,11 @@ package installed (pip install .).
 import argparse
 import json
 import statistics
-import time
 
 import numpy as np
 
 import gpuhal
+from peer_timing import batches
 
 KIB, MIB = 1 << 10, 1 << 20
 
@@ -187,17 +187,6 @@ def numba_ops(sz):
         "alloc+free 4 KiB": lambda: cuda.device_array(4 * KIB, np.uint8),
         "alloc+free 1 MiB": lambda: cuda.device_array(MIB, np.uint8),
     }
-
-
-def batches(fn, per_batch, repeats):
-    fn()  # warm up
-    out = []
-    for _ in range(repeats):
-        t0 = time.perf_counter_ns()
-        for _ in range(per_batch):
-            fn()
-        out.append((time.perf_counter_ns() - t0) / per_batch / 1000.0)
-    return out
 
 
 def main():
