@@ -290,18 +290,6 @@ inline std::map<uintptr_t, size_t> g_registered;
 inline std::atomic<unsigned> g_last_host_alloc_flags{~0u}, g_last_host_register_flags{~0u};
 // IPC mappings open per (context's device, pointer), with their counts.
 inline std::map<std::pair<int, CUdeviceptr>, int> g_ipc_opens;
-inline uint64_t pool_idle_total() {
-  uint64_t t = 0;
-  for (uint64_t v : g_pool_idle) t += v;
-  return t;
-}
-// The slot of a pool handle (-1: none, or a freed slot).
-inline int pool_slot(const void *pool) {
-  for (int s = 0; s < kMaxPools; ++s)
-    if (pool == &g_pool_token[s]) return (s < kMaxDevices || g_pool_dev[s] >= 0) ? s : -1;
-  return -1;
-}
-
 // ---- streams -------------------------------------------------------------------------
 // Each stream runs submitted operations in order on its own thread. Every
 // operation gets a ticket; `done` is the highest completed ticket.
@@ -521,70 +509,7 @@ inline bool device_range(CUdeviceptr p, size_t n, CUdeviceptr *base = nullptr, s
 
 inline std::atomic<uint64_t> g_pageable_h2d_bytes{0};
 
-// ---- virtual memory (virtual_memory.cpp), under g_mem_mu ------------------
-// Mappings by start address: their size and access flags (0 until
-// cuMemSetAccess grants some: "all mappings start with no accessibility").
-struct VmMapping {
-  size_t size = 0;
-  CUmemGenericAllocationHandle handle = 0;
-  int access = 0;
-};
-inline std::map<uintptr_t, VmMapping> g_vm_mappings;
-// True when [p, p + n) lies in mappings that follow each other without a
-// gap, each with access granted (g_mem_mu held).
-inline bool vm_accessible_locked(uintptr_t p, size_t n) {
-  auto it = g_vm_mappings.upper_bound(p);
-  if (it == g_vm_mappings.begin()) return false;
-  --it;
-  if (p - it->first >= it->second.size) return false;
-  uintptr_t end = it->first;
-  for (; it != g_vm_mappings.end() && it->first == end && end < p + n; ++it) {
-    if (!it->second.access) return false;
-    end += it->second.size;
-  }
-  return end >= p + n;
-}
-
-// Device-usable memory: allocations, pinned host memory, registered ranges,
-// mapped virtual memory with access.
-inline bool accessible(CUdeviceptr p, size_t n) {
-  if (device_range(p, n)) return true;
-  std::lock_guard<std::mutex> lock(g_mem_mu);
-  if (vm_accessible_locked(uintptr_t(p), n)) return true;
-  for (auto *m : {&g_host, &g_registered}) {
-    auto it = m->upper_bound(uintptr_t(p));
-    if (it == m->begin()) continue;
-    --it;
-    if (p - it->first <= it->second && n <= it->second - (p - it->first)) return true;
-  }
-  return false;
-}
-
-// NVIDIA's memcpy notes: "Memory regions requested must be either entirely
-// registered with CUDA, or in the case of host pageable transfers, not
-// registered at all. Memory regions spanning over allocations that are both
-// registered and not registered with CUDA are not supported and will return
-// CUDA_ERROR_INVALID_VALUE." Seen on an H100 (driver 580.159.04): a copy of a
-// host range spanning two adjacent registrations is refused the same way. So
-// a host range is fine when it lies inside one pinned or registered range, or
-// touches none; anything else is what this answers true for.
-inline bool host_range_mixed(const void *p, size_t n) {
-  const uintptr_t a = uintptr_t(p);
-  std::lock_guard<std::mutex> lock(g_mem_mu);
-  bool touches = false;
-  for (auto *m : {&g_host, &g_registered}) {
-    auto it = m->upper_bound(a);
-    if (it != m->begin()) {
-      auto prev = std::prev(it);
-      if (a - prev->first < prev->second) {
-        if (n <= prev->second - (a - prev->first)) return false;  // inside this one
-        touches = true;
-      }
-    }
-    if (it != m->end() && it->first < a + n) touches = true;
-  }
-  return touches;
-}
+#include "fake_memory.hpp"
 
 inline CUresult wait_legacy(CUresult submitted) {
   if (submitted == OK) g_legacy->drain();
@@ -611,16 +536,6 @@ inline CUresult after_wait(int dev) {
   const int sticky = g_sticky[dev].load();
   return sticky ? sticky : OK;
 }
-
-// The device's pools release what they hold above their thresholds when
-// the context synchronises.
-inline void pool_release_above_threshold(int dev) {
-  std::lock_guard<std::mutex> lock(g_mem_mu);
-  for (int s = 0; s < kMaxPools; ++s)
-    if ((s == dev || (s >= kMaxDevices && g_pool_dev[s] == dev)) && g_pool_idle[s] > g_release_threshold[s])
-      g_pool_idle[s] = g_release_threshold[s];
-}
-
 
 // ---- modules and launches ---------------------------------------------------------------
 struct Function {
