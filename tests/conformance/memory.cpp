@@ -118,30 +118,40 @@ void released_under_work_waits(Env &env) {
 void pool_stream_order(Env &env) {
   // A MemoryPool's block goes back to the stream it was allocated on: that
   // stream reuses it at once; another only once the first stream's work is
-  // done (a callback holds it busy).
+  // done (a callback holds it busy). A plugin that runs callbacks inside
+  // add_callback (every stream always idle) is checked for the rest.
   MemoryPool pool(env.ctx);
   Stream a = env.ctx.create_stream(StreamKind::NonBlocking), b = env.ctx.create_stream(StreamKind::NonBlocking);
-  std::atomic<bool> go{false};
-  a.add_callback([&go] {
-    for (int i = 0; i < 10000 && !go.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  });
   const DevicePointer first = pool.allocate(4096, a).device_pointer();
   expect(pool.allocate(4096, a).device_pointer() == first, "the allocating stream did not get its idle block back");
-  DeviceMemory on_b = pool.allocate(4096, b);
-  expect(on_b.device_pointer() != first, "another stream got a block its stream's queued work may still use");
-  go = true;
+  std::atomic<bool> ran{false};
+  a.add_callback([&ran] { ran = true; });
+  const bool inline_callbacks = ran.load();
   a.synchronize();
+  DeviceMemory on_b;
+  if (!inline_callbacks) {
+    std::atomic<bool> go{false};
+    a.add_callback([&go] {
+      for (int i = 0; i < 10000 && !go.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    });
+    expect(pool.allocate(4096, a).device_pointer() == first, "the busy stream did not get its own idle block back");
+    on_b = pool.allocate(4096, b);
+    expect(on_b.device_pointer() != first, "another stream got a block its stream's queued work may still use");
+    go = true;
+    a.synchronize();
+  }
   expect(pool.allocate(4096, b).device_pointer() == first,
          "another stream did not reuse the idle block once its stream's work was done");
   const MemoryPoolStats st = pool.stats();
-  expect(st.allocations == 1 && st.used_bytes == 4096 && st.reserved_bytes == 8192,
+  const uint64_t live = on_b ? 1 : 0;
+  expect(st.allocations == live && st.used_bytes == 4096 * live && st.reserved_bytes == 4096 * (1 + live),
          "pool statistics: " + std::to_string(st.allocations) + " allocations, " + std::to_string(st.used_bytes) +
-             " used, " + std::to_string(st.reserved_bytes) + " reserved (expected 1, 4096, 8192)");
+             " used, " + std::to_string(st.reserved_bytes) + " reserved");
   on_b = DeviceMemory();
   const uint64_t trimmed = pool.trim();
-  expect(trimmed == 8192 && pool.stats().reserved_bytes == 0,
-         "trim gave back " + std::to_string(trimmed) + " bytes of 8192 idle, " +
-             std::to_string(pool.stats().reserved_bytes) + " still reserved");
+  expect(trimmed == 4096 * (1 + live) && pool.stats().reserved_bytes == 0,
+         "trim gave back " + std::to_string(trimmed) + " bytes, " + std::to_string(pool.stats().reserved_bytes) +
+             " still reserved");
 }
 
 }  // namespace
