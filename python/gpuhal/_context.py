@@ -127,8 +127,9 @@ class Context:
     def __init__(self, ctx):
         self._c = ctx
 
-    device = property(lambda self: self._c.device)
-    deallocations = property(lambda self: _Deallocations(self._c))
+    device = property(lambda self: self._c.device, doc="The context's Device.")
+    deallocations = property(lambda self: _Deallocations(self._c),
+                             doc="The deferred deallocation queue (``len()``, ``.bytes``, ``.clear()``: Numba's).")
 
     @property
     def memory_manager(self):
@@ -177,12 +178,15 @@ class Context:
         return self._c.create_stream(True)
 
     def create_event(self, timing=True):
+        """A new Event of this context (``timing`` as for ``gpuhal.event``)."""
         return self._c.create_event(bool(timing))
 
     def get_default_stream(self):
+        """The context's default stream."""
         return self._c.default_stream()
 
     def synchronize(self):
+        """Waits for all work on every stream of the context."""
         self._c.synchronize()
 
     def reset(self):
@@ -252,6 +256,7 @@ def jit(*args, **kwargs):
 
 
 def current_context():
+    """The calling thread's Context (Numba's ``cuda.current_context()``)."""
     return Context(_emm.current_cpp_context())
 
 
@@ -274,14 +279,17 @@ def stream(priority=None):
 
 
 def default_stream():
+    """The context's default stream (legacy or per-thread, as the runtime is configured)."""
     return _gpuhal.current_context().default_stream()
 
 
 def legacy_default_stream():
+    """The legacy default stream, which synchronises with every blocking stream."""
     return _gpuhal.current_context().legacy_default_stream()
 
 
 def per_thread_default_stream():
+    """The calling thread's own default stream."""
     return _gpuhal.current_context().per_thread_default_stream()
 
 
@@ -292,6 +300,7 @@ def external_stream(ptr):
 
 
 def event(timing=True):
+    """A new Event; ``timing=False`` makes one that cannot measure time (cheaper)."""
     return _gpuhal.current_context().create_event(bool(timing))
 
 

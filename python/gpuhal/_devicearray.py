@@ -82,14 +82,14 @@ class DeviceNDArray:
         return array, dtype
 
     # ---- the array's description -----------------------------------------
-    shape = property(lambda self: self._a.shape)
-    strides = property(lambda self: self._a.strides)
-    ndim = property(lambda self: self._a.ndim)
-    size = property(lambda self: self._a.size)
-    nbytes = property(lambda self: self._a.nbytes)
-    itemsize = property(lambda self: self._a.itemsize)
+    shape = property(lambda self: self._a.shape, doc="The extent of each dimension.")
+    strides = property(lambda self: self._a.strides, doc="Bytes between elements along each dimension.")
+    ndim = property(lambda self: self._a.ndim, doc="The number of dimensions.")
+    size = property(lambda self: self._a.size, doc="The number of elements.")
+    nbytes = property(lambda self: self._a.nbytes, doc="size * itemsize.")
+    itemsize = property(lambda self: self._a.itemsize, doc="Bytes per element.")
     alloc_size = property(lambda self: self._a.alloc_size, doc="Bytes the elements span")
-    dtype = property(lambda self: self._dtype)
+    dtype = property(lambda self: self._dtype, doc="The NumPy dtype of the elements.")
     device_pointer = property(lambda self: self._a.device_pointer, doc="Address of element 0 (0 when empty)")
 
     @property
@@ -114,13 +114,16 @@ class DeviceNDArray:
                              _memory=memory)
 
     def is_c_contiguous(self):
+        """True when the elements lie in C (row-major) order without gaps."""
         return self._a.is_c_contiguous()
 
     def is_f_contiguous(self):
+        """True when the elements lie in Fortran (column-major) order without gaps."""
         return self._a.is_f_contiguous()
 
     @property
     def flags(self):
+        """NumPy's ``C_CONTIGUOUS`` and ``F_CONTIGUOUS`` flags, as a dict."""
         return {"C_CONTIGUOUS": self.is_c_contiguous(), "F_CONTIGUOUS": self.is_f_contiguous()}
 
     def __len__(self):
@@ -196,6 +199,8 @@ class DeviceNDArray:
             finish_if_pageable(s, host)
 
     def reshape(self, *newshape, order="C"):
+        """A view with another shape over the same elements (NumPy's rules; ``order`` C or F); an
+        array that cannot be viewed so raises NotImplementedError, as in Numba."""
         if len(newshape) == 1 and isinstance(newshape[0], (tuple, list)):
             newshape = tuple(newshape[0])
         if tuple(newshape) == self.shape:
@@ -203,16 +208,20 @@ class DeviceNDArray:
         return self._wrap(self._a.reshape(list(newshape), order))
 
     def ravel(self, order="C", stream=0):
+        """A one-dimensional view (``order`` C or F) of a contiguous array."""
         return self._wrap(self._a.ravel(order))
 
     def transpose(self, axes=None):
+        """A view with the axes permuted (all reversed without ``axes``), as NumPy's."""
         return self._wrap(self._a.transpose([] if axes is None else list(axes)))
 
     @property
     def T(self):
+        """The transposed view (``transpose()``)."""
         return self.transpose()
 
     def view(self, dtype):
+        """A view of the same bytes as another dtype (the last axis rescaled, NumPy's rule)."""
         dtype = np.dtype(dtype)
         return self._wrap(self._a.view_dtype(dtype.str), dtype=dtype)
 

@@ -107,6 +107,7 @@ class HostOnlyCUDAMemoryManager(BaseCUDAMemoryManager):
         return self.context._c if hasattr(self.context, "_c") else _gpuhal.current_context()
 
     def memhostalloc(self, size, mapped=False, portable=False, wc=False):
+        """Pinned host memory of ``size`` bytes from the backend: PinnedMemory, or MappedMemory with ``mapped``."""
         from ._memory_objects import MappedMemory, PinnedMemory
         size = int(size)
         if mapped:
@@ -116,12 +117,14 @@ class HostOnlyCUDAMemoryManager(BaseCUDAMemoryManager):
         return PinnedMemory._over(_gpuhal.pinned_array(self._ctx(), [size], "|u1", [], "C"), self.context)
 
     def memallocmanaged(self, size, attach_global=True):
+        """Managed memory of ``size`` bytes from the backend (ManagedMemory)."""
         from ._devicearray import DeviceNDArray
         from ._memory_objects import ManagedMemory
         array = _gpuhal.managed_array(self._ctx(), [int(size)], "|u1", [], "C")
         return ManagedMemory._over(array.host_view(), self.context, device=DeviceNDArray(array, np.uint8))
 
     def mempin(self, owner, pointer, size, mapped=False):
+        """Registers ``size`` bytes at ``pointer`` (``owner``'s) with the device: PinnedMemory, or MappedMemory with ``mapped``."""
         from ._devicearray import DeviceNDArray
         from ._memory_objects import MappedMemory, PinnedMemory
         host = _host_array_at(pointer, size)
@@ -143,13 +146,16 @@ class HostOnlyCUDAMemoryManager(BaseCUDAMemoryManager):
         return AutoFreePointer(self.context, array.device_pointer, int(size), _memory=array)
 
     def initialize(self):
+        """Called before the first allocation and after every reset; nothing to do here."""
         pass
 
     def reset(self):
+        """Frees what the manager holds (the context is reset)."""
         pass
 
     @contextlib.contextmanager
     def defer_cleanup(self):
+        """A context manager in which frees that would synchronise are held back (Numba's)."""
         with _gpuhal._DeferCleanup():
             yield
 
@@ -215,6 +221,7 @@ class IpcHandle:
         return memory._memory[: count * dtype.itemsize].view(dtype).reshape(shape)
 
     def close(self):
+        """Closes what ``open`` mapped in this process (no-op when nothing is open)."""
         if self._opened is None:
             raise ValueError("IpcHandle not opened")
         self._opened.close()
@@ -233,6 +240,7 @@ class GetIpcHandleMixin:
     gpuhal's arrays)."""
 
     def get_ipc_handle(self, memory):
+        """An IpcHandle for ``memory`` (a MemoryPointer of this manager's), picklable to another process."""
         memory_array = getattr(memory, "_memory", None)
         if memory_array is None:
             raise ValueError("get_ipc_handle: the memory is not gpuhal's (an EMM plugin's own makes its own handles)")

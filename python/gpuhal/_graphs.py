@@ -64,11 +64,13 @@ class Capture:
 
     @property
     def node_count(self):
+        """The nodes of the captured graph (after the ``with`` block)."""
         self._ready()
         return self.graph.node_count
 
     @property
     def kernel_node_count(self):
+        """The kernel nodes of the captured graph, the ones update_kernel_args can change."""
         return self._ready().kernel_node_count
 
     def __repr__(self):

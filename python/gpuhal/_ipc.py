@@ -26,8 +26,10 @@ class IpcArrayHandle:
         self._strides = strides
         self._opened = None
 
-    shape = property(lambda self: self._ipc_handle.shape if self._shape is None else self._shape)
-    strides = property(lambda self: self._ipc_handle.strides if self._strides is None else self._strides)
+    shape = property(lambda self: self._ipc_handle.shape if self._shape is None else self._shape,
+                     doc="The shared array's shape.")
+    strides = property(lambda self: self._ipc_handle.strides if self._strides is None else self._strides,
+                       doc="The shared array's strides in bytes.")
 
     def _gpuhal_handle(self):
         if not isinstance(self._ipc_handle, _gpuhal._IpcArrayHandle):

@@ -160,6 +160,7 @@ class Module:
 
     @property
     def lowered_source(self):
+        """The source as this backend's compiler saw it: the dialect's definitions, then yours."""
         return self._m.lowered_source
 
     def __repr__(self):

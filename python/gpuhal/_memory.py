@@ -170,6 +170,7 @@ def pinned_array(shape, dtype=np.float64, strides=None, order="C"):
 
 
 def pinned_array_like(ary):
+    """A PinnedNDArray with ``ary``'s shape and dtype."""
     return pinned_array(ary.shape, ary.dtype, _strides_like(ary))
 
 
@@ -184,6 +185,7 @@ def mapped_array(shape, dtype=np.float64, strides=None, order="C", stream=0, por
 
 
 def mapped_array_like(ary, stream=0, portable=False, wc=False):
+    """A MappedNDArray with ``ary``'s shape and dtype."""
     return mapped_array(ary.shape, ary.dtype, _strides_like(ary), stream=stream, portable=portable, wc=wc)
 
 
@@ -354,18 +356,22 @@ class GrowableDeviceArray:
 
     @property
     def size(self):
+        """Elements in use."""
         return self._g.size
 
     @property
     def capacity(self):
+        """Elements mapped now (the array grows in place up to max_size)."""
         return self._g.capacity
 
     @property
     def max_size(self):
+        """Elements reserved: the most it can ever hold."""
         return self._g.max_size
 
     @property
     def device_pointer(self):
+        """Address of element 0; it never changes as the array grows."""
         return self._g.device_pointer
 
     def array(self):

@@ -67,9 +67,11 @@ class MemoryPointer(_PointerAttributes):
 
     @property
     def owner(self):
+        """The pointer that owns the memory (itself, or the one a view was made from)."""
         return self if self._owner is None else self._owner
 
     def own(self):
+        """An owning pointer over the same memory (Numba's ``own``): keeps it alive."""
         return self
 
     def free(self):
@@ -82,10 +84,12 @@ class MemoryPointer(_PointerAttributes):
         self._memory = None
 
     def memset(self, byte, count=None, stream=0):
+        """Sets ``count`` bytes (all without it) to ``val``, on ``stream`` (0: synchronously)."""
         from .driver import device_memset
         device_memset(self, byte, self.size if count is None else count, stream)
 
     def view(self, start, stop=None):
+        """A MemoryPointer over bytes [start, stop) of this one; it keeps this memory alive."""
         start = int(start)
         stop = self.size if stop is None else int(stop)
         if not 0 <= start <= self.size or stop < start or stop > self.size:

@@ -40,10 +40,12 @@ class MemoryPool:
         return DeviceNDArray._of(array, dt, stream)
 
     def device_array_like(self, ary, stream=0):
+        """``device_array`` with ``ary``'s shape and dtype."""
         return self.device_array(ary.shape, ary.dtype, stream)
 
     @property
     def release_threshold(self):
+        """Idle bytes the pool keeps (None: all, until trim); settable."""
         value = self._p.release_threshold()
         return None if value == _NO_LIMIT else value
 
@@ -64,16 +66,20 @@ class MemoryPool:
         hits, misses and released_bytes, as a dict."""
         return self._p.stats()
 
-    def used_bytes(self):  # CuPy's name
+    def used_bytes(self):
+        """Bytes handed out (CuPy's name)."""
         return self._p.stats()["used_bytes"]
 
-    def total_bytes(self):  # CuPy's name: what the pool holds
+    def total_bytes(self):
+        """Bytes the pool holds from the backend, used and idle (CuPy's name)."""
         return self._p.stats()["reserved_bytes"]
 
-    def free_all_blocks(self):  # CuPy's name
+    def free_all_blocks(self):
+        """Gives every idle block back to the backend (CuPy's name)."""
         self._p.trim(0)
 
     def reset_peak(self):
+        """Starts ``peak_used_bytes`` again from the bytes in use now."""
         self._p.reset_peak()
 
     def use(self):

@@ -1,10 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-"""Every ```python block of docs/python.md runs."""
+"""Every ```python block of docs/python.md runs, and every public name
+has a docstring."""
 
 import pathlib
 import re
 
 import pytest
+
+import gpuhal
 
 DOC = pathlib.Path(__file__).resolve().parents[2] / "docs" / "python.md"
 BLOCKS = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.S)
@@ -17,3 +20,24 @@ def test_the_guide_has_examples():
 @pytest.mark.parametrize("index", range(len(BLOCKS)))
 def test_guide_example_runs(index):
     exec(compile(BLOCKS[index], f"{DOC.name} block {index}", "exec"), {})
+
+
+def test_every_public_name_and_member_has_a_docstring():
+    # What help() and IDEs show: every name in gpuhal.__all__ that can be
+    # called, and every public method and property of its classes.
+    import inspect
+
+    missing = []
+    for name in gpuhal.__all__:
+        obj = getattr(gpuhal, name)
+        if callable(obj) and not (getattr(obj, "__doc__", None) or "").strip():
+            missing.append(name)
+        if inspect.isclass(obj):
+            for member, value in vars(obj).items():
+                if member.startswith("_"):
+                    continue
+                if not (isinstance(value, property) or callable(value)):
+                    continue
+                if not (getattr(value, "__doc__", None) or "").strip():
+                    missing.append(f"{name}.{member}")
+    assert missing == []
