@@ -77,7 +77,7 @@ struct MemoryPoolImpl final : MemoryManager {
   std::unordered_map<DevicePointer, uint64_t> live;  // handed-out block -> its stream's bin id
 
  private:
-  DevicePointer take_idle(const Stream &stream, uint64_t size, uint64_t *bin_id);
+  DevicePointer take_idle(const Stream &stream, uint64_t size);
   Bin &bin_of(const Stream &stream);
   bool stream_idle(const Bin &b);
   void pick_releases(uint64_t keep, std::vector<std::pair<DevicePointer, uint64_t>> *out);
@@ -115,9 +115,8 @@ bool MemoryPoolImpl::stream_idle(const Bin &b) {
 
 // Under mu. The stream's own idle block first, then one of a stream whose
 // work is all done.
-DevicePointer MemoryPoolImpl::take_idle(const Stream &stream, uint64_t size, uint64_t *bin_id) {
+DevicePointer MemoryPoolImpl::take_idle(const Stream &stream, uint64_t size) {
   Bin &own = bin_of(stream);
-  *bin_id = own.id;
   auto pop = [&](Bin &b) -> DevicePointer {
     auto it = b.idle.find(size);
     if (it == b.idle.end() || it->second.empty()) return 0;
@@ -155,12 +154,11 @@ DeviceMemory MemoryPoolImpl::allocate(uint64_t bytes, const Stream &stream) {
   ContextImpl &c = *impl_of(ctx);
   c.check_alive(c.current_generation(), "MemoryPool::allocate");
   const uint64_t size = rounded(bytes);
-  uint64_t bin_id = 0;  // unused past take_idle: the bin is found again below
   DevicePointer p = 0;
   {
     std::lock_guard<std::mutex> lock(mu);
     drop_stale_locked(c.current_generation());
-    p = take_idle(stream, size, &bin_id);
+    p = take_idle(stream, size);
     if (p) {
       idle_bytes -= size;
       ++stats.hits;

@@ -10,8 +10,11 @@
 //    tasks are complete." (the call waits for the context's streams);
 //  - a limit the device does not have is CUDA_ERROR_UNSUPPORTED_LIMIT;
 //  - the limits are the context's: a new primary context starts from the
-//    defaults (1 MiB of printf FIFO, 8 MiB of heap, 1 KiB of stack per
-//    thread, as cudaDeviceGetLimit reports them on an H100).
+//    defaults. The CUDA programming guide gives two: the printf buffer
+//    "is set to a fixed size before kernel launch" (1 MiB), and "the
+//    device heap ... default size of 8 megabytes". The stack's 1 KiB per
+//    thread is the value cuCtxGetLimit is commonly reported to give; it was
+//    not measured on this project's GPU runs yet.
 #include "fake_cuda.hpp"
 
 using namespace fake_cuda;

@@ -113,7 +113,9 @@ API CUresult cuMemPoolCreate(void **pool, const CUmemPoolProps_fake *props) {
 // cuMemPoolDestroy: "If any pointers obtained from this pool haven't been
 // freed ... the function will return immediately and the resources
 // associated with the pool will be released automatically once there are no
-// more outstanding allocations." A destroyed pool's handle is invalid.
+// more outstanding allocations." and "A device's default memory pool cannot
+// be destroyed." (returns: CUDA_SUCCESS, CUDA_ERROR_INVALID_VALUE). A
+// destroyed pool's handle is invalid.
 API CUresult cuMemPoolDestroy(void *pool) {
   FAULT(cuMemPoolDestroy);
   REQUIRE_INIT();
