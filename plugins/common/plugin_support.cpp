@@ -108,6 +108,10 @@ void log(int32_t level, const std::string &message) {
   if (g_log && level <= g_log_level) g_log(g_log_user, level, message.c_str());
 }
 
+bool log_enabled(int32_t level) {
+  return g_log && level <= g_log_level;
+}
+
 gpuhal_status_t write_properties(gpuhal_device_properties_t p, gpuhal_device_properties_t *out) {
   const uint32_t n = std::min<uint32_t>(out->struct_size, sizeof p);
   p.abi_version = GPUHAL_ABI_VERSION;

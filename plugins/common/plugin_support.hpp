@@ -86,5 +86,7 @@ class Options {
 // The core's logger, captured at init. Safe to call before init (no-op).
 void set_logger(const gpuhal_init_args_t *args);
 void log(int32_t level, const std::string &message);
+// Whether a message of `level` would be logged (to skip building one).
+bool log_enabled(int32_t level);
 
 }  // namespace gpuhal::plugin

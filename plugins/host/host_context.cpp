@@ -179,6 +179,19 @@ bool Registry::device_accessible(uintptr_t addr, uint64_t bytes) const {
   return true;
 }
 
+uint64_t Registry::bytes_to_end(uintptr_t addr) const {
+  if (device_accessible_cached(addr, 1)) return t_last_range.end - addr;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = regions_.upper_bound(addr);
+  if (it == regions_.begin()) return 0;
+  --it;
+  const Region &r = it->second;
+  const bool usable =
+      r.kind != RegionKind::Released && (r.kind != RegionKind::Registered || (r.flags & GPUHAL_HOST_ALLOC_MAPPED));
+  const uint64_t off = addr - it->first;
+  return usable && off < r.size ? r.size - off : 0;
+}
+
 bool Registry::overlaps_host(uintptr_t addr, uint64_t bytes) const {
   std::lock_guard<std::mutex> lock(mu_);
   const uintptr_t end = addr + bytes;

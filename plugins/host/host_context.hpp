@@ -113,6 +113,10 @@ class Registry {
     return last.registry == this && last.removals == removals_.n.load(std::memory_order_acquire) &&
            addr >= last.base && addr < last.end && bytes <= last.end - addr;
   }
+  // The bytes from addr to the end of the device-usable range holding it
+  // (as device_accessible counts ranges, without joining neighbours); 0
+  // when none holds it. A hint for prefetching: the range may go at once.
+  uint64_t bytes_to_end(uintptr_t addr) const;
   // True when [addr, addr+bytes) overlaps any range (device memory included).
   bool overlaps_host(uintptr_t addr, uint64_t bytes) const;
   // Finds the host-alloc / registered range containing addr.

@@ -118,6 +118,7 @@ gpuhal_status_t graph_exec_set_kernel_args(gpuhal_context_t ctx, gpuhal_graph_ex
       std::memcpy(fresh->storage.data() + 8 * i, args[i], k->param_sizes[i]);
       fresh->args[i] = fresh->storage.data() + 8 * i;
     }
+    set_prefetch_limits(*fresh);
     // Launches already queued keep the list they were given.
     auto nodes = std::make_shared<HostGraphNodes>(*x->nodes);
     (*nodes)[index].launch = std::move(fresh);

@@ -30,6 +30,13 @@ struct HostModule {
   ~HostModule();
 };
 
+// Fills L.prefetch_limits (host_kernel_abi.hpp) for a launch that streams
+// memory: a 1-D launch of at least kPrefetchMinItems work-items of a
+// barrier-free kernel, through each argument that points into device-usable
+// memory; leaves it empty otherwise. The grid, block and arguments must be
+// set. Called at launch and when a graph's kernel node gets new arguments.
+void set_prefetch_limits(KernelLaunch &L);
+
 class HostContext;
 // True when k is a kernel of a module of c; *static_shared gets its bytes
 // of static shared memory, *stack_need its stack per work-item (0: unknown).

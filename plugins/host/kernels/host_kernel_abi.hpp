@@ -19,6 +19,15 @@
 // kernel without barriers one after the other, as run_group would, setting
 // group->group_id for each (x fastest): the arguments are read and the
 // work-item pointer set once per range instead of once per group.
+// prefetch_limits (version 5), when not NULL, holds one value per kernel
+// parameter: for a pointer, the bytes from it to the end of its allocation
+// (0: do not prefetch through it). run_groups then prefetches, for each
+// pointer parameter with a limit, the bytes a group `kPrefetchAhead` bytes
+// further on would reach if the kernel indexed the pointer by its global
+// id, within the limit: the one access pattern of a streaming 1-D kernel,
+// whose bounds check makes the compiler's vector loads masked ones, which
+// some CPUs' hardware prefetchers do not follow (see host_kernels.cpp).
+// The plugin loads modules of version 4 too (they never read the field).
 // A module may also export gpuhal_host_assert_state (a
 // gpuhal_host_assert_record): its first failed gpuhal_assert sets `failed`
 // and writes the message; the plugin reads and clears it after a launch.
@@ -28,7 +37,9 @@
 
 #include <stdint.h>
 
-#define GPUHAL_HOST_KERNEL_ABI_VERSION 4
+#define GPUHAL_HOST_KERNEL_ABI_VERSION 5
+// The oldest module version the plugin still loads.
+#define GPUHAL_HOST_KERNEL_ABI_OLDEST 4
 
 #define GPUHAL_HOST_KERNEL_ABI_TEXT                                                                              \
   struct gpuhal_host_group {                                                                                     \
@@ -41,6 +52,7 @@
     void *scheduler;                                                                                             \
     unsigned char *scratch;                                                                                      \
     int (*barrier_count)(void *scheduler, int predicate);                                                        \
+    const uint64_t *prefetch_limits;                                                                             \
   };                                                                                                             \
   struct gpuhal_host_item {                                                                                      \
     uint32_t local_id[3];                                                                                        \

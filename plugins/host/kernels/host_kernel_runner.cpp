@@ -456,6 +456,7 @@ std::string run_kernel(ThreadPool &pool, StackPool &stacks, const KernelLaunch &
     g.barrier = loop_barrier;
     g.barrier_count = loop_barrier_count;
     g.scheduler = &misuse;
+    g.prefetch_limits = L.prefetch_limits.empty() ? nullptr : L.prefetch_limits.data();
     L.kernel->run_groups(&g, L.args.data(), first, last);
   };
   const bool ranges = !fibers && L.kernel->run_groups != nullptr;

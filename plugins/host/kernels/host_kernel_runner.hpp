@@ -97,6 +97,9 @@ struct KernelLaunch {
   std::vector<unsigned char> storage;  // the argument values, copied at launch
   std::vector<void *> args;            // args[i] points into storage
   gpuhal_host_assert_record *assert_state = nullptr;  // the module's (null: none)
+  // gpuhal_host_group::prefetch_limits for the launch (empty: none; one per
+  // argument otherwise).
+  std::vector<uint64_t> prefetch_limits;
 };
 
 // Runs every group of `launch`; returns "" or what went wrong (a barrier

@@ -230,6 +230,18 @@ template <class T> static inline T arg(void *const p) {
     return v;
   }
 }
+// The lines of the group `ahead` bytes further on, if the kernel indexed
+// the pointer by its global id, prefetched within `limit` bytes of the
+// pointer (host_kernel_abi.hpp: prefetch_limits); nothing for a scalar.
+constexpr uint64_t kPrefetchAhead = 4096;
+template <class T> static inline void prefetch_group(T, uint64_t, uint64_t, uint64_t) {}
+template <class T> static inline void prefetch_group(T *p, uint64_t limit, uint64_t gi, uint64_t items) {
+  constexpr uint64_t size = std::is_void<T>::value ? 1 : sizeof(typename std::conditional<std::is_void<T>::value, char, T>::type);
+  const uint64_t bytes = items * size, begin = gi * bytes + kPrefetchAhead;
+  if (begin >= limit) return;
+  const uint64_t end = bytes < limit - begin ? begin + bytes : limit;
+  for (uint64_t o = begin; o < end; o += 64) __builtin_prefetch((const char *)p + o, !std::is_const<T>::value);
+}
 template <class F> struct sig;
 template <class... P> struct sig<void (*)(P...)> {
   static constexpr uint32_t count = sizeof...(P);
@@ -243,10 +255,12 @@ template <class... P> struct sig<void (*)(P...)> {
     __gpuhal_wi = &wi;
     const uint32_t nx = g->local_size[0], ny = g->local_size[1], nz = g->local_size[2];
     const uint64_t gx = g->num_groups[0], gy = g->num_groups[1];
+    const uint64_t *const limits = g->prefetch_limits;
     for (uint64_t gi = first; gi < last; ++gi) {
       g->group_id[0] = uint32_t(gi % gx);
       g->group_id[1] = uint32_t((gi / gx) % gy);
       g->group_id[2] = uint32_t(gi / (gx * gy));
+      if (limits) (prefetch_group(std::get<I>(v), limits[I], gi, uint64_t(nx) * ny * nz), ...);
       for (uint32_t z = 0; z < nz; ++z)
         for (uint32_t y = 0; y < ny; ++y)
           for (uint32_t x = 0; x < nx; ++x) {
