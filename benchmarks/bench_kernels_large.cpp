@@ -232,6 +232,17 @@ void parent_ref_only(benchmark::State &state) {
   }
 }
 
+// And one plugin call through the public API (Stream::query on an idle
+// stream: the core's checks and one plugin entry that does next to
+// nothing), the third term of A2's limit: twice malloc + free plus one
+// plugin call, what an allocation that keeps its context alive and may
+// need the backend costs at least.
+void plugin_call(benchmark::State &state) {
+  auto &g = gpuhal_state();
+  gpuhal::Stream s = g.ctx.create_stream();
+  for (auto _ : state) benchmark::DoNotOptimize(s.query());
+}
+
 // C1: a device-to-device copy with its finish, against PoCL's buffer copy
 // with clFinish, of the same bytes.
 void gpuhal_d2d(benchmark::State &state, uint64_t bytes) {
@@ -286,6 +297,7 @@ void register_large() {
   benchmark::RegisterBenchmark("BM_handle_only", handle_only);
   benchmark::RegisterBenchmark("BM_handle_without_parent", handle_without_parent);
   benchmark::RegisterBenchmark("BM_parent_ref_only", parent_ref_only);
+  benchmark::RegisterBenchmark("BM_plugin_call", plugin_call);
   auto ms = [](benchmark::internal::Benchmark *b) { b->UseRealTime()->Unit(benchmark::kMillisecond); };
   for (unsigned m : {16u, 64u}) {
     const std::string size = std::to_string(m) + "M";
