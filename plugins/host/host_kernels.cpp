@@ -267,7 +267,11 @@ gpuhal_status_t module_load(gpuhal_context_t ctx, const void *image, uint64_t by
     m->assert_state = static_cast<gpuhal_host_assert_record *>(dlsym(m->dl, "gpuhal_host_assert_state"));
     const std::map<std::string, uint64_t> shared = static_shared_bytes(image, bytes);
     for (const gpuhal_host_kernel *k = table; k->name; ++k) {
-      if (!k->run_group || !k->run_item || (k->param_count && !k->param_sizes))
+      // What the runner calls must be there: run_groups (version 4 on) or
+      // run_group for a kernel without barriers; work-item loops or
+      // run_item (fibers) for one with them.
+      const bool runnable = k->uses_barrier ? (k->run_group_loops || k->run_item) : (k->run_groups || k->run_group);
+      if (!runnable || (k->param_count && !k->param_sizes))
         return fail(GPUHAL_ERROR_INVALID_IMAGE,
                     std::string("module_load: kernel '") + k->name + "' has a broken entry");
       m->kernels.push_back(k);

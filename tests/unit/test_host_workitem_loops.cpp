@@ -26,40 +26,78 @@ std::string skip_reason(const std::string &source, const std::string &kernel) {
 }  // namespace
 
 TEST_CASE("work-item loops: the test suite's barrier kernels are all rewritten", "[loops-rewrite]") {
-  const std::pair<const char *, const char *> kernels[] = {{kReduce, "block_sum"},  {kMatmul, "matmul"},
-                                                           {kDynamic, "dyn"},       {kRotateRounds, "rotate_rounds"},
-                                                           {kBranches, "branches"}, {kNestedLoops, "nested_loops"}};
+  // Whether each kernel's source asks for a dimension other than 0.
+  struct Case {
+    const char *source, *name;
+    bool two_d;
+  };
+  const Case kernels[] = {{kReduce, "block_sum", false},     {kMatmul, "matmul", true},
+                          {kDynamic, "dyn", false},          {kRotateRounds, "rotate_rounds", false},
+                          {kBranches, "branches", true},     {kNestedLoops, "nested_loops", false}};
   for (const auto &k : kernels) {
-    INFO(k.second);
-    auto r = make_work_item_loops(k.first, {k.second});
+    INFO(k.name);
+    auto r = make_work_item_loops(k.source, {k.name});
     for (const auto &s : r.skipped) INFO(s.first << ": " << s.second);
     REQUIRE(r.skipped.empty());
-    REQUIRE(r.kernels == std::vector<std::string>{k.second});
-    // One struct per kernel with its loops twice: for any group shape, and
-    // for 16 x 16 groups, whose row loops (and only theirs) carry the hint
-    // that keeps clang from unrolling them before it vectorises them.
-    const std::string head = std::string("namespace {\nstruct ") + k.second +
+    REQUIRE(r.kernels == std::vector<std::string>{k.name});
+    // One struct per kernel with its loops for any group shape and, when the
+    // source indexes a second dimension, again for 16 x 16 groups, whose row
+    // loops (and only theirs) carry the hint that keeps clang from unrolling
+    // them before it vectorises them.
+    const std::string head = std::string("namespace {\nstruct ") + k.name +
                              "__gpuhal_loops {\nstatic void __gpuhal_any(const gpuhal_host_group *__gpuhal_g";
     const size_t any = r.text.find(head);
     REQUIRE(any != std::string::npos);
     const size_t tile = r.text.find("static void __gpuhal_tile16(const gpuhal_host_group *__gpuhal_g", any);
-    REQUIRE(tile != std::string::npos);
-    CHECK(r.text.find("const uint32_t __gpuhal_lsz[3] = {__gpuhal_g->local_size[0], __gpuhal_g->local_size[1], "
-                      "__gpuhal_g->local_size[2]};",
-                      any) < tile);
-    CHECK(r.text.find("const uint32_t __gpuhal_lsz[3] = {16u, 16u, __gpuhal_g->local_size[2]};", tile) !=
-          std::string::npos);
     const std::string row = "for (uint32_t __gpuhal_x = 0; __gpuhal_x < __gpuhal_lsz[0]; ++__gpuhal_x) {\n";
-    CHECK(r.text.find("__GPUHAL_ROW_LOOP_HINT\n" + row, any) > tile);
-    size_t rows = 0, hinted = 0;
-    for (size_t at = tile; (at = r.text.find(row, at)) != std::string::npos; ++at, ++rows)
-      hinted += r.text.compare(at - 23, 23, "__GPUHAL_ROW_LOOP_HINT\n") == 0;
-    CHECK(rows > 0);
-    CHECK(hinted == rows);
-    CHECK(r.text.find(std::string(k.second) + "__gpuhal_loops_scratch") != std::string::npos);
+    CHECK(r.text.find(std::string("static constexpr bool __gpuhal_has_tile16 = ") + (k.two_d ? "true" : "false")) !=
+          std::string::npos);
+    if (!k.two_d) {
+      CHECK(tile == std::string::npos);
+      CHECK(r.text.find("__GPUHAL_ROW_LOOP_HINT\n" + row) == std::string::npos);
+    } else {
+      REQUIRE(tile != std::string::npos);
+      CHECK(r.text.find("const uint32_t __gpuhal_lsz[3] = {__gpuhal_g->local_size[0], __gpuhal_g->local_size[1], "
+                        "__gpuhal_g->local_size[2]};",
+                        any) < tile);
+      CHECK(r.text.find("const uint32_t __gpuhal_lsz[3] = {16u, 16u, __gpuhal_g->local_size[2]};", tile) !=
+            std::string::npos);
+      CHECK(r.text.find("__GPUHAL_ROW_LOOP_HINT\n" + row, any) > tile);
+      size_t rows = 0, hinted = 0;
+      for (size_t at = tile; (at = r.text.find(row, at)) != std::string::npos; ++at, ++rows)
+        hinted += r.text.compare(at - 23, 23, "__GPUHAL_ROW_LOOP_HINT\n") == 0;
+      CHECK(rows > 0);
+      CHECK(hinted == rows);
+    }
+    CHECK(r.text.find(std::string(k.name) + "__gpuhal_loops_scratch") != std::string::npos);
     // The builtins are redefined for the loops and restored after them.
     CHECK(r.text.find("#pragma push_macro(\"gpuhal_local_id\")") != std::string::npos);
     CHECK(r.text.find("#pragma pop_macro(\"gpuhal_local_id\")") != std::string::npos);
+  }
+}
+
+TEST_CASE("work-item loops: a dimension the source only knows at run time, or one in a macro, keeps the 16 x 16 copy",
+          "[loops-rewrite]") {
+  const char *const kByVariable = R"(
+GPUHAL_KERNEL void k(GPUHAL_GLOBAL float *x, int d) {
+  GPUHAL_SHARED_ARRAY(float, s, 256);
+  s[gpuhal_local_id(0)] = x[gpuhal_global_id(d)];
+  gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+  x[gpuhal_global_id(0)] = s[0];
+})";
+  const char *const kInMacro = R"(
+#define ROW gpuhal_global_id(1)
+GPUHAL_KERNEL void k(GPUHAL_GLOBAL float *x) {
+  GPUHAL_SHARED_ARRAY(float, s, 256);
+  s[gpuhal_local_id(0)] = x[ROW];
+  gpuhal_barrier(GPUHAL_LOCAL_MEM_FENCE);
+  x[gpuhal_global_id(0)] = s[0];
+})";
+  for (const char *source : {kByVariable, kInMacro}) {
+    auto r = make_work_item_loops(source, {"k"});
+    REQUIRE(r.kernels == std::vector<std::string>{"k"});
+    CHECK(r.text.find("static constexpr bool __gpuhal_has_tile16 = true") != std::string::npos);
+    CHECK(r.text.find("static void __gpuhal_tile16(") != std::string::npos);
   }
 }
 

@@ -5,9 +5,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +15,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <sstream>
@@ -24,9 +23,9 @@
 
 #include <xxhash.h>
 
+#include "host_compiler_process.hpp"
+#include "host_precompiled_prefix.hpp"
 #include "plugin_support.hpp"
-
-extern char **environ;
 
 namespace gpuhal::host {
 namespace {
@@ -123,8 +122,8 @@ std::string cache_dir(const CompilerSettings &s) {
 }
 
 // GPUHAL_KERNEL_CACHE_MAX: removes the entries (<name>.so with its .key and
-// .stack) used least recently (the .so's modification time, renewed at
-// each hit) until the directory's entries hold at most `max` bytes; `keep`
+// .stack; pch-<hash>.pch with its .h) used least recently (the .so's or
+// .pch's modification time, renewed at each use) until the directory's entries hold at most `max` bytes; `keep`
 // (the entry just made) stays even when it alone is larger. Safe against
 // other processes: a module is read into memory before it is loaded, and
 // an entry removed under a reader is compiled again by the next one.
@@ -142,13 +141,15 @@ void evict_least_recent(const std::string &dir, uint64_t max, const std::string 
     const size_t dot = n.find('.');
     if (dot == std::string::npos) continue;
     const std::string base = n.substr(0, dot), rest = n.substr(dot);
-    if (rest != ".so" && rest != ".so.key" && rest != ".so.stack") continue;  // not temporaries of a compile
+    // A module (.so with its .key and .stack) or a precompiled prefix (.pch
+    // with its .h); not the temporaries of a compile.
+    if (rest != ".so" && rest != ".so.key" && rest != ".so.stack" && rest != ".pch" && rest != ".h") continue;
     struct stat st;
     if (::stat((dir + "/" + n).c_str(), &st) != 0) continue;
     Entry &entry = entries[base];
     entry.name = base;
     entry.bytes += uint64_t(st.st_size);
-    if (rest == ".so") entry.used = st.st_mtim;
+    if (rest == ".so" || rest == ".pch") entry.used = st.st_mtim;
   }
   ::closedir(d);
   uint64_t total = 0;
@@ -163,18 +164,13 @@ void evict_least_recent(const std::string &dir, uint64_t max, const std::string 
   for (const Entry &e : order) {
     if (total <= max) break;
     if (e.name == keep) continue;
-    for (const char *suffix : {".so", ".so.key", ".so.stack"}) ::unlink((dir + "/" + e.name + suffix).c_str());
+    for (const char *suffix : {".so", ".so.key", ".so.stack", ".pch", ".h"})
+      ::unlink((dir + "/" + e.name + suffix).c_str());
     total -= e.bytes;
-    plugin::log(GPUHAL_LOG_DEBUG, "host: kernel cache over GPUHAL_KERNEL_CACHE_MAX: removed " + e.name + ".so");
+    plugin::log(GPUHAL_LOG_DEBUG, "host: kernel cache over GPUHAL_KERNEL_CACHE_MAX: removed " + e.name);
   }
 }
 
-bool read_file(const std::string &path, std::vector<unsigned char> *out) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return false;
-  out->assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-  return true;
-}
 
 bool is_elf(const std::vector<unsigned char> &b) {
   return b.size() > 4 && b[0] == 0x7f && b[1] == 'E' && b[2] == 'L' && b[3] == 'F';
@@ -202,6 +198,41 @@ const std::string &cpu_identity() {
 std::string unique_suffix() {
   std::random_device rd;
   return std::to_string(::getpid()) + "-" + hex((uint64_t(rd()) << 32) | rd());
+}
+
+// One compile of `text` into `out`: the source written to <stem>.cpp, the
+// compiler's output read back from <stem>.log (both removed after).
+struct CompileRun {
+  int spawn_error = 0;
+  int status = -1;
+  std::string output;
+  bool ok() const { return spawn_error == 0 && compiler_succeeded(status); }
+};
+CompileRun run_compile(const std::string &compiler, std::vector<std::string> argv, const std::string &text,
+                       const std::string &stem, const std::string &out) {
+  CompileRun run;
+  const std::string src = stem + ".cpp", log = stem + ".log";
+  {
+    std::ofstream f(src, std::ios::binary);
+    f << text;
+    if (!f) {
+      ::unlink(src.c_str());
+      run.output = "host: cannot write " + src;
+      return run;
+    }
+  }
+  argv.push_back("-o");
+  argv.push_back(out);
+  argv.push_back(src);
+  const CompilerProcess p = start_compiler(compiler, argv, log);
+  run.spawn_error = p.spawn_error;
+  run.status = finish_compiler(p);
+  std::vector<unsigned char> bytes;
+  read_whole_file(log, &bytes);
+  run.output.assign(bytes.begin(), bytes.end());
+  ::unlink(src.c_str());
+  ::unlink(log.c_str());
+  return run;
 }
 
 }  // namespace
@@ -242,11 +273,17 @@ gpuhal_status_t compile_host_module(const CompilerSettings &settings, const std:
   // stack a kernel's work-item needs (host_stack_usage.cpp). Clang has no
   // such output: its kernels' stack needs stay unknown.
   if (gcc) argv.push_back("-fcallgraph-info=su");
+  // LLVM's linker when it is installed: a module's link 40 -> 30 ms of a
+  // compile that takes 120 ms and more (GNU ld reads libstdc++'s symbols).
+  if (!gcc && compiler_available("ld.lld")) argv.push_back("-fuse-ld=lld");
   {
     std::stringstream ss(options);
     std::string o;
     while (ss >> o) argv.push_back(o);
   }
+  const std::string compiler_identity = compiler + "\n" + std::to_string(cst.st_size) + ":" +
+                                        std::to_string(cst.st_mtim.tv_sec) + "." + std::to_string(cst.st_mtim.tv_nsec) +
+                                        "\n";
   std::string key = std::to_string(cst.st_size) + ":" + std::to_string(cst.st_mtim.tv_sec) + "." +
                     std::to_string(cst.st_mtim.tv_nsec) + "\n";
   for (const auto &a : argv) key += a + "\n";
@@ -263,13 +300,13 @@ gpuhal_status_t compile_host_module(const CompilerSettings &settings, const std:
   const std::string key_file = so + ".key";
   // Another key's entry under this name: compiled here, never published.
   bool taken = false;
-  if (read_file(so, image) && is_elf(*image)) {
+  if (read_whole_file(so, image) && is_elf(*image)) {
     std::vector<unsigned char> stored;
-    const bool has_key = read_file(key_file, &stored);
+    const bool has_key = read_whole_file(key_file, &stored);
     if (has_key && stored.size() == key.size() && std::equal(stored.begin(), stored.end(), key.begin())) {
       ::utimensat(AT_FDCWD, so.c_str(), nullptr, 0);  // used now: the last to evict
       std::vector<unsigned char> stack;
-      if (read_file(stack_file, &stack)) append_stack_usage(image, std::string(stack.begin(), stack.end()));
+      if (read_whole_file(stack_file, &stack)) append_stack_usage(image, std::string(stack.begin(), stack.end()));
       return GPUHAL_SUCCESS;
     }
     taken = has_key;  // without a key file: an entry of an older cache format, replaced
@@ -277,52 +314,43 @@ gpuhal_status_t compile_host_module(const CompilerSettings &settings, const std:
   }
 
   const std::string tag = unique_suffix();
-  const std::string src = dir + "/" + name + "." + tag + ".cpp";
   const std::string tmp_so = dir + "/" + name + "." + tag + ".so";
-  const std::string log = dir + "/" + name + "." + tag + ".log";
-  {
-    std::ofstream f(src, std::ios::binary);
-    f << source;
-    if (!f) return fail(GPUHAL_ERROR_COMPILATION_FAILED, "host: cannot write " + src);
-  }
-  argv.push_back("-o");
-  argv.push_back(tmp_so);
-  argv.push_back(src);
-  std::vector<char *> cargv;
-  for (auto &a : argv) cargv.push_back(a.data());
-  cargv.push_back(nullptr);
-
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, compiler.c_str(), &fa, nullptr, cargv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  int status = 0;
-  if (rc == 0)
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  // The shared prefix precompiled (host_precompiled_prefix.hpp): used when
+  // built, else built beside this compile for the next ones.
+  std::unique_ptr<PrecompiledPrefix> prefix;
+  std::string text = source;
+  std::vector<std::string> flags = argv;
+  if (!gcc && options.empty()) {
+    const SourceSplit split = split_at_shared_prefix(source);
+    if (split.ok) {
+      prefix = std::make_unique<PrecompiledPrefix>(dir, compiler_identity + cpu_identity(), argv, split.prefix);
+      if (prefix->ready()) {
+        text = split.rest;
+        for (const auto &a : prefix->use_arguments()) flags.push_back(a);
+      } else {
+        prefix->start_build(compiler);
+      }
     }
-  std::vector<unsigned char> out;
-  read_file(log, &out);
-  ::unlink(src.c_str());
-  ::unlink(log.c_str());
-  if (rc != 0) {
-    ::unlink(tmp_so.c_str());
-    return fail(GPUHAL_ERROR_COMPILATION_FAILED, "host: cannot run " + compiler + ": " + std::strerror(rc));
   }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+  CompileRun run = run_compile(compiler, flags, text, dir + "/" + name + "." + tag, tmp_so);
+  if (prefix) prefix->finish_build();
+  if (!run.ok() && text.size() != source.size() && PrecompiledPrefix::blamed(run.output)) {
+    plugin::log(GPUHAL_LOG_DEBUG, "host: the compiler refused the precompiled prefix; removed, compiling the whole source");
+    prefix->discard();
+    run = run_compile(compiler, argv, source, dir + "/" + name + "." + tag, tmp_so);
+  }
+  if (run.spawn_error != 0) {
     ::unlink(tmp_so.c_str());
-    std::string msg(out.begin(), out.end());
+    return fail(GPUHAL_ERROR_COMPILATION_FAILED, "host: cannot run " + compiler + ": " + std::strerror(run.spawn_error));
+  }
+  if (!run.ok()) {
+    ::unlink(tmp_so.c_str());
+    std::string msg = run.output;
     if (msg.size() > 16384) msg = msg.substr(0, 16384) + "\n[... cut]";
     return fail(GPUHAL_ERROR_COMPILATION_FAILED,
-                "host: " + compiler + " failed (" +
-                    (WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status))
-                                       : "signal " + std::to_string(WTERMSIG(status))) +
-                    "):\n" + msg);
+                "host: " + compiler + " failed (" + compiler_failure(run.status) + "):\n" + msg);
   }
-  if (!read_file(tmp_so, image) || !is_elf(*image)) {
+  if (!read_whole_file(tmp_so, image) || !is_elf(*image)) {
     ::unlink(tmp_so.c_str());
     return fail(GPUHAL_ERROR_COMPILATION_FAILED, "host: " + compiler + " produced no shared object");
   }
@@ -330,7 +358,7 @@ gpuhal_status_t compile_host_module(const CompilerSettings &settings, const std:
   if (gcc) {
     const std::string ci = tmp_so + "-" + name + "." + tag + ".ci";
     std::vector<unsigned char> graph;
-    if (read_file(ci, &graph)) stack_text = stack_usage_from_callgraph(std::string(graph.begin(), graph.end()));
+    if (read_whole_file(ci, &graph)) stack_text = stack_usage_from_callgraph(std::string(graph.begin(), graph.end()));
     ::unlink(ci.c_str());
   }
   if (taken) {

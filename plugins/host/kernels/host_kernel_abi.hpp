@@ -15,6 +15,9 @@
 // run_group_loops, when not NULL, runs a whole work-group of a kernel with
 // barriers as work-item loops (host_workitem_loops.hpp); it needs
 // group->scratch to hold local_items * loops_scratch_per_item + 64 bytes.
+// Version 5 leaves out entries the plugin does not call: run_group is NULL
+// (run_groups or the work-item loops run every group), and so is run_item
+// for a kernel without barriers.
 // run_groups (version 4) runs the groups of linear index [first, last) of a
 // kernel without barriers one after the other, as run_group would, setting
 // group->group_id for each (x fastest): the arguments are read and the

@@ -76,8 +76,11 @@ std::set<std::string> constant_macros(const std::string &src, const std::vector<
 
 class Rewriter {
  public:
-  Rewriter(const std::string &src, const std::vector<Tok> &t, const std::set<std::string> &const_macros, bool tls_items)
-      : src_(src), t_(t), const_macros_(const_macros), tls_items_(tls_items) {}
+  // tile16: also emit the loops for 16 x 16 groups (the source indexes a
+  // second dimension).
+  Rewriter(const std::string &src, const std::vector<Tok> &t, const std::set<std::string> &const_macros, bool tls_items,
+           bool tile16)
+      : src_(src), t_(t), const_macros_(const_macros), tls_items_(tls_items), tile16_(tile16) {}
 
   std::string rewrite(const std::string &name, size_t pb, size_t pe, size_t bb, size_t be);
 
@@ -95,6 +98,7 @@ class Rewriter {
   const std::vector<Tok> &t_;
   const std::set<std::string> &const_macros_;
   bool tls_items_;
+  bool tile16_;
   std::string name_;
   size_t bb_ = 0, be_ = 0;
   std::vector<size_t> match_;  // bracket partner, indexed by token - bb_
