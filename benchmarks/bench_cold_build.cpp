@@ -3,8 +3,12 @@
 // kernels, on the host backend or on PoCL. One side per process, since a
 // cold build is only cold once in a process:
 //
-//   gpuhal-bench-cold-build gpuhal   # GPUHAL_KERNEL_CACHE set to an empty directory
-//   gpuhal-bench-cold-build pocl     # POCL_KERNEL_CACHE=0
+//   gpuhal-bench-cold-build gpuhal [salt]  # GPUHAL_KERNEL_CACHE set to an empty directory
+//   gpuhal-bench-cold-build pocl [salt]    # POCL_KERNEL_CACHE=0
+//
+// A salt is appended to every source as a comment: new sources for a cache
+// that already holds the backend's precompiled prefix (a machine's second
+// program), or for PoCL's cache.
 //
 // Each builds the four kernels of gpuhal-bench-kernels as four sources, one
 // after the other, as a program with four modules would: first saxpy, which
@@ -31,7 +35,7 @@ double ms_since(Clock::time_point t) { return std::chrono::duration<double, std:
 // The kernels of kSource as one source each, saxpy first: a kernel runs
 // from its GPUHAL_KERNEL line to the next kernel's, and a #define line
 // before a kernel goes with that kernel.
-std::vector<std::string> four_sources() {
+std::vector<std::string> four_sources(const std::string &salt) {
   std::vector<std::string> sources;
   std::string pending, line;
   const std::string all = bench_kernels::kSource;
@@ -48,10 +52,12 @@ std::vector<std::string> four_sources() {
     pending += line;
   }
   if (pending.find("GPUHAL_KERNEL") != std::string::npos) sources.push_back(pending);
+  if (!salt.empty())
+    for (auto &s : sources) s += "\n// " + salt + "\n";
   return sources;
 }
 
-int run_gpuhal() {
+int run_gpuhal(const std::string &salt) {
   const auto start = Clock::now();
   gpuhal::Context ctx = gpuhal::Context::current();
   gpuhal::DeviceArray y = gpuhal::device_array(ctx, {1024}, gpuhal::dtypes::float32);
@@ -59,7 +65,7 @@ int run_gpuhal() {
   x.memset(uint8_t(0));
   y.memset(uint8_t(0));
   const double init = ms_since(start);
-  const std::vector<std::string> sources = four_sources();
+  const std::vector<std::string> sources = four_sources(salt);
   const auto first = Clock::now();
   gpuhal::Module saxpy = gpuhal::Module::compile(ctx, sources[0]);
   double build = ms_since(first);
@@ -76,7 +82,7 @@ int run_gpuhal() {
   return 0;
 }
 
-int run_pocl() {
+int run_pocl(const std::string &salt) {
   const auto start = Clock::now();
   cl_uint n = 0;
   if (clGetPlatformIDs(0, nullptr, &n) != CL_SUCCESS || n == 0) {
@@ -105,7 +111,7 @@ int run_pocl() {
   cl_mem y = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zeros, const_cast<float *>(zeros), &err);
   cl_mem x = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zeros, const_cast<float *>(zeros), &err);
   const double init = ms_since(start);
-  const std::vector<std::string> sources = four_sources();
+  const std::vector<std::string> sources = four_sources(salt);
   auto build_one = [&](const std::string &source) {
     const std::string text = std::string(bench_kernels::kOpenClLowering) + source;
     const char *p = text.c_str();
@@ -152,8 +158,9 @@ int run_pocl() {
 
 int main(int argc, char **argv) {
   const std::string side = argc > 1 ? argv[1] : "";
-  if (side == "gpuhal") return run_gpuhal();
-  if (side == "pocl") return run_pocl();
-  std::fprintf(stderr, "usage: gpuhal-bench-cold-build gpuhal|pocl (benchmarks/cold_build.py runs both)\n");
+  const std::string salt = argc > 2 ? argv[2] : "";
+  if (side == "gpuhal") return run_gpuhal(salt);
+  if (side == "pocl") return run_pocl(salt);
+  std::fprintf(stderr, "usage: gpuhal-bench-cold-build gpuhal|pocl [salt] (benchmarks/cold_build.py runs both)\n");
   return 2;
 }

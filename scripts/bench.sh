@@ -7,6 +7,9 @@
 #   scripts/bench.sh           full mode: 10 repetitions, random interleaving (minutes)
 #   scripts/bench.sh --smoke   a few short repetitions: checks that the harness works (CI)
 #
+# Then benchmarks/cold_build.py: the first kernel builds of fresh processes
+# against PoCL's (written to cold_build.json).
+#
 # The PoCL comparisons (gpuhal-bench-kernels) run in their own process, as
 # PoCL must not share one with amd_comgr. Expects a build with benchmarks
 # (scripts/test.sh or scripts/demo.sh makes one); builds it when missing.
@@ -63,3 +66,8 @@ for b in dispatch copy pool dealloc kernels graphs rect cuda; do
   }
 done
 python3 scripts/bench_table.py "$out" $([ $smoke = 1 ] && echo --smoke)
+# The host backend's cold build against PoCL's: fresh processes, so outside
+# the table's Google Benchmark runs (one repetition in smoke mode).
+echo "== cold build (benchmarks/cold_build.py)"
+python3 benchmarks/cold_build.py --build "$build" --repetitions $([ $smoke = 1 ] && echo 1 || echo 10) \
+  --json "$out/cold_build.json"

@@ -327,6 +327,7 @@ gpuhal_status_t compile_host_module(const CompilerSettings &settings, const std:
       if (prefix->ready()) {
         text = split.rest;
         for (const auto &a : prefix->use_arguments()) flags.push_back(a);
+        plugin::log(GPUHAL_LOG_DEBUG, "host: compiling with the precompiled prefix " + prefix->name());
       } else {
         prefix->start_build(compiler);
       }

@@ -51,6 +51,8 @@ class PrecompiledPrefix {
 
   // True when the header is built (its use renews its place in the cache).
   bool ready() const;
+  // Its file name without the extension (pch-<hash>).
+  const std::string &name() const { return name_; }
   // The arguments that make a compile load it.
   std::vector<std::string> use_arguments() const;
   // Starts building it beside the module's compile; finish_build waits for
