@@ -20,6 +20,7 @@
 
 #include "gpuhal/gpuhal.hpp"
 #include "json_text.hpp"
+#include "tool_arguments.hpp"
 
 namespace {
 
@@ -43,20 +44,17 @@ struct Row {
   double median = 0, min = 0, max = 0;  // GB/s (10^9 bytes per second)
 };
 
-int usage(FILE *out) {
-  std::fprintf(out,
-               "usage: gpuhal-bandwidth [--backend NAME|PATH] [--device N] [--sizes LIST] [--reps N]\n"
-               "                        [--direction h2d,d2h,d2d] [--memory pageable,pinned] [--csv | --json]\n"
-               "       gpuhal-bandwidth --version | --help\n"
-               "Measures copy bandwidth on a gpuhal backend (GPUHAL_BACKEND, else the default order).\n"
-               "  --sizes LIST    sizes in bytes with K/M/G suffixes: '4K..64M' (doubling) or '1M,16M,256M'\n"
-               "                  (default 4K..256M)\n"
-               "  --reps N        timed copies per figure (default 10; the median and its min / max)\n"
-               "  --direction     which copies (default all three); --memory: which host memory for\n"
-               "                  h2d / d2h (default both)\n"
-               "  --csv, --json   machine-readable output instead of a table\n");
-  return out == stderr ? 2 : 0;
-}
+const char kUsage[] =
+    "usage: gpuhal-bandwidth [--backend NAME|PATH] [--device N] [--sizes LIST] [--reps N]\n"
+    "                        [--direction h2d,d2h,d2d] [--memory pageable,pinned] [--csv | --json]\n"
+    "       gpuhal-bandwidth --version | --help\n"
+    "Measures copy bandwidth on a gpuhal backend (GPUHAL_BACKEND, else the default order).\n"
+    "  --sizes LIST    sizes in bytes with K/M/G suffixes: '4K..64M' (doubling) or '1M,16M,256M'\n"
+    "                  (default 4K..256M)\n"
+    "  --reps N        timed copies per figure (default 10; the median and its min / max)\n"
+    "  --direction     which copies (default all three); --memory: which host memory for\n"
+    "                  h2d / d2h (default both)\n"
+    "  --csv, --json   machine-readable output instead of a table\n";
 
 // "4K" -> 4096; 0 when it is not a size.
 uint64_t parse_size(const std::string &s) {
@@ -206,66 +204,46 @@ int main(int argc, char **argv) {
   Options o;
   std::string why;
   parse_sizes("4K..256M", &o.sizes, &why);
-  bool csv = false, json = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "gpuhal-bandwidth: %s needs a value\n", a.c_str());
-        std::exit(usage(stderr));
-      }
-      return argv[++i];
-    };
-    auto bad = [&](const std::string &v) {
-      std::fprintf(stderr, "gpuhal-bandwidth: bad %s '%s'\n", a.c_str(), v.c_str());
-      return usage(stderr);
-    };
-    if (a == "--backend") {
-      o.backend = value();
-    } else if (a == "--device") {
-      const std::string v = value();
-      char *end = nullptr;
-      const long d = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end || d < 0 || d > 1 << 20) return bad(v);
-      o.device = int(d);
-    } else if (a == "--sizes") {
-      const std::string v = value();
-      if (!parse_sizes(v, &o.sizes, &why)) {
-        std::fprintf(stderr, "gpuhal-bandwidth: bad --sizes '%s': %s\n", v.c_str(), why.c_str());
-        return usage(stderr);
-      }
-    } else if (a == "--reps") {
-      const std::string v = value();
-      char *end = nullptr;
-      const long r = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end || r < 1 || r > 100000) return bad(v);
-      o.reps = int(r);
-    } else if (a == "--direction") {
-      const std::string v = value();
-      if (!parse_choice(v, {{"h2d", &o.h2d}, {"d2h", &o.d2h}, {"d2d", &o.d2d}})) return bad(v);
-    } else if (a == "--memory") {
-      const std::string v = value();
-      if (!parse_choice(v, {{"pageable", &o.pageable}, {"pinned", &o.pinned}})) return bad(v);
-    } else if (a == "--csv") {
-      o.format = Format::Csv;
-      csv = true;
-    } else if (a == "--json") {
-      o.format = Format::Json;
-      json = true;
-    } else if (a == "--version") {
-      std::printf("gpuhal-bandwidth (gpuhal) %s\n", gpuhal::version().string);
-      return 0;
-    } else if (a == "--help" || a == "-h") {
-      return usage(stdout);
-    } else {
-      std::fprintf(stderr, "gpuhal-bandwidth: unknown argument '%s'\n", a.c_str());
-      return usage(stderr);
-    }
-  }
-  if (csv && json) {
-    std::fprintf(stderr, "gpuhal-bandwidth: --csv and --json exclude each other: give one\n");
-    return usage(stderr);
-  }
+  gpuhal::tools::Arguments args("gpuhal-bandwidth", kUsage);
+  args.option("--backend", [&](const std::string &v) {
+        o.backend = v;
+        return std::string();
+      })
+      .option("--device",
+              [&](const std::string &v) {
+                long d = 0;
+                const std::string bad = gpuhal::tools::parse_integer(v, 0, 1 << 20, &d);
+                o.device = int(d);
+                return bad;
+              })
+      .option("--sizes",
+              [&](const std::string &v) {
+                std::string bad;
+                return parse_sizes(v, &o.sizes, &bad) ? std::string() : bad;
+              })
+      .option("--reps",
+              [&](const std::string &v) {
+                long r = 0;
+                const std::string bad = gpuhal::tools::parse_integer(v, 1, 100000, &r);
+                o.reps = int(r);
+                return bad;
+              })
+      .option("--direction",
+              [&](const std::string &v) {
+                return parse_choice(v, {{"h2d", &o.h2d}, {"d2h", &o.d2h}, {"d2d", &o.d2d}})
+                           ? std::string()
+                           : std::string("a comma-separated list of h2d, d2h, d2d");
+              })
+      .option("--memory",
+              [&](const std::string &v) {
+                return parse_choice(v, {{"pageable", &o.pageable}, {"pinned", &o.pinned}})
+                           ? std::string()
+                           : std::string("a comma-separated list of pageable, pinned");
+              })
+      .flag("--csv", [&] { o.format = Format::Csv; })
+      .flag("--json", [&] { o.format = Format::Json; })
+      .exclusive({"--csv", "--json"});
+  if (const auto status = args.parse(argc, argv)) return *status;
   try {
     gpuhal::Config config = gpuhal::Config::from_environment();
     if (o.backend) config.backend = *o.backend;

@@ -23,6 +23,7 @@
 #include "conformance.hpp"
 #include "json_text.hpp"
 #include "runner.hpp"
+#include "tool_arguments.hpp"
 
 namespace {
 
@@ -131,11 +132,6 @@ bool write_junit(const std::string &path, const std::string &plugin, const std::
   return std::fclose(f) == 0 && ok;
 }
 
-int usage_error(const std::string &message) {
-  std::fprintf(stderr, "gpuhal-conform: %s\n%s", message.c_str(), kUsage);
-  return 2;
-}
-
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -144,42 +140,41 @@ int main(int argc, char **argv) {
   std::string plugin, junit;
   std::vector<std::string> only, skip;
   RunOptions options;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const bool has_value = i + 1 < argc;
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (arg == "--version") {
-      const gpuhal::Version v = gpuhal::version();
-      std::printf("gpuhal-conform (gpuhal) %s, plugin ABI %u.%u\n", v.string, v.plugin_abi_major, v.plugin_abi_minor);
-      return 0;
-    } else if (arg == "--json") {
-      json = true;
-    } else if (arg == "--list") {
-      list = true;
-    } else if (arg == "--no-fork") {
-      options.isolate = false;
-    } else if ((arg == "--only" || arg == "--skip") && has_value) {
-      (arg == "--only" ? only : skip).push_back(argv[++i]);
-    } else if (arg == "--junit" && has_value) {
-      junit = argv[++i];
-    } else if (arg == "--layers" && has_value) {
+  auto keep = [](std::string *to) {
+    return [to](const std::string &v) {
+      *to = v;
+      return std::string();
+    };
+  };
+  auto add = [](std::vector<std::string> *to) {
+    return [to](const std::string &v) {
+      to->push_back(v);
+      return std::string();
+    };
+  };
+  gpuhal::tools::Arguments args("gpuhal-conform", kUsage);
+  args.flag("--json", [&] { json = true; })
+      .flag("--list", [&] { list = true; })
+      .flag("--no-fork", [&] { options.isolate = false; })
+      .option("--only", add(&only))
+      .option("--skip", add(&skip))
+      .option("--junit", keep(&junit))
       // As GPUHAL_LAYERS (which it replaces): the checks' own processes
       // inherit it.
-      ::setenv("GPUHAL_LAYERS", argv[++i], 1);
-    } else if (arg == "--timeout" && has_value) {
-      char *end = nullptr;
-      options.timeout_s = std::strtod(argv[++i], &end);
-      if (!end || *end || options.timeout_s < 0) return usage_error(std::string("bad --timeout '") + argv[i] + "'");
-    } else if (arg[0] == '-') {
-      return usage_error("unknown or incomplete option '" + arg + "'");
-    } else if (!plugin.empty()) {
-      return usage_error("more than one plugin given");
-    } else {
-      plugin = arg;
-    }
-  }
+      .option("--layers",
+              [](const std::string &v) {
+                ::setenv("GPUHAL_LAYERS", v.c_str(), 1);
+                return std::string();
+              })
+      .option("--timeout",
+              [&](const std::string &v) {
+                char *end = nullptr;
+                options.timeout_s = std::strtod(v.c_str(), &end);
+                return end && !*end && !v.empty() && options.timeout_s >= 0 ? std::string()
+                                                                          : std::string("seconds (>= 0) are wanted");
+              })
+      .positional("plugin", 1, keep(&plugin));
+  if (const auto status = args.parse(argc, argv)) return *status;
   // A pattern that matches nothing is a typo, for --skip as for --only:
   // a skip that skips nothing would let a check run that was meant not to.
   for (const auto *patterns : {&only, &skip})
@@ -187,8 +182,8 @@ int main(int argc, char **argv) {
       bool any = false;
       for (const auto &c : all_checks()) any |= matches(p, c.name);
       if (!any)
-        return usage_error(std::string(patterns == &only ? "--only" : "--skip") + " '" + p +
-                           "' matches no check (see --list)");
+        return args.usage_error(std::string(patterns == &only ? "--only" : "--skip") + " '" + p +
+                                "' matches no check (see --list)");
     }
   if (list) {
     for (const auto &c : all_checks()) std::printf("%-48s %s\n", c.name, c.contract);
@@ -198,7 +193,7 @@ int main(int argc, char **argv) {
   try {
     options.config = Config::from_environment();
   } catch (const gpuhal::Error &e) {
-    return usage_error(e.what());
+    return args.usage_error(e.what());
   }
   if (!plugin.empty()) options.config.backend = plugin;
   if (options.config.backend.empty()) options.config.backend = "host";

@@ -18,6 +18,7 @@
 
 #include "gpuhal/gpuhal.hpp"
 #include "json_text.hpp"
+#include "tool_arguments.hpp"
 
 namespace {
 
@@ -30,24 +31,21 @@ struct Options {
   std::optional<int> device;
 };
 
-int usage(FILE *out) {
-  std::fprintf(out,
-               "usage: gpuhal-info [-l | --list] [--backend NAME|PATH] [--device N] [--json] [--lowering]\n"
-               "       gpuhal-info [--backend NAME|PATH] [--device N] --kernel FILE\n"
-               "       gpuhal-info --version | --help\n"
-               "Shows the gpuhal backend selected by GPUHAL_BACKEND (or the default order cuda, hsa, host),\n"
-               "every plugin candidate tried and why it was or was not used, and the devices.\n"
-               "  -l, --list      one line per device of every backend that loads\n"
-               "  --backend B     use backend B (a name or a plugin path) instead of GPUHAL_BACKEND\n"
-               "  --device N      show device N only (an error if there is none)\n"
-               "  --json          the same as a JSON document (schema_version 1)\n"
-               "  --lowering      the backend's text for every builtin of the portable kernel dialect\n"
-               "  --kernel FILE   compiles FILE (portable kernel source) on the device and shows each\n"
-               "                  kernel's attributes, occupancy and suggested block size\n"
-               "  --version       the library's version and the plugin ABI it speaks\n"
-               "Set GPUHAL_LOG=debug to see every step of the search.\n");
-  return out == stderr ? 2 : 0;
-}
+const char kUsage[] =
+    "usage: gpuhal-info [-l | --list] [--backend NAME|PATH] [--device N] [--json] [--lowering]\n"
+    "       gpuhal-info [--backend NAME|PATH] [--device N] --kernel FILE\n"
+    "       gpuhal-info --version | --help\n"
+    "Shows the gpuhal backend selected by GPUHAL_BACKEND (or the default order cuda, hsa, host),\n"
+    "every plugin candidate tried and why it was or was not used, and the devices.\n"
+    "  -l, --list      one line per device of every backend that loads\n"
+    "  --backend B     use backend B (a name or a plugin path) instead of GPUHAL_BACKEND\n"
+    "  --device N      show device N only (an error if there is none)\n"
+    "  --json          the same as a JSON document (schema_version 1)\n"
+    "  --lowering      the backend's text for every builtin of the portable kernel dialect\n"
+    "  --kernel FILE   compiles FILE (portable kernel source) on the device and shows each\n"
+    "                  kernel's attributes, occupancy and suggested block size\n"
+    "  --version       the library's version and the plugin ABI it speaks\n"
+    "Set GPUHAL_LOG=debug to see every step of the search.\n";
 
 std::string abi_text(uint32_t v) {
   return std::to_string(v >> 16) + "." + std::to_string(v & 0xffff);
@@ -288,45 +286,31 @@ int show_kernels(const gpuhal::Runtime &rt, int ordinal, const std::string &file
 
 int main(int argc, char **argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const char *a = argv[i];
-    auto value = [&](const char *flag) -> const char * {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "gpuhal-info: %s needs a value\n", flag);
-        std::exit(usage(stderr));
-      }
-      return argv[++i];
-    };
-    if (!std::strcmp(a, "--json")) {
-      o.json = true;
-    } else if (!std::strcmp(a, "--lowering")) {
-      o.lowering = true;
-    } else if (!std::strcmp(a, "--kernel")) {
-      o.kernel_file = value(a);
-    } else if (!std::strcmp(a, "-l") || !std::strcmp(a, "--list")) {
-      o.list = true;
-    } else if (!std::strcmp(a, "--backend")) {
-      o.backend = value(a);
-    } else if (!std::strcmp(a, "--device")) {
-      const char *v = value(a);
-      char *end = nullptr;
-      const long n = std::strtol(v, &end, 10);
-      if (!*v || *end || n < 0 || n > 1 << 20) {
-        std::fprintf(stderr, "gpuhal-info: --device wants a device ordinal, not '%s'\n", v);
-        return usage(stderr);
-      }
-      o.device = int(n);
-    } else if (!std::strcmp(a, "--version")) {
-      const gpuhal::Version v = gpuhal::version();
-      std::printf("gpuhal-info (gpuhal) %s, plugin ABI %u.%u\n", v.string, v.plugin_abi_major, v.plugin_abi_minor);
-      return 0;
-    } else if (!std::strcmp(a, "--help") || !std::strcmp(a, "-h")) {
-      return usage(stdout);
-    } else {
-      std::fprintf(stderr, "gpuhal-info: unknown argument '%s'\n", a);
-      return usage(stderr);
-    }
-  }
+  gpuhal::tools::Arguments args("gpuhal-info", kUsage);
+  args.flag("--json", [&] { o.json = true; })
+      .flag("--lowering", [&] { o.lowering = true; })
+      .flag("--list", [&] { o.list = true; }, "-l")
+      .option("--kernel",
+              [&](const std::string &v) {
+                o.kernel_file = v;
+                return std::string();
+              })
+      .option("--backend",
+              [&](const std::string &v) {
+                o.backend = v;
+                return std::string();
+              })
+      .option("--device",
+              [&](const std::string &v) {
+                long n = 0;
+                const std::string bad = gpuhal::tools::parse_integer(v, 0, 1 << 20, &n);
+                o.device = int(n);
+                return bad.empty() ? bad : "a device ordinal is wanted: " + bad;
+              })
+      // --list and --kernel print their own reports: nothing else combines with them.
+      .exclusive({"--list", "--kernel", "--lowering"})
+      .exclusive({"--kernel", "--json"});
+  if (const auto status = args.parse(argc, argv)) return *status;
   gpuhal::Config config;
   try {
     config = gpuhal::Config::from_environment();
