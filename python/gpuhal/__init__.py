@@ -36,6 +36,7 @@ from ._kernels import Kernel, Module, compile  # noqa: A004 (Numba-like name on 
 from ._memory import *  # noqa: F401,F403
 from ._memory import __all__ as _memory_all
 from ._memory_pool import MemoryPool
+from ._stream_handle import StreamHandle
 
 Stream = _gpuhal.Stream
 Event = _gpuhal.Event
@@ -49,6 +50,6 @@ __all__ = (["DeviceNDArray", "from_dlpack", "is_device_array", "IpcArrayHandle",
             "HostOnlyCUDAMemoryManager", "IpcHandle", "MemoryInfo", "set_memory_manager", "as_cuda_array",
             "auto_device", "from_cuda_array_interface", "is_cuda_array", "log_to_python", "flush_log",
             "AutoFreePointer", "ManagedMemory",
-            "MappedMemory", "MemoryPointer", "PinnedMemory", "MemoryPool"]
+            "MappedMemory", "MemoryPointer", "PinnedMemory", "MemoryPool", "StreamHandle"]
            + _context_all + _errors_all + _memory_all)
 

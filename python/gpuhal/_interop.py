@@ -110,7 +110,7 @@ def cuda_array_interface(array):
     if not isinstance(stream, _gpuhal.Stream):
         stream_value = None  # no stream (Numba's stream=0): nothing for the consumer to wait for
     elif not stream.is_default:
-        stream_value = stream.handle or 1
+        stream_value = int(stream.handle) or 1
     else:
         stream_value = 1  # gpuhal's default stream is CUDA's legacy default stream
     desc = {

@@ -58,8 +58,16 @@ void bind_streams(nb::module_ &m) {
              return AutoSynchronizeScope{s, {}};
            })
       .def_prop_ro(
-          "handle", [](const gpuhal::Stream &s) { return reinterpret_cast<uintptr_t>(s.native_handle()); },
-          "The backend's handle (a CUstream on cuda; 0 for the default stream)")
+          "handle",
+          [](const gpuhal::Stream &s) {
+            return nb::module_::import_("gpuhal._stream_handle")
+                .attr("StreamHandle")(reinterpret_cast<uintptr_t>(s.native_handle()));
+          },
+          "The backend's handle (a CUstream on cuda; 0 for the default stream) as Numba gives it: a "
+          "ctypes.c_void_p (a gpuhal.StreamHandle) that int() also converts")
+      .def(
+          "__int__", [](const gpuhal::Stream &s) { return reinterpret_cast<uintptr_t>(s.native_handle()); },
+          "The native handle as an int (Numba's int(stream))")
       .def_prop_ro("context", &gpuhal::Stream::context)
       .def_prop_ro("is_default", &gpuhal::Stream::is_default)
       .def_prop_ro("is_owned", &gpuhal::Stream::is_owned)

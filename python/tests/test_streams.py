@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 """Streams and events with Numba's names and rules."""
 
+import operator
+
 import numpy as np
 import pytest
 
@@ -57,6 +59,26 @@ def test_default_streams_and_external_stream():
     ext.synchronize()
     assert_same(d.bind(0).copy_to_host(), np.arange(4.0))
     assert isinstance(ctx, gpuhal.Context)
+
+
+def test_stream_handle_is_a_ctypes_pointer_as_in_numba():
+    import ctypes
+    s = gpuhal.stream()
+    h = s.handle
+    # Numba's ctypes binding: a c_void_p, its .value the address.
+    assert isinstance(h, ctypes.c_void_p) and isinstance(h, gpuhal.StreamHandle)
+    assert h.value == int(h) != 0
+    # NVIDIA's bindings' CUstream converts with int(); so do the stream and the handle here.
+    assert int(s) == int(h) and operator.index(h) == int(h)
+    assert h == int(h) and h == s.handle and h != int(h) + 1 and hash(h) == hash(int(h))
+    assert h == ctypes.c_void_p(int(h))
+    assert repr(h) == "StreamHandle(0x%x)" % int(h)
+    # The default stream has none: .value None, int() 0, false.
+    d = gpuhal.default_stream().handle
+    assert d.value is None and int(d) == 0 and not d and d == 0
+    # It is a pointer to ctypes (cast, or passed where a void * is wanted).
+    assert ctypes.cast(h, ctypes.c_void_p).value == int(h)
+    assert (h == "not a handle") is False
 
 
 def test_events_time_and_order_work():
