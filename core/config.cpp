@@ -106,7 +106,7 @@ const char *const kKnownVariables[] = {
     "GPUHAL_LOG",                "GPUHAL_MAX_PENDING_DEALLOCS_COUNT", "GPUHAL_MAX_PENDING_DEALLOCS_RATIO",
     "GPUHAL_MEMORY_MANAGER",     "GPUHAL_NVRTC",            "GPUHAL_PLUGIN_PATH",
     "GPUHAL_VENDORS_PATH",       "GPUHAL_FAULT",            "GPUHAL_LAYERS",
-    "GPUHAL_TRACE_FILE",         "GPUHAL_LEAK_CHECK",
+    "GPUHAL_TRACE_FILE",         "GPUHAL_LEAK_CHECK",       "GPUHAL_REQUIRE",
 };
 // Prefixes of variables the project's scripts, tests and benchmarks set
 // (never read by the library): not noted.
@@ -199,6 +199,25 @@ Config Config::parse(const std::vector<std::string> &names, const Lookup &lookup
         c.backend = *v;
     } else {
       c.backend = *v;
+    }
+  }
+
+  // GPUHAL_REQUIRE: capability names, comma-separated (spaces allowed).
+  if (auto v = lookup("GPUHAL_REQUIRE"); v && !v->empty()) {
+    std::string word;
+    for (size_t i = 0; i <= v->size(); ++i) {
+      const char ch = i < v->size() ? (*v)[i] : ',';
+      if (ch != ',') {
+        if (ch != ' ') word += ch;
+        continue;
+      }
+      if (word.empty()) continue;
+      if (const auto cap = capability_named(word)) {
+        if (std::find(c.required.begin(), c.required.end(), *cap) == c.required.end()) c.required.push_back(*cap);
+      } else {
+        bad("GPUHAL_REQUIRE", *v, "'" + word + "' is not a capability (" + capability_names() + ")");
+      }
+      word.clear();
     }
   }
 

@@ -12,6 +12,8 @@
 #include <fstream>
 #include <map>
 
+#include "capability_rules.hpp"
+
 namespace gpuhal::detail {
 namespace {
 
@@ -183,6 +185,18 @@ Status worst(const std::vector<LoadAttempt> &attempts, Status fallback) {
   return fallback;
 }
 
+// True when the loaded plugin lacks a capability the program requires
+// (Config::required); the attempt and the info-level log then say which.
+bool lacks_required(const PluginLibrary &lib, const Config &config, const Logger &logger, LoadAttempt &attempt) {
+  const std::vector<Capability> missing = missing_capabilities(lib, config.required);
+  if (missing.empty()) return false;
+  attempt.status = Status::ERROR_NOT_SUPPORTED;
+  attempt.message += "; skipped: lacks " + capability_list(missing) + ", which GPUHAL_REQUIRE names";
+  logger.write(LogLevel::Info, "backend '" + lib.name() + "' lacks " + capability_list(missing) +
+                                   ", which this program requires (GPUHAL_REQUIRE); trying the next");
+  return true;
+}
+
 }  // namespace
 
 std::vector<LoadAttempt> probe_backends(const Config &config, const Logger &logger) {
@@ -207,6 +221,8 @@ std::vector<LoadAttempt> probe_backends(const Config &config, const Logger &logg
       if (lib && lib->device_count() == 0) {
         attempts.back().status = Status::ERROR_NO_DEVICE;
         attempts.back().message += "; no devices";
+      } else if (lib && config.backend.empty()) {
+        lacks_required(*lib, config, Logger(LogLevel::Error), attempts.back());
       }
     } else {
       continue;
@@ -269,10 +285,11 @@ Selection select_backend(const Config &config, const Logger &logger) {
     for (const auto &name : default_order(manifests)) {
       auto lib = try_backend(name, config, manifests, logger, sel.attempts);
       if (!lib) continue;
-      if (lib->device_count() > 0) {
+      if (lib->device_count() > 0 && !lacks_required(*lib, config, logger, sel.attempts.back())) {
         sel.library = std::move(lib);
         break;
       }
+      if (lib->device_count() > 0) continue;  // it lacks a required capability: the attempt says which
       // Loaded, but not usable: the attempt says so as the probe does
       // (gpuhal-info's "attempts" and "backends" agree).
       sel.attempts.back().status = Status::ERROR_NO_DEVICE;
@@ -283,6 +300,14 @@ Selection select_backend(const Config &config, const Logger &logger) {
       throw Error(worst(sel.attempts, Status::ERROR_NO_DEVICE),
                   "no backend with a device was found (tried the GPU backends, the vendors directories' "
                   "plugins, and host):" + summarize(sel.attempts));
+  }
+  if (!b.empty()) {
+    // An explicit backend wins: what it lacks of the program's needs is said
+    // now, and the calls that need it fail with ERROR_NOT_SUPPORTED.
+    const std::vector<Capability> missing = missing_capabilities(*sel.library, config.required);
+    if (!missing.empty())
+      logger.write(LogLevel::Warn, "backend '" + sel.library->name() + "' (GPUHAL_BACKEND) lacks " +
+                                       capability_list(missing) + ", which GPUHAL_REQUIRE names");
   }
   if (sel.library->device_count() == 0)
     throw Error(Status::ERROR_NO_DEVICE,

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "capability_rules.hpp"
 #include "internal.hpp"
 #include "loader.hpp"
 
@@ -136,43 +137,12 @@ Device Runtime::device(int ordinal) const {
 }
 
 bool Runtime::supports(Capability c) const {
-  const detail::Backend &t = *impl_->backend;
-  if (c == Capability::MappedHostMemory) {
-    if (!t.has_host_alloc()) return false;
-    for (const auto &d : impl_->devices)
-      if (!d->properties.can_map_host_memory) return false;
-    return true;
+  detail::DeviceFacts facts;
+  for (const auto &d : impl_->devices) {
+    facts.all_map_host_memory = facts.all_map_host_memory && d->properties.can_map_host_memory;
+    facts.all_recover_from_faults = facts.all_recover_from_faults && d->properties.recovers_from_faults;
   }
-  if (c == Capability::KernelPrintf) {
-    const char *text = nullptr;
-    return t.has_lower_builtin() && t.lower_builtin_status("gpuhal_printf", &text) == GPUHAL_SUCCESS;
-  }
-  if (c == Capability::FaultRecovery) {
-    for (const auto &d : impl_->devices)
-      if (!d->properties.recovers_from_faults) return false;
-    return true;
-  }
-  // Every other capability is one entry (the loader checked that its group
-  // is present in full or not at all).
-  const std::pair<Capability, bool> present[] = {
-      {Capability::StreamBarrier, t.has_stream_barrier()},
-      {Capability::HostMemory, t.has_host_alloc()},
-      {Capability::Ipc, t.has_ipc_get_handle()},
-      {Capability::StreamOrderedMemory, t.has_mem_alloc_async()},
-      {Capability::PeerAccess, t.has_device_can_access_peer()},
-      {Capability::Kernels, t.has_module_compile()},
-      {Capability::ManagedMemory, t.has_mem_alloc_managed()},
-      {Capability::KernelAttributes, t.has_kernel_attributes() && t.has_kernel_max_active_blocks()},
-      {Capability::Graphs, t.has_stream_begin_capture()},
-      {Capability::StreamPriorities, t.has_stream_create_with_priority()},
-      {Capability::RectCopies, t.has_memcpy_rect_async()},
-      {Capability::ManagedHints, t.has_mem_prefetch_async()},
-      {Capability::VirtualMemory, t.has_vm_reserve()},
-      {Capability::ContextLimits, t.has_context_set_limit()},
-  };
-  for (const auto &p : present)
-    if (p.first == c) return p.second;
-  return false;
+  return detail::backend_supports(*impl_->backend, facts, c);
 }
 
 int Device::ordinal() const {

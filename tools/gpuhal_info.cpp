@@ -174,18 +174,11 @@ void print_text(const gpuhal::Runtime &rt, const std::vector<gpuhal::LoadAttempt
   for (const auto &a : rt.attempts())
     std::printf("  %-6s %-8s %s: %s\n", a.selected ? "[used]" : "", a.backend.c_str(), a.path.c_str(),
                 status_text(a).c_str());
-  using gpuhal::Capability;
-  auto yes = [&](Capability c) { return rt.supports(c) ? "yes" : "no"; };
-  std::printf(
-      "Capabilities: stream barrier %s, host memory %s, mapped host memory %s, ipc %s, stream-ordered memory %s, "
-      "peer access %s, kernels %s, managed memory %s, fault recovery %s, kernel attributes %s, kernel printf %s, "
-      "graphs %s, stream priorities %s, rectangular copies %s, managed hints %s, virtual memory %s, context limits %s\n",
-      yes(Capability::StreamBarrier), yes(Capability::HostMemory), yes(Capability::MappedHostMemory),
-      yes(Capability::Ipc), yes(Capability::StreamOrderedMemory), yes(Capability::PeerAccess),
-      yes(Capability::Kernels), yes(Capability::ManagedMemory), yes(Capability::FaultRecovery),
-      yes(Capability::KernelAttributes), yes(Capability::KernelPrintf), yes(Capability::Graphs),
-      yes(Capability::StreamPriorities), yes(Capability::RectCopies),
-      yes(Capability::ManagedHints), yes(Capability::VirtualMemory), yes(Capability::ContextLimits));
+  // Each capability by its name (capability.hpp), as GPUHAL_REQUIRE spells it.
+  std::string caps;
+  for (gpuhal::Capability c : gpuhal::all_capabilities())
+    caps += std::string(caps.empty() ? "" : ", ") + gpuhal::to_string(c) + (rt.supports(c) ? " yes" : " no");
+  std::printf("Capabilities: %s\n", caps.c_str());
   std::printf("Layers (GPUHAL_LAYERS; docs/layers.md):\n");
   for (const auto &l : gpuhal::available_layers()) {
     const auto &on = rt.config().layers;
@@ -209,30 +202,21 @@ void print_text(const gpuhal::Runtime &rt, const std::vector<gpuhal::LoadAttempt
   }
 }
 
+// {"stream_barrier": true, ...}: every capability by its name.
+std::string capabilities_json(const gpuhal::Runtime &rt) {
+  std::string s;
+  for (gpuhal::Capability c : gpuhal::all_capabilities())
+    s += std::string(s.empty() ? "{" : ",") + json_string(gpuhal::to_string(c)) + ":" + json_bool(rt.supports(c));
+  return s + "}";
+}
+
 std::string runtime_json(const gpuhal::Runtime &rt, const std::vector<gpuhal::LoadAttempt> &backends,
                          const std::vector<int> &devices) {
-  using gpuhal::Capability;
   std::string s = "{" + header_json() + ",\"ok\":true,\"backend\":" + json_string(rt.backend_name()) +
                   ",\"plugin\":" + json_string(rt.plugin_path()) + ",\"abi\":\"" +
                   abi_text(rt.plugin_abi_version()) + "\",\"backends\":" + attempts_json(backends, &rt) +
                   ",\"attempts\":" + attempts_json(rt.attempts(), &rt) +
-                  ",\"capabilities\":{\"stream_barrier\":" + json_bool(rt.supports(Capability::StreamBarrier)) +
-                  ",\"host_memory\":" + json_bool(rt.supports(Capability::HostMemory)) +
-                  ",\"mapped_host_memory\":" + json_bool(rt.supports(Capability::MappedHostMemory)) +
-                  ",\"ipc\":" + json_bool(rt.supports(Capability::Ipc)) +
-                  ",\"stream_ordered_memory\":" + json_bool(rt.supports(Capability::StreamOrderedMemory)) +
-                  ",\"peer_access\":" + json_bool(rt.supports(Capability::PeerAccess)) +
-                  ",\"kernels\":" + json_bool(rt.supports(Capability::Kernels)) +
-                  ",\"managed_memory\":" + json_bool(rt.supports(Capability::ManagedMemory)) +
-                  ",\"fault_recovery\":" + json_bool(rt.supports(Capability::FaultRecovery)) +
-                  ",\"kernel_attributes\":" + json_bool(rt.supports(Capability::KernelAttributes)) +
-                  ",\"kernel_printf\":" + json_bool(rt.supports(Capability::KernelPrintf)) +
-                  ",\"graphs\":" + json_bool(rt.supports(Capability::Graphs)) +
-                  ",\"stream_priorities\":" + json_bool(rt.supports(Capability::StreamPriorities)) +
-                  ",\"rect_copies\":" + json_bool(rt.supports(Capability::RectCopies)) +
-                  ",\"managed_hints\":" + json_bool(rt.supports(Capability::ManagedHints)) +
-                  ",\"virtual_memory\":" + json_bool(rt.supports(Capability::VirtualMemory)) +
-                  ",\"context_limits\":" + json_bool(rt.supports(Capability::ContextLimits)) + "},\"layers\":[";
+                  ",\"capabilities\":" + capabilities_json(rt) + ",\"layers\":[";
   const auto &on = rt.config().layers;
   const auto layers = gpuhal::available_layers();
   for (size_t k = 0; k < layers.size(); ++k)

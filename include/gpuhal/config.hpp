@@ -8,6 +8,7 @@
 // ignored (and that is logged).
 #pragma once
 
+#include "gpuhal/capability.hpp"
 #include "gpuhal/cxx_standard.hpp"
 
 #include <cstdint>
@@ -26,6 +27,13 @@ struct Config {
   // Empty: the first backend with at least one device, in the order cuda,
   // hsa, host.
   std::string backend;
+  // GPUHAL_REQUIRE ("kernels,graphs": capability names, capability.hpp):
+  // what the program needs. The default selection skips a backend that
+  // lacks any of them (saying so at info level and in Runtime::attempts, so
+  // gpuhal-info shows it); an explicit `backend` is used all the same, with a
+  // warning naming what it lacks, and a call that needs a missing capability
+  // then fails with ERROR_NOT_SUPPORTED. Empty: nothing required.
+  std::vector<Capability> required;
   // GPUHAL_PLUGIN_PATH: extra absolute directories searched first.
   std::vector<std::string> plugin_path;
   // GPUHAL_VENDORS_PATH: directories of plugin manifests (the OpenCL ICD

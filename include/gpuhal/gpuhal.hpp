@@ -2,6 +2,7 @@
 // gpuhal: the whole C++ user API.
 #pragma once
 
+#include "gpuhal/capability.hpp"
 #include "gpuhal/config.hpp"
 #include "gpuhal/context.hpp"
 #include "gpuhal/device_array.hpp"

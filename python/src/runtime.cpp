@@ -15,28 +15,9 @@ gpuhal::Limit limit_from(const std::string &name) {
 }
 
 gpuhal::Capability capability_from(const std::string &name) {
-  static const std::pair<const char *, gpuhal::Capability> names[] = {
-      {"stream_barrier", gpuhal::Capability::StreamBarrier},
-      {"host_memory", gpuhal::Capability::HostMemory},
-      {"mapped_host_memory", gpuhal::Capability::MappedHostMemory},
-      {"ipc", gpuhal::Capability::Ipc},
-      {"stream_ordered_memory", gpuhal::Capability::StreamOrderedMemory},
-      {"peer_access", gpuhal::Capability::PeerAccess},
-      {"kernels", gpuhal::Capability::Kernels},
-      {"graphs", gpuhal::Capability::Graphs},
-      {"stream_priorities", gpuhal::Capability::StreamPriorities},
-      {"rect_copies", gpuhal::Capability::RectCopies},
-      {"managed_hints", gpuhal::Capability::ManagedHints},
-      {"virtual_memory", gpuhal::Capability::VirtualMemory},
-      {"context_limits", gpuhal::Capability::ContextLimits},
-      {"managed_memory", gpuhal::Capability::ManagedMemory},
-      {"fault_recovery", gpuhal::Capability::FaultRecovery},
-      {"kernel_attributes", gpuhal::Capability::KernelAttributes},
-      {"kernel_printf", gpuhal::Capability::KernelPrintf},
-  };
-  for (const auto &n : names)
-    if (name == n.first) return n.second;
-  throw gpuhal::Error(gpuhal::Status::ERROR_INVALID_VALUE, "unknown capability '" + name + "'");
+  if (const auto c = gpuhal::capability_named(name)) return *c;
+  throw gpuhal::Error(gpuhal::Status::ERROR_INVALID_VALUE,
+                      "unknown capability '" + name + "' (" + gpuhal::capability_names() + ")");
 }
 
 nb::dict properties_of(const gpuhal::Device &d) {

@@ -6,7 +6,11 @@
 
 #include <fstream>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "test_support.hpp"
 #include "gpuhal/plugin.h"
@@ -303,4 +307,92 @@ TEST_CASE("plugins listed in a vendors directory are found by name and by the de
   // Without the vendors directory the default is host again.
   c.vendor_dirs.clear();
   CHECK(Runtime::load(c).backend_name() == "host");
+}
+
+TEST_CASE("backends by need: the default selection skips a backend without a required capability, saying why",
+          "[loader][vendors]") {
+  // The example plugin has no kernels; listed in a vendors directory it is
+  // tried before host by the default order.
+  const std::string counting = test::fake_path("libgpuhal-counting-example.so");
+  VendorsDir vendors({{"counting.plugin", counting + "\n"}});
+  struct Seen {
+    std::mutex mu;
+    std::vector<std::pair<LogLevel, std::string>> lines;
+  };
+  auto seen = std::make_shared<Seen>();
+  set_log_handler([seen](LogLevel level, const std::string &message) {
+    std::lock_guard<std::mutex> lock(seen->mu);
+    seen->lines.emplace_back(level, message);
+  });
+  auto logged = [&](LogLevel level, const std::string &text) {
+    std::lock_guard<std::mutex> lock(seen->mu);
+    for (const auto &l : seen->lines)
+      if (l.first == level && l.second.find(text) != std::string::npos) return true;
+    return false;
+  };
+  Config c;
+  c.plugin_path = {GPUHAL_TEST_LIB_DIR};
+  c.vendor_dirs = {vendors.path};
+  c.log_level = LogLevel::Info;
+  CHECK(Runtime::load(c).backend_name() == "counting");  // nothing required: the first with a device
+  c.required = {Capability::Kernels};
+  {
+    Runtime rt = Runtime::load(c);
+    CHECK(rt.backend_name() == "host");
+    CHECK(rt.supports(Capability::Kernels));
+    bool said = false;
+    for (const auto &a : rt.attempts())
+      said |= a.backend == "counting" && a.status == Status::ERROR_NOT_SUPPORTED &&
+              a.message.find("skipped: lacks kernels, which GPUHAL_REQUIRE names") != std::string::npos;
+    CHECK(said);
+  }
+  CHECK(logged(LogLevel::Info, "backend 'counting' lacks kernels, which this program requires (GPUHAL_REQUIRE)"));
+  // The probe (gpuhal-info's table) says the same.
+  bool probed = false;
+  for (const auto &a : Runtime::probe(c))
+    probed |= a.backend == "counting" && a.status == Status::ERROR_NOT_SUPPORTED &&
+              a.message.find("lacks kernels") != std::string::npos;
+  CHECK(probed);
+  // Several needs: what is missing is named, the rest not.
+  c.required = {Capability::HostMemory, Capability::Kernels, Capability::StreamBarrier};
+  bool both = false;
+  for (const auto &a : Runtime::probe(c))
+    both |= a.backend == "counting" && a.message.find("lacks kernels, stream_barrier,") != std::string::npos;
+  CHECK(both);
+  // An explicit backend wins: it loads with a warning, and the call that needs
+  // what it lacks is an error naming it, not an abort.
+  c.required = {Capability::Kernels};
+  c.backend = "counting";
+  {
+    Runtime rt = Runtime::load(c);
+    CHECK(rt.backend_name() == "counting");
+    CHECK_FALSE(rt.supports(Capability::Kernels));
+    CHECK(logged(LogLevel::Warn, "backend 'counting' (GPUHAL_BACKEND) lacks kernels, which GPUHAL_REQUIRE names"));
+    REQUIRE_GPUHAL_ERROR(Module::compile(rt.device(0).primary_context(), "GPUHAL_KERNEL void k() {}"),
+                         Status::ERROR_NOT_SUPPORTED, "kernel");
+  }
+  set_log_handler(nullptr);
+}
+
+TEST_CASE("backends by need: GPUHAL_REQUIRE names capabilities, and a name that is none is refused",
+          "[loader][config]") {
+  CHECK(std::string(to_string(Capability::Kernels)) == "kernels");
+  CHECK(capability_named("graphs") == Capability::Graphs);
+  CHECK_FALSE(capability_named("Graphs").has_value());
+  for (const char *name : {"stream_barrier", "host_memory", "mapped_host_memory", "ipc", "stream_ordered_memory",
+                           "peer_access", "kernels", "managed_memory", "fault_recovery", "kernel_attributes",
+                           "kernel_printf", "graphs", "stream_priorities", "rect_copies", "managed_hints",
+                           "virtual_memory", "context_limits"}) {
+    INFO(name);
+    REQUIRE(capability_named(name).has_value());
+    CHECK(std::string(to_string(*capability_named(name))) == name);
+  }
+  ::setenv("GPUHAL_REQUIRE", " kernels, graphs,,kernels ", 1);
+  const Config c = Config::from_environment();
+  CHECK(c.required == std::vector<Capability>{Capability::Kernels, Capability::Graphs});
+  ::setenv("GPUHAL_REQUIRE", "kernels,graph", 1);
+  REQUIRE_GPUHAL_ERROR(Config::from_environment(), Status::ERROR_INVALID_CONFIG,
+                       "GPUHAL_REQUIRE='kernels,graph': 'graph' is not a capability (stream_barrier, host_memory");
+  ::unsetenv("GPUHAL_REQUIRE");
+  CHECK(Config::from_environment().required.empty());
 }
