@@ -41,3 +41,14 @@ def test_every_public_name_and_member_has_a_docstring():
                 if not (getattr(value, "__doc__", None) or "").strip():
                     missing.append(f"{name}.{member}")
     assert missing == []
+
+
+def test_pip_builds_outside_the_checkout_and_can_show_its_progress():
+    # pip install . used to write build-python/ into the checkout and showed
+    # nothing but "still running..." for minutes.
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11 on
+    root = pathlib.Path(__file__).resolve().parents[2]
+    skb = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["scikit-build"]
+    assert "build-dir" not in skb  # scikit-build-core's default: a temporary directory
+    assert skb["build"]["verbose"] is True and skb["logging"]["level"] == "INFO"
+    assert "pip install -v ." in DOC.read_text()
