@@ -43,10 +43,26 @@ DeviceProperties convert(const gpuhal_device_properties_t &p) {
     d.recovers_from_faults = p.recovers_from_faults != 0;
   if (p.struct_size >= offsetof(gpuhal_device_properties_t, exclusive_contexts) + sizeof p.exclusive_contexts)
     d.exclusive_contexts = p.exclusive_contexts != 0;
+  if (p.struct_size >= offsetof(gpuhal_device_properties_t, uuid) + sizeof p.uuid)
+    std::memcpy(d.uuid.data(), p.uuid, d.uuid.size());
   return d;
 }
 
 }  // namespace
+
+std::string DeviceProperties::uuid_string() const {
+  bool any = false;
+  for (uint8_t b : uuid) any = any || b != 0;
+  if (!any) return "";
+  std::string s;
+  static const char kHex[] = "0123456789abcdef";
+  for (size_t i = 0; i < uuid.size(); ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';
+    s += kHex[uuid[i] >> 4];
+    s += kHex[uuid[i] & 15];
+  }
+  return s;
+}
 
 Runtime Runtime::load(const Config &config) {
   detail::Logger logger(config.log_level);

@@ -97,7 +97,7 @@ std::string device_json(const gpuhal::Runtime &rt, int i) {
          ",\"unified_addressing\":" + json_bool(p.unified_addressing) +
          ",\"max_block_dim\":" + json_triple(p.max_block_dim) + ",\"max_grid_dim\":" + json_triple(p.max_grid_dim) +
          ",\"clock_rate_khz\":" + std::to_string(p.clock_rate_khz) + ",\"pci_bus_id\":" + json_string(pci_bus_id(p)) +
-         "}";
+         ",\"uuid\":" + (p.uuid_string().empty() ? std::string("null") : json_string(p.uuid_string())) + "}";
 }
 
 std::string header_json() {
@@ -196,9 +196,9 @@ void print_text(const gpuhal::Runtime &rt, const std::vector<gpuhal::LoadAttempt
     std::printf("      max threads/block %d, block dims %dx%dx%d, shared memory/block %llu bytes\n",
                 p.max_threads_per_block, p.max_block_dim[0], p.max_block_dim[1], p.max_block_dim[2],
                 static_cast<unsigned long long>(p.shared_memory_per_block));
-    std::printf("      map host memory %s, unified addressing %s, PCI %04x:%02x:%02x\n",
+    std::printf("      map host memory %s, unified addressing %s, PCI %04x:%02x:%02x, UUID %s\n",
                 p.can_map_host_memory ? "yes" : "no", p.unified_addressing ? "yes" : "no", p.pci_domain, p.pci_bus,
-                p.pci_device);
+                p.pci_device, p.uuid_string().empty() ? "unknown" : p.uuid_string().c_str());
   }
 }
 

@@ -135,6 +135,11 @@ typedef struct gpuhal_device_properties {
    * a synchronisation of the whole context proves memory unused. Absent
    * (older plugin): 0. */
   uint32_t exclusive_contexts;
+  /* ABI 1.12: the device's UUID, 16 bytes; all zero when the plugin does not
+   * know one (and from an older plugin). cuda: cuDeviceGetUuid (for a MIG
+   * instance, its MIG UUID); host: derived from the machine's id and the
+   * ordinal (stable across runs on one machine). */
+  unsigned char uuid[16];
 } gpuhal_device_properties_t;
 
 /* Host callback run in stream order. `status` is GPUHAL_SUCCESS unless the

@@ -8,6 +8,7 @@
 // handle of anything made from it is gone. All methods are thread-safe.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -68,6 +69,14 @@ struct DeviceProperties {
   // False where the vendor shares them (cuda, hsa) or the plugin does not
   // say (older than ABI 1.6).
   bool exclusive_contexts = false;
+  // The device's UUID: all zero when the backend does not give one (or its
+  // plugin is older than ABI 1.12). cuda: the driver's (cuDeviceGetUuid; a
+  // MIG instance's own); host: derived from the machine's id and the
+  // ordinal, stable across runs.
+  std::array<uint8_t, 16> uuid{};
+  // The UUID as text, "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (lower-case
+  // hex; nvidia-smi prints it after "GPU-"); "" when all zero.
+  std::string uuid_string() const;
 };
 
 

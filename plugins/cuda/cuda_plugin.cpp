@@ -171,6 +171,15 @@ gpuhal_status_t device_properties(int32_t ordinal, gpuhal_device_properties_t *o
   // (cuBLAS, CuPy, PyTorch put work on it without asking gpuhal): only
   // cuCtxSynchronize proves a released buffer unused.
   p.exclusive_contexts = 0;
+  // cuda.h maps cuDeviceGetUuid to cuDeviceGetUuid_v2 (11.4 on), which
+  // gives a MIG instance's own UUID; a driver without it leaves zeros.
+  if (drv().cuDeviceGetUuid) {
+    CUuuid uuid{};
+    if (const gpuhal_status_t call_st = cu_call(drv().cuDeviceGetUuid, "cuDeviceGetUuid", &uuid, dev);
+        call_st != GPUHAL_SUCCESS)
+      return call_st;
+    std::memcpy(p.uuid, uuid.bytes, sizeof p.uuid);
+  }
   return plugin::write_properties(p, out);
 }
 

@@ -9,9 +9,13 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <mutex>
 #include <sstream>
+#include <string>
 #include <thread>
+
+#include <xxhash.h>
 
 #include "fork_thread_gate.hpp"
 #include "host_context.hpp"
@@ -186,6 +190,31 @@ HostDevice *device_at(int32_t ordinal) {
   auto &d = plugin_state().devices;
   return ordinal >= 0 && size_t(ordinal) < d.size() ? d[size_t(ordinal)].get() : nullptr;
 }
+
+// A host device's UUID: stable on one machine and distinct between its
+// devices and between machines. A 128-bit hash of the machine's id
+// (/etc/machine-id, else the host name) and the ordinal, marked as an
+// RFC 9562 version 8 (vendor-specific) UUID.
+void host_device_uuid(int32_t ordinal, unsigned char out[16]) {
+  std::string machine;
+  for (const char *path : {"/etc/machine-id", "/var/lib/dbus/machine-id"}) {
+    std::ifstream f(path);
+    if (f && std::getline(f, machine) && !machine.empty()) break;
+  }
+  if (machine.empty()) {
+    char name[256] = {};
+    ::gethostname(name, sizeof name - 1);
+    machine = name;
+  }
+  const std::string key = "gpuhal host device\n" + machine + "\n" + std::to_string(ordinal);
+  const XXH128_hash_t h = XXH3_128bits(key.data(), key.size());
+  for (int i = 0; i < 8; ++i) {
+    out[i] = static_cast<unsigned char>(h.high64 >> (56 - 8 * i));
+    out[8 + i] = static_cast<unsigned char>(h.low64 >> (56 - 8 * i));
+  }
+  out[6] = static_cast<unsigned char>((out[6] & 0x0f) | 0x80);  // version 8
+  out[8] = static_cast<unsigned char>((out[8] & 0x3f) | 0x80);  // the RFC's variant
+}
 }  // namespace
 
 gpuhal_status_t device_properties(int32_t ordinal, gpuhal_device_properties_t *out) {
@@ -215,6 +244,7 @@ gpuhal_status_t device_properties(int32_t ordinal, gpuhal_device_properties_t *o
   p.recovers_from_faults = 0;
   // Its streams and queues live in this plugin: only the core submits to them.
   p.exclusive_contexts = 1;
+  host_device_uuid(ordinal, p.uuid);
   std::snprintf(p.driver_version, sizeof p.driver_version, "gpuhal host backend (plugin ABI %d.%d)", GPUHAL_ABI_MAJOR,
                 GPUHAL_ABI_MINOR);
   return plugin::write_properties(p, out);

@@ -39,6 +39,7 @@ nb::dict properties_of(const gpuhal::Device &d) {
   out["concurrent_kernels"] = p.concurrent_kernels;
   out["pci_bus_id"] = nb::make_tuple(p.pci_domain, p.pci_bus, p.pci_device);
   out["driver_version"] = p.driver_version;
+  out["uuid"] = p.uuid_string().empty() ? nb::object(nb::none()) : nb::object(nb::str(p.uuid_string().c_str()));
   out["recovers_from_faults"] = p.recovers_from_faults;
   out["exclusive_contexts"] = p.exclusive_contexts;
   return out;
@@ -91,6 +92,15 @@ void bind_runtime(nb::module_ &m) {
       .def_prop_ro("compute_capability", [](const gpuhal::Device &d) {
         return nb::make_tuple(d.properties().compute_major, d.properties().compute_minor);
       })
+      .def_prop_ro(
+          "uuid",
+          [](const gpuhal::Device &d) -> nb::object {
+            const std::string u = d.properties().uuid_string();
+            if (u.empty()) return nb::none();
+            return nb::str(("GPU-" + u).c_str());
+          },
+          "Numba's Device.uuid: 'GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx' (nvidia-smi's form, on every backend); "
+          "None when the backend gives none")
       .def_prop_ro("properties", &properties_of, "Every property, as a dict")
       .def("can_access_peer", &gpuhal::Device::can_access_peer, release_gil())
       .def("primary_context", &gpuhal::Device::primary_context, release_gil())

@@ -120,3 +120,16 @@ def test_the_thread_context_lives_from_first_use_until_close(python):
     """)
     assert rc == 0, err
     assert out.split() == ["1", "0"]
+
+
+def test_device_uuid_in_numbas_form():
+    import re
+    d = gpuhal.get_current_device()
+    u = d.uuid
+    props = d.properties["uuid"]
+    if props is None:  # a backend without UUIDs says so by None
+        assert u is None
+        return
+    assert re.fullmatch(r"GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", u), u
+    assert u == "GPU-" + props
+    assert gpuhal.get_current_device().uuid == u  # stable

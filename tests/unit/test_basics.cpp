@@ -197,3 +197,30 @@ TEST_CASE("the host backend names itself as the driver in the device properties"
   // Only the core submits to its streams: idle blocks are on.
   CHECK(ctx.device().properties().exclusive_contexts);
 }
+
+TEST_CASE("device UUID: a host device has one, stable, in the 8-4-4-4-12 form, version 8", "[device]") {
+  const DeviceProperties &p = test::host_context().device().properties();
+  const std::string u = p.uuid_string();
+  REQUIRE(u.size() == 36);
+  for (size_t i = 0; i < u.size(); ++i) {
+    INFO(u);
+    if (i == 8 || i == 13 || i == 18 || i == 23)
+      CHECK(u[i] == '-');
+    else
+      CHECK(((u[i] >= '0' && u[i] <= '9') || (u[i] >= 'a' && u[i] <= 'f')));
+  }
+  CHECK(u[14] == '8');                                              // RFC 9562 version 8
+  CHECK((u[19] == '8' || u[19] == '9' || u[19] == 'a' || u[19] == 'b'));  // the RFC's variant
+  // The same device of another runtime: the same UUID.
+  CHECK(test::host_runtime().device(0).properties().uuid_string() == u);
+  // All zero reads as "" (what an older plugin leaves).
+  DeviceProperties none;
+  CHECK(none.uuid_string().empty());
+}
+
+TEST_CASE("device UUID: two host devices have different UUIDs", "[device]") {
+  Runtime rt = test::host_runtime({{"GPUHAL_HOST_DEVICES", "2"}});
+  REQUIRE(rt.device_count() == 2);
+  CHECK(rt.device(0).properties().uuid_string() != rt.device(1).properties().uuid_string());
+  CHECK_FALSE(rt.device(1).properties().uuid_string().empty());
+}

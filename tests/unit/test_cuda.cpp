@@ -39,6 +39,10 @@ Runtime cuda_runtime(const char *faults = nullptr) {
 // What every backend does (transfers, streams, events, host memory, IPC,
 // reset...) is checked by the conformance suite over the fake driver
 // (ctest conform.cuda_fake_driver); here, what is the cuda plugin's own.
+TEST_CASE("cuda backend over the fake driver: a driver that fails cuDeviceGetUuid fails the load by that name") {
+  REQUIRE_GPUHAL_ERROR(cuda_runtime("cuDeviceGetUuid_v2:1:1"), Status::ERROR_INVALID_VALUE, "cuDeviceGetUuid");
+}
+
 TEST_CASE("cuda backend over the fake driver: the device's properties and the plugin's IPC handles") {
   Runtime rt = cuda_runtime();
   REQUIRE(rt.backend_name() == "cuda");
@@ -49,6 +53,8 @@ TEST_CASE("cuda backend over the fake driver: the device's properties and the pl
   CHECK(p.compute_major == 9);
   CHECK(p.warp_size == 32);
   CHECK(p.pci_bus == 0x41);
+  // cuDeviceGetUuid (the fake's: "fake" then its fixed bytes, the ordinal + 1 last).
+  CHECK(p.uuid_string() == "66616b65-1234-4567-89ab-000000000001");
   CHECK(rt.supports(Capability::StreamBarrier));
   CHECK(rt.supports(Capability::MappedHostMemory));
   CHECK(rt.supports(Capability::Ipc));

@@ -44,6 +44,10 @@ using CUfunction_attribute = int;
 using CUmemPool_attribute = int;
 using CUlimit = int;
 using CUdevice_attribute = int;
+// cuda.h: typedef struct CUuuid_st { char bytes[16]; } CUuuid;
+struct CUuuid {
+  char bytes[16];
+};
 using CUhostFn = void (*)(void *userData);
 
 constexpr size_t CU_IPC_HANDLE_SIZE = 64;
@@ -256,6 +260,7 @@ inline CUstream stream_per_thread() {
   R(cuDeviceGetName, cuDeviceGetName, (char *, int, CUdevice))                                  \
   R(cuDeviceTotalMem, cuDeviceTotalMem_v2, (size_t *, CUdevice))                                \
   R(cuDeviceGetAttribute, cuDeviceGetAttribute, (int *, CUdevice_attribute, CUdevice))          \
+  O(cuDeviceGetUuid, cuDeviceGetUuid_v2, (CUuuid *, CUdevice))                                  \
   R(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, (CUcontext *, CUdevice))                \
   R(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2, (CUdevice))                        \
   R(cuCtxSetCurrent, cuCtxSetCurrent, (CUcontext))                                              \

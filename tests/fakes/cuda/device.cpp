@@ -127,6 +127,21 @@ API CUresult cuDeviceTotalMem_v2(size_t *bytes, int dev) {
   return OK;
 }
 
+// cuda.h: cuDeviceGetUuid (mapped to _v2) "Returns 16-octets identifying
+// the device"; CUDA_ERROR_INVALID_VALUE for a null pointer,
+// CUDA_ERROR_INVALID_DEVICE for a bad device. Each fake device has its own:
+// "fake" in the first four bytes, its ordinal in the last.
+API CUresult cuDeviceGetUuid_v2(char *uuid, int dev) {
+  FAULT(cuDeviceGetUuid_v2);
+  REQUIRE_INIT();
+  if (!uuid) return INVALID_VALUE;
+  if (bad_device(dev)) return INVALID_DEVICE;
+  static const char kStem[16] = {'f', 'a', 'k', 'e', 0x12, 0x34, 0x45, 0x67, char(0x89), char(0xab), 0, 0, 0, 0, 0, 0};
+  std::memcpy(uuid, kStem, 16);
+  uuid[15] = char(dev + 1);
+  return OK;
+}
+
 API CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
   FAULT(cuDeviceGetAttribute);
   REQUIRE_INIT();
