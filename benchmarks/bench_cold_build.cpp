@@ -84,24 +84,10 @@ int run_gpuhal(const std::string &salt) {
 
 int run_pocl(const std::string &salt) {
   const auto start = Clock::now();
-  cl_uint n = 0;
-  if (clGetPlatformIDs(0, nullptr, &n) != CL_SUCCESS || n == 0) {
-    std::printf("{\"side\": \"pocl\", \"skipped\": \"no OpenCL platform (install pocl-opencl-icd)\"}\n");
-    return 0;
-  }
-  std::vector<cl_platform_id> platforms(n);
-  clGetPlatformIDs(n, platforms.data(), nullptr);
-  cl_device_id device = nullptr;
-  for (auto p : platforms) {
-    char name[256] = {};
-    clGetPlatformInfo(p, CL_PLATFORM_NAME, sizeof name, name, nullptr);
-    if (std::strstr(name, "Portable Computing Language") &&
-        clGetDeviceIDs(p, CL_DEVICE_TYPE_CPU, 1, &device, nullptr) == CL_SUCCESS)
-      break;
-    device = nullptr;
-  }
+  std::string why;
+  cl_device_id device = bench_kernels::pocl_cpu_device(&why);
   if (!device) {
-    std::printf("{\"side\": \"pocl\", \"skipped\": \"no PoCL CPU device\"}\n");
+    std::printf("{\"side\": \"pocl\", \"skipped\": \"%s\"}\n", why.c_str());
     return 0;
   }
   cl_int err = 0;

@@ -99,6 +99,28 @@ inline Gpuhal &gpuhal_state() {
 
 // ---- PoCL ------------------------------------------------------------------------
 
+// PoCL's CPU device, or nullptr with *why set (no OpenCL platform, or none
+// of them PoCL's with a CPU device).
+inline cl_device_id pocl_cpu_device(std::string *why) {
+  cl_uint n = 0;
+  if (clGetPlatformIDs(0, nullptr, &n) != CL_SUCCESS || n == 0) {
+    *why = "no OpenCL platform (install pocl-opencl-icd)";
+    return nullptr;
+  }
+  std::vector<cl_platform_id> platforms(n);
+  clGetPlatformIDs(n, platforms.data(), nullptr);
+  for (auto p : platforms) {
+    char name[256] = {};
+    clGetPlatformInfo(p, CL_PLATFORM_NAME, sizeof name, name, nullptr);
+    cl_device_id device = nullptr;
+    if (std::strstr(name, "Portable Computing Language") &&
+        clGetDeviceIDs(p, CL_DEVICE_TYPE_CPU, 1, &device, nullptr) == CL_SUCCESS)
+      return device;
+  }
+  *why = "no PoCL CPU device";
+  return nullptr;
+}
+
 struct Pocl {
   bool ok = false;
   std::string why;
@@ -108,26 +130,8 @@ struct Pocl {
   cl_mem x = nullptr, y = nullptr, partial = nullptr;
 
   Pocl() {
-    cl_uint n = 0;
-    if (clGetPlatformIDs(0, nullptr, &n) != CL_SUCCESS || n == 0) {
-      why = "no OpenCL platform (install pocl-opencl-icd)";
-      return;
-    }
-    std::vector<cl_platform_id> platforms(n);
-    clGetPlatformIDs(n, platforms.data(), nullptr);
-    cl_device_id device = nullptr;
-    for (auto p : platforms) {
-      char name[256] = {};
-      clGetPlatformInfo(p, CL_PLATFORM_NAME, sizeof name, name, nullptr);
-      if (std::strstr(name, "Portable Computing Language") &&
-          clGetDeviceIDs(p, CL_DEVICE_TYPE_CPU, 1, &device, nullptr) == CL_SUCCESS)
-        break;
-      device = nullptr;
-    }
-    if (!device) {
-      why = "no PoCL CPU device";
-      return;
-    }
+    cl_device_id device = pocl_cpu_device(&why);
+    if (!device) return;
     cl_int err = 0;
     ctx = clCreateContext(nullptr, 1, &device, nullptr, nullptr, &err);
     queue = clCreateCommandQueue(ctx, device, 0, &err);

@@ -11,8 +11,6 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
-#include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -41,33 +39,6 @@ bool clang_in_path() {
 bool precompiles() {
   return std::string(host::kVectorizingCompiler) == "clang++" && clang_in_path();
 }
-
-struct DebugLines {
-  struct Lines {
-    std::mutex mu;
-    std::vector<std::string> text;
-  };
-  std::shared_ptr<Lines> lines = std::make_shared<Lines>();
-  DebugLines() {
-    auto l = lines;
-    set_log_handler([l](LogLevel, const std::string &message) {
-      if (message.find("precompiled prefix") == std::string::npos) return;
-      std::lock_guard<std::mutex> lock(l->mu);
-      l->text.push_back(message);
-    });
-  }
-  ~DebugLines() { set_log_handler(nullptr); }
-  bool saw(const std::string &what) {
-    std::lock_guard<std::mutex> lock(lines->mu);
-    for (const auto &t : lines->text)
-      if (t.find(what) != std::string::npos) return true;
-    return false;
-  }
-  void clear() {
-    std::lock_guard<std::mutex> lock(lines->mu);
-    lines->text.clear();
-  }
-};
 
 std::vector<std::filesystem::path> with_extension(const std::string &dir, const std::string &ext) {
   std::vector<std::filesystem::path> out;
@@ -103,7 +74,7 @@ TEST_CASE("host precompiled prefix: built beside a fresh cache's first module an
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   std::filesystem::permissions(dir, std::filesystem::perms::owner_all, std::filesystem::perm_options::replace);
-  DebugLines log;
+  test::CapturedLog log("precompiled prefix");
   Context ctx = debug_context(dir);
   CHECK(run_writer(ctx, 1) == 1);
   if (!precompiles()) {

@@ -6,8 +6,6 @@
 // every pointee size, through a void pointer, with an 8-byte scalar that
 // holds an address, and after a graph's kernel node gets new arguments.
 #include <cstdint>
-#include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -25,30 +23,6 @@ GPUHAL_KERNEL void mix(GPUHAL_GLOBAL float *y, GPUHAL_GLOBAL const float *x, GPU
   if (i < n) y[i] = x[i] * (float)w[i] + (float)(cookie & 1u) + (spare ? 0.0f : 100.0f);
 }
 )";
-
-// The debug lines of the host plugin about prefetching, seen while alive.
-struct PrefetchLog {
-  struct Lines {
-    std::mutex mu;
-    std::vector<std::string> text;
-  };
-  std::shared_ptr<Lines> lines = std::make_shared<Lines>();
-  PrefetchLog() {
-    auto l = lines;
-    set_log_handler([l](LogLevel, const std::string &message) {
-      if (message.find("prefetch limits") == std::string::npos) return;
-      std::lock_guard<std::mutex> lock(l->mu);
-      l->text.push_back(message);
-    });
-  }
-  ~PrefetchLog() { set_log_handler(nullptr); }
-  std::vector<std::string> take() {
-    std::lock_guard<std::mutex> lock(lines->mu);
-    std::vector<std::string> out;
-    out.swap(lines->text);
-    return out;
-  }
-};
 
 Context debug_kernel_context() {
   Config c;
@@ -75,7 +49,7 @@ struct Arrays {
 
 TEST_CASE("host prefetch: a large 1-D launch prefetches through its pointers, results exact to the last element",
           "[host][kernel]") {
-  PrefetchLog log;
+  test::CapturedLog log("prefetch limits");
   Context ctx = debug_kernel_context();
   const unsigned n = (1u << 18) + 3;  // past the threshold, ragged: the last group is partly outside
   Arrays a(n);
@@ -101,7 +75,7 @@ TEST_CASE("host prefetch: a large 1-D launch prefetches through its pointers, re
 }
 
 TEST_CASE("host prefetch: small, 2-D and host-memory launches get none", "[host][kernel]") {
-  PrefetchLog log;
+  test::CapturedLog log("prefetch limits");
   Context ctx = debug_kernel_context();
   const unsigned n = 1u << 18;
   Arrays a(n);
@@ -126,7 +100,7 @@ TEST_CASE("host prefetch: small, 2-D and host-memory launches get none", "[host]
 
 TEST_CASE("host prefetch: a graph's kernel node prefetches through the arguments it was last given",
           "[host][kernel][graphs]") {
-  PrefetchLog log;
+  test::CapturedLog log("prefetch limits");
   Context ctx = debug_kernel_context();
   const unsigned n = 1u << 18;
   Arrays a(n);

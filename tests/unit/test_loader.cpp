@@ -315,21 +315,7 @@ TEST_CASE("backends by need: the default selection skips a backend without a req
   // tried before host by the default order.
   const std::string counting = test::fake_path("libgpuhal-counting-example.so");
   VendorsDir vendors({{"counting.plugin", counting + "\n"}});
-  struct Seen {
-    std::mutex mu;
-    std::vector<std::pair<LogLevel, std::string>> lines;
-  };
-  auto seen = std::make_shared<Seen>();
-  set_log_handler([seen](LogLevel level, const std::string &message) {
-    std::lock_guard<std::mutex> lock(seen->mu);
-    seen->lines.emplace_back(level, message);
-  });
-  auto logged = [&](LogLevel level, const std::string &text) {
-    std::lock_guard<std::mutex> lock(seen->mu);
-    for (const auto &l : seen->lines)
-      if (l.first == level && l.second.find(text) != std::string::npos) return true;
-    return false;
-  };
+  test::CapturedLog log;
   Config c;
   c.plugin_path = {GPUHAL_TEST_LIB_DIR};
   c.vendor_dirs = {vendors.path};
@@ -346,7 +332,7 @@ TEST_CASE("backends by need: the default selection skips a backend without a req
               a.message.find("skipped: lacks kernels, which GPUHAL_REQUIRE names") != std::string::npos;
     CHECK(said);
   }
-  CHECK(logged(LogLevel::Info, "backend 'counting' lacks kernels, which this program requires (GPUHAL_REQUIRE)"));
+  CHECK(log.saw(LogLevel::Info, "backend 'counting' lacks kernels, which this program requires (GPUHAL_REQUIRE)"));
   // The probe (gpuhal-info's table) says the same.
   bool probed = false;
   for (const auto &a : Runtime::probe(c))
@@ -367,11 +353,10 @@ TEST_CASE("backends by need: the default selection skips a backend without a req
     Runtime rt = Runtime::load(c);
     CHECK(rt.backend_name() == "counting");
     CHECK_FALSE(rt.supports(Capability::Kernels));
-    CHECK(logged(LogLevel::Warn, "backend 'counting' (GPUHAL_BACKEND) lacks kernels, which GPUHAL_REQUIRE names"));
+    CHECK(log.saw(LogLevel::Warn, "backend 'counting' (GPUHAL_BACKEND) lacks kernels, which GPUHAL_REQUIRE names"));
     REQUIRE_GPUHAL_ERROR(Module::compile(rt.device(0).primary_context(), "GPUHAL_KERNEL void k() {}"),
                          Status::ERROR_NOT_SUPPORTED, "kernel");
   }
-  set_log_handler(nullptr);
 }
 
 TEST_CASE("backends by need: GPUHAL_REQUIRE names capabilities, and a name that is none is refused",

@@ -4,6 +4,8 @@
 
 #include "catch_compat.hpp"
 #include <cstdlib>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,6 +27,50 @@ inline gpuhal::Runtime host_runtime(std::vector<std::pair<std::string, std::stri
   for (auto &kv : options) c.set_option(kv.first, kv.second);
   return gpuhal::Runtime::load(c);
 }
+
+// The log messages that contain `filter` ("" : all), with their levels,
+// captured while the object lives: it installs the process's log handler
+// and restores stderr when destroyed (one at a time). Which messages are
+// produced is still each runtime's level.
+class CapturedLog {
+ public:
+  explicit CapturedLog(std::string filter = "") {
+    auto lines = lines_;
+    gpuhal::set_log_handler([lines, filter](gpuhal::LogLevel level, const std::string &message) {
+      if (message.find(filter) == std::string::npos) return;
+      std::lock_guard<std::mutex> lock(lines->mu);
+      lines->text.emplace_back(level, message);
+    });
+  }
+  ~CapturedLog() { gpuhal::set_log_handler(nullptr); }
+  CapturedLog(const CapturedLog &) = delete;
+  CapturedLog &operator=(const CapturedLog &) = delete;
+  // True when a message of `level` (or any level) so far contains `text`.
+  bool saw(const std::string &text) const { return find(nullptr, text); }
+  bool saw(gpuhal::LogLevel level, const std::string &text) const { return find(&level, text); }
+  // The messages so far, forgotten here.
+  std::vector<std::string> take() {
+    std::lock_guard<std::mutex> lock(lines_->mu);
+    std::vector<std::string> out;
+    for (auto &l : lines_->text) out.push_back(std::move(l.second));
+    lines_->text.clear();
+    return out;
+  }
+  void clear() { take(); }
+
+ private:
+  struct Lines {
+    std::mutex mu;
+    std::vector<std::pair<gpuhal::LogLevel, std::string>> text;
+  };
+  std::shared_ptr<Lines> lines_ = std::make_shared<Lines>();
+  bool find(const gpuhal::LogLevel *level, const std::string &text) const {
+    std::lock_guard<std::mutex> lock(lines_->mu);
+    for (const auto &l : lines_->text)
+      if ((!level || l.first == *level) && l.second.find(text) != std::string::npos) return true;
+    return false;
+  }
+};
 
 inline gpuhal::Context host_context(std::vector<std::pair<std::string, std::string>> options = {}) {
   return host_runtime(std::move(options)).device(0).primary_context();
