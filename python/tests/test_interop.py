@@ -137,7 +137,7 @@ def test_cuda_backend_over_the_fake_driver(python, fake_cuda_env):
             raise SystemExit("host memory imported as CUDA memory")
         except gpuhal.InvalidValueError as e:
             assert "DLPack device (1, 0)" in str(e), e
-        print(json.dumps({"cai": cai, "cai_s": cai_s, "stream": s.handle, "t": t,
+        print(json.dumps({"cai": cai, "cai_s": cai_s, "stream": int(s.handle), "t": t,
                           "dev": d.__dlpack_device__()}))
     """, env=fake_cuda_env)
     assert rc == 0, err
