@@ -149,6 +149,48 @@ std::string unknown_variable_note(const std::string &name) {
   return note;
 }
 
+// GPUHAL_BACKEND: a name, or an absolute plugin path ("" in an elevated
+// process, which ignores paths).
+std::string parse_backend(const std::string &v, bool elevated) {
+  if (v.find('/') == std::string::npos) return v;
+  if (v[0] != '/') bad("GPUHAL_BACKEND", v, "a plugin path must be absolute (plugins are never loaded from relative paths)");
+  return elevated ? std::string() : v;
+}
+
+// GPUHAL_REQUIRE: capability names, comma-separated (spaces allowed), each
+// once.
+std::vector<Capability> parse_required(const std::string &v) {
+  std::vector<Capability> out;
+  std::string word;
+  for (size_t i = 0; i <= v.size(); ++i) {
+    const char ch = i < v.size() ? v[i] : ',';
+    if (ch != ',') {
+      if (ch != ' ') word += ch;
+      continue;
+    }
+    if (word.empty()) continue;
+    const auto cap = capability_named(word);
+    if (!cap) bad("GPUHAL_REQUIRE", v, "'" + word + "' is not a capability (" + capability_names() + ")");
+    if (std::find(out.begin(), out.end(), *cap) == out.end()) out.push_back(*cap);
+    word.clear();
+  }
+  return out;
+}
+
+// GPUHAL_MEMORY_MANAGER: default, pool, an absolute path ("" in an elevated
+// process, noted with the other path variables), or module:Class, a Numba
+// EMM plugin the Python package installs on its contexts (the core's own
+// manager is then the default: "").
+std::string parse_memory_manager(const std::string &v, bool elevated) {
+  if (v == "default" || v == "pool") return v;
+  if (is_python_plugin_name(v)) return "";
+  if (v[0] != '/')
+    bad("GPUHAL_MEMORY_MANAGER", v,
+        "expected default, pool, an absolute path to a memory-manager shared object, or module:Class (a Python "
+        "EMM plugin)");
+  return elevated ? std::string() : v;
+}
+
 }  // namespace
 
 bool is_path_variable(const std::string &name) {
@@ -190,51 +232,13 @@ Config Config::parse(const std::vector<std::string> &names, const Lookup &lookup
   if (auto v = lookup("GPUHAL_TRACE_FILE"); v && !v->empty() && !elevated) c.trace_file = *v;
 
   if (auto v = lookup("GPUHAL_BACKEND"); v && !v->empty()) {
-    if (v->find('/') != std::string::npos) {
-      if ((*v)[0] != '/')
-        bad("GPUHAL_BACKEND", *v, "a plugin path must be absolute (plugins are never loaded from relative paths)");
-      if (elevated)
-        c.notes.push_back("GPUHAL_BACKEND is a path and is ignored in a setuid/elevated process");
-      else
-        c.backend = *v;
-    } else {
-      c.backend = *v;
-    }
+    c.backend = parse_backend(*v, elevated);
+    if (c.backend.empty()) c.notes.push_back("GPUHAL_BACKEND is a path and is ignored in a setuid/elevated process");
   }
 
-  // GPUHAL_REQUIRE: capability names, comma-separated (spaces allowed).
-  if (auto v = lookup("GPUHAL_REQUIRE"); v && !v->empty()) {
-    std::string word;
-    for (size_t i = 0; i <= v->size(); ++i) {
-      const char ch = i < v->size() ? (*v)[i] : ',';
-      if (ch != ',') {
-        if (ch != ' ') word += ch;
-        continue;
-      }
-      if (word.empty()) continue;
-      if (const auto cap = capability_named(word)) {
-        if (std::find(c.required.begin(), c.required.end(), *cap) == c.required.end()) c.required.push_back(*cap);
-      } else {
-        bad("GPUHAL_REQUIRE", *v, "'" + word + "' is not a capability (" + capability_names() + ")");
-      }
-      word.clear();
-    }
-  }
+  if (auto v = lookup("GPUHAL_REQUIRE"); v && !v->empty()) c.required = parse_required(*v);
 
-  if (auto v = lookup("GPUHAL_MEMORY_MANAGER"); v && !v->empty()) {
-    if (*v == "default" || *v == "pool") {
-      c.memory_manager = *v;
-    } else if (is_python_plugin_name(*v)) {
-      // module:Class names a Numba EMM plugin of the Python package, which
-      // installs it on its contexts; the core's own manager is the default.
-    } else if ((*v)[0] != '/') {
-      bad("GPUHAL_MEMORY_MANAGER", *v,
-          "expected default, pool, an absolute path to a memory-manager shared object, or module:Class (a Python "
-          "EMM plugin)");
-    } else if (!elevated) {
-      c.memory_manager = *v;
-    }  // elevated: ignored, noted with the other path variables below
-  }
+  if (auto v = lookup("GPUHAL_MEMORY_MANAGER"); v && !v->empty()) c.memory_manager = parse_memory_manager(*v, elevated);
 
   // Colon-separated lists of absolute directories; relative entries are
   // ignored (noted), and the whole variable in an elevated process.
