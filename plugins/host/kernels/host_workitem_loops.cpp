@@ -140,26 +140,17 @@ bool indexes_past_dimension0(const std::vector<Tok> &t, size_t user) {
   return false;
 }
 
-bool is_counting_barrier(const std::string &s) {
-  return s == "gpuhal_barrier_count" || s == "gpuhal_barrier_and" || s == "gpuhal_barrier_or";
-}
-}  // namespace
+// A kernel of the user's source: its name, parameter tokens [pb, pe) and
+// body tokens [bb, be) (braces excluded).
+struct KernelBody {
+  std::string name;
+  size_t pb, pe, bb, be;
+};
 
-WorkItemLoops make_work_item_loops(const std::string &source, const std::vector<std::string> &barrier_kernels) {
-  WorkItemLoops r;
-  if (barrier_kernels.empty()) return r;
-  const std::vector<Tok> t = tokenize(source);
-  static const char kMarker[] = "#line 1 \"kernel\"\n";
-  const size_t marker = source.find(kMarker);
-  const size_t user = marker == std::string::npos ? 0 : marker + sizeof kMarker - 1;
-
-  // The kernels' bodies, and what the user source does outside them.
-  struct Found {
-    std::string name;
-    size_t pb, pe, bb, be;
-  };
-  std::vector<Found> kernels;
-  std::vector<bool> in_body(t.size(), false);
+// Every `GPUHAL_KERNEL void name(...) { ... }` of the user's source (from
+// byte `user` on); marks their bodies' tokens in *in_body.
+std::vector<KernelBody> kernel_bodies(const std::vector<Tok> &t, size_t user, std::vector<bool> *in_body) {
+  std::vector<KernelBody> kernels;
   for (size_t i = 0; i + 4 < t.size(); ++i) {
     if (t[i].begin < user || t[i].preprocessor || t[i].text != "GPUHAL_KERNEL") continue;
     if (t[i + 1].text != "void" || !is_ident(t[i + 2].text) || t[i + 3].text != "(") continue;
@@ -178,9 +169,68 @@ WorkItemLoops make_work_item_loops(const std::string &source, const std::vector<
     }
     if (k >= t.size()) continue;
     kernels.push_back({t[i + 2].text, i + 4, j, j + 2, k});
-    for (size_t m = j + 1; m <= k; ++m) in_body[m] = true;
+    for (size_t m = j + 1; m <= k; ++m) (*in_body)[m] = true;
     i = k;
   }
+  return kernels;
+}
+
+// The builtins as the loops see them: ids from the loop counters, the
+// group's values from locals (no thread-local read in the loops); pushed
+// before the loops and popped after them.
+const char *const kLoopMacros[] = {"gpuhal_local_id", "gpuhal_group_id", "gpuhal_local_size", "gpuhal_num_groups",
+                                   "gpuhal_dynamic_shared_bytes"};
+
+std::string loops_prologue() {
+  std::string head = "\n/* work-item loops for kernels with barriers */\n";
+  for (const char *m : kLoopMacros) head += std::string("#pragma push_macro(\"") + m + "\")\n#undef " + m + "\n";
+  head +=
+      "#define gpuhal_local_id(d) ((d) == 0 ? __gpuhal_x : (d) == 1 ? __gpuhal_y : __gpuhal_z)\n"
+      "#define gpuhal_group_id(d) (__gpuhal_gid[(d)])\n"
+      "#define gpuhal_local_size(d) (__gpuhal_lsz[(d)])\n"
+      "#define gpuhal_num_groups(d) (__gpuhal_ng[(d)])\n"
+      "#define gpuhal_dynamic_shared_bytes() (__gpuhal_g->dynamic_shared_bytes)\n"
+      // Before a row loop whose trip count is a constant (see rewrite()).
+      "#if defined(__clang__)\n"
+      "#define __GPUHAL_ROW_LOOP_HINT _Pragma(\"clang loop unroll(disable)\")\n"
+      "#else\n"
+      "#define __GPUHAL_ROW_LOOP_HINT\n"
+      "#endif\n"
+      GPUHAL_PLUGIN_ALIGNMENT_CHECK_CXX
+      // Shared arrays declared at a kernel's top level live in the loops
+      // function's frame (at most 64 KiB: the lowering's own check),
+      // on whole cache lines: a 16-float row of a tile is then one line, and
+      // a 512-bit load of it never splits.
+      "#define __GPUHAL_SHARED_ARRAY_IN_FRAME(T, name, ...) __GPUHAL_SHARED_ARRAY_ALIGNED_IN_FRAME(T, name, 16, "
+      "__VA_ARGS__)\n"
+      "#define __GPUHAL_SHARED_ARRAY_ALIGNED_IN_FRAME(T, name, align, ...) __GPUHAL_ALIGNMENT_OK(align, name); "
+      "__GPUHAL_SHARED_FITS(T, name, __VA_ARGS__); alignas(align) alignas(T) alignas(64) T name "
+      "__GPUHAL_DIMS(__VA_ARGS__)\n";
+  return head;
+}
+
+std::string loops_epilogue() {
+  std::string tail;
+  for (const char *m : kLoopMacros) tail += std::string("#pragma pop_macro(\"") + m + "\")\n";
+  return tail;
+}
+
+bool is_counting_barrier(const std::string &s) {
+  return s == "gpuhal_barrier_count" || s == "gpuhal_barrier_and" || s == "gpuhal_barrier_or";
+}
+}  // namespace
+
+WorkItemLoops make_work_item_loops(const std::string &source, const std::vector<std::string> &barrier_kernels) {
+  WorkItemLoops r;
+  if (barrier_kernels.empty()) return r;
+  const std::vector<Tok> t = tokenize(source);
+  static const char kMarker[] = "#line 1 \"kernel\"\n";
+  const size_t marker = source.find(kMarker);
+  const size_t user = marker == std::string::npos ? 0 : marker + sizeof kMarker - 1;
+
+  // The kernels' bodies, and what the user source does outside them.
+  std::vector<bool> in_body(t.size(), false);
+  const std::vector<KernelBody> kernels = kernel_bodies(t, user, &in_body);
   std::string all_skip;
   bool tls_items = false;
   for (size_t i = 0; i < t.size(); ++i) {
@@ -197,7 +247,7 @@ WorkItemLoops make_work_item_loops(const std::string &source, const std::vector<
 
   std::string text;
   for (const auto &name : barrier_kernels) {
-    auto k = std::find_if(kernels.begin(), kernels.end(), [&](const Found &f) { return f.name == name; });
+    auto k = std::find_if(kernels.begin(), kernels.end(), [&](const KernelBody &f) { return f.name == name; });
     if (k == kernels.end()) {
       r.skipped.push_back({name, "its definition is not of the form GPUHAL_KERNEL void name(...) { ... }"});
       continue;
@@ -222,37 +272,7 @@ WorkItemLoops make_work_item_loops(const std::string &source, const std::vector<
     }
   }
   if (r.kernels.empty()) return r;
-  // The builtins as the loops see them: ids from the loop counters, the
-  // group's values from locals (no thread-local read in the loops).
-  static const char *kMacros[] = {"gpuhal_local_id", "gpuhal_group_id", "gpuhal_local_size", "gpuhal_num_groups",
-                                  "gpuhal_dynamic_shared_bytes"};
-  std::string head = "\n/* work-item loops for kernels with barriers */\n";
-  for (const char *m : kMacros) head += std::string("#pragma push_macro(\"") + m + "\")\n#undef " + m + "\n";
-  head +=
-      "#define gpuhal_local_id(d) ((d) == 0 ? __gpuhal_x : (d) == 1 ? __gpuhal_y : __gpuhal_z)\n"
-      "#define gpuhal_group_id(d) (__gpuhal_gid[(d)])\n"
-      "#define gpuhal_local_size(d) (__gpuhal_lsz[(d)])\n"
-      "#define gpuhal_num_groups(d) (__gpuhal_ng[(d)])\n"
-      "#define gpuhal_dynamic_shared_bytes() (__gpuhal_g->dynamic_shared_bytes)\n"
-      // Before a row loop whose trip count is a constant (see rewrite()).
-      "#if defined(__clang__)\n"
-      "#define __GPUHAL_ROW_LOOP_HINT _Pragma(\"clang loop unroll(disable)\")\n"
-      "#else\n"
-      "#define __GPUHAL_ROW_LOOP_HINT\n"
-      "#endif\n"
-      GPUHAL_PLUGIN_ALIGNMENT_CHECK_CXX
-      // Shared arrays declared at a kernel's top level live in the loops
-      // function's frame (at most 64 KiB: the lowering's own check),
-      // on whole cache lines: a 16-float row of a tile is then one line, and
-      // a 512-bit load of it never splits.
-      "#define __GPUHAL_SHARED_ARRAY_IN_FRAME(T, name, ...) __GPUHAL_SHARED_ARRAY_ALIGNED_IN_FRAME(T, name, 16, "
-      "__VA_ARGS__)\n"
-      "#define __GPUHAL_SHARED_ARRAY_ALIGNED_IN_FRAME(T, name, align, ...) __GPUHAL_ALIGNMENT_OK(align, name); "
-      "__GPUHAL_SHARED_FITS(T, name, __VA_ARGS__); alignas(align) alignas(T) alignas(64) T name "
-      "__GPUHAL_DIMS(__VA_ARGS__)\n";
-  std::string tail;
-  for (const char *m : kMacros) tail += std::string("#pragma pop_macro(\"") + m + "\")\n";
-  r.text = head + text + tail;
+  r.text = loops_prologue() + text + loops_epilogue();
   return r;
 }
 
