@@ -132,6 +132,65 @@ bool write_junit(const std::string &path, const std::string &plugin, const std::
   return std::fclose(f) == 0 && ok;
 }
 
+// The load check, then every check --only and --skip leave (a skipped
+// one as SKIPPED), each with its contract; a line per result as it ends
+// unless the output is JSON.
+void run_all(const RunOptions &options, const std::vector<std::string> &only, const std::vector<std::string> &skip,
+             bool json, std::vector<Result> *results_out, std::vector<const char *> *contracts_out) {
+  std::vector<Result> &results = *results_out;
+  std::vector<const char *> &contracts = *contracts_out;
+  results.push_back(run_load(options));
+  contracts.push_back("the plugin loads, negotiates the ABI and reports a device");
+  if (results.back().outcome == Outcome::Pass) {
+    for (const auto &c : all_checks()) {
+      if (!only.empty() && !any_match(only, c.name)) continue;
+      contracts.push_back(c.contract);
+      if (any_match(skip, c.name)) {
+        Result r;
+        r.name = c.name;
+        r.outcome = Outcome::Skipped;
+        r.detail = "skipped by --skip";
+        results.push_back(r);
+        continue;
+      }
+      results.push_back(run_check(c, options));
+      if (!json) {
+        const Result &r = results.back();
+        std::printf("%-12s %-48s %s\n",
+                    r.outcome == Outcome::Pass          ? "PASS"
+                    : r.outcome == Outcome::Fail        ? "FAIL"
+                    : r.outcome == Outcome::Unsupported ? "UNSUPPORTED"
+                                                        : "SKIPPED",
+                    r.name.c_str(), r.detail.c_str());
+        std::fflush(stdout);
+      }
+    }
+  } else if (!json) {
+    std::printf("%-12s %-48s %s\n", "FAIL", "load", results[0].detail.c_str());
+  }
+}
+
+// The summary line (or the JSON document) for `results`.
+void report(const std::string &backend, const std::vector<Result> &results, const std::vector<const char *> &contracts,
+            const int counts[4], bool json) {
+  if (json) {
+    std::string s = "{\"schema_version\":1,\"plugin\":" + json_string(backend) + ",\"results\":[";
+    for (size_t i = 0; i < results.size(); ++i) {
+      char secs[32];
+      std::snprintf(secs, sizeof secs, "%.3f", results[i].seconds);
+      s += std::string(i ? "," : "") + "{\"check\":" + json_string(results[i].name) + ",\"outcome\":\"" +
+           to_string(results[i].outcome) + "\",\"contract\":" + json_string(contracts[i]) +
+           ",\"detail\":" + json_string(results[i].detail) + ",\"seconds\":" + secs + "}";
+    }
+    std::printf("%s],\"passed\":%d,\"failed\":%d,\"unsupported\":%d,\"skipped\":%d}\n", s.c_str(), counts[0],
+                counts[1], counts[2], counts[3]);
+  } else {
+    std::printf("%s: %d passed, %d failed, %d unsupported", backend.c_str(), counts[0], counts[1], counts[2]);
+    if (counts[3]) std::printf(", %d skipped", counts[3]);
+    std::printf("\n");
+  }
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -201,55 +260,10 @@ int main(int argc, char **argv) {
 
   std::vector<Result> results;
   std::vector<const char *> contracts;
-  results.push_back(run_load(options));
-  contracts.push_back("the plugin loads, negotiates the ABI and reports a device");
-  if (results.back().outcome == Outcome::Pass) {
-    for (const auto &c : all_checks()) {
-      if (!only.empty() && !any_match(only, c.name)) continue;
-      contracts.push_back(c.contract);
-      if (any_match(skip, c.name)) {
-        Result r;
-        r.name = c.name;
-        r.outcome = Outcome::Skipped;
-        r.detail = "skipped by --skip";
-        results.push_back(r);
-        continue;
-      }
-      results.push_back(run_check(c, options));
-      if (!json) {
-        const Result &r = results.back();
-        std::printf("%-12s %-48s %s\n",
-                    r.outcome == Outcome::Pass          ? "PASS"
-                    : r.outcome == Outcome::Fail        ? "FAIL"
-                    : r.outcome == Outcome::Unsupported ? "UNSUPPORTED"
-                                                        : "SKIPPED",
-                    r.name.c_str(), r.detail.c_str());
-        std::fflush(stdout);
-      }
-    }
-  } else if (!json) {
-    std::printf("%-12s %-48s %s\n", "FAIL", "load", results[0].detail.c_str());
-  }
-
+  run_all(options, only, skip, json, &results, &contracts);
   int counts[4] = {0, 0, 0, 0};
   for (const auto &r : results) ++counts[int(r.outcome)];
-  if (json) {
-    std::string s = "{\"schema_version\":1,\"plugin\":" + json_string(options.config.backend) + ",\"results\":[";
-    for (size_t i = 0; i < results.size(); ++i) {
-      char secs[32];
-      std::snprintf(secs, sizeof secs, "%.3f", results[i].seconds);
-      s += std::string(i ? "," : "") + "{\"check\":" + json_string(results[i].name) + ",\"outcome\":\"" +
-           to_string(results[i].outcome) + "\",\"contract\":" + json_string(contracts[i]) +
-           ",\"detail\":" + json_string(results[i].detail) + ",\"seconds\":" + secs + "}";
-    }
-    std::printf("%s],\"passed\":%d,\"failed\":%d,\"unsupported\":%d,\"skipped\":%d}\n", s.c_str(), counts[0],
-                counts[1], counts[2], counts[3]);
-  } else {
-    std::printf("%s: %d passed, %d failed, %d unsupported", options.config.backend.c_str(), counts[0], counts[1],
-                counts[2]);
-    if (counts[3]) std::printf(", %d skipped", counts[3]);
-    std::printf("\n");
-  }
+  report(options.config.backend, results, contracts, counts, json);
   if (!junit.empty() && !write_junit(junit, options.config.backend, results, contracts)) {
     std::fprintf(stderr, "gpuhal-conform: cannot write --junit '%s'\n", junit.c_str());
     return 2;
