@@ -15,6 +15,37 @@ using namespace workitem;
 
 namespace workitem {
 
+namespace {
+// The struct of a kernel's work-item loops: __gpuhal_any for any group shape
+// (body: the function's text after its __gpuhal_lsz line) and, when
+// `tile16`, __gpuhal_tile16 for 16 x 16 x any groups, whose row loops carry
+// __GPUHAL_ROW_LOOP_HINT; then the scratch bytes each work-item needs.
+std::string loops_struct(const std::string &name, const std::string &ptext, const std::string &f,
+                         const std::string &scratch, bool tile16_wanted) {
+  std::string tile16 = f;
+  const std::string hint = "__GPUHAL_ROW_LOOP_HINT\n";
+  for (size_t at = 0; (at = tile16.find(Rewriter::kRowLoop, at)) != std::string::npos; at += hint.size() + 1)
+    tile16.insert(at, hint);
+  const std::string any_shape = "__gpuhal_g->local_size[0], __gpuhal_g->local_size[1], __gpuhal_g->local_size[2]";
+  std::string loops = "namespace {\nstruct " + name + "__gpuhal_loops {\n";
+  loops += "static void __gpuhal_any(const gpuhal_host_group *__gpuhal_g" + ptext + ") {\n";
+  loops += "  const uint32_t __gpuhal_lsz[3] = {" + any_shape + "};\n" + f;
+  // The 16 x 16 copy only where the source indexes a second dimension: a
+  // kernel that only asks for dimension 0 runs as 1-D groups, and its
+  // second copy would double its compile (a block reduction's module
+  // 240 -> 150 ms) for nothing. A group of that shape still runs, through
+  // __gpuhal_any.
+  loops += std::string("static constexpr bool __gpuhal_has_tile16 = ") + (tile16_wanted ? "true" : "false") + ";\n";
+  if (tile16_wanted) {
+    loops += "static void __gpuhal_tile16(const gpuhal_host_group *__gpuhal_g" + ptext + ") {\n";
+    loops += "  const uint32_t __gpuhal_lsz[3] = {16u, 16u, __gpuhal_g->local_size[2]};\n" + tile16;
+  }
+  loops += "};\n}  // namespace\n";
+  loops += "static constexpr uint32_t " + name + "__gpuhal_loops_scratch = " + scratch + ";\n";
+  return loops;
+}
+}  // namespace
+
 // Tokens [pb, pe) are the parameter list, [bb, be) the body (braces excluded).
 std::string Rewriter::rewrite(const std::string &name, size_t pb, size_t pe, size_t bb, size_t be) {
   name_ = name;
@@ -99,27 +130,7 @@ std::string Rewriter::rewrite(const std::string &name, size_t pb, size_t pe, siz
   f += "{\n" + out + "}\n";
   if (has_return_) f += "__gpuhal_end:;\n";
   f += "  __gpuhal_wi = nullptr;\n}\n";
-  std::string tile16 = f;
-  const std::string hint = "__GPUHAL_ROW_LOOP_HINT\n";
-  for (size_t at = 0; (at = tile16.find(kRowLoop, at)) != std::string::npos; at += hint.size() + 1)
-    tile16.insert(at, hint);
-  const std::string any_shape = "__gpuhal_g->local_size[0], __gpuhal_g->local_size[1], __gpuhal_g->local_size[2]";
-  std::string loops = "namespace {\nstruct " + name + "__gpuhal_loops {\n";
-  loops += "static void __gpuhal_any(const gpuhal_host_group *__gpuhal_g" + ptext + ") {\n";
-  loops += "  const uint32_t __gpuhal_lsz[3] = {" + any_shape + "};\n" + f;
-  // The 16 x 16 copy only where the source indexes a second dimension: a
-  // kernel that only asks for dimension 0 runs as 1-D groups, and its
-  // second copy would double its compile (a block reduction's module
-  // 240 -> 150 ms) for nothing. A group of that shape still runs, through
-  // __gpuhal_any.
-  loops += std::string("static constexpr bool __gpuhal_has_tile16 = ") + (tile16_ ? "true" : "false") + ";\n";
-  if (tile16_) {
-    loops += "static void __gpuhal_tile16(const gpuhal_host_group *__gpuhal_g" + ptext + ") {\n";
-    loops += "  const uint32_t __gpuhal_lsz[3] = {16u, 16u, __gpuhal_g->local_size[2]};\n" + tile16;
-  }
-  loops += "};\n}  // namespace\n";
-  loops += "static constexpr uint32_t " + name + "__gpuhal_loops_scratch = " + scratch + ";\n";
-  return types + loops;
+  return types + loops_struct(name, ptext, f, scratch, tile16_);
 }
 
 }  // namespace workitem
