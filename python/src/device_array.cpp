@@ -68,10 +68,87 @@ nb::dict array_interface(const HostMemoryHolder &h) {
 
 }  // namespace
 
-void bind_device_array(nb::module_ &m) {
+namespace {
+// The module's functions over device arrays (device_array, to_device,
+// managed arrays, prefetch and advice, growable arrays) and the host memory
+// gpuhal hands out.
+void bind_device_array_functions(nb::module_ &m) {
+  using gpuhal::DeviceArray;
   nb::class_<HostMemoryHolder>(m, "_HostMemory", "Host memory gpuhal owns; np.asarray() views it")
       .def_prop_ro("__array_interface__", &array_interface);
+  m.def("device_array",
+        [](const gpuhal::Context &ctx, const gpuhal::Shape &shape, const std::string &typestr,
+           const gpuhal::Strides &strides, const std::string &order) {
+          gpuhal::DType d = dtype_of(typestr);
+          nb::gil_scoped_release unlocked;
+          return gpuhal::device_array(ctx, shape, d, strides, order_of(order));
+        });
+  m.def("managed_array",
+        [](const gpuhal::Context &ctx, const gpuhal::Shape &shape, const std::string &typestr,
+           const gpuhal::Strides &strides, const std::string &order) {
+          gpuhal::DType d = dtype_of(typestr);
+          nb::gil_scoped_release unlocked;
+          return gpuhal::managed_array(ctx, shape, d, strides, order_of(order));
+        });
+  // Virtual memory (gpuhal/virtual_memory.hpp): the growable array and the granularity.
+  nb::class_<gpuhal::GrowableDeviceArray>(m, "_GrowableDeviceArray")
+      .def("__init__",
+           [](gpuhal::GrowableDeviceArray *self, const gpuhal::Context &ctx, const std::string &typestr,
+              uint64_t max_elements) { new (self) gpuhal::GrowableDeviceArray(ctx, dtype_of(typestr), max_elements); })
+      .def("reserve",
+           [](gpuhal::GrowableDeviceArray &g, uint64_t n) {
+             nb::gil_scoped_release unlocked;
+             g.reserve(n);
+           })
+      .def("resize",
+           [](gpuhal::GrowableDeviceArray &g, uint64_t n) {
+             nb::gil_scoped_release unlocked;
+             g.resize(n);
+           })
+      .def_prop_ro("size", &gpuhal::GrowableDeviceArray::size)
+      .def_prop_ro("capacity", &gpuhal::GrowableDeviceArray::capacity)
+      .def_prop_ro("max_size", &gpuhal::GrowableDeviceArray::max_size)
+      .def_prop_ro("device_pointer", &gpuhal::GrowableDeviceArray::device_pointer)
+      .def("array", &gpuhal::GrowableDeviceArray::array);
+  m.def("vm_granularity", [](const gpuhal::Context &ctx) {
+    const gpuhal::VmGranularity g = gpuhal::vm_granularity(ctx);
+    return nb::make_tuple(g.minimum, g.recommended);
+  });
+  // Managed-memory hints (gpuhal/managed_hints.hpp): location -1 is the host.
+  m.def("prefetch", [](const DeviceArray &a, int location, std::optional<gpuhal::Stream> stream) {
+    const gpuhal::Location to = location < 0 ? gpuhal::Location::host() : gpuhal::Location::device(location);
+    nb::gil_scoped_release unlocked;
+    gpuhal::prefetch(a, to, stream ? *stream : a.context().default_stream());
+  });
+  m.def("advise", [](const DeviceArray &a, uint32_t advice, int location) {
+    const gpuhal::Location where = location < 0 ? gpuhal::Location::host() : gpuhal::Location::device(location);
+    nb::gil_scoped_release unlocked;
+    gpuhal::advise(a, static_cast<gpuhal::Advice>(advice), where);
+  });
+  m.def("to_device",
+        [](const gpuhal::Context &ctx, nb::handle host, std::optional<gpuhal::Stream> stream, bool copy) {
+          HostBuffer b(host);
+          gpuhal::Copy c = copy ? gpuhal::Copy::yes : gpuhal::Copy::no;
+          gpuhal::DeviceArray d;
+          {
+            nb::gil_scoped_release unlocked;
+            d = stream ? gpuhal::to_device(ctx, b.view(), *stream, c) : gpuhal::to_device(ctx, b.view(), c);
+          }
+          if (stream && copy) keep_until_ran(*stream, host);
+          return d;
+        },
+        nb::arg("ctx"), nb::arg("host"), nb::arg("stream").none(), nb::arg("copy"));
+  m.def("strides_like",
+        [](const gpuhal::Shape &shape, const gpuhal::Strides &strides, int64_t itemsize, const std::string &order) {
+          return gpuhal::strides_like(gpuhal::Layout::make(shape, itemsize, strides), order_of(order));
+        });
+  m.def("dtype_typestr", [](const std::string &text) { return dtype_of(text).typestr(); });
+  // The dtype a host buffer would be seen with (for tests and messages).
+  m.def("host_typestr", [](nb::handle host) { return HostBuffer(host).view().dtype().typestr(); });
+}
+}  // namespace
 
+void bind_device_array(nb::module_ &m) {
   using gpuhal::DeviceArray;
   nb::class_<DeviceArray>(m, "_DeviceArray")
       .def_prop_ro("shape", [](const DeviceArray &a) { return to_tuple(a.shape()); })
@@ -167,76 +244,7 @@ void bind_device_array(nb::module_ &m) {
              return HostMemoryHolder{a.host_view(), {}, a};
            })
       .def("same_memory", [](const DeviceArray &a, const DeviceArray &b) { return a.memory() == b.memory(); });
-
-  m.def("device_array",
-        [](const gpuhal::Context &ctx, const gpuhal::Shape &shape, const std::string &typestr,
-           const gpuhal::Strides &strides, const std::string &order) {
-          gpuhal::DType d = dtype_of(typestr);
-          nb::gil_scoped_release unlocked;
-          return gpuhal::device_array(ctx, shape, d, strides, order_of(order));
-        });
-  m.def("managed_array",
-        [](const gpuhal::Context &ctx, const gpuhal::Shape &shape, const std::string &typestr,
-           const gpuhal::Strides &strides, const std::string &order) {
-          gpuhal::DType d = dtype_of(typestr);
-          nb::gil_scoped_release unlocked;
-          return gpuhal::managed_array(ctx, shape, d, strides, order_of(order));
-        });
-  // Virtual memory (gpuhal/virtual_memory.hpp): the growable array and the granularity.
-  nb::class_<gpuhal::GrowableDeviceArray>(m, "_GrowableDeviceArray")
-      .def("__init__",
-           [](gpuhal::GrowableDeviceArray *self, const gpuhal::Context &ctx, const std::string &typestr,
-              uint64_t max_elements) { new (self) gpuhal::GrowableDeviceArray(ctx, dtype_of(typestr), max_elements); })
-      .def("reserve",
-           [](gpuhal::GrowableDeviceArray &g, uint64_t n) {
-             nb::gil_scoped_release unlocked;
-             g.reserve(n);
-           })
-      .def("resize",
-           [](gpuhal::GrowableDeviceArray &g, uint64_t n) {
-             nb::gil_scoped_release unlocked;
-             g.resize(n);
-           })
-      .def_prop_ro("size", &gpuhal::GrowableDeviceArray::size)
-      .def_prop_ro("capacity", &gpuhal::GrowableDeviceArray::capacity)
-      .def_prop_ro("max_size", &gpuhal::GrowableDeviceArray::max_size)
-      .def_prop_ro("device_pointer", &gpuhal::GrowableDeviceArray::device_pointer)
-      .def("array", &gpuhal::GrowableDeviceArray::array);
-  m.def("vm_granularity", [](const gpuhal::Context &ctx) {
-    const gpuhal::VmGranularity g = gpuhal::vm_granularity(ctx);
-    return nb::make_tuple(g.minimum, g.recommended);
-  });
-  // Managed-memory hints (gpuhal/managed_hints.hpp): location -1 is the host.
-  m.def("prefetch", [](const DeviceArray &a, int location, std::optional<gpuhal::Stream> stream) {
-    const gpuhal::Location to = location < 0 ? gpuhal::Location::host() : gpuhal::Location::device(location);
-    nb::gil_scoped_release unlocked;
-    gpuhal::prefetch(a, to, stream ? *stream : a.context().default_stream());
-  });
-  m.def("advise", [](const DeviceArray &a, uint32_t advice, int location) {
-    const gpuhal::Location where = location < 0 ? gpuhal::Location::host() : gpuhal::Location::device(location);
-    nb::gil_scoped_release unlocked;
-    gpuhal::advise(a, static_cast<gpuhal::Advice>(advice), where);
-  });
-  m.def("to_device",
-        [](const gpuhal::Context &ctx, nb::handle host, std::optional<gpuhal::Stream> stream, bool copy) {
-          HostBuffer b(host);
-          gpuhal::Copy c = copy ? gpuhal::Copy::yes : gpuhal::Copy::no;
-          gpuhal::DeviceArray d;
-          {
-            nb::gil_scoped_release unlocked;
-            d = stream ? gpuhal::to_device(ctx, b.view(), *stream, c) : gpuhal::to_device(ctx, b.view(), c);
-          }
-          if (stream && copy) keep_until_ran(*stream, host);
-          return d;
-        },
-        nb::arg("ctx"), nb::arg("host"), nb::arg("stream").none(), nb::arg("copy"));
-  m.def("strides_like",
-        [](const gpuhal::Shape &shape, const gpuhal::Strides &strides, int64_t itemsize, const std::string &order) {
-          return gpuhal::strides_like(gpuhal::Layout::make(shape, itemsize, strides), order_of(order));
-        });
-  m.def("dtype_typestr", [](const std::string &text) { return dtype_of(text).typestr(); });
-  // The dtype a host buffer would be seen with (for tests and messages).
-  m.def("host_typestr", [](nb::handle host) { return HostBuffer(host).view().dtype().typestr(); });
+  bind_device_array_functions(m);
 }
 
 }  // namespace gpuhal_py

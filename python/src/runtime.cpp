@@ -80,62 +80,10 @@ gpuhal::Context current_context() {
 
 }  // namespace
 
-void bind_runtime(nb::module_ &m) {
-  m.def("backend_name", [] { return gpuhal::Runtime::get().backend_name(); }, release_gil());
-  m.def("plugin_path", [] { return gpuhal::Runtime::get().plugin_path(); }, release_gil());
-  m.def("device_count", [] { return gpuhal::Runtime::get().device_count(); }, release_gil());
-  m.def("supports", [](const std::string &name) { return gpuhal::Runtime::get().supports(capability_from(name)); });
-
-  nb::class_<gpuhal::Device>(m, "Device", "A device of the loaded backend (Numba's cuda.gpus[i])")
-      .def_prop_ro("id", &gpuhal::Device::ordinal, "The device's ordinal")
-      .def_prop_ro("name", [](const gpuhal::Device &d) { return d.properties().name; })
-      .def_prop_ro("compute_capability", [](const gpuhal::Device &d) {
-        return nb::make_tuple(d.properties().compute_major, d.properties().compute_minor);
-      })
-      .def_prop_ro(
-          "uuid",
-          [](const gpuhal::Device &d) -> nb::object {
-            const std::string u = d.properties().uuid_string();
-            if (u.empty()) return nb::none();
-            return nb::str(("GPU-" + u).c_str());
-          },
-          "Numba's Device.uuid: 'GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx' (nvidia-smi's form, on every backend); "
-          "None when the backend gives none")
-      .def_prop_ro("properties", &properties_of, "Every property, as a dict")
-      .def("can_access_peer", &gpuhal::Device::can_access_peer, release_gil())
-      .def("primary_context", &gpuhal::Device::primary_context, release_gil())
-      .def("__eq__", [](const gpuhal::Device &a, const gpuhal::Device &b) {
-        return a.ordinal() == b.ordinal() && a.runtime().backend_name() == b.runtime().backend_name();
-      })
-      .def("__hash__", [](const gpuhal::Device &d) { return d.ordinal(); })
-      .def("__repr__", [](const gpuhal::Device &d) {
-        return "<gpuhal.Device " + std::to_string(d.ordinal()) + " '" + d.properties().name + "'>";
-      });
-
-  m.def("select_device", &gpuhal::select_device, nb::arg("ordinal"), release_gil());
-  m.def("get_current_device", &gpuhal::get_current_device, release_gil());
-  m.def(
-      "close_device",
-      [] {
-        t_last_used = gpuhal::Context();
-        gpuhal::close_device();
-      },
-      release_gil());
-  m.def("list_devices", &gpuhal::list_devices, release_gil());
-
-  nb::class_<DeviceSelection>(m, "_DeviceSelection")
-      .def(nb::init<int>())
-      .def("__enter__",
-           [](DeviceSelection &s) {
-             if (s.scope) throw gpuhal::Error(gpuhal::Status::ERROR_INVALID_VALUE, "device scope entered twice");
-             s.scope.emplace(s.ordinal);
-             return s.scope->device();
-           })
-      .def("__exit__", [](DeviceSelection &s, nb::args) {
-        nb::gil_scoped_release unlocked;
-        s.scope.reset();
-      });
-
+namespace {
+// Contexts (Numba's current_context() and its memory methods), their memory
+// information and deferred cleanup.
+void bind_contexts(nb::module_ &m) {
   nb::class_<gpuhal::MemoryInfo>(m, "_MemoryInfo")
       .def_ro("free", &gpuhal::MemoryInfo::free)
       .def_ro("total", &gpuhal::MemoryInfo::total);
@@ -206,6 +154,65 @@ void bind_runtime(nb::module_ &m) {
         nb::gil_scoped_release unlocked;
         s.scope.reset();
       });
+}
+}  // namespace
+
+void bind_runtime(nb::module_ &m) {
+  m.def("backend_name", [] { return gpuhal::Runtime::get().backend_name(); }, release_gil());
+  m.def("plugin_path", [] { return gpuhal::Runtime::get().plugin_path(); }, release_gil());
+  m.def("device_count", [] { return gpuhal::Runtime::get().device_count(); }, release_gil());
+  m.def("supports", [](const std::string &name) { return gpuhal::Runtime::get().supports(capability_from(name)); });
+
+  nb::class_<gpuhal::Device>(m, "Device", "A device of the loaded backend (Numba's cuda.gpus[i])")
+      .def_prop_ro("id", &gpuhal::Device::ordinal, "The device's ordinal")
+      .def_prop_ro("name", [](const gpuhal::Device &d) { return d.properties().name; })
+      .def_prop_ro("compute_capability", [](const gpuhal::Device &d) {
+        return nb::make_tuple(d.properties().compute_major, d.properties().compute_minor);
+      })
+      .def_prop_ro(
+          "uuid",
+          [](const gpuhal::Device &d) -> nb::object {
+            const std::string u = d.properties().uuid_string();
+            if (u.empty()) return nb::none();
+            return nb::str(("GPU-" + u).c_str());
+          },
+          "Numba's Device.uuid: 'GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx' (nvidia-smi's form, on every backend); "
+          "None when the backend gives none")
+      .def_prop_ro("properties", &properties_of, "Every property, as a dict")
+      .def("can_access_peer", &gpuhal::Device::can_access_peer, release_gil())
+      .def("primary_context", &gpuhal::Device::primary_context, release_gil())
+      .def("__eq__", [](const gpuhal::Device &a, const gpuhal::Device &b) {
+        return a.ordinal() == b.ordinal() && a.runtime().backend_name() == b.runtime().backend_name();
+      })
+      .def("__hash__", [](const gpuhal::Device &d) { return d.ordinal(); })
+      .def("__repr__", [](const gpuhal::Device &d) {
+        return "<gpuhal.Device " + std::to_string(d.ordinal()) + " '" + d.properties().name + "'>";
+      });
+
+  m.def("select_device", &gpuhal::select_device, nb::arg("ordinal"), release_gil());
+  m.def("get_current_device", &gpuhal::get_current_device, release_gil());
+  m.def(
+      "close_device",
+      [] {
+        t_last_used = gpuhal::Context();
+        gpuhal::close_device();
+      },
+      release_gil());
+  m.def("list_devices", &gpuhal::list_devices, release_gil());
+
+  nb::class_<DeviceSelection>(m, "_DeviceSelection")
+      .def(nb::init<int>())
+      .def("__enter__",
+           [](DeviceSelection &s) {
+             if (s.scope) throw gpuhal::Error(gpuhal::Status::ERROR_INVALID_VALUE, "device scope entered twice");
+             s.scope.emplace(s.ordinal);
+             return s.scope->device();
+           })
+      .def("__exit__", [](DeviceSelection &s, nb::args) {
+        nb::gil_scoped_release unlocked;
+        s.scope.reset();
+      });
+  bind_contexts(m);
 }
 
 }  // namespace gpuhal_py

@@ -25,6 +25,39 @@ gpuhal::Stream stream_or_default(nb::handle stream, const gpuhal::Context &ctx) 
 
 }  // namespace
 
+namespace {
+// Events (Numba's cuda.event()).
+void bind_events(nb::module_ &m) {
+  nb::class_<gpuhal::Event>(m, "Event", "A point in a stream's work (Numba's cuda.event())")
+      .def("record",
+           [](const gpuhal::Event &e, nb::handle stream) {
+             gpuhal::Stream s = stream_or_default(stream, e.context());
+             nb::gil_scoped_release unlocked;
+             e.record(s);
+           },
+           nb::arg("stream") = 0)
+      .def("synchronize",
+           [](const gpuhal::Event &e) {
+             {
+               nb::gil_scoped_release unlocked;
+               e.synchronize();
+             }
+             drain_released();
+           })
+      .def("query", &gpuhal::Event::query, release_gil())
+      .def("wait",
+           [](const gpuhal::Event &e, nb::handle stream) {
+             gpuhal::Stream s = stream_or_default(stream, e.context());
+             nb::gil_scoped_release unlocked;
+             s.wait(e);
+           },
+           nb::arg("stream") = 0)
+      .def("elapsed_time",
+           [](const gpuhal::Event &start, const gpuhal::Event &end) { return gpuhal::Event::elapsed_ms(start, end); },
+           nb::arg("evtend"), release_gil(), "Milliseconds from this event to `evtend` (both completed)");
+}
+}  // namespace
+
 void bind_streams(nb::module_ &m) {
   nb::class_<gpuhal::Stream>(m, "Stream", "An in-order queue of device work (Numba's cuda.stream())")
       .def(
@@ -105,34 +138,7 @@ void bind_streams(nb::module_ &m) {
           }
         }
       }, nb::arg("type").none(), nb::arg("value").none(), nb::arg("traceback").none());
-
-  nb::class_<gpuhal::Event>(m, "Event", "A point in a stream's work (Numba's cuda.event())")
-      .def("record",
-           [](const gpuhal::Event &e, nb::handle stream) {
-             gpuhal::Stream s = stream_or_default(stream, e.context());
-             nb::gil_scoped_release unlocked;
-             e.record(s);
-           },
-           nb::arg("stream") = 0)
-      .def("synchronize",
-           [](const gpuhal::Event &e) {
-             {
-               nb::gil_scoped_release unlocked;
-               e.synchronize();
-             }
-             drain_released();
-           })
-      .def("query", &gpuhal::Event::query, release_gil())
-      .def("wait",
-           [](const gpuhal::Event &e, nb::handle stream) {
-             gpuhal::Stream s = stream_or_default(stream, e.context());
-             nb::gil_scoped_release unlocked;
-             s.wait(e);
-           },
-           nb::arg("stream") = 0)
-      .def("elapsed_time",
-           [](const gpuhal::Event &start, const gpuhal::Event &end) { return gpuhal::Event::elapsed_ms(start, end); },
-           nb::arg("evtend"), release_gil(), "Milliseconds from this event to `evtend` (both completed)");
+  bind_events(m);
 }
 
 }  // namespace gpuhal_py
