@@ -46,6 +46,14 @@ cmake)
     [ -f "$work/prefix/share/doc/gpuhal/$f" ] || { echo "consumer: share/doc/gpuhal/$f not installed"; exit 1; }
   done
   echo "documentation installed under share/doc/gpuhal"
+  # The tools' man pages (made from their --help when python3 is there).
+  if command -v python3 >/dev/null; then
+    for t in gpuhal-info gpuhal-conform gpuhal-bandwidth; do
+      page="$work/prefix/share/man/man1/$t.1"
+      grep -q "^\.SH SYNOPSIS" "$page" 2>/dev/null || { echo "consumer: share/man/man1/$t.1 not installed"; exit 1; }
+    done
+    echo "man pages installed under share/man/man1"
+  fi
   ;;
 pkgconfig)
   pc=$(dirname "$(find "$work/prefix" -name gpuhal.pc | head -1)")
