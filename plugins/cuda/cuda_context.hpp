@@ -187,6 +187,12 @@ inline CUstream native(gpuhal_stream_t s) {
   return reinterpret_cast<CUstream>(s);  // NULL, 0x1 and 0x2 mean the same in CUDA
 }
 
+// True for an event created in c.
+inline bool known_event(CudaContext *c, gpuhal_event_t e) {
+  std::lock_guard<std::mutex> lock(c->mu);
+  return c->events.count(reinterpret_cast<CUevent>(e)) != 0;
+}
+
 // True for a stream made outside gpuhal (Context::external_stream) in c's
 // context, as the driver tells (cuStreamGetCtx).
 bool external_stream_of(CudaContext *c, gpuhal_stream_t s);
