@@ -77,6 +77,13 @@ if ! "$py_env/bin/python" -c 'import numpy, pytest, hypothesis, mpi4py' 2>/dev/n
     "mpi4py>=4.1,<5"
 fi
 "$py_env/bin/python" -m pip install --quiet --disable-pip-version-check -C build-dir="$build/python-build" .
+# The package's types as a user's checker sees them (py.typed, the extension's
+# stubs made by nanobind's stubgen at build time): mypy --strict over the
+# Python examples.
+if ! "$py_env/bin/python" -c 'import mypy' 2>/dev/null; then
+  "$py_env/bin/python" -m pip install --quiet --disable-pip-version-check "mypy>=1.10,<3"
+fi
+(cd "$build" && "$py_env/bin/python" -m mypy --strict --cache-dir "$PWD/mypy-cache" "$OLDPWD/examples/python")
 (cd "$build" && GPUHAL_TEST_REQUIRE_MPI=1 GPUHAL_TEST_FAKE_CUDA="$PWD/fakes/cuda/libcuda.so.1" GPUHAL_TEST_FAKE_HSA="$PWD/fakes/hsa/libhsa-runtime64.so.1" \
   "$py_env/bin/python" -m pytest -q -p no:cacheprovider "$OLDPWD/python/tests")
 

@@ -20,7 +20,7 @@ import gpuhal as cuda
 from gpuhal import mpi as gmpi
 
 
-def main():
+def main() -> int:
     path = sys.argv[1] if len(sys.argv) > 1 else "auto"
     comm = MPI.COMM_WORLD
     rank, size = comm.rank, comm.size

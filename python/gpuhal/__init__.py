@@ -32,7 +32,7 @@ from ._memory_objects import AutoFreePointer, ManagedMemory, MappedMemory, Memor
 from ._ipc import IpcArrayHandle, open_ipc_array
 from ._log import flush_log, log_to_python
 from ._graphs import Capture
-from ._kernels import Kernel, Module, compile  # noqa: A004 (Numba-like name on purpose)
+from ._kernels import Kernel as Kernel, Module as Module, compile as compile  # noqa: A004 (Numba-like name)
 from ._memory import *  # noqa: F401,F403
 from ._memory import __all__ as _memory_all
 from ._memory_pool import MemoryPool

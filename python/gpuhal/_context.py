@@ -3,6 +3,7 @@
 Numba's names (cuda.select_device, cuda.gpus, current_context() ...)."""
 
 import os
+from typing import Optional
 
 import numpy as np
 
@@ -35,7 +36,7 @@ def set_backend(name):
                                             "backend (choose it before the first use of gpuhal)")
 
 
-def backend():
+def backend() -> str:
     """The loaded backend's name (loading it on first use)."""
     return _gpuhal.backend_name()
 
@@ -80,7 +81,7 @@ class _GpuEntry:
 class _GpuList:
     """Numba's ``cuda.gpus``: every device, and ``gpus.current``."""
 
-    def __len__(self):
+    def __len__(self) -> int:
         return _gpuhal.device_count()
 
     def __getitem__(self, i):
@@ -106,12 +107,12 @@ class _Deallocations:
     def __init__(self, ctx):
         self._ctx = ctx
 
-    def clear(self):
+    def clear(self) -> None:
         """Runs the queued releases now (waits for the context's work first)."""
-        return self._ctx.flush_deallocations()
+        self._ctx.flush_deallocations()
 
-    def __len__(self):
-        return self._ctx.pending_deallocations()
+    def __len__(self) -> int:
+        return int(self._ctx.pending_deallocations())
 
     @property
     def bytes(self):
@@ -128,8 +129,10 @@ class Context:
         self._c = ctx
 
     device = property(lambda self: self._c.device, doc="The context's Device.")
-    deallocations = property(lambda self: _Deallocations(self._c),
-                             doc="The deferred deallocation queue (``len()``, ``.bytes``, ``.clear()``: Numba's).")
+    @property
+    def deallocations(self) -> _Deallocations:
+        """The deferred deallocation queue (``len()``, ``.bytes``, ``.clear()``: Numba's)."""
+        return _Deallocations(self._c)
 
     @property
     def memory_manager(self):
@@ -142,7 +145,7 @@ class Context:
     def memory_manager(self, plugin):
         _emm.install(self, plugin)
 
-    def get_memory_info(self):
+    def get_memory_info(self) -> "MemoryInfo":
         """MemoryInfo(free, total) from the context's memory manager."""
         info = self._c._memory_info()
         return MemoryInfo(info.free, info.total)
@@ -255,22 +258,22 @@ def jit(*args, **kwargs):
                               "C dialect and compile it with gpuhal.compile(source) (docs/kernels.md, docs/python.md)")
 
 
-def current_context():
+def current_context() -> "Context":
     """The calling thread's Context (Numba's ``cuda.current_context()``)."""
     return Context(_emm.current_cpp_context())
 
 
-def synchronize():
+def synchronize() -> None:
     """Waits for all work of the current context."""
     _gpuhal.current_context().synchronize()
 
 
-def defer_cleanup():
+def defer_cleanup() -> "_gpuhal._DeferCleanup":
     """``with defer_cleanup():`` -- no deferred deallocation runs in the block."""
     return _gpuhal._DeferCleanup()
 
 
-def stream(priority=None):
+def stream(priority: Optional[int] = None) -> _gpuhal.Stream:
     """A new stream (blocking: ordered with the default stream, as CUDA's).
     ``priority``: lower numbers are greater priorities, clamped into
     ``current_context().stream_priority_range()`` (``(least, greatest)``);

@@ -12,6 +12,7 @@ the same memory are the caller's affair).
 
 import ctypes
 import math
+from typing import Any
 
 import numpy as np
 
@@ -238,7 +239,7 @@ class DeviceNDArray:
                              stream=self._bound(stream))
 
     # ---- transfers ------------------------------------------------------------
-    def copy_to_host(self, ary=None, stream=0):
+    def copy_to_host(self, ary: Any = None, stream: Any = 0) -> "np.ndarray[Any, Any]":
         """This array -> a host array (a new one with the same strides, or
         ``ary``). On a stream the copy is asynchronous only into gpuhal's
         pinned, mapped or managed arrays (synchronise before reading them);
@@ -255,7 +256,7 @@ class DeviceNDArray:
         finish_if_pageable(s, host)  # new memory is pageable: done when this returns
         return host if host.dtype == self._dtype else host.view(self._dtype)
 
-    def copy_to_device(self, ary, stream=0):
+    def copy_to_device(self, ary: Any, stream: Any = 0) -> None:
         """Host or device array -> this array (same dtype and shape)."""
         s = self._stream(stream)
         if isinstance(ary, DeviceNDArray):

@@ -21,6 +21,8 @@ their device side; scalars by value, converted to the parameter's type
 type raises before anything is queued.
 """
 
+from typing import Any, Mapping, Optional
+
 import numpy as np
 
 from . import _gpuhal
@@ -75,7 +77,7 @@ class Kernel:
         # one checks it once. (Not with a stream: the cache would keep it.)
         self._configs = {}
 
-    def __getitem__(self, config):
+    def __getitem__(self, config: Any) -> "_Launch":
         try:
             launch = self._configs.get(config)
         except TypeError:  # unhashable (a list of dimensions)
@@ -131,7 +133,7 @@ class _Launch:
     def __init__(self, k, grid, block, stream, shared):
         self._k, self._grid, self._block, self._stream, self._shared = k, grid, block, stream, shared
 
-    def __call__(self, *args):
+    def __call__(self, *args: Any) -> None:
         self._k.launch(self._grid, self._block, self._stream, self._shared, [_argument(a) for a in args])
 
 
@@ -144,13 +146,13 @@ class Module:
         self.kernel_names = list(module.kernel_names)
         self._kernels = {}
 
-    def __getitem__(self, name):
+    def __getitem__(self, name: str) -> Kernel:
         k = self._kernels.get(name)
         if k is None:
             k = self._kernels[name] = Kernel(self._m.kernel(name), self)
         return k
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Kernel:
         if name.startswith("_"):
             raise AttributeError(name)
         try:
@@ -167,7 +169,7 @@ class Module:
         return f"<gpuhal.Module kernels={self.kernel_names}>"
 
 
-def compile(source, options="", constants=None):
+def compile(source: str, options: str = "", constants: Optional[Mapping[str, Any]] = None) -> Module:
     """Compiles a portable kernel source for the current context's backend.
     ``constants`` maps names to host arrays baked in as constant arrays
     (Numba's cuda.const.array_like). Raises gpuhal.CompilationFailedError

@@ -13,6 +13,7 @@ see _hostarrays).
 
 import contextlib
 import threading
+from typing import Any, Iterator, Optional
 
 import numpy as np
 
@@ -113,7 +114,7 @@ def device_for_kernel(ary):
     return dev
 
 
-def to_device(obj, stream=0, copy=True, to=None):
+def to_device(obj: Any, stream: Any = 0, copy: bool = True, to: Optional[DeviceNDArray] = None) -> DeviceNDArray:
     """Host array -> device array (a new one with the same shape, strides
     and dtype; or ``to``). The host array must be contiguous at its core
     (broadcast arrays are fine); a device array is returned as it is."""
@@ -132,7 +133,8 @@ def to_device(obj, stream=0, copy=True, to=None):
     return DeviceNDArray(array, host.dtype, stream)
 
 
-def device_array(shape, dtype=np.float64, strides=None, order="C", stream=0):
+def device_array(shape: Any, dtype: Any = np.float64, strides: Any = None, order: str = "C",
+                 stream: Any = 0) -> DeviceNDArray:
     """An uninitialised device array (np.empty's shapes, strides and orders)."""
     dt, typestr = _dtype_and_typestr(dtype)
     array = _gpuhal.device_array(current_cpp_context(), _shape(shape), typestr,
@@ -145,7 +147,7 @@ def _strides_like(ary):
     return _gpuhal.strides_like(ary_shape, list(ary.strides), int(ary.dtype.itemsize), "K")
 
 
-def device_array_like(ary, stream=0):
+def device_array_like(ary: Any, stream: Any = 0) -> DeviceNDArray:
     """A device array with ``ary``'s shape and dtype and NumPy's empty_like strides."""
     return device_array(ary.shape, ary.dtype, _strides_like(ary), stream=stream)
 
@@ -161,7 +163,7 @@ def managed_array(shape, dtype=np.float64, strides=None, order="C", stream=0, at
     return host
 
 
-def pinned_array(shape, dtype=np.float64, strides=None, order="C"):
+def pinned_array(shape: Any, dtype: Any = np.float64, strides: Any = None, order: str = "C") -> "np.ndarray[Any, Any]":
     """A NumPy array in pinned host memory (freed through the deferred
     deallocation queue when the array is gone)."""
     shape = _shape(shape)
@@ -174,7 +176,8 @@ def pinned_array_like(ary):
     return pinned_array(ary.shape, ary.dtype, _strides_like(ary))
 
 
-def mapped_array(shape, dtype=np.float64, strides=None, order="C", stream=0, portable=False, wc=False):
+def mapped_array(shape: Any, dtype: Any = np.float64, strides: Any = None, order: str = "C", stream: Any = 0,
+                 portable: bool = False, wc: bool = False) -> "np.ndarray[Any, Any]":
     """A MappedNDArray: host memory mapped into the device's address space."""
     shape = _shape(shape)
     holder, array = _gpuhal.mapped_array(_ctx(), shape, _typestr(dtype), _strides(strides), order,
@@ -190,7 +193,7 @@ def mapped_array_like(ary, stream=0, portable=False, wc=False):
 
 
 @contextlib.contextmanager
-def pinned(*arylist):
+def pinned(*arylist: Any) -> Iterator[None]:
     """``with pinned(a, b):`` -- the arrays are page-locked inside the block."""
     scope = _gpuhal.pin(_ctx(), [_host_array(a) for a in arylist])
     try:
@@ -200,7 +203,7 @@ def pinned(*arylist):
 
 
 @contextlib.contextmanager
-def mapped(*arylist, **kws):
+def mapped(*arylist: Any, **kws: Any) -> Iterator[Any]:
     """``with mapped(a) as d:`` -- the arrays are mapped into the device's
     address space inside the block; yields their device arrays (one, or a
     list for several)."""

@@ -28,6 +28,7 @@ mpi4py is imported on first use; it is not a dependency of gpuhal.
 """
 
 import ctypes
+from typing import Any, Optional
 
 import numpy as np
 
@@ -60,7 +61,7 @@ def _query(symbol):
     return function() == 1
 
 
-def accepts_device_memory():
+def accepts_device_memory() -> bool:
     """True when this process's MPI reads and writes the current backend's
     device memory directly: always on the host backend (its device memory
     is the process's memory); on cuda and hsa what Open MPI's
@@ -133,7 +134,7 @@ def _staged_copy_in(array, host, stream):
     _synchronize(array, stream)
 
 
-def send(comm, array, dest, tag=0, *, path="auto", stream=0):
+def send(comm: Any, array: Any, dest: int, tag: int = 0, *, path: str = "auto", stream: Any = 0) -> None:
     """``comm.Send`` of a device array to rank `dest`."""
     what = "gpuhal.mpi.send"
     array = _device_array(array, what)
@@ -144,7 +145,8 @@ def send(comm, array, dest, tag=0, *, path="auto", stream=0):
     comm.Send(_staged_copy_out(array, stream), dest, tag)
 
 
-def recv(comm, array, source=None, tag=None, *, path="auto", stream=0, status=None):
+def recv(comm: Any, array: Any, source: Optional[int] = None, tag: Optional[int] = None, *, path: str = "auto",
+         stream: Any = 0, status: Any = None) -> None:
     """``comm.Recv`` into a device array (``source`` / ``tag`` default to
     any). The data is in `array` when this returns."""
     what = "gpuhal.mpi.recv"
@@ -162,7 +164,8 @@ def recv(comm, array, source=None, tag=None, *, path="auto", stream=0, status=No
     _staged_copy_in(array, host, stream)
 
 
-def allreduce(comm, sendarray, recvarray=None, op=None, *, path="auto", stream=0):
+def allreduce(comm: Any, sendarray: Any, recvarray: Any = None, op: Any = None, *, path: str = "auto",
+              stream: Any = 0) -> None:
     """``comm.Allreduce`` of device arrays (``op`` defaults to ``MPI.SUM``);
     without `recvarray` in place into `sendarray`. Both have the same size
     and dtype."""

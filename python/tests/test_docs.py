@@ -52,3 +52,13 @@ def test_pip_builds_outside_the_checkout_and_can_show_its_progress():
     assert "build-dir" not in skb  # scikit-build-core's default: a temporary directory
     assert skb["build"]["verbose"] is True and skb["logging"]["level"] == "INFO"
     assert "pip install -v ." in DOC.read_text()
+
+
+def test_the_package_ships_its_types():
+    # py.typed and the extension module's stubs (nanobind's stubgen, at build
+    # time): without them mypy saw every gpuhal name as Any.
+    import gpuhal
+    package = pathlib.Path(gpuhal.__file__).parent
+    assert (package / "py.typed").exists()
+    stub = (package / "_gpuhal.pyi").read_text()
+    assert "class Stream:" in stub and "def synchronize(self) -> None" in stub
