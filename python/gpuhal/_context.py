@@ -107,9 +107,10 @@ class _Deallocations:
     def __init__(self, ctx):
         self._ctx = ctx
 
-    def clear(self) -> None:
-        """Runs the queued releases now (waits for the context's work first)."""
-        self._ctx.flush_deallocations()
+    def clear(self) -> int:
+        """Runs the queued releases now (waits for the context's work first);
+        returns how many ran."""
+        return int(self._ctx.flush_deallocations())
 
     def __len__(self) -> int:
         return int(self._ctx.pending_deallocations())
