@@ -199,8 +199,8 @@ TEST_CASE("the host backend names itself as the driver in the device properties"
 }
 
 TEST_CASE("device UUID: a host device has one, stable, in the 8-4-4-4-12 form, version 8", "[device]") {
-  const DeviceProperties &p = test::host_context().device().properties();
-  const std::string u = p.uuid_string();
+  const Context ctx = test::host_context();  // the properties live as long as the device's runtime
+  const std::string u = ctx.device().properties().uuid_string();
   REQUIRE(u.size() == 36);
   for (size_t i = 0; i < u.size(); ++i) {
     INFO(u);
