@@ -145,29 +145,11 @@ gpuhal_status_t check_rect(const char *entry, uint32_t kind, const gpuhal_copy_r
 // copy_bytes spreads a long copy).
 void copy_rect_rows(const gpuhal_copy_rect_t &r) {
   const uint64_t rows = r.height * r.depth;
-  auto dst_of = [&r](uint64_t i) {
-    return reinterpret_cast<char *>(uintptr_t(r.dst + (i / r.height) * r.dst_slice_pitch + (i % r.height) * r.dst_pitch));
-  };
-  auto src_of = [&r](uint64_t i) {
-    return reinterpret_cast<const char *>(
-        uintptr_t(r.src + (i / r.height) * r.src_slice_pitch + (i % r.height) * r.src_pitch));
-  };
-  // Short rows a pitch apart each start on lines (often a page) the
-  // hardware prefetcher has not reached: the row kRowsAhead on is asked for
-  // while this one is copied (read for the source, written for the
-  // destination). Prefetches never fault, so past the last row is harmless.
-  constexpr uint64_t kRowsAhead = 2;
-  const bool ahead = r.width_bytes <= (uint64_t(64) << 10);
-  auto row = [&](uint64_t i) {
-    if (ahead && i + kRowsAhead < rows) {
-      const char *s = src_of(i + kRowsAhead);
-      char *d = dst_of(i + kRowsAhead);
-      for (uint64_t o = 0; o < r.width_bytes; o += 64) {
-        __builtin_prefetch(s + o, 0);
-        __builtin_prefetch(d + o, 1);
-      }
-    }
-    move_bytes(dst_of(i), src_of(i), size_t(r.width_bytes));
+  auto row = [&r](uint64_t i) {
+    const uint64_t z = i / r.height, y = i % r.height;
+    move_bytes(reinterpret_cast<void *>(uintptr_t(r.dst + z * r.dst_slice_pitch + y * r.dst_pitch)),
+               reinterpret_cast<const void *>(uintptr_t(r.src + z * r.src_slice_pitch + y * r.src_pitch)),
+               size_t(r.width_bytes));
   };
   if (rows < 2 || rows * r.width_bytes < kCopySpreadBytes) {
     for (uint64_t i = 0; i < rows; ++i) row(i);
