@@ -5,6 +5,7 @@
 // that results stay exact with it -- at the very end of allocations, for
 // every pointee size, through a void pointer, with an 8-byte scalar that
 // holds an address, and after a graph's kernel node gets new arguments.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -125,4 +126,26 @@ TEST_CASE("host prefetch: a graph's kernel node prefetches through the arguments
   s.synchronize();
   std::vector<float> r = y2.copy_to_host().to_vector<float>();
   for (unsigned i = 0; i < m; ++i) REQUIRE(r[i] == a.expected(i, 1));
+}
+
+TEST_CASE("host prefetch: a kernel taking a pointer to a struct it never defines compiles and runs",
+          "[host][kernel]") {
+  // The prefetch needs the pointee's size; a declared-only struct has none
+  // (it counts as one byte), and the module must compile as it did before.
+  const char *const kOpaque = R"(
+struct opaque;
+GPUHAL_KERNEL void k(GPUHAL_GLOBAL struct opaque *p, GPUHAL_GLOBAL float *y, unsigned n) {
+  unsigned i = gpuhal_global_id(0);
+  if (i < n) y[i] = p ? 1.0f : 2.0f;
+})";
+  test::CapturedLog log("prefetch limits");
+  Context ctx = debug_kernel_context();
+  const unsigned n = 1u << 18;
+  DeviceArray y = device_array(ctx, {n}, dtypes::float32), opaque = device_array(ctx, {16}, dtypes::uint8);
+  Kernel k = Module::compile(ctx, kOpaque).kernel("k");
+  k({n / 256}, {256})(opaque, y, n);
+  ctx.synchronize();
+  const std::vector<float> r = y.copy_to_host().to_vector<float>();
+  CHECK(std::all_of(r.begin(), r.end(), [](float v) { return v == 1.0f; }));
+  CHECK(log.saw("arguments 0, 1 ("));
 }

@@ -240,9 +240,15 @@ template <class T> static inline T arg(void *const p) {
 // the pointer by its global id, prefetched within `limit` bytes of the
 // pointer (host_kernel_abi.hpp: prefetch_limits); nothing for a scalar.
 constexpr uint64_t kPrefetchAhead = 4096;
+// The pointee's size; 1 for void, functions and types declared but not
+// defined (a kernel may pass an opaque struct's pointer on).
+template <class T, class = void> struct pointee_size : std::integral_constant<uint64_t, 1> {};
+template <class T>
+struct pointee_size<T, std::enable_if_t<!std::is_void<T>::value && !std::is_function<T>::value, std::void_t<decltype(sizeof(T))>>>
+    : std::integral_constant<uint64_t, sizeof(T)> {};
 template <class T> static inline void prefetch_group(T, uint64_t, uint64_t, uint64_t) {}
 template <class T> static inline void prefetch_group(T *p, uint64_t limit, uint64_t gi, uint64_t items) {
-  constexpr uint64_t size = std::is_void<T>::value ? 1 : sizeof(typename std::conditional<std::is_void<T>::value, char, T>::type);
+  constexpr uint64_t size = pointee_size<T>::value;
   const uint64_t bytes = items * size, begin = gi * bytes + kPrefetchAhead;
   if (begin >= limit) return;
   const uint64_t end = bytes < limit - begin ? begin + bytes : limit;
