@@ -47,15 +47,6 @@ std::vector<std::filesystem::path> with_extension(const std::string &dir, const 
   return out;
 }
 
-Context debug_context(const std::string &cache) {
-  Config c;
-  c.backend = "host";
-  c.plugin_path = {GPUHAL_TEST_LIB_DIR};
-  c.log_level = LogLevel::Debug;
-  c.set_option("GPUHAL_KERNEL_CACHE", cache);
-  return Runtime::load(c).device(0).primary_context();
-}
-
 // A module of one kernel writing `value` (distinct sources: each misses the cache).
 int32_t run_writer(const Context &ctx, int value, const ModuleOptions &options = {}) {
   const std::string source = "GPUHAL_KERNEL void w(GPUHAL_GLOBAL int *x) { if (gpuhal_global_id(0) == 0) x[0] = " +
@@ -75,7 +66,7 @@ TEST_CASE("host precompiled prefix: built beside a fresh cache's first module an
   std::filesystem::create_directories(dir);
   std::filesystem::permissions(dir, std::filesystem::perms::owner_all, std::filesystem::perm_options::replace);
   test::CapturedLog log("precompiled prefix");
-  Context ctx = debug_context(dir);
+  Context ctx = test::debug_host_context(dir);
   CHECK(run_writer(ctx, 1) == 1);
   if (!precompiles()) {
     CHECK(with_extension(dir, ".pch").empty());

@@ -26,12 +26,7 @@ GPUHAL_KERNEL void mix(GPUHAL_GLOBAL float *y, GPUHAL_GLOBAL const float *x, GPU
 )";
 
 Context debug_kernel_context() {
-  Config c;
-  c.backend = "host";
-  c.plugin_path = {GPUHAL_TEST_LIB_DIR};
-  c.log_level = LogLevel::Debug;
-  c.set_option("GPUHAL_KERNEL_CACHE", GPUHAL_TEST_KERNEL_CACHE);
-  return Runtime::load(c).device(0).primary_context();
+  return test::debug_host_context(GPUHAL_TEST_KERNEL_CACHE);
 }
 
 struct Arrays {
@@ -44,6 +39,23 @@ struct Arrays {
     }
   }
   float expected(unsigned i, uint64_t cookie) const { return x[i] * float(w[i]) + float(cookie & 1u); }
+};
+
+// The mix kernel over n elements: its inputs on the device, an output and
+// a spare allocation, on a stream of a debug-logging context.
+struct MixSetup {
+  Context ctx = debug_kernel_context();
+  Arrays a;
+  Stream s = ctx.create_stream();
+  DeviceArray x, w, y, spare;
+  Kernel k;
+  explicit MixSetup(unsigned n)
+      : a(n),
+        x(to_device(ctx, HostView::of(a.x), s)),
+        w(to_device(ctx, HostView::of(a.w), s)),
+        y(device_array(ctx, {n}, dtypes::float32)),
+        spare(device_array(ctx, {64}, dtypes::uint8)),
+        k(Module::compile(ctx, kMix).kernel("mix")) {}
 };
 
 }  // namespace
@@ -75,15 +87,14 @@ TEST_CASE("host prefetch: a large 1-D launch prefetches through its pointers, re
   CHECK(lines[0].find("arguments 0, 1, 2, 3, 4 (") != std::string::npos);
 }
 
-TEST_CASE("host prefetch: small, 2-D and host-memory launches get none", "[host][kernel]") {
+TEST_CASE("host prefetch: small and 2-D launches get none", "[host][kernel]") {
   test::CapturedLog log("prefetch limits");
-  Context ctx = debug_kernel_context();
   const unsigned n = 1u << 18;
-  Arrays a(n);
-  Stream s = ctx.create_stream();
-  DeviceArray x = to_device(ctx, HostView::of(a.x), s), w = to_device(ctx, HostView::of(a.w), s);
-  DeviceArray y = device_array(ctx, {n}, dtypes::float32), spare = device_array(ctx, {64}, dtypes::uint8);
-  Kernel k = Module::compile(ctx, kMix).kernel("mix");
+  MixSetup m(n);
+  Arrays &a = m.a;
+  Stream &s = m.s;
+  DeviceArray &x = m.x, &w = m.w, &y = m.y, &spare = m.spare;
+  Kernel &k = m.k;
   log.take();
   k({(n - 256) / 256}, {256}, s)(y, x, w, spare, uint64_t(0), n - 256);  // one group short of the threshold
   k({n / 512, 2}, {256}, s)(y, x, w, spare, uint64_t(0), n);            // 2-D: rows are not the groups' order
@@ -93,7 +104,7 @@ TEST_CASE("host prefetch: small, 2-D and host-memory launches get none", "[host]
   k({n / 256}, {256}, s)(y, x, w, spare, uint64_t(0), n);
   s.synchronize();
   CHECK(log.take().size() == 1);
-  // The 2-D launch computed the first n / 512 * 256 elements (global id 0 only).
+  // Every element, from the last launch.
   s.synchronize();
   std::vector<float> r = y.copy_to_host().to_vector<float>();
   for (unsigned i = 0; i < n; ++i) REQUIRE(r[i] == a.expected(i, 0));
@@ -102,30 +113,30 @@ TEST_CASE("host prefetch: small, 2-D and host-memory launches get none", "[host]
 TEST_CASE("host prefetch: a graph's kernel node prefetches through the arguments it was last given",
           "[host][kernel][graphs]") {
   test::CapturedLog log("prefetch limits");
-  Context ctx = debug_kernel_context();
   const unsigned n = 1u << 18;
-  Arrays a(n);
-  Stream s = ctx.create_stream();
-  DeviceArray x = to_device(ctx, HostView::of(a.x), s), w = to_device(ctx, HostView::of(a.w), s);
-  DeviceArray y = device_array(ctx, {n}, dtypes::float32), spare = device_array(ctx, {64}, dtypes::uint8);
-  Kernel k = Module::compile(ctx, kMix).kernel("mix");
+  MixSetup m(n);
+  Context &ctx = m.ctx;
+  Arrays &a = m.a;
+  Stream &s = m.s;
+  DeviceArray &x = m.x, &w = m.w, &y = m.y, &spare = m.spare;
+  Kernel &k = m.k;
   s.begin_capture();
   k({n / 256}, {256}, s)(y, x, w, spare, uint64_t(0), n);
   GraphExec exec = s.end_capture().instantiate();
   log.take();
   // A shorter output and input now, at the ends of smaller allocations.
-  const unsigned m = n / 2;
-  DeviceArray y2 = device_array(ctx, {m}, dtypes::float32);
-  DeviceArray x2 = device_array(ctx, {m}, dtypes::float32);
-  DeviceArray w2 = device_array(ctx, {m}, dtypes::float64);
-  x2.copy_from_host(HostView::of(a.x.data(), {m}), s);
-  w2.copy_from_host(HostView::of(a.w.data(), {m}), s);
-  exec.update_kernel_args(0, {y2, x2, w2, spare, uint64_t(1), m});
+  const unsigned half = n / 2;
+  DeviceArray y2 = device_array(ctx, {half}, dtypes::float32);
+  DeviceArray x2 = device_array(ctx, {half}, dtypes::float32);
+  DeviceArray w2 = device_array(ctx, {half}, dtypes::float64);
+  x2.copy_from_host(HostView::of(a.x.data(), {half}), s);
+  w2.copy_from_host(HostView::of(a.w.data(), {half}), s);
+  exec.update_kernel_args(0, {y2, x2, w2, spare, uint64_t(1), half});
   CHECK(log.take().size() == 1);  // limits worked out again for the new pointers
   exec.launch(s);
   s.synchronize();
   std::vector<float> r = y2.copy_to_host().to_vector<float>();
-  for (unsigned i = 0; i < m; ++i) REQUIRE(r[i] == a.expected(i, 1));
+  for (unsigned i = 0; i < half; ++i) REQUIRE(r[i] == a.expected(i, 1));
 }
 
 TEST_CASE("host prefetch: a kernel taking a pointer to a struct it never defines compiles and runs",

@@ -72,6 +72,17 @@ class CapturedLog {
   }
 };
 
+// A host context logging at debug level (for a CapturedLog), its kernels
+// compiled into `kernel_cache`.
+inline gpuhal::Context debug_host_context(const std::string &kernel_cache) {
+  gpuhal::Config c;
+  c.backend = "host";
+  c.plugin_path = {GPUHAL_TEST_LIB_DIR};
+  c.log_level = gpuhal::LogLevel::Debug;
+  c.set_option("GPUHAL_KERNEL_CACHE", kernel_cache);
+  return gpuhal::Runtime::load(c).device(0).primary_context();
+}
+
 inline gpuhal::Context host_context(std::vector<std::pair<std::string, std::string>> options = {}) {
   return host_runtime(std::move(options)).device(0).primary_context();
 }
