@@ -17,11 +17,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <random>
 #include <sstream>
 #include <vector>
-
-#include <xxhash.h>
 
 #include "host_compiler_process.hpp"
 #include "host_precompiled_prefix.hpp"
@@ -35,18 +32,6 @@ using plugin::fail;
 std::mutex g_private_mu;
 std::string g_private_dir;  // made by mkdtemp when no usable cache exists
 
-// A cache entry's file name: XXH3-128 of its full key (compiler identity,
-// arguments, formats, source). The key itself is stored beside the module
-// (<name>.so.key) and compared on every hit, so that a collision of names,
-// or a file planted under one, never loads another kernel.
-std::string cache_name(const std::string &key) {
-  const XXH128_hash_t h = XXH3_128bits(key.data(), key.size());
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(h.high64),
-                static_cast<unsigned long long>(h.low64));
-  return buf;
-}
-
 // Writes `text` to `path` atomically (a temporary file renamed over it).
 void publish(const std::string &path, const std::string &tmp, const std::string &text) {
   {
@@ -54,12 +39,6 @@ void publish(const std::string &path, const std::string &tmp, const std::string 
     f << text;
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) ::unlink(tmp.c_str());
-}
-
-std::string hex(uint64_t v) {
-  char b[17];
-  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
-  return b;
 }
 
 // The compiler's file: `cxx` itself when it has a slash, else the first
@@ -195,11 +174,6 @@ const std::string &cpu_identity() {
   return id;
 }
 
-std::string unique_suffix() {
-  std::random_device rd;
-  return std::to_string(::getpid()) + "-" + hex((uint64_t(rd()) << 32) | rd());
-}
-
 // One compile of `text` into `out`: the source written to <stem>.cpp, the
 // compiler's output read back from <stem>.log (both removed after).
 struct CompileRun {
@@ -281,16 +255,14 @@ gpuhal_status_t compile_host_module(const CompilerSettings &settings, const std:
     std::string o;
     while (ss >> o) argv.push_back(o);
   }
-  const std::string compiler_identity = compiler + "\n" + std::to_string(cst.st_size) + ":" +
-                                        std::to_string(cst.st_mtim.tv_sec) + "." + std::to_string(cst.st_mtim.tv_nsec) +
-                                        "\n";
-  std::string key = std::to_string(cst.st_size) + ":" + std::to_string(cst.st_mtim.tv_sec) + "." +
-                    std::to_string(cst.st_mtim.tv_nsec) + "\n";
+  const std::string stamp = std::to_string(cst.st_size) + ":" + std::to_string(cst.st_mtim.tv_sec) + "." +
+                            std::to_string(cst.st_mtim.tv_nsec) + "\n";
+  std::string key = stamp;
   for (const auto &a : argv) key += a + "\n";
   key += cpu_identity();
   key += "stack usage 2\n";  // the format of the <module>.stack file kept beside it
   key += source;
-  const std::string name = cache_name(key);
+  const std::string name = hashed_name(key);
 
   const std::string dir = cache_dir(settings);
   if (dir.empty())
@@ -313,7 +285,7 @@ gpuhal_status_t compile_host_module(const CompilerSettings &settings, const std:
     image->clear();
   }
 
-  const std::string tag = unique_suffix();
+  const std::string tag = unique_tag();
   const std::string tmp_so = dir + "/" + name + "." + tag + ".so";
   // The shared prefix precompiled (host_precompiled_prefix.hpp): used when
   // built, else built beside this compile for the next ones.
@@ -323,7 +295,7 @@ gpuhal_status_t compile_host_module(const CompilerSettings &settings, const std:
   if (!gcc && options.empty()) {
     const SourceSplit split = split_at_shared_prefix(source);
     if (split.ok) {
-      prefix = std::make_unique<PrecompiledPrefix>(dir, compiler_identity + cpu_identity(), argv, split.prefix);
+      prefix = std::make_unique<PrecompiledPrefix>(dir, compiler + "\n" + stamp + cpu_identity(), argv, split.prefix);
       if (prefix->ready()) {
         text = split.rest;
         for (const auto &a : prefix->use_arguments()) flags.push_back(a);

@@ -5,9 +5,15 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <unistd.h>
+
 #include <cerrno>
+#include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <random>
+
+#include <xxhash.h>
 
 extern char **environ;
 
@@ -47,6 +53,21 @@ std::string compiler_failure(int status) {
   if (status < 0) return "not run";
   return WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status))
                            : "signal " + std::to_string(WTERMSIG(status));
+}
+
+std::string hashed_name(const std::string &key) {
+  const XXH128_hash_t h = XXH3_128bits(key.data(), key.size());
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(h.high64),
+                static_cast<unsigned long long>(h.low64));
+  return buf;
+}
+
+std::string unique_tag() {
+  std::random_device rd;
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%ld-%08x%08x", long(::getpid()), unsigned(rd()), unsigned(rd()));
+  return buf;
 }
 
 bool read_whole_file(const std::string &path, std::vector<unsigned char> *out) {

@@ -31,6 +31,15 @@ bool compiler_succeeded(int status);
 // "exit status N" or "signal N" for a failed run's wait status.
 std::string compiler_failure(int status);
 
+// A cache file's name for `key`: 32 hex digits of its XXH3-128. The key is
+// kept beside what it names and compared on every use, so that a collision,
+// or a file planted under the name, is never taken for the entry.
+std::string hashed_name(const std::string &key);
+
+// A tag no other process or call uses (pid and 64 random bits), for the
+// names of temporary files published by rename.
+std::string unique_tag();
+
 // The whole of a file, or false when it cannot be read.
 bool read_whole_file(const std::string &path, std::vector<unsigned char> *out);
 

@@ -7,9 +7,6 @@
 
 #include <cstdio>
 #include <fstream>
-#include <random>
-
-#include <xxhash.h>
 
 #include "plugin_support.hpp"
 
@@ -19,21 +16,6 @@ namespace {
 
 // Part of the name's hash: a change here makes every old header unused.
 constexpr const char *kFormat = "precompiled prefix 1\n";
-
-std::string hash_name(const std::string &key) {
-  const XXH128_hash_t h = XXH3_128bits(key.data(), key.size());
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "pch-%016llx%016llx", static_cast<unsigned long long>(h.high64),
-                static_cast<unsigned long long>(h.low64));
-  return buf;
-}
-
-std::string temporary_tag() {
-  std::random_device rd;
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%ld-%08x%08x", long(::getpid()), unsigned(rd()), unsigned(rd()));
-  return buf;
-}
 
 bool exists(const std::string &path) {
   struct stat st;
@@ -63,7 +45,7 @@ PrecompiledPrefix::PrecompiledPrefix(const std::string &dir, const std::string &
   std::string key = kFormat + identity;
   for (const auto &f : flags) key += f + "\n";
   key += prefix;
-  name_ = hash_name(key);
+  name_ = "pch-" + hashed_name(key);
 }
 
 PrecompiledPrefix::~PrecompiledPrefix() {
@@ -85,7 +67,7 @@ void PrecompiledPrefix::start_build(const std::string &compiler) {
   // The text goes to its final name first: the header records that path,
   // and clang reads it again when a compile loads the header. Another
   // process may publish the same text at the same time; either copy serves.
-  const std::string tag = temporary_tag();
+  const std::string tag = unique_tag();
   const std::string header = dir_ + "/" + name_ + ".h";
   tmp_h_ = dir_ + "/" + name_ + "." + tag + ".h.tmp";
   tmp_pch_ = dir_ + "/" + name_ + "." + tag + ".pch.tmp";
