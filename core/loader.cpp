@@ -285,21 +285,24 @@ Selection select_backend(const Config &config, const Logger &logger) {
     for (const auto &name : default_order(manifests)) {
       auto lib = try_backend(name, config, manifests, logger, sel.attempts);
       if (!lib) continue;
-      if (lib->device_count() > 0 && !lacks_required(*lib, config, logger, sel.attempts.back())) {
-        sel.library = std::move(lib);
-        break;
+      if (lib->device_count() == 0) {
+        // Loaded, but not usable: the attempt says so as the probe does
+        // (gpuhal-info's "attempts" and "backends" agree).
+        sel.attempts.back().status = Status::ERROR_NO_DEVICE;
+        sel.attempts.back().message += "; skipped: no devices";
+        logger.write(LogLevel::Debug, "backend '" + name + "' has no devices; trying the next");
+        continue;
       }
-      if (lib->device_count() > 0) continue;  // it lacks a required capability: the attempt says which
-      // Loaded, but not usable: the attempt says so as the probe does
-      // (gpuhal-info's "attempts" and "backends" agree).
-      sel.attempts.back().status = Status::ERROR_NO_DEVICE;
-      sel.attempts.back().message += "; skipped: no devices";
-      logger.write(LogLevel::Debug, "backend '" + name + "' has no devices; trying the next");
+      if (lacks_required(*lib, config, logger, sel.attempts.back())) continue;  // the attempt says what
+      sel.library = std::move(lib);
+      break;
     }
     if (!sel.library)
       throw Error(worst(sel.attempts, Status::ERROR_NO_DEVICE),
-                  "no backend with a device was found (tried the GPU backends, the vendors directories' "
-                  "plugins, and host):" + summarize(sel.attempts));
+                  std::string("no backend with a device") +
+                      (config.required.empty() ? "" : " and " + capability_list(config.required) + " (GPUHAL_REQUIRE)") +
+                      " was found (tried the GPU backends, the vendors directories' plugins, and host):" +
+                      summarize(sel.attempts));
   }
   if (!b.empty()) {
     // An explicit backend wins: what it lacks of the program's needs is said

@@ -381,3 +381,24 @@ TEST_CASE("backends by need: GPUHAL_REQUIRE names capabilities, and a name that 
   ::unsetenv("GPUHAL_REQUIRE");
   CHECK(Config::from_environment().required.empty());
 }
+
+TEST_CASE("backends by need: when no backend has what is required, the error says what was required and why each "
+          "was passed over", "[loader][config]") {
+  Config c;
+  c.plugin_path = {GPUHAL_TEST_LIB_DIR};
+  c.vendor_dirs.clear();
+  c.required = {Capability::ContextLimits};  // host has no context limits; cuda and hsa have no device here
+  // The status is the most telling attempt's (which depends on the drivers
+  // installed); the message names the requirement and host's reason.
+  std::string message;
+  try {
+    Runtime rt = Runtime::load(c);
+    CHECK(rt.supports(Capability::ContextLimits));  // a machine whose GPU backend has them: it was chosen
+    return;
+  } catch (const Error &e) {
+    message = e.what();
+  }
+  CHECK(message.find("no backend with a device and context_limits (GPUHAL_REQUIRE) was found") != std::string::npos);
+  CHECK(message.find("libgpuhal-host.so: ERROR_NOT_SUPPORTED: ") != std::string::npos);
+  CHECK(message.find("skipped: lacks context_limits, which GPUHAL_REQUIRE names") != std::string::npos);
+}
