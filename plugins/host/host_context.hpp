@@ -1,17 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// Host backend devices, contexts, events and the memory registry.
-//
-// Device memory is ordinary host memory (aligned allocations), so device
-// addresses are host addresses (unified addressing). Every allocation and
-// registered range is kept in a plugin-wide registry so that transfers can
-// validate device ranges instead of faulting on bad input, and so that
-// destroying a context frees everything it made.
+// Host backend contexts: a device's streams, events, modules and captures,
+// and the rules for running synchronous work inline on the calling thread.
+// Destroying a context stops its streams and frees everything it made
+// (the plugin's memory registry, host_memory.hpp, says what).
 #pragma once
 
 #include <atomic>
-#include <chrono>
-#include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -20,160 +14,15 @@
 #include <utility>
 #include <vector>
 
-#include "handle_registry.hpp"
-#include "host_compiler.hpp"
-#include "host_kernel_runner.hpp"
-#include "thread_bias.hpp"
+#include "host_device.hpp"
+#include "host_event.hpp"
 #include "host_graph.hpp"
-#include "host_mapping_cache.hpp"
 #include "host_stream.hpp"
-#include "host_virtual_memory.hpp"
+#include "thread_bias.hpp"
 
 namespace gpuhal::host {
 
-struct HostDevice {
-  int ordinal = 0;
-  uint64_t total_memory = 0;
-  uint64_t limit = 0;  // 0: no limit beyond the machine's memory
-  std::atomic<uint64_t> used{0};
-};
-
-class HostContext;
 struct HostModule;
-
-// Device: mem_alloc memory (page-granular anonymous mappings, replaced by a
-// shared memfd mapping when exported for IPC); IpcOpened: another process's
-// exported memory mapped here by ipc_open.
-// Released: a device allocation's range after mem_free while its mapping
-// waits in the mapping cache. Not live: every query passes over it. Its node
-// stays so that the mapping's next allocation takes it back without a
-// tree insertion and its release without an erasure (a fifth of an
-// allocation + release's time).
-// VirtualMapped: a mapping of vm_map with read-write access (host_virtual_memory.cpp).
-enum class RegionKind { Device, HostAlloc, Registered, IpcOpened, Released, VirtualMapped };
-
-struct Region {
-  uint64_t size = 0;
-  HostContext *owner = nullptr;
-  RegionKind kind = RegionKind::Device;
-  uint32_t flags = 0;
-  int fd = -1;         // Device: the memfd once exported for IPC
-  uint64_t token = 0;  // Device: the export's random id (in the memfd's name)
-};
-
-// Plugin-wide map of live memory ranges, keyed by start address. Thread
-// safe: one mutex; device_accessible() first asks a per-thread copy of the
-// range it found last, valid while no range has been removed since.
-class Registry {
- public:
-  Registry();
-  ~Registry();
-  Registry(const Registry &) = delete;
-  Registry &operator=(const Registry &) = delete;
-
-  // Adds `r` at `base`; a node already there (a Released one) takes it.
-  void insert(uintptr_t base, const Region &r);
-  // Removes the range starting exactly at `base` owned by `owner` with one
-  // of the given kinds; returns it (size 0 if none).
-  Region erase(uintptr_t base, HostContext *owner, RegionKind kind);
-  // Ends the device allocation starting exactly at `base` owned by `owner`
-  // (a Released node stays in its place; see RegionKind); returns what it
-  // was (size 0 if none).
-  Region release_device(uintptr_t base, HostContext *owner);
-  // ---- the mapping cache (host_mapping_cache.hpp), under the map's mutex --
-  // Mappings handed back for the caller to unmap, after the lock. A mapping
-  // leaves the map before it is unmapped, so that no other mapping can come
-  // to its address while its node is still there.
-  using Mappings = MappingCache::Mappings;
-  // The cache's byte limit (GPUHAL_HOST_MAPPING_CACHE); set by init.
-  void set_mapping_cache_limit(uint64_t bytes);
-  // A cached mapping of exactly `mapped` bytes made live as `r` (its
-  // Released node takes `r`; one is made if it has none): its base, or 0
-  // when none of that size is cached. One lock for both.
-  uintptr_t take_cached(uint64_t mapped, const Region &r);
-  // The released mapping at `base` (its node Released, or gone): kept in the
-  // cache when it was never exported (fd < 0) and the cache takes it; else
-  // its node goes. Mappings the cache gives up to make room are appended to
-  // `unmap`. True when kept; false: the caller unmaps it (and closes `fd`).
-  bool retire_released(uintptr_t base, uint64_t mapped, int fd, Mappings *unmap);
-  // release_device and retire_released under one lock (a synchronous free):
-  // the released region (size 0 if `base` is no live allocation of `owner`:
-  // nothing changed), `*kept` as retire_released returns it.
-  Region free_device(uintptr_t base, HostContext *owner, Mappings *unmap, bool *kept);
-  // True when [addr, addr+bytes) lies inside one range usable by the device
-  // (device memory, host-allocated memory, or host memory registered as
-  // mapped; registered ranges that follow each other join).
-  bool device_accessible(uintptr_t addr, uint64_t bytes) const;
-  // The lock-free half of device_accessible: true when the range lies in
-  // the one this thread found last and no range has gone since; false
-  // means "ask device_accessible", not "inaccessible". Inline, so that a
-  // small copy's check is a few loads with no call and no frame.
-  bool device_accessible_cached(uintptr_t addr, uint64_t bytes) const {
-    const LastRange &last = t_last_range;
-    return last.registry == this && last.removals == removals_.n.load(std::memory_order_acquire) &&
-           addr >= last.base && addr < last.end && bytes <= last.end - addr;
-  }
-  // The bytes from addr to the end of the device-usable range holding it
-  // (as device_accessible counts ranges, without joining neighbours); 0
-  // when none holds it. A hint for prefetching: the range may go at once.
-  uint64_t bytes_to_end(uintptr_t addr) const;
-  // True when [addr, addr+bytes) overlaps any range (device memory included).
-  bool overlaps_host(uintptr_t addr, uint64_t bytes) const;
-  // Finds the host-alloc / registered range containing addr.
-  bool find_host(uintptr_t addr, uintptr_t *base, Region *out) const;
-  // Finds the range of `kind` owned by `owner` containing addr.
-  bool find_containing(uintptr_t addr, HostContext *owner, RegionKind kind, uintptr_t *base, Region *out) const;
-  // Records the IPC export of the range starting at `base`.
-  void set_export(uintptr_t base, int fd, uint64_t token);
-  // Removes and returns every range owned by `owner`.
-  std::vector<std::pair<uintptr_t, Region>> take_all(HostContext *owner);
-
- private:
-  using Map = std::map<uintptr_t, Region>;
-  // Bumped (under mu_) whenever a range goes, and when a registry is made
-  // or destroyed: process-wide, so that a thread's remembered range never
-  // outlives the range, nor answers for another registry at the same address.
-  // On a cache line of its own: every release writes it, every synchronous
-  // copy reads it, and the plugin's globals around it are read by every entry.
-  struct alignas(64) RemovalCount {
-    std::atomic<uint64_t> n{0};
-  };
-  static RemovalCount removals_;
-  // The device-accessible range a thread found last (a synchronous copy's
-  // check then takes no lock when it hits the same allocation again), with
-  // the removal count it was found under.
-  struct LastRange {
-    const Registry *registry = nullptr;
-    uintptr_t base = 0, end = 0;
-    uint64_t removals = 0;
-  };
-  static __thread LastRange t_last_range GPUHAL_HOST_FAST_TLS;  // host_stream.hpp says why
-  mutable std::mutex mu_;
-  Map regions_;
-  // Nodes of erased ranges kept for the next inserts (at most kSpareNodes):
-  // an allocation and its release then cost the map no malloc and free.
-  static constexpr size_t kSpareNodes = 64;
-  std::vector<Map::node_type> spare_;
-  // Takes `it` out of the map, keeping its node as a spare if there is
-  // room; mu_ held.
-  void remove_locked(Map::iterator it);
-  // The parts of insert, release_device and retire_released; mu_ held.
-  void insert_locked(uintptr_t base, const Region &r);
-  Region release_device_locked(uintptr_t base, HostContext *owner);
-  bool retire_released_locked(uintptr_t base, uint64_t mapped, int fd, Mappings *unmap);
-  void forget_released_locked(uintptr_t base);
-  MappingCache cache_;  // guarded by mu_
-};
-
-struct HostEvent {
-  bool timing = true;
-  std::mutex mu;
-  std::shared_ptr<StreamState> stream;  // of the latest record
-  uint64_t ticket = 0;                  // 0: never recorded
-  uint64_t record_id = 0;
-  bool has_time = false;
-  std::chrono::steady_clock::time_point when;
-};
 
 class HostContext {
  public:
@@ -317,99 +166,5 @@ class HostContext {
   std::mutex kernel_error_mu_;
   std::string kernel_error_;
 };
-
-// Every stream made by create_stream in any context, by handle, with its
-// device. Context::external_stream promises that a stream of another gpuhal
-// runtime over the same plugin can be wrapped: that runtime's context is
-// another HostContext of the same device, so a handle unknown to a context
-// is looked up here (the owner keeps the stream alive while it is used, as
-// the contract says; a stream destroyed since is not found). Weak: the
-// owning context alone keeps a stream.
-class StreamDirectory {
- public:
-  void add(const std::shared_ptr<StreamState> &s, const HostDevice *device);
-  void remove(const StreamState *s);
-  std::shared_ptr<StreamState> find(gpuhal_stream_t handle, const HostDevice *device);
-
- private:
-  std::mutex mu_;
-  std::unordered_map<const StreamState *, std::pair<std::weak_ptr<StreamState>, const HostDevice *>> streams_;
-};
-
-// Plugin-wide state, created by init and destroyed by the last shutdown.
-struct HostPlugin {
-  std::vector<std::unique_ptr<HostDevice>> devices;
-  // The allocation map, with the released device mappings kept for reuse
-  // (GPUHAL_HOST_MAPPING_CACHE, set by init; unmapped when the map goes).
-  Registry registry;
-  plugin::HandleRegistry<HostContext, gpuhal_context_t> contexts;
-  StreamDirectory streams;
-  std::string options_key;  // what init was given (a second init must agree)
-  int init_count = 0;
-  // Kernels: settings from the first init; the pool and the fiber stacks
-  // are made on the first launch.
-  CompilerSettings compiler;
-  unsigned threads = 0;  // participants of a launch (0: one per hardware thread)
-  size_t fiber_stack = 64 * 1024;
-  bool work_item_loops = true;  // GPUHAL_HOST_WORK_ITEM_LOOPS: barrier kernels as loops where possible
-  bool huge_pages = true;       // GPUHAL_HOST_HUGE_PAGES: large device allocations on huge pages
-  std::mutex kernel_mu;  // guards pool and stacks creation
-  std::unique_ptr<ThreadPool> pool;
-  std::unique_ptr<StackPool> stacks;
-  // Reservations, mappings and physical memory (host_virtual_memory.cpp).
-  std::shared_ptr<struct VmState> virtual_memory = make_virtual_memory_state();
-};
-
-// In a child of fork() (plugin-wide, installed by the first init): every
-// lock of the plugin's process-wide state is made afresh and the parent's
-// state (contexts, registry, pools, private cache) is abandoned, never
-// destroyed, since a thread of the parent that held a lock at the fork, or
-// ran a stream of a context, does not exist here. The core refuses the
-// parent's objects in the child; a runtime the child loads initialises the
-// plugin anew. Nothing of the parent's is freed: the child's copy of it
-// goes at exit.
-void forget_parent_after_fork();
-// In a child of fork(): fresh locks for IPC exports (host_ipc.cpp).
-void reset_export_locks_after_fork();
-
-// Heap-allocated by the first init and deleted by the last shutdown, so that
-// no static destructor of this library races the core's teardown at exit.
-// Set and cleared only by init, shutdown and a fork's child, while no
-// entry of the plugin runs.
-extern HostPlugin *g_plugin_state;
-inline HostPlugin &plugin_state() {
-  return *g_plugin_state;
-}
-bool plugin_state_exists();
-void create_plugin_state();
-void destroy_plugin_state();
-// The live context for a handle, or nullptr.
-HostContext *find_context(gpuhal_context_t handle);
-// Called before any context leaves the plugin's registry: find_context's
-// per-thread answers stop being used.
-void forget_context_lookups();
-
-// The context a thread looked up last, valid while no context has gone
-// since (and for the same plugin state): every plugin entry resolves its
-// context, and the registry's lock-free table is a chain of four dependent
-// loads where this is two independent ones.
-struct LastContextLookup {
-  gpuhal_context_t handle = nullptr;
-  HostContext *context = nullptr;
-  const HostPlugin *state = nullptr;
-  uint64_t removals = 0;
-};
-extern __thread LastContextLookup t_last_context GPUHAL_HOST_FAST_TLS;
-extern std::atomic<uint64_t> g_context_removals;
-// find_context's lock-free half, inline for the small copy's path: the
-// context when `handle` is the one this thread looked up last and it is
-// still live; nullptr means "ask find_context", not "no such context".
-inline HostContext *find_context_cached(gpuhal_context_t handle) {
-  const LastContextLookup &last = t_last_context;
-  if (handle && last.handle == handle && last.state == g_plugin_state &&
-      last.removals == g_context_removals.load(std::memory_order_acquire))
-    return last.context;
-  return nullptr;
-}
 
 }  // namespace gpuhal::host

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "host_context.hpp"
+#include "host_plugin.hpp"
 #include "huge_pages.hpp"
 
 namespace gpuhal::host {

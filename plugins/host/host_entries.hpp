@@ -9,7 +9,7 @@
 #include <string>
 
 #include "gpuhal/plugin.h"
-#include "host_context.hpp"
+#include "host_plugin.hpp"
 #include "plugin_support.hpp"
 #include "plugin_table.hpp"
 
@@ -54,9 +54,9 @@ gpuhal_status_t in_stream(gpuhal_context_t ctx, gpuhal_stream_t stream, const ch
 // Every entry of the plugin table, with the table's own signature, defined
 // in the file of its object: host_plugin.cpp (lifecycle, devices, contexts,
 // peer access), host_memory.cpp (device and managed memory),
-// host_ipc.cpp (IPC), host_transfers.cpp, host_stream.cpp,
-// host_events.cpp, host_pinned_memory.cpp (pinned and registered host
-// memory), host_kernels.cpp (device code).
+// host_ipc.cpp (IPC), host_transfer.cpp, host_stream.cpp,
+// host_event.cpp, host_pinned_memory.cpp (pinned and registered host
+// memory), host_kernel.cpp (device code).
 #include "plugin_entries.inc"
 // What the host backend leaves NULL: it has no native objects to hand out
 // or adopt, and no context limits (gpuhal_printf writes straight to stdout,

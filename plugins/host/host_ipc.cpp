@@ -22,7 +22,7 @@
 #include <shared_mutex>
 #include <string>
 
-#include "host_context.hpp"
+#include "host_plugin.hpp"
 #include "host_device_mappings.hpp"
 #include "host_entries.hpp"
 #include "plugin_support.hpp"

@@ -10,9 +10,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "host_context.hpp"
+#include "host_plugin.hpp"
 #include "host_entries.hpp"
-#include "host_kernels.hpp"
+#include "host_kernel.hpp"
 #include "plugin_support.hpp"
 
 namespace gpuhal::host {

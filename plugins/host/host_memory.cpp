@@ -179,4 +179,245 @@ gpuhal_status_t mem_free_async(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpu
                    });
 }
 
+// ---- the registry ---------------------------------------------------------------
+
+Registry::RemovalCount Registry::removals_;
+
+__thread Registry::LastRange Registry::t_last_range GPUHAL_HOST_FAST_TLS;
+
+Registry::Registry() {
+  removals_.n.fetch_add(1, std::memory_order_acq_rel);
+}
+
+Registry::~Registry() {
+  removals_.n.fetch_add(1, std::memory_order_acq_rel);
+  for (const auto &m : cache_.take_all()) munmap(m.first, size_t(m.second));
+}
+
+void Registry::insert(uintptr_t base, const Region &r) {
+  std::lock_guard<std::mutex> lock(mu_);
+  insert_locked(base, r);
+}
+
+void Registry::insert_locked(uintptr_t base, const Region &r) {
+  if (spare_.empty()) {
+    regions_[base] = r;
+    return;
+  }
+  Map::node_type node = std::move(spare_.back());
+  spare_.pop_back();
+  node.key() = base;
+  node.mapped() = r;
+  // One lookup: a base already present keeps its node and takes `r`; the
+  // spare goes back.
+  auto placed = regions_.insert(std::move(node));
+  if (!placed.inserted) {
+    placed.position->second = r;
+    spare_.push_back(std::move(placed.node));  // room: it was just popped
+  }
+}
+
+Region Registry::erase(uintptr_t base, HostContext *owner, RegionKind kind) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = regions_.find(base);
+  if (it == regions_.end() || it->second.owner != owner || it->second.kind != kind) return Region{};
+  Region r = it->second;
+  removals_.n.fetch_add(1, std::memory_order_acq_rel);
+  remove_locked(it);
+  return r;
+}
+
+void Registry::remove_locked(Map::iterator it) {
+  Map::node_type node = regions_.extract(it);
+  if (spare_.size() < kSpareNodes) {
+    try {
+      spare_.push_back(std::move(node));
+    } catch (...) {
+      // no room to keep it: the node goes with `node`
+    }
+  }
+}
+
+Region Registry::release_device(uintptr_t base, HostContext *owner) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return release_device_locked(base, owner);
+}
+
+Region Registry::release_device_locked(uintptr_t base, HostContext *owner) {
+  auto it = regions_.find(base);
+  if (it == regions_.end() || it->second.owner != owner || it->second.kind != RegionKind::Device) return Region{};
+  const Region r = it->second;
+  removals_.n.fetch_add(1, std::memory_order_acq_rel);
+  it->second = Region{r.size, nullptr, RegionKind::Released, 0, -1, 0};
+  return r;
+}
+
+void Registry::forget_released_locked(uintptr_t base) {
+  auto it = regions_.find(base);
+  if (it == regions_.end() || it->second.kind != RegionKind::Released) return;
+  remove_locked(it);
+}
+
+void Registry::set_mapping_cache_limit(uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  cache_.set_limit(bytes);
+}
+
+uintptr_t Registry::take_cached(uint64_t mapped, const Region &r) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const uintptr_t base = reinterpret_cast<uintptr_t>(cache_.take(mapped));
+  if (!base) return 0;
+  auto it = regions_.find(base);
+  if (it != regions_.end()) {
+    it->second = r;  // its Released node
+    return base;
+  }
+  // Cached without a node (a context's destruction took its nodes): a new
+  // one. If none can be made, the mapping is given up (a rare error path:
+  // unmapped here, it was in no list and no map).
+  try {
+    insert_locked(base, r);
+  } catch (...) {
+    munmap(reinterpret_cast<void *>(base), size_t(mapped));
+    throw;
+  }
+  return base;
+}
+
+bool Registry::retire_released(uintptr_t base, uint64_t mapped, int fd, Mappings *unmap) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return retire_released_locked(base, mapped, fd, unmap);
+}
+
+bool Registry::retire_released_locked(uintptr_t base, uint64_t mapped, int fd, Mappings *unmap) {
+  const size_t before = unmap->size();
+  const bool kept = fd < 0 && cache_.keep(reinterpret_cast<void *>(base), mapped, unmap);
+  for (size_t i = before; i < unmap->size(); ++i) forget_released_locked(reinterpret_cast<uintptr_t>((*unmap)[i].first));
+  if (!kept) forget_released_locked(base);
+  return kept;
+}
+
+Region Registry::free_device(uintptr_t base, HostContext *owner, Mappings *unmap, bool *kept) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Region r = release_device_locked(base, owner);
+  if (r.size != 0) *kept = retire_released_locked(base, page_round(r.size), r.fd, unmap);
+  return r;
+}
+
+bool Registry::device_accessible(uintptr_t addr, uint64_t bytes) const {
+  // The range found last, if no range has been removed since: it is still
+  // there (ranges are only ever added next to it), so the answer stands as
+  // of this load.
+  if (device_accessible_cached(addr, bytes)) return true;
+  LastRange &last = t_last_range;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = regions_.upper_bound(addr);
+  if (it == regions_.begin()) return false;
+  --it;
+  const Region &r = it->second;
+  // host_alloc memory is reachable whatever its flags, as on a GPU with
+  // unified addressing (cuda.h: memory from cuMemHostAlloc "is always
+  // directly accessible from all contexts on all devices that support
+  // unified addressing"); registered memory only when registered mapped.
+  const bool usable =
+      r.kind != RegionKind::Released && (r.kind != RegionKind::Registered || (r.flags & GPUHAL_HOST_ALLOC_MAPPED));
+  const uint64_t off = addr - it->first;
+  if (!usable || off > r.size) return false;
+  if (bytes <= r.size - off) {
+    last = LastRange{this, it->first, it->first + r.size, removals_.n.load(std::memory_order_acquire)};
+    return true;
+  }
+  // Mapped host memory is mapped page by page, as on a GPU with unified
+  // addressing: a range may run on through registered ranges that follow
+  // without a gap (the core registers overlapping user ranges as adjacent
+  // pieces). Device allocations never join: one range, one allocation.
+  // Virtual-memory mappings do, as the driver's do: a range of a
+  // reservation runs through the mappings that follow without a gap.
+  if (r.kind != RegionKind::Registered && r.kind != RegionKind::VirtualMapped) return false;
+  uintptr_t end = it->first + r.size;
+  const uintptr_t want = addr + bytes;
+  for (++it; end < want; ++it) {
+    if (it == regions_.end() || it->first != end || it->second.kind != r.kind || it->second.owner != r.owner ||
+        (r.kind == RegionKind::Registered && !(it->second.flags & GPUHAL_HOST_ALLOC_MAPPED)))
+      return false;
+    end += it->second.size;
+  }
+  return true;
+}
+
+uint64_t Registry::bytes_to_end(uintptr_t addr) const {
+  if (device_accessible_cached(addr, 1)) return t_last_range.end - addr;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = regions_.upper_bound(addr);
+  if (it == regions_.begin()) return 0;
+  --it;
+  const Region &r = it->second;
+  const bool usable =
+      r.kind != RegionKind::Released && (r.kind != RegionKind::Registered || (r.flags & GPUHAL_HOST_ALLOC_MAPPED));
+  const uint64_t off = addr - it->first;
+  return usable && off < r.size ? r.size - off : 0;
+}
+
+bool Registry::overlaps_host(uintptr_t addr, uint64_t bytes) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const uintptr_t end = addr + bytes;
+  auto it = regions_.lower_bound(end);  // first range starting at or after end
+  while (it != regions_.begin()) {
+    --it;
+    if (it->first + it->second.size <= addr) break;  // ranges do not overlap each other
+    if (it->second.kind == RegionKind::Released) continue;
+    return true;
+  }
+  return false;
+}
+
+bool Registry::find_host(uintptr_t addr, uintptr_t *base, Region *out) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = regions_.upper_bound(addr);
+  if (it == regions_.begin()) return false;
+  --it;
+  if (it->second.kind == RegionKind::Device || it->second.kind == RegionKind::IpcOpened ||
+      it->second.kind == RegionKind::Released || it->second.kind == RegionKind::VirtualMapped ||
+      addr - it->first >= it->second.size)
+    return false;
+  *base = it->first;
+  *out = it->second;
+  return true;
+}
+
+bool Registry::find_containing(uintptr_t addr, HostContext *owner, RegionKind kind, uintptr_t *base,
+                               Region *out) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = regions_.upper_bound(addr);
+  if (it == regions_.begin()) return false;
+  --it;
+  if (it->second.owner != owner || it->second.kind != kind || addr - it->first >= it->second.size) return false;
+  *base = it->first;
+  *out = it->second;
+  return true;
+}
+
+void Registry::set_export(uintptr_t base, int fd, uint64_t token) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = regions_.find(base);
+  if (it == regions_.end()) return;
+  it->second.fd = fd;
+  it->second.token = token;
+}
+
+std::vector<std::pair<uintptr_t, Region>> Registry::take_all(HostContext *owner) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::pair<uintptr_t, Region>> out;
+  removals_.n.fetch_add(1, std::memory_order_acq_rel);
+  for (auto it = regions_.begin(); it != regions_.end();) {
+    if (it->second.owner == owner) {
+      out.emplace_back(*it);
+      it = regions_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return out;
+}
+
 }  // namespace gpuhal::host

@@ -18,10 +18,10 @@
 #include <xxhash.h>
 
 #include "fork_thread_gate.hpp"
-#include "host_context.hpp"
+#include "host_plugin.hpp"
 #include "host_device_mappings.hpp"
 #include "host_entries.hpp"
-#include "host_kernels.hpp"
+#include "host_kernel.hpp"
 #include "plugin_support.hpp"
 
 namespace gpuhal::host {
@@ -308,6 +308,69 @@ gpuhal_status_t context_enable_peer_access(gpuhal_context_t ctx, gpuhal_context_
   if (c->device() == p->device())
     return fail(GPUHAL_ERROR_INVALID_VALUE, "context_enable_peer_access: both contexts are on the same device");
   return GPUHAL_SUCCESS;  // nothing to map: all host devices share one address space
+}
+
+// ---- StreamDirectory ----------------------------------------------------------
+
+void StreamDirectory::add(const std::shared_ptr<StreamState> &s, const HostDevice *device) {
+  std::lock_guard<std::mutex> lock(mu_);
+  streams_[s.get()] = {s, device};
+}
+
+void StreamDirectory::remove(const StreamState *s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  streams_.erase(s);
+}
+
+std::shared_ptr<StreamState> StreamDirectory::find(gpuhal_stream_t handle, const HostDevice *device) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = streams_.find(reinterpret_cast<const StreamState *>(handle));
+  if (it == streams_.end() || it->second.second != device) return nullptr;
+  return it->second.first.lock();
+}
+
+// ---- plugin state -------------------------------------------------------------
+
+HostPlugin *g_plugin_state = nullptr;
+
+void forget_parent_after_fork() {
+  g_plugin_state = nullptr;  // abandoned: its contexts' threads are the parent's
+  reset_device_pages_mutex_after_fork();
+  reset_export_locks_after_fork();
+  forget_private_cache_after_fork();
+}
+
+bool plugin_state_exists() {
+  return g_plugin_state != nullptr;
+}
+void create_plugin_state() {
+  g_plugin_state = new HostPlugin();
+}
+void destroy_plugin_state() {
+  // Contexts first: their streams may still be running kernels on the pool.
+  forget_context_lookups();
+  g_plugin_state->contexts.take_all();
+  delete g_plugin_state;
+  g_plugin_state = nullptr;
+}
+
+__thread LastContextLookup t_last_context GPUHAL_HOST_FAST_TLS;
+std::atomic<uint64_t> g_context_removals{0};
+
+void forget_context_lookups() {
+  g_context_removals.fetch_add(1, std::memory_order_acq_rel);
+}
+
+HostContext *find_context(gpuhal_context_t handle) {
+  if (HostContext *c = find_context_cached(handle)) return c;
+  const HostPlugin *st = g_plugin_state;
+  if (!st) return nullptr;
+  // Read before the lookup: a context that goes after it changes the count,
+  // and the entry kept below is then never used.
+  const uint64_t removals = g_context_removals.load(std::memory_order_acquire);
+  HostContext *c = st->contexts.find(handle);
+  if (c) t_last_context = LastContextLookup{handle, c, st, removals};
+  return c;
 }
 
 }  // namespace gpuhal::host

@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "fork_thread_gate.hpp"
-#include "host_context.hpp"
+#include "host_plugin.hpp"
 #include "host_entries.hpp"
 #include "host_kernel_runner.hpp"
 #include "plugin_support.hpp"

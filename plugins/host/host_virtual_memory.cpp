@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "host_context.hpp"
+#include "host_plugin.hpp"
 #include "host_device_mappings.hpp"
 #include "host_entries.hpp"
 #include "plugin_support.hpp"

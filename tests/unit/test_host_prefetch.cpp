@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The host backend's software prefetching for streaming kernels
-// (host_kernels.cpp: set_prefetch_limits; the generated run_groups): which
+// (host_kernel.cpp: set_prefetch_limits; the generated run_groups): which
 // launches get it, through which arguments (the debug log names them), and
 // that results stay exact with it -- at the very end of allocations, for
 // every pointee size, through a void pointer, with an 8-byte scalar that

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "host_compiler.hpp"
 
-#include "host_kernels.hpp"
+#include "host_kernel.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -29,7 +29,7 @@
 // further on would reach if the kernel indexed the pointer by its global
 // id, within the limit: the one access pattern of a streaming 1-D kernel,
 // whose bounds check makes the compiler's vector loads masked ones, which
-// some CPUs' hardware prefetchers do not follow (see host_kernels.cpp).
+// some CPUs' hardware prefetchers do not follow (see host_kernel.cpp).
 // The plugin loads modules of version 4 too (they never read the field).
 // A module may also export gpuhal_host_assert_state (a
 // gpuhal_host_assert_record): its first failed gpuhal_assert sets `failed`

@@ -10,15 +10,10 @@
 // have come back, so every work-item reaches a barrier before any passes
 // it. A work-item that returns early counts as arrived at every later
 // barrier (what OpenCL implementations do; on a GPU it is undefined).
-//
-// Thread safety: ThreadPool::parallel_for may be called from several
-// threads at once (their jobs share the workers).
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -26,68 +21,11 @@
 #include <thread>
 #include <vector>
 
-#include <boost/context/protected_fixedsize_stack.hpp>
-#include <boost/context/stack_context.hpp>
-
 #include "host_kernel_abi.hpp"
+#include "host_stack_pool.hpp"
+#include "host_thread_pool.hpp"
 
 namespace gpuhal::host {
-
-class ThreadPool {
- public:
-  // `threads` participants in all (the caller of parallel_for included).
-  explicit ThreadPool(unsigned threads);
-  ~ThreadPool();
-  ThreadPool(const ThreadPool &) = delete;
-  ThreadPool &operator=(const ThreadPool &) = delete;
-  // Runs fn(i) for every i in [0, count), on the workers and the calling
-  // thread; returns when all calls returned. fn must not throw.
-  void parallel_for(uint64_t count, const std::function<void(uint64_t)> &fn);
-  unsigned size() const { return unsigned(workers_.size()) + 1; }
-  // How many parallel_for calls, in every pool of the process, are running
-  // on more than one thread: while one is, every core is taken (a waiter
-  // that spins takes one from the work). Read anywhere, without a lock.
-  static int spread_jobs() { return spread_jobs_.load(std::memory_order_relaxed); }
-
- private:
-  struct Job;
-  void work();
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::shared_ptr<Job>> jobs_;
-  bool stop_ = false;
-  std::vector<std::thread> workers_;
-  static std::atomic<int> spread_jobs_;
-};
-
-// Reusable fiber stacks, made by Boost.Context's protected_fixedsize_stack
-// (mmap'd, a guard page at the low end) and kept for the next group: a
-// group of 256 work-items would otherwise map and unmap 256 stacks. Each
-// stack has stack_bytes() for the kernel's frames, plus room for the
-// fiber's record and the staggered tops.
-// Thread safety: every member may be called from several threads at once.
-class StackPool {
- public:
-  using Stack = boost::context::stack_context;  // sp is nullptr: no stack
-  explicit StackPool(size_t stack_bytes);
-  ~StackPool();
-  StackPool(const StackPool &) = delete;
-  StackPool &operator=(const StackPool &) = delete;
-  size_t stack_bytes() const { return bytes_; }
-  // sp is nullptr when memory is exhausted.
-  Stack acquire();
-  void release(const Stack &stack);
-  // n stacks under one lock (a work-group's worth); false, with the ones
-  // acquired given back, when memory is exhausted.
-  bool acquire(size_t n, Stack *out);
-  void release(size_t n, const Stack *stacks);
-
- private:
-  size_t bytes_;
-  boost::context::protected_fixedsize_stack allocator_;
-  std::mutex mu_;
-  std::vector<Stack> free_;
-};
 
 struct KernelLaunch {
   const gpuhal_host_kernel *kernel = nullptr;

@@ -16,7 +16,7 @@
 #include <cstring>
 #include <set>
 
-#include "host_kernels.hpp"
+#include "host_kernel.hpp"
 
 namespace gpuhal::host {
 namespace {

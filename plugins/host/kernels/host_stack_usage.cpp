@@ -5,14 +5,14 @@
 //
 // A work-item of a kernel with barriers runs on a fiber stack of
 // GPUHAL_HOST_FIBER_STACK bytes; a deeper call chain would overflow it and
-// crash the process. The launch compares instead (host_kernels.cpp).
+// crash the process. The launch compares instead (host_kernel.cpp).
 #include <cstring>
 #include <functional>
 #include <map>
 #include <set>
 #include <sstream>
 
-#include "host_kernels.hpp"
+#include "host_kernel.hpp"
 
 namespace gpuhal::host {
 namespace {

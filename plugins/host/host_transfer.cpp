@@ -8,10 +8,10 @@
 #include <string>
 
 #include "copy_rect.hpp"
-#include "host_context.hpp"
+#include "host_plugin.hpp"
 #include "host_copy.hpp"
 #include "host_entries.hpp"
-#include "host_kernels.hpp"
+#include "host_kernel.hpp"
 #include "host_stream.hpp"
 #include "plugin_support.hpp"
 

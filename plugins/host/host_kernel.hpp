@@ -16,6 +16,7 @@
 #include "gpuhal/plugin.h"
 #include "host_copy.hpp"
 #include "host_kernel_abi.hpp"
+#include "host_exec.hpp"
 #include "host_kernel_runner.hpp"
 
 namespace gpuhal::host {
@@ -67,9 +68,5 @@ constexpr uint64_t kConstantMemory = 64 * 1024;
 std::string stack_usage_from_callgraph(const std::string &ci);
 void append_stack_usage(std::vector<unsigned char> *image, const std::string &text);
 std::map<std::string, uint64_t> read_stack_usage(const void *image, uint64_t size, uint64_t *elf_size);
-
-// The plugin-wide thread pool and fiber stacks, made on first use.
-ThreadPool &shared_pool();
-StackPool &shared_stacks();
 
 }  // namespace gpuhal::host

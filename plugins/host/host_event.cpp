@@ -7,7 +7,7 @@
 #include <mutex>
 #include <string>
 
-#include "host_context.hpp"
+#include "host_plugin.hpp"
 #include "host_entries.hpp"
 #include "host_stream.hpp"
 #include "plugin_support.hpp"

@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// Host backend devices: GPUHAL_HOST_DEVICES of them, each a share of the
+// machine's memory (or GPUHAL_HOST_MEMORY_LIMIT's), counted as it is
+// allocated. Plugin-wide; made by init (host_plugin.hpp).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace gpuhal::host {
+
+struct HostDevice {
+  int ordinal = 0;
+  uint64_t total_memory = 0;
+  uint64_t limit = 0;  // 0: no limit beyond the machine's memory
+  std::atomic<uint64_t> used{0};
+};
+
+}  // namespace gpuhal::host
