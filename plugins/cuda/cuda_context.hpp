@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// The cuda plugin's per-context bookkeeping and the helpers its entry files
-// share (cuda_plugin.cpp: memory, streams, events; cuda_kernels.cpp: device
-// code).
+// The cuda plugin's contexts: what the plugin made in each, and the shapes
+// every entry that works in a context shares (in_context, create_tracked,
+// release_tracked, cu_call). Each object's own state and helpers are in its
+// header (cuda_stream.hpp, cuda_event.hpp, cuda_kernel.hpp, cuda_graph.hpp,
+// cuda_virtual_memory.hpp).
 //
 // The plugin remembers what it made in a context (streams, events,
 // allocations, host memory, registrations, IPC mappings, modules) so that
@@ -18,55 +20,15 @@
 #include <vector>
 
 #include "cuda_driver.hpp"
+#include "cuda_graph.hpp"
+#include "cuda_kernel.hpp"
+#include "cuda_virtual_memory.hpp"
 #include "plugin_support.hpp"
 
 namespace gpuhal::cuda {
 
 using plugin::fail;
 using plugin::guard;
-
-// A kernel handle: the function and what launches need to know about it,
-// read from the driver once when the kernel is looked up (no driver query
-// on the launch path).
-struct CudaKernel {
-  CUfunction function = nullptr;
-  CUmodule module = nullptr;
-  int max_threads = 0;                 // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
-  int static_shared = 0;               // CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
-  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES is one value per function
-  // and the last cuFuncSetAttribute wins: raised only under opt_in_mu, to the
-  // largest size any launch needed, so that a slower thread's smaller value
-  // never lands after a larger one. dynamic_opt_in is what the driver holds.
-  std::mutex opt_in_mu;
-  std::atomic<int> dynamic_opt_in{0};
-};
-
-// Stream capture (cuda_graphs.cpp): a kernel launch recorded into a graph,
-// with what cuGraphExecKernelNodeSetParams needs to replace its arguments.
-struct CudaKernelNode {
-  CUgraphNode node = nullptr;
-  CUfunction function = nullptr;
-  unsigned grid[3] = {1, 1, 1};
-  unsigned block[3] = {1, 1, 1};
-  unsigned shared_bytes = 0;
-  uint32_t arg_count = 0;
-};
-struct CudaGraph {
-  CUgraph graph = nullptr;
-  std::vector<CudaKernelNode> kernels;     // in capture order
-  std::vector<std::shared_ptr<void>> kept;  // the recorded callbacks
-};
-struct CudaGraphExec {
-  CUgraphExec exec = nullptr;
-  std::vector<CudaKernelNode> kernels;
-  std::vector<std::shared_ptr<void>> kept;
-};
-
-// Physical memory of cuMemCreate behind a gpuhal_physical_memory_t.
-struct CudaPhysical {
-  CUmemGenericAllocationHandle handle = 0;
-  uint64_t bytes = 0;
-};
 
 struct CudaContext {
   int ordinal = 0;
@@ -110,7 +72,7 @@ struct CudaContext {
   // CU_DEVICE_ATTRIBUTE_MAX_PITCH: the largest pitch cuMemcpy3D takes (0: unknown, no 3-D copies).
   size_t max_pitch = 0;
   CUmemoryPool pool = nullptr;  // the context's own stream-ordered pool (nullptr: none; cuMemAllocAsync)
-  // Stream capture (cuda_graphs.cpp), guarded by capture_mu: captures begun
+  // Stream capture (cuda_graph.cpp), guarded by capture_mu: captures begun
   // here and not ended, by origin stream, with the graph the driver builds
   // and the kernel nodes recorded so far; `active_captures` counts them
   // without the lock (a launch asks the driver for its node only while it
@@ -121,26 +83,6 @@ struct CudaContext {
   std::unordered_map<const CudaGraph *, std::unique_ptr<CudaGraph>> graphs;
   std::unordered_map<const CudaGraphExec *, std::unique_ptr<CudaGraphExec>> graph_execs;
 };
-
-// A launch on `stream` succeeded while a capture of c runs: its node is
-// recorded when the stream captures (cuda_graphs.cpp).
-void note_captured_launch(CudaContext *c, CUstream stream, CUfunction f, const gpuhal_launch_config_t &config,
-                          uint32_t arg_count);
-// True when `stream` captures (asked of the driver only while a capture of c
-// runs); then `keep` goes to its capture.
-bool keep_for_capture(CudaContext *c, CUstream stream, std::shared_ptr<void> keep);
-bool stream_capturing(CudaContext *c, CUstream stream);
-// A stream destroyed: a capture it began is forgotten.
-void forget_capture(CudaContext *c, CUstream stream);
-// context_destroy: the context's graphs and execs released in the driver.
-void release_graphs(CudaContext *c);
-
-// Lets k take `dynamic` bytes of dynamic shared memory when static and
-// dynamic together pass the device's default per-block limit (the driver
-// wants an opt-in above it); raised only, under k->opt_in_mu.
-gpuhal_status_t opt_in_dynamic_shared(const CudaContext *c, CudaKernel *k, uint32_t dynamic);
-// The kernel of c behind `handle`, or nullptr.
-CudaKernel *kernel_of(CudaContext *c, gpuhal_kernel_t handle);
 
 // The live context for a handle, or nullptr.
 CudaContext *find(gpuhal_context_t handle);
@@ -178,35 +120,6 @@ class ScopedContext {
 // The refusal of an entry on a host-function thread or in a forked child,
 // or GPUHAL_SUCCESS (for entries that call the driver without a context).
 gpuhal_status_t check_thread(const char *entry);
-
-// Gives back every mapping, physical allocation and reservation of c
-// (context_destroy, after it synchronised).
-void release_virtual_memory(CudaContext *c);
-
-inline CUstream native(gpuhal_stream_t s) {
-  return reinterpret_cast<CUstream>(s);  // NULL, 0x1 and 0x2 mean the same in CUDA
-}
-
-// True for an event created in c.
-inline bool known_event(CudaContext *c, gpuhal_event_t e) {
-  std::lock_guard<std::mutex> lock(c->mu);
-  return c->events.count(reinterpret_cast<CUevent>(e)) != 0;
-}
-
-// True for a stream made outside gpuhal (Context::external_stream) in c's
-// context, as the driver tells (cuStreamGetCtx).
-bool external_stream_of(CudaContext *c, gpuhal_stream_t s);
-
-// True for the special stream handles, the streams created in c and
-// streams of c's context made outside gpuhal.
-inline bool known_stream(CudaContext *c, gpuhal_stream_t s) {
-  if (!s || s == GPUHAL_STREAM_LEGACY || s == GPUHAL_STREAM_PER_THREAD) return true;
-  {
-    std::lock_guard<std::mutex> lock(c->mu);
-    if (c->streams.count(native(s)) != 0) return true;
-  }
-  return external_stream_of(c, s);
-}
 
 // Runs a driver entry point (NULL when this driver lacks it: then
 // ERROR_NOT_SUPPORTED) and translates its result (Driver::error names the

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The cuda plugin's entries, one file per object: cuda_plugin.cpp (devices,
 // contexts, peer access, native handles), cuda_memory.cpp (device and
-// managed memory, the stream-ordered pool), cuda_transfers.cpp (copies and
-// memsets), cuda_streams.cpp (streams and events), cuda_host_memory.cpp
+// managed memory, the stream-ordered pool), cuda_transfer.cpp (copies and
+// memsets), cuda_stream.cpp (streams and events), cuda_pinned_memory.cpp
 // (pinned, mapped and registered host memory), cuda_ipc.cpp (IPC),
-// cuda_kernels.cpp (device code). cuda_plugin.cpp fills the table.
+// cuda_kernel.cpp (device code). cuda_plugin.cpp fills the table.
 #pragma once
 
 #include "plugin_table.hpp"

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "cuda_thread_rules.hpp"
 
+#include "cuda_stream.hpp"
 #include "handle_registry.hpp"
 
 #include <dlfcn.h>

@@ -12,6 +12,7 @@
 #include "builtin_table.hpp"
 #include "compiled_image.hpp"
 #include "cuda_context.hpp"
+#include "cuda_stream.hpp"
 #include "cuda_nvrtc.hpp"
 #include "cuda_thread_rules.hpp"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The cuda plugin's streams: CUDA streams, stream barriers as events plus
 // cuStreamWaitEvent, callbacks as cuLaunchHostFunc (cuda_thread_rules.hpp);
-// the events themselves are cuda_events.cpp's. Streams made outside gpuhal in the context's own
+// the events themselves are cuda_event.cpp's. Streams made outside gpuhal in the context's own
 // CUDA context are accepted (external streams). A sticky error seen while
 // synchronising releases the context's callbacks (context_error).
 #include <cstring>
@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "cuda_context.hpp"
+#include "cuda_stream.hpp"
+#include "cuda_event.hpp"
 #include "cuda_entries.hpp"
 #include "cuda_thread_rules.hpp"
 #include "plugin_support.hpp"

@@ -6,7 +6,7 @@
 // plugin adds what the ABI says and the driver leaves open: default streams
 // cannot capture (CUDA lets the per-thread one), a second begin and an end
 // without a capture are refused by name, and pageable host memory is
-// refused in a captured copy (cuda_transfers.cpp: its staging would copy the
+// refused in a captured copy (cuda_transfer.cpp: its staging would copy the
 // data once, at capture).
 //
 // Relaxed mode: gpuhal's core and other libraries in the process may make
@@ -20,6 +20,7 @@
 #include <string>
 
 #include "cuda_context.hpp"
+#include "cuda_stream.hpp"
 #include "capture_book.hpp"
 #include "cuda_entries.hpp"
 #include "cuda_thread_rules.hpp"

@@ -6,6 +6,8 @@
 #include <mutex>
 
 #include "cuda_context.hpp"
+#include "cuda_stream.hpp"
+#include "cuda_event.hpp"
 #include "cuda_entries.hpp"
 #include "cuda_thread_rules.hpp"
 #include "plugin_support.hpp"

@@ -9,6 +9,7 @@
 
 #include "copy_rect.hpp"
 #include "cuda_context.hpp"
+#include "cuda_stream.hpp"
 #include "cuda_entries.hpp"
 #include "cuda_staging.hpp"
 #include "cuda_thread_rules.hpp"
