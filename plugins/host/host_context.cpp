@@ -2,6 +2,7 @@
 #include "host_context.hpp"
 
 #include "host_device_mappings.hpp"
+#include "host_entries.hpp"
 #include "host_kernel.hpp"
 #include "host_plugin.hpp"
 #include "host_stream.hpp"
@@ -11,6 +12,9 @@
 #include <cstdlib>
 
 namespace gpuhal::host {
+
+using plugin::fail;
+using plugin::guard;
 
 // ---- HostContext ------------------------------------------------------------
 
@@ -227,6 +231,47 @@ bool HostContext::take_kernel_error(std::string *message) {
   *message = std::move(kernel_error_);
   kernel_error_.clear();
   return true;
+}
+
+// ---- contexts ----------------------------------------------------------------
+
+gpuhal_status_t context_create(int32_t ordinal, gpuhal_context_t *out) {
+  return guard("context_create", [&]() -> gpuhal_status_t {
+    HostDevice *d = device_at(ordinal);
+    if (!d) return fail(GPUHAL_ERROR_INVALID_VALUE, "context_create: no host device " + std::to_string(ordinal));
+    *out = plugin_state().contexts.add(std::make_unique<HostContext>(d));
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t context_destroy(gpuhal_context_t ctx) {
+  return guard("context_destroy", [&]() -> gpuhal_status_t {
+    if (!plugin_state_exists()) return fail(GPUHAL_ERROR_INVALID_HANDLE, "context_destroy: plugin not initialised");
+    forget_context_lookups();
+    std::unique_ptr<HostContext> doomed = plugin_state().contexts.take(ctx);
+    if (!doomed) return fail(GPUHAL_ERROR_INVALID_HANDLE, "context_destroy: invalid context handle");
+    doomed.reset();  // outside the registry's lock: joins stream workers
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t context_synchronize(gpuhal_context_t ctx) {
+  return in_context(ctx, "context_synchronize", [&](HostContext *c) -> gpuhal_status_t {
+    if (on_worker_thread()) return would_deadlock("context_synchronize");
+    if (gpuhal_status_t st = c->captures.refuse_context_sync("context_synchronize")) return st;
+    c->synchronize();
+    return kernel_failure(c);
+  });
+}
+
+gpuhal_status_t memory_info(gpuhal_context_t ctx, uint64_t *free_bytes, uint64_t *total_bytes) {
+  return in_context(ctx, "memory_info", [&](HostContext *c) -> gpuhal_status_t {
+    HostDevice *d = c->device();
+    const uint64_t used = d->used.load();
+    *total_bytes = d->total_memory;
+    *free_bytes = d->limit ? (used < d->limit ? d->limit - used : 0) : std::min(available_memory(), d->total_memory);
+    return GPUHAL_SUCCESS;
+  });
 }
 
 }  // namespace gpuhal::host

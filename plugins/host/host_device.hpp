@@ -16,4 +16,10 @@ struct HostDevice {
   std::atomic<uint64_t> used{0};
 };
 
+// The device of an ordinal (nullptr when there is none, or no plugin state).
+HostDevice *device_at(int32_t ordinal);
+// The machine's memory, all of it and what is free now (0: unknown).
+uint64_t physical_memory();
+uint64_t available_memory();
+
 }  // namespace gpuhal::host

@@ -9,13 +9,10 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
-
-#include <xxhash.h>
 
 #include "fork_thread_gate.hpp"
 #include "host_plugin.hpp"
@@ -82,16 +79,6 @@ void watch_forks() {
       forget_parent_after_fork();
     });
   });
-}
-
-uint64_t physical_memory() {
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
-}
-
-uint64_t available_memory() {
-  const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
 }
 
 }  // namespace
@@ -176,157 +163,6 @@ void shutdown() {
 
 const char *last_error() {
   return plugin::last_error();
-}
-
-gpuhal_status_t device_count(int32_t *count) {
-  if (!plugin_state_exists()) return fail(GPUHAL_ERROR_INITIALIZATION_FAILED, "device_count: plugin not initialised");
-  *count = int32_t(plugin_state().devices.size());
-  return GPUHAL_SUCCESS;
-}
-
-namespace {
-HostDevice *device_at(int32_t ordinal) {
-  if (!plugin_state_exists()) return nullptr;
-  auto &d = plugin_state().devices;
-  return ordinal >= 0 && size_t(ordinal) < d.size() ? d[size_t(ordinal)].get() : nullptr;
-}
-
-// A host device's UUID: stable on one machine and distinct between its
-// devices and between machines. A 128-bit hash of the machine's id
-// (/etc/machine-id, else the host name) and the ordinal, marked as an
-// RFC 9562 version 8 (vendor-specific) UUID.
-void host_device_uuid(int32_t ordinal, unsigned char out[16]) {
-  std::string machine;
-  for (const char *path : {"/etc/machine-id", "/var/lib/dbus/machine-id"}) {
-    std::ifstream f(path);
-    if (f && std::getline(f, machine) && !machine.empty()) break;
-  }
-  if (machine.empty()) {
-    char name[256] = {};
-    ::gethostname(name, sizeof name - 1);
-    machine = name;
-  }
-  const std::string key = "gpuhal host device\n" + machine + "\n" + std::to_string(ordinal);
-  const XXH128_hash_t h = XXH3_128bits(key.data(), key.size());
-  for (int i = 0; i < 8; ++i) {
-    out[i] = static_cast<unsigned char>(h.high64 >> (56 - 8 * i));
-    out[8 + i] = static_cast<unsigned char>(h.low64 >> (56 - 8 * i));
-  }
-  out[6] = static_cast<unsigned char>((out[6] & 0x0f) | 0x80);  // version 8
-  out[8] = static_cast<unsigned char>((out[8] & 0x3f) | 0x80);  // the RFC's variant
-}
-}  // namespace
-
-gpuhal_status_t device_properties(int32_t ordinal, gpuhal_device_properties_t *out) {
-  if (!out || out->struct_size < 8)
-    return fail(GPUHAL_ERROR_INVALID_VALUE, "device_properties: null or too small output");
-  HostDevice *d = device_at(ordinal);
-  if (!d) return fail(GPUHAL_ERROR_INVALID_VALUE, "device_properties: no host device " + std::to_string(ordinal));
-  gpuhal_device_properties_t p{};
-  std::snprintf(p.name, sizeof p.name, "gpuhal host CPU device %d", int(ordinal));
-  std::snprintf(p.vendor, sizeof p.vendor, "gpuhal");
-  p.total_memory = d->total_memory;
-  p.shared_memory_per_block = kSharedMemoryPerBlock;
-  p.multiprocessor_count = int32_t(std::max(1u, std::thread::hardware_concurrency()));
-  p.warp_size = 1;
-  p.max_threads_per_block = gpuhal_host_max_items;
-  p.max_block_dim[0] = 1024;
-  p.max_block_dim[1] = 1024;
-  p.max_block_dim[2] = 64;
-  p.max_grid_dim[0] = 0x7fffffff;
-  p.max_grid_dim[1] = 65535;
-  p.max_grid_dim[2] = 65535;
-  p.can_map_host_memory = 1;
-  p.unified_addressing = 1;
-  p.concurrent_kernels = 1;
-  p.pci_device = ordinal;
-  // Kernels run in this process: a kernel's bad access is a fault of the process.
-  p.recovers_from_faults = 0;
-  // Its streams and queues live in this plugin: only the core submits to them.
-  p.exclusive_contexts = 1;
-  host_device_uuid(ordinal, p.uuid);
-  std::snprintf(p.driver_version, sizeof p.driver_version, "gpuhal host backend (plugin ABI %d.%d)", GPUHAL_ABI_MAJOR,
-                GPUHAL_ABI_MINOR);
-  return plugin::write_properties(p, out);
-}
-
-// ---- contexts ----------------------------------------------------------------
-
-gpuhal_status_t context_create(int32_t ordinal, gpuhal_context_t *out) {
-  return guard("context_create", [&]() -> gpuhal_status_t {
-    HostDevice *d = device_at(ordinal);
-    if (!d) return fail(GPUHAL_ERROR_INVALID_VALUE, "context_create: no host device " + std::to_string(ordinal));
-    *out = plugin_state().contexts.add(std::make_unique<HostContext>(d));
-    return GPUHAL_SUCCESS;
-  });
-}
-
-gpuhal_status_t context_destroy(gpuhal_context_t ctx) {
-  return guard("context_destroy", [&]() -> gpuhal_status_t {
-    if (!plugin_state_exists()) return fail(GPUHAL_ERROR_INVALID_HANDLE, "context_destroy: plugin not initialised");
-    forget_context_lookups();
-    std::unique_ptr<HostContext> doomed = plugin_state().contexts.take(ctx);
-    if (!doomed) return fail(GPUHAL_ERROR_INVALID_HANDLE, "context_destroy: invalid context handle");
-    doomed.reset();  // outside the registry's lock: joins stream workers
-    return GPUHAL_SUCCESS;
-  });
-}
-
-gpuhal_status_t context_synchronize(gpuhal_context_t ctx) {
-  return in_context(ctx, "context_synchronize", [&](HostContext *c) -> gpuhal_status_t {
-    if (on_worker_thread()) return would_deadlock("context_synchronize");
-    if (gpuhal_status_t st = c->captures.refuse_context_sync("context_synchronize")) return st;
-    c->synchronize();
-    return kernel_failure(c);
-  });
-}
-
-gpuhal_status_t memory_info(gpuhal_context_t ctx, uint64_t *free_bytes, uint64_t *total_bytes) {
-  return in_context(ctx, "memory_info", [&](HostContext *c) -> gpuhal_status_t {
-    HostDevice *d = c->device();
-    const uint64_t used = d->used.load();
-    *total_bytes = d->total_memory;
-    *free_bytes = d->limit ? (used < d->limit ? d->limit - used : 0) : std::min(available_memory(), d->total_memory);
-    return GPUHAL_SUCCESS;
-  });
-}
-
-// ---- peer access: every host device addresses the same memory -----------------------
-
-gpuhal_status_t device_can_access_peer(int32_t ordinal, int32_t peer, int32_t *out) {
-  if (!device_at(ordinal) || !device_at(peer))
-    return fail(GPUHAL_ERROR_INVALID_VALUE,
-                "device_can_access_peer: no host device " + std::to_string(device_at(ordinal) ? peer : ordinal));
-  *out = ordinal != peer ? 1 : 0;
-  return GPUHAL_SUCCESS;
-}
-
-gpuhal_status_t context_enable_peer_access(gpuhal_context_t ctx, gpuhal_context_t peer) {
-  HostContext *c = find_context(ctx);
-  HostContext *p = find_context(peer);
-  if (!c || !p) return bad_context("context_enable_peer_access");
-  if (c->device() == p->device())
-    return fail(GPUHAL_ERROR_INVALID_VALUE, "context_enable_peer_access: both contexts are on the same device");
-  return GPUHAL_SUCCESS;  // nothing to map: all host devices share one address space
-}
-
-// ---- StreamDirectory ----------------------------------------------------------
-
-void StreamDirectory::add(const std::shared_ptr<StreamState> &s, const HostDevice *device) {
-  std::lock_guard<std::mutex> lock(mu_);
-  streams_[s.get()] = {s, device};
-}
-
-void StreamDirectory::remove(const StreamState *s) {
-  std::lock_guard<std::mutex> lock(mu_);
-  streams_.erase(s);
-}
-
-std::shared_ptr<StreamState> StreamDirectory::find(gpuhal_stream_t handle, const HostDevice *device) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = streams_.find(reinterpret_cast<const StreamState *>(handle));
-  if (it == streams_.end() || it->second.second != device) return nullptr;
-  return it->second.first.lock();
 }
 
 // ---- plugin state -------------------------------------------------------------

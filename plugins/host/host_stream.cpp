@@ -413,4 +413,23 @@ gpuhal_status_t stream_barrier(gpuhal_context_t ctx, gpuhal_stream_t stream, con
                    });
 }
 
+// ---- StreamDirectory ----------------------------------------------------------
+
+void StreamDirectory::add(const std::shared_ptr<StreamState> &s, const HostDevice *device) {
+  std::lock_guard<std::mutex> lock(mu_);
+  streams_[s.get()] = {s, device};
+}
+
+void StreamDirectory::remove(const StreamState *s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  streams_.erase(s);
+}
+
+std::shared_ptr<StreamState> StreamDirectory::find(gpuhal_stream_t handle, const HostDevice *device) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = streams_.find(reinterpret_cast<const StreamState *>(handle));
+  if (it == streams_.end() || it->second.second != device) return nullptr;
+  return it->second.first.lock();
+}
+
 }  // namespace gpuhal::host

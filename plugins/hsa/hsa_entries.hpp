@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The hsa plugin's entries, one file per object: hsa_plugin.cpp (lifecycle,
 // devices, contexts, native handles), hsa_memory.cpp (device and managed
-// memory), hsa_transfers.cpp, hsa_streams.cpp, hsa_events.cpp,
-// hsa_host_memory.cpp (pinned, mapped and registered host memory),
-// hsa_kernels.cpp (device code). hsa_plugin.cpp fills the table.
+// memory), hsa_transfer.cpp, hsa_submission.cpp, hsa_event.cpp,
+// hsa_pinned_memory.cpp (pinned, mapped and registered host memory),
+// hsa_kernel.cpp (device code). hsa_plugin.cpp fills the table.
 #pragma once
 
 #include "plugin_table.hpp"

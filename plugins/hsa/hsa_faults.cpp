@@ -19,9 +19,9 @@
 namespace gpuhal::hsa {
 
 // The live contexts again, for the system event handler: under their own
-// mutex, which nothing holds while it waits (g_mu can be held by a thread
-// waiting for a context's mutex, held by a submitter waiting for the queue
-// the runtime's event thread would unblock).
+// mutex, which nothing holds while it waits (the plugin's mutex can be held
+// by a thread waiting for a context's mutex, held by a submitter waiting for
+// the queue the runtime's event thread would unblock).
 namespace {
 std::mutex g_registry_mu;
 std::unordered_set<HsaContext *> g_registry;

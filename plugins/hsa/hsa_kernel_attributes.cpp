@@ -19,7 +19,7 @@
 
 #include "hsa_context.hpp"
 #include "hsa_entries.hpp"
-#include "hsa_kernels.hpp"
+#include "hsa_kernel.hpp"
 #include "plugin_support.hpp"
 
 namespace gpuhal::hsa {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The hsa plugin's streams: queues, submission (packets, copies, host
 // operations) and failure of a context (see hsa_context.hpp for the stream
-// model; the stream entries are in hsa_stream_entries.cpp, signals in
-// hsa_signals.cpp, transfers in hsa_transfers.cpp, events in hsa_events.cpp).
+// model; the stream entries are in hsa_stream.cpp, signals in
+// hsa_signal.cpp, transfers in hsa_transfer.cpp, events in hsa_event.cpp).
 #include <cstring>
 #include <thread>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The hsa plugin's stream entries: create (with a priority), destroy,
 // synchronize, query, waits, barriers and callbacks, each with the capture
-// rules of plugins/common/capture_book.hpp (hsa_streams.cpp has the queues
+// rules of plugins/common/capture_book.hpp (hsa_submission.cpp has the queues
 // and the submission they use).
 #include <algorithm>
 #include <memory>

@@ -11,7 +11,7 @@
 // dispatch packet whose group segment size is the kernel's static LDS plus
 // the launch's dynamic shared memory. The buffer is freed once the dispatch
 // completed.
-#include "hsa_kernels.hpp"
+#include "hsa_kernel.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -324,7 +324,7 @@ gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuha
     for (uint32_t i = 0; i < arg_count; ++i)
       if (!args[i]) return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: argument " + std::to_string(i) + " is a null pointer");
     if (const gpuhal_status_t st = c->captures.refusal(s, s->legacy, "launch"); st != GPUHAL_SUCCESS) return st;
-    if (c->captures.any()) {  // hsa_graphs.cpp: dispatched again at each launch of the graph
+    if (c->captures.any()) {  // hsa_graph.cpp: dispatched again at each launch of the graph
       HsaGraphNode node = kernel_node(k, *config, args);
       if (c->captures.record(s, std::move(node), true)) return GPUHAL_SUCCESS;
     }
