@@ -52,11 +52,13 @@ gpuhal_status_t in_stream(gpuhal_context_t ctx, gpuhal_stream_t stream, const ch
 }
 
 // Every entry of the plugin table, with the table's own signature, defined
-// in the file of its object: host_plugin.cpp (lifecycle, devices, contexts,
-// peer access), host_memory.cpp (device and managed memory),
-// host_ipc.cpp (IPC), host_transfer.cpp, host_stream.cpp,
-// host_event.cpp, host_pinned_memory.cpp (pinned and registered host
-// memory), host_kernel.cpp (device code).
+// in the file of its object, one file per object, named as in every backend (docs/architecture.md,
+// "Backend layout"): host_plugin.cpp (lifecycle; it fills the table),
+// host_device.cpp, host_context.cpp, host_memory.cpp (device and managed
+// memory), host_pinned_memory.cpp (pinned, mapped and registered host
+// memory), host_transfer.cpp, host_stream.cpp, host_event.cpp, host_graph.cpp,
+// host_kernel.cpp and host_kernel_attributes.cpp (device code),
+// host_ipc.cpp, host_virtual_memory.cpp.
 #include "plugin_entries.inc"
 // What the host backend leaves NULL: it has no native objects to hand out
 // or adopt, and no context limits (gpuhal_printf writes straight to stdout,

@@ -21,7 +21,7 @@
 // mappings never come here.
 //
 // Thread safety: none of its own. The allocation map (Registry, in
-// host_context.hpp) owns the cache and calls it under the map's mutex, so
+// host_memory.hpp) owns the cache and calls it under the map's mutex, so
 // that an allocation takes its mapping and its map entry under one lock, and
 // a release gives both back under one: two lock round trips fewer per
 // allocation + release than a cache with a lock of its own. Nothing here

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// The hsa plugin's entries, one file per object: hsa_plugin.cpp (lifecycle,
-// devices, contexts, native handles), hsa_memory.cpp (device and managed
-// memory), hsa_transfer.cpp, hsa_submission.cpp, hsa_event.cpp,
-// hsa_pinned_memory.cpp (pinned, mapped and registered host memory),
-// hsa_kernel.cpp (device code). hsa_plugin.cpp fills the table.
+// The hsa plugin's entries, one file per object, named as in every backend (docs/architecture.md,
+// "Backend layout"): hsa_plugin.cpp (lifecycle; it fills the table),
+// hsa_device.cpp, hsa_context.cpp, hsa_memory.cpp (device and managed
+// memory), hsa_pinned_memory.cpp (pinned, mapped and registered host
+// memory), hsa_transfer.cpp, hsa_stream.cpp, hsa_event.cpp, hsa_graph.cpp,
+// hsa_kernel.cpp and hsa_kernel_attributes.cpp (device code); no
+// IPC and no virtual memory (kLeftOut below).
 #pragma once
 
 #include "plugin_table.hpp"

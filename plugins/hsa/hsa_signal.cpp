@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// The hsa plugin's signals (see Signal in hsa_context.hpp): a process-wide
+// The hsa plugin's signals (hsa_signal.hpp): a process-wide
 // pool of completed signals (creating one is a kernel call on ROCr), the
 // quarantine of signals that never completed, and waits for "less than 1"
 // in slices that give up when the context failed.

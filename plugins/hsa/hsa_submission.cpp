@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// The hsa plugin's streams: queues, submission (packets, copies, host
-// operations) and failure of a context (see hsa_context.hpp for the stream
-// model; the stream entries are in hsa_stream.cpp, signals in
-// hsa_signal.cpp, transfers in hsa_transfer.cpp, events in hsa_event.cpp).
+// The hsa plugin's submission: queues, packets, copies, host operations
+// and failure of a context (hsa_stream.hpp has the stream model; the stream
+// entries are in hsa_stream.cpp, signals in hsa_signal.cpp, transfers in
+// hsa_transfer.cpp, events in hsa_event.cpp).
 #include <cstring>
 #include <thread>
 
@@ -297,7 +297,7 @@ gpuhal_status_t submit_packet(HsaStream *s, const void *packet, SignalRef done, 
     const hsa_barrier_and_packet_t b = barrier_packet(handles.data() + i, handles.size() - i, hsa_signal_t{0});
     written = write_packet(s->queue, &b, s->ctx->failed);
   }
-  // The fence scopes (see hsa_context.hpp): agent-scope acquire only after
+  // The fence scopes (see submit_packet in hsa_stream.hpp): agent-scope acquire only after
   // a packet of this queue with nothing else to wait for.
   uint8_t bytes[64];
   std::memcpy(bytes, packet, 64);
