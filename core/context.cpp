@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "gpuhal/context.hpp"
 
+#include "allocation.hpp"
+#include "context_impl.hpp"
+#include "gpuhal/error.hpp"
 #include "gpuhal/memory.hpp"
 #include "gpuhal/stream.hpp"
-#include "internal.hpp"
+#include "handle_access.hpp"
 #include "layers/leak_layer.hpp"
+#include "runtime_impl.hpp"
+#include "stream_impl.hpp"
 
 namespace gpuhal {
 

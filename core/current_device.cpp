@@ -2,8 +2,9 @@
 // Devices per thread: Numba's cuda.select_device / get_current_device /
 // close / gpus. Each thread keeps the primary context of the device it
 // selected; Context::current() answers from it.
+#include "context_impl.hpp"
 #include "gpuhal/context.hpp"
-#include "internal.hpp"
+#include "handle_access.hpp"
 
 namespace gpuhal {
 namespace {

@@ -8,8 +8,11 @@
 #include <cstdlib>
 #include <utility>
 
+#include "allocation.hpp"
+#include "context_impl.hpp"
+#include "gpuhal/error.hpp"
 #include "graph_impl.hpp"
-#include "internal.hpp"
+#include "handle_access.hpp"
 #include "rect_copy.hpp"
 #include "strided_copy.hpp"
 

@@ -8,13 +8,14 @@
 #include <algorithm>
 #include <cstring>
 
+#include "context_impl.hpp"
 #include "gpuhal/device_array.hpp"
 #include "gpuhal/error.hpp"
 #include "gpuhal/kernel.hpp"
 #include "graph_impl.hpp"
-#include "internal.hpp"
-#include "rect_copy.hpp"
+#include "handle_access.hpp"
 #include "module_impl.hpp"
+#include "rect_copy.hpp"
 #include "scalar_value.hpp"
 
 namespace gpuhal {

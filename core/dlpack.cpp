@@ -2,12 +2,13 @@
 // DLPack export and import (see dlpack.hpp for ownership and stream rules).
 #include "gpuhal/dlpack.hpp"
 
-#include "gpuhal/host_memory.hpp"
-
 #include <memory>
 
+#include "allocation.hpp"
 #include "checked_math.hpp"
-#include "internal.hpp"
+#include "gpuhal/error.hpp"
+#include "gpuhal/host_memory.hpp"
+#include "handle_access.hpp"
 
 namespace gpuhal {
 namespace {

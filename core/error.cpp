@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "gpuhal/error.hpp"
 
-#include "internal.hpp"
+#include "handle_access.hpp"
 
 namespace gpuhal {
 

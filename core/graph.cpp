@@ -3,11 +3,13 @@
 // replays; the core keeps what the recorded work names alive
 // (graph_impl.hpp) and refuses, before the plugin sees them, the launches a
 // replay could not repeat.
-#include "graph_impl.hpp"
-
 #include <exception>
 
+#include "context_impl.hpp"
+#include "graph_impl.hpp"
+#include "handle_access.hpp"
 #include "module_impl.hpp"
+#include "stream_impl.hpp"
 
 namespace gpuhal {
 namespace detail {

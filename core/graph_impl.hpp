@@ -21,7 +21,8 @@
 
 #include "gpuhal/graph.hpp"
 #include "gpuhal/kernel.hpp"
-#include "internal.hpp"
+#include "context_impl.hpp"
+#include "stream_impl.hpp"
 
 namespace gpuhal::detail {
 

@@ -5,14 +5,16 @@
 
 #include <sys/mman.h>
 #include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
 #include <vector>
 
-#include "internal.hpp"
+#include "allocation.hpp"
+#include "context_impl.hpp"
+#include "gpuhal/error.hpp"
+#include "handle_access.hpp"
 #include "huge_pages.hpp"
 
 namespace gpuhal {

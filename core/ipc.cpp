@@ -6,7 +6,10 @@
 #include <cstring>
 #include <sstream>
 
-#include "internal.hpp"
+#include "allocation.hpp"
+#include "context_impl.hpp"
+#include "gpuhal/error.hpp"
+#include "handle_access.hpp"
 
 namespace gpuhal {
 namespace {

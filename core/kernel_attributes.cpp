@@ -5,8 +5,9 @@
 #include <algorithm>
 #include <string>
 
+#include "context_impl.hpp"
+#include "gpuhal/error.hpp"
 #include "gpuhal/kernel.hpp"
-#include "internal.hpp"
 #include "module_impl.hpp"
 
 namespace gpuhal {

@@ -5,7 +5,10 @@
 #include <climits>
 #include <cmath>
 
+#include "allocation.hpp"
+#include "context_impl.hpp"
 #include "graph_impl.hpp"
+#include "handle_access.hpp"
 #include "module_impl.hpp"
 #include "scalar_value.hpp"
 

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Managed arrays (Numba's cuda.managed_array): memory that the host and the
 // device address at the same pointer, from the plugin's mem_alloc_managed.
+#include "allocation.hpp"
 #include "gpuhal/device_array.hpp"
 #include "gpuhal/error.hpp"
-#include "internal.hpp"
+#include "handle_access.hpp"
 
 namespace gpuhal {
 

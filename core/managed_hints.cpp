@@ -5,9 +5,11 @@
 
 #include <string>
 
+#include "allocation.hpp"
+#include "context_impl.hpp"
 #include "gpuhal/error.hpp"
 #include "graph_impl.hpp"
-#include "internal.hpp"
+#include "handle_access.hpp"
 
 namespace gpuhal {
 

@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "gpuhal/memory.hpp"
 
-#include "internal.hpp"
+#include "allocation.hpp"
+#include "context_impl.hpp"
+#include "gpuhal/error.hpp"
+#include "handle_access.hpp"
 #include "spare_chunk.hpp"
+#include "stream_impl.hpp"
 
 namespace gpuhal {
 

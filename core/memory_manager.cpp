@@ -7,7 +7,10 @@
 #include <optional>
 #include <typeinfo>
 
-#include "internal.hpp"
+#include "allocation.hpp"
+#include "context_impl.hpp"
+#include "gpuhal/error.hpp"
+#include "handle_access.hpp"
 
 namespace gpuhal {
 

@@ -13,7 +13,8 @@
 
 #include "allocation.hpp"
 #include "context_impl.hpp"
-#include "internal.hpp"
+#include "gpuhal/error.hpp"
+#include "handle_access.hpp"
 #include "stream_impl.hpp"
 
 namespace gpuhal {

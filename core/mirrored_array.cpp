@@ -3,7 +3,8 @@
 
 #include <mutex>
 
-#include "internal.hpp"
+#include "gpuhal/error.hpp"
+#include "handle_access.hpp"
 
 namespace gpuhal {
 

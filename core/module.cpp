@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <mutex>
 
+#include "context_impl.hpp"
+#include "handle_access.hpp"
 #include "module_impl.hpp"
 
 namespace gpuhal {

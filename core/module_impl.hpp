@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "gpuhal/kernel.hpp"
-#include "internal.hpp"
+#include "context_impl.hpp"
 #include "kernel_source.hpp"
 
 namespace gpuhal {

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <vector>
 
+#include "allocation.hpp"
 #include "gpuhal/memory_manager.hpp"
 
 namespace gpuhal {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-#include "rect_copy.hpp"
-
 #include "backend.hpp"
+#include "context_impl.hpp"
+#include "rect_copy.hpp"
 
 namespace gpuhal::detail {
 

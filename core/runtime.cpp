@@ -3,9 +3,13 @@
 #include <cstring>
 #include <mutex>
 
+#include "allocation.hpp"
 #include "capability_rules.hpp"
-#include "internal.hpp"
+#include "context_impl.hpp"
+#include "gpuhal/error.hpp"
+#include "handle_access.hpp"
 #include "loader.hpp"
+#include "runtime_impl.hpp"
 
 namespace gpuhal {
 

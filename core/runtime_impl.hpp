@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // RuntimeImpl and DeviceImpl: a loaded backend and its devices (see
-// internal.hpp for the ownership rules).
+// handle_access.hpp for the ownership rules).
 #pragma once
 
 #include <memory>

@@ -2,13 +2,14 @@
 // A memory manager from a shared object (GPUHAL_MEMORY_MANAGER=/path.so),
 // behind the C ABI of gpuhal/memory_manager.h.
 #include <dlfcn.h>
-
 #include <cstdio>
 #include <cstring>
 #include <mutex>
 
+#include "allocation.hpp"
+#include "gpuhal/error.hpp"
 #include "gpuhal/memory_manager.h"
-#include "internal.hpp"
+#include "handle_access.hpp"
 
 namespace gpuhal {
 namespace detail {

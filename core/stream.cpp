@@ -4,8 +4,11 @@
 #include <exception>
 #include <type_traits>
 
+#include "context_impl.hpp"
+#include "gpuhal/error.hpp"
 #include "graph_impl.hpp"
-#include "internal.hpp"
+#include "handle_access.hpp"
+#include "stream_impl.hpp"
 
 // The user API's native stream is the plugin ABI's handle, unchanged.
 static_assert(std::is_same<gpuhal::NativeStream, gpuhal_stream_t>::value, "NativeStream is gpuhal_stream_t");

@@ -7,8 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "allocation.hpp"
+#include "context_impl.hpp"
 #include "gpuhal/error.hpp"
-#include "internal.hpp"
+#include "handle_access.hpp"
 
 namespace gpuhal {
 

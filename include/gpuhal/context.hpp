@@ -186,7 +186,7 @@ class Context {
   size_t hash() const { return std::hash<const void *>()(impl_.get()); }
 
  private:
-  friend struct detail::Access;  // the core's only way in (core/internal.hpp)
+  friend struct detail::Access;  // the core's only way in (core/handle_access.hpp)
   explicit Context(std::shared_ptr<detail::ContextImpl> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<detail::ContextImpl> impl_;
 };

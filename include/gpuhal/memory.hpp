@@ -33,7 +33,7 @@ class DeviceMemory {
   friend bool operator!=(const DeviceMemory &a, const DeviceMemory &b) { return a.impl_ != b.impl_; }
 
  private:
-  friend struct detail::Access;  // the core's only way in (core/internal.hpp)
+  friend struct detail::Access;  // the core's only way in (core/handle_access.hpp)
   explicit DeviceMemory(std::shared_ptr<detail::Allocation> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<detail::Allocation> impl_;
 };

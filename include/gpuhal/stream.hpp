@@ -80,7 +80,7 @@ class Stream {
   size_t hash() const { return std::hash<const void *>()(impl_.get()); }
 
  private:
-  friend struct detail::Access;  // the core's only way in (core/internal.hpp)
+  friend struct detail::Access;  // the core's only way in (core/handle_access.hpp)
   explicit Stream(std::shared_ptr<detail::StreamImpl> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<detail::StreamImpl> impl_;
 };
@@ -102,7 +102,7 @@ class Event {
   explicit Event(std::nullptr_t) {}
 
  private:
-  friend struct detail::Access;  // the core's only way in (core/internal.hpp)
+  friend struct detail::Access;  // the core's only way in (core/handle_access.hpp)
   explicit Event(std::shared_ptr<detail::EventImpl> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<detail::EventImpl> impl_;
 };

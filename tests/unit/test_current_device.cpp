@@ -7,7 +7,8 @@
 
 #include <thread>
 
-#include "internal.hpp"  // white-box: the context object itself (detail::impl_of)
+#include "context_impl.hpp"   // white-box: the context object itself
+#include "handle_access.hpp"  // (detail::impl_of)
 #include "test_support.hpp"
 
 using namespace gpuhal;

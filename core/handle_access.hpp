@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// Implementation objects behind the public handles.
+// How the core reaches the implementation objects behind the public handles.
 //
 // Ownership (design §4): handles hold shared_ptrs to these. A ContextImpl
 // holds its RuntimeImpl (so the plugin stays loaded); streams, events and
@@ -12,17 +12,12 @@
 // One header per object: runtime_impl.hpp (RuntimeImpl, DeviceImpl),
 // context_impl.hpp (ContextImpl, ContextChild), stream_impl.hpp (StreamImpl,
 // EventImpl), allocation.hpp (Allocation and the backend's allocation
-// services). This header gathers them for the core's files.
+// services); each core file includes the ones it uses, and this one where
+// it turns a handle into its impl or back.
 #pragma once
 
 #include <memory>
-#include <string>
-
-#include "allocation.hpp"
-#include "context_impl.hpp"
-#include "gpuhal/error.hpp"
-#include "runtime_impl.hpp"
-#include "stream_impl.hpp"
+#include <utility>
 
 namespace gpuhal::detail {
 
