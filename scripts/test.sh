@@ -37,11 +37,11 @@ if [ "${GPUHAL_SANITIZERS:-1}" != "0" ]; then
   # on Debian 12's glibc. Not treating TLS as roots can only report more
   # leaks, never hide one. The fuzz targets load plugins too: same options.
   export LSAN_OPTIONS="use_tls=0:suppressions=$PWD/tests/lsan.supp"
-  ASAN_OPTIONS=detect_leaks=1 ctest --test-dir "$build-asan" --output-on-failure -j"$jobs" -R '^(unit|cli|abi|conform|layers)\.'
+  ASAN_OPTIONS=detect_leaks=1 ctest --test-dir "$build-asan" --output-on-failure -j"$jobs" -R '^(unit|backend|cli|abi|conform|layers)\.'
   echo "== ThreadSanitizer"
   cmake -S . -B "$build-tsan" -G Ninja -DGPUHAL_DEVELOPER=ON -DCMAKE_BUILD_TYPE=Debug -DGPUHAL_SANITIZE=thread >/dev/null
   cmake --build "$build-tsan"
-  TSAN_OPTIONS=halt_on_error=1 ctest --test-dir "$build-tsan" --output-on-failure -j"$jobs" -R '^(unit|conform|layers)\.'
+  TSAN_OPTIONS=halt_on_error=1 ctest --test-dir "$build-tsan" --output-on-failure -j"$jobs" -R '^(unit|backend|conform|layers)\.'
 
   echo "== fuzz (libFuzzer, clang, ASan+UBSan)"
   cmake -S . -B "$build-fuzz" -G Ninja -DGPUHAL_DEVELOPER=ON -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DGPUHAL_FUZZ=ON \

@@ -78,7 +78,7 @@ TEST_CASE("cuda rect copies: a strided transfer is one cuMemcpy3D, and the fake 
   REQUIRE(test::fake_symbol<int (*)(void *)>("cuCtxSetCurrent")(primary) == 0);
   using CopyFn = int (*)(const void *);
   auto memcpy3d = test::fake_symbol<CopyFn>("cuMemcpy3D_v2");
-  struct Memcpy3D {  // cuda.h's CUDA_MEMCPY3D (tests/unit/cuda_api_check.cpp checks the plugin's copy)
+  struct Memcpy3D {  // cuda.h's CUDA_MEMCPY3D (tests/backend/cuda/cuda_api_check.cpp checks the plugin's copy)
     size_t srcXInBytes, srcY, srcZ, srcLOD;
     int srcMemoryType;
     const void *srcHost;

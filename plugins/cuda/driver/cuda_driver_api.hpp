@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The subset of NVIDIA's CUDA driver API (cuda.h) the cuda plugin uses,
 // declared here so that no CUDA SDK is needed to build. Values and layouts
-// are NVIDIA's; tests/unit/cuda_api_check.cpp compares them with cuda.h
+// are NVIDIA's; tests/backend/cuda/cuda_api_check.cpp compares them with cuda.h
 // whenever it is found at configure time. Function pointer types are named
 // after the exported (versioned) symbol they are resolved from.
 #pragma once

@@ -29,7 +29,7 @@ struct ComgrInterface {
       action_disassemble_executable_to_source;
 };
 // Interface 2 (ROCm 5 and 6.0-6.3): Debian 12's amd_comgr.h (libamd-comgr-dev
-// 5.2.3, interface 2.4); tests/unit/comgr_api_check.cpp compares them.
+// 5.2.3, interface 2.4); tests/backend/hsa/comgr_api_check.cpp compares them.
 constexpr ComgrInterface kComgrInterface2{2, 0x1, 0x1, 0x5, 0x8, 0x2, 0x6, 0x9, 0xC};
 // Interface 3 (ROCm 6.4 and 7): amd_comgr.h of ROCm 7.0 (ROCm's
 // llvm-project, amd/comgr/include/amd_comgr.h.in, interface 3.0), written

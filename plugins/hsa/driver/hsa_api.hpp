@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The subset of the HSA runtime API (hsa/hsa.h, hsa/hsa_ext_amd.h) the hsa
 // plugin uses, declared here so that no ROCm SDK is needed to build. Values
-// and layouts are the HSA specification's and AMD's; tests/unit/hsa_api_check.cpp
+// and layouts are the HSA specification's and AMD's; tests/backend/hsa/hsa_api_check.cpp
 // compares them with Debian's headers (libhsa-runtime-dev) whenever they are
 // found at configure time. Enums crossing the runtime's ABI are declared as
 // 32-bit integers (their size in hsa.h).
