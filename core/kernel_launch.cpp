@@ -137,16 +137,152 @@ void Kernel::pack_args(const KernelArg *args, size_t count, const char *call, st
   }
 }
 
+namespace detail {
+namespace {
+
+// Kernel::launch's phases, as LLVM offload's GenericKernelTy::launch has
+// them: the launch shape against the device's limits, every argument
+// checked (and scalars packed) before anything is queued, the arrays made
+// device arguments, then the backend's launch.
+
+// Phase 1: the grid and block against the device's limits. Shared memory is
+// checked by the plugin: only it knows the kernel's static shared memory
+// and the device's opt-in limit.
+void check_launch_shape(const DeviceProperties &props, const std::string &kernel, const uint32_t g[3],
+                        const uint32_t b[3]) {
+  const auto kname = [&] { return "Kernel::launch: kernel '" + kernel + "'"; };  // for messages only
+  uint64_t threads = 1;
+  for (int d = 0; d < 3; ++d) {
+    if (g[d] == 0 || b[d] == 0)
+      throw Error(Status::ERROR_INVALID_VALUE,
+                  kname() + ": grid and block sizes must be >= 1 (grid " + std::to_string(g[0]) + "x" +
+                      std::to_string(g[1]) + "x" + std::to_string(g[2]) + ", block " + std::to_string(b[0]) + "x" +
+                      std::to_string(b[1]) + "x" + std::to_string(b[2]) + ")");
+    if (props.max_block_dim[d] > 0 && b[d] > uint32_t(props.max_block_dim[d]))
+      throw Error(Status::ERROR_INVALID_VALUE, kname() + ": block dimension " + std::to_string(d) + " is " +
+                                                   std::to_string(b[d]) + ", the device allows at most " +
+                                                   std::to_string(props.max_block_dim[d]));
+    if (props.max_grid_dim[d] > 0 && g[d] > uint32_t(props.max_grid_dim[d]))
+      throw Error(Status::ERROR_INVALID_VALUE, kname() + ": grid dimension " + std::to_string(d) + " is " +
+                                                   std::to_string(g[d]) + ", the device allows at most " +
+                                                   std::to_string(props.max_grid_dim[d]));
+    // Global ids are 32-bit in the dialect.
+    if (uint64_t(g[d]) * b[d] > UINT32_MAX)
+      throw Error(Status::ERROR_INVALID_VALUE, kname() + ": grid * block in dimension " + std::to_string(d) +
+                                                   " exceeds 2^32 - 1 work-items");
+    threads *= b[d];
+  }
+  if (props.max_threads_per_block > 0 && threads > uint64_t(props.max_threads_per_block))
+    throw Error(Status::ERROR_INVALID_VALUE, kname() + ": a block of " + std::to_string(threads) +
+                                                 " work-items, the device allows at most " +
+                                                 std::to_string(props.max_threads_per_block));
+}
+
+// Phase 2, for one array argument: its kind against the parameter.
+void check_array_arg(const KernelArg &a, const KernelParam *p, const What &what,
+                     const std::shared_ptr<ContextImpl> &ctx) {
+  if (p && !p->pointer)
+    throw Error(Status::ERROR_INVALID_VALUE, what.str() + ": an array for the scalar parameter '" + p->type_text + "'");
+  switch (a.kind()) {
+    case KernelArg::Kind::Device:
+      check_device_arg(a.device(), p, what, ctx);
+      break;
+    case KernelArg::Kind::Mirrored: {
+      const MirroredArray &mi = a.mirrored();
+      if (mi.context() != Access::wrap<Context>(ctx))
+        throw Error(Status::ERROR_INVALID_VALUE,
+                    what.str() + ": the mirrored array belongs to another context than the kernel");
+      if (p && p->dtype && *p->dtype != mi.dtype())
+        throw Error(Status::ERROR_INVALID_DTYPE, what.str() + ": mirrored array of dtype " + mi.dtype().name() +
+                                                     " for a parameter of type " + p->type_text);
+      break;
+    }
+    case KernelArg::Kind::Host: {
+      const HostView &h = a.host();
+      if (!h.data() && h.size() != 0) throw Error(Status::ERROR_INVALID_VALUE, what.str() + ": a host view without data");
+      if (h.size() > 1 && !h.is_c_contiguous() && !h.is_f_contiguous())
+        throw Error(Status::ERROR_NOT_CONTIGUOUS,
+                    what.str() + ": a kernel gets a plain pointer, so the host array must be contiguous");
+      if (p && p->dtype && *p->dtype != h.dtype())
+        throw Error(Status::ERROR_INVALID_DTYPE, what.str() + ": host array of dtype " + h.dtype().name() +
+                                                     " for a parameter of type " + p->type_text);
+      break;
+    }
+    case KernelArg::Kind::Scalar:
+      break;
+  }
+}
+
+// Phase 2: every argument against the kernel's declaration (when the
+// source declared it); scalars packed into values[i].
+void check_launch_args(const KernelArg *args, size_t n, const KernelDecl *decl, const std::string &kernel,
+                       const std::shared_ptr<ContextImpl> &ctx, uint64_t *values) {
+  if (decl && n != decl->params.size()) {
+    std::string list;
+    for (const auto &p : decl->params) list += (list.empty() ? "" : ", ") + p.type_text;
+    throw Error(Status::ERROR_INVALID_VALUE, "Kernel::launch: kernel '" + kernel + "' takes " +
+                                                 std::to_string(decl->params.size()) + " argument(s) (" + list + "), " +
+                                                 std::to_string(n) + " given");
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const KernelParam *p = decl ? &decl->params[i] : nullptr;
+    const What what{decl, &kernel, i};
+    if (args[i].kind() == KernelArg::Kind::Scalar)
+      pack_scalar(args[i], p, what, &values[i]);
+    else
+      check_array_arg(args[i], p, what, ctx);
+  }
+}
+
+// Phase 3: what the arrays became for one launch. The temporaries (host
+// arrays copied in) must outlive the kernel and the copies back.
+struct DeviceArgs {
+  std::vector<std::pair<DeviceArray, HostView>> copy_back;
+  std::vector<DeviceArray> temporaries;
+  bool host_args = false;
+};
+
+// Phase 3: device arrays as their pointers, mirrored arrays brought up to
+// date, host arrays copied in on `stream`, into values[i].
+DeviceArgs make_device_args(const KernelArg *args, size_t n, const KernelDecl *decl, const std::string &kernel,
+                            const Context &ctx, const Stream &stream, uint64_t *values) {
+  DeviceArgs out;
+  for (size_t i = 0; i < n; ++i) {
+    const KernelArg &a = args[i];
+    const KernelParam *p = decl ? &decl->params[i] : nullptr;
+    switch (a.kind()) {
+      case KernelArg::Kind::Device:
+        values[i] = a.device().size() ? a.device().device_pointer() : 0;
+        break;
+      case KernelArg::Kind::Mirrored: {
+        const DeviceArray &d = a.mirrored().get_device();
+        check_array(d, p, What{decl, &kernel, i, "mirrored argument "});
+        values[i] = d.size() ? d.device_pointer() : 0;
+        break;
+      }
+      case KernelArg::Kind::Host: {
+        out.host_args = true;
+        if (a.host().size() == 0) break;
+        DeviceArray tmp = to_device(ctx, a.host(), stream);
+        values[i] = tmp.device_pointer();
+        if (a.host().writeable() && !(p && p->is_const)) out.copy_back.emplace_back(tmp, a.host());
+        out.temporaries.push_back(std::move(tmp));
+        break;
+      }
+      case KernelArg::Kind::Scalar:
+        break;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+}  // namespace detail
+
 void Kernel::launch(Dim3 grid, Dim3 block, const KernelArg *arg_list, size_t arg_count, const Stream &stream,
                     uint32_t shared_bytes) const {
   if (!module_) throw Error(Status::ERROR_INVALID_HANDLE, "Kernel::launch: empty kernel");
   if (arg_count && !arg_list) throw Error(Status::ERROR_INVALID_VALUE, "Kernel::launch: null argument list");
-  struct Args {
-    const KernelArg *p;
-    size_t n;
-    size_t size() const { return n; }
-    const KernelArg &operator[](size_t i) const { return p[i]; }
-  } const args{arg_list, arg_count};
   auto &m = *module_;
   auto &c = *m.ctx;
   c.check_alive(m.generation, "Kernel::launch");
@@ -154,49 +290,9 @@ void Kernel::launch(Dim3 grid, Dim3 block, const KernelArg *arg_list, size_t arg
   if (detail::impl_of(stream)->ctx != m.ctx)
     throw Error(Status::ERROR_INVALID_VALUE, "Kernel::launch: the stream belongs to another context than the kernel");
   const gpuhal_stream_t sh = detail::impl_of(stream)->live("Kernel::launch");
-  // Built only for error messages.
-  const auto kname = [&] { return "kernel '" + entry_->name + "'"; };
-
-  // The launch shape, against the device's limits.
-  const DeviceProperties &props = c.device->properties;
   const uint32_t g[3] = {grid.x, grid.y, grid.z}, b[3] = {block.x, block.y, block.z};
-  uint64_t threads = 1;
-  for (int d = 0; d < 3; ++d) {
-    if (g[d] == 0 || b[d] == 0)
-      throw Error(Status::ERROR_INVALID_VALUE,
-                  "Kernel::launch: " + kname() + ": grid and block sizes must be >= 1 (grid " + std::to_string(grid.x) +
-                      "x" + std::to_string(grid.y) + "x" + std::to_string(grid.z) + ", block " +
-                      std::to_string(block.x) + "x" + std::to_string(block.y) + "x" + std::to_string(block.z) + ")");
-    if (props.max_block_dim[d] > 0 && b[d] > uint32_t(props.max_block_dim[d]))
-      throw Error(Status::ERROR_INVALID_VALUE, "Kernel::launch: " + kname() + ": block dimension " + std::to_string(d) +
-                                                   " is " + std::to_string(b[d]) + ", the device allows at most " +
-                                                   std::to_string(props.max_block_dim[d]));
-    if (props.max_grid_dim[d] > 0 && g[d] > uint32_t(props.max_grid_dim[d]))
-      throw Error(Status::ERROR_INVALID_VALUE, "Kernel::launch: " + kname() + ": grid dimension " + std::to_string(d) +
-                                                   " is " + std::to_string(g[d]) + ", the device allows at most " +
-                                                   std::to_string(props.max_grid_dim[d]));
-    // Global ids are 32-bit in the dialect.
-    if (uint64_t(g[d]) * b[d] > UINT32_MAX)
-      throw Error(Status::ERROR_INVALID_VALUE, "Kernel::launch: " + kname() + ": grid * block in dimension " +
-                                                   std::to_string(d) + " exceeds 2^32 - 1 work-items");
-    threads *= b[d];
-  }
-  if (props.max_threads_per_block > 0 && threads > uint64_t(props.max_threads_per_block))
-    throw Error(Status::ERROR_INVALID_VALUE, "Kernel::launch: " + kname() + ": a block of " + std::to_string(threads) +
-                                                 " work-items, the device allows at most " +
-                                                 std::to_string(props.max_threads_per_block));
-  // Shared memory is checked by the plugin: only it knows the kernel's
-  // static shared memory and the device's opt-in limit.
+  detail::check_launch_shape(c.device->properties, entry_->name, g, b);
 
-  // Arguments: check them all before anything is queued.
-  const KernelDecl *decl = entry_->decl;
-  if (decl && args.size() != decl->params.size()) {
-    std::string list;
-    for (const auto &p : decl->params) list += (list.empty() ? "" : ", ") + p.type_text;
-    throw Error(Status::ERROR_INVALID_VALUE, "Kernel::launch: " + kname() + " takes " +
-                                                 std::to_string(decl->params.size()) + " argument(s) (" + list + "), " +
-                                                 std::to_string(args.size()) + " given");
-  }
   // Argument values and the pointers to them: inline for up to 16
   // arguments (no allocation on the launch path).
   constexpr size_t kInline = 16;
@@ -204,98 +300,30 @@ void Kernel::launch(Dim3 grid, Dim3 block, const KernelArg *arg_list, size_t arg
   void *inline_ptrs[kInline];
   std::vector<uint64_t> heap_values;
   std::vector<void *> heap_ptrs;
-  if (args.size() > kInline) {
-    heap_values.assign(args.size(), 0);
-    heap_ptrs.resize(args.size());
+  if (arg_count > kInline) {
+    heap_values.assign(arg_count, 0);
+    heap_ptrs.resize(arg_count);
   }
-  uint64_t *values = args.size() > kInline ? heap_values.data() : inline_values;
-  void **ptrs = args.size() > kInline ? heap_ptrs.data() : inline_ptrs;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const KernelArg &a = args[i];
-    const detail::KernelParam *p = decl ? &decl->params[i] : nullptr;
-    const detail::What what{decl, &entry_->name, i};
-    if (a.kind() == KernelArg::Kind::Scalar) {
-      detail::pack_scalar(a, p, what, &values[i]);
-      continue;
-    }
-    if (p && !p->pointer)
-      throw Error(Status::ERROR_INVALID_VALUE,
-                  what.str() + ": an array for the scalar parameter '" + p->type_text + "'");
-    switch (a.kind()) {
-      case KernelArg::Kind::Device:
-        detail::check_device_arg(a.device(), p, what, m.ctx);
-        break;
-      case KernelArg::Kind::Mirrored: {
-        const MirroredArray &mi = a.mirrored();
-        if (mi.context() != detail::Access::wrap<Context>(m.ctx))
-          throw Error(Status::ERROR_INVALID_VALUE,
-                      what.str() + ": the mirrored array belongs to another context than the kernel");
-        if (p && p->dtype && *p->dtype != mi.dtype())
-          throw Error(Status::ERROR_INVALID_DTYPE, what.str() + ": mirrored array of dtype " + mi.dtype().name() +
-                                                       " for a parameter of type " + p->type_text);
-        break;
-      }
-      case KernelArg::Kind::Host: {
-        const HostView &h = a.host();
-        if (!h.data() && h.size() != 0)
-          throw Error(Status::ERROR_INVALID_VALUE, what.str() + ": a host view without data");
-        if (h.size() > 1 && !h.is_c_contiguous() && !h.is_f_contiguous())
-          throw Error(Status::ERROR_NOT_CONTIGUOUS,
-                      what.str() + ": a kernel gets a plain pointer, so the host array must be contiguous");
-        if (p && p->dtype && *p->dtype != h.dtype())
-          throw Error(Status::ERROR_INVALID_DTYPE, what.str() + ": host array of dtype " + h.dtype().name() +
-                                                       " for a parameter of type " + p->type_text);
-        break;
-      }
-      case KernelArg::Kind::Scalar:
-        break;
-    }
-  }
+  uint64_t *values = arg_count > kInline ? heap_values.data() : inline_values;
+  void **ptrs = arg_count > kInline ? heap_ptrs.data() : inline_ptrs;
+  const KernelDecl *decl = entry_->decl;
+  detail::check_launch_args(arg_list, arg_count, decl, entry_->name, m.ctx, values);
 
   if (detail::capturing(*detail::impl_of(stream))) {
-    launch_captured(g, b, shared_bytes, args.p, args.n, stream);
+    launch_captured(g, b, shared_bytes, arg_list, arg_count, stream);
     return;
   }
-  // Materialise: mirrored arrays brought up to date, host arrays copied in.
-  const Context ctx = detail::Access::wrap<Context>(m.ctx);
-  std::vector<std::pair<DeviceArray, HostView>> copy_back;
-  std::vector<DeviceArray> temporaries;
-  bool host_args = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const KernelArg &a = args[i];
-    const detail::KernelParam *p = decl ? &decl->params[i] : nullptr;
-    switch (a.kind()) {
-      case KernelArg::Kind::Device:
-        values[i] = a.device().size() ? a.device().device_pointer() : 0;
-        break;
-      case KernelArg::Kind::Mirrored: {
-        const DeviceArray &d = a.mirrored().get_device();
-        detail::check_array(d, p, detail::What{decl, &entry_->name, i, "mirrored argument "});
-        values[i] = d.size() ? d.device_pointer() : 0;
-        break;
-      }
-      case KernelArg::Kind::Host: {
-        host_args = true;
-        if (a.host().size() == 0) break;
-        DeviceArray tmp = to_device(ctx, a.host(), stream);
-        values[i] = tmp.device_pointer();
-        if (a.host().writeable() && !(p && p->is_const)) copy_back.emplace_back(tmp, a.host());
-        temporaries.push_back(std::move(tmp));
-        break;
-      }
-      case KernelArg::Kind::Scalar:
-        break;
-    }
-  }
-  for (size_t i = 0; i < args.size(); ++i) ptrs[i] = &values[i];
+  const detail::DeviceArgs device_args = detail::make_device_args(
+      arg_list, arg_count, decl, entry_->name, detail::Access::wrap<Context>(m.ctx), stream, values);
+  for (size_t i = 0; i < arg_count; ++i) ptrs[i] = &values[i];
   const gpuhal_launch_config_t cfg = detail::launch_config(g, b, shared_bytes);
-  c.backend().launch(c.handle, entry_->handle, &cfg, ptrs, uint32_t(args.size()), sh);
-  for (size_t i = 0; i < args.size(); ++i)
-    if (args[i].kind() == KernelArg::Kind::Mirrored && !(decl && decl->params[i].is_const))
-      args[i].mirrored().mark_changed(Where::device);
-  for (auto &cb : copy_back) cb.first.copy_to_host(cb.second, stream);
+  c.backend().launch(c.handle, entry_->handle, &cfg, ptrs, uint32_t(arg_count), sh);
+  for (size_t i = 0; i < arg_count; ++i)
+    if (arg_list[i].kind() == KernelArg::Kind::Mirrored && !(decl && decl->params[i].is_const))
+      arg_list[i].mirrored().mark_changed(Where::device);
+  for (auto &cb : device_args.copy_back) cb.first.copy_to_host(cb.second, stream);
   // The temporaries must outlive the kernel and the copies back.
-  if (host_args) stream.synchronize();
+  if (device_args.host_args) stream.synchronize();
 }
 
 }  // namespace gpuhal

@@ -85,6 +85,23 @@ std::string version_string(uint32_t v) {
   return std::to_string(GPUHAL_VERSION_MAJOR(v)) + "." + std::to_string(GPUHAL_VERSION_MINOR(v));
 }
 
+namespace {
+// Only regular files are opened: dlopen on a FIFO blocks waiting for a
+// writer, and on a directory or device fails deep inside the loader.
+// What the path is when it is not a regular file; nullptr otherwise (a
+// bare name is the loader's to search, and a missing file dlopen's to
+// report).
+const char *not_a_regular_file(const std::string &path) {
+  struct stat st;
+  if (path.find('/') == std::string::npos || ::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return nullptr;
+  return S_ISDIR(st.st_mode)                            ? "a directory"
+         : S_ISFIFO(st.st_mode)                         ? "a FIFO"
+         : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)   ? "a device"
+         : S_ISSOCK(st.st_mode)                         ? "a socket"
+                                                        : "not a plain file";
+}
+}  // namespace
+
 std::unique_ptr<PluginLibrary> PluginLibrary::open(const std::string &path, const Config &config, const Logger &logger,
                                                    LoadAttempt *attempt) {
   attempt->path = path;
@@ -95,42 +112,52 @@ std::unique_ptr<PluginLibrary> PluginLibrary::open(const std::string &path, cons
     return nullptr;
   };
   logger.write(LogLevel::Debug, "plugin " + path + ": trying");
-  // Only regular files are opened: dlopen on a FIFO blocks waiting for a
-  // writer, and on a directory or device fails deep inside the loader.
-  if (path.find('/') != std::string::npos) {
-    struct stat st;
-    if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-      const char *kind = S_ISDIR(st.st_mode)                           ? "a directory"
-                         : S_ISFIFO(st.st_mode)                        ? "a FIFO"
-                         : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)  ? "a device"
-                         : S_ISSOCK(st.st_mode)                        ? "a socket"
-                                                                       : "not a plain file";
-      return refuse(Status::ERROR_INVALID_PLUGIN, std::string("not a regular file (") + kind + "): not opened");
-    }
-  }
+  if (const char *kind = not_a_regular_file(path))
+    return refuse(Status::ERROR_INVALID_PLUGIN, std::string("not a regular file (") + kind + "): not opened");
   watch_forks();
   std::unique_ptr<PluginLibrary> lib(new PluginLibrary());
   lib->forks_ = fork_count();
   lib->path_ = path;
   lib->logger_ = logger;
+  Status status = Status::SUCCESS;
+  const std::string bind_refusal = lib->bind(path, &status);
+  // The backend's name, as soon as its table said it (a refusal names it).
+  if (attempt->backend.empty()) attempt->backend = lib->name_;
+  if (!bind_refusal.empty()) return refuse(status, bind_refusal);
+  if (GPUHAL_VERSION_MINOR(lib->abi_version_) > GPUHAL_ABI_MINOR)
+    logger.write(LogLevel::Debug, "plugin " + path + " speaks newer minor ABI " + version_string(lib->abi_version_) +
+                                      "; using the " + version_string(GPUHAL_ABI_VERSION) + " subset");
+  if (std::string why = lib->start(config, logger, &status); !why.empty()) return refuse(status, why);
+  attempt->device_count = lib->device_count_;
+  attempt->status = Status::SUCCESS;
+  attempt->message =
+      "ABI " + version_string(lib->abi_version_) + ", " + std::to_string(lib->device_count_) + " device(s)";
+  // A plugin whose vendor runtime loaded but cannot reach any device says
+  // why in its message (e.g. hsa_init's status without /dev/kfd).
+  if (!lib->no_device_reason_.empty()) attempt->message += " (" + lib->no_device_reason_ + ")";
+  logger.write(LogLevel::Debug, "plugin " + path + ": loaded backend '" + lib->name_ + "', " + attempt->message);
+  return lib;
+}
+
+std::string PluginLibrary::bind(const std::string &path, Status *status) {
+  *status = Status::ERROR_INVALID_PLUGIN;  // what most refusals here are
   dlerror();
-  lib->handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!lib->handle_) {
+  handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle_) {
     const char *e = dlerror();
     // A file that exists but cannot be loaded is a broken plugin, not a
     // missing one.
     struct stat st;
     const bool exists = path.find('/') != std::string::npos && ::stat(path.c_str(), &st) == 0;
-    return refuse(
-        exists ? Status::ERROR_INVALID_PLUGIN : Status::ERROR_PLUGIN_NOT_FOUND,
-        std::string(exists ? "not a loadable shared object: " : "dlopen failed: ") + (e ? e : "unknown error"));
+    if (!exists) *status = Status::ERROR_PLUGIN_NOT_FOUND;
+    return std::string(exists ? "not a loadable shared object: " : "dlopen failed: ") + (e ? e : "unknown error");
   }
   dlerror();
-  void *sym = dlsym(lib->handle_, GPUHAL_PLUGIN_ENTRY_NAME);
+  void *sym = dlsym(handle_, GPUHAL_PLUGIN_ENTRY_NAME);
   if (!sym) {
     const char *e = dlerror();
-    return refuse(Status::ERROR_INVALID_PLUGIN, std::string("not a gpuhal plugin: it does not export ") +
-                                                    GPUHAL_PLUGIN_ENTRY_NAME + " (" + (e ? e : "symbol is NULL") + ")");
+    return std::string("not a gpuhal plugin: it does not export ") + GPUHAL_PLUGIN_ENTRY_NAME + " (" +
+           (e ? e : "symbol is NULL") + ")";
   }
   gpuhal_plugin_negotiate_fn negotiate;
   static_assert(sizeof negotiate == sizeof sym, "function pointer size");
@@ -139,54 +166,53 @@ std::unique_ptr<PluginLibrary> PluginLibrary::open(const std::string &path, cons
   const gpuhal_plugin_table_t *t = nullptr;
   const gpuhal_status_t st = negotiate(GPUHAL_ABI_VERSION, &t);
   const std::string core_v = version_string(GPUHAL_ABI_VERSION);
-  if (st == GPUHAL_ERROR_ABI_MISMATCH)
-    return refuse(Status::ERROR_ABI_MISMATCH,
-                  "the plugin refused the core's ABI " + core_v + " (it speaks another major version)");
-  if (st != GPUHAL_SUCCESS)
-    return refuse(Status::ERROR_INVALID_PLUGIN, "negotiation failed with status " + to_string(static_cast<Status>(st)));
-  if (!t) return refuse(Status::ERROR_INVALID_PLUGIN, "negotiation returned no table");
-  if (GPUHAL_VERSION_MAJOR(t->abi_version) != GPUHAL_ABI_MAJOR)
-    return refuse(Status::ERROR_ABI_MISMATCH, "the plugin speaks ABI " + version_string(t->abi_version) +
-                                                  " but the core speaks ABI " + core_v +
-                                                  " (major versions must match)");
+  if (st == GPUHAL_ERROR_ABI_MISMATCH) {
+    *status = Status::ERROR_ABI_MISMATCH;
+    return "the plugin refused the core's ABI " + core_v + " (it speaks another major version)";
+  }
+  if (st != GPUHAL_SUCCESS) return "negotiation failed with status " + to_string(static_cast<Status>(st));
+  if (!t) return "negotiation returned no table";
+  if (GPUHAL_VERSION_MAJOR(t->abi_version) != GPUHAL_ABI_MAJOR) {
+    *status = Status::ERROR_ABI_MISMATCH;
+    return "the plugin speaks ABI " + version_string(t->abi_version) + " but the core speaks ABI " + core_v +
+           " (major versions must match)";
+  }
   if (t->struct_size < kRequiredTableSize)
-    return refuse(Status::ERROR_INVALID_PLUGIN, "plugin table struct_size " + std::to_string(t->struct_size) +
-                                                    " is smaller than the required part of the ABI " + core_v +
-                                                    " table (" + std::to_string(kRequiredTableSize) + " bytes)");
+    return "plugin table struct_size " + std::to_string(t->struct_size) +
+           " is smaller than the required part of the ABI " + core_v + " table (" +
+           std::to_string(kRequiredTableSize) + " bytes)";
   // Read what both sides know; a newer minor's extra entries are ignored, an
   // older minor's missing entries stay NULL (absent, optional).
-  std::memcpy(&lib->table_, t, std::min<size_t>(t->struct_size, sizeof(gpuhal_plugin_table_t)));
-  lib->abi_version_ = t->abi_version;
-  if (!lib->table_.name || !*lib->table_.name)
-    return refuse(Status::ERROR_INVALID_PLUGIN, "plugin table has no backend name");
-  lib->name_ = lib->table_.name;
-  attempt->backend = attempt->backend.empty() ? lib->name_ : attempt->backend;
+  std::memcpy(&table_, t, std::min<size_t>(t->struct_size, sizeof(gpuhal_plugin_table_t)));
+  abi_version_ = t->abi_version;
+  if (!table_.name || !*table_.name) return "plugin table has no backend name";
+  name_ = table_.name;
   for (const auto &e : kEntries)
-    if (e.group == Group::required && !entry_present(lib->table_, e.offset))
-      return refuse(Status::ERROR_INVALID_PLUGIN, std::string("required entry '") + e.name + "' is NULL");
+    if (e.group == Group::required && !entry_present(table_, e.offset))
+      return std::string("required entry '") + e.name + "' is NULL";
   for (const auto &g : kGroups) {
     int present = 0, members = 0;
     for (const auto &e : kEntries)
       if (e.group == g.group) {
         ++members;
-        present += entry_present(lib->table_, e.offset);
+        present += entry_present(table_, e.offset);
       }
-    if (present != 0 && present != members) return refuse(Status::ERROR_INVALID_PLUGIN, g.refusal);
+    if (present != 0 && present != members) return g.refusal;
   }
-  if (GPUHAL_VERSION_MINOR(t->abi_version) > GPUHAL_ABI_MINOR)
-    logger.write(LogLevel::Debug, "plugin " + path + " speaks newer minor ABI " + version_string(t->abi_version) +
-                                      "; using the " + core_v + " subset");
+  return "";
+}
 
+std::string PluginLibrary::start(const Config &config, const Logger &logger, Status *status) {
   // The layers wrap the validated table, so that init is seen too.
   if (!config.layers.empty()) {
     try {
-      lib->layers_ = layers::LayerChain::create(lib->table_, lib->name_, config, logger);
+      layers_ = layers::LayerChain::create(table_, name_, config, logger);
     } catch (const Error &e) {
-      return refuse(e.status(), e.what());
+      *status = e.status();
+      return e.what();
     }
-    lib->table_ = lib->layers_->table();
+    table_ = layers_->table();
   }
-
   std::vector<gpuhal_option_t> options;
   options.reserve(config.plugin_options.size());
   for (const auto &kv : config.plugin_options) options.push_back({kv.first.c_str(), kv.second.c_str()});
@@ -197,39 +223,32 @@ std::unique_ptr<PluginLibrary> PluginLibrary::open(const std::string &path, cons
   args.option_count = uint32_t(options.size());
   args.log_level = int32_t(logger.level());
   args.log = log_trampoline;
-  args.log_user = const_cast<Logger *>(lasting_logger(lib->logger_));
-  const gpuhal_status_t ist = lib->table_.init(&args);
+  args.log_user = const_cast<Logger *>(lasting_logger(logger_));
+  const gpuhal_status_t ist = table_.init(&args);
   // A missing vendor driver is reported as such (it is normal on machines
   // without that vendor's hardware); any other init failure is a failure.
-  if (ist != GPUHAL_SUCCESS)
-    return refuse(ist == GPUHAL_ERROR_DRIVER_NOT_LOADABLE ? Status::ERROR_DRIVER_NOT_LOADABLE
-                                                          : Status::ERROR_INITIALIZATION_FAILED,
-                  "init failed (" + to_string(static_cast<Status>(ist)) + "): " + lib->last_message());
-  lib->initialised_ = true;
-  int32_t count = 0;
-  const gpuhal_status_t cst = lib->table_.device_count(&count);
-  if (cst != GPUHAL_SUCCESS)
-    return refuse(static_cast<Status>(cst), std::string("device_count failed: ") + lib->last_message());
-  if (count < 0) return refuse(Status::ERROR_INVALID_PLUGIN, "device_count returned a negative count");
-  if (count > kMaxDevices)
-    return refuse(Status::ERROR_INVALID_PLUGIN, "device_count says " + std::to_string(count) +
-                                                    " devices, more than gpuhal accepts from a plugin (" +
-                                                    std::to_string(kMaxDevices) + ")");
-  lib->device_count_ = count;
-  attempt->device_count = count;
-  attempt->status = Status::SUCCESS;
-  attempt->message = "ABI " + version_string(t->abi_version) + ", " + std::to_string(count) + " device(s)";
-  // A plugin whose vendor runtime loaded but cannot reach any device says
-  // why in its message (e.g. hsa_init's status without /dev/kfd).
-  if (count == 0) {
-    const char *why = lib->table_.last_error();
-    if (why && *why) {
-      lib->no_device_reason_ = why;
-      attempt->message += " (" + lib->no_device_reason_ + ")";
-    }
+  if (ist != GPUHAL_SUCCESS) {
+    *status = ist == GPUHAL_ERROR_DRIVER_NOT_LOADABLE ? Status::ERROR_DRIVER_NOT_LOADABLE
+                                                      : Status::ERROR_INITIALIZATION_FAILED;
+    return "init failed (" + to_string(static_cast<Status>(ist)) + "): " + last_message();
   }
-  logger.write(LogLevel::Debug, "plugin " + path + ": loaded backend '" + lib->name_ + "', " + attempt->message);
-  return lib;
+  initialised_ = true;
+  int32_t count = 0;
+  if (const gpuhal_status_t cst = table_.device_count(&count); cst != GPUHAL_SUCCESS) {
+    *status = static_cast<Status>(cst);
+    return std::string("device_count failed: ") + last_message();
+  }
+  *status = Status::ERROR_INVALID_PLUGIN;
+  if (count < 0) return "device_count returned a negative count";
+  if (count > kMaxDevices)
+    return "device_count says " + std::to_string(count) + " devices, more than gpuhal accepts from a plugin (" +
+           std::to_string(kMaxDevices) + ")";
+  device_count_ = count;
+  if (count == 0) {
+    const char *why = table_.last_error();
+    if (why && *why) no_device_reason_ = why;
+  }
+  return "";
 }
 
 std::string PluginLibrary::last_message() const {

@@ -57,6 +57,15 @@ class PluginLibrary {
 
  private:
   PluginLibrary() = default;
+  // open()'s phases; each returns why the plugin is refused ("" when it is
+  // not), with the status in *status.
+  // The library loaded, its entry point asked for a table of the core's
+  // major version, the table copied and its required entries and groups
+  // checked.
+  std::string bind(const std::string &path, Status *status);
+  // The layers wrapped around the table, init with the configuration's
+  // options, and the device count read.
+  std::string start(const Config &config, const Logger &logger, Status *status);
   void *handle_ = nullptr;
   gpuhal_plugin_table_t table_{};
   std::string path_;

@@ -282,6 +282,71 @@ gpuhal_status_t module_get_kernel(gpuhal_context_t ctx, gpuhal_module_t module, 
   });
 }
 
+namespace {
+
+// launch's phases: the shape and the kernel's memory against the host
+// device's limits, then the arguments copied into the launch.
+
+// The grid, block, shared memory and fiber stack of a launch of k: "" when
+// they fit, else what does not. *threads gets the block's work-items.
+std::string launch_shape_refusal(const gpuhal_host_kernel *k, const gpuhal_launch_config_t &config,
+                                 uint64_t static_shared, uint64_t stack_need, uint64_t *threads) {
+  static const uint32_t max_block[3] = {1024, 1024, 64};
+  *threads = 1;
+  for (int d = 0; d < 3; ++d) {
+    if (!config.grid[d] || !config.block[d]) return "launch: grid and block sizes must be >= 1";
+    if (config.block[d] > max_block[d])
+      return "launch: block dimension " + std::to_string(d) + " is " + std::to_string(config.block[d]) +
+             ", at most " + std::to_string(max_block[d]);
+    *threads *= config.block[d];
+  }
+  if (*threads > gpuhal_host_max_items)
+    return "launch: a block of " + std::to_string(*threads) + " work-items, at most " +
+           std::to_string(gpuhal_host_max_items);
+  // What a GPU reserves per work-group, static and dynamic together, within
+  // the 64 KiB device_properties reports: a program that runs here runs
+  // there.
+  if (static_shared + config.dynamic_shared_bytes > kSharedMemoryPerBlock)
+    return std::string("launch: kernel '") + k->name + "' uses " + std::to_string(static_shared) +
+           " bytes of static shared memory" +
+           (config.dynamic_shared_bytes
+                ? " and " + std::to_string(config.dynamic_shared_bytes) + " bytes of dynamic shared memory"
+                : std::string()) +
+           "; a work-group has at most " + std::to_string(kSharedMemoryPerBlock);
+  // A kernel with barriers that is not run as work-item loops runs each
+  // work-item on a fiber stack: a deeper call chain would overflow it
+  // (a crash). The fiber's own entry and the barrier switch need about
+  // 2 KiB more.
+  if (k->uses_barrier && !k->run_group_loops && stack_need + 2048 > plugin_state().fiber_stack)
+    return std::string("launch: kernel '") + k->name + "' needs about " + std::to_string(stack_need + 2048) +
+           " bytes of stack per work-item (its deepest call chain, as the compiler counted it), more than the " +
+           std::to_string(plugin_state().fiber_stack) +
+           " bytes of the fiber stacks its work-items run on; set GPUHAL_HOST_FIBER_STACK higher";
+  return "";
+}
+
+// The arguments copied into L (8 bytes a slot): "" or what is wrong with them.
+std::string copy_launch_args(const gpuhal_host_kernel *k, void *const *args, uint32_t arg_count, KernelLaunch &L) {
+  if (arg_count != k->param_count)
+    return std::string("launch: kernel '") + k->name + "' takes " + std::to_string(k->param_count) +
+           " argument(s), " + std::to_string(arg_count) + " given";
+  for (uint32_t i = 0; i < arg_count; ++i) {
+    if (!args || !args[i]) return "launch: argument " + std::to_string(i) + " is null";
+    if (k->param_sizes[i] > 8)
+      return "launch: parameter " + std::to_string(i) + " of kernel '" + k->name + "' is " +
+             std::to_string(k->param_sizes[i]) + " bytes; arguments are at most 8 bytes";
+  }
+  L.storage.resize(size_t(8) * arg_count);
+  L.args.resize(arg_count);
+  for (uint32_t i = 0; i < arg_count; ++i) {
+    std::memcpy(L.storage.data() + 8 * i, args[i], k->param_sizes[i]);
+    L.args[i] = L.storage.data() + 8 * i;
+  }
+  return "";
+}
+
+}  // namespace
+
 gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuhal_launch_config_t *config,
                        void *const *args, uint32_t arg_count, gpuhal_stream_t stream) {
   return in_context(ctx, "launch", [&](HostContext *c) -> gpuhal_status_t {
@@ -296,63 +361,13 @@ gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuha
     if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "launch: invalid stream handle");
     if (gpuhal_status_t st = c->captures.refusal(s.get(), s->is_default, "launch")) return st;
     uint64_t threads = 1;
-    static const uint32_t max_block[3] = {1024, 1024, 64};
-    for (int d = 0; d < 3; ++d) {
-      if (!config->grid[d] || !config->block[d])
-        return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: grid and block sizes must be >= 1");
-      if (config->block[d] > max_block[d])
-        return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: block dimension " + std::to_string(d) + " is " +
-                                                    std::to_string(config->block[d]) + ", at most " +
-                                                    std::to_string(max_block[d]));
-      threads *= config->block[d];
-    }
-    if (threads > gpuhal_host_max_items)
-      return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: a block of " + std::to_string(threads) +
-                                                  " work-items, at most " + std::to_string(gpuhal_host_max_items));
-    // What a GPU reserves per work-group, static and dynamic together, within
-    // the 64 KiB device_properties reports: a program that runs here runs
-    // there.
-    if (static_shared + config->dynamic_shared_bytes > kSharedMemoryPerBlock)
-      return fail(GPUHAL_ERROR_INVALID_VALUE,
-                  std::string("launch: kernel '") + k->name + "' uses " + std::to_string(static_shared) +
-                      " bytes of static shared memory" +
-                      (config->dynamic_shared_bytes
-                           ? " and " + std::to_string(config->dynamic_shared_bytes) + " bytes of dynamic shared memory"
-                           : std::string()) +
-                      "; a work-group has at most " + std::to_string(kSharedMemoryPerBlock));
-    // A kernel with barriers that is not run as work-item loops runs each
-    // work-item on a fiber stack: a deeper call chain would overflow it
-    // (a crash). The fiber's own entry and the barrier switch need about
-    // 2 KiB more.
-    if (k->uses_barrier && !k->run_group_loops && stack_need + 2048 > plugin_state().fiber_stack)
-      return fail(GPUHAL_ERROR_INVALID_VALUE,
-                  std::string("launch: kernel '") + k->name + "' needs about " + std::to_string(stack_need + 2048) +
-                      " bytes of stack per work-item (its deepest call chain, as the compiler counted it), more "
-                      "than the " + std::to_string(plugin_state().fiber_stack) +
-                      " bytes of the fiber stacks its work-items run on; set GPUHAL_HOST_FIBER_STACK higher");
-    if (arg_count != k->param_count)
-      return fail(GPUHAL_ERROR_INVALID_VALUE, std::string("launch: kernel '") + k->name + "' takes " +
-                                                  std::to_string(k->param_count) + " argument(s), " +
-                                                  std::to_string(arg_count) + " given");
+    if (std::string why = launch_shape_refusal(k, *config, static_shared, stack_need, &threads); !why.empty())
+      return fail(GPUHAL_ERROR_INVALID_VALUE, why);
     auto L = std::make_shared<KernelLaunch>();
     L->kernel = k;
     L->assert_state = assert_state;
-    size_t total = 0;
-    for (uint32_t i = 0; i < arg_count; ++i) {
-      if (!args || !args[i])
-        return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: argument " + std::to_string(i) + " is null");
-      if (k->param_sizes[i] > 8)
-        return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: parameter " + std::to_string(i) + " of kernel '" + k->name +
-                                                    "' is " + std::to_string(k->param_sizes[i]) +
-                                                    " bytes; arguments are at most 8 bytes");
-      total += 8;
-    }
-    L->storage.resize(total);
-    L->args.resize(arg_count);
-    for (uint32_t i = 0; i < arg_count; ++i) {
-      std::memcpy(L->storage.data() + 8 * i, args[i], k->param_sizes[i]);
-      L->args[i] = L->storage.data() + 8 * i;
-    }
+    if (std::string why = copy_launch_args(k, args, arg_count, *L); !why.empty())
+      return fail(GPUHAL_ERROR_INVALID_VALUE, why);
     for (int d = 0; d < 3; ++d) {
       L->grid[d] = config->grid[d];
       L->block[d] = config->block[d];

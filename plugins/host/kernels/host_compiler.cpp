@@ -209,26 +209,10 @@ CompileRun run_compile(const std::string &compiler, std::vector<std::string> arg
   return run;
 }
 
-}  // namespace
-
-bool compiler_available(const std::string &cxx) {
-  return !cxx.empty() && !resolve(cxx).empty();
-}
-
-gpuhal_status_t compile_host_module(const CompilerSettings &settings, const std::string &source,
-                                    const std::string &options, std::vector<unsigned char> *image) {
-  const std::string compiler = resolve(settings.cxx);
-  if (compiler.empty())
-    return fail(GPUHAL_ERROR_COMPILATION_FAILED,
-                "host: no C++ compiler '" + settings.cxx + "' in PATH (set GPUHAL_HOST_CXX to one)");
-  struct stat cst {};
-  if (::stat(compiler.c_str(), &cst) != 0)
-    return fail(GPUHAL_ERROR_COMPILATION_FAILED,
-                "host: the C++ compiler '" + compiler + "' cannot be used: " + std::strerror(errno));
-
+// The compiler's arguments for a module: C++17, optimised, position
+// independent, the host's CPU; then the module's own options, which win.
+std::vector<std::string> compiler_arguments(const std::string &compiler, bool gcc, const std::string &options) {
   std::vector<std::string> argv = {compiler, "-std=c++17", "-O3", "-fPIC", "-shared", "-w"};
-  char real[PATH_MAX];
-  const bool gcc = ::realpath(compiler.c_str(), real) && std::strstr(real, "clang") == nullptr;
 #if defined(__x86_64__)
   argv.push_back("-march=native");  // options given with the module come later and win
   // With AVX-512, LLVM still picks 256-bit vectors and interleaves two of
@@ -255,40 +239,38 @@ gpuhal_status_t compile_host_module(const CompilerSettings &settings, const std:
     std::string o;
     while (ss >> o) argv.push_back(o);
   }
-  const std::string stamp = std::to_string(cst.st_size) + ":" + std::to_string(cst.st_mtim.tv_sec) + "." +
-                            std::to_string(cst.st_mtim.tv_nsec) + "\n";
-  std::string key = stamp;
-  for (const auto &a : argv) key += a + "\n";
-  key += cpu_identity();
-  key += "stack usage 2\n";  // the format of the <module>.stack file kept beside it
-  key += source;
-  const std::string name = hashed_name(key);
+  return argv;
+}
 
-  const std::string dir = cache_dir(settings);
-  if (dir.empty())
-    return fail(GPUHAL_ERROR_COMPILATION_FAILED, "host: no directory for compiled kernels could be made");
-  const std::string so = dir + "/" + name + ".so";
-  const std::string stack_file = so + ".stack";
-  const std::string key_file = so + ".key";
-  // Another key's entry under this name: compiled here, never published.
-  bool taken = false;
-  if (read_whole_file(so, image) && is_elf(*image)) {
-    std::vector<unsigned char> stored;
-    const bool has_key = read_whole_file(key_file, &stored);
-    if (has_key && stored.size() == key.size() && std::equal(stored.begin(), stored.end(), key.begin())) {
-      ::utimensat(AT_FDCWD, so.c_str(), nullptr, 0);  // used now: the last to evict
-      std::vector<unsigned char> stack;
-      if (read_whole_file(stack_file, &stack)) append_stack_usage(image, std::string(stack.begin(), stack.end()));
-      return GPUHAL_SUCCESS;
-    }
-    taken = has_key;  // without a key file: an entry of an older cache format, replaced
+// The cache's module for `key` at `so` into *image (with its stack usage
+// appended), marked used now: true. False when there is none, or another
+// key's (then *taken: this compile must not replace it).
+bool read_cached(const std::string &so, const std::string &key, std::vector<unsigned char> *image, bool *taken) {
+  if (!read_whole_file(so, image) || !is_elf(*image)) {
     image->clear();
+    return false;
   }
+  std::vector<unsigned char> stored;
+  const bool has_key = read_whole_file(so + ".key", &stored);
+  if (has_key && stored.size() == key.size() && std::equal(stored.begin(), stored.end(), key.begin())) {
+    ::utimensat(AT_FDCWD, so.c_str(), nullptr, 0);  // used now: the last to evict
+    std::vector<unsigned char> stack;
+    if (read_whole_file(so + ".stack", &stack)) append_stack_usage(image, std::string(stack.begin(), stack.end()));
+    return true;
+  }
+  *taken = has_key;  // without a key file: an entry of an older cache format, replaced
+  image->clear();
+  return false;
+}
 
-  const std::string tag = unique_tag();
-  const std::string tmp_so = dir + "/" + name + "." + tag + ".so";
-  // The shared prefix precompiled (host_precompiled_prefix.hpp): used when
-  // built, else built beside this compile for the next ones.
+// Compiles `source` to `out_so` (intermediate files named after `out_base`)
+// with the precompiled shared prefix (host_precompiled_prefix.hpp) when it
+// is built, starting its build beside this compile when it is not; a
+// prefix the compiler refuses is removed and the whole source compiled.
+// Clang without module options only.
+CompileRun compile_with_prefix(const std::string &compiler, const std::vector<std::string> &argv, bool gcc,
+                               const std::string &options, const std::string &source, const std::string &dir,
+                               const std::string &stamp, const std::string &out_base, const std::string &out_so) {
   std::unique_ptr<PrecompiledPrefix> prefix;
   std::string text = source;
   std::vector<std::string> flags = argv;
@@ -305,13 +287,57 @@ gpuhal_status_t compile_host_module(const CompilerSettings &settings, const std:
       }
     }
   }
-  CompileRun run = run_compile(compiler, flags, text, dir + "/" + name + "." + tag, tmp_so);
+  CompileRun run = run_compile(compiler, flags, text, out_base, out_so);
   if (prefix) prefix->finish_build();
   if (!run.ok() && text.size() != source.size() && PrecompiledPrefix::blamed(run.output)) {
     plugin::log(GPUHAL_LOG_DEBUG, "host: the compiler refused the precompiled prefix; removed, compiling the whole source");
     prefix->discard();
-    run = run_compile(compiler, argv, source, dir + "/" + name + "." + tag, tmp_so);
+    run = run_compile(compiler, argv, source, out_base, out_so);
   }
+  return run;
+}
+
+}  // namespace
+
+bool compiler_available(const std::string &cxx) {
+  return !cxx.empty() && !resolve(cxx).empty();
+}
+
+gpuhal_status_t compile_host_module(const CompilerSettings &settings, const std::string &source,
+                                    const std::string &options, std::vector<unsigned char> *image) {
+  const std::string compiler = resolve(settings.cxx);
+  if (compiler.empty())
+    return fail(GPUHAL_ERROR_COMPILATION_FAILED,
+                "host: no C++ compiler '" + settings.cxx + "' in PATH (set GPUHAL_HOST_CXX to one)");
+  struct stat cst {};
+  if (::stat(compiler.c_str(), &cst) != 0)
+    return fail(GPUHAL_ERROR_COMPILATION_FAILED,
+                "host: the C++ compiler '" + compiler + "' cannot be used: " + std::strerror(errno));
+
+  char real[PATH_MAX];
+  const bool gcc = ::realpath(compiler.c_str(), real) && std::strstr(real, "clang") == nullptr;
+  const std::vector<std::string> argv = compiler_arguments(compiler, gcc, options);
+  const std::string stamp = std::to_string(cst.st_size) + ":" + std::to_string(cst.st_mtim.tv_sec) + "." +
+                            std::to_string(cst.st_mtim.tv_nsec) + "\n";
+  std::string key = stamp;
+  for (const auto &a : argv) key += a + "\n";
+  key += cpu_identity();
+  key += "stack usage 2\n";  // the format of the <module>.stack file kept beside it
+  key += source;
+  const std::string name = hashed_name(key);
+
+  const std::string dir = cache_dir(settings);
+  if (dir.empty())
+    return fail(GPUHAL_ERROR_COMPILATION_FAILED, "host: no directory for compiled kernels could be made");
+  const std::string so = dir + "/" + name + ".so";
+  // Another key's entry under this name: compiled here, never published.
+  bool taken = false;
+  if (read_cached(so, key, image, &taken)) return GPUHAL_SUCCESS;
+
+  const std::string tag = unique_tag();
+  const std::string tmp_so = dir + "/" + name + "." + tag + ".so";
+  CompileRun run = compile_with_prefix(compiler, argv, gcc, options, source, dir, stamp,
+                                       dir + "/" + name + "." + tag, tmp_so);
   if (run.spawn_error != 0) {
     ::unlink(tmp_so.c_str());
     return fail(GPUHAL_ERROR_COMPILATION_FAILED, "host: cannot run " + compiler + ": " + std::strerror(run.spawn_error));
@@ -341,8 +367,8 @@ gpuhal_status_t compile_host_module(const CompilerSettings &settings, const std:
     // The key and the stack usage are published before the module: a
     // reader that finds the module finds them. Each step is atomic; another
     // process compiling the same key may win.
-    publish(key_file, tmp_so + ".key", key);
-    if (gcc) publish(stack_file, tmp_so + ".stack", stack_text);
+    publish(so + ".key", tmp_so + ".key", key);
+    if (gcc) publish(so + ".stack", tmp_so + ".stack", stack_text);
     if (::rename(tmp_so.c_str(), so.c_str()) != 0) ::unlink(tmp_so.c_str());
     if (settings.cache_max) evict_least_recent(dir, settings.cache_max, name);
   }

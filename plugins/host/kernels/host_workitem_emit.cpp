@@ -93,6 +93,82 @@ void Rewriter::push(const Entry &e) {
   scopes_.back().push_back(e);
 }
 
+// A shared array declared in a region [rb, ...) by statement s: once per
+// group, before the region's loops, visible to every later region.
+void Rewriter::hoist_shared(const Stmt &s, const std::string &name, size_t rb, std::string &hoisted,
+                            std::vector<Entry> &declared) {
+  if (appears(name, rb, s.b)) throw Unsupported{"'" + name + "' is used before its shared declaration"};
+  // At the kernel's top level, an array of the loops function's own
+  // frame: the compiler then knows that no pointer argument reaches it
+  // and drops the run-time overlap checks it puts before every
+  // vectorised work-item loop that stores to it (a tiled matmul: 52 ->
+  // 43 ms). Inside a block (a loop around barriers may rely on what it
+  // held in the previous iteration) it stays the lowering's array of
+  // the thread.
+  if (scopes_.size() == 1 && (t_[s.b].text == "GPUHAL_SHARED_ARRAY" || t_[s.b].text == "GPUHAL_SHARED_ARRAY_ALIGNED"))
+    hoisted += "__" + t_[s.b].text + "_IN_FRAME" + text(s.b + 1, s.e) + "\n";
+  else
+    hoisted += text(s.b, s.e) + "\n";
+  declared.push_back({Entry::Uniform, name, "", {}, ""});
+  uniform_names_.insert(name);
+  for (size_t i = bb_; i < be_; ++i)
+    if (t_[i].text == name && i + 1 < be_ && is_assign_op(t_[i + 1].text))
+      throw Unsupported{"a work-item writes the shared pointer '" + name + "'"};
+}
+
+// One declarator of a region ending at re: a plain local when nothing after
+// the region uses it, a declaration repeated in later regions when its
+// initialiser can be (rematerialisable), else per-work-item storage (kept
+// in a register within the region where it can be, written back at its end).
+void Rewriter::emit_declarator(const Declarator &x, size_t re, size_t block_end, std::string &body,
+                               std::string &write_back, std::vector<Entry> &declared) {
+  const std::string init = x.init_b < x.init_e ? text(x.init_b, x.init_e) : "";
+  std::vector<std::string> deps;
+  if (!appears(x.name, re, block_end)) {
+    body += x.type + " " + x.name + x.dims + (init.empty() ? "" : " = " + init) + ";\n";
+    return;
+  }
+  if (rematerialisable(x, &deps)) {
+    const std::string decl = x.type + " " + x.name + " = (" + init + ");";
+    body += decl + "\n";
+    declared.push_back({Entry::Remat, x.name, decl, deps, ""});
+    return;
+  }
+  if (x.reference) throw Unsupported{"the reference '" + x.name + "' is used across a barrier"};
+  if (!x.dims.empty() && !init.empty())
+    throw Unsupported{"the initialised array '" + x.name + "' is used across a barrier"};
+  if (x.type.find("auto") != std::string::npos) throw Unsupported{"auto"};
+  const std::string storage = "__gpuhal_s" + std::to_string(stored_types_.size());
+  const std::string type = name_ + "__gpuhal_t" + std::to_string(stored_types_.size());
+  stored_types_.push_back({x.type, x.dims});
+  if (keeps_in_register(x)) {
+    body += type + " " + x.name + (init.empty() ? "{}" : " = " + init) + ";\n";
+    write_back += storage + "[__gpuhal_i] = " + x.name + ";\n";
+    declared.push_back({Entry::Stored, x.name, storage, {}, type});
+    return;
+  }
+  body += "auto &" + x.name + " = " + storage + "[__gpuhal_i];";
+  if (!init.empty()) body += " " + x.name + " = " + init + ";";
+  body += "\n";
+  declared.push_back({Entry::Stored, x.name, storage, {}, ""});
+}
+
+// The loops over a group's work-items that every region runs in, opened
+// (the region closes the row loop's brace).
+void Rewriter::open_item_loops(std::string &out) const {
+  out +=
+      "for (uint32_t __gpuhal_z = 0; __gpuhal_z < __gpuhal_lsz[2]; ++__gpuhal_z)\n"
+      "for (uint32_t __gpuhal_y = 0; __gpuhal_y < __gpuhal_lsz[1]; ++__gpuhal_y)\n" +
+      std::string(kRowLoop) +
+      "const uint32_t __gpuhal_i = (__gpuhal_z * __gpuhal_lsz[1] + __gpuhal_y) * __gpuhal_lsz[0] + "
+      "__gpuhal_x;\n(void)__gpuhal_i;\n";
+  if (has_return_) out += "if (__gpuhal_done[__gpuhal_i]) continue;\n";
+  if (tls_items_)
+    out +=
+        "__gpuhal_item.local_id[0] = __gpuhal_x; __gpuhal_item.local_id[1] = __gpuhal_y; "
+        "__gpuhal_item.local_id[2] = __gpuhal_z;\n";
+}
+
 void Rewriter::emit_region(const std::vector<const Stmt *> &r, size_t block_end, std::string &out) {
   const size_t rb = r.front()->b, re = r.back()->e;
   const std::string label = "__gpuhal_next" + std::to_string(regions_++);
@@ -118,26 +194,7 @@ void Rewriter::emit_region(const std::vector<const Stmt *> &r, size_t block_end,
       continue;
     }
     if (d.kind == Decl::Shared) {
-      // Once per group, visible to every later region.
-      if (appears(d.ds[0].name, rb, s->b))
-        throw Unsupported{"'" + d.ds[0].name + "' is used before its shared declaration"};
-      // At the kernel's top level, an array of the loops function's own
-      // frame: the compiler then knows that no pointer argument reaches it
-      // and drops the run-time overlap checks it puts before every
-      // vectorised work-item loop that stores to it (a tiled matmul: 52 ->
-      // 43 ms). Inside a block (a loop around barriers may rely on what it
-      // held in the previous iteration) it stays the lowering's array of
-      // the thread.
-      if (scopes_.size() == 1 &&
-          (t_[s->b].text == "GPUHAL_SHARED_ARRAY" || t_[s->b].text == "GPUHAL_SHARED_ARRAY_ALIGNED"))
-        hoisted += "__" + t_[s->b].text + "_IN_FRAME" + text(s->b + 1, s->e) + "\n";
-      else
-        hoisted += text(s->b, s->e) + "\n";
-      declared.push_back({Entry::Uniform, d.ds[0].name, "", {}, ""});
-      uniform_names_.insert(d.ds[0].name);
-      for (size_t i = bb_; i < be_; ++i)
-        if (t_[i].text == d.ds[0].name && i + 1 < be_ && is_assign_op(t_[i + 1].text))
-          throw Unsupported{"a work-item writes the shared pointer '" + d.ds[0].name + "'"};
+      hoist_shared(*s, d.ds[0].name, rb, hoisted, declared);
       continue;
     }
     bool any_live = false;
@@ -146,49 +203,11 @@ void Rewriter::emit_region(const std::vector<const Stmt *> &r, size_t block_end,
       body += body_text(s->b, s->e, label) + "\n";
       continue;
     }
-    for (const auto &x : d.ds) {
-      const std::string init = x.init_b < x.init_e ? text(x.init_b, x.init_e) : "";
-      std::vector<std::string> deps;
-      if (!appears(x.name, re, block_end)) {
-        body += x.type + " " + x.name + x.dims + (init.empty() ? "" : " = " + init) + ";\n";
-      } else if (rematerialisable(x, &deps)) {
-        const std::string decl = x.type + " " + x.name + " = (" + init + ");";
-        body += decl + "\n";
-        declared.push_back({Entry::Remat, x.name, decl, deps, ""});
-      } else {
-        if (x.reference) throw Unsupported{"the reference '" + x.name + "' is used across a barrier"};
-        if (!x.dims.empty() && !init.empty())
-          throw Unsupported{"the initialised array '" + x.name + "' is used across a barrier"};
-        if (x.type.find("auto") != std::string::npos) throw Unsupported{"auto"};
-        const std::string storage = "__gpuhal_s" + std::to_string(stored_types_.size());
-        const std::string type = name_ + "__gpuhal_t" + std::to_string(stored_types_.size());
-        stored_types_.push_back({x.type, x.dims});
-        if (keeps_in_register(x)) {
-          body += type + " " + x.name + (init.empty() ? "{}" : " = " + init) + ";\n";
-          declared_write_back += storage + "[__gpuhal_i] = " + x.name + ";\n";
-          declared.push_back({Entry::Stored, x.name, storage, {}, type});
-          continue;
-        }
-        body += "auto &" + x.name + " = " + storage + "[__gpuhal_i];";
-        if (!init.empty()) body += " " + x.name + " = " + init + ";";
-        body += "\n";
-        declared.push_back({Entry::Stored, x.name, storage, {}, ""});
-      }
-    }
+    for (const auto &x : d.ds) emit_declarator(x, re, block_end, body, declared_write_back, declared);
   }
   pending_ = nullptr;
   out += hoisted;
-  out +=
-      "for (uint32_t __gpuhal_z = 0; __gpuhal_z < __gpuhal_lsz[2]; ++__gpuhal_z)\n"
-      "for (uint32_t __gpuhal_y = 0; __gpuhal_y < __gpuhal_lsz[1]; ++__gpuhal_y)\n" +
-      std::string(kRowLoop) +
-      "const uint32_t __gpuhal_i = (__gpuhal_z * __gpuhal_lsz[1] + __gpuhal_y) * __gpuhal_lsz[0] + "
-      "__gpuhal_x;\n(void)__gpuhal_i;\n";
-  if (has_return_) out += "if (__gpuhal_done[__gpuhal_i]) continue;\n";
-  if (tls_items_)
-    out +=
-        "__gpuhal_item.local_id[0] = __gpuhal_x; __gpuhal_item.local_id[1] = __gpuhal_y; "
-        "__gpuhal_item.local_id[2] = __gpuhal_z;\n";
+  open_item_loops(out);
   std::string write_back;
   out += bindings("__gpuhal_i", rb, re, &write_back);
   out += "{\n" + body + declared_write_back + "}\n" + write_back;

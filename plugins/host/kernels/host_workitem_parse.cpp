@@ -201,63 +201,113 @@ size_t Rewriter::extent(size_t i, size_t end) const {
   return std::min(end, j + 1);
 }
 
+// GPUHAL_SHARED_ARRAY[_ALIGNED] / GPUHAL_DYNAMIC_SHARED (T, name, ...) in
+// [b, end): (T, name, extents...), (T, name, alignment, extents...) or
+// (T, name); the name is the second argument.
+Decl Rewriter::read_shared_decl(size_t b, size_t end) const {
+  Decl d;
+  d.kind = Decl::Shared;
+  size_t j = b + 2;
+  int depth = 0;
+  for (; j < end; ++j) {
+    if (t_[j].text == "(" || t_[j].text == "[") ++depth;
+    if (t_[j].text == ")" || t_[j].text == "]") --depth;
+    if (depth == 0 && t_[j].text == ",") break;
+  }
+  if (j + 1 >= end || !is_ident(t_[j + 1].text)) {
+    d.kind = Decl::Unknown;
+    return d;
+  }
+  Declarator x;
+  x.name = t_[j + 1].text;
+  d.ds.push_back(x);
+  return d;
+}
+
+// GPUHAL_LOCAL_ARRAY (T, name, n0 [, n1 ...]) in [b, end): a private array.
+Decl Rewriter::read_local_array_decl(size_t b, size_t end) const {
+  Decl d;
+  d.kind = Decl::Unknown;
+  if (b + 1 >= end || t_[b + 1].text != "(" || partner(b + 1) != end - 1) return d;
+  std::vector<size_t> commas;
+  int depth = 0;
+  for (size_t j = b + 2; j < end - 1; ++j) {
+    if (t_[j].text == "(" || t_[j].text == "[") ++depth;
+    if (t_[j].text == ")" || t_[j].text == "]") --depth;
+    if (depth == 0 && t_[j].text == ",") commas.push_back(j);
+  }
+  if (commas.size() < 2 || commas.size() > 5 || commas[1] != commas[0] + 2 || !is_ident(t_[commas[0] + 1].text))
+    return d;
+  d.kind = Decl::Plain;
+  Declarator x;
+  x.type = text(b + 2, commas[0]);
+  x.name = t_[commas[0] + 1].text;
+  commas.push_back(end - 1);
+  for (size_t k = 1; k + 1 < commas.size(); ++k) x.dims += "[(" + text(commas[k] + 1, commas[k + 1]) + ")]";
+  d.ds.push_back(x);
+  return d;
+}
+
+// The declarators of `base d1, *d2 = init, d3[n]` from `i` (just after the
+// base type) to `end`, into d (kind Plain). A declarator that does not read
+// as one makes the statement an expression (Decl::None), or Unknown when it
+// starts with a type word `w`.
+void Rewriter::read_declarators(size_t i, size_t end, const std::string &base, const std::string &w, Decl &d) const {
+  d.kind = Decl::Plain;
+  auto not_a_declaration = [&] {
+    d.kind = type_words().count(w) ? Decl::Unknown : Decl::None;
+    d.ds.clear();
+  };
+  while (i < end) {
+    Declarator x;
+    std::string stars;
+    while (i < end && (t_[i].text == "*" || t_[i].text == "&" || t_[i].text == "const" || t_[i].text == "volatile" ||
+                       t_[i].text == "__restrict__" || t_[i].text == "GPUHAL_RESTRICT")) {
+      if (t_[i].text == "&") x.reference = true;
+      stars += " " + t_[i].text;
+      ++i;
+    }
+    if (i >= end || !is_ident(t_[i].text)) return not_a_declaration();  // `a * b;` and the like
+    x.name = t_[i].text;
+    x.name_at = i;
+    x.type = base + stars;
+    ++i;
+    while (i < end && t_[i].text == "[") {
+      x.dims += text(i, partner(i) + 1);
+      i = partner(i) + 1;
+    }
+    if (i < end && t_[i].text == "=") {
+      x.init_b = ++i;
+      while (i < end && t_[i].text != ",") {
+        if (t_[i].text == "(" || t_[i].text == "[" || t_[i].text == "{") i = partner(i);
+        ++i;
+      }
+      x.init_e = i;
+    }
+    d.ds.push_back(x);
+    if (i < end && t_[i].text == ",") {
+      ++i;
+      continue;
+    }
+    if (i < end) return not_a_declaration();
+  }
+  if (d.ds.empty()) d.kind = Decl::None;
+}
+
 // Reads statement [b, e) (';' at e - 1) as a declaration.
 Decl Rewriter::read_decl(size_t b, size_t e) const {
   Decl d;
   const size_t end = e - 1;
   const std::string &w = t_[b].text;
-  if (w == "GPUHAL_SHARED_ARRAY" || w == "GPUHAL_SHARED_ARRAY_ALIGNED" || w == "GPUHAL_DYNAMIC_SHARED") {
-    d.kind = Decl::Shared;
-    // (T, name, extents...), (T, name, alignment, extents...) or (T, name):
-    // the name is the second argument.
-    size_t j = b + 2;
-    int depth = 0;
-    for (; j < end; ++j) {
-      if (t_[j].text == "(" || t_[j].text == "[") ++depth;
-      if (t_[j].text == ")" || t_[j].text == "]") --depth;
-      if (depth == 0 && t_[j].text == ",") break;
-    }
-    if (j + 1 >= end || !is_ident(t_[j + 1].text)) {
-      d.kind = Decl::Unknown;
-      return d;
-    }
-    Declarator x;
-    x.name = t_[j + 1].text;
-    d.ds.push_back(x);
-    return d;
-  }
+  if (w == "GPUHAL_SHARED_ARRAY" || w == "GPUHAL_SHARED_ARRAY_ALIGNED" || w == "GPUHAL_DYNAMIC_SHARED")
+    return read_shared_decl(b, end);
   if (w == "GPUHAL_LOCAL_ARRAY_ALIGNED") {
     // Its alignment would have to hold in the per-work-item slots too: such
     // kernels keep their fibers.
     d.kind = Decl::Unknown;
     return d;
   }
-  if (w == "GPUHAL_LOCAL_ARRAY") {
-    // (T, name, n0 [, n1 ...]): a private array.
-    if (b + 1 >= end || t_[b + 1].text != "(" || partner(b + 1) != end - 1) {
-      d.kind = Decl::Unknown;
-      return d;
-    }
-    std::vector<size_t> commas;
-    int depth = 0;
-    for (size_t j = b + 2; j < end - 1; ++j) {
-      if (t_[j].text == "(" || t_[j].text == "[") ++depth;
-      if (t_[j].text == ")" || t_[j].text == "]") --depth;
-      if (depth == 0 && t_[j].text == ",") commas.push_back(j);
-    }
-    if (commas.size() < 2 || commas.size() > 5 || commas[1] != commas[0] + 2 || !is_ident(t_[commas[0] + 1].text)) {
-      d.kind = Decl::Unknown;
-      return d;
-    }
-    d.kind = Decl::Plain;
-    Declarator x;
-    x.type = text(b + 2, commas[0]);
-    x.name = t_[commas[0] + 1].text;
-    commas.push_back(end - 1);
-    for (size_t k = 1; k + 1 < commas.size(); ++k) x.dims += "[(" + text(commas[k] + 1, commas[k + 1]) + ")]";
-    d.ds.push_back(x);
-    return d;
-  }
+  if (w == "GPUHAL_LOCAL_ARRAY") return read_local_array_decl(b, end);
   if (statement_words().count(w)) {
     d.kind = w == "return" || w == "break" || w == "continue" || w == "case" || w == "default" || w == "sizeof" ||
                      w == "delete" || w == "throw"
@@ -286,52 +336,7 @@ Decl Rewriter::read_decl(size_t b, size_t e) const {
     if (type_words().count(w)) d.kind = Decl::Unknown;
     return d;
   }
-  const std::string base = text(b, base_e);
-  i = base_e;
-  d.kind = Decl::Plain;
-  while (i < end) {
-    Declarator x;
-    std::string stars;
-    while (i < end && (t_[i].text == "*" || t_[i].text == "&" || t_[i].text == "const" || t_[i].text == "volatile" ||
-                       t_[i].text == "__restrict__" || t_[i].text == "GPUHAL_RESTRICT")) {
-      if (t_[i].text == "&") x.reference = true;
-      stars += " " + t_[i].text;
-      ++i;
-    }
-    if (i >= end || !is_ident(t_[i].text)) {
-      // `a * b;` and the like: not a declaration after all.
-      d.kind = type_words().count(w) ? Decl::Unknown : Decl::None;
-      d.ds.clear();
-      return d;
-    }
-    x.name = t_[i].text;
-    x.name_at = i;
-    x.type = base + stars;
-    ++i;
-    while (i < end && t_[i].text == "[") {
-      x.dims += text(i, partner(i) + 1);
-      i = partner(i) + 1;
-    }
-    if (i < end && t_[i].text == "=") {
-      x.init_b = ++i;
-      while (i < end && t_[i].text != ",") {
-        if (t_[i].text == "(" || t_[i].text == "[" || t_[i].text == "{") i = partner(i);
-        ++i;
-      }
-      x.init_e = i;
-    }
-    d.ds.push_back(x);
-    if (i < end && t_[i].text == ",") {
-      ++i;
-      continue;
-    }
-    if (i < end) {
-      d.kind = type_words().count(w) ? Decl::Unknown : Decl::None;
-      d.ds.clear();
-      return d;
-    }
-  }
-  if (d.ds.empty()) d.kind = Decl::None;
+  read_declarators(base_e, end, text(b, base_e), w, d);
   return d;
 }
 

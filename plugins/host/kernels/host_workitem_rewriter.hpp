@@ -148,6 +148,11 @@ class Rewriter {
   // ---- declarations -------------------------------------------------------------
 
   Decl read_decl(size_t b, size_t e) const;
+  // read_decl's parts: the shared and private array macros, and the
+  // declarators after a plain declaration's base type.
+  Decl read_shared_decl(size_t b, size_t end) const;
+  Decl read_local_array_decl(size_t b, size_t end) const;
+  void read_declarators(size_t i, size_t end, const std::string &base, const std::string &w, Decl &d) const;
 
   const Entry *lookup(const std::string &name) const;
 
@@ -167,6 +172,13 @@ class Rewriter {
   void push(const Entry &e);
 
   void emit_region(const std::vector<const Stmt *> &r, size_t block_end, std::string &out);
+  // emit_region's parts: a shared array hoisted before the loops, one
+  // declarator of the region, and the loops' headers.
+  void hoist_shared(const Stmt &s, const std::string &name, size_t rb, std::string &hoisted,
+                    std::vector<Entry> &declared);
+  void emit_declarator(const Declarator &x, size_t re, size_t block_end, std::string &body, std::string &write_back,
+                       std::vector<Entry> &declared);
+  void open_item_loops(std::string &out) const;
 
   void emit_items(const std::vector<Stmt> &items, size_t block_end, std::string &out);
 
