@@ -180,7 +180,9 @@ void report(const std::string &backend, const std::vector<Result> &results, cons
       std::snprintf(secs, sizeof secs, "%.3f", results[i].seconds);
       s += std::string(i ? "," : "") + "{\"check\":" + json_string(results[i].name) + ",\"outcome\":\"" +
            to_string(results[i].outcome) + "\",\"contract\":" + json_string(contracts[i]) +
-           ",\"detail\":" + json_string(results[i].detail) + ",\"seconds\":" + secs + "}";
+           ",\"detail\":" + json_string(results[i].detail) +
+           (results[i].needs.empty() ? "" : ",\"needs\":" + json_string(results[i].needs)) + ",\"seconds\":" + secs +
+           "}";
     }
     std::printf("%s],\"passed\":%d,\"failed\":%d,\"unsupported\":%d,\"skipped\":%d}\n", s.c_str(), counts[0],
                 counts[1], counts[2], counts[3]);

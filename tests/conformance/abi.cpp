@@ -86,9 +86,8 @@ void optional_groups_all_or_none(Env &env) {
         ++members;
         present += e.present;
       }
-    expect(present == 0 || present == members,
-           "the " + group + " entries are neither all set nor all NULL (" + std::to_string(present) + " of " +
-               std::to_string(members) + ")");
+    expect(present == 0 || present == members, "the " + group + " entries are neither all set nor all NULL (" +
+                                                   std::to_string(present) + " of " + std::to_string(members) + ")");
     return present != 0;
   };
   const struct {
@@ -164,13 +163,14 @@ void copy_rect_rules(Env &env) {
       {"a struct_size shorter than gpuhal_copy_rect_t", short_struct, GPUHAL_COPY_DEVICE_TO_DEVICE},
       {"an unknown copy kind", region(5, 3, 1, 9, 0), 99},
       {"rows that overlap (pitch below the width)", region(16, 2, 1, 8, 0), GPUHAL_COPY_DEVICE_TO_DEVICE},
-      {"slices that overlap (slice pitch below a slice's extent)", region(5, 3, 2, 9, 20), GPUHAL_COPY_DEVICE_TO_DEVICE},
+      {"slices that overlap (slice pitch below a slice's extent)", region(5, 3, 2, 9, 20),
+       GPUHAL_COPY_DEVICE_TO_DEVICE},
       {"an extent past 2^64 bytes", region(5, uint64_t(1) << 62, 1, 16, 0), GPUHAL_COPY_DEVICE_TO_DEVICE},
   };
   for (const Bad &b : bad)
     for (int async = 0; async < 2; ++async) {
-      const gpuhal_status_t st = async ? t->memcpy_rect_async(ctx, b.kind, &b.rect, nullptr)
-                                       : t->memcpy_rect_sync(ctx, b.kind, &b.rect);
+      const gpuhal_status_t st =
+          async ? t->memcpy_rect_async(ctx, b.kind, &b.rect, nullptr) : t->memcpy_rect_sync(ctx, b.kind, &b.rect);
       expect(st == GPUHAL_ERROR_INVALID_VALUE, std::string(async ? "memcpy_rect_async" : "memcpy_rect_sync") +
                                                    " with " + b.what + " returned " + std::to_string(st) +
                                                    ", expected GPUHAL_ERROR_INVALID_VALUE");
@@ -207,22 +207,22 @@ void copy_rect_rules(Env &env) {
 
 }  // namespace
 
-void add_abi_checks(std::vector<Check> &checks) {
-  checks.push_back({"abi.properties_respect_struct_size",
-                    "device_properties writes no more than the caller's struct_size bytes",
-                    properties_respect_struct_size});
-  checks.push_back({"abi.failed_call_leaves_message", "a failed entry leaves a non-empty last_error() message",
-                    failed_call_leaves_message});
-  checks.push_back({"abi.copy_rect_rules",
-                    "memcpy_rect_sync / _async refuse a short struct, an unknown kind, overlapping rows or slices and "
-                    "an overflowing extent (GPUHAL_ERROR_INVALID_VALUE, a message, nothing written), accept an empty "
-                    "region, and write exactly a region's bytes at odd addresses and pitches",
-                    copy_rect_rules});
-  checks.push_back({"abi.optional_groups_all_or_none",
-                    "required entries are set; each optional group is set in full or not at all, as the capabilities "
-                    "say",
-                    optional_groups_all_or_none});
-}
+// This file's checks, registered with the suite (conformance.hpp).
+const RegisterChecks registered{
+    {"abi.properties_respect_struct_size", "device_properties writes no more than the caller's struct_size bytes",
+     properties_respect_struct_size},
+    {"abi.failed_call_leaves_message", "a failed entry leaves a non-empty last_error() message",
+     failed_call_leaves_message},
+    {"abi.copy_rect_rules",
+     "memcpy_rect_sync / _async refuse a short struct, an unknown kind, overlapping rows or slices and "
+     "an overflowing extent (GPUHAL_ERROR_INVALID_VALUE, a message, nothing written), accept an empty "
+     "region, and write exactly a region's bytes at odd addresses and pitches",
+     copy_rect_rules},
+    {"abi.optional_groups_all_or_none",
+     "required entries are set; each optional group is set in full or not at all, as the capabilities "
+     "say",
+     optional_groups_all_or_none},
+};
 
 }  // namespace conformance
 }  // namespace gpuhal

@@ -47,7 +47,8 @@ void all_prior_work(Env &env) {
   if (!env.runtime.supports(Capability::StreamBarrier)) {
     expect_error([&] { env.ctx.create_stream().wait_for_all_prior_work(); }, Status::ERROR_NOT_SUPPORTED, "",
                  "wait_for_all_prior_work without stream_barrier");
-    throw Unsupported{"the plugin has no stream_barrier entry (wait_for_all_prior_work says ERROR_NOT_SUPPORTED)"};
+    throw Unsupported{"the plugin has no stream_barrier entry (wait_for_all_prior_work says ERROR_NOT_SUPPORTED)",
+                      to_string(Capability::StreamBarrier)};
   }
   Stream a = env.ctx.create_stream(StreamKind::NonBlocking), b = env.ctx.create_stream(StreamKind::NonBlocking);
   Stream c = env.ctx.create_stream(StreamKind::NonBlocking);
@@ -75,14 +76,14 @@ void all_prior_work(Env &env) {
 
 }  // namespace
 
-void add_barrier_checks(std::vector<Check> &checks) {
-  checks.push_back({"barriers.events_across_streams",
-                    "work after Stream::wait(events) runs after all of them, and reads what their streams wrote",
-                    events_across_streams});
-  checks.push_back({"barriers.all_prior_work",
-                    "work after wait_for_all_prior_work runs after all earlier work of the context",
-                    all_prior_work});
-}
+// This file's checks, registered with the suite (conformance.hpp).
+const RegisterChecks registered{
+    {"barriers.events_across_streams",
+     "work after Stream::wait(events) runs after all of them, and reads what their streams wrote",
+     events_across_streams},
+    {"barriers.all_prior_work", "work after wait_for_all_prior_work runs after all earlier work of the context",
+     all_prior_work},
+};
 
 }  // namespace conformance
 }  // namespace gpuhal

@@ -18,7 +18,8 @@ void in_order(Env &env) {
   std::vector<int> order;
   for (int i = 0; i < 100; ++i) s.add_callback([&order, i] { order.push_back(i); });
   s.synchronize();
-  expect(order.size() == 100, "only " + std::to_string(order.size()) + " of 100 callbacks ran before synchronize returned");
+  expect(order.size() == 100,
+         "only " + std::to_string(order.size()) + " of 100 callbacks ran before synchronize returned");
   for (int i = 0; i < 100; ++i) expect(order[size_t(i)] == i, "callbacks ran out of order");
 }
 
@@ -81,15 +82,14 @@ void callbacks_from_threads(Env &env) {
 
 }  // namespace
 
-void add_callback_checks(std::vector<Check> &checks) {
-  checks.push_back({"callbacks.in_order", "callbacks on a stream run in order, all before synchronize returns", in_order});
-  checks.push_back({"callbacks.after_prior_work", "a callback runs after the work queued before it has finished",
-                    after_prior_work});
-  checks.push_back({"callbacks.throwing_callback_contained",
-                    "an exception from a callback is contained: later callbacks and work still run",
-                    throwing_callback_contained});
-  checks.push_back({"callbacks.from_threads", "callbacks added from four threads at once all run", callbacks_from_threads});
-}
+// This file's checks, registered with the suite (conformance.hpp).
+const RegisterChecks registered{
+    {"callbacks.in_order", "callbacks on a stream run in order, all before synchronize returns", in_order},
+    {"callbacks.after_prior_work", "a callback runs after the work queued before it has finished", after_prior_work},
+    {"callbacks.throwing_callback_contained",
+     "an exception from a callback is contained: later callbacks and work still run", throwing_callback_contained},
+    {"callbacks.from_threads", "callbacks added from four threads at once all run", callbacks_from_threads},
+};
 
 }  // namespace conformance
 }  // namespace gpuhal

@@ -12,12 +12,13 @@
 //
 // Checks run in a process of their own (see runner.hpp): a check may crash
 // or hang the plugin without hiding the others, and each starts from a
-// freshly loaded plugin. Files are cut by object; each registers its checks
-// in suite.cpp's list.
+// freshly loaded plugin. Files are cut by object; each registers its own
+// checks (RegisterChecks below).
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -31,8 +32,15 @@ struct Failure {
   std::string message;
 };
 // Thrown by a check whose optional feature the plugin does not claim.
+// `needs` names that feature's capability (to_string(Capability)); it is
+// empty when the reason is the machine's or the device's, not the plugin's
+// (one device, too little memory, no kernel compiler installed). A run's
+// expectations are checked against it (tests/check_conform_run.py): an
+// unsupported check must need a capability the plugin does not claim, or
+// be named as unsupported there.
 struct Unsupported {
   std::string message;
+  std::string needs = "";
 };
 
 struct Env {
@@ -75,31 +83,20 @@ void sleep_ms(int ms);
 // Reads `array` back (contiguous bytes in C order).
 std::vector<uint8_t> bytes_of(const DeviceArray &array);
 
-// Every check, in the order they run: suite.cpp.
-const std::vector<Check> &all_checks();
+// Checks register themselves: each file of checks defines, at namespace
+// scope,
+//   const RegisterChecks registered{{"object.what", "contract", fn}, ...};
+// (as the test registrars of Unified Runtime and liboffload do). Files
+// register as the linker orders their static initialisers (the build's
+// source list, tests/conformance/CMakeLists.txt), checks within a file in
+// their order there. A name registered twice is a build error of the suite:
+// all_checks() aborts saying so.
+struct RegisterChecks {
+  RegisterChecks(std::initializer_list<Check> checks);
+};
 
-// Registration, one per file.
-void add_abi_checks(std::vector<Check> &checks);
-void add_device_checks(std::vector<Check> &checks);
-void add_context_checks(std::vector<Check> &checks);
-void add_memory_checks(std::vector<Check> &checks);
-void add_transfer_checks(std::vector<Check> &checks);
-void add_rect_copy_checks(std::vector<Check> &checks);
-void add_managed_hint_checks(std::vector<Check> &checks);
-void add_virtual_memory_checks(std::vector<Check> &checks);
-void add_host_memory_checks(std::vector<Check> &checks);
-void add_stream_checks(std::vector<Check> &checks);
-void add_event_checks(std::vector<Check> &checks);
-void add_callback_checks(std::vector<Check> &checks);
-void add_barrier_checks(std::vector<Check> &checks);
-void add_ipc_checks(std::vector<Check> &checks);
-void add_stream_ordered_memory_checks(std::vector<Check> &checks);
-void add_peer_access_checks(std::vector<Check> &checks);
-void add_kernel_checks(std::vector<Check> &checks);
-void add_graph_checks(std::vector<Check> &checks);
-void add_feature_checks(std::vector<Check> &checks);
-void add_kernel_dialect_checks(std::vector<Check> &checks);
-void add_error_checks(std::vector<Check> &checks);
+// Every registered check, in the order they run.
+const std::vector<Check> &all_checks();
 
 // The second process of the IPC checks (gpuhal-conform --ipc-peer ...).
 // Returns the process's exit status: 0 when the peer saw and wrote what it

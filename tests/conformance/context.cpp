@@ -13,8 +13,8 @@ namespace {
 void memory_info(Env &env) {
   const MemoryInfo info = env.ctx.memory_info();
   expect(info.total > 0, "memory_info: total is 0");
-  expect(info.free <= info.total, "memory_info: free (" + std::to_string(info.free) + ") > total (" +
-                                      std::to_string(info.total) + ")");
+  expect(info.free <= info.total,
+         "memory_info: free (" + std::to_string(info.free) + ") > total (" + std::to_string(info.total) + ")");
 }
 
 void synchronize_waits_for_every_stream(Env &env) {
@@ -37,7 +37,8 @@ void reset_invalidates_old_handles(Env &env) {
   Stream stream = env.ctx.create_stream();
   Event event = env.ctx.create_event();
   env.ctx.reset();
-  expect_error([&] { old.copy_to_host(); }, Status::ERROR_CONTEXT_DESTROYED, "", "a copy from an array made before reset");
+  expect_error([&] { old.copy_to_host(); }, Status::ERROR_CONTEXT_DESTROYED, "",
+               "a copy from an array made before reset");
   expect_error([&] { old.memset(0); }, Status::ERROR_CONTEXT_DESTROYED, "", "a memset of an array made before reset");
   expect_error([&] { stream.synchronize(); }, Status::ERROR_CONTEXT_DESTROYED, "", "a stream made before reset");
   expect_error([&] { event.record(env.ctx.default_stream()); }, Status::ERROR_CONTEXT_DESTROYED, "",
@@ -52,7 +53,7 @@ void limits_round_trip(Env &env) {
   if (!env.ctx.supports(Capability::ContextLimits)) {
     expect_error([&] { env.ctx.set_limit(Limit::StackBytes, 4096); }, Status::ERROR_NOT_SUPPORTED,
                  "Capability::ContextLimits", "Context::set_limit without the capability");
-    throw Unsupported{"no context limits"};
+    throw Unsupported{"no context limits", to_string(Capability::ContextLimits)};
   }
   // Right after a reset no kernel has printed in the context, so even
   // CUDA's printf buffer may be set; the backend may round a request up.
@@ -71,19 +72,18 @@ void limits_round_trip(Env &env) {
 
 }  // namespace
 
-void add_context_checks(std::vector<Check> &checks) {
-  checks.push_back({"context.memory_info", "memory_info reports total > 0 and free <= total", memory_info});
-  checks.push_back({"context.synchronize_waits_for_every_stream",
-                    "Context::synchronize returns after the work of every stream of the context",
-                    synchronize_waits_for_every_stream});
-  checks.push_back({"context.reset_invalidates_old_handles",
-                    "after reset, arrays, streams and events made before it are ERROR_CONTEXT_DESTROYED and the "
-                    "context works",
-                    reset_invalidates_old_handles});
-  checks.push_back({"context.limits_round_trip",
-                    "the printf buffer's and stack's sizes read back at least as set (Capability::ContextLimits)",
-                    limits_round_trip});
-}
+// This file's checks, registered with the suite (conformance.hpp).
+const RegisterChecks registered{
+    {"context.memory_info", "memory_info reports total > 0 and free <= total", memory_info},
+    {"context.synchronize_waits_for_every_stream",
+     "Context::synchronize returns after the work of every stream of the context", synchronize_waits_for_every_stream},
+    {"context.reset_invalidates_old_handles",
+     "after reset, arrays, streams and events made before it are ERROR_CONTEXT_DESTROYED and the "
+     "context works",
+     reset_invalidates_old_handles},
+    {"context.limits_round_trip",
+     "the printf buffer's and stack's sizes read back at least as set (Capability::ContextLimits)", limits_round_trip},
+};
 
 }  // namespace conformance
 }  // namespace gpuhal

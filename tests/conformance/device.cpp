@@ -37,13 +37,13 @@ void primary_context_shared(Env &env) {
 
 }  // namespace
 
-void add_device_checks(std::vector<Check> &checks) {
-  checks.push_back({"device.properties", "every device has a name, memory and positive thread limits", properties});
-  checks.push_back({"device.bad_ordinals_refused", "an ordinal out of range is ERROR_INVALID_VALUE", bad_ordinals});
-  checks.push_back({"device.primary_context_shared",
-                    "a device's primary context is one context, shared by every caller, and its own",
-                    primary_context_shared});
-}
+// This file's checks, registered with the suite (conformance.hpp).
+const RegisterChecks registered{
+    {"device.properties", "every device has a name, memory and positive thread limits", properties},
+    {"device.bad_ordinals_refused", "an ordinal out of range is ERROR_INVALID_VALUE", bad_ordinals},
+    {"device.primary_context_shared", "a device's primary context is one context, shared by every caller, and its own",
+     primary_context_shared},
+};
 
 }  // namespace conformance
 }  // namespace gpuhal

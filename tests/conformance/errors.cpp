@@ -13,8 +13,8 @@ void refusals_leave_state_intact(Env &env) {
   std::vector<uint8_t> wrong(1000);
   expect_error([&] { a.copy_from_host(HostView::of(wrong)); }, Status::ERROR_INCOMPATIBLE, "",
                "a copy from a host array of another shape");
-  expect_error([&] { a.copy_from_device(device_array(env.ctx, {512}, dtypes::uint8)); }, Status::ERROR_INCOMPATIBLE,
-               "", "a copy from a device array of another shape");
+  expect_error([&] { a.copy_from_device(device_array(env.ctx, {512}, dtypes::uint8)); }, Status::ERROR_INCOMPATIBLE, "",
+               "a copy from a device array of another shape");
   expect_error([&] { a.view({Index(5000)}); }, Status::ERROR_INDEX_OUT_OF_RANGE, "", "an index past the end");
   expect_error([&] { device_array(env.ctx, {-1}); }, Status::ERROR_INVALID_SHAPE, "", "a negative dimension");
   expect_error([&] { a.copy_to_host(Stream(nullptr)); }, Status::ERROR_INVALID_HANDLE, "", "an empty stream handle");
@@ -27,7 +27,8 @@ void refusals_leave_state_intact(Env &env) {
 }
 
 void device_fault_then_reset(Env &env) {
-  if (!env.runtime.supports(Capability::Kernels)) throw Unsupported{"the plugin has no device-code entries"};
+  if (!env.runtime.supports(Capability::Kernels))
+    throw Unsupported{"the plugin has no device-code entries", to_string(Capability::Kernels)};
   if (env.runtime.backend_name() == "host")
     throw Unsupported{"the host backend runs kernels in this process: a device fault is a fault of the process"};
   Module m;
@@ -69,14 +70,15 @@ GPUHAL_KERNEL void gpuhal_conformance_fault(GPUHAL_GLOBAL int *x, unsigned long 
 
 }  // namespace
 
-void add_error_checks(std::vector<Check> &checks) {
-  checks.push_back({"errors.refusals_leave_state_intact",
-                    "refused copies, views and shapes name the problem and change nothing", refusals_leave_state_intact});
-  checks.push_back({"errors.device_fault_then_reset",
-                    "a faulting kernel is ERROR_LAUNCH_FAILED at the next synchronize and sticks; reset recovers "
-                    "(Capability::FaultRecovery) or is refused with the same error",
-                    device_fault_then_reset});
-}
+// This file's checks, registered with the suite (conformance.hpp).
+const RegisterChecks registered{
+    {"errors.refusals_leave_state_intact", "refused copies, views and shapes name the problem and change nothing",
+     refusals_leave_state_intact},
+    {"errors.device_fault_then_reset",
+     "a faulting kernel is ERROR_LAUNCH_FAILED at the next synchronize and sticks; reset recovers "
+     "(Capability::FaultRecovery) or is refused with the same error",
+     device_fault_then_reset},
+};
 
 }  // namespace conformance
 }  // namespace gpuhal

@@ -95,18 +95,17 @@ void elapsed_refused(Env &env) {
 
 }  // namespace
 
-void add_event_checks(std::vector<Check> &checks) {
-  checks.push_back({"events.stream_wait_orders_work",
-                    "work after Stream::wait(event) runs after the work recorded before the event",
-                    stream_wait_orders_work});
-  checks.push_back({"events.data_through_event", "a stream that waits for an event reads the data written before it",
-                    data_through_event});
-  checks.push_back({"events.query_and_synchronize",
-                    "an event completes after its recorded work; never recorded means complete", query_and_synchronize});
-  checks.push_back({"events.elapsed_time", "elapsed_ms measures the time between two events", elapsed_time});
-  checks.push_back({"events.elapsed_refused", "elapsed_ms of an untimed or never-recorded event is an error",
-                    elapsed_refused});
-}
+// This file's checks, registered with the suite (conformance.hpp).
+const RegisterChecks registered{
+    {"events.stream_wait_orders_work", "work after Stream::wait(event) runs after the work recorded before the event",
+     stream_wait_orders_work},
+    {"events.data_through_event", "a stream that waits for an event reads the data written before it",
+     data_through_event},
+    {"events.query_and_synchronize", "an event completes after its recorded work; never recorded means complete",
+     query_and_synchronize},
+    {"events.elapsed_time", "elapsed_ms measures the time between two events", elapsed_time},
+    {"events.elapsed_refused", "elapsed_ms of an untimed or never-recorded event is an error", elapsed_refused},
+};
 
 }  // namespace conformance
 }  // namespace gpuhal

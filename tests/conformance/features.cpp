@@ -21,10 +21,9 @@ namespace gpuhal {
 namespace conformance {
 namespace {
 
-
 void expect_ints(const std::vector<int32_t> &got, const std::vector<int32_t> &want, const std::string &what) {
-  expect(got.size() == want.size(), what + ": " + std::to_string(got.size()) + " elements, expected " +
-                                        std::to_string(want.size()));
+  expect(got.size() == want.size(),
+         what + ": " + std::to_string(got.size()) + " elements, expected " + std::to_string(want.size()));
   for (size_t i = 0; i < want.size(); ++i)
     expect(got[i] == want[i], what + ": element " + std::to_string(i) + " is " + std::to_string(got[i]) +
                                   ", expected " + std::to_string(want[i]));
@@ -58,7 +57,8 @@ void managed_both_ways(Env &env) {
 }
 
 void fill_assign_broadcast(Env &env) {
-  if (!env.runtime.supports(Capability::Kernels)) throw Unsupported{"the plugin has no device-code entries"};
+  if (!env.runtime.supports(Capability::Kernels))
+    throw Unsupported{"the plugin has no device-code entries", to_string(Capability::Kernels)};
   // A strided 2-D view filled, then a row broadcast into a strided view.
   DeviceArray d = device_array(env.ctx, {6, 8}, dtypes::int32);
   d.memset(0);
@@ -67,7 +67,7 @@ void fill_assign_broadcast(Env &env) {
   std::vector<int32_t> row{10, 20, 30};
   DeviceArray source = to_device(env.ctx, HostView::of(row, {1, 3}));
   DeviceArray lower = d.view({Slice(3, 6), Slice(0, 8, 3)});  // 3 x 3: rows 3..5, columns 0, 3, 6
-  lower.assign(source);  // (1, 3) broadcast to (3, 3)
+  lower.assign(source);                                       // (1, 3) broadcast to (3, 3)
   std::vector<int32_t> want(48, 0);
   for (int r = 0; r < 6; r += 2)
     for (int c = 1; c < 8; c += 3) want[size_t(r * 8 + c)] = 5;
@@ -77,7 +77,8 @@ void fill_assign_broadcast(Env &env) {
   // A scalar cast to the array's dtype; a shape that does not broadcast is refused.
   DeviceArray f = device_array(env.ctx, {4}, dtypes::float64);
   f.fill(int32_t(-3));
-  for (double v : f.copy_to_host().to_vector<double>()) expect(v == -3.0, "fill of an int into doubles gave " + std::to_string(v));
+  for (double v : f.copy_to_host().to_vector<double>())
+    expect(v == -3.0, "fill of an int into doubles gave " + std::to_string(v));
   expect_error([&] { lower.assign(to_device(env.ctx, HostView::of(std::vector<int32_t>(2), {2}))); },
                Status::ERROR_INCOMPATIBLE, "broadcast", "assign of (2,) into (3, 3)");
 }
@@ -147,10 +148,12 @@ void constant_arrays(Env &env) {
 GPUHAL_KERNEL void read(GPUHAL_GLOBAL int *out) {
   unsigned i = gpuhal_global_id(0);
   if (i == 0) { out[0] = c1[2]; out[1] = c2[1][2]; out[2] = c3[1][2][3]; out[3] = c4[1][1][2][3]; out[4] = c4[0][1][0][1]; }
-})", options);
+})",
+                             options);
   DeviceArray out = device_array(env.ctx, {5}, dtypes::int32);
   m.kernel("read")({1}, {1})(out);
-  expect_ints(out.copy_to_host().to_vector<int32_t>(), {3, 15, 123, 1047, 1013}, "constant arrays of 1 to 4 dimensions");
+  expect_ints(out.copy_to_host().to_vector<int32_t>(), {3, 15, 123, 1047, 1013},
+              "constant arrays of 1 to 4 dimensions");
 }
 
 void atomics_histogram(Env &env) {
@@ -185,8 +188,8 @@ GPUHAL_KERNEL void histogram(GPUHAL_GLOBAL const unsigned char *data, unsigned n
   m.kernel("histogram")({40}, {128})(d, uint32_t(data.size()), bins, total);
   const auto got = bins.copy_to_host().to_vector<uint32_t>();
   for (size_t b = 0; b < 256; ++b)
-    expect(got[b] == want[b], "bin " + std::to_string(b) + " counted " + std::to_string(got[b]) + ", expected " +
-                                  std::to_string(want[b]));
+    expect(got[b] == want[b],
+           "bin " + std::to_string(b) + " counted " + std::to_string(got[b]) + ", expected " + std::to_string(want[b]));
   expect(total.copy_to_host().to_vector<int64_t>()[0] == sum, "the 64-bit atomic sum of every byte is wrong");
 }
 
@@ -236,7 +239,8 @@ GPUHAL_KERNEL void mark(GPUHAL_GLOBAL int *x) { x[0] = 42; })");
   // B must finish while A spins; give it ample time on a loaded machine,
   // then release A whatever happened, so that nothing hangs.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (!b_done && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  while (!b_done && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
   const bool independent = b_done;
   *static_cast<volatile int32_t *>(flag.host.data()) = 1;
   a.join();
@@ -261,7 +265,6 @@ void external_stream_of_another_runtime(Env &env) {
   wrapped.synchronize();
   expect(got == want, "a copy round trip on another runtime's stream: " + first_difference(got, want));
 }
-
 
 // Kernel attributes and occupancy: what the plugin says of a kernel with
 // 1 KiB of static shared memory is consistent with the device and with
@@ -309,7 +312,6 @@ GPUHAL_KERNEL void scaled(GPUHAL_GLOBAL float *x, unsigned n) {
   env.ctx.synchronize();
 }
 
-
 // gpuhal_printf: each work-item's line reaches the process's stdout whole,
 // by the synchronisation after the launch.
 void printf_lines(Env &env) {
@@ -355,36 +357,33 @@ GPUHAL_KERNEL void say(GPUHAL_GLOBAL const int *x) {
 
 }  // namespace
 
-void add_feature_checks(std::vector<Check> &checks) {
-  checks.push_back({"memory.managed_both_ways",
-                    "managed memory: host writes seen by the device, device writes on another stream seen by the host",
-                    managed_both_ways});
-  checks.push_back({"kernels.fill_assign_broadcast",
-                    "fill and assign with NumPy broadcasting over strided views (the core's kernels)",
-                    fill_assign_broadcast});
-  checks.push_back({"kernels.barrier_reductions", "gpuhal_barrier_count / _and / _or give exact per-group results",
-                    barrier_reductions});
-  checks.push_back({"kernels.arrays_nd", "2-D to 4-D shared and local arrays, aligned variants at their alignment",
-                    arrays_nd});
-  checks.push_back({"kernels.constant_arrays", "constant arrays of one to four dimensions read back exactly",
-                    constant_arrays});
-  checks.push_back({"kernels.atomics_histogram",
-                    "a 256-bin histogram through shared then global atomics, and a 64-bit atomic sum, count exactly",
-                    atomics_histogram});
-  checks.push_back({"kernels.attributes_occupancy",
-                    "kernel attributes agree with the device; occupancy counts launchable blocks only; the suggested "
-                    "block size launches",
-                    attributes_occupancy});
-  checks.push_back({"kernels.printf_lines",
-                    "gpuhal_printf from 96 work-items: every line whole on stdout by the next synchronisation",
-                    printf_lines});
-  checks.push_back({"streams.per_thread_defaults_independent",
-                    "per-thread default streams of two threads do not wait for each other (a spinning kernel)",
-                    per_thread_streams_independent});
-  checks.push_back({"streams.external_of_another_runtime",
-                    "a stream of another gpuhal runtime over the same plugin works as an external stream",
-                    external_stream_of_another_runtime});
-}
+// This file's checks, registered with the suite (conformance.hpp).
+const RegisterChecks registered{
+    {"memory.managed_both_ways",
+     "managed memory: host writes seen by the device, device writes on another stream seen by the host",
+     managed_both_ways},
+    {"kernels.fill_assign_broadcast", "fill and assign with NumPy broadcasting over strided views (the core's kernels)",
+     fill_assign_broadcast},
+    {"kernels.barrier_reductions", "gpuhal_barrier_count / _and / _or give exact per-group results",
+     barrier_reductions},
+    {"kernels.arrays_nd", "2-D to 4-D shared and local arrays, aligned variants at their alignment", arrays_nd},
+    {"kernels.constant_arrays", "constant arrays of one to four dimensions read back exactly", constant_arrays},
+    {"kernels.atomics_histogram",
+     "a 256-bin histogram through shared then global atomics, and a 64-bit atomic sum, count exactly",
+     atomics_histogram},
+    {"kernels.attributes_occupancy",
+     "kernel attributes agree with the device; occupancy counts launchable blocks only; the suggested "
+     "block size launches",
+     attributes_occupancy},
+    {"kernels.printf_lines", "gpuhal_printf from 96 work-items: every line whole on stdout by the next synchronisation",
+     printf_lines},
+    {"streams.per_thread_defaults_independent",
+     "per-thread default streams of two threads do not wait for each other (a spinning kernel)",
+     per_thread_streams_independent},
+    {"streams.external_of_another_runtime",
+     "a stream of another gpuhal runtime over the same plugin works as an external stream",
+     external_stream_of_another_runtime},
+};
 
 }  // namespace conformance
 }  // namespace gpuhal

@@ -54,7 +54,8 @@ void capability_consistent(Env &env) {
     expect_error([&] { s.begin_capture(); }, Status::ERROR_NOT_SUPPORTED, "Capability::Graphs",
                  "begin_capture without the capability");
     expect(!s.is_capturing(), "a stream of a backend without graphs says it is capturing");
-    throw Unsupported{"the plugin does not claim graphs (begin_capture refused as it must be)"};
+    throw Unsupported{"the plugin does not claim graphs (begin_capture refused as it must be)",
+                      to_string(Capability::Graphs)};
   }
   expect(!s.is_capturing(), "a new stream says it is capturing");
   s.begin_capture();
@@ -78,14 +79,15 @@ void same_results_as_direct(Env &env) {
   s.begin_capture();
   record_work(add, x2, y2, s);
   Graph g = s.end_capture();
-  expect(g.kernel_node_count() == 100, "100 captured launches made " + std::to_string(g.kernel_node_count()) +
-                                           " kernel nodes");
+  expect(g.kernel_node_count() == 100,
+         "100 captured launches made " + std::to_string(g.kernel_node_count()) + " kernel nodes");
   expect(ints_of(x2) == std::vector<int>(ints_of(iota(env, kN, 0))), "captured work ran during the capture");
   GraphExec exec = g.instantiate();
   exec.launch(s);
   s.synchronize();
-  expect(ints_of(y2) == ints_of(y1), "a launch of the captured graph gave other results than the same work submitted "
-                                     "directly");
+  expect(ints_of(y2) == ints_of(y1),
+         "a launch of the captured graph gave other results than the same work submitted "
+         "directly");
   exec.launch(s);
   record_work(add, x1, y1, s);
   s.synchronize();
@@ -120,14 +122,22 @@ void update_kernel_args(Env &env) {
   exec.update_kernel_args(0, {other, 5, kN});  // later launches use the new arguments
   exec.launch(s);
   s.synchronize();
-  expect(ints_of(x) == ints_of(iota(env, kN, 1)), "the launch before update_kernel_args did not use the captured "
-                                                  "arguments");
-  expect(ints_of(other) == ints_of(iota(env, kN, 105)), "the launch after update_kernel_args did not use the new "
-                                                        "arguments");
-  expect_error([&] { exec.update_kernel_args(1, {x, 1, kN}); }, Status::ERROR_INDEX_OUT_OF_RANGE, "kernel node 1",
-               "update_kernel_args of a node the graph does not have");
-  expect_error([&] { exec.update_kernel_args(0, {x, 1}); }, Status::ERROR_INVALID_VALUE, "argument",
-               "update_kernel_args with an argument missing");
+  expect(ints_of(x) == ints_of(iota(env, kN, 1)),
+         "the launch before update_kernel_args did not use the captured "
+         "arguments");
+  expect(ints_of(other) == ints_of(iota(env, kN, 105)),
+         "the launch after update_kernel_args did not use the new "
+         "arguments");
+  expect_error(
+      [&] {
+        exec.update_kernel_args(1, {x, 1, kN});
+      },
+      Status::ERROR_INDEX_OUT_OF_RANGE, "kernel node 1", "update_kernel_args of a node the graph does not have");
+  expect_error(
+      [&] {
+        exec.update_kernel_args(0, {x, 1});
+      },
+      Status::ERROR_INVALID_VALUE, "argument", "update_kernel_args with an argument missing");
 }
 
 void fork_and_join(Env &env) {
@@ -153,7 +163,8 @@ void fork_and_join(Env &env) {
     exec.launch(a);
     a.synchronize();
   }
-  expect(ints_of(z) == std::vector<int>(kN, splat(7)), "the join did not order the origin's copy after the forked branch");
+  expect(ints_of(z) == std::vector<int>(kN, splat(7)),
+         "the join did not order the origin's copy after the forked branch");
   expect(order == std::vector<int>({1, 2, 1, 2}), "callbacks of the two branches ran out of the joined order");
   // A branch never joined back: the capture ends with UNJOINED and no graph.
   a.begin_capture();
@@ -236,9 +247,9 @@ void many_replays_leave_nothing(Env &env) {
   expect(calls == 2001, "the recorded callback ran " + std::to_string(calls.load()) + " times in 2001 launches");
   // A margin of 1 MiB (512 bytes a launch): a backend whose free memory is
   // the machine's (host) sees other processes come and go.
-  expect(after.free + (uint64_t(1) << 20) >= before.free,
-         "2000 launches took " + std::to_string(int64_t(before.free) - int64_t(after.free)) +
-             " bytes of device memory");
+  expect(
+      after.free + (uint64_t(1) << 20) >= before.free,
+      "2000 launches took " + std::to_string(int64_t(before.free) - int64_t(after.free)) + " bytes of device memory");
   expect(threads() <= threads_before, "2000 launches left threads behind");
   expect(ints_of(y) == std::vector<int>(kN, splat(4)), "the replayed copy gave wrong data");
 }
@@ -268,37 +279,36 @@ void graph_outlives_its_arrays(Env &env) {
 
 }  // namespace
 
-void add_graph_checks(std::vector<Check> &checks) {
-  checks.push_back({"graphs.capability_consistent",
-                    "without Capability::Graphs begin_capture is ERROR_NOT_SUPPORTED; with it a stream captures "
-                    "between begin and end, and an empty graph launches",
-                    capability_consistent});
-  checks.push_back({"graphs.same_results_as_direct",
-                    "100 captured launches and a copy run nothing while captured, and each replay gives what the "
-                    "same work submitted directly gives",
-                    same_results_as_direct});
-  checks.push_back({"graphs.replay_sees_new_input",
-                    "a replay reads its inputs at launch", replay_sees_new_input});
-  checks.push_back({"graphs.update_kernel_args",
-                    "update_kernel_args changes the launches made after it only, and bad node indices and argument "
-                    "counts are refused",
-                    update_kernel_args});
-  checks.push_back({"graphs.fork_and_join",
-                    "a stream that waits for a captured event joins the capture; the join orders the branches at "
-                    "every replay; an unjoined branch ends the capture with ERROR_CAPTURE_UNJOINED",
-                    fork_and_join});
-  checks.push_back({"graphs.forbidden_calls_refused",
-                    "synchronize, query, event synchronize and waits across the boundary are refused in a capture, "
-                    "invalidate it, and leave the stream usable once it ended",
-                    forbidden_calls_refused});
-  checks.push_back({"graphs.many_replays_leave_nothing",
-                    "2000 launches of a graph take no device memory (1 MiB margin) and leave no threads behind, and run "
-                    "its callback each time",
-                    many_replays_leave_nothing});
-  checks.push_back({"graphs.graph_outlives_its_arrays",
-                    "a graph keeps the memory it names: dropping the arrays frees nothing a replay writes",
-                    graph_outlives_its_arrays});
-}
+// This file's checks, registered with the suite (conformance.hpp).
+const RegisterChecks registered{
+    {"graphs.capability_consistent",
+     "without Capability::Graphs begin_capture is ERROR_NOT_SUPPORTED; with it a stream captures "
+     "between begin and end, and an empty graph launches",
+     capability_consistent},
+    {"graphs.same_results_as_direct",
+     "100 captured launches and a copy run nothing while captured, and each replay gives what the "
+     "same work submitted directly gives",
+     same_results_as_direct},
+    {"graphs.replay_sees_new_input", "a replay reads its inputs at launch", replay_sees_new_input},
+    {"graphs.update_kernel_args",
+     "update_kernel_args changes the launches made after it only, and bad node indices and argument "
+     "counts are refused",
+     update_kernel_args},
+    {"graphs.fork_and_join",
+     "a stream that waits for a captured event joins the capture; the join orders the branches at "
+     "every replay; an unjoined branch ends the capture with ERROR_CAPTURE_UNJOINED",
+     fork_and_join},
+    {"graphs.forbidden_calls_refused",
+     "synchronize, query, event synchronize and waits across the boundary are refused in a capture, "
+     "invalidate it, and leave the stream usable once it ended",
+     forbidden_calls_refused},
+    {"graphs.many_replays_leave_nothing",
+     "2000 launches of a graph take no device memory (1 MiB margin) and leave no threads behind, and run "
+     "its callback each time",
+     many_replays_leave_nothing},
+    {"graphs.graph_outlives_its_arrays",
+     "a graph keeps the memory it names: dropping the arrays frees nothing a replay writes", graph_outlives_its_arrays},
+};
 
 }  // namespace conformance
 }  // namespace gpuhal

@@ -11,8 +11,10 @@ namespace {
 // plugin claims host memory.
 void require_host_memory(Env &env) {
   if (env.runtime.supports(Capability::HostMemory)) return;
-  expect_error([&] { pinned_array(env.ctx, {4}); }, Status::ERROR_NOT_SUPPORTED, "", "pinned_array without host memory");
-  throw Unsupported{"the plugin does not claim host memory (pinned_array says ERROR_NOT_SUPPORTED)"};
+  expect_error([&] { pinned_array(env.ctx, {4}); }, Status::ERROR_NOT_SUPPORTED, "",
+               "pinned_array without host memory");
+  throw Unsupported{"the plugin does not claim host memory (pinned_array says ERROR_NOT_SUPPORTED)",
+                    to_string(Capability::HostMemory)};
 }
 
 void pinned_arrays(Env &env) {
@@ -35,25 +37,28 @@ void mapped_arrays(Env &env) {
   require_host_memory(env);
   if (!env.runtime.supports(Capability::MappedHostMemory)) {
     expect_error([&] { mapped_array(env.ctx, {4}); }, Status::ERROR_NOT_SUPPORTED, "", "mapped_array without mapping");
-    throw Unsupported{"the plugin does not claim mapped host memory"};
+    throw Unsupported{"the plugin does not claim mapped host memory", to_string(Capability::MappedHostMemory)};
   }
   for (int flags = 0; flags < 4; ++flags) {
     const bool portable = flags & 1, write_combined = flags & 2;
-    const std::string which = std::string("mapped array (portable ") + (portable ? "on" : "off") +
-                              ", write-combined " + (write_combined ? "on" : "off") + ")";
+    const std::string which = std::string("mapped array (portable ") + (portable ? "on" : "off") + ", write-combined " +
+                              (write_combined ? "on" : "off") + ")";
     MappedArray m = mapped_array(env.ctx, {16, 16}, dtypes::int64, {}, 'C', portable, write_combined);
     expect(m.device.device_pointer() != 0, which + ": no device pointer");
     m.device.memset(0);
     expect(m.host.at<int64_t>({15, 15}) == 0, which + ": a device memset is not seen by the host");
     m.host.at<int64_t>({2, 1}) = 99;
-    expect(m.device.view({2, 1}).copy_to_host().at<int64_t>({}) == 99, which + ": a host write is not seen by the device");
+    expect(m.device.view({2, 1}).copy_to_host().at<int64_t>({}) == 99,
+           which + ": a host write is not seen by the device");
     // Device work through the mapping: a D2D copy into device memory.
     DeviceArray copy = device_array(env.ctx, {16, 16}, dtypes::int64);
     copy.copy_from_device(m.device);
-    expect(copy.copy_to_host().at<int64_t>({2, 1}) == 99, which + ": a D2D copy from the mapping lost the host's write");
+    expect(copy.copy_to_host().at<int64_t>({2, 1}) == 99,
+           which + ": a D2D copy from the mapping lost the host's write");
     DeviceArray kept = m.device;
     m.host = HostArray();  // the device side keeps the buffer alive
-    expect(kept.copy_to_host().at<int64_t>({2, 1}) == 99, which + ": the device side lost the buffer with the host side");
+    expect(kept.copy_to_host().at<int64_t>({2, 1}) == 99,
+           which + ": the device side lost the buffer with the host side");
   }
 }
 
@@ -89,7 +94,8 @@ void registered_ranges(Env &env) {
     DeviceArray d = to_device(env.ctx, HostView::of(v).view({Slice(0, 600)}), s);
     d.copy_to_host(HostView::of(out), s);
     s.synchronize();
-    expect(out == std::vector<double>(v.begin(), v.begin() + 600), "a transfer through an overlapping registration differs");
+    expect(out == std::vector<double>(v.begin(), v.begin() + 600),
+           "a transfer through an overlapping registration differs");
   }
   expect_error([&] { deregister_host(env.ctx, HostView::of(v).view({Slice(0, 10)})); }, Status::ERROR_NOT_REGISTERED,
                "", "deregistering part of a registered range");
@@ -100,7 +106,8 @@ void scopes(Env &env) {
   std::vector<float> a(1000, 1.5f), b(10, 2.5f);
   {
     PinnedScope pin(env.ctx, {HostView::of(a), HostView::of(b)});
-    expect(to_device(env.ctx, HostView::of(a)).copy_to_host().to_vector<float>() == a, "a copy of pinned memory differs");
+    expect(to_device(env.ctx, HostView::of(a)).copy_to_host().to_vector<float>() == a,
+           "a copy of pinned memory differs");
   }
   try {
     PinnedScope pin(env.ctx, {HostView::of(a)});
@@ -124,19 +131,19 @@ void scopes(Env &env) {
 
 }  // namespace
 
-void add_host_memory_checks(std::vector<Check> &checks) {
-  checks.push_back({"host_memory.pinned_arrays", "pinned arrays transfer asynchronously and keep their layout",
-                    pinned_arrays});
-  checks.push_back({"host_memory.mapped_arrays",
-                    "mapped arrays are one memory seen from host and device, with every portable / write-combined "
-                    "combination",
-                    mapped_arrays});
-  checks.push_back({"host_memory.registered_ranges",
-                    "registered ranges transfer; repeated, nested and overlapping registrations count; unknown ranges are refused",
-                    registered_ranges});
-  checks.push_back({"host_memory.scopes", "pinned and mapped scopes register on entry and end with the scope, also on unwinding",
-                    scopes});
-}
+// This file's checks, registered with the suite (conformance.hpp).
+const RegisterChecks registered{
+    {"host_memory.pinned_arrays", "pinned arrays transfer asynchronously and keep their layout", pinned_arrays},
+    {"host_memory.mapped_arrays",
+     "mapped arrays are one memory seen from host and device, with every portable / write-combined "
+     "combination",
+     mapped_arrays},
+    {"host_memory.registered_ranges",
+     "registered ranges transfer; repeated, nested and overlapping registrations count; unknown ranges are refused",
+     registered_ranges},
+    {"host_memory.scopes", "pinned and mapped scopes register on entry and end with the scope, also on unwinding",
+     scopes},
+};
 
 }  // namespace conformance
 }  // namespace gpuhal

@@ -64,7 +64,8 @@ void require_ipc(Env &env) {
   if (env.runtime.supports(Capability::Ipc)) return;
   DeviceArray a = device_array(env.ctx, {4}, dtypes::float32);
   expect_error([&] { get_ipc_handle(a); }, Status::ERROR_NOT_SUPPORTED, "", "get_ipc_handle without IPC");
-  throw Unsupported{"the plugin does not claim IPC (get_ipc_handle says ERROR_NOT_SUPPORTED)"};
+  throw Unsupported{"the plugin does not claim IPC (get_ipc_handle says ERROR_NOT_SUPPORTED)",
+                    to_string(Capability::Ipc)};
 }
 
 void writes_seen_both_ways(Env &env) {
@@ -127,10 +128,15 @@ void bad_handles_refused(Env &env) {
   require_ipc(env);
   DeviceArray a = device_array(env.ctx, {4, 4}, dtypes::float32);
   const IpcArrayHandle h = get_ipc_handle(a);
-  expect(h.memory.exported_here && h.memory.backend == env.runtime.backend_name(), "the handle does not name its maker");
-  expect_error([&] { open_ipc_array(env.ctx, h); }, Status::ERROR_INVALID_VALUE, "", "opening in the exporting process");
-  expect_error([&] { get_ipc_handle(device_array(env.ctx, {0, 4})); }, Status::ERROR_INVALID_VALUE, "",
-               "exporting a zero-size array");
+  expect(h.memory.exported_here && h.memory.backend == env.runtime.backend_name(),
+         "the handle does not name its maker");
+  expect_error([&] { open_ipc_array(env.ctx, h); }, Status::ERROR_INVALID_VALUE, "",
+               "opening in the exporting process");
+  expect_error(
+      [&] {
+        get_ipc_handle(device_array(env.ctx, {0, 4}));
+      },
+      Status::ERROR_INVALID_VALUE, "", "exporting a zero-size array");
   expect_error([&] { get_ipc_handle(a.memory(), 60, 8); }, Status::ERROR_INDEX_OUT_OF_RANGE, "",
                "exporting a range outside the allocation");
   expect_error([&] { IpcArrayHandle::deserialize("gpuhal-ipc 1 nonsense"); }, Status::ERROR_INVALID_IPC_HANDLE, "",
@@ -180,16 +186,16 @@ int ipc_peer_main(const std::string &backend, const std::string &mode, const std
   }
 }
 
-void add_ipc_checks(std::vector<Check> &checks) {
-  checks.push_back({"ipc.writes_seen_both_ways",
-                    "a second process sees an exported array (whole, at offsets, F-ordered, strided) and its writes come back",
-                    writes_seen_both_ways});
-  checks.push_back({"ipc.freed_export_refused", "a second process cannot open the handle of freed memory",
-                    freed_export_refused});
-  checks.push_back({"ipc.bad_handles_refused",
-                    "opening in the exporting process, zero-size and out-of-range exports and garbage are refused",
-                    bad_handles_refused});
-}
+// This file's checks, registered with the suite (conformance.hpp).
+const RegisterChecks registered{
+    {"ipc.writes_seen_both_ways",
+     "a second process sees an exported array (whole, at offsets, F-ordered, strided) and its writes come back",
+     writes_seen_both_ways},
+    {"ipc.freed_export_refused", "a second process cannot open the handle of freed memory", freed_export_refused},
+    {"ipc.bad_handles_refused",
+     "opening in the exporting process, zero-size and out-of-range exports and garbage are refused",
+     bad_handles_refused},
+};
 
 }  // namespace conformance
 }  // namespace gpuhal

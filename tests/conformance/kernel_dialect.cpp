@@ -14,7 +14,8 @@ namespace conformance {
 namespace {
 
 void require_kernels(Env &env) {
-  if (!env.runtime.supports(Capability::Kernels)) throw Unsupported{"the plugin has no device-code entries"};
+  if (!env.runtime.supports(Capability::Kernels))
+    throw Unsupported{"the plugin has no device-code entries", to_string(Capability::Kernels)};
 }
 
 void atomics_explicit(Env &env) {
@@ -57,14 +58,15 @@ GPUHAL_KERNEL void histogram(GPUHAL_GLOBAL const unsigned char *data, unsigned n
   for (uint8_t b : data) ++want[b];
   const uint32_t groups = 24;
   DeviceArray d = to_device(env.ctx, HostView::of(data));
-  DeviceArray bins = device_array(env.ctx, {256}, dtypes::uint32), counts = device_array(env.ctx, {groups}, dtypes::uint32);
+  DeviceArray bins = device_array(env.ctx, {256}, dtypes::uint32),
+              counts = device_array(env.ctx, {groups}, dtypes::uint32);
   DeviceArray ticket = device_array(env.ctx, {1}, dtypes::uint32), seen = device_array(env.ctx, {1}, dtypes::uint32);
   for (DeviceArray *a : {&bins, &counts, &ticket, &seen}) a->memset(0);
   m.kernel("histogram")({groups}, {96})(d, uint32_t(data.size()), bins, counts, ticket, seen);
   const auto got = bins.copy_to_host().to_vector<uint32_t>();
   for (size_t b = 0; b < 256; ++b)
-    expect(got[b] == want[b], "bin " + std::to_string(b) + " counted " + std::to_string(got[b]) + ", expected " +
-                                  std::to_string(want[b]));
+    expect(got[b] == want[b],
+           "bin " + std::to_string(b) + " counted " + std::to_string(got[b]) + ", expected " + std::to_string(want[b]));
   const uint32_t total = seen.copy_to_host().to_vector<uint32_t>()[0];
   expect(total == data.size(), "the last group saw " + std::to_string(total) + " of " + std::to_string(data.size()) +
                                    " counts released by the others (acq_rel at device scope)");
@@ -85,8 +87,9 @@ void wave_operations(Env &env) {
          "gpuhal_wave_size() is " + std::to_string(got[1]) + ", not a power of two up to 64");
   if (wave < 1 || wave > 64) return;
   const auto want = wave_facts_expected(wave, group, groups);
-  static const char *const what[12] = {"lane", "wave size", "ballot", "any", "all", "shuffle", "shuffle_up",
-                                       "shuffle_down", "shuffle_xor", "reduce_add", "reduce_min", "reduce_max"};
+  static const char *const what[12] = {"lane",        "wave size",  "ballot",     "any",
+                                       "all",         "shuffle",    "shuffle_up", "shuffle_down",
+                                       "shuffle_xor", "reduce_add", "reduce_min", "reduce_max"};
   int reported = 0;
   for (size_t i = 0; i < want.size() && reported < 10; ++i) {
     if (got[i] == want[i]) continue;
@@ -112,16 +115,17 @@ void wave_operations(Env &env) {
 
 }  // namespace
 
-void add_kernel_dialect_checks(std::vector<Check> &checks) {
-  checks.push_back({"kernels.atomics_explicit",
-                    "atomics with explicit orders and scopes: exact work-group and device counts, and a count "
-                    "released with acq_rel seen by the group that acquires the last ticket",
-                    atomics_explicit});
-  checks.push_back({"kernels.wave_operations",
-                    "ballot, any, all, the four shuffles and the wave reductions element by element over full and "
-                    "partial waves, and a sum through wave reductions",
-                    wave_operations});
-}
+// This file's checks, registered with the suite (conformance.hpp).
+const RegisterChecks registered{
+    {"kernels.atomics_explicit",
+     "atomics with explicit orders and scopes: exact work-group and device counts, and a count "
+     "released with acq_rel seen by the group that acquires the last ticket",
+     atomics_explicit},
+    {"kernels.wave_operations",
+     "ballot, any, all, the four shuffles and the wave reductions element by element over full and "
+     "partial waves, and a sum through wave reductions",
+     wave_operations},
+};
 
 }  // namespace conformance
 }  // namespace gpuhal

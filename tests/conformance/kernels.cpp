@@ -10,9 +10,9 @@ namespace gpuhal {
 namespace conformance {
 namespace {
 
-
 void lowering(Env &env) {
-  if (!env.runtime.supports(Capability::Kernels)) throw Unsupported{"the plugin has no device-code entries"};
+  if (!env.runtime.supports(Capability::Kernels))
+    throw Unsupported{"the plugin has no device-code entries", to_string(Capability::Kernels)};
   const auto lowered = env.runtime.kernel_lowering();
   expect(lowered.size() == kernel_builtins().size() + 1, "the lowering has the wrong number of entries");
   for (size_t i = 0; i < kernel_builtins().size(); ++i) {
@@ -93,8 +93,8 @@ GPUHAL_KERNEL void ramp(GPUHAL_GLOBAL float *out, unsigned w, unsigned h, float 
   const auto got = out.copy_to_host().to_vector<float>();
   for (unsigned y = 0; y < h; ++y)
     for (unsigned x = 0; x < w; ++x)
-      expect(got[y * w + x] == 2.0f * float(x) + float(y), "element (" + std::to_string(y) + ", " + std::to_string(x) +
-                                                                ") is " + std::to_string(got[y * w + x]));
+      expect(got[y * w + x] == 2.0f * float(x) + float(y),
+             "element (" + std::to_string(y) + ", " + std::to_string(x) + ") is " + std::to_string(got[y * w + x]));
 }
 
 void launches_in_stream_order(Env &env) {
@@ -115,10 +115,10 @@ GPUHAL_KERNEL void add(GPUHAL_GLOBAL int *x, int k, unsigned n) {
   d.copy_to_host(HostView::of(twice), s);
   s.synchronize();
   for (unsigned i = 0; i < n; ++i) {
-    expect(once[i] == int32_t(i) + 5, "after the first launch element " + std::to_string(i) + " is " +
-                                          std::to_string(once[i]));
-    expect(twice[i] == int32_t(i) + 1005, "after the second launch element " + std::to_string(i) + " is " +
-                                              std::to_string(twice[i]));
+    expect(once[i] == int32_t(i) + 5,
+           "after the first launch element " + std::to_string(i) + " is " + std::to_string(once[i]));
+    expect(twice[i] == int32_t(i) + 1005,
+           "after the second launch element " + std::to_string(i) + " is " + std::to_string(twice[i]));
   }
 }
 
@@ -153,21 +153,20 @@ GPUHAL_KERNEL void one(GPUHAL_GLOBAL int *x) { x[gpuhal_global_id(0)] = 1; })");
 
 }  // namespace
 
-void add_kernel_checks(std::vector<Check> &checks) {
-  checks.push_back({"kernels.lowering", "every builtin of the portable dialect has a definition", lowering});
-  checks.push_back({"kernels.barrier_results",
-                    "a work-group barrier orders shared-memory writes before neighbours' reads (checked per element)",
-                    barrier_results});
-  checks.push_back({"kernels.dynamic_shared_reduction",
-                    "dynamic shared memory sized at launch serves a tree reduction per work-group",
-                    dynamic_shared_reduction});
-  checks.push_back({"kernels.grid_2d", "a 2-D grid with partial edge groups computes every element", grid_2d});
-  checks.push_back({"kernels.launches_in_stream_order", "launches run in stream order between copies",
-                    launches_in_stream_order});
-  checks.push_back({"kernels.bad_launches_refused",
-                    "unknown kernels, oversized blocks, wrong arguments and bad sources are refused; nothing is queued",
-                    bad_launches_refused});
-}
+// This file's checks, registered with the suite (conformance.hpp).
+const RegisterChecks registered{
+    {"kernels.lowering", "every builtin of the portable dialect has a definition", lowering},
+    {"kernels.barrier_results",
+     "a work-group barrier orders shared-memory writes before neighbours' reads (checked per element)",
+     barrier_results},
+    {"kernels.dynamic_shared_reduction", "dynamic shared memory sized at launch serves a tree reduction per work-group",
+     dynamic_shared_reduction},
+    {"kernels.grid_2d", "a 2-D grid with partial edge groups computes every element", grid_2d},
+    {"kernels.launches_in_stream_order", "launches run in stream order between copies", launches_in_stream_order},
+    {"kernels.bad_launches_refused",
+     "unknown kernels, oversized blocks, wrong arguments and bad sources are refused; nothing is queued",
+     bad_launches_refused},
+};
 
 }  // namespace conformance
 }  // namespace gpuhal

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Managed-memory prefetch and advice: hints that keep the data as it is,
 // ordered on their stream, refused by name where they do not apply.
-#include "conformance.hpp"
 #include "gpuhal/managed_hints.hpp"
+#include "conformance.hpp"
 
 namespace gpuhal {
 namespace conformance {
@@ -19,11 +19,12 @@ void prefetch_and_advise(Env &env) {
   }
   Stream s = env.ctx.create_stream();
   if (!env.runtime.supports(Capability::ManagedHints)) {
-    expect_error([&] { prefetch(m, Location::device(0), s); }, Status::ERROR_NOT_SUPPORTED,
-                 "Capability::ManagedHints", "prefetch without the capability");
+    expect_error([&] { prefetch(m, Location::device(0), s); }, Status::ERROR_NOT_SUPPORTED, "Capability::ManagedHints",
+                 "prefetch without the capability");
     expect_error([&] { advise(m, Advice::SetReadMostly); }, Status::ERROR_NOT_SUPPORTED, "Capability::ManagedHints",
                  "advise without the capability");
-    throw Unsupported{"the plugin does not claim managed-memory hints (refused as it must be)"};
+    throw Unsupported{"the plugin does not claim managed-memory hints (refused as it must be)",
+                      to_string(Capability::ManagedHints)};
   }
   // Written by the host, prefetched to the device, changed there in
   // stream order, prefetched back: the data is the data at every step.
@@ -37,8 +38,8 @@ void prefetch_and_advise(Env &env) {
   for (int64_t i = 0; i < m.size(); ++i) {
     const int32_t want = i < 1024 ? 0x11111111 : int32_t(i * 3);
     if (p[i] != want) {
-      expect(false, "element " + std::to_string(i) + " is " + std::to_string(p[i]) + " after the prefetches, expected " +
-                        std::to_string(want));
+      expect(false, "element " + std::to_string(i) + " is " + std::to_string(p[i]) +
+                        " after the prefetches, expected " + std::to_string(want));
       break;
     }
   }
@@ -72,13 +73,14 @@ void prefetch_and_advise(Env &env) {
 
 }  // namespace
 
-void add_managed_hint_checks(std::vector<Check> &checks) {
-  checks.push_back({"memory.managed_prefetch_advise",
-                    "with Capability::ManagedHints, prefetch (ordered on its stream) and every advice keep a managed "
-                    "array's data; device memory, unknown devices and advice are refused by name; without it both "
-                    "are ERROR_NOT_SUPPORTED",
-                    prefetch_and_advise});
-}
+// This file's checks, registered with the suite (conformance.hpp).
+const RegisterChecks registered{
+    {"memory.managed_prefetch_advise",
+     "with Capability::ManagedHints, prefetch (ordered on its stream) and every advice keep a managed "
+     "array's data; device memory, unknown devices and advice are refused by name; without it both "
+     "are ERROR_NOT_SUPPORTED",
+     prefetch_and_advise},
+};
 
 }  // namespace conformance
 }  // namespace gpuhal

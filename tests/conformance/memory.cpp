@@ -17,7 +17,8 @@ void allocations_disjoint(Env &env) {
   for (uint64_t size : {uint64_t(1), uint64_t(3), uint64_t(4096), uint64_t(1) << 20, uint64_t(12345)}) {
     DeviceMemory m = env.ctx.allocate(size);
     expect(m.device_pointer() != 0, "allocation of " + std::to_string(size) + " bytes returned a null pointer");
-    expect(m.size() == size, "allocation of " + std::to_string(size) + " bytes reports size " + std::to_string(m.size()));
+    expect(m.size() == size,
+           "allocation of " + std::to_string(size) + " bytes reports size " + std::to_string(m.size()));
     for (const auto &o : held) {
       const bool disjoint =
           m.device_pointer() + size <= o.device_pointer() || o.device_pointer() + o.size() <= m.device_pointer();
@@ -50,8 +51,8 @@ void bad_sizes(Env &env) {
       expect(refused, "allocate(" + std::to_string(bytes) + ") failed with " + to_string(e.status()) +
                           ", expected ERROR_OUT_OF_MEMORY or ERROR_SIZE_OVERFLOW");
     }
-    expect(refused, "allocate(" + std::to_string(bytes) + ") succeeded on a device of " + std::to_string(total) +
-                        " bytes");
+    expect(refused,
+           "allocate(" + std::to_string(bytes) + ") succeeded on a device of " + std::to_string(total) + " bytes");
   }
   const auto v = pattern(4096, 9);
   expect(bytes_of(to_device(env.ctx, HostView::of(v))) == v, "the context does not work after a refused allocation");
@@ -156,23 +157,23 @@ void pool_stream_order(Env &env) {
 
 }  // namespace
 
-void add_memory_checks(std::vector<Check> &checks) {
-  checks.push_back({"memory.allocations_disjoint", "live allocations have their size, never overlap, hold their own bytes",
-                    allocations_disjoint});
-  checks.push_back({"memory.bad_sizes_refused",
-                    "allocate(0) is ERROR_INVALID_VALUE; more than the device has is ERROR_OUT_OF_MEMORY (or "
-                    "SIZE_OVERFLOW) and the context works after",
-                    bad_sizes});
-  checks.push_back({"memory.freed_memory_reused", "memory freed by dropping its handles can be allocated again",
-                    freed_memory_reused});
-  checks.push_back({"memory.released_under_work_waits",
-                    "memory released while queued work still writes it serves no allocation before that work is done",
-                    released_under_work_waits});
-  checks.push_back({"memory.pool_stream_order",
-                    "a MemoryPool block is reused at once on its stream, on another only after its stream's work; "
-                    "statistics and trim are exact",
-                    pool_stream_order});
-}
+// This file's checks, registered with the suite (conformance.hpp).
+const RegisterChecks registered{
+    {"memory.allocations_disjoint", "live allocations have their size, never overlap, hold their own bytes",
+     allocations_disjoint},
+    {"memory.bad_sizes_refused",
+     "allocate(0) is ERROR_INVALID_VALUE; more than the device has is ERROR_OUT_OF_MEMORY (or "
+     "SIZE_OVERFLOW) and the context works after",
+     bad_sizes},
+    {"memory.freed_memory_reused", "memory freed by dropping its handles can be allocated again", freed_memory_reused},
+    {"memory.released_under_work_waits",
+     "memory released while queued work still writes it serves no allocation before that work is done",
+     released_under_work_waits},
+    {"memory.pool_stream_order",
+     "a MemoryPool block is reused at once on its stream, on another only after its stream's work; "
+     "statistics and trim are exact",
+     pool_stream_order},
+};
 
 }  // namespace conformance
 }  // namespace gpuhal

@@ -11,14 +11,13 @@ void copies_between_devices(Env &env) {
     if (env.runtime.device_count() > 1)
       expect_error([&] { env.ctx.enable_peer_access(env.runtime.device(1).primary_context()); },
                    Status::ERROR_NOT_SUPPORTED, "", "enable_peer_access without peer access");
-    throw Unsupported{"the plugin does not claim peer access"};
+    throw Unsupported{"the plugin does not claim peer access", to_string(Capability::PeerAccess)};
   }
   const Device d0 = env.runtime.device(0);
   expect(!d0.can_access_peer(d0), "a device says it can access itself as a peer");
   if (env.runtime.device_count() < 2) throw Unsupported{"one device: no peer to access"};
   const Device d1 = env.runtime.device(1);
-  if (!d0.can_access_peer(d1) || !d1.can_access_peer(d0))
-    throw Unsupported{"devices 0 and 1 cannot access each other"};
+  if (!d0.can_access_peer(d1) || !d1.can_access_peer(d0)) throw Unsupported{"devices 0 and 1 cannot access each other"};
   Context c1 = d1.primary_context();
   env.ctx.enable_peer_access(c1);
   env.ctx.enable_peer_access(c1);  // again: fine
@@ -39,11 +38,12 @@ void copies_between_devices(Env &env) {
 
 }  // namespace
 
-void add_peer_access_checks(std::vector<Check> &checks) {
-  checks.push_back({"peer_access.copies_between_devices",
-                    "two devices that can access each other copy both ways after enable_peer_access (twice is fine)",
-                    copies_between_devices});
-}
+// This file's checks, registered with the suite (conformance.hpp).
+const RegisterChecks registered{
+    {"peer_access.copies_between_devices",
+     "two devices that can access each other copy both ways after enable_peer_access (twice is fine)",
+     copies_between_devices},
+};
 
 }  // namespace conformance
 }  // namespace gpuhal

@@ -66,8 +66,8 @@ int64_t box_offset(const Shape &shape, const Shape &lo) {
 }
 
 void compare(const std::vector<int32_t> &got, const std::vector<int32_t> &want, const std::string &what) {
-  expect(got.size() == want.size(), what + ": " + std::to_string(got.size()) + " elements, expected " +
-                                        std::to_string(want.size()));
+  expect(got.size() == want.size(),
+         what + ": " + std::to_string(got.size()) + " elements, expected " + std::to_string(want.size()));
   for (size_t i = 0; i < got.size(); ++i)
     if (got[i] != want[i]) {
       expect(false, what + ": element " + std::to_string(i) + " is " + std::to_string(got[i]) + ", expected " +
@@ -78,8 +78,8 @@ void compare(const std::vector<int32_t> &got, const std::vector<int32_t> &want, 
 
 // One box of `shape` in each direction, synchronously or on `stream`.
 void box_every_direction(Env &env, const Shape &shape, const Shape &lo, const Shape &hi, const Stream *stream) {
-  const std::string where = std::string(stream ? "on a stream" : "synchronous") + ", box of " +
-                            std::to_string(shape.size()) + "-D array";
+  const std::string where =
+      std::string(stream ? "on a stream" : "synchronous") + ", box of " + std::to_string(shape.size()) + "-D array";
   auto sync = [&] {
     if (stream) stream->synchronize();
   };
@@ -121,8 +121,7 @@ void box_every_direction(Env &env, const Shape &shape, const Shape &lo, const Sh
   target.memset(0);
   DeviceArray target_box = target.view(slices(lo, hi));
   const bool contiguous_box = box.layout().is_contiguous();
-  if (!contiguous_box && !env.runtime.supports(Capability::RectCopies) &&
-      !env.runtime.supports(Capability::Kernels)) {
+  if (!contiguous_box && !env.runtime.supports(Capability::RectCopies) && !env.runtime.supports(Capability::Kernels)) {
     expect_error([&] { target_box.assign(box); }, Status::ERROR_NOT_SUPPORTED, "Capability::Kernels",
                  where + ": D2D between boxes without rectangular copies or kernels");
     expect(d.copy_to_host().to_vector<int32_t>() == all, where + ": the source array changed");
@@ -181,16 +180,17 @@ void rect_3d(Env &env) {
 
 }  // namespace
 
-void add_rect_copy_checks(std::vector<Check> &checks) {
-  checks.push_back({"transfers.rect_2d",
-                    "a sub-tile of a 2-D array moves H2D, D2H and D2D (sync and on a stream) element for element, "
-                    "leaving every byte outside it as it was",
-                    rect_2d});
-  checks.push_back({"transfers.rect_3d",
-                    "boxes of a 3-D array (any box, whole planes, one row per slice) move in every direction, sync "
-                    "and on a stream, leaving every byte outside them as it was",
-                    rect_3d});
-}
+// This file's checks, registered with the suite (conformance.hpp).
+const RegisterChecks registered{
+    {"transfers.rect_2d",
+     "a sub-tile of a 2-D array moves H2D, D2H and D2D (sync and on a stream) element for element, "
+     "leaving every byte outside it as it was",
+     rect_2d},
+    {"transfers.rect_3d",
+     "boxes of a 3-D array (any box, whole planes, one row per slice) move in every direction, sync "
+     "and on a stream, leaving every byte outside them as it was",
+     rect_3d},
+};
 
 }  // namespace conformance
 }  // namespace gpuhal

@@ -35,6 +35,9 @@ const char *to_string(Outcome outcome) {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+// Ends the capability an unsupported check's report names (ASCII's unit
+// separator: no capability name or message holds it).
+constexpr char kNeedsEnd = '\x1f';
 
 // Runs `body` on a freshly loaded plugin in this process. Everything made
 // from the plugin is gone when this returns.
@@ -52,6 +55,7 @@ Result run_here(const std::string &name, const RunOptions &options, const std::f
   } catch (const Unsupported &u) {
     r.outcome = Outcome::Unsupported;
     r.detail = u.message;
+    r.needs = u.needs;
   } catch (const Error &e) {
     r.outcome = Outcome::Fail;
     r.detail = gpuhal::to_string(e.status()) + ": " + e.what();
@@ -79,8 +83,7 @@ std::string signal_name(int sig) {
 
 // Forks; the child runs `body` and writes "<outcome char><detail>" to a
 // pipe, then exits through exit() (so sanitizers' exit-time checks run).
-Result run_isolated(const std::string &name, const RunOptions &options,
-                    const std::function<std::string(Env &)> &body) {
+Result run_isolated(const std::string &name, const RunOptions &options, const std::function<std::string(Env &)> &body) {
   const auto start = Clock::now();
   Result r;
   r.name = name;
@@ -102,7 +105,11 @@ Result run_isolated(const std::string &name, const RunOptions &options,
     std::string report;
     {
       const Result here = run_here(name, options, body);
-      report = std::string(1, "PFUS"[int(here.outcome)]) + here.detail;
+      // The outcome's letter, then (unsupported) the capability needed and
+      // a unit separator, then the detail.
+      report = std::string(1, "PFUS"[int(here.outcome)]);
+      if (here.outcome == Outcome::Unsupported) report += here.needs + kNeedsEnd;
+      report += here.detail;
     }
     write_all(fds[1], report);
     ::close(fds[1]);
@@ -175,6 +182,10 @@ Result run_isolated(const std::string &name, const RunOptions &options,
   const char code = report[0];
   r.outcome = code == 'P' ? Outcome::Pass : code == 'U' ? Outcome::Unsupported : Outcome::Fail;
   r.detail = report.substr(1);
+  if (const size_t end = r.detail.find(kNeedsEnd); r.outcome == Outcome::Unsupported && end != std::string::npos) {
+    r.needs = r.detail.substr(0, end);
+    r.detail = r.detail.substr(end + 1);
+  }
   if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
     r.outcome = Outcome::Fail;
     r.detail = "exited with status " + std::to_string(WEXITSTATUS(status)) +
@@ -198,8 +209,8 @@ Result run(const std::string &name, const RunOptions &options, const std::functi
 Result run_load(const RunOptions &options) {
   return run("load", options, [](Env &env) {
     const uint32_t abi = env.runtime.plugin_abi_version();
-    return env.runtime.backend_name() + " (" + env.runtime.plugin_path() + "), ABI " + std::to_string(abi >> 16) +
-           "." + std::to_string(abi & 0xffff) + ", " + std::to_string(env.runtime.device_count()) + " device(s)";
+    return env.runtime.backend_name() + " (" + env.runtime.plugin_path() + "), ABI " + std::to_string(abi >> 16) + "." +
+           std::to_string(abi & 0xffff) + ", " + std::to_string(env.runtime.device_count()) + " device(s)";
   });
 }
 

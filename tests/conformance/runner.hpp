@@ -25,6 +25,7 @@ struct Result {
   std::string name;
   Outcome outcome = Outcome::Fail;
   std::string detail;
+  std::string needs;  // Unsupported: the capability it needs ("" when the reason is not the plugin's)
   double seconds = 0;
 };
 

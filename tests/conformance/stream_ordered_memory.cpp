@@ -10,7 +10,8 @@ void require_stream_ordered(Env &env) {
   if (env.runtime.supports(Capability::StreamOrderedMemory)) return;
   expect_error([&] { env.ctx.allocate_async(64, env.ctx.create_stream()); }, Status::ERROR_NOT_SUPPORTED, "",
                "allocate_async without stream-ordered memory");
-  throw Unsupported{"the plugin does not claim stream-ordered memory (allocate_async says ERROR_NOT_SUPPORTED)"};
+  throw Unsupported{"the plugin does not claim stream-ordered memory (allocate_async says ERROR_NOT_SUPPORTED)",
+                    to_string(Capability::StreamOrderedMemory)};
 }
 
 void use_on_its_stream(Env &env) {
@@ -59,15 +60,15 @@ void bad_requests(Env &env) {
 
 }  // namespace
 
-void add_stream_ordered_memory_checks(std::vector<Check> &checks) {
-  checks.push_back({"stream_ordered_memory.use_on_its_stream",
-                    "memory from allocate_async holds data on its stream and is freed in its order, not deferred",
-                    use_on_its_stream});
-  checks.push_back({"stream_ordered_memory.keeps_its_stream",
-                    "stream-ordered memory keeps its stream alive until it is freed", keeps_its_stream});
-  checks.push_back({"stream_ordered_memory.bad_requests_refused",
-                    "zero bytes, an empty stream and impossible sizes are refused", bad_requests});
-}
+// This file's checks, registered with the suite (conformance.hpp).
+const RegisterChecks registered{
+    {"stream_ordered_memory.use_on_its_stream",
+     "memory from allocate_async holds data on its stream and is freed in its order, not deferred", use_on_its_stream},
+    {"stream_ordered_memory.keeps_its_stream", "stream-ordered memory keeps its stream alive until it is freed",
+     keeps_its_stream},
+    {"stream_ordered_memory.bad_requests_refused", "zero bytes, an empty stream and impossible sizes are refused",
+     bad_requests},
+};
 
 }  // namespace conformance
 }  // namespace gpuhal

@@ -39,10 +39,10 @@ void work_in_order(Env &env) {
     b.copy_to_host(HostView::of(hb), s);
     c.copy_to_host(HostView::of(hc), s);
     s.synchronize();
-    expect(hb == std::vector<uint8_t>(n, uint8_t(2 * round + 1)), "round " + std::to_string(round) +
-                                                                      ": a copy saw a memset queued after it");
-    expect(hc == std::vector<uint8_t>(n, uint8_t(2 * round + 2)), "round " + std::to_string(round) +
-                                                                      ": a copy missed the memset queued before it");
+    expect(hb == std::vector<uint8_t>(n, uint8_t(2 * round + 1)),
+           "round " + std::to_string(round) + ": a copy saw a memset queued after it");
+    expect(hc == std::vector<uint8_t>(n, uint8_t(2 * round + 2)),
+           "round " + std::to_string(round) + ": a copy missed the memset queued before it");
   }
 }
 
@@ -133,7 +133,8 @@ void priorities_range_and_clamp(Env &env) {
                  "Capability::StreamPriorities", "a stream with a priority without the capability");
     expect_error([&] { (void)env.ctx.stream_priority_range(); }, Status::ERROR_NOT_SUPPORTED,
                  "Capability::StreamPriorities", "the priority range without the capability");
-    throw Unsupported{"the plugin does not claim stream priorities (refused as it must be)"};
+    throw Unsupported{"the plugin does not claim stream priorities (refused as it must be)",
+                      to_string(Capability::StreamPriorities)};
   }
   const StreamPriorityRange r = env.ctx.stream_priority_range();
   expect(r.greatest <= r.least, "the greatest priority " + std::to_string(r.greatest) +
@@ -178,27 +179,26 @@ void priority_not_behind_backlog(Env &env) {
 
 }  // namespace
 
-void add_stream_checks(std::vector<Check> &checks) {
-  checks.push_back({"streams.async_copies", "copies on a stream complete by synchronize; query says idle after", async_copies});
-  checks.push_back({"streams.work_in_order", "work on one stream runs in submission order", work_in_order});
-  checks.push_back({"streams.query_pending_work", "query() is never idle while submitted work has not run",
-                    query_pending_work});
-  checks.push_back({"streams.default_stream_orders_blocking_streams",
-                    "the default stream and blocking streams wait for each other's earlier work",
-                    default_stream_orders_blocking_streams});
-  checks.push_back({"streams.destroyed_stream_finishes_work",
-                    "work pending on a stream whose last handle goes still runs", destroyed_stream_finishes_work});
-  checks.push_back({"streams.from_threads", "streams used from eight threads at once each keep their data",
-                    streams_from_threads});
-  checks.push_back({"streams.priorities_range_and_clamp",
-                    "with Capability::StreamPriorities the range is reported, priorities are clamped into it and "
-                    "read back; without it both are ERROR_NOT_SUPPORTED",
-                    priorities_range_and_clamp});
-  checks.push_back({"streams.priority_not_behind_backlog",
-                    "a greatest-priority stream's work completes while a least-priority stream still has a 400 ms "
-                    "backlog (within 200 ms)",
-                    priority_not_behind_backlog});
-}
+// This file's checks, registered with the suite (conformance.hpp).
+const RegisterChecks registered{
+    {"streams.async_copies", "copies on a stream complete by synchronize; query says idle after", async_copies},
+    {"streams.work_in_order", "work on one stream runs in submission order", work_in_order},
+    {"streams.query_pending_work", "query() is never idle while submitted work has not run", query_pending_work},
+    {"streams.default_stream_orders_blocking_streams",
+     "the default stream and blocking streams wait for each other's earlier work",
+     default_stream_orders_blocking_streams},
+    {"streams.destroyed_stream_finishes_work", "work pending on a stream whose last handle goes still runs",
+     destroyed_stream_finishes_work},
+    {"streams.from_threads", "streams used from eight threads at once each keep their data", streams_from_threads},
+    {"streams.priorities_range_and_clamp",
+     "with Capability::StreamPriorities the range is reported, priorities are clamped into it and "
+     "read back; without it both are ERROR_NOT_SUPPORTED",
+     priorities_range_and_clamp},
+    {"streams.priority_not_behind_backlog",
+     "a greatest-priority stream's work completes while a least-priority stream still has a 400 ms "
+     "backlog (within 200 ms)",
+     priority_not_behind_backlog},
+};
 
 }  // namespace conformance
 }  // namespace gpuhal

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Helpers shared by the checks, and the list of every check.
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -18,8 +21,8 @@ void expect_error(const std::function<void()> &fn, Status status, const std::str
   try {
     fn();
   } catch (const Error &e) {
-    expect(e.status() == status, what + " failed with " + to_string(e.status()) + " (" + e.what() + "), expected " +
-                                     to_string(status));
+    expect(e.status() == status,
+           what + " failed with " + to_string(e.status()) + " (" + e.what() + "), expected " + to_string(status));
     expect(text.empty() || std::string(e.what()).find(text) != std::string::npos,
            what + ": the message '" + e.what() + "' does not say '" + text + "'");
     return;
@@ -28,11 +31,13 @@ void expect_error(const std::function<void()> &fn, Status status, const std::str
 }
 
 void require(const Env &env, Capability capability, const char *what) {
-  if (!env.runtime.supports(capability)) throw Unsupported{std::string("the plugin does not claim ") + what};
+  if (!env.runtime.supports(capability))
+    throw Unsupported{std::string("the plugin does not claim ") + what, to_string(capability)};
 }
 
 Module compile_kernels(Env &env, const char *source, const ModuleOptions &options) {
-  if (!env.runtime.supports(Capability::Kernels)) throw Unsupported{"the plugin has no device-code entries"};
+  if (!env.runtime.supports(Capability::Kernels))
+    throw Unsupported{"the plugin has no device-code entries", to_string(Capability::Kernels)};
   try {
     return Module::compile(env.ctx, source, options);
   } catch (const Error &e) {
@@ -50,8 +55,7 @@ std::vector<uint8_t> pattern(size_t bytes, uint8_t seed) {
 }
 
 std::string first_difference(const std::vector<uint8_t> &got, const std::vector<uint8_t> &want) {
-  if (got.size() != want.size())
-    return std::to_string(got.size()) + " bytes instead of " + std::to_string(want.size());
+  if (got.size() != want.size()) return std::to_string(got.size()) + " bytes instead of " + std::to_string(want.size());
   for (size_t i = 0; i < got.size(); ++i)
     if (got[i] != want[i])
       return "byte " + std::to_string(i) + " is " + std::to_string(got[i]) + ", expected " + std::to_string(want[i]);
@@ -70,33 +74,30 @@ std::vector<uint8_t> bytes_of(const DeviceArray &array) {
   return out;
 }
 
-const std::vector<Check> &all_checks() {
-  static const std::vector<Check> checks = [] {
-    std::vector<Check> c;
-    add_abi_checks(c);
-    add_device_checks(c);
-    add_context_checks(c);
-    add_memory_checks(c);
-    add_transfer_checks(c);
-    add_rect_copy_checks(c);
-    add_managed_hint_checks(c);
-    add_virtual_memory_checks(c);
-    add_host_memory_checks(c);
-    add_stream_checks(c);
-    add_event_checks(c);
-    add_callback_checks(c);
-    add_barrier_checks(c);
-    add_ipc_checks(c);
-    add_stream_ordered_memory_checks(c);
-    add_peer_access_checks(c);
-    add_kernel_checks(c);
-    add_graph_checks(c);
-    add_feature_checks(c);
-    add_kernel_dialect_checks(c);
-    add_error_checks(c);
-    return c;
-  }();
+namespace {
+// Function-local, so that it exists before any file's registrar runs.
+std::vector<Check> &registry() {
+  static std::vector<Check> checks;
   return checks;
+}
+}  // namespace
+
+RegisterChecks::RegisterChecks(std::initializer_list<Check> checks) {
+  registry().insert(registry().end(), checks.begin(), checks.end());
+}
+
+const std::vector<Check> &all_checks() {
+  static const bool unique = [] {
+    std::set<std::string> names;
+    for (const Check &c : registry())
+      if (!names.insert(c.name).second) {
+        std::fprintf(stderr, "gpuhal-conform: the check '%s' is registered twice\n", c.name);
+        std::abort();
+      }
+    return true;
+  }();
+  (void)unique;
+  return registry();
 }
 
 }  // namespace conformance

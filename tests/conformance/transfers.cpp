@@ -57,8 +57,8 @@ void views_at_offsets(Env &env) {
   for (size_t i = 0; i < fresh.size(); ++i) want[10 * 24 + i] = fresh[i];
   const auto back = d.copy_to_host().to_vector<int32_t>();
   for (size_t i = 0; i < back.size(); ++i)
-    expect(back[i] == want[i], "element " + std::to_string(i) + " is " + std::to_string(back[i]) + ", expected " +
-                                   std::to_string(want[i]));
+    expect(back[i] == want[i],
+           "element " + std::to_string(i) + " is " + std::to_string(back[i]) + ", expected " + std::to_string(want[i]));
   // A device-to-device copy between views at different offsets.
   DeviceArray other = device_array(env.ctx, {40, 24}, dtypes::int32);
   other.memset(0);
@@ -119,21 +119,22 @@ void beyond_4_gib(Env &env) {
 
 }  // namespace
 
-void add_transfer_checks(std::vector<Check> &checks) {
-  checks.push_back({"transfers.round_trip", "H2D then D2H returns the bytes, for sizes from 1 byte to 4 MiB", round_trip});
-  checks.push_back({"transfers.device_to_device_and_memset",
-                    "D2D copies and memsets of a range write exactly their bytes", device_to_device_and_memset});
-  checks.push_back({"transfers.views_at_offsets",
-                    "copies to, from and between views at offsets move only their elements; non-contiguous views are "
-                    "ERROR_NOT_CONTIGUOUS",
-                    views_at_offsets});
-  checks.push_back({"transfers.zero_size", "zero-size copies and memsets (sync and on a stream) succeed and touch nothing",
-                    zero_size_everywhere});
-  // Gigabytes of memsets and copies: four times the usual limit (it was
-  // reported as a hang on a loaded machine).
-  checks.push_back({"transfers.beyond_4_gib", "memset, copies and offsets past 4 GiB in one allocation (where the memory is)",
-                    beyond_4_gib, 4});
-}
+// This file's checks, registered with the suite (conformance.hpp).
+const RegisterChecks registered{
+    {"transfers.round_trip", "H2D then D2H returns the bytes, for sizes from 1 byte to 4 MiB", round_trip},
+    {"transfers.device_to_device_and_memset", "D2D copies and memsets of a range write exactly their bytes",
+     device_to_device_and_memset},
+    {"transfers.views_at_offsets",
+     "copies to, from and between views at offsets move only their elements; non-contiguous views are "
+     "ERROR_NOT_CONTIGUOUS",
+     views_at_offsets},
+    {"transfers.zero_size", "zero-size copies and memsets (sync and on a stream) succeed and touch nothing",
+     zero_size_everywhere},
+    // Gigabytes of memsets and copies: four times the usual limit (it was
+    // reported as a hang on a loaded machine).
+    {"transfers.beyond_4_gib", "memset, copies and offsets past 4 GiB in one allocation (where the memory is)",
+     beyond_4_gib, 4},
+};
 
 }  // namespace conformance
 }  // namespace gpuhal

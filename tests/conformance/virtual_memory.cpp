@@ -2,8 +2,8 @@
 // Virtual memory: reserve, map, set access, arrays over mappings that
 // follow each other, the refusals of the rules, and a buffer that grows in
 // place.
-#include "conformance.hpp"
 #include "gpuhal/virtual_memory.hpp"
+#include "conformance.hpp"
 
 namespace gpuhal {
 namespace conformance {
@@ -21,7 +21,8 @@ void reserve_map_access(Env &env) {
                  "vm_granularity without the capability");
     expect_error([&] { (void)VirtualRange::reserve(env.ctx, 1 << 21); }, Status::ERROR_NOT_SUPPORTED,
                  "Capability::VirtualMemory", "VirtualRange::reserve without the capability");
-    throw Unsupported{"the plugin does not claim virtual memory (refused as it must be)"};
+    throw Unsupported{"the plugin does not claim virtual memory (refused as it must be)",
+                      to_string(Capability::VirtualMemory)};
   }
   const VmGranularity g = vm_granularity(env.ctx);
   expect(g.minimum > 0 && g.recommended >= g.minimum && g.recommended % g.minimum == 0,
@@ -56,10 +57,12 @@ void reserve_map_access(Env &env) {
   expect_error([&] { range.map(3 * m, m, second, m); }, Status::ERROR_INVALID_VALUE, "",
                "mapping past the end of the physical memory");
   expect_error([&] { range.map(m, m, first); }, Status::ERROR_INVALID_VALUE, "", "mapping over a mapping");
-  expect_error([&] { range.unmap(0, m); }, Status::ERROR_INVALID_VALUE, "unmapped whole", "unmapping part of a mapping");
+  expect_error([&] { range.unmap(0, m); }, Status::ERROR_INVALID_VALUE, "unmapped whole",
+               "unmapping part of a mapping");
   expect_error([&] { range.map(4 * m, m, second); }, Status::ERROR_INVALID_VALUE, "outside the range",
                "mapping outside the reservation");
-  expect_error([&] { (void)VirtualRange::reserve(env.ctx, 0); }, Status::ERROR_INVALID_VALUE, "", "a reservation of 0 bytes");
+  expect_error([&] { (void)VirtualRange::reserve(env.ctx, 0); }, Status::ERROR_INVALID_VALUE, "",
+               "a reservation of 0 bytes");
   if (m > 1)
     expect_error([&] { (void)PhysicalMemory::create(env.ctx, m + 1); }, Status::ERROR_INVALID_VALUE, "",
                  "physical memory of a size off the granularity");
@@ -98,17 +101,18 @@ void growable_array(Env &env) {
 
 }  // namespace
 
-void add_virtual_memory_checks(std::vector<Check> &checks) {
-  checks.push_back({"memory.virtual_reserve_map_access",
-                    "with Capability::VirtualMemory, physical memory mapped into a reservation is usable only after "
-                    "set_access, arrays run across mappings, mappings under live arrays stay, and the granularity, "
-                    "overlap and whole-mapping rules are refused by name; without it ERROR_NOT_SUPPORTED",
-                    reserve_map_access});
-  checks.push_back({"memory.growable_array_keeps_its_pointer",
-                    "a GrowableDeviceArray grows by mapping more memory at its end: the same device pointer and the "
-                    "same data before and after, refused past max_size",
-                    growable_array});
-}
+// This file's checks, registered with the suite (conformance.hpp).
+const RegisterChecks registered{
+    {"memory.virtual_reserve_map_access",
+     "with Capability::VirtualMemory, physical memory mapped into a reservation is usable only after "
+     "set_access, arrays run across mappings, mappings under live arrays stay, and the granularity, "
+     "overlap and whole-mapping rules are refused by name; without it ERROR_NOT_SUPPORTED",
+     reserve_map_access},
+    {"memory.growable_array_keeps_its_pointer",
+     "a GrowableDeviceArray grows by mapping more memory at its end: the same device pointer and the "
+     "same data before and after, refused past max_size",
+     growable_array},
+};
 
 }  // namespace conformance
 }  // namespace gpuhal
