@@ -132,22 +132,28 @@ gpuhal_status_t cu_call(Fn *fn, const char *name, Args... args) {
   return r == CUDA_SUCCESS ? GPUHAL_SUCCESS : drv().error(r, name);
 }
 
-// The one shape of every entry that releases what the context tracks:
-// refuse what c does not know (`refusal`, `why`), release it in the driver,
-// and forget it only once the driver really released it (a failed release
-// leaves it known, so the caller can retry or report it). `known` and
-// `forget` run under c->mu; `release` runs without it.
-template <class Known, class Release, class Forget>
-gpuhal_status_t release_tracked(CudaContext *c, Known known, gpuhal_status_t refusal, const char *why,
-                                Release release, Forget forget) {
+// The one shape of every entry that releases what the context tracks: take
+// it out of c's books (`take` returns false when c does not know it: then
+// `refusal`, `why`), release it in the driver, and put it back (`restore`)
+// when the driver did not release it, so that the caller can retry or
+// report it. Taken out before the release, not after: the driver may give
+// the same address or handle to another thread's new object as soon as it
+// is released, and that object's record must not be the one forgotten (nor
+// may two threads release one object). `take` and `restore` run under
+// c->mu; `release` runs without it.
+template <class Take, class Release, class Restore>
+gpuhal_status_t release_tracked(CudaContext *c, Take take, gpuhal_status_t refusal, const char *why,
+                                Release release, Restore restore) {
   {
     std::lock_guard<std::mutex> lock(c->mu);
-    if (!known()) return plugin::fail(refusal, why);
+    if (!take()) return plugin::fail(refusal, why);
   }
-  if (const gpuhal_status_t st = release(); st != GPUHAL_SUCCESS) return st;
-  std::lock_guard<std::mutex> lock(c->mu);
-  forget();
-  return GPUHAL_SUCCESS;
+  const gpuhal_status_t st = release();
+  if (st != GPUHAL_SUCCESS) {
+    std::lock_guard<std::mutex> lock(c->mu);
+    restore();
+  }
+  return st;
 }
 
 // stream_create and event_create (whose `out` and `flags` the kit's argument

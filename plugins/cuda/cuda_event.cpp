@@ -26,10 +26,10 @@ gpuhal_status_t event_create(gpuhal_context_t ctx, uint32_t flags, gpuhal_event_
 gpuhal_status_t event_destroy(gpuhal_context_t ctx, gpuhal_event_t event) {
   return in_context(ctx, "event_destroy", [&](CudaContext *c) -> gpuhal_status_t {
     return release_tracked(
-        c, [&] { return c->events.count(reinterpret_cast<CUevent>(event)) != 0; }, GPUHAL_ERROR_INVALID_HANDLE,
+        c, [&] { return c->events.erase(reinterpret_cast<CUevent>(event)) != 0; }, GPUHAL_ERROR_INVALID_HANDLE,
         "event_destroy: not an event created in this context",
         [&] { return cu_call(drv().cuEventDestroy, "cuEventDestroy", reinterpret_cast<CUevent>(event)); },
-        [&] { c->events.erase(reinterpret_cast<CUevent>(event)); });
+        [&] { c->events.insert(reinterpret_cast<CUevent>(event)); });
   });
 }
 

@@ -79,13 +79,16 @@ gpuhal_status_t ipc_open(gpuhal_context_t ctx, const gpuhal_ipc_handle_t *handle
 gpuhal_status_t ipc_close(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
   return in_context(ctx, "ipc_close", [&](CudaContext *c) -> gpuhal_status_t {
     return release_tracked(
-        c, [&] { return c->ipc_mappings.count(ptr) != 0; }, GPUHAL_ERROR_INVALID_VALUE,
-        "ipc_close: not memory opened with ipc_open in this context",
-        [&] { return cu_call(drv().cuIpcCloseMemHandle, "cuIpcCloseMemHandle", ptr); },
+        c,
         [&] {
           auto it = c->ipc_mappings.find(ptr);
-          if (it != c->ipc_mappings.end() && --it->second == 0) c->ipc_mappings.erase(it);
-        });
+          if (it == c->ipc_mappings.end()) return false;
+          if (--it->second == 0) c->ipc_mappings.erase(it);  // one reference per open, as the driver counts them
+          return true;
+        },
+        GPUHAL_ERROR_INVALID_VALUE, "ipc_close: not memory opened with ipc_open in this context",
+        [&] { return cu_call(drv().cuIpcCloseMemHandle, "cuIpcCloseMemHandle", ptr); },
+        [&] { ++c->ipc_mappings[ptr]; });
   });
 }
 

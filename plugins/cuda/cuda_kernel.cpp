@@ -439,15 +439,14 @@ gpuhal_status_t module_load(gpuhal_context_t ctx, const void *image, uint64_t by
 gpuhal_status_t module_unload(gpuhal_context_t ctx, gpuhal_module_t module) {
   return in_context(ctx, "module_unload", [&](CudaContext *c) -> gpuhal_status_t {
     CUmodule m = reinterpret_cast<CUmodule>(module);
-    {
-      std::lock_guard<std::mutex> lock(c->mu);
-      if (!c->modules.count(m)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "module_unload: not a module of this context");
-    }
-    // Forgotten only once unloaded: after a failure, context_destroy tries again.
-    if (const gpuhal_status_t call_st = cu_call(drv().cuModuleUnload, "cuModuleUnload", m); call_st != GPUHAL_SUCCESS)
-      return call_st;
+    // Taken out of the books before the unload (release_tracked says why),
+    // put back after a failure: context_destroy then tries again.
+    const gpuhal_status_t st = release_tracked(
+        c, [&] { return c->modules.erase(m) != 0; }, GPUHAL_ERROR_INVALID_HANDLE,
+        "module_unload: not a module of this context", [&] { return cu_call(drv().cuModuleUnload, "cuModuleUnload", m); },
+        [&] { c->modules.insert(m); });
+    if (st != GPUHAL_SUCCESS) return st;
     std::lock_guard<std::mutex> lock(c->mu);
-    c->modules.erase(m);
     for (auto it = c->kernels.begin(); it != c->kernels.end();)
       it = it->second->module == m ? c->kernels.erase(it) : std::next(it);
     return GPUHAL_SUCCESS;

@@ -169,12 +169,19 @@ gpuhal_status_t mem_advise(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, uint64_
 
 gpuhal_status_t mem_free(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
   return in_context(ctx, "mem_free", [&](CudaContext *c) -> gpuhal_status_t {
+    bool from_pool = false;
     return release_tracked(
-        c, [&] { return c->allocations.count(ptr) != 0; }, GPUHAL_ERROR_INVALID_VALUE,
-        "mem_free: not a live allocation of this context", [&] { return cu_call(drv().cuMemFree, "cuMemFree", ptr); },
+        c,
         [&] {
-          c->allocations.erase(ptr);
-          c->pool_allocations.erase(ptr);
+          if (!c->allocations.erase(ptr)) return false;
+          from_pool = c->pool_allocations.erase(ptr) != 0;
+          return true;
+        },
+        GPUHAL_ERROR_INVALID_VALUE, "mem_free: not a live allocation of this context",
+        [&] { return cu_call(drv().cuMemFree, "cuMemFree", ptr); },
+        [&] {
+          c->allocations.insert(ptr);
+          if (from_pool) c->pool_allocations.insert(ptr);
         });
   });
 }
@@ -205,20 +212,20 @@ gpuhal_status_t mem_alloc_async(gpuhal_context_t ctx, uint64_t bytes, gpuhal_str
 gpuhal_status_t mem_free_async(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpuhal_stream_t stream) {
   return in_context(ctx, "mem_free_async", [&](CudaContext *c) -> gpuhal_status_t {
     if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "mem_free_async: invalid stream");
-    {
-      std::lock_guard<std::mutex> lock(c->mu);
-      if (!c->allocations.count(ptr))
-        return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_free_async: not a live allocation of this context");
-    }
-    if (const gpuhal_status_t call_st = cu_call(drv().cuMemFreeAsync, "cuMemFreeAsync", ptr, native(stream));
-        call_st != GPUHAL_SUCCESS)
-      return call_st;
-    {
-      std::lock_guard<std::mutex> lock(c->mu);
-      c->allocations.erase(ptr);
-      c->pool_allocations.erase(ptr);
-    }
-    return GPUHAL_SUCCESS;
+    bool from_pool = false;
+    return release_tracked(
+        c,
+        [&] {
+          if (!c->allocations.erase(ptr)) return false;
+          from_pool = c->pool_allocations.erase(ptr) != 0;
+          return true;
+        },
+        GPUHAL_ERROR_INVALID_VALUE, "mem_free_async: not a live allocation of this context",
+        [&] { return cu_call(drv().cuMemFreeAsync, "cuMemFreeAsync", ptr, native(stream)); },
+        [&] {
+          c->allocations.insert(ptr);
+          if (from_pool) c->pool_allocations.insert(ptr);
+        });
   });
 }
 

@@ -33,11 +33,22 @@ gpuhal_status_t release_pinned(const char *entry, gpuhal_context_t ctx, void *pt
                                std::unordered_set<void *> CudaContext::*made, gpuhal_status_t refusal, const char *why,
                                CUresult (*Driver::*release)(void *), const char *call) {
   return in_context(ctx, entry, [&](CudaContext *c) -> gpuhal_status_t {
+    size_t range_bytes = 0;
     return release_tracked(
-        c, [&] { return (c->*made).count(ptr) != 0; }, refusal, why, [&] { return cu_call(drv().*release, call, ptr); },
+        c,
         [&] {
-          (c->*made).erase(ptr);
-          c->pinned_ranges.erase(reinterpret_cast<uintptr_t>(ptr));
+          if (!(c->*made).erase(ptr)) return false;
+          auto range = c->pinned_ranges.find(reinterpret_cast<uintptr_t>(ptr));
+          if (range != c->pinned_ranges.end()) {
+            range_bytes = range->second;
+            c->pinned_ranges.erase(range);
+          }
+          return true;
+        },
+        refusal, why, [&] { return cu_call(drv().*release, call, ptr); },
+        [&] {
+          (c->*made).insert(ptr);
+          if (range_bytes) c->pinned_ranges.emplace(reinterpret_cast<uintptr_t>(ptr), range_bytes);
         });
   });
 }

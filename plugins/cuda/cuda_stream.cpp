@@ -69,13 +69,13 @@ gpuhal_status_t stream_priority(gpuhal_context_t ctx, gpuhal_stream_t stream, in
 gpuhal_status_t stream_destroy(gpuhal_context_t ctx, gpuhal_stream_t stream) {
   return in_context(ctx, "stream_destroy", [&](CudaContext *c) -> gpuhal_status_t {
     return release_tracked(
-        c, [&] { return c->streams.count(native(stream)) != 0; }, GPUHAL_ERROR_INVALID_HANDLE,
+        c, [&] { return c->streams.erase(native(stream)) != 0; }, GPUHAL_ERROR_INVALID_HANDLE,
         "stream_destroy: not a stream created in this context",
         [&] {
           forget_capture(c, native(stream));
           return cu_call(drv().cuStreamDestroy, "cuStreamDestroy", native(stream));
         },
-        [&] { c->streams.erase(native(stream)); });
+        [&] { c->streams.insert(native(stream)); });
   });
 }
 

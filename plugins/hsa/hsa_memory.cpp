@@ -62,22 +62,33 @@ gpuhal_status_t mem_alloc_managed(gpuhal_context_t ctx, uint64_t bytes, gpuhal_d
 
 gpuhal_status_t mem_free(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
   return in_context(ctx, "mem_free", [&](HsaContext *c) -> gpuhal_status_t {
+    // Taken out of the context's books before the free and put back if it
+    // fails: ROCr's pool may hand the address to another thread's
+    // allocation as soon as it is freed, and that allocation's record must
+    // not be the one forgotten (nor may two threads free one allocation).
     uint64_t bytes = 0;
+    bool managed = false;
     {
       std::lock_guard<std::mutex> lock(c->mu);
       auto it = c->allocations.find(uintptr_t(ptr));
       if (it == c->allocations.end())
         return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_free: not a live allocation of this context");
       bytes = it->second;
+      c->allocations.erase(it);
+      managed = c->managed_allocations.erase(uintptr_t(ptr)) != 0;
+      if (!managed) c->allocated_bytes -= bytes;
     }
-    if (const gpuhal_status_t call_st = hsa_call(rt().hsa_amd_memory_pool_free, "hsa_amd_memory_pool_free",
-                                                 reinterpret_cast<void *>(uintptr_t(ptr)));
-        call_st != GPUHAL_SUCCESS)
-      return call_st;
-    std::lock_guard<std::mutex> lock(c->mu);  // forgotten only once really released
-    c->allocations.erase(uintptr_t(ptr));
-    if (!c->managed_allocations.erase(uintptr_t(ptr))) c->allocated_bytes -= bytes;
-    return GPUHAL_SUCCESS;
+    const gpuhal_status_t st = hsa_call(rt().hsa_amd_memory_pool_free, "hsa_amd_memory_pool_free",
+                                        reinterpret_cast<void *>(uintptr_t(ptr)));
+    if (st != GPUHAL_SUCCESS) {
+      std::lock_guard<std::mutex> lock(c->mu);  // still allocated: known again, for a retry or context_destroy
+      c->allocations.emplace(uintptr_t(ptr), bytes);
+      if (managed)
+        c->managed_allocations.insert(uintptr_t(ptr));
+      else
+        c->allocated_bytes += bytes;
+    }
+    return st;
   });
 }
 

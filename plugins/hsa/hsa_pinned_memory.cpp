@@ -60,17 +60,23 @@ gpuhal_status_t host_alloc(gpuhal_context_t ctx, uint64_t bytes, uint32_t flags,
 
 gpuhal_status_t host_free(gpuhal_context_t ctx, void *ptr) {
   return in_context(ctx, "host_free", [&](HsaContext *c) -> gpuhal_status_t {
+    // Out of the books before the free, back after a failure (mem_free,
+    // hsa_memory.cpp, says why).
+    uint64_t bytes = 0;
     {
       std::lock_guard<std::mutex> lock(c->mu);
-      if (!c->host_allocations.count(reinterpret_cast<uintptr_t>(ptr)))
+      auto it = c->host_allocations.find(reinterpret_cast<uintptr_t>(ptr));
+      if (it == c->host_allocations.end())
         return fail(GPUHAL_ERROR_INVALID_VALUE, "host_free: not a host allocation of this context");
+      bytes = it->second;
+      c->host_allocations.erase(it);
     }
-    if (const gpuhal_status_t call_st = hsa_call(rt().hsa_amd_memory_pool_free, "hsa_amd_memory_pool_free", ptr);
-        call_st != GPUHAL_SUCCESS)
-      return call_st;
-    std::lock_guard<std::mutex> lock(c->mu);
-    c->host_allocations.erase(reinterpret_cast<uintptr_t>(ptr));
-    return GPUHAL_SUCCESS;
+    const gpuhal_status_t st = hsa_call(rt().hsa_amd_memory_pool_free, "hsa_amd_memory_pool_free", ptr);
+    if (st != GPUHAL_SUCCESS) {
+      std::lock_guard<std::mutex> lock(c->mu);
+      c->host_allocations.emplace(reinterpret_cast<uintptr_t>(ptr), bytes);
+    }
+    return st;
   });
 }
 

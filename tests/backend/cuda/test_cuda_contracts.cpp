@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "fake_cuda_hooks.hpp"
+#include "free_race.hpp"
 #include "test_support.hpp"
 
 using namespace gpuhal;
@@ -580,3 +581,14 @@ TEST_CASE("cuda contract: adopting what is not a context of the device is refuse
 }
 
 #endif
+
+TEST_CASE("cuda contract: a free forgets its allocation before the driver may hand the address to another thread") {
+  // cuMemFree then cuMemAlloc of the same size may return the same address
+  // (the fake's allocator does, as the driver's suballocator does).
+  test::OpenedPlugin p(std::string(GPUHAL_TEST_LIB_DIR) + "/libgpuhal-cuda.so",
+                       {{"GPUHAL_CUDA_DRIVER", GPUHAL_TEST_FAKE_CUDA}});
+  std::string error;
+  const int lost = test::lost_frees(p, 8, 3000, &error);
+  INFO("the first failed mem_free: " << error);
+  CHECK(lost == 0);
+}

@@ -19,6 +19,7 @@
 #include <future>
 #include <thread>
 
+#include "free_race.hpp"
 #include "test_support.hpp"
 
 using namespace gpuhal;
@@ -422,3 +423,14 @@ TEST_CASE("hsa contract: event timing works when only dispatch packets and async
 }
 
 #endif
+
+TEST_CASE("hsa contract: a free forgets its allocation before ROCr may hand the address to another thread") {
+  // ROCr's pools reuse a freed block at once (hsa_amd_memory_pool_free then
+  // hsa_amd_memory_pool_allocate of the same size returns the same address).
+  test::OpenedPlugin p(std::string(GPUHAL_TEST_LIB_DIR) + "/libgpuhal-hsa.so",
+                       {{"GPUHAL_HSA_RUNTIME", GPUHAL_TEST_FAKE_HSA}});
+  std::string error;
+  const int lost = test::lost_frees(p, 8, 3000, &error);
+  INFO("the first failed mem_free: " << error);
+  CHECK(lost == 0);
+}

@@ -49,7 +49,7 @@ const ErrorText kErrors[] = {
 };
 
 API CUresult cuGetErrorName(CUresult r, const char **s) {
-  FAULT(cuGetErrorName);
+  if (const CUresult f = injected("cuGetErrorName"); f != OK) return f;
   if (!s) return INVALID_VALUE;
   for (const auto &e : kErrors)
     if (e.code == r) {
@@ -61,7 +61,7 @@ API CUresult cuGetErrorName(CUresult r, const char **s) {
 }
 
 API CUresult cuGetErrorString(CUresult r, const char **s) {
-  FAULT(cuGetErrorString);
+  if (const CUresult f = injected("cuGetErrorString"); f != OK) return f;
   if (!s) return INVALID_VALUE;
   for (const auto &e : kErrors)
     if (e.code == r) {
@@ -73,7 +73,7 @@ API CUresult cuGetErrorString(CUresult r, const char **s) {
 }
 
 API CUresult cuInit(unsigned flags) {
-  FAULT(cuInit);
+  if (const CUresult f = injected("cuInit"); f != OK) return f;
   if (flags != 0) return INVALID_VALUE;
   if (std::getenv("FAKE_CUDA_STUB")) return STUB;
   if (std::getenv("FAKE_CUDA_NO_DEVICE")) return NO_DEVICE;
@@ -86,23 +86,23 @@ API CUresult cuInit(unsigned flags) {
 }
 
 API CUresult cuDriverGetVersion(int *v) {
-  FAULT(cuDriverGetVersion);
+  if (const CUresult f = injected("cuDriverGetVersion"); f != OK) return f;
   if (!v) return INVALID_VALUE;
   *v = g_driver_version;
   return OK;
 }
 
 API CUresult cuDeviceGetCount(int *n) {
-  FAULT(cuDeviceGetCount);
-  REQUIRE_INIT();
+  if (const CUresult f = injected("cuDeviceGetCount"); f != OK) return f;
+  if (!g_initialized) return NOT_INITIALIZED;
   if (!n) return INVALID_VALUE;
   *n = g_devices;
   return OK;
 }
 
 API CUresult cuDeviceGet(int *dev, int ordinal) {
-  FAULT(cuDeviceGet);
-  REQUIRE_INIT();
+  if (const CUresult f = injected("cuDeviceGet"); f != OK) return f;
+  if (!g_initialized) return NOT_INITIALIZED;
   if (!dev) return INVALID_VALUE;
   if (bad_device(ordinal)) return INVALID_DEVICE;
   *dev = ordinal;
@@ -110,8 +110,8 @@ API CUresult cuDeviceGet(int *dev, int ordinal) {
 }
 
 API CUresult cuDeviceGetName(char *name, int len, int dev) {
-  FAULT(cuDeviceGetName);
-  REQUIRE_INIT();
+  if (const CUresult f = injected("cuDeviceGetName"); f != OK) return f;
+  if (!g_initialized) return NOT_INITIALIZED;
   if (!name || len <= 0) return INVALID_VALUE;
   if (bad_device(dev)) return INVALID_DEVICE;
   std::snprintf(name, size_t(len), "gpuhal fake CUDA device");
@@ -119,8 +119,8 @@ API CUresult cuDeviceGetName(char *name, int len, int dev) {
 }
 
 API CUresult cuDeviceTotalMem_v2(size_t *bytes, int dev) {
-  FAULT(cuDeviceTotalMem_v2);
-  REQUIRE_INIT();
+  if (const CUresult f = injected("cuDeviceTotalMem_v2"); f != OK) return f;
+  if (!g_initialized) return NOT_INITIALIZED;
   if (!bytes) return INVALID_VALUE;
   if (bad_device(dev)) return INVALID_DEVICE;
   *bytes = size_t(g_capacity);
@@ -132,8 +132,8 @@ API CUresult cuDeviceTotalMem_v2(size_t *bytes, int dev) {
 // CUDA_ERROR_INVALID_DEVICE for a bad device. Each fake device has its own:
 // "fake" in the first four bytes, its ordinal in the last.
 API CUresult cuDeviceGetUuid_v2(char *uuid, int dev) {
-  FAULT(cuDeviceGetUuid_v2);
-  REQUIRE_INIT();
+  if (const CUresult f = injected("cuDeviceGetUuid_v2"); f != OK) return f;
+  if (!g_initialized) return NOT_INITIALIZED;
   if (!uuid) return INVALID_VALUE;
   if (bad_device(dev)) return INVALID_DEVICE;
   static const char kStem[16] = {'f', 'a', 'k', 'e', 0x12, 0x34, 0x45, 0x67, char(0x89), char(0xab), 0, 0, 0, 0, 0, 0};
@@ -143,8 +143,8 @@ API CUresult cuDeviceGetUuid_v2(char *uuid, int dev) {
 }
 
 API CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
-  FAULT(cuDeviceGetAttribute);
-  REQUIRE_INIT();
+  if (const CUresult f = injected("cuDeviceGetAttribute"); f != OK) return f;
+  if (!g_initialized) return NOT_INITIALIZED;
   if (!v) return INVALID_VALUE;
   if (bad_device(dev)) return INVALID_DEVICE;
   switch (attr) {

@@ -8,8 +8,9 @@ extern "C" {
 
 // ---- events -----------------------------------------------------------------------------------
 API CUresult cuEventCreate(CUevent *out, unsigned flags) {
-  FAULT(cuEventCreate);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuEventCreate"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   if (!out || (flags & ~3u)) return INVALID_VALUE;
   auto e = std::make_shared<Event>();
   e->timing = (flags & 2u) == 0;
@@ -20,15 +21,17 @@ API CUresult cuEventCreate(CUevent *out, unsigned flags) {
   return OK;
 }
 API CUresult cuEventDestroy_v2(CUevent e) {
-  FAULT(cuEventDestroy_v2);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuEventDestroy_v2"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   // A pending record keeps the object alive (it holds a reference).
   std::lock_guard<std::mutex> lock(g_events_mu);
   return e && g_events.erase(e) ? OK : INVALID_HANDLE;
 }
 API CUresult cuEventRecord(CUevent e, CUstream s) {
-  FAULT(cuEventRecord);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuEventRecord"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   const auto ev = find_event(e);
   const auto target = lookup(s);
   if (!ev) return INVALID_HANDLE;
@@ -47,8 +50,9 @@ API CUresult cuEventRecord(CUevent e, CUstream s) {
   return OK;
 }
 API CUresult cuEventSynchronize(CUevent e) {
-  FAULT(cuEventSynchronize);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuEventSynchronize"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   const auto ev = find_event(e);
   if (!ev) return INVALID_HANDLE;
   if (const CUresult r = refuse_captured_event(*ev); r != OK) return r;
@@ -64,8 +68,9 @@ API CUresult cuEventSynchronize(CUevent e) {
   return after_wait(dev);
 }
 API CUresult cuEventQuery(CUevent e) {
-  FAULT(cuEventQuery);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuEventQuery"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   const auto ev = find_event(e);
   if (!ev) return INVALID_HANDLE;
   if (const CUresult r = refuse_captured_event(*ev); r != OK) return r;
@@ -75,8 +80,9 @@ API CUresult cuEventQuery(CUevent e) {
   return ev->stream->done >= ev->ticket ? after_wait(dev) : NOT_READY;
 }
 API CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b) {
-  FAULT(cuEventElapsedTime_v2);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuEventElapsedTime_v2"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   if (!ms) return INVALID_VALUE;
   const auto ea = find_event(a), eb = find_event(b);
   if (!ea || !eb) return INVALID_HANDLE;

@@ -144,8 +144,6 @@ inline CUresult injected(const char *symbol) {
   long code = 0;
   return g_faults.fires(symbol, 999 /* CUDA_ERROR_UNKNOWN */, &code) ? CUresult(code) : OK;
 }
-#define FAULT(sym) \
-  if (CUresult f_ = injected(#sym); f_ != OK) return f_
 
 // ---- state ---------------------------------------------------------------------------
 inline bool g_initialized = false;
@@ -516,20 +514,19 @@ inline CUresult wait_legacy(CUresult submitted) {
   return submitted;
 }
 
-#define REQUIRE_INIT() \
-  if (!g_initialized) return NOT_INITIALIZED
-
-// What every call that works in the current context checks first: no CUDA
-// call from a host function, a current (retained) context, and its sticky
-// error. Declares `dev`, the current context's device.
-#define CONTEXT_CALL()                                               \
-  REQUIRE_INIT();                                                    \
-  if (t_in_host_fn) return NOT_PERMITTED;                            \
-  const int dev = current();                                         \
-  if (const int fatal_ = g_process_fatal.load()) return fatal_;      \
-  if (dev < 0 || g_ctx_refs[dev] == 0) return INVALID_CONTEXT;       \
-  if (const int sticky_ = g_sticky[dev].load()) return sticky_;      \
-  (void)dev
+// What every call that works in the current context checks first, as a
+// plain status (the entry returns it when it is not OK): cuInit was called,
+// no CUDA call from a host function, a current (retained) context, and its
+// sticky error. *dev gets the current context's device.
+inline CUresult context_call(int *dev) {
+  if (!g_initialized) return NOT_INITIALIZED;
+  if (t_in_host_fn) return NOT_PERMITTED;
+  *dev = current();
+  if (const int fatal = g_process_fatal.load()) return CUresult(fatal);
+  if (*dev < 0 || g_ctx_refs[*dev] == 0) return INVALID_CONTEXT;
+  if (const int sticky = g_sticky[*dev].load()) return CUresult(sticky);
+  return OK;
+}
 
 // After a wait: the sticky error the context hit meanwhile, if any.
 inline CUresult after_wait(int dev) {

@@ -315,8 +315,9 @@ using namespace fake_cuda;
 extern "C" {
 
 API CUresult cuStreamBeginCapture_v2(CUstream s, int mode) {
-  FAULT(cuStreamBeginCapture_v2);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuStreamBeginCapture_v2"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   const std::shared_ptr<Stream> target = lookup(s);
   if (target == g_legacy) return CAPTURE_UNSUPPORTED;
   if (mode < 0 || mode > 2) return INVALID_VALUE;
@@ -334,8 +335,9 @@ API CUresult cuStreamBeginCapture_v2(CUstream s, int mode) {
 }
 
 API CUresult cuStreamEndCapture(CUstream s, void **graph_out) {
-  FAULT(cuStreamEndCapture);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuStreamEndCapture"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   if (!graph_out) return INVALID_VALUE;
   *graph_out = nullptr;
   const std::shared_ptr<Stream> target = lookup(s);
@@ -372,8 +374,9 @@ API CUresult cuStreamEndCapture(CUstream s, void **graph_out) {
 
 // CUstreamCaptureStatus: 0 none, 1 active, 2 invalidated.
 API CUresult cuStreamIsCapturing(CUstream s, int *status) {
-  FAULT(cuStreamIsCapturing);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuStreamIsCapturing"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   if (!status) return INVALID_VALUE;
   const std::shared_ptr<Stream> target = lookup(s);
   if (target == g_legacy && g_blocking_captures[dev].load() != 0) return CAPTURE_IMPLICIT;  // not invalidated
@@ -384,9 +387,10 @@ API CUresult cuStreamIsCapturing(CUstream s, int *status) {
 
 API CUresult cuStreamGetCaptureInfo_v3(CUstream s, int *status, uint64_t *id, void **graph, void *const **deps,
                                        const void **edges, size_t *count) {
-  FAULT(cuStreamGetCaptureInfo_v3);
+  if (const CUresult f = injected("cuStreamGetCaptureInfo_v3"); f != OK) return f;
   if (edges) *edges = nullptr;  // "all edges are default (zeroed)"
-  CONTEXT_CALL();
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   if (!status) return INVALID_VALUE;
   const std::shared_ptr<Stream> target = lookup(s);
   if (target == g_legacy && g_blocking_captures[dev].load() != 0) return CAPTURE_IMPLICIT;
@@ -403,8 +407,9 @@ API CUresult cuStreamGetCaptureInfo_v3(CUstream s, int *status, uint64_t *id, vo
 }
 
 API CUresult cuGraphGetNodes(void *graph, void **nodes, size_t *count) {
-  FAULT(cuGraphGetNodes);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuGraphGetNodes"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   Graph *g = known_graph(graph);
   if (!g || !count) return INVALID_VALUE;
   if (nodes)
@@ -414,15 +419,17 @@ API CUresult cuGraphGetNodes(void *graph, void **nodes, size_t *count) {
 }
 
 API CUresult cuGraphDestroy(void *graph) {
-  FAULT(cuGraphDestroy);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuGraphDestroy"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   std::lock_guard<std::mutex> lock(g_graph_mu);
   return g_graphs.erase(static_cast<Graph *>(graph)) ? OK : INVALID_VALUE;
 }
 
 API CUresult cuGraphInstantiateWithFlags(void **exec_out, void *graph, unsigned long long flags) {
-  FAULT(cuGraphInstantiateWithFlags);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuGraphInstantiateWithFlags"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   if (!exec_out || flags != 0) return INVALID_VALUE;
   Graph *g = known_graph(graph);
   if (!g) return INVALID_VALUE;
@@ -443,8 +450,9 @@ API CUresult cuGraphInstantiateWithFlags(void **exec_out, void *graph, unsigned 
 }
 
 API CUresult cuGraphLaunch(void *exec, CUstream s) {
-  FAULT(cuGraphLaunch);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuGraphLaunch"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   const std::shared_ptr<Exec> x = known_exec(exec);
   if (!x) return INVALID_VALUE;
   const std::shared_ptr<Stream> target = lookup(s);
@@ -476,8 +484,9 @@ struct KernelNodeParams {
 };
 
 API CUresult cuGraphExecKernelNodeSetParams_v2(void *exec, void *node, const KernelNodeParams *p) {
-  FAULT(cuGraphExecKernelNodeSetParams_v2);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuGraphExecKernelNodeSetParams_v2"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   const std::shared_ptr<Exec> x = known_exec(exec);
   if (!x || !p || !p->func) return INVALID_VALUE;
   std::lock_guard<std::mutex> lock(x->mu);
@@ -497,8 +506,9 @@ API CUresult cuGraphExecKernelNodeSetParams_v2(void *exec, void *node, const Ker
 }
 
 API CUresult cuGraphExecDestroy(void *exec) {
-  FAULT(cuGraphExecDestroy);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuGraphExecDestroy"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   std::lock_guard<std::mutex> lock(g_graph_mu);
   return g_execs.erase(static_cast<Exec *>(exec)) ? OK : INVALID_VALUE;  // launches in flight hold the nodes
 }

@@ -14,8 +14,9 @@ struct IpcBytes {
   uint64_t size;
 };
 API CUresult cuIpcGetMemHandle(void *handle, CUdeviceptr p) {
-  FAULT(cuIpcGetMemHandle);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuIpcGetMemHandle"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   CUdeviceptr base;
   size_t size;
   if (!handle || !device_range(p, 0, &base, &size) || base != p) return INVALID_VALUE;
@@ -33,8 +34,9 @@ struct Handle64 {
   char bytes[64];
 };
 API CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *out, Handle64 h, unsigned flags) {
-  FAULT(cuIpcOpenMemHandle_v2);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuIpcOpenMemHandle_v2"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   IpcBytes b;
   std::memcpy(&b, h.bytes, sizeof b);
   if (!out || flags > 1 || std::memcmp(b.magic, "fakecuip", 8) != 0) return INVALID_VALUE;
@@ -47,8 +49,9 @@ API CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *out, Handle64 h, unsigned flags)
   return OK;
 }
 API CUresult cuIpcCloseMemHandle(CUdeviceptr p) {
-  FAULT(cuIpcCloseMemHandle);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuIpcCloseMemHandle"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   std::lock_guard<std::mutex> lock(g_mem_mu);
   auto it = g_ipc_opens.find({dev, p});
   if (it == g_ipc_opens.end()) return INVALID_VALUE;  // not an open mapping of this context

@@ -49,8 +49,9 @@ extern "C" {
 API CUresult cuCtxSynchronize();  // context.cpp
 
 API CUresult cuCtxSetLimit(int limit, size_t value) {
-  FAULT(cuCtxSetLimit);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuCtxSetLimit"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   if (limit != kStackSize && limit != kPrintfFifoSize && limit != kMallocHeapSize) return UNSUPPORTED_LIMIT;
   if (limit == kPrintfFifoSize && g_printed[dev].load()) return INVALID_VALUE;
   if (limit == kStackSize) {
@@ -65,8 +66,9 @@ API CUresult cuCtxSetLimit(int limit, size_t value) {
 }
 
 API CUresult cuCtxGetLimit(size_t *value, int limit) {
-  FAULT(cuCtxGetLimit);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuCtxGetLimit"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   if (!value) return INVALID_VALUE;
   if (limit != kStackSize && limit != kPrintfFifoSize && limit != kMallocHeapSize) return UNSUPPORTED_LIMIT;
   *value = size_t(limit_of(dev, limit));

@@ -4,9 +4,46 @@
 
 #include <sys/mman.h>
 
+#include <deque>
+#include <utility>
+
 using namespace fake_cuda;
 
 namespace fake_cuda {
+
+namespace {
+// The driver keeps freed device memory for the next allocations (its
+// suballocator serves small allocations from larger blocks it holds), so a
+// freed address comes back at once, to whichever thread allocates next: a
+// plugin that forgets an allocation after cuMemFree, not before, loses the
+// new allocation another thread got at that address. The fake does the
+// same: the last kRecentBlocks freed device blocks (g_mem_mu held), handed
+// out again for an allocation of the same rounded size, newest first.
+constexpr size_t kRecentBlocks = 64;
+std::deque<std::pair<size_t, void *>> &g_recent = *new std::deque<std::pair<size_t, void *>>;
+
+size_t rounded(size_t bytes) {
+  return (bytes + 255) / 256 * 256;
+}
+
+void *take_recent_block(size_t bytes) {
+  for (auto it = g_recent.rbegin(); it != g_recent.rend(); ++it)
+    if (it->first == rounded(bytes)) {
+      void *p = it->second;
+      g_recent.erase(std::next(it).base());
+      return p;
+    }
+  return std::aligned_alloc(256, rounded(bytes));
+}
+
+void keep_recent_block(size_t bytes, void *p) {
+  g_recent.emplace_back(rounded(bytes), p);
+  if (g_recent.size() > kRecentBlocks) {
+    std::free(g_recent.front().second);
+    g_recent.pop_front();
+  }
+}
+}  // namespace
 
 // Device memory for `dev`; pool (a slot, -1 for none): what that pool holds
 // idle is used first (stream-ordered allocation), else it is not available.
@@ -26,7 +63,7 @@ CUresult allocate(CUdeviceptr *p, size_t bytes, int dev, int pool, bool managed)
   } else if (bytes > g_capacity - g_used - pool_idle_total()) {
     return OUT_OF_MEMORY;
   }
-  void *mem = managed ? map_host_pages(bytes) : std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+  void *mem = managed ? map_host_pages(bytes) : take_recent_block(bytes);
   if (!mem) return OUT_OF_MEMORY;
   g_used += bytes;
   *p = reinterpret_cast<uintptr_t>(mem);
@@ -43,7 +80,7 @@ void release_locked(std::map<CUdeviceptr, Alloc>::iterator it, bool to_pool) {
   if (it->second.managed)
     unmap_host_pages(reinterpret_cast<void *>(uintptr_t(it->first)), it->second.size);
   else
-    std::free(reinterpret_cast<void *>(uintptr_t(it->first)));
+    keep_recent_block(it->second.size, reinterpret_cast<void *>(uintptr_t(it->first)));
   g_device.erase(it);
   if (last_of_destroyed) {  // a destroyed pool goes with its last allocation
     bool outstanding = false;
@@ -60,8 +97,9 @@ void release_locked(std::map<CUdeviceptr, Alloc>::iterator it, bool to_pool) {
 extern "C" {
 
 API CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
-  FAULT(cuMemGetInfo_v2);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuMemGetInfo_v2"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   if (!free_bytes || !total) return INVALID_VALUE;
   std::lock_guard<std::mutex> lock(g_mem_mu);
   *free_bytes = size_t(g_capacity - g_used - pool_idle_total());  // what pools hold is not free
@@ -69,8 +107,9 @@ API CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
   return OK;
 }
 API CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
-  FAULT(cuMemAlloc_v2);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuMemAlloc_v2"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   if (!p || bytes == 0) return INVALID_VALUE;
   return allocate(p, bytes, dev, -1, false);
 }
@@ -82,16 +121,18 @@ API CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
 // is valid on the CPU and on all GPUs in the system that support managed
 // memory": the fake's device memory is the host's, so it is.
 API CUresult cuMemAllocManaged(CUdeviceptr *p, size_t bytes, unsigned flags) {
-  FAULT(cuMemAllocManaged);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuMemAllocManaged"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   if (!managed_memory_supported()) return NOT_SUPPORTED;
   if (!p || bytes == 0 || (flags != 0x1 && flags != 0x2)) return INVALID_VALUE;
   return allocate(p, bytes, dev, -1, true);
 }
 
 API CUresult cuMemFree_v2(CUdeviceptr p) {
-  FAULT(cuMemFree_v2);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuMemFree_v2"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   std::lock_guard<std::mutex> lock(g_mem_mu);
   auto it = g_device.find(p);
   if (it == g_device.end()) return INVALID_VALUE;
@@ -100,8 +141,9 @@ API CUresult cuMemFree_v2(CUdeviceptr p) {
 }
 
 API CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p) {
-  FAULT(cuMemGetAddressRange_v2);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuMemGetAddressRange_v2"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   CUdeviceptr b;
   size_t s;
   if (!device_range(p, 0, &b, &s)) return INVALID_VALUE;
@@ -112,8 +154,9 @@ API CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdevicept
 
 // ---- transfers ----------------------------------------------------------------------------
 API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream s) {
-  FAULT(cuMemcpyHtoDAsync_v2);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuMemcpyHtoDAsync_v2"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   if (n == 0) return OK;
   if (!src || !accessible(dst, n)) return INVALID_VALUE;
   if (host_range_mixed(src, n)) return INVALID_VALUE;  // partly registered (fake_cuda.hpp)
@@ -130,8 +173,9 @@ API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CU
   return submit(s, [=] { std::memcpy(reinterpret_cast<void *>(uintptr_t(dst)), src, n); });
 }
 API CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s) {
-  FAULT(cuMemcpyDtoHAsync_v2);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuMemcpyDtoHAsync_v2"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   if (n == 0) return OK;
   if (!dst || !accessible(src, n)) return INVALID_VALUE;
   if (host_range_mixed(dst, n)) return INVALID_VALUE;  // partly registered (fake_cuda.hpp)
@@ -140,8 +184,9 @@ API CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream
   return submit(s, [=] { std::memcpy(dst, reinterpret_cast<const void *>(uintptr_t(src)), n); });
 }
 API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
-  FAULT(cuMemcpyDtoDAsync_v2);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuMemcpyDtoDAsync_v2"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   if (n == 0) return OK;
   if (!accessible(dst, n) || !accessible(src, n)) return INVALID_VALUE;
   return submit(s, [=] {
@@ -149,8 +194,9 @@ API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CU
   });
 }
 API CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUstream s) {
-  FAULT(cuMemsetD8Async);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuMemsetD8Async"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   if (n == 0) return OK;
   if (!accessible(dst, n)) return INVALID_VALUE;
   return submit(s, [=] { std::memset(reinterpret_cast<void *>(uintptr_t(dst)), v, n); }, kMemsetNode);
@@ -197,8 +243,9 @@ void remember_hint(int call, int advice, const CUmemLocation &l, size_t n) {
 }  // namespace
 
 API CUresult cuMemPrefetchAsync_v2(CUdeviceptr p, size_t n, CUmemLocation location, unsigned flags, CUstream s) {
-  FAULT(cuMemPrefetchAsync_v2);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuMemPrefetchAsync_v2"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   if (flags != 0 || !managed_range(p, n)) return INVALID_VALUE;
   if (const CUresult r = check_location(location, true); r != OK) return r;
   remember_hint(1, 0, location, n);
@@ -206,8 +253,9 @@ API CUresult cuMemPrefetchAsync_v2(CUdeviceptr p, size_t n, CUmemLocation locati
 }
 
 API CUresult cuMemAdvise_v2(CUdeviceptr p, size_t n, int advice, CUmemLocation location) {
-  FAULT(cuMemAdvise_v2);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuMemAdvise_v2"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   if (advice < 1 || advice > 6 || !managed_range(p, n)) return INVALID_VALUE;
   // SET_PREFERRED_LOCATION (3), SET_ACCESSED_BY (5) and UNSET_ACCESSED_BY (6) name a processor.
   if (advice == 3 || advice == 5 || advice == 6)
@@ -280,8 +328,9 @@ CUresult check_side(const Side3D &s, const CUDA_MEMCPY3D &p, const std::shared_p
 }  // namespace
 
 API CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *p, CUstream s) {
-  FAULT(cuMemcpy3DAsync_v2);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuMemcpy3DAsync_v2"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   if (!p || p->srcLOD || p->dstLOD || p->reserved0 || p->reserved1) return INVALID_VALUE;
   if (p->WidthInBytes == 0 || p->Height == 0 || p->Depth == 0) return OK;
   const Side3D src{p->srcMemoryType, p->srcMemoryType == CU_MEMORYTYPE_HOST ? uintptr_t(p->srcHost) : uintptr_t(p->srcDevice),
@@ -316,24 +365,24 @@ API CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *p, CUstream s) {
   });
 }
 API CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *p) {
-  FAULT(cuMemcpy3D_v2);
+  if (const CUresult f = injected("cuMemcpy3D_v2"); f != OK) return f;
   return wait_legacy(cuMemcpy3DAsync_v2(p, nullptr));
 }
 
 API CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
-  FAULT(cuMemcpyHtoD_v2);
+  if (const CUresult f = injected("cuMemcpyHtoD_v2"); f != OK) return f;
   return wait_legacy(cuMemcpyHtoDAsync_v2(dst, src, n, nullptr));
 }
 API CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
-  FAULT(cuMemcpyDtoH_v2);
+  if (const CUresult f = injected("cuMemcpyDtoH_v2"); f != OK) return f;
   return wait_legacy(cuMemcpyDtoHAsync_v2(dst, src, n, nullptr));
 }
 API CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n) {
-  FAULT(cuMemcpyDtoD_v2);
+  if (const CUresult f = injected("cuMemcpyDtoD_v2"); f != OK) return f;
   return wait_legacy(cuMemcpyDtoDAsync_v2(dst, src, n, nullptr));
 }
 API CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char v, size_t n) {
-  FAULT(cuMemsetD8_v2);
+  if (const CUresult f = injected("cuMemsetD8_v2"); f != OK) return f;
   return wait_legacy(cuMemsetD8Async(dst, v, n, nullptr));
 }
 

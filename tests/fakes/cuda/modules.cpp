@@ -113,8 +113,9 @@ extern "C" {
 
 
 API CUresult cuModuleLoadDataEx(void **out, const void *image, unsigned n, int *keys, void **values) {
-  FAULT(cuModuleLoadDataEx);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuModuleLoadDataEx"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   if (!out || !image || (n && (!keys || !values))) return INVALID_VALUE;
   auto m = std::make_unique<Module>();
   m->dev = dev;
@@ -145,8 +146,9 @@ API CUresult cuModuleLoadDataEx(void **out, const void *image, unsigned n, int *
   return OK;
 }
 API CUresult cuModuleUnload(void *mod) {
-  FAULT(cuModuleUnload);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuModuleUnload"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   std::lock_guard<std::mutex> lock(g_module_mu);
   auto *m = static_cast<Module *>(mod);
   if (!g_modules.erase(m)) return INVALID_HANDLE;
@@ -154,8 +156,9 @@ API CUresult cuModuleUnload(void *mod) {
   return OK;
 }
 API CUresult cuModuleGetFunction(void **out, void *mod, const char *name) {
-  FAULT(cuModuleGetFunction);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuModuleGetFunction"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   if (!out || !name) return INVALID_VALUE;
   std::lock_guard<std::mutex> lock(g_module_mu);
   auto *m = static_cast<Module *>(mod);
@@ -168,8 +171,9 @@ API CUresult cuModuleGetFunction(void **out, void *mod, const char *name) {
   return 500;  // CUDA_ERROR_NOT_FOUND
 }
 API CUresult cuFuncGetAttribute(int *v, int attr, void *fn) {
-  FAULT(cuFuncGetAttribute);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuFuncGetAttribute"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   Function *f = known_function(fn);
   if (!v) return INVALID_VALUE;
   if (!f) return INVALID_HANDLE;
@@ -194,8 +198,9 @@ API CUresult cuFuncGetAttribute(int *v, int attr, void *fn) {
   }
 }
 API CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, void *fn, int block_size, size_t dynamic) {
-  FAULT(cuOccupancyMaxActiveBlocksPerMultiprocessor);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuOccupancyMaxActiveBlocksPerMultiprocessor"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   Function *f = known_function(fn);
   if (!blocks) return INVALID_VALUE;
   if (!f) return INVALID_HANDLE;
@@ -227,8 +232,9 @@ API CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, void *fn, 
   return OK;
 }
 API CUresult cuFuncSetAttribute(void *fn, int attr, int value) {
-  FAULT(cuFuncSetAttribute);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuFuncSetAttribute"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   Function *f = known_function(fn);
   if (!f) return INVALID_HANDLE;
   if (attr != 8 || value < 0 || value + f->static_shared > 227 * 1024) return INVALID_VALUE;
@@ -316,8 +322,9 @@ extern "C" {
 
 API CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                             unsigned shared, CUstream s, void **params, void **extra) {
-  FAULT(cuLaunchKernel);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuLaunchKernel"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
   PreparedLaunch p;
   if (const CUresult r = prepare_launch(fn, grid, block, shared, params, extra, dev, &p); r != OK) return r;

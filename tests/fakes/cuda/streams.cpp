@@ -8,8 +8,9 @@ extern "C" {
 
 // ---- streams --------------------------------------------------------------------------------
 API CUresult cuStreamCreate(CUstream *out, unsigned flags) {
-  FAULT(cuStreamCreate);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuStreamCreate"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   if (!out || (flags & ~1u)) return INVALID_VALUE;
   auto s = std::make_shared<Stream>();
   s->blocking = (flags & 1u) == 0;
@@ -25,29 +26,32 @@ API CUresult cuStreamCreate(CUstream *out, unsigned flags) {
 // value that is outside the meaningful range ..., the priority is
 // automatically clamped" (cuCtxGetStreamPriorityRange).
 API CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest) {
-  FAULT(cuCtxGetStreamPriorityRange);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuCtxGetStreamPriorityRange"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   if (least) *least = 0;
   if (greatest) *greatest = kGreatestPriority;
   return OK;
 }
 API CUresult cuStreamCreateWithPriority(CUstream *out, unsigned flags, int priority) {
-  FAULT(cuStreamCreateWithPriority);
+  if (const CUresult f = injected("cuStreamCreateWithPriority"); f != OK) return f;
   const CUresult r = cuStreamCreate(out, flags);
   if (r != OK) return r;
   (*out)->priority = priority < kGreatestPriority ? kGreatestPriority : priority > 0 ? 0 : priority;
   return OK;
 }
 API CUresult cuStreamGetPriority(CUstream s, int *priority) {
-  FAULT(cuStreamGetPriority);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuStreamGetPriority"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   if (!priority) return INVALID_VALUE;
   *priority = lookup(s)->priority;
   return OK;
 }
 API CUresult cuStreamDestroy_v2(CUstream s) {
-  FAULT(cuStreamDestroy_v2);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuStreamDestroy_v2"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   std::shared_ptr<Stream> owned;
   {
     std::lock_guard<std::mutex> lock(g_streams_mu);
@@ -62,8 +66,9 @@ API CUresult cuStreamDestroy_v2(CUstream s) {
   return OK;
 }
 API CUresult cuStreamSynchronize(CUstream s) {
-  FAULT(cuStreamSynchronize);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuStreamSynchronize"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   const std::shared_ptr<Stream> target = lookup(s);
   if (const CUresult r = refuse_if_capturing(target, CAPTURE_UNSUPPORTED); r != OK) return r;
   if (target == g_legacy)
@@ -73,8 +78,9 @@ API CUresult cuStreamSynchronize(CUstream s) {
   return after_wait(dev);
 }
 API CUresult cuStreamQuery(CUstream s) {
-  FAULT(cuStreamQuery);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuStreamQuery"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   const std::shared_ptr<Stream> target = lookup(s);
   if (const CUresult r = refuse_if_capturing(target, CAPTURE_UNSUPPORTED); r != OK) return r;
   if (target == g_legacy)
@@ -83,16 +89,18 @@ API CUresult cuStreamQuery(CUstream s) {
 }
 // The context a stream belongs to (the current one for the special handles).
 API CUresult cuStreamGetCtx(CUstream s, void **ctx) {
-  FAULT(cuStreamGetCtx);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuStreamGetCtx"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   if (!ctx) return INVALID_VALUE;
   const auto st = lookup(s);
   *ctx = &g_ctx_token[st->dev >= 0 ? st->dev : dev];
   return OK;
 }
 API CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags) {
-  FAULT(cuStreamWaitEvent);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuStreamWaitEvent"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   const auto ev = find_event(e);
   if (flags != 0 || !ev) return INVALID_HANDLE;
   const std::shared_ptr<Stream> target = lookup(s);
@@ -109,8 +117,9 @@ API CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags) {
   return submit(s, [src, ticket] { src->wait(ticket); });
 }
 API CUresult cuLaunchHostFunc(CUstream s, void (*fn)(void *), void *user) {
-  FAULT(cuLaunchHostFunc);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuLaunchHostFunc"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   if (!fn) return INVALID_VALUE;
   // submit() drops it when the context has hit an error: never called then.
   return submit(

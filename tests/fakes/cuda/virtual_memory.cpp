@@ -86,8 +86,8 @@ std::map<uintptr_t, size_t>::iterator reservation_of(uintptr_t p, size_t n) {
 extern "C" {
 
 API CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop, int option) {
-  FAULT(cuMemGetAllocationGranularity);
-  REQUIRE_INIT();
+  if (const CUresult f = injected("cuMemGetAllocationGranularity"); f != OK) return f;
+  if (!g_initialized) return NOT_INITIALIZED;
   if (!granularity || !device_prop(prop) || (option != 0 && option != 1)) return INVALID_VALUE;
   *granularity = kGranularity;
   return OK;
@@ -95,8 +95,9 @@ API CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAlloc
 
 API CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
                                  unsigned long long flags) {
-  FAULT(cuMemAddressReserve);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuMemAddressReserve"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   if (!ptr || size == 0 || !page_multiple(size) || !page_multiple(addr) || (alignment & (alignment - 1)) || flags)
     return INVALID_VALUE;
   const size_t align = std::max<size_t>(alignment, kGranularity);
@@ -112,8 +113,9 @@ API CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment
 }
 
 API CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
-  FAULT(cuMemAddressFree);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuMemAddressFree"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   std::lock_guard<std::mutex> lock(g_mem_mu);
   auto it = g_reservations.find(uintptr_t(ptr));
   if (it == g_reservations.end() || it->second != size) return INVALID_VALUE;
@@ -124,8 +126,9 @@ API CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
 
 API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
                          unsigned long long flags) {
-  FAULT(cuMemCreate);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuMemCreate"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   if (!handle || size == 0 || size % kGranularity || !device_prop(prop) || flags) return INVALID_VALUE;
   std::lock_guard<std::mutex> lock(g_mem_mu);
   if (g_used + size > g_capacity) return OUT_OF_MEMORY;
@@ -141,8 +144,9 @@ API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, cons
 }
 
 API CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
-  FAULT(cuMemRelease);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuMemRelease"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   std::lock_guard<std::mutex> lock(g_mem_mu);
   auto it = g_physical.find(handle);
   if (it == g_physical.end() || it->second.released) return INVALID_VALUE;  // undefined in cuda.h: refused here
@@ -153,8 +157,9 @@ API CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
 
 API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
                       unsigned long long flags) {
-  FAULT(cuMemMap);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuMemMap"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   if (size == 0 || ptr % kGranularity || size % kGranularity || offset % kGranularity || flags) return INVALID_VALUE;
   std::lock_guard<std::mutex> lock(g_mem_mu);
   auto ph = g_physical.find(handle);
@@ -174,8 +179,9 @@ API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericA
 }
 
 API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
-  FAULT(cuMemUnmap);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuMemUnmap"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   std::lock_guard<std::mutex> lock(g_mem_mu);
   auto it = g_vm_mappings.find(uintptr_t(ptr));
   if (it == g_vm_mappings.end() || it->second.size != size) return INVALID_VALUE;  // the entire mapping only
@@ -189,8 +195,9 @@ API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
 }
 
 API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count) {
-  FAULT(cuMemSetAccess);
-  CONTEXT_CALL();
+  if (const CUresult f = injected("cuMemSetAccess"); f != OK) return f;
+  int dev = -1;
+  if (const CUresult c = context_call(&dev); c != OK) return c;
   if (!desc || count == 0 || size == 0) return INVALID_VALUE;
   for (size_t i = 0; i < count; ++i)
     if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE || bad_device(desc[i].location.id) ||

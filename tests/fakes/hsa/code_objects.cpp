@@ -58,8 +58,8 @@ bool read_kernels(const std::vector<uint8_t> &b, std::vector<std::unique_ptr<Ker
 
 EXPORT hsa_status_t hsa_code_object_reader_create_from_memory(const void *bytes, size_t size,
                                                               hsa_code_object_reader_t *out) {
-  NEED_INIT;
-  FAULT(hsa_code_object_reader_create_from_memory);
+  if (g_init == 0) return HSA_STATUS_ERROR_NOT_INITIALIZED;
+  if (const hsa_status_t f = injected("hsa_code_object_reader_create_from_memory"); f != HSA_STATUS_SUCCESS) return f;
   if (!bytes || !size || !out) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   const auto *b = static_cast<const uint8_t *>(bytes);
   if (size < 64 ||
@@ -86,8 +86,8 @@ EXPORT hsa_status_t hsa_code_object_reader_destroy(hsa_code_object_reader_t read
 
 EXPORT hsa_status_t hsa_executable_create_alt(hsa_profile_t, hsa_default_float_rounding_mode_t, const char *,
                                               hsa_executable_t *out) {
-  NEED_INIT;
-  FAULT(hsa_executable_create_alt);
+  if (g_init == 0) return HSA_STATUS_ERROR_NOT_INITIALIZED;
+  if (const hsa_status_t f = injected("hsa_executable_create_alt"); f != HSA_STATUS_SUCCESS) return f;
   if (!out) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   auto *e = new Executable;
   std::lock_guard<std::mutex> lock(g_mu);
@@ -99,8 +99,8 @@ EXPORT hsa_status_t hsa_executable_create_alt(hsa_profile_t, hsa_default_float_r
 EXPORT hsa_status_t hsa_executable_load_agent_code_object(hsa_executable_t exec, hsa_agent_t agent,
                                                           hsa_code_object_reader_t reader, const char *,
                                                           hsa_loaded_code_object_t *) {
-  NEED_INIT;
-  FAULT(hsa_executable_load_agent_code_object);
+  if (g_init == 0) return HSA_STATUS_ERROR_NOT_INITIALIZED;
+  if (const hsa_status_t f = injected("hsa_executable_load_agent_code_object"); f != HSA_STATUS_SUCCESS) return f;
   std::lock_guard<std::mutex> lock(g_mu);
   auto *e = reinterpret_cast<Executable *>(exec.handle);
   auto *r = reinterpret_cast<Reader *>(reader.handle);
@@ -137,7 +137,7 @@ EXPORT hsa_status_t hsa_executable_load_agent_code_object(hsa_executable_t exec,
 }
 
 EXPORT hsa_status_t hsa_executable_freeze(hsa_executable_t exec, const char *) {
-  NEED_INIT;
+  if (g_init == 0) return HSA_STATUS_ERROR_NOT_INITIALIZED;
   std::lock_guard<std::mutex> lock(g_mu);
   auto *e = reinterpret_cast<Executable *>(exec.handle);
   if (!g_executables.count(e)) return HSA_STATUS_ERROR_INVALID_EXECUTABLE;
@@ -146,7 +146,7 @@ EXPORT hsa_status_t hsa_executable_freeze(hsa_executable_t exec, const char *) {
 }
 
 EXPORT hsa_status_t hsa_executable_destroy(hsa_executable_t exec) {
-  FAULT(hsa_executable_destroy);
+  if (const hsa_status_t f = injected("hsa_executable_destroy"); f != HSA_STATUS_SUCCESS) return f;
   std::lock_guard<std::mutex> lock(g_mu);
   auto *e = reinterpret_cast<Executable *>(exec.handle);
   if (!g_executables.erase(e)) return HSA_STATUS_ERROR_INVALID_EXECUTABLE;
@@ -157,8 +157,8 @@ EXPORT hsa_status_t hsa_executable_destroy(hsa_executable_t exec) {
 
 EXPORT hsa_status_t hsa_executable_get_symbol_by_name(hsa_executable_t exec, const char *name, const hsa_agent_t *agent,
                                                       hsa_executable_symbol_t *out) {
-  NEED_INIT;
-  FAULT(hsa_executable_get_symbol_by_name);
+  if (g_init == 0) return HSA_STATUS_ERROR_NOT_INITIALIZED;
+  if (const hsa_status_t f = injected("hsa_executable_get_symbol_by_name"); f != HSA_STATUS_SUCCESS) return f;
   std::lock_guard<std::mutex> lock(g_mu);
   auto *e = reinterpret_cast<Executable *>(exec.handle);
   if (!g_executables.count(e) || !e->frozen) return HSA_STATUS_ERROR_INVALID_EXECUTABLE;
@@ -173,7 +173,7 @@ EXPORT hsa_status_t hsa_executable_get_symbol_by_name(hsa_executable_t exec, con
 
 EXPORT hsa_status_t hsa_executable_symbol_get_info(hsa_executable_symbol_t symbol, hsa_executable_symbol_info_t what,
                                                    void *value) {
-  NEED_INIT;
+  if (g_init == 0) return HSA_STATUS_ERROR_NOT_INITIALIZED;
   std::lock_guard<std::mutex> lock(g_mu);
   const auto *k = reinterpret_cast<const KernelObject *>(symbol.handle);
   if (!g_kernel_objects.count(k) || !value) return HSA_STATUS_ERROR_INVALID_ARGUMENT;

@@ -43,8 +43,8 @@ void copy_main() {
 EXPORT hsa_status_t hsa_amd_memory_async_copy(void *dst, hsa_agent_t dst_agent, const void *src, hsa_agent_t src_agent,
                                               size_t size, uint32_t ndeps, const hsa_signal_t *deps,
                                               hsa_signal_t completion) {
-  NEED_INIT;
-  FAULT(hsa_amd_memory_async_copy);
+  if (g_init == 0) return HSA_STATUS_ERROR_NOT_INITIALIZED;
+  if (const hsa_status_t f = injected("hsa_amd_memory_async_copy"); f != HSA_STATUS_SUCCESS) return f;
   if (!dst || !src || !is_agent(dst_agent) || !is_agent(src_agent) || (ndeps && !deps))
     return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   CopyJob job{dst, src, size, {}, sig(completion), g_copy_profiling.load()};
@@ -106,8 +106,8 @@ EXPORT hsa_status_t hsa_amd_memory_async_copy_rect(const hsa_pitched_ptr_t *dst,
                                                    const hsa_dim3_t *range, hsa_agent_t copy_agent,
                                                    hsa_amd_copy_direction_t dir, uint32_t ndeps,
                                                    const hsa_signal_t *deps, hsa_signal_t completion) {
-  NEED_INIT;
-  FAULT(hsa_amd_memory_async_copy_rect);
+  if (g_init == 0) return HSA_STATUS_ERROR_NOT_INITIALIZED;
+  if (const hsa_status_t f = injected("hsa_amd_memory_async_copy_rect"); f != HSA_STATUS_SUCCESS) return f;
   if (!dst || !src || !dst_offset || !src_offset || !range || !dst->base || !src->base || (ndeps && !deps) ||
       dir < hsaHostToHost || dir > hsaDeviceToDevice)
     return HSA_STATUS_ERROR_INVALID_ARGUMENT;
@@ -150,15 +150,15 @@ EXPORT hsa_status_t hsa_amd_memory_async_copy_rect(const hsa_pitched_ptr_t *dst,
 }
 
 EXPORT hsa_status_t hsa_amd_profiling_async_copy_enable(bool enable) {
-  NEED_INIT;
-  FAULT(hsa_amd_profiling_async_copy_enable);
+  if (g_init == 0) return HSA_STATUS_ERROR_NOT_INITIALIZED;
+  if (const hsa_status_t f = injected("hsa_amd_profiling_async_copy_enable"); f != HSA_STATUS_SUCCESS) return f;
   g_copy_profiling = enable;
   return HSA_STATUS_SUCCESS;
 }
 
 EXPORT hsa_status_t hsa_amd_profiling_get_async_copy_time(hsa_signal_t s, hsa_amd_profiling_async_copy_time_t *t) {
-  NEED_INIT;
-  FAULT(hsa_amd_profiling_get_async_copy_time);
+  if (g_init == 0) return HSA_STATUS_ERROR_NOT_INITIALIZED;
+  if (const hsa_status_t f = injected("hsa_amd_profiling_get_async_copy_time"); f != HSA_STATUS_SUCCESS) return f;
   FSignal *f = sig(s);
   if (!t) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   if (!f) return HSA_STATUS_ERROR_INVALID_SIGNAL;

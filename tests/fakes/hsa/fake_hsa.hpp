@@ -93,8 +93,6 @@ inline hsa_status_t injected(const char *symbol) {
   long code = 0;
   return g_faults.fires(symbol, HSA_STATUS_ERROR, &code) ? hsa_status_t(code) : HSA_STATUS_SUCCESS;
 }
-#define FAULT(sym) \
-  if (hsa_status_t f_ = injected(#sym); f_ != HSA_STATUS_SUCCESS) return f_
 
 inline uint64_t env_u64(const char *name, uint64_t fallback) {
   const char *v = std::getenv(name);
@@ -328,8 +326,6 @@ inline const char *status_text(hsa_status_t s) {
   }
 }
 
-#define NEED_INIT \
-  if (g_init == 0) return HSA_STATUS_ERROR_NOT_INITIALIZED
 
 // Defined with their objects.
 // code_objects.cpp: the kernel descriptors (*.kd symbols of 64 bytes) of an

@@ -1,13 +1,51 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The fake runtime: pool allocations, locked and registered host memory,
 // fills.
+#include <deque>
+
 #include "fake_hsa.hpp"
 
 using namespace fake_hsa;
 
+namespace {
+// ROCr's pools keep what is freed for the next allocations (its fragment
+// allocator serves small blocks from chunks it holds), so a freed block's
+// address comes back at once, to whichever thread allocates next: a
+// plugin that forgets an allocation after hsa_amd_memory_pool_free, not
+// before, loses the new allocation another thread got at that address.
+// The fake does the same: the last kRecentBlocks freed blocks (g_mu held),
+// handed out again for an allocation of the same pool and size, newest
+// first.
+constexpr size_t kRecentBlocks = 64;
+struct RecentBlock {
+  uint64_t pool;
+  size_t size;
+  void *ptr;
+};
+std::deque<RecentBlock> &g_recent = *new std::deque<RecentBlock>;
+
+void *take_recent_block(uint64_t pool, size_t size) {
+  for (auto it = g_recent.rbegin(); it != g_recent.rend(); ++it)
+    if (it->pool == pool && it->size == size) {
+      void *p = it->ptr;
+      g_recent.erase(std::next(it).base());
+      return p;
+    }
+  return nullptr;
+}
+
+void keep_recent_block(uint64_t pool, size_t size, void *ptr) {
+  g_recent.push_back({pool, size, ptr});
+  if (g_recent.size() > kRecentBlocks) {
+    std::free(g_recent.front().ptr);
+    g_recent.pop_front();
+  }
+}
+}  // namespace
+
 EXPORT hsa_status_t hsa_amd_memory_pool_allocate(hsa_amd_memory_pool_t pool, size_t size, uint32_t flags, void **ptr) {
-  NEED_INIT;
-  FAULT(hsa_amd_memory_pool_allocate);
+  if (g_init == 0) return HSA_STATUS_ERROR_NOT_INITIALIZED;
+  if (const hsa_status_t f = injected("hsa_amd_memory_pool_allocate"); f != HSA_STATUS_SUCCESS) return f;
   const bool system = pool.handle == kSystemPool;
   const bool device = pool.handle >= kDevicePoolBase && pool.handle < kDevicePoolBase + g_gpus;
   if ((!system && !device) || !ptr || size == 0 || flags != 0) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
@@ -16,8 +54,8 @@ EXPORT hsa_status_t hsa_amd_memory_pool_allocate(hsa_amd_memory_pool_t pool, siz
   // Fine-grained system memory is pinned: there is only so much of it.
   if (system && g_pool_used[pool.handle] + size > g_system_memory) return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
   if (system) ++g_system_allocations;
-  void *p = nullptr;
-  if (posix_memalign(&p, 4096, size) != 0) return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
+  void *p = take_recent_block(pool.handle, size);
+  if (!p && posix_memalign(&p, 4096, size) != 0) return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
   std::memset(p, 0xCD, size);  // not zeroed, as on a GPU
   g_allocations[reinterpret_cast<uintptr_t>(p)] = {size, pool.handle};
   g_pool_used[pool.handle] += size;
@@ -26,21 +64,22 @@ EXPORT hsa_status_t hsa_amd_memory_pool_allocate(hsa_amd_memory_pool_t pool, siz
 }
 
 EXPORT hsa_status_t hsa_amd_memory_pool_free(void *ptr) {
-  NEED_INIT;
-  FAULT(hsa_amd_memory_pool_free);
+  if (g_init == 0) return HSA_STATUS_ERROR_NOT_INITIALIZED;
+  if (const hsa_status_t f = injected("hsa_amd_memory_pool_free"); f != HSA_STATUS_SUCCESS) return f;
   std::lock_guard<std::mutex> lock(g_mu);
   auto it = g_allocations.find(reinterpret_cast<uintptr_t>(ptr));
   if (it == g_allocations.end()) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   g_pool_used[it->second.pool] -= it->second.size;
+  const Allocation freed = it->second;
   g_allocations.erase(it);
-  std::free(ptr);
+  keep_recent_block(freed.pool, freed.size, ptr);
   return HSA_STATUS_SUCCESS;
 }
 
 EXPORT hsa_status_t hsa_amd_agents_allow_access(uint32_t n, const hsa_agent_t *agents, const uint32_t *flags,
                                                 const void *ptr) {
-  NEED_INIT;
-  FAULT(hsa_amd_agents_allow_access);
+  if (g_init == 0) return HSA_STATUS_ERROR_NOT_INITIALIZED;
+  if (const hsa_status_t f = injected("hsa_amd_agents_allow_access"); f != HSA_STATUS_SUCCESS) return f;
   if (n == 0 || !agents || flags) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   for (uint32_t i = 0; i < n; ++i)
     if (!is_agent(agents[i])) return HSA_STATUS_ERROR_INVALID_AGENT;
@@ -49,8 +88,8 @@ EXPORT hsa_status_t hsa_amd_agents_allow_access(uint32_t n, const hsa_agent_t *a
 }
 
 EXPORT hsa_status_t hsa_amd_memory_lock(void *host, size_t size, hsa_agent_t *agents, int n, void **agent_ptr) {
-  NEED_INIT;
-  FAULT(hsa_amd_memory_lock);
+  if (g_init == 0) return HSA_STATUS_ERROR_NOT_INITIALIZED;
+  if (const hsa_status_t f = injected("hsa_amd_memory_lock"); f != HSA_STATUS_SUCCESS) return f;
   if (!host || size == 0 || !agent_ptr || (n > 0 && !agents)) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   for (int i = 0; i < n; ++i)
     if (!is_gpu(agents[i])) return HSA_STATUS_ERROR_INVALID_AGENT;
@@ -61,15 +100,15 @@ EXPORT hsa_status_t hsa_amd_memory_lock(void *host, size_t size, hsa_agent_t *ag
 }
 
 EXPORT hsa_status_t hsa_amd_memory_unlock(void *host) {
-  NEED_INIT;
-  FAULT(hsa_amd_memory_unlock);
+  if (g_init == 0) return HSA_STATUS_ERROR_NOT_INITIALIZED;
+  if (const hsa_status_t f = injected("hsa_amd_memory_unlock"); f != HSA_STATUS_SUCCESS) return f;
   std::lock_guard<std::mutex> lock(g_mu);
   return g_locked.erase(reinterpret_cast<uintptr_t>(host)) ? HSA_STATUS_SUCCESS : HSA_STATUS_ERROR_INVALID_ARGUMENT;
 }
 
 EXPORT hsa_status_t hsa_memory_register(void *p, size_t size) {
-  NEED_INIT;
-  FAULT(hsa_memory_register);
+  if (g_init == 0) return HSA_STATUS_ERROR_NOT_INITIALIZED;
+  if (const hsa_status_t f = injected("hsa_memory_register"); f != HSA_STATUS_SUCCESS) return f;
   if (!p || size == 0) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   std::lock_guard<std::mutex> lock(g_mu);
   g_registered[reinterpret_cast<uintptr_t>(p)] = size;
@@ -77,15 +116,15 @@ EXPORT hsa_status_t hsa_memory_register(void *p, size_t size) {
 }
 
 EXPORT hsa_status_t hsa_memory_deregister(void *p, size_t) {
-  NEED_INIT;
-  FAULT(hsa_memory_deregister);
+  if (g_init == 0) return HSA_STATUS_ERROR_NOT_INITIALIZED;
+  if (const hsa_status_t f = injected("hsa_memory_deregister"); f != HSA_STATUS_SUCCESS) return f;
   std::lock_guard<std::mutex> lock(g_mu);
   return g_registered.erase(reinterpret_cast<uintptr_t>(p)) ? HSA_STATUS_SUCCESS : HSA_STATUS_ERROR_INVALID_ARGUMENT;
 }
 
 EXPORT hsa_status_t hsa_amd_memory_fill(void *ptr, uint32_t value, size_t count) {
-  NEED_INIT;
-  FAULT(hsa_amd_memory_fill);
+  if (g_init == 0) return HSA_STATUS_ERROR_NOT_INITIALIZED;
+  if (const hsa_status_t f = injected("hsa_amd_memory_fill"); f != HSA_STATUS_SUCCESS) return f;
   if (!ptr || (reinterpret_cast<uintptr_t>(ptr) & 3)) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   {
     std::lock_guard<std::mutex> lock(g_mu);

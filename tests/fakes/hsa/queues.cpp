@@ -213,8 +213,8 @@ void consume(FQueue *q) {
 
 EXPORT hsa_status_t hsa_queue_create(hsa_agent_t agent, uint32_t size, hsa_queue_type32_t type,
                                      hsa_queue_callback callback, void *data, uint32_t, uint32_t, hsa_queue_t **out) {
-  NEED_INIT;
-  FAULT(hsa_queue_create);
+  if (g_init == 0) return HSA_STATUS_ERROR_NOT_INITIALIZED;
+  if (const hsa_status_t f = injected("hsa_queue_create"); f != HSA_STATUS_SUCCESS) return f;
   if (!is_gpu(agent)) return HSA_STATUS_ERROR_INVALID_AGENT;
   if (!out || size == 0 || (size & (size - 1)) || size > 131072 || type > HSA_QUEUE_TYPE_SINGLE)
     return HSA_STATUS_ERROR_INVALID_ARGUMENT;
@@ -271,7 +271,7 @@ EXPORT uint64_t hsa_queue_load_read_index_scacquire(const hsa_queue_t *queue) {
 }
 
 EXPORT hsa_status_t hsa_amd_profiling_set_profiler_enabled(hsa_queue_t *queue, int enable) {
-  NEED_INIT;
+  if (g_init == 0) return HSA_STATUS_ERROR_NOT_INITIALIZED;
   std::lock_guard<std::mutex> lock(g_mu);
   auto *q = reinterpret_cast<FQueue *>(queue);
   if (!g_queues.count(q)) return HSA_STATUS_ERROR_INVALID_QUEUE;
@@ -285,7 +285,7 @@ EXPORT hsa_status_t hsa_amd_profiling_set_profiler_enabled(hsa_queue_t *queue, i
 // Every fake queue has a consumer thread of its own: a greater-priority
 // queue's packets are never behind another queue's.
 EXPORT hsa_status_t hsa_amd_queue_set_priority(hsa_queue_t *queue, int priority) {
-  NEED_INIT;
+  if (g_init == 0) return HSA_STATUS_ERROR_NOT_INITIALIZED;
   std::lock_guard<std::mutex> lock(g_mu);
   auto *q = reinterpret_cast<FQueue *>(queue);
   if (!g_queues.count(q)) return HSA_STATUS_ERROR_INVALID_QUEUE;
@@ -296,7 +296,7 @@ EXPORT hsa_status_t hsa_amd_queue_set_priority(hsa_queue_t *queue, int priority)
 
 EXPORT hsa_status_t hsa_amd_profiling_get_dispatch_time(hsa_agent_t agent, hsa_signal_t s,
                                                         hsa_amd_profiling_dispatch_time_t *t) {
-  NEED_INIT;
+  if (g_init == 0) return HSA_STATUS_ERROR_NOT_INITIALIZED;
   FSignal *f = sig(s);
   if (!is_gpu(agent) || !t) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   if (!f) return HSA_STATUS_ERROR_INVALID_SIGNAL;

@@ -9,7 +9,7 @@ using namespace fake_hsa;
 
 EXPORT hsa_status_t hsa_init() {
   if (const char *f = std::getenv("FAKE_HSA_INIT_FAIL")) return hsa_status_t(std::strtol(f, nullptr, 0));
-  FAULT(hsa_init);
+  if (const hsa_status_t f = injected("hsa_init"); f != HSA_STATUS_SUCCESS) return f;
   std::lock_guard<std::mutex> lock(g_mu);
   if (g_init++ == 0) {
     std::lock_guard<std::mutex> clock(g_copy_mu);
@@ -53,7 +53,7 @@ EXPORT hsa_status_t hsa_status_string(hsa_status_t s, const char **out) {
 // (rocminfo prints "Runtime Version: 1.1"). TIMESTAMP_FREQUENCY is uint64_t.
 // Anything else is refused here (the fake knows no other attribute).
 EXPORT hsa_status_t hsa_system_get_info(hsa_system_info_t what, void *value) {
-  NEED_INIT;
+  if (g_init == 0) return HSA_STATUS_ERROR_NOT_INITIALIZED;
   if (!value) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   if (what == HSA_SYSTEM_INFO_VERSION_MAJOR || what == HSA_SYSTEM_INFO_VERSION_MINOR) {
     *static_cast<uint16_t *>(value) = 1;
@@ -65,8 +65,8 @@ EXPORT hsa_status_t hsa_system_get_info(hsa_system_info_t what, void *value) {
 }
 
 EXPORT hsa_status_t hsa_iterate_agents(AgentCallback cb, void *data) {
-  NEED_INIT;
-  FAULT(hsa_iterate_agents);
+  if (g_init == 0) return HSA_STATUS_ERROR_NOT_INITIALIZED;
+  if (const hsa_status_t f = injected("hsa_iterate_agents"); f != HSA_STATUS_SUCCESS) return f;
   if (!cb) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   if (hsa_status_t s = cb(hsa_agent_t{kCpuAgent}, data); s != HSA_STATUS_SUCCESS) return s;
   for (uint64_t i = 0; i < g_gpus; ++i)
@@ -75,8 +75,8 @@ EXPORT hsa_status_t hsa_iterate_agents(AgentCallback cb, void *data) {
 }
 
 EXPORT hsa_status_t hsa_agent_get_info(hsa_agent_t agent, hsa_agent_info_t what, void *value) {
-  NEED_INIT;
-  FAULT(hsa_agent_get_info);
+  if (g_init == 0) return HSA_STATUS_ERROR_NOT_INITIALIZED;
+  if (const hsa_status_t f = injected("hsa_agent_get_info"); f != HSA_STATUS_SUCCESS) return f;
   if (!is_agent(agent) || !value) return HSA_STATUS_ERROR_INVALID_AGENT;
   const bool gpu = is_gpu(agent);
   auto str = [&](const char *s) {
@@ -137,8 +137,8 @@ EXPORT hsa_status_t hsa_agent_get_info(hsa_agent_t agent, hsa_agent_info_t what,
 }
 
 EXPORT hsa_status_t hsa_amd_agent_iterate_memory_pools(hsa_agent_t agent, PoolCallback cb, void *data) {
-  NEED_INIT;
-  FAULT(hsa_amd_agent_iterate_memory_pools);
+  if (g_init == 0) return HSA_STATUS_ERROR_NOT_INITIALIZED;
+  if (const hsa_status_t f = injected("hsa_amd_agent_iterate_memory_pools"); f != HSA_STATUS_SUCCESS) return f;
   if (!is_agent(agent) || !cb) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   if (!is_gpu(agent)) return cb(hsa_amd_memory_pool_t{kSystemPool}, data);
   const uint64_t i = agent.handle - kGpuAgentBase;
@@ -148,7 +148,7 @@ EXPORT hsa_status_t hsa_amd_agent_iterate_memory_pools(hsa_agent_t agent, PoolCa
 
 EXPORT hsa_status_t hsa_amd_memory_pool_get_info(hsa_amd_memory_pool_t pool, hsa_amd_memory_pool_info_t what,
                                                  void *value) {
-  NEED_INIT;
+  if (g_init == 0) return HSA_STATUS_ERROR_NOT_INITIALIZED;
   if (!value) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   const bool system = pool.handle == kSystemPool;
   const bool device = pool.handle >= kDevicePoolBase && pool.handle < kDevicePoolBase + g_gpus;
@@ -178,8 +178,8 @@ EXPORT hsa_status_t hsa_amd_memory_pool_get_info(hsa_amd_memory_pool_t pool, hsa
 
 // Makes the k-th call (from now) of `symbol` fail with `status`.
 EXPORT hsa_status_t hsa_amd_register_system_event_handler(hsa_amd_system_event_callback_t callback, void *data) {
-  NEED_INIT;
-  FAULT(hsa_amd_register_system_event_handler);
+  if (g_init == 0) return HSA_STATUS_ERROR_NOT_INITIALIZED;
+  if (const hsa_status_t f = injected("hsa_amd_register_system_event_handler"); f != HSA_STATUS_SUCCESS) return f;
   if (!callback) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   std::lock_guard<std::mutex> lock(g_mu);
   if (g_event_handler) return HSA_STATUS_ERROR;  // "An event handler has already been registered"

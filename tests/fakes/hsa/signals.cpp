@@ -5,8 +5,8 @@
 using namespace fake_hsa;
 
 EXPORT hsa_status_t hsa_signal_create(hsa_signal_value_t initial, uint32_t, const hsa_agent_t *, hsa_signal_t *out) {
-  NEED_INIT;
-  FAULT(hsa_signal_create);
+  if (g_init == 0) return HSA_STATUS_ERROR_NOT_INITIALIZED;
+  if (const hsa_status_t f = injected("hsa_signal_create"); f != HSA_STATUS_SUCCESS) return f;
   if (!out) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   auto *s = new FSignal;
   s->value.store(initial);
