@@ -7,7 +7,7 @@ from typing import Optional
 
 import numpy as np
 
-from . import _emm, _gpuhal
+from . import _gpuhal, _managers
 from ._errors import Error, raise_status
 
 __all__ = [
@@ -16,7 +16,7 @@ __all__ = [
     "per_thread_default_stream", "external_stream", "event", "event_elapsed_time", "Context", "detect", "jit",
 ]
 
-MemoryInfo = _emm.MemoryInfo
+MemoryInfo = _managers.MemoryInfo
 
 
 def set_backend(name):
@@ -140,11 +140,11 @@ class Context:
         """The EMM plugin serving this context (gpuhal's own manager unless
         one was set); assigning a plugin installs it (its interface version
         is checked, RuntimeError otherwise), assigning gpuhal's back restores it."""
-        return _emm.plugin_of(self)
+        return _managers.manager_of(self)
 
     @memory_manager.setter
     def memory_manager(self, plugin):
-        _emm.install(self, plugin)
+        _managers.install(self, plugin)
 
     def get_memory_info(self) -> "MemoryInfo":
         """MemoryInfo(free, total) from the context's memory manager."""
@@ -170,7 +170,7 @@ class Context:
         manager = self.memory_manager
         allocate = getattr(manager, "memallocmanaged", None)
         if allocate is None:
-            allocate = _emm.HostOnlyCUDAMemoryManager.memallocmanaged.__get__(manager)
+            allocate = _managers.default_manager_class().memallocmanaged.__get__(manager)
         return allocate(_positive(bytesize, "memallocmanaged"), attach_global)
 
     def get_ipc_handle(self, memory):
@@ -261,7 +261,7 @@ def jit(*args, **kwargs):
 
 def current_context() -> "Context":
     """The calling thread's Context (Numba's ``cuda.current_context()``)."""
-    return Context(_emm.current_cpp_context())
+    return Context(_managers.current_cpp_context())
 
 
 def synchronize() -> None:

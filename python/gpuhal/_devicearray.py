@@ -16,17 +16,28 @@ from typing import Any
 
 import numpy as np
 
-from . import _gpuhal
+from . import _gpuhal, _managers
+from ._array_export import cuda_array_interface, export_dlpack
+from ._context import Context
 from ._hostarrays import finish_if_pageable
+from ._memory_objects import MemoryPointer
+from ._shapes import _shape, _strides
 from ._streams import is_zero as _is_zero, stream_or_none
 
-__all__ = ["DeviceNDArray"]
+__all__ = ["DeviceNDArray", "IpcArrayHandle"]
 
 
 def _rebuild(host, stream=0):
-    """Unpickles a DeviceNDArray: its elements to the current context's device."""
-    from ._memory import to_device
-    return to_device(host, stream=stream)
+    """Unpickles a DeviceNDArray: its elements (a NumPy array) to the
+    current context's device."""
+    ctx = _managers.current_cpp_context()
+    if host.size == 0:
+        return DeviceNDArray._of(_gpuhal.device_array(ctx, list(host.shape), host.dtype.str, list(host.strides), "C"),
+                                 host.dtype, stream)
+    s = stream_or_none(stream)
+    array = _gpuhal.to_device(ctx, host, s, True)
+    finish_if_pageable(s, host)
+    return DeviceNDArray._of(array, host.dtype, stream)
 
 
 def _expand_key(key, ndim):
@@ -71,15 +82,13 @@ class DeviceNDArray:
 
     @staticmethod
     def _numba_form(shape, strides, dtype, gpu_data):
-        from ._memory import _shape, _strides
         if dtype is None:
             raise TypeError("DeviceNDArray(shape, strides, dtype, stream=0, gpu_data=None) needs a dtype")
         if gpu_data is not None:
             raise NotImplementedError("DeviceNDArray(..., gpu_data=...) over given memory is not supported; "
                                       "allocate with device_array or view the memory's array")
         dtype = np.dtype(dtype)
-        from ._emm import current_cpp_context
-        array = _gpuhal.device_array(current_cpp_context(), _shape(shape), dtype.str, _strides(strides), "C")
+        array = _gpuhal.device_array(_managers.current_cpp_context(), _shape(shape), dtype.str, _strides(strides), "C")
         return array, dtype
 
     # ---- the array's description -----------------------------------------
@@ -103,8 +112,6 @@ class DeviceNDArray:
     def gpu_data(self):
         """Numba's MemoryPointer of the bytes this array spans (None when
         empty); it keeps the array's memory alive."""
-        from ._context import Context
-        from ._memory_objects import MemoryPointer
         if self.size == 0:
             return None
         low = sum(s * (n - 1) for s, n in zip(self.strides, self.shape) if s < 0)
@@ -239,6 +246,13 @@ class DeviceNDArray:
                              stream=self._bound(stream))
 
     # ---- transfers ------------------------------------------------------------
+    def _empty_like(self):
+        """An uninitialised array of this one's shape and dtype with NumPy's
+        empty_like strides, in the current context (device_array_like's)."""
+        strides = _gpuhal.strides_like(list(self.shape), list(self.strides), int(self._dtype.itemsize), "K")
+        array = _gpuhal.device_array(_managers.current_cpp_context(), list(self.shape), self._dtype.str, strides, "C")
+        return DeviceNDArray._of(array, self._dtype, 0)
+
     def copy_to_host(self, ary: Any = None, stream: Any = 0) -> "np.ndarray[Any, Any]":
         """This array -> a host array (a new one with the same strides, or
         ``ary``). On a stream the copy is asynchronous only into gpuhal's
@@ -277,18 +291,13 @@ class DeviceNDArray:
     def get_ipc_handle(self):
         """A picklable handle another process opens (IpcArrayHandle). Under
         an EMM plugin, the plugin's get_ipc_handle makes it (Numba's rule)."""
-        from ._emm import installed_plugin
-        from ._ipc import IpcArrayHandle
-        plugin = installed_plugin(self._a.context)
+        plugin = _managers.installed_plugin(self._a.context)
         if plugin is not None:
-            from ._context import Context
-            from ._memory_objects import MemoryPointer
             memory = MemoryPointer(Context(self._a.context), self.device_pointer, self.alloc_size, owner=self)
             return IpcArrayHandle(plugin.get_ipc_handle(memory), self._dtype, self.shape, self.strides)
         return IpcArrayHandle(_gpuhal.get_ipc_handle(self._a), self._dtype)
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        from ._interop import export_dlpack
         return export_dlpack(self, stream, max_version, dl_device, copy)
 
     def __dlpack_device__(self):
@@ -296,5 +305,58 @@ class DeviceNDArray:
 
     @property
     def __cuda_array_interface__(self):
-        from ._interop import cuda_array_interface
         return cuda_array_interface(self)
+
+
+class IpcArrayHandle:
+    """A device array's IPC handle (Numba's ``IpcArrayHandle``)."""
+
+    def __init__(self, handle, dtype, shape=None, strides=None):
+        # Numba's name: an EMM plugin's get_ipc_handle result is kept here as
+        # it is (its own object), gpuhal's as gpuhal's handle.
+        self._ipc_handle = handle
+        self.dtype = np.dtype(dtype)
+        self._shape = shape
+        self._strides = strides
+        self._opened = None
+
+    shape = property(lambda self: self._ipc_handle.shape if self._shape is None else self._shape,
+                     doc="The shared array's shape.")
+    strides = property(lambda self: self._ipc_handle.strides if self._strides is None else self._strides,
+                       doc="The shared array's strides in bytes.")
+
+    def _gpuhal_handle(self):
+        if not isinstance(self._ipc_handle, _gpuhal._IpcArrayHandle):
+            raise TypeError("this IPC handle is an EMM plugin's own; gpuhal cannot serialize or open it")
+        return self._ipc_handle
+
+    def serialize(self):
+        """One line of printable text (what pickling sends)."""
+        return self._gpuhal_handle().serialize()
+
+    @classmethod
+    def deserialize(cls, text, dtype):
+        return cls(_gpuhal._IpcArrayHandle.deserialize(text), dtype)
+
+    def __reduce__(self):
+        return (IpcArrayHandle.deserialize, (self.serialize(), self.dtype))
+
+    def open(self):
+        """Maps the memory into the current context; returns a DeviceNDArray."""
+        if self._opened is not None:
+            raise ValueError("IpcHandle is already opened: close() it first")
+        self._opened = _gpuhal.open_ipc_array(_gpuhal.current_context(), self._gpuhal_handle())
+        return DeviceNDArray(self._opened.array, self.dtype)
+
+    def close(self):
+        """Drops the handle's reference to the mapping (arrays from open()
+        keep it mapped while they live)."""
+        if self._opened is not None:
+            self._opened.close()
+            self._opened = None
+
+    def __enter__(self):
+        return self.open()
+
+    def __exit__(self, *exc):
+        self.close()

@@ -23,8 +23,6 @@ finalizer then runs). Host allocations stay gpuhal's.
 """
 
 import abc
-import atexit
-import collections
 import contextlib
 import ctypes
 import importlib
@@ -33,14 +31,14 @@ import threading
 
 import numpy as np
 
-from . import _gpuhal
+from . import _gpuhal, _managers
+from ._context import Context, _Deallocations
+from ._devicearray import DeviceNDArray
+from ._managers import INTERFACE_VERSION, MemoryInfo
+from ._memory_objects import AutoFreePointer, ManagedMemory, MappedMemory, MemoryPointer, PinnedMemory
 
 __all__ = ["BaseCUDAMemoryManager", "HostOnlyCUDAMemoryManager", "GetIpcHandleMixin", "MemoryInfo", "IpcHandle",
            "set_memory_manager"]
-
-INTERFACE_VERSION = 1
-
-MemoryInfo = collections.namedtuple("MemoryInfo", ["free", "total"])
 
 
 class BaseCUDAMemoryManager(abc.ABC):
@@ -108,25 +106,19 @@ class HostOnlyCUDAMemoryManager(BaseCUDAMemoryManager):
 
     def memhostalloc(self, size, mapped=False, portable=False, wc=False):
         """Pinned host memory of ``size`` bytes from the backend: PinnedMemory, or MappedMemory with ``mapped``."""
-        from ._memory_objects import MappedMemory, PinnedMemory
         size = int(size)
         if mapped:
             holder, device = _gpuhal.mapped_array(self._ctx(), [size], "|u1", [], "C", bool(portable), bool(wc))
-            from ._devicearray import DeviceNDArray
             return MappedMemory._over(holder, self.context, device=DeviceNDArray(device, np.uint8))
         return PinnedMemory._over(_gpuhal.pinned_array(self._ctx(), [size], "|u1", [], "C"), self.context)
 
     def memallocmanaged(self, size, attach_global=True):
         """Managed memory of ``size`` bytes from the backend (ManagedMemory)."""
-        from ._devicearray import DeviceNDArray
-        from ._memory_objects import ManagedMemory
         array = _gpuhal.managed_array(self._ctx(), [int(size)], "|u1", [], "C")
         return ManagedMemory._over(array.host_view(), self.context, device=DeviceNDArray(array, np.uint8))
 
     def mempin(self, owner, pointer, size, mapped=False):
         """Registers ``size`` bytes at ``pointer`` (``owner``'s) with the device: PinnedMemory, or MappedMemory with ``mapped``."""
-        from ._devicearray import DeviceNDArray
-        from ._memory_objects import MappedMemory, PinnedMemory
         host = _host_array_at(pointer, size)
         ctx = self._ctx()
         if mapped:
@@ -140,8 +132,6 @@ class HostOnlyCUDAMemoryManager(BaseCUDAMemoryManager):
         """Device memory of ``size`` bytes straight from the backend, past
         any plugin (for a plugin's own pool): an AutoFreePointer; the memory
         goes back to the backend when it and every view of it are gone."""
-        from ._devicearray import DeviceNDArray
-        from ._memory_objects import AutoFreePointer
         array = DeviceNDArray(_gpuhal.backend_memalloc(self._ctx(), int(size)), np.uint8)
         return AutoFreePointer(self.context, array.device_pointer, int(size), _memory=array)
 
@@ -197,8 +187,6 @@ class IpcHandle:
 
     def open(self, context=None):
         """Maps the memory into the current context (a MemoryPointer)."""
-        from ._devicearray import DeviceNDArray
-        from ._memory_objects import MemoryPointer
         if self._opened is not None:
             raise ValueError("IpcHandle is already opened")
         opened = _gpuhal.open_ipc_array(_gpuhal.current_context(), self.handle.array_handle())
@@ -254,14 +242,11 @@ class _GpuhalMemoryManager(GetIpcHandleMixin, HostOnlyCUDAMemoryManager):
     assigning it back to a context restores gpuhal's default manager."""
 
     def memalloc(self, size):
-        from ._devicearray import DeviceNDArray
-        from ._memory_objects import AutoFreePointer
         array = DeviceNDArray(_gpuhal.device_array(self._ctx(), [int(size)], "|u1", [], "C"), np.uint8)
         return AutoFreePointer(self.context, array.device_pointer, int(size), _memory=array)
 
     @property
     def deallocations(self):
-        from ._context import _Deallocations
         return _Deallocations(self._ctx())
 
     @property
@@ -269,57 +254,7 @@ class _GpuhalMemoryManager(GetIpcHandleMixin, HostOnlyCUDAMemoryManager):
         return INTERFACE_VERSION
 
 
-# Plugins installed per context (the C++ context as the key); contexts
-# without one use gpuhal's manager.
-_plugins = {}
-_plugins_lock = threading.Lock()
-_plugin_class = None
-
-
-def _check_version(plugin):
-    version = plugin.interface_version
-    if version != INTERFACE_VERSION:
-        raise RuntimeError(f"EMM Plugin interface has version {version} - version {INTERFACE_VERSION} required")
-
-
-def installed_plugin(cpp_context):
-    """The EMM plugin installed on a C++ context, or None."""
-    with _plugins_lock:
-        return _plugins.get(cpp_context)
-
-
-def plugin_of(ctx_wrapper):
-    """The Python object serving as ``context.memory_manager``."""
-    with _plugins_lock:
-        plugin = _plugins.get(ctx_wrapper._c)
-    return plugin if plugin is not None else _GpuhalMemoryManager(context=ctx_wrapper)
-
-
-def install(ctx_wrapper, plugin):
-    """``context.memory_manager = plugin``."""
-    if isinstance(plugin, _GpuhalMemoryManager):
-        _gpuhal.set_default_memory_manager(ctx_wrapper._c)
-        with _plugins_lock:
-            _plugins.pop(ctx_wrapper._c, None)
-        return
-    _check_version(plugin)
-    _gpuhal.set_python_memory_manager(ctx_wrapper._c, plugin)
-    with _plugins_lock:
-        _plugins[ctx_wrapper._c] = plugin
-
-
-@atexit.register
-def _let_plugins_go():
-    """Gives every context back gpuhal's manager before the interpreter ends:
-    a plugin held by a context would outlive the objects it refers to."""
-    with _plugins_lock:
-        contexts = list(_plugins)
-        _plugins.clear()
-    for ctx in contexts:
-        try:
-            _gpuhal.set_default_memory_manager(ctx)
-        except Exception:  # noqa: BLE001 - a context already gone has nothing to let go
-            pass
+_plugin_class = None  # set_memory_manager's (or GPUHAL_MEMORY_MANAGER's) class
 
 
 def set_memory_manager(mm_plugin):
@@ -328,27 +263,22 @@ def set_memory_manager(mm_plugin):
     another interface version is refused (RuntimeError, "... version 1
     required"), and nothing changes."""
     global _plugin_class
-    from ._context import Context
     ctx = Context(_gpuhal.current_context())
     plugin = mm_plugin(context=ctx)
-    _check_version(plugin)
+    _managers.check_version(plugin)
     _plugin_class = mm_plugin
-    install(ctx, plugin)
+    _managers.install(ctx, plugin)
 
 
 _environment_read = False
 _installing = threading.local()
 
 
-def current_cpp_context():
-    """The calling thread's C++ context, with set_memory_manager's (or
-    GPUHAL_MEMORY_MANAGER's) plugin installed on its first use: every
-    allocating entry point of the package gets its context here."""
-    ctx = _gpuhal.current_context()
+def _on_first_use(cpp_context):
+    """current_cpp_context's hook: the configured plugin on a context used
+    for the first time."""
     if _plugin_class is not None or not _environment_read:
-        from ._context import Context
-        ensure_plugin(Context(ctx))
-    return ctx
+        ensure_plugin(Context(cpp_context))
 
 
 def ensure_plugin(ctx_wrapper):
@@ -363,12 +293,11 @@ def ensure_plugin(ctx_wrapper):
     cls = _plugin_class
     if cls is None or getattr(_installing, "active", False):
         return  # none, or the plugin being installed allocates in its __init__ / initialize
-    with _plugins_lock:
-        if ctx_wrapper._c in _plugins:
-            return
+    if _managers.has_plugin(ctx_wrapper._c):
+        return
     _installing.active = True
     try:
-        install(ctx_wrapper, cls(context=ctx_wrapper))
+        _managers.install(ctx_wrapper, cls(context=ctx_wrapper))
     finally:
         _installing.active = False
 
@@ -380,3 +309,7 @@ def plugin_class_from_environment():
         return None
     module, _, name = value.partition(":")
     return getattr(importlib.import_module(module), name)
+
+
+_managers.set_default_manager(_GpuhalMemoryManager)
+_managers.set_first_use(_on_first_use)

@@ -6,6 +6,7 @@ docs/python.md."""
 
 from . import _gpuhal
 from ._errors import Error, raise_status
+from ._kernels import _argument
 
 
 class Capture:
@@ -59,7 +60,6 @@ class Capture:
     def update_kernel_args(self, kernel_node, *args):
         """New arguments for the ``kernel_node``-th launch recorded (0-based),
         used by the launches made after the call: device arrays and scalars."""
-        from ._kernels import _argument
         self._ready().update_kernel_args(kernel_node, [_argument(a) for a in args])
 
     @property

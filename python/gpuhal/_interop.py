@@ -1,72 +1,23 @@
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-"""Zero-copy interchange: DLPack (the array API's __dlpack__ protocol) and,
-on the cuda backend, the CUDA Array Interface (version 3).
+"""Zero-copy interchange, the importing side: DeviceNDArrays over memory
+that DLPack producers and CUDA Array Interface producers offer
+(from_dlpack, as_cuda_array, from_cuda_array_interface). The exporting
+side (``__dlpack__``, ``__cuda_array_interface__``) and the stream rules
+are in _array_export, below the array type."""
 
-Stream rules. ``__dlpack__(stream=s)``: ``s`` is the consumer's stream; the
-consumer's stream waits (on the device, without blocking the host) for the
-work queued so far on the array's own stream. ``None`` means the consumer
-uses the legacy default stream (cuda) or that there are no streams (the
-host backend: the array's stream is synchronised before the export then);
-``-1`` asks for no synchronisation. On cuda, 1 is the legacy default stream,
-2 the per-thread default stream, any other value a ``CUstream``; 0 is
-refused, as the array API says. ``__cuda_array_interface__["stream"]`` is
-the array's stream (1 for the legacy default stream), which the consumer
-must synchronise with before it uses the data.
-"""
+import numpy as np
 
 from . import _gpuhal
+from ._array_export import _KDLCUDA, _consumer_stream
+from ._devicearray import DeviceNDArray
 from ._errors import raise_status
+from ._managers import current_cpp_context
+from ._memory import to_device
 
-_KDLCPU = 1
-_KDLCUDA = 2
 
 def _context():
-    from ._emm import current_cpp_context
     return current_cpp_context()
 
-def _consumer_stream(ctx, device_type, stream):
-    """The C++ consumer stream for ``__dlpack__``'s stream argument."""
-    if stream is None:
-        return None
-    if isinstance(stream, bool) or not isinstance(stream, int):
-        raise TypeError(f"__dlpack__: stream must be an int or None, not {type(stream).__name__}")
-    if stream == -1:
-        return None
-    if device_type != _KDLCUDA:
-        raise BufferError(f"__dlpack__: stream {stream} on a device of DLPack type {device_type}, which has none "
-                          "(pass stream=None)")
-    if stream == 0:
-        raise BufferError("__dlpack__: stream 0 is ambiguous and not allowed; use 1 (legacy default) or 2 (per-thread)")
-    if stream == 1:
-        return ctx.legacy_default_stream()
-    if stream == 2:
-        return ctx.per_thread_default_stream()
-    return ctx.external_stream(stream)
-
-def export_dlpack(array, stream, max_version, dl_device, copy):
-    from ._streams import stream_or_none
-    ctx = array._a.context
-    device = _gpuhal.dlpack_device(ctx)
-    if dl_device is not None and tuple(dl_device) != tuple(device):
-        raise BufferError(f"__dlpack__: the array is on DLPack device {tuple(device)}, not {tuple(dl_device)}; "
-                          "copy it with copy_to_host() first")
-    source = array
-    if copy:
-        from ._memory import device_array_like
-        source = device_array_like(array)
-        source._a.assign_device(array._a, stream_or_none(array.stream))  # any layout, on the array's stream
-        source.stream = array.stream
-    if source.dtype.fields is not None or source.dtype.kind == "V":
-        raise BufferError("__dlpack__: DLPack has no record (structured) dtypes")
-    if stream == -1:
-        producer = consumer = None
-    else:
-        consumer = _consumer_stream(ctx, device[0], stream)
-        producer = stream_or_none(source.stream)
-        if consumer is not None and producer is None:
-            producer = ctx.default_stream()
-    versioned = max_version is not None and tuple(max_version)[0] >= 1
-    return _gpuhal.to_dlpack(source._a, versioned, producer, consumer)
 
 def from_dlpack(obj):
     """A DeviceNDArray over the memory of ``obj`` (an object with
@@ -74,7 +25,6 @@ def from_dlpack(obj):
     memory must be the current context's: on the host backend NumPy arrays
     qualify (writeable ones: gpuhal's device arrays are writeable), on cuda
     CUDA tensors of the current device."""
-    from ._devicearray import DeviceNDArray
     ctx = _context()
     if hasattr(obj, "__dlpack__"):
         device = tuple(_gpuhal.dlpack_device(ctx))
@@ -102,32 +52,9 @@ def from_dlpack(obj):
     array = _gpuhal.from_dlpack(ctx, capsule, None, None)
     return DeviceNDArray(array)
 
-def cuda_array_interface(array):
-    ctx = array._a.context
-    if _gpuhal.dlpack_device(ctx)[0] != _KDLCUDA:
-        raise AttributeError("__cuda_array_interface__ is offered on the cuda backend only; use __dlpack__")
-    stream = array.stream
-    if not isinstance(stream, _gpuhal.Stream):
-        stream_value = None  # no stream (Numba's stream=0): nothing for the consumer to wait for
-    elif not stream.is_default:
-        stream_value = int(stream.handle) or 1
-    else:
-        stream_value = 1  # gpuhal's default stream is CUDA's legacy default stream
-    desc = {
-        "shape": tuple(array.shape),
-        "strides": None if array.is_c_contiguous() else tuple(array.strides),
-        "data": (array.device_pointer, False),
-        "typestr": array.dtype.str,
-        "stream": stream_value,
-        "version": 3,
-    }
-    if array.dtype.fields is not None:
-        desc["descr"] = array.dtype.descr
-    return desc
 
 def is_device_array(obj):
     """True for gpuhal's device arrays (Numba's is_cuda_ndarray)."""
-    from ._devicearray import DeviceNDArray
     return isinstance(obj, DeviceNDArray)
 
 
@@ -142,8 +69,6 @@ def from_cuda_array_interface(desc, owner=None, sync=True):
     lives. With ``sync`` the interface's stream is synchronised first (its
     producer's pending work). Only on the cuda backend: the interface
     describes CUDA memory."""
-    import numpy as np
-    from ._devicearray import DeviceNDArray
     ctx = _context()
     if _gpuhal.dlpack_device(ctx)[0] != _KDLCUDA:
         raise_status("ERROR_INVALID_VALUE", "from_cuda_array_interface: the CUDA Array Interface describes CUDA "
@@ -177,8 +102,6 @@ def as_cuda_array(obj, sync=True):
 def auto_device(obj, stream=0, copy=True, user_explicit=False):
     """Numba's auto_device: ``(device_array, True)`` for a host array copied
     to the device (when ``copy``), ``(obj, False)`` for device memory."""
-    from ._devicearray import DeviceNDArray
-    from ._memory import to_device
     if isinstance(obj, DeviceNDArray):
         return obj, False
     if is_cuda_array(obj):

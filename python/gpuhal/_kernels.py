@@ -27,6 +27,9 @@ import numpy as np
 
 from . import _gpuhal
 from ._devicearray import DeviceNDArray
+from ._interop import from_dlpack
+from ._managers import current_cpp_context
+from ._memory import device_for_kernel
 from ._streams import stream_or_none
 
 __all__ = ["compile", "Module", "Kernel"]
@@ -52,7 +55,6 @@ def _argument(a):
     if isinstance(a, DeviceNDArray):
         return a._a
     if isinstance(a, np.ndarray):
-        from ._memory import device_for_kernel
         dev = device_for_kernel(a)
         return a if dev is None else dev._a
     if isinstance(a, np.generic):
@@ -60,7 +62,6 @@ def _argument(a):
             raise TypeError("a NumPy bool has no kernel type; pass an integer")
         return _gpuhal._Scalar(a.dtype.str, a.tobytes())
     if hasattr(a, "__dlpack__"):
-        from ._interop import from_dlpack
         return from_dlpack(a)._a
     return a
 
@@ -176,5 +177,4 @@ def compile(source: str, options: str = "", constants: Optional[Mapping[str, Any
     with the compiler's messages, gpuhal.NotSupportedError on a backend
     without kernels."""
     pairs = [(name, np.asarray(value)) for name, value in (constants or {}).items()]
-    from ._emm import current_cpp_context
     return Module(_gpuhal.compile(current_cpp_context(), source, options, pairs))

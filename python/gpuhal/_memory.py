@@ -18,7 +18,8 @@ from typing import Any, Iterator, Optional
 import numpy as np
 
 from . import _gpuhal
-from ._emm import current_cpp_context
+from ._managers import current_cpp_context
+from ._shapes import _dtype_and_typestr, _integers, _shape, _strides, _typestr
 from ._devicearray import DeviceNDArray
 from ._hostarrays import ManagedNDArray, MappedNDArray, PinnedNDArray, finish_if_pageable
 from ._streams import stream_or_none
@@ -32,62 +33,6 @@ __all__ = [
 
 def _ctx():
     return current_cpp_context()
-
-
-def _integers(values, what):
-    """Python ints (or objects with __index__, as NumPy's integers) as a list;
-    TypeError for anything else, never a silent truncation (Numba's rule)."""
-    # The common shapes first: an int, or a tuple or list of ints (type()
-    # is exact, so bools and other int subclasses take the checks below).
-    kind = type(values)
-    if kind is int:
-        return [values]
-    if (kind is tuple or kind is list) and all(type(v) is int for v in values):
-        return list(values)
-    if isinstance(values, (int, np.integer)) and not isinstance(values, bool):
-        values = [values]
-    try:
-        items = list(values)
-    except TypeError:
-        raise TypeError(f"{what} must be an integer or a sequence of integers, not {type(values).__name__}") from None
-    out = []
-    for v in items:
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-            raise TypeError(f"{what} must be integers, got {v!r} ({type(v).__name__}) in {values!r}")
-        out.append(int(v))
-    return out
-
-
-def _shape(shape):
-    return _integers(shape, "shape")
-
-
-def _strides(strides):
-    return [] if strides is None else _integers(strides, "strides")
-
-
-# dtype argument -> (np.dtype, its typestr), for the hashable arguments
-# seen (np.float32, "f4", a dtype object ...): np.dtype() on every
-# allocation costs more than the allocation itself on the host backend.
-_DTYPES = {}
-
-
-def _dtype_and_typestr(dtype):
-    try:
-        return _DTYPES[dtype]
-    except (KeyError, TypeError):
-        pass
-    dt = np.dtype(dtype)
-    try:
-        if len(_DTYPES) < 512:
-            _DTYPES[dtype] = (dt, dt.str)
-    except TypeError:  # unhashable (a list describing a structured dtype)
-        pass
-    return dt, dt.str
-
-
-def _typestr(dtype):
-    return _dtype_and_typestr(dtype)[1]
 
 
 def _host_array(ary):

@@ -85,8 +85,13 @@ class MemoryPointer(_PointerAttributes):
 
     def memset(self, byte, count=None, stream=0):
         """Sets ``count`` bytes (all without it) to ``val``, on ``stream`` (0: synchronously)."""
-        from .driver import device_memset
-        device_memset(self, byte, self.size if count is None else count, stream)
+        if self._memory is None:
+            raise ValueError(f"{self!r} is memory of an EMM plugin's own, which gpuhal cannot copy")
+        count = self.size if count is None else int(count)
+        if count < 0 or count > self.size:
+            raise ValueError(f"size {count} is negative or beyond the memory ({self.size} bytes)")
+        if count:
+            self._memory[:count].setitem(slice(None), np.uint8(int(byte) & 0xFF), stream=stream)
 
     def view(self, start, stop=None):
         """A MemoryPointer over bytes [start, stop) of this one; it keeps this memory alive."""

@@ -10,8 +10,8 @@ import numpy as np
 
 from . import _gpuhal
 from ._devicearray import DeviceNDArray
-from ._emm import current_cpp_context
-from ._memory import _dtype_and_typestr, _shape
+from ._managers import current_cpp_context
+from ._shapes import _dtype_and_typestr, _shape
 from ._streams import stream_or_none
 
 __all__ = ["MemoryPool"]

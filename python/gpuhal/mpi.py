@@ -33,7 +33,10 @@ from typing import Any, Optional
 import numpy as np
 
 from . import _gpuhal
+from ._context import synchronize
+from ._devicearray import DeviceNDArray
 from ._errors import raise_status
+from ._memory import pinned_array
 
 __all__ = ["accepts_device_memory", "send", "recv", "allreduce", "PATHS"]
 
@@ -96,7 +99,6 @@ def _pass_through(array, path, what):
 
 
 def _device_array(array, what):
-    from ._devicearray import DeviceNDArray
     if not isinstance(array, DeviceNDArray):
         raise TypeError(f"{what}: needs a gpuhal device array, not {type(array).__name__} "
                         "(pass host arrays to mpi4py directly)")
@@ -106,7 +108,6 @@ def _device_array(array, what):
 def _synchronize(array, stream):
     """Waits for the work that may use `array`: on `stream`, else on the
     array's own stream, else every stream of the context."""
-    from ._context import synchronize
     s = stream or array.stream
     if isinstance(s, _gpuhal.Stream):
         s.synchronize()
@@ -116,7 +117,6 @@ def _synchronize(array, stream):
 
 def _staged_copy_out(array, stream):
     """The elements of `array` in C order in a page-locked host array."""
-    from ._memory import pinned_array
     host = pinned_array(array.shape, array.dtype)
     if array.is_c_contiguous():
         array.copy_to_host(host, stream=stream)
@@ -158,7 +158,6 @@ def recv(comm: Any, array: Any, source: Optional[int] = None, tag: Optional[int]
     if _pass_through(array, path, what):
         comm.Recv(array, source, tag, status)
         return
-    from ._memory import pinned_array
     host = pinned_array(array.shape, array.dtype)
     comm.Recv(host, source, tag, status)
     _staged_copy_in(array, host, stream)

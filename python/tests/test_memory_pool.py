@@ -47,14 +47,14 @@ def test_the_pool_as_the_contexts_memory_manager():
     ctx = gpuhal.current_context()
     pool = gpuhal.MemoryPool().use()
     try:
-        assert gpuhal._gpuhal.memory_manager_name(gpuhal._emm.current_cpp_context()) == "memory pool"
+        assert gpuhal._gpuhal.memory_manager_name(gpuhal._managers.current_cpp_context()) == "memory pool"
         d = gpuhal.device_array(100, np.float64)
         assert pool.stats()["allocations"] == 1
         del d
         gpuhal.device_array(100, np.float64)
         assert pool.stats()["hits"] == 1
     finally:
-        gpuhal._gpuhal.set_default_memory_manager(gpuhal._emm.current_cpp_context())
+        gpuhal._gpuhal.set_default_memory_manager(gpuhal._managers.current_cpp_context())
     assert ctx is not None
 
 
