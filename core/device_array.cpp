@@ -214,16 +214,18 @@ void DeviceArray::copy_from_host_impl(const HostView &src, const Stream *stream)
   const char *call = "copy_from_host";
   check_live(ctx_, memory_, call);
   gpuhal_stream_t sh = stream ? detail::transfer_stream(ctx_, *stream, call, memory_) : nullptr;
-  // The common case on a stream (the synchronous one is copy_from_host_impl's).
+  // The common case: synchronously, copy_from_host_impl's own copy; on a
+  // stream, the same span queued there.
   if (same_c_contiguous(layout_, dtype_, src)) {
+    if (!stream) {
+      copy_span_sync(ctx_, memory_, layout_, src.data(), true);
+      return;
+    }
     const gpuhal_deviceptr_t dst = memory_.device_pointer() + uint64_t(layout_.span_begin());
     const auto host = gpuhal_deviceptr_t(reinterpret_cast<uintptr_t>(src.data()));
-    const auto bytes = uint64_t(layout_.nbytes());
-    const detail::Backend &t = ctx_->backend();
-    if (!stream)
-      ctx_->check(t.memcpy_sync_status(ctx_->handle, GPUHAL_COPY_HOST_TO_DEVICE, dst, host, bytes), "memcpy_sync(H2D)");
-    else
-      ctx_->check(t.memcpy_async_status(ctx_->handle, GPUHAL_COPY_HOST_TO_DEVICE, dst, host, bytes, sh), "memcpy_async(H2D)");
+    ctx_->check(ctx_->backend().memcpy_async_status(ctx_->handle, GPUHAL_COPY_HOST_TO_DEVICE, dst, host,
+                                                    uint64_t(layout_.nbytes()), sh),
+                "memcpy_async(H2D)");
     return;
   }
   const Layout dcore = layout_.core();

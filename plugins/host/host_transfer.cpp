@@ -23,16 +23,27 @@ using plugin::fail;
 
 namespace {
 
-// Both inline on the synchronous copy's path (each call's frame is stores
+// All inline on the synchronous copy's path (each call's frame is stores
 // that queue behind a small copy's).
+
+// The sides of a copy of `kind` that are device memory; false for a kind
+// plugin.h does not define. check_copy and the cached path both ask here.
+[[gnu::always_inline]] inline bool device_sides(uint32_t kind, bool *dst_dev, bool *src_dev) {
+  if (kind != GPUHAL_COPY_HOST_TO_DEVICE && kind != GPUHAL_COPY_DEVICE_TO_HOST && kind != GPUHAL_COPY_DEVICE_TO_DEVICE)
+    return false;
+  *dst_dev = kind != GPUHAL_COPY_DEVICE_TO_HOST;
+  *src_dev = kind != GPUHAL_COPY_HOST_TO_DEVICE;
+  return true;
+}
+
 [[gnu::always_inline]] inline gpuhal_status_t check_copy(const char *entry, uint32_t kind, gpuhal_deviceptr_t dst,
                                                          gpuhal_deviceptr_t src, uint64_t bytes) {
-  if (kind != GPUHAL_COPY_HOST_TO_DEVICE && kind != GPUHAL_COPY_DEVICE_TO_HOST && kind != GPUHAL_COPY_DEVICE_TO_DEVICE)
+  bool dst_dev = false, src_dev = false;
+  if (!device_sides(kind, &dst_dev, &src_dev))
     return fail(GPUHAL_ERROR_INVALID_VALUE, std::string(entry) + ": unknown copy kind " + std::to_string(kind));
   if (bytes == 0) return GPUHAL_SUCCESS;
   if (!dst || !src) return fail(GPUHAL_ERROR_INVALID_VALUE, std::string(entry) + ": null pointer");
   const auto &reg = plugin_state().registry;
-  const bool dst_dev = kind != GPUHAL_COPY_DEVICE_TO_HOST, src_dev = kind != GPUHAL_COPY_HOST_TO_DEVICE;
   if (dst_dev && !reg.device_accessible(uintptr_t(dst), bytes))
     return fail(GPUHAL_ERROR_INVALID_VALUE, std::string(entry) + ": destination [" + hex(dst) + ", +" +
                                                 std::to_string(bytes) + ") is not inside one device allocation");
@@ -63,26 +74,19 @@ namespace {
 // move_bytes and this returns true. Nothing here can throw or fail, so it runs
 // without guard()'s frame, whose stores (like every push and spill) queue
 // behind a small copy's. False: nothing was done, and memcpy_sync_checked
-// runs the same checks the long way and reports what fails.
+// runs the same checks the long way and reports what fails. The checks
+// are check_copy's own predicates: device_sides, and the registry's
+// device_accessible through its lock-free half.
 [[gnu::always_inline]] inline bool copy_sync_cached(gpuhal_context_t ctx, uint32_t kind, gpuhal_deviceptr_t dst,
                                                     gpuhal_deviceptr_t src, uint64_t bytes) {
   HostContext *c = find_context_cached(ctx);
   if (!c || bytes == 0 || bytes >= kCopySpreadBytes || !dst || !src || on_worker_thread()) return false;
+  bool dst_dev = false, src_dev = false;
+  if (!device_sides(kind, &dst_dev, &src_dev)) return false;
   const Registry &reg = plugin_state().registry;
-  switch (kind) {
-    case GPUHAL_COPY_HOST_TO_DEVICE:
-      if (!reg.device_accessible_cached(uintptr_t(dst), bytes)) return false;
-      break;
-    case GPUHAL_COPY_DEVICE_TO_HOST:
-      if (!reg.device_accessible_cached(uintptr_t(src), bytes)) return false;
-      break;
-    case GPUHAL_COPY_DEVICE_TO_DEVICE:
-      if (!reg.device_accessible_cached(uintptr_t(dst), bytes) || !reg.device_accessible_cached(uintptr_t(src), bytes))
-        return false;
-      break;
-    default:
-      return false;
-  }
+  if ((dst_dev && !reg.device_accessible_cached(uintptr_t(dst), bytes)) ||
+      (src_dev && !reg.device_accessible_cached(uintptr_t(src), bytes)))
+    return false;
   return c->run_biased_if_idle([dst, src, bytes] {
     move_bytes(reinterpret_cast<void *>(uintptr_t(dst)), reinterpret_cast<const void *>(uintptr_t(src)),
                size_t(bytes));
