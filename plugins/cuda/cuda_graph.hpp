@@ -12,8 +12,6 @@
 
 namespace gpuhal::cuda {
 
-struct CudaContext;
-
 // Stream capture (cuda_graph.cpp): a kernel launch recorded into a graph,
 // with what cuGraphExecKernelNodeSetParams needs to replace its arguments.
 struct CudaKernelNode {
@@ -34,6 +32,8 @@ struct CudaGraphExec {
   std::vector<CudaKernelNode> kernels;
   std::vector<std::shared_ptr<void>> kept;
 };
+
+struct CudaContext;
 
 // A launch on `stream` succeeded while a capture of c runs: its node is
 // recorded when the stream captures (cuda_graph.cpp).

@@ -167,22 +167,32 @@ gpuhal_status_t mem_advise(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, uint64_
   });
 }
 
+namespace {
+// mem_free and mem_free_async: the allocation out of c's books (both sets),
+// then `free` (cuMemFree or cuMemFreeAsync), and back when it failed
+// (release_tracked).
+template <class Free>
+gpuhal_status_t release_allocation(CudaContext *c, gpuhal_deviceptr_t ptr, const char *refusal, Free free) {
+  bool from_pool = false;
+  return release_tracked(
+      c,
+      [&] {
+        if (!c->allocations.erase(ptr)) return false;
+        from_pool = c->pool_allocations.erase(ptr) != 0;
+        return true;
+      },
+      GPUHAL_ERROR_INVALID_VALUE, refusal, free,
+      [&] {
+        c->allocations.insert(ptr);
+        if (from_pool) c->pool_allocations.insert(ptr);
+      });
+}
+}  // namespace
+
 gpuhal_status_t mem_free(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr) {
   return in_context(ctx, "mem_free", [&](CudaContext *c) -> gpuhal_status_t {
-    bool from_pool = false;
-    return release_tracked(
-        c,
-        [&] {
-          if (!c->allocations.erase(ptr)) return false;
-          from_pool = c->pool_allocations.erase(ptr) != 0;
-          return true;
-        },
-        GPUHAL_ERROR_INVALID_VALUE, "mem_free: not a live allocation of this context",
-        [&] { return cu_call(drv().cuMemFree, "cuMemFree", ptr); },
-        [&] {
-          c->allocations.insert(ptr);
-          if (from_pool) c->pool_allocations.insert(ptr);
-        });
+    return release_allocation(c, ptr, "mem_free: not a live allocation of this context",
+                              [&] { return cu_call(drv().cuMemFree, "cuMemFree", ptr); });
   });
 }
 
@@ -212,20 +222,8 @@ gpuhal_status_t mem_alloc_async(gpuhal_context_t ctx, uint64_t bytes, gpuhal_str
 gpuhal_status_t mem_free_async(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpuhal_stream_t stream) {
   return in_context(ctx, "mem_free_async", [&](CudaContext *c) -> gpuhal_status_t {
     if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "mem_free_async: invalid stream");
-    bool from_pool = false;
-    return release_tracked(
-        c,
-        [&] {
-          if (!c->allocations.erase(ptr)) return false;
-          from_pool = c->pool_allocations.erase(ptr) != 0;
-          return true;
-        },
-        GPUHAL_ERROR_INVALID_VALUE, "mem_free_async: not a live allocation of this context",
-        [&] { return cu_call(drv().cuMemFreeAsync, "cuMemFreeAsync", ptr, native(stream)); },
-        [&] {
-          c->allocations.insert(ptr);
-          if (from_pool) c->pool_allocations.insert(ptr);
-        });
+    return release_allocation(c, ptr, "mem_free_async: not a live allocation of this context",
+                              [&] { return cu_call(drv().cuMemFreeAsync, "cuMemFreeAsync", ptr, native(stream)); });
   });
 }
 

@@ -74,8 +74,7 @@ void destroy_context(int dev) {
 extern "C" {
 
 API CUresult cuDevicePrimaryCtxRetain(void **ctx, int dev) {
-  if (const CUresult f = injected("cuDevicePrimaryCtxRetain"); f != OK) return f;
-  if (!g_initialized) return NOT_INITIALIZED;
+  if (const CUresult r = initialized_entry("cuDevicePrimaryCtxRetain"); r != OK) return r;
   if (t_in_host_fn) return NOT_PERMITTED;  // "must not make any CUDA API calls"
   if (!ctx) return INVALID_VALUE;
   if (bad_device(dev)) return INVALID_DEVICE;
@@ -88,8 +87,7 @@ API CUresult cuDevicePrimaryCtxRetain(void **ctx, int dev) {
 }
 
 API CUresult cuDevicePrimaryCtxRelease_v2(int dev) {
-  if (const CUresult f = injected("cuDevicePrimaryCtxRelease_v2"); f != OK) return f;
-  if (!g_initialized) return NOT_INITIALIZED;
+  if (const CUresult r = initialized_entry("cuDevicePrimaryCtxRelease_v2"); r != OK) return r;
   if (t_in_host_fn) return NOT_PERMITTED;  // "must not make any CUDA API calls"
   if (bad_device(dev)) return INVALID_DEVICE;
   if (g_ctx_refs[dev] == 0) return INVALID_CONTEXT;
@@ -100,8 +98,7 @@ API CUresult cuDevicePrimaryCtxRelease_v2(int dev) {
 // "Destroy all allocations and reset all state on the primary context";
 // "Resetting the primary context does not release it".
 API CUresult cuDevicePrimaryCtxReset_v2(int dev) {
-  if (const CUresult f = injected("cuDevicePrimaryCtxReset_v2"); f != OK) return f;
-  if (!g_initialized) return NOT_INITIALIZED;
+  if (const CUresult r = initialized_entry("cuDevicePrimaryCtxReset_v2"); r != OK) return r;
   if (t_in_host_fn) return NOT_PERMITTED;
   if (bad_device(dev)) return INVALID_DEVICE;
   destroy_context(dev);  // succeeds after a fault too (seen on an H100); the process's error stays
@@ -109,8 +106,7 @@ API CUresult cuDevicePrimaryCtxReset_v2(int dev) {
 }
 
 API CUresult cuCtxSetCurrent(void *ctx) {
-  if (const CUresult f = injected("cuCtxSetCurrent"); f != OK) return f;
-  if (!g_initialized) return NOT_INITIALIZED;
+  if (const CUresult r = initialized_entry("cuCtxSetCurrent"); r != OK) return r;
   if (t_in_host_fn) return NOT_PERMITTED;  // "must not make any CUDA API calls"
   if (!ctx) {  // "equivalent to popping the top of the ... stack"
     if (!t_stack.empty()) t_stack.pop_back();
@@ -126,8 +122,7 @@ API CUresult cuCtxSetCurrent(void *ctx) {
 }
 
 API CUresult cuCtxGetCurrent(void **ctx) {
-  if (const CUresult f = injected("cuCtxGetCurrent"); f != OK) return f;
-  if (!g_initialized) return NOT_INITIALIZED;
+  if (const CUresult r = initialized_entry("cuCtxGetCurrent"); r != OK) return r;
   if (t_in_host_fn) return NOT_PERMITTED;  // "must not make any CUDA API calls"
   if (!ctx) return INVALID_VALUE;
   *ctx = t_stack.empty() ? nullptr : &g_ctx_token[t_stack.back()];
@@ -135,8 +130,7 @@ API CUresult cuCtxGetCurrent(void **ctx) {
 }
 
 API CUresult cuCtxPushCurrent_v2(void *ctx) {
-  if (const CUresult f = injected("cuCtxPushCurrent_v2"); f != OK) return f;
-  if (!g_initialized) return NOT_INITIALIZED;
+  if (const CUresult r = initialized_entry("cuCtxPushCurrent_v2"); r != OK) return r;
   if (t_in_host_fn) return NOT_PERMITTED;  // "must not make any CUDA API calls"
   const int d = device_of(ctx);
   if (d < 0) return INVALID_CONTEXT;
@@ -145,8 +139,7 @@ API CUresult cuCtxPushCurrent_v2(void *ctx) {
 }
 
 API CUresult cuCtxPopCurrent_v2(void **ctx) {
-  if (const CUresult f = injected("cuCtxPopCurrent_v2"); f != OK) return f;
-  if (!g_initialized) return NOT_INITIALIZED;
+  if (const CUresult r = initialized_entry("cuCtxPopCurrent_v2"); r != OK) return r;
   if (t_in_host_fn) return NOT_PERMITTED;  // "must not make any CUDA API calls"
   if (t_stack.empty()) return INVALID_CONTEXT;
   if (ctx) *ctx = &g_ctx_token[t_stack.back()];
@@ -158,8 +151,7 @@ API CUresult cuCtxPopCurrent_v2(void **ctx) {
 // context's device"; CUDA_ERROR_INVALID_CONTEXT without a current context,
 // CUDA_ERROR_INVALID_VALUE for a null output.
 API CUresult cuCtxGetDevice(int *device) {
-  if (const CUresult f = injected("cuCtxGetDevice"); f != OK) return f;
-  if (!g_initialized) return NOT_INITIALIZED;
+  if (const CUresult r = initialized_entry("cuCtxGetDevice"); r != OK) return r;
   if (t_in_host_fn) return NOT_PERMITTED;  // "must not make any CUDA API calls"
   if (!device) return INVALID_VALUE;
   if (t_stack.empty()) return INVALID_CONTEXT;
@@ -168,9 +160,8 @@ API CUresult cuCtxGetDevice(int *device) {
 }
 
 API CUresult cuCtxSynchronize() {
-  if (const CUresult f = injected("cuCtxSynchronize"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuCtxSynchronize", &dev); r != OK) return r;
   if (const CUresult r = refuse_sync_in_capture(dev, true); r != OK) return r;
   std::vector<std::shared_ptr<Stream>> all{g_legacy};
   {

@@ -93,16 +93,14 @@ API CUresult cuDriverGetVersion(int *v) {
 }
 
 API CUresult cuDeviceGetCount(int *n) {
-  if (const CUresult f = injected("cuDeviceGetCount"); f != OK) return f;
-  if (!g_initialized) return NOT_INITIALIZED;
+  if (const CUresult r = initialized_entry("cuDeviceGetCount"); r != OK) return r;
   if (!n) return INVALID_VALUE;
   *n = g_devices;
   return OK;
 }
 
 API CUresult cuDeviceGet(int *dev, int ordinal) {
-  if (const CUresult f = injected("cuDeviceGet"); f != OK) return f;
-  if (!g_initialized) return NOT_INITIALIZED;
+  if (const CUresult r = initialized_entry("cuDeviceGet"); r != OK) return r;
   if (!dev) return INVALID_VALUE;
   if (bad_device(ordinal)) return INVALID_DEVICE;
   *dev = ordinal;
@@ -110,8 +108,7 @@ API CUresult cuDeviceGet(int *dev, int ordinal) {
 }
 
 API CUresult cuDeviceGetName(char *name, int len, int dev) {
-  if (const CUresult f = injected("cuDeviceGetName"); f != OK) return f;
-  if (!g_initialized) return NOT_INITIALIZED;
+  if (const CUresult r = initialized_entry("cuDeviceGetName"); r != OK) return r;
   if (!name || len <= 0) return INVALID_VALUE;
   if (bad_device(dev)) return INVALID_DEVICE;
   std::snprintf(name, size_t(len), "gpuhal fake CUDA device");
@@ -119,8 +116,7 @@ API CUresult cuDeviceGetName(char *name, int len, int dev) {
 }
 
 API CUresult cuDeviceTotalMem_v2(size_t *bytes, int dev) {
-  if (const CUresult f = injected("cuDeviceTotalMem_v2"); f != OK) return f;
-  if (!g_initialized) return NOT_INITIALIZED;
+  if (const CUresult r = initialized_entry("cuDeviceTotalMem_v2"); r != OK) return r;
   if (!bytes) return INVALID_VALUE;
   if (bad_device(dev)) return INVALID_DEVICE;
   *bytes = size_t(g_capacity);
@@ -132,8 +128,7 @@ API CUresult cuDeviceTotalMem_v2(size_t *bytes, int dev) {
 // CUDA_ERROR_INVALID_DEVICE for a bad device. Each fake device has its own:
 // "fake" in the first four bytes, its ordinal in the last.
 API CUresult cuDeviceGetUuid_v2(char *uuid, int dev) {
-  if (const CUresult f = injected("cuDeviceGetUuid_v2"); f != OK) return f;
-  if (!g_initialized) return NOT_INITIALIZED;
+  if (const CUresult r = initialized_entry("cuDeviceGetUuid_v2"); r != OK) return r;
   if (!uuid) return INVALID_VALUE;
   if (bad_device(dev)) return INVALID_DEVICE;
   static const char kStem[16] = {'f', 'a', 'k', 'e', 0x12, 0x34, 0x45, 0x67, char(0x89), char(0xab), 0, 0, 0, 0, 0, 0};
@@ -143,8 +138,7 @@ API CUresult cuDeviceGetUuid_v2(char *uuid, int dev) {
 }
 
 API CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
-  if (const CUresult f = injected("cuDeviceGetAttribute"); f != OK) return f;
-  if (!g_initialized) return NOT_INITIALIZED;
+  if (const CUresult r = initialized_entry("cuDeviceGetAttribute"); r != OK) return r;
   if (!v) return INVALID_VALUE;
   if (bad_device(dev)) return INVALID_DEVICE;
   switch (attr) {

@@ -8,9 +8,8 @@ extern "C" {
 
 // ---- events -----------------------------------------------------------------------------------
 API CUresult cuEventCreate(CUevent *out, unsigned flags) {
-  if (const CUresult f = injected("cuEventCreate"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuEventCreate", &dev); r != OK) return r;
   if (!out || (flags & ~3u)) return INVALID_VALUE;
   auto e = std::make_shared<Event>();
   e->timing = (flags & 2u) == 0;
@@ -21,17 +20,15 @@ API CUresult cuEventCreate(CUevent *out, unsigned flags) {
   return OK;
 }
 API CUresult cuEventDestroy_v2(CUevent e) {
-  if (const CUresult f = injected("cuEventDestroy_v2"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuEventDestroy_v2", &dev); r != OK) return r;
   // A pending record keeps the object alive (it holds a reference).
   std::lock_guard<std::mutex> lock(g_events_mu);
   return e && g_events.erase(e) ? OK : INVALID_HANDLE;
 }
 API CUresult cuEventRecord(CUevent e, CUstream s) {
-  if (const CUresult f = injected("cuEventRecord"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuEventRecord", &dev); r != OK) return r;
   const auto ev = find_event(e);
   const auto target = lookup(s);
   if (!ev) return INVALID_HANDLE;
@@ -50,9 +47,8 @@ API CUresult cuEventRecord(CUevent e, CUstream s) {
   return OK;
 }
 API CUresult cuEventSynchronize(CUevent e) {
-  if (const CUresult f = injected("cuEventSynchronize"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuEventSynchronize", &dev); r != OK) return r;
   const auto ev = find_event(e);
   if (!ev) return INVALID_HANDLE;
   if (const CUresult r = refuse_captured_event(*ev); r != OK) return r;
@@ -68,9 +64,8 @@ API CUresult cuEventSynchronize(CUevent e) {
   return after_wait(dev);
 }
 API CUresult cuEventQuery(CUevent e) {
-  if (const CUresult f = injected("cuEventQuery"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuEventQuery", &dev); r != OK) return r;
   const auto ev = find_event(e);
   if (!ev) return INVALID_HANDLE;
   if (const CUresult r = refuse_captured_event(*ev); r != OK) return r;
@@ -80,9 +75,8 @@ API CUresult cuEventQuery(CUevent e) {
   return ev->stream->done >= ev->ticket ? after_wait(dev) : NOT_READY;
 }
 API CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b) {
-  if (const CUresult f = injected("cuEventElapsedTime_v2"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuEventElapsedTime_v2", &dev); r != OK) return r;
   if (!ms) return INVALID_VALUE;
   const auto ea = find_event(a), eb = find_event(b);
   if (!ea || !eb) return INVALID_HANDLE;

@@ -528,6 +528,18 @@ inline CUresult context_call(int *dev) {
   return OK;
 }
 
+// The start of an entry: an injected fault for `symbol` (FAKE_CUDA_FAIL)
+// first, then cuInit's rule (initialized_entry) or every rule of a call in
+// the current context (context_entry, *dev: its device).
+inline CUresult initialized_entry(const char *symbol) {
+  if (const CUresult f = injected(symbol); f != OK) return f;
+  return g_initialized ? OK : NOT_INITIALIZED;
+}
+inline CUresult context_entry(const char *symbol, int *dev) {
+  if (const CUresult f = injected(symbol); f != OK) return f;
+  return context_call(dev);
+}
+
 // After a wait: the sticky error the context hit meanwhile, if any.
 inline CUresult after_wait(int dev) {
   const int sticky = g_sticky[dev].load();

@@ -315,9 +315,8 @@ using namespace fake_cuda;
 extern "C" {
 
 API CUresult cuStreamBeginCapture_v2(CUstream s, int mode) {
-  if (const CUresult f = injected("cuStreamBeginCapture_v2"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuStreamBeginCapture_v2", &dev); r != OK) return r;
   const std::shared_ptr<Stream> target = lookup(s);
   if (target == g_legacy) return CAPTURE_UNSUPPORTED;
   if (mode < 0 || mode > 2) return INVALID_VALUE;
@@ -335,9 +334,8 @@ API CUresult cuStreamBeginCapture_v2(CUstream s, int mode) {
 }
 
 API CUresult cuStreamEndCapture(CUstream s, void **graph_out) {
-  if (const CUresult f = injected("cuStreamEndCapture"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuStreamEndCapture", &dev); r != OK) return r;
   if (!graph_out) return INVALID_VALUE;
   *graph_out = nullptr;
   const std::shared_ptr<Stream> target = lookup(s);
@@ -374,9 +372,8 @@ API CUresult cuStreamEndCapture(CUstream s, void **graph_out) {
 
 // CUstreamCaptureStatus: 0 none, 1 active, 2 invalidated.
 API CUresult cuStreamIsCapturing(CUstream s, int *status) {
-  if (const CUresult f = injected("cuStreamIsCapturing"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuStreamIsCapturing", &dev); r != OK) return r;
   if (!status) return INVALID_VALUE;
   const std::shared_ptr<Stream> target = lookup(s);
   if (target == g_legacy && g_blocking_captures[dev].load() != 0) return CAPTURE_IMPLICIT;  // not invalidated
@@ -407,9 +404,8 @@ API CUresult cuStreamGetCaptureInfo_v3(CUstream s, int *status, uint64_t *id, vo
 }
 
 API CUresult cuGraphGetNodes(void *graph, void **nodes, size_t *count) {
-  if (const CUresult f = injected("cuGraphGetNodes"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuGraphGetNodes", &dev); r != OK) return r;
   Graph *g = known_graph(graph);
   if (!g || !count) return INVALID_VALUE;
   if (nodes)
@@ -419,17 +415,15 @@ API CUresult cuGraphGetNodes(void *graph, void **nodes, size_t *count) {
 }
 
 API CUresult cuGraphDestroy(void *graph) {
-  if (const CUresult f = injected("cuGraphDestroy"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuGraphDestroy", &dev); r != OK) return r;
   std::lock_guard<std::mutex> lock(g_graph_mu);
   return g_graphs.erase(static_cast<Graph *>(graph)) ? OK : INVALID_VALUE;
 }
 
 API CUresult cuGraphInstantiateWithFlags(void **exec_out, void *graph, unsigned long long flags) {
-  if (const CUresult f = injected("cuGraphInstantiateWithFlags"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuGraphInstantiateWithFlags", &dev); r != OK) return r;
   if (!exec_out || flags != 0) return INVALID_VALUE;
   Graph *g = known_graph(graph);
   if (!g) return INVALID_VALUE;
@@ -450,9 +444,8 @@ API CUresult cuGraphInstantiateWithFlags(void **exec_out, void *graph, unsigned 
 }
 
 API CUresult cuGraphLaunch(void *exec, CUstream s) {
-  if (const CUresult f = injected("cuGraphLaunch"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuGraphLaunch", &dev); r != OK) return r;
   const std::shared_ptr<Exec> x = known_exec(exec);
   if (!x) return INVALID_VALUE;
   const std::shared_ptr<Stream> target = lookup(s);
@@ -484,9 +477,8 @@ struct KernelNodeParams {
 };
 
 API CUresult cuGraphExecKernelNodeSetParams_v2(void *exec, void *node, const KernelNodeParams *p) {
-  if (const CUresult f = injected("cuGraphExecKernelNodeSetParams_v2"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuGraphExecKernelNodeSetParams_v2", &dev); r != OK) return r;
   const std::shared_ptr<Exec> x = known_exec(exec);
   if (!x || !p || !p->func) return INVALID_VALUE;
   std::lock_guard<std::mutex> lock(x->mu);
@@ -506,9 +498,8 @@ API CUresult cuGraphExecKernelNodeSetParams_v2(void *exec, void *node, const Ker
 }
 
 API CUresult cuGraphExecDestroy(void *exec) {
-  if (const CUresult f = injected("cuGraphExecDestroy"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuGraphExecDestroy", &dev); r != OK) return r;
   std::lock_guard<std::mutex> lock(g_graph_mu);
   return g_execs.erase(static_cast<Exec *>(exec)) ? OK : INVALID_VALUE;  // launches in flight hold the nodes
 }

@@ -8,9 +8,8 @@ extern "C" {
 
 // ---- host memory -------------------------------------------------------------------------------
 API CUresult cuMemHostAlloc(void **out, size_t bytes, unsigned flags) {
-  if (const CUresult f = injected("cuMemHostAlloc"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuMemHostAlloc", &dev); r != OK) return r;
   if (!out || bytes == 0 || (flags & ~7u)) return INVALID_VALUE;
   g_last_host_alloc_flags = flags;
   void *p = map_host_pages(bytes);
@@ -22,9 +21,8 @@ API CUresult cuMemHostAlloc(void **out, size_t bytes, unsigned flags) {
   return OK;
 }
 API CUresult cuMemFreeHost(void *p) {
-  if (const CUresult f = injected("cuMemFreeHost"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuMemFreeHost", &dev); r != OK) return r;
   std::lock_guard<std::mutex> lock(g_mem_mu);
   auto it = g_host.find(uintptr_t(p));
   if (it == g_host.end()) return INVALID_VALUE;
@@ -43,9 +41,8 @@ API CUresult cuMemFreeHost(void *p) {
 // ALREADY_REGISTERED: cuda.h is silent, and on an H100 (driver 580.159.04)
 // cuMemHostRegister refused it with CUDA_ERROR_INVALID_VALUE.
 API CUresult cuMemHostRegister_v2(void *p, size_t bytes, unsigned flags) {
-  if (const CUresult f = injected("cuMemHostRegister_v2"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuMemHostRegister_v2", &dev); r != OK) return r;
   if (!p || bytes == 0 || (flags & ~0xfu)) return INVALID_VALUE;
   g_last_host_register_flags = flags;
   std::lock_guard<std::mutex> lock(g_mem_mu);
@@ -60,18 +57,16 @@ API CUresult cuMemHostRegister_v2(void *p, size_t bytes, unsigned flags) {
   return OK;
 }
 API CUresult cuMemHostUnregister(void *p) {
-  if (const CUresult f = injected("cuMemHostUnregister"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuMemHostUnregister", &dev); r != OK) return r;
   std::lock_guard<std::mutex> lock(g_mem_mu);
   if (!g_registered.erase(uintptr_t(p))) return NOT_REGISTERED;
   g_host_owner.erase(uintptr_t(p));
   return OK;
 }
 API CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *out, void *p, unsigned flags) {
-  if (const CUresult f = injected("cuMemHostGetDevicePointer_v2"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuMemHostGetDevicePointer_v2", &dev); r != OK) return r;
   if (!out || flags != 0) return INVALID_VALUE;
   if (!accessible(uintptr_t(p), 1)) return INVALID_VALUE;
   *out = uintptr_t(p);  // unified addressing

@@ -14,9 +14,8 @@ struct IpcBytes {
   uint64_t size;
 };
 API CUresult cuIpcGetMemHandle(void *handle, CUdeviceptr p) {
-  if (const CUresult f = injected("cuIpcGetMemHandle"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuIpcGetMemHandle", &dev); r != OK) return r;
   CUdeviceptr base;
   size_t size;
   if (!handle || !device_range(p, 0, &base, &size) || base != p) return INVALID_VALUE;
@@ -34,9 +33,8 @@ struct Handle64 {
   char bytes[64];
 };
 API CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *out, Handle64 h, unsigned flags) {
-  if (const CUresult f = injected("cuIpcOpenMemHandle_v2"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuIpcOpenMemHandle_v2", &dev); r != OK) return r;
   IpcBytes b;
   std::memcpy(&b, h.bytes, sizeof b);
   if (!out || flags > 1 || std::memcmp(b.magic, "fakecuip", 8) != 0) return INVALID_VALUE;
@@ -49,9 +47,8 @@ API CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *out, Handle64 h, unsigned flags)
   return OK;
 }
 API CUresult cuIpcCloseMemHandle(CUdeviceptr p) {
-  if (const CUresult f = injected("cuIpcCloseMemHandle"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuIpcCloseMemHandle", &dev); r != OK) return r;
   std::lock_guard<std::mutex> lock(g_mem_mu);
   auto it = g_ipc_opens.find({dev, p});
   if (it == g_ipc_opens.end()) return INVALID_VALUE;  // not an open mapping of this context

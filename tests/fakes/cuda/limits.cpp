@@ -49,9 +49,8 @@ extern "C" {
 API CUresult cuCtxSynchronize();  // context.cpp
 
 API CUresult cuCtxSetLimit(int limit, size_t value) {
-  if (const CUresult f = injected("cuCtxSetLimit"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuCtxSetLimit", &dev); r != OK) return r;
   if (limit != kStackSize && limit != kPrintfFifoSize && limit != kMallocHeapSize) return UNSUPPORTED_LIMIT;
   if (limit == kPrintfFifoSize && g_printed[dev].load()) return INVALID_VALUE;
   if (limit == kStackSize) {
@@ -66,9 +65,8 @@ API CUresult cuCtxSetLimit(int limit, size_t value) {
 }
 
 API CUresult cuCtxGetLimit(size_t *value, int limit) {
-  if (const CUresult f = injected("cuCtxGetLimit"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuCtxGetLimit", &dev); r != OK) return r;
   if (!value) return INVALID_VALUE;
   if (limit != kStackSize && limit != kPrintfFifoSize && limit != kMallocHeapSize) return UNSUPPORTED_LIMIT;
   *value = size_t(limit_of(dev, limit));

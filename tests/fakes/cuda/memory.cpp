@@ -97,9 +97,8 @@ void release_locked(std::map<CUdeviceptr, Alloc>::iterator it, bool to_pool) {
 extern "C" {
 
 API CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
-  if (const CUresult f = injected("cuMemGetInfo_v2"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuMemGetInfo_v2", &dev); r != OK) return r;
   if (!free_bytes || !total) return INVALID_VALUE;
   std::lock_guard<std::mutex> lock(g_mem_mu);
   *free_bytes = size_t(g_capacity - g_used - pool_idle_total());  // what pools hold is not free
@@ -107,9 +106,8 @@ API CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
   return OK;
 }
 API CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
-  if (const CUresult f = injected("cuMemAlloc_v2"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuMemAlloc_v2", &dev); r != OK) return r;
   if (!p || bytes == 0) return INVALID_VALUE;
   return allocate(p, bytes, dev, -1, false);
 }
@@ -121,18 +119,16 @@ API CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
 // is valid on the CPU and on all GPUs in the system that support managed
 // memory": the fake's device memory is the host's, so it is.
 API CUresult cuMemAllocManaged(CUdeviceptr *p, size_t bytes, unsigned flags) {
-  if (const CUresult f = injected("cuMemAllocManaged"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuMemAllocManaged", &dev); r != OK) return r;
   if (!managed_memory_supported()) return NOT_SUPPORTED;
   if (!p || bytes == 0 || (flags != 0x1 && flags != 0x2)) return INVALID_VALUE;
   return allocate(p, bytes, dev, -1, true);
 }
 
 API CUresult cuMemFree_v2(CUdeviceptr p) {
-  if (const CUresult f = injected("cuMemFree_v2"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuMemFree_v2", &dev); r != OK) return r;
   std::lock_guard<std::mutex> lock(g_mem_mu);
   auto it = g_device.find(p);
   if (it == g_device.end()) return INVALID_VALUE;
@@ -141,9 +137,8 @@ API CUresult cuMemFree_v2(CUdeviceptr p) {
 }
 
 API CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p) {
-  if (const CUresult f = injected("cuMemGetAddressRange_v2"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuMemGetAddressRange_v2", &dev); r != OK) return r;
   CUdeviceptr b;
   size_t s;
   if (!device_range(p, 0, &b, &s)) return INVALID_VALUE;
@@ -154,9 +149,8 @@ API CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdevicept
 
 // ---- transfers ----------------------------------------------------------------------------
 API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream s) {
-  if (const CUresult f = injected("cuMemcpyHtoDAsync_v2"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuMemcpyHtoDAsync_v2", &dev); r != OK) return r;
   if (n == 0) return OK;
   if (!src || !accessible(dst, n)) return INVALID_VALUE;
   if (host_range_mixed(src, n)) return INVALID_VALUE;  // partly registered (fake_cuda.hpp)
@@ -173,9 +167,8 @@ API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CU
   return submit(s, [=] { std::memcpy(reinterpret_cast<void *>(uintptr_t(dst)), src, n); });
 }
 API CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s) {
-  if (const CUresult f = injected("cuMemcpyDtoHAsync_v2"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuMemcpyDtoHAsync_v2", &dev); r != OK) return r;
   if (n == 0) return OK;
   if (!dst || !accessible(src, n)) return INVALID_VALUE;
   if (host_range_mixed(dst, n)) return INVALID_VALUE;  // partly registered (fake_cuda.hpp)
@@ -184,9 +177,8 @@ API CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream
   return submit(s, [=] { std::memcpy(dst, reinterpret_cast<const void *>(uintptr_t(src)), n); });
 }
 API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
-  if (const CUresult f = injected("cuMemcpyDtoDAsync_v2"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuMemcpyDtoDAsync_v2", &dev); r != OK) return r;
   if (n == 0) return OK;
   if (!accessible(dst, n) || !accessible(src, n)) return INVALID_VALUE;
   return submit(s, [=] {
@@ -194,9 +186,8 @@ API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CU
   });
 }
 API CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUstream s) {
-  if (const CUresult f = injected("cuMemsetD8Async"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuMemsetD8Async", &dev); r != OK) return r;
   if (n == 0) return OK;
   if (!accessible(dst, n)) return INVALID_VALUE;
   return submit(s, [=] { std::memset(reinterpret_cast<void *>(uintptr_t(dst)), v, n); }, kMemsetNode);
@@ -243,9 +234,8 @@ void remember_hint(int call, int advice, const CUmemLocation &l, size_t n) {
 }  // namespace
 
 API CUresult cuMemPrefetchAsync_v2(CUdeviceptr p, size_t n, CUmemLocation location, unsigned flags, CUstream s) {
-  if (const CUresult f = injected("cuMemPrefetchAsync_v2"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuMemPrefetchAsync_v2", &dev); r != OK) return r;
   if (flags != 0 || !managed_range(p, n)) return INVALID_VALUE;
   if (const CUresult r = check_location(location, true); r != OK) return r;
   remember_hint(1, 0, location, n);
@@ -253,9 +243,8 @@ API CUresult cuMemPrefetchAsync_v2(CUdeviceptr p, size_t n, CUmemLocation locati
 }
 
 API CUresult cuMemAdvise_v2(CUdeviceptr p, size_t n, int advice, CUmemLocation location) {
-  if (const CUresult f = injected("cuMemAdvise_v2"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuMemAdvise_v2", &dev); r != OK) return r;
   if (advice < 1 || advice > 6 || !managed_range(p, n)) return INVALID_VALUE;
   // SET_PREFERRED_LOCATION (3), SET_ACCESSED_BY (5) and UNSET_ACCESSED_BY (6) name a processor.
   if (advice == 3 || advice == 5 || advice == 6)
@@ -328,9 +317,8 @@ CUresult check_side(const Side3D &s, const CUDA_MEMCPY3D &p, const std::shared_p
 }  // namespace
 
 API CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *p, CUstream s) {
-  if (const CUresult f = injected("cuMemcpy3DAsync_v2"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuMemcpy3DAsync_v2", &dev); r != OK) return r;
   if (!p || p->srcLOD || p->dstLOD || p->reserved0 || p->reserved1) return INVALID_VALUE;
   if (p->WidthInBytes == 0 || p->Height == 0 || p->Depth == 0) return OK;
   const Side3D src{p->srcMemoryType, p->srcMemoryType == CU_MEMORYTYPE_HOST ? uintptr_t(p->srcHost) : uintptr_t(p->srcDevice),

@@ -113,9 +113,8 @@ extern "C" {
 
 
 API CUresult cuModuleLoadDataEx(void **out, const void *image, unsigned n, int *keys, void **values) {
-  if (const CUresult f = injected("cuModuleLoadDataEx"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuModuleLoadDataEx", &dev); r != OK) return r;
   if (!out || !image || (n && (!keys || !values))) return INVALID_VALUE;
   auto m = std::make_unique<Module>();
   m->dev = dev;
@@ -146,9 +145,8 @@ API CUresult cuModuleLoadDataEx(void **out, const void *image, unsigned n, int *
   return OK;
 }
 API CUresult cuModuleUnload(void *mod) {
-  if (const CUresult f = injected("cuModuleUnload"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuModuleUnload", &dev); r != OK) return r;
   std::lock_guard<std::mutex> lock(g_module_mu);
   auto *m = static_cast<Module *>(mod);
   if (!g_modules.erase(m)) return INVALID_HANDLE;
@@ -156,9 +154,8 @@ API CUresult cuModuleUnload(void *mod) {
   return OK;
 }
 API CUresult cuModuleGetFunction(void **out, void *mod, const char *name) {
-  if (const CUresult f = injected("cuModuleGetFunction"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuModuleGetFunction", &dev); r != OK) return r;
   if (!out || !name) return INVALID_VALUE;
   std::lock_guard<std::mutex> lock(g_module_mu);
   auto *m = static_cast<Module *>(mod);
@@ -171,9 +168,8 @@ API CUresult cuModuleGetFunction(void **out, void *mod, const char *name) {
   return 500;  // CUDA_ERROR_NOT_FOUND
 }
 API CUresult cuFuncGetAttribute(int *v, int attr, void *fn) {
-  if (const CUresult f = injected("cuFuncGetAttribute"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuFuncGetAttribute", &dev); r != OK) return r;
   Function *f = known_function(fn);
   if (!v) return INVALID_VALUE;
   if (!f) return INVALID_HANDLE;
@@ -198,9 +194,8 @@ API CUresult cuFuncGetAttribute(int *v, int attr, void *fn) {
   }
 }
 API CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, void *fn, int block_size, size_t dynamic) {
-  if (const CUresult f = injected("cuOccupancyMaxActiveBlocksPerMultiprocessor"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuOccupancyMaxActiveBlocksPerMultiprocessor", &dev); r != OK) return r;
   Function *f = known_function(fn);
   if (!blocks) return INVALID_VALUE;
   if (!f) return INVALID_HANDLE;
@@ -232,9 +227,8 @@ API CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, void *fn, 
   return OK;
 }
 API CUresult cuFuncSetAttribute(void *fn, int attr, int value) {
-  if (const CUresult f = injected("cuFuncSetAttribute"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuFuncSetAttribute", &dev); r != OK) return r;
   Function *f = known_function(fn);
   if (!f) return INVALID_HANDLE;
   if (attr != 8 || value < 0 || value + f->static_shared > 227 * 1024) return INVALID_VALUE;
@@ -322,9 +316,8 @@ extern "C" {
 
 API CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                             unsigned shared, CUstream s, void **params, void **extra) {
-  if (const CUresult f = injected("cuLaunchKernel"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuLaunchKernel", &dev); r != OK) return r;
   const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
   PreparedLaunch p;
   if (const CUresult r = prepare_launch(fn, grid, block, shared, params, extra, dev, &p); r != OK) return r;

@@ -9,9 +9,8 @@ extern "C" {
 
 // ---- stream-ordered allocation and peer access ---------------------------------------------------
 API CUresult cuMemAllocAsync(CUdeviceptr *p, size_t bytes, CUstream s) {
-  if (const CUresult f = injected("cuMemAllocAsync"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuMemAllocAsync", &dev); r != OK) return r;
   // Stream-ordered allocation in a capture (a memory node) is not modelled:
   // refused (fake_cuda.hpp).
   if (const CUresult r = refuse_if_capturing(lookup(s), NOT_SUPPORTED); r != OK) return r;
@@ -19,9 +18,8 @@ API CUresult cuMemAllocAsync(CUdeviceptr *p, size_t bytes, CUstream s) {
   return allocate(p, bytes, dev, dev, false);  // the default pool; made at once: early enough for any order
 }
 API CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {
-  if (const CUresult f = injected("cuMemFreeAsync"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuMemFreeAsync", &dev); r != OK) return r;
   if (const CUresult r = refuse_if_capturing(lookup(s), NOT_SUPPORTED); r != OK) return r;
   if (!device_range(p, 0)) return INVALID_VALUE;
   return submit(s, [p] {
@@ -32,8 +30,7 @@ API CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {
   });
 }
 API CUresult cuMemPoolTrimTo(void *pool, size_t keep) {
-  if (const CUresult f = injected("cuMemPoolTrimTo"); f != OK) return f;
-  if (!g_initialized) return NOT_INITIALIZED;
+  if (const CUresult r = initialized_entry("cuMemPoolTrimTo"); r != OK) return r;
   std::lock_guard<std::mutex> lock(g_mem_mu);
   const int slot = pool_slot(pool);
   if (slot < 0 || g_pool_destroyed[slot]) return INVALID_HANDLE;
@@ -41,8 +38,7 @@ API CUresult cuMemPoolTrimTo(void *pool, size_t keep) {
   return OK;
 }
 API CUresult cuMemPoolGetAttribute(void *pool, int attr, void *value) {
-  if (const CUresult f = injected("cuMemPoolGetAttribute"); f != OK) return f;
-  if (!g_initialized) return NOT_INITIALIZED;
+  if (const CUresult r = initialized_entry("cuMemPoolGetAttribute"); r != OK) return r;
   if (!value) return INVALID_VALUE;
   std::lock_guard<std::mutex> lock(g_mem_mu);
   const int slot = pool_slot(pool);
@@ -68,16 +64,14 @@ API CUresult cuMemPoolGetAttribute(void *pool, int attr, void *value) {
   return OK;
 }
 API CUresult cuDeviceGetDefaultMemPool(void **pool, int dev) {
-  if (const CUresult f = injected("cuDeviceGetDefaultMemPool"); f != OK) return f;
-  if (!g_initialized) return NOT_INITIALIZED;
+  if (const CUresult r = initialized_entry("cuDeviceGetDefaultMemPool"); r != OK) return r;
   if (!pool) return INVALID_VALUE;
   if (bad_device(dev)) return INVALID_DEVICE;
   *pool = &g_pool_token[dev];
   return OK;
 }
 API CUresult cuMemPoolSetAttribute(void *pool, int attr, void *value) {
-  if (const CUresult f = injected("cuMemPoolSetAttribute"); f != OK) return f;
-  if (!g_initialized) return NOT_INITIALIZED;
+  if (const CUresult r = initialized_entry("cuMemPoolSetAttribute"); r != OK) return r;
   if (!value) return INVALID_VALUE;
   std::lock_guard<std::mutex> lock(g_mem_mu);
   const int slot = pool_slot(pool);
@@ -92,8 +86,7 @@ API CUresult cuMemPoolSetAttribute(void *pool, int attr, void *value) {
 // 0". A new pool's release threshold is 0 (CU_MEMPOOL_ATTR_RELEASE_THRESHOLD's
 // default), and no other pool, the device's default one included, changes.
 API CUresult cuMemPoolCreate(void **pool, const CUmemPoolProps_fake *props) {
-  if (const CUresult f = injected("cuMemPoolCreate"); f != OK) return f;
-  if (!g_initialized) return NOT_INITIALIZED;
+  if (const CUresult r = initialized_entry("cuMemPoolCreate"); r != OK) return r;
   if (!pool || !props) return INVALID_VALUE;
   if (props->allocType != 1 || props->location.type != 1 || bad_device(props->location.id)) return INVALID_VALUE;
   if (props->handleTypes != 0 && props->handleTypes != 1) return INVALID_VALUE;  // none, or a POSIX fd
@@ -119,8 +112,7 @@ API CUresult cuMemPoolCreate(void **pool, const CUmemPoolProps_fake *props) {
 // be destroyed." (returns: CUDA_SUCCESS, CUDA_ERROR_INVALID_VALUE). A
 // destroyed pool's handle is invalid.
 API CUresult cuMemPoolDestroy(void *pool) {
-  if (const CUresult f = injected("cuMemPoolDestroy"); f != OK) return f;
-  if (!g_initialized) return NOT_INITIALIZED;
+  if (const CUresult r = initialized_entry("cuMemPoolDestroy"); r != OK) return r;
   std::lock_guard<std::mutex> lock(g_mem_mu);
   const int slot = pool_slot(pool);
   if (slot < kMaxDevices || g_pool_destroyed[slot]) return INVALID_VALUE;  // a default pool cannot be destroyed
@@ -135,9 +127,8 @@ API CUresult cuMemPoolDestroy(void *pool) {
   return OK;
 }
 API CUresult cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t bytes, void *pool, CUstream s) {
-  if (const CUresult f = injected("cuMemAllocFromPoolAsync"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuMemAllocFromPoolAsync", &dev); r != OK) return r;
   if (const CUresult r = refuse_if_capturing(lookup(s), NOT_SUPPORTED); r != OK) return r;
   if (!p || bytes == 0) return INVALID_VALUE;
   int slot;
@@ -158,17 +149,15 @@ API uint64_t fake_cuda_release_threshold(int d) {
   return bad_device(d) ? 0 : g_release_threshold[d];
 }
 API CUresult cuDeviceCanAccessPeer(int *out, int dev, int peer) {
-  if (const CUresult f = injected("cuDeviceCanAccessPeer"); f != OK) return f;
-  if (!g_initialized) return NOT_INITIALIZED;
+  if (const CUresult r = initialized_entry("cuDeviceCanAccessPeer"); r != OK) return r;
   if (!out) return INVALID_VALUE;
   if (bad_device(dev) || bad_device(peer)) return INVALID_DEVICE;
   *out = dev != peer;
   return OK;
 }
 API CUresult cuCtxEnablePeerAccess(void *peer_ctx, unsigned flags) {
-  if (const CUresult f = injected("cuCtxEnablePeerAccess"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuCtxEnablePeerAccess", &dev); r != OK) return r;
   const int peer = device_of(peer_ctx);
   if (flags != 0) return INVALID_VALUE;
   if (peer < 0) return INVALID_CONTEXT;

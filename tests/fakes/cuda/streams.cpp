@@ -8,9 +8,8 @@ extern "C" {
 
 // ---- streams --------------------------------------------------------------------------------
 API CUresult cuStreamCreate(CUstream *out, unsigned flags) {
-  if (const CUresult f = injected("cuStreamCreate"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuStreamCreate", &dev); r != OK) return r;
   if (!out || (flags & ~1u)) return INVALID_VALUE;
   auto s = std::make_shared<Stream>();
   s->blocking = (flags & 1u) == 0;
@@ -26,9 +25,8 @@ API CUresult cuStreamCreate(CUstream *out, unsigned flags) {
 // value that is outside the meaningful range ..., the priority is
 // automatically clamped" (cuCtxGetStreamPriorityRange).
 API CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest) {
-  if (const CUresult f = injected("cuCtxGetStreamPriorityRange"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuCtxGetStreamPriorityRange", &dev); r != OK) return r;
   if (least) *least = 0;
   if (greatest) *greatest = kGreatestPriority;
   return OK;
@@ -41,17 +39,15 @@ API CUresult cuStreamCreateWithPriority(CUstream *out, unsigned flags, int prior
   return OK;
 }
 API CUresult cuStreamGetPriority(CUstream s, int *priority) {
-  if (const CUresult f = injected("cuStreamGetPriority"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuStreamGetPriority", &dev); r != OK) return r;
   if (!priority) return INVALID_VALUE;
   *priority = lookup(s)->priority;
   return OK;
 }
 API CUresult cuStreamDestroy_v2(CUstream s) {
-  if (const CUresult f = injected("cuStreamDestroy_v2"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuStreamDestroy_v2", &dev); r != OK) return r;
   std::shared_ptr<Stream> owned;
   {
     std::lock_guard<std::mutex> lock(g_streams_mu);
@@ -66,9 +62,8 @@ API CUresult cuStreamDestroy_v2(CUstream s) {
   return OK;
 }
 API CUresult cuStreamSynchronize(CUstream s) {
-  if (const CUresult f = injected("cuStreamSynchronize"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuStreamSynchronize", &dev); r != OK) return r;
   const std::shared_ptr<Stream> target = lookup(s);
   if (const CUresult r = refuse_if_capturing(target, CAPTURE_UNSUPPORTED); r != OK) return r;
   if (target == g_legacy)
@@ -78,9 +73,8 @@ API CUresult cuStreamSynchronize(CUstream s) {
   return after_wait(dev);
 }
 API CUresult cuStreamQuery(CUstream s) {
-  if (const CUresult f = injected("cuStreamQuery"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuStreamQuery", &dev); r != OK) return r;
   const std::shared_ptr<Stream> target = lookup(s);
   if (const CUresult r = refuse_if_capturing(target, CAPTURE_UNSUPPORTED); r != OK) return r;
   if (target == g_legacy)
@@ -89,18 +83,16 @@ API CUresult cuStreamQuery(CUstream s) {
 }
 // The context a stream belongs to (the current one for the special handles).
 API CUresult cuStreamGetCtx(CUstream s, void **ctx) {
-  if (const CUresult f = injected("cuStreamGetCtx"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuStreamGetCtx", &dev); r != OK) return r;
   if (!ctx) return INVALID_VALUE;
   const auto st = lookup(s);
   *ctx = &g_ctx_token[st->dev >= 0 ? st->dev : dev];
   return OK;
 }
 API CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags) {
-  if (const CUresult f = injected("cuStreamWaitEvent"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuStreamWaitEvent", &dev); r != OK) return r;
   const auto ev = find_event(e);
   if (flags != 0 || !ev) return INVALID_HANDLE;
   const std::shared_ptr<Stream> target = lookup(s);
@@ -117,9 +109,8 @@ API CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags) {
   return submit(s, [src, ticket] { src->wait(ticket); });
 }
 API CUresult cuLaunchHostFunc(CUstream s, void (*fn)(void *), void *user) {
-  if (const CUresult f = injected("cuLaunchHostFunc"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuLaunchHostFunc", &dev); r != OK) return r;
   if (!fn) return INVALID_VALUE;
   // submit() drops it when the context has hit an error: never called then.
   return submit(

@@ -86,8 +86,7 @@ std::map<uintptr_t, size_t>::iterator reservation_of(uintptr_t p, size_t n) {
 extern "C" {
 
 API CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop, int option) {
-  if (const CUresult f = injected("cuMemGetAllocationGranularity"); f != OK) return f;
-  if (!g_initialized) return NOT_INITIALIZED;
+  if (const CUresult r = initialized_entry("cuMemGetAllocationGranularity"); r != OK) return r;
   if (!granularity || !device_prop(prop) || (option != 0 && option != 1)) return INVALID_VALUE;
   *granularity = kGranularity;
   return OK;
@@ -95,9 +94,8 @@ API CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAlloc
 
 API CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
                                  unsigned long long flags) {
-  if (const CUresult f = injected("cuMemAddressReserve"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuMemAddressReserve", &dev); r != OK) return r;
   if (!ptr || size == 0 || !page_multiple(size) || !page_multiple(addr) || (alignment & (alignment - 1)) || flags)
     return INVALID_VALUE;
   const size_t align = std::max<size_t>(alignment, kGranularity);
@@ -113,9 +111,8 @@ API CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment
 }
 
 API CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
-  if (const CUresult f = injected("cuMemAddressFree"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuMemAddressFree", &dev); r != OK) return r;
   std::lock_guard<std::mutex> lock(g_mem_mu);
   auto it = g_reservations.find(uintptr_t(ptr));
   if (it == g_reservations.end() || it->second != size) return INVALID_VALUE;
@@ -126,9 +123,8 @@ API CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
 
 API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
                          unsigned long long flags) {
-  if (const CUresult f = injected("cuMemCreate"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuMemCreate", &dev); r != OK) return r;
   if (!handle || size == 0 || size % kGranularity || !device_prop(prop) || flags) return INVALID_VALUE;
   std::lock_guard<std::mutex> lock(g_mem_mu);
   if (g_used + size > g_capacity) return OUT_OF_MEMORY;
@@ -144,9 +140,8 @@ API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, cons
 }
 
 API CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
-  if (const CUresult f = injected("cuMemRelease"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuMemRelease", &dev); r != OK) return r;
   std::lock_guard<std::mutex> lock(g_mem_mu);
   auto it = g_physical.find(handle);
   if (it == g_physical.end() || it->second.released) return INVALID_VALUE;  // undefined in cuda.h: refused here
@@ -157,9 +152,8 @@ API CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
 
 API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
                       unsigned long long flags) {
-  if (const CUresult f = injected("cuMemMap"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuMemMap", &dev); r != OK) return r;
   if (size == 0 || ptr % kGranularity || size % kGranularity || offset % kGranularity || flags) return INVALID_VALUE;
   std::lock_guard<std::mutex> lock(g_mem_mu);
   auto ph = g_physical.find(handle);
@@ -179,9 +173,8 @@ API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericA
 }
 
 API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
-  if (const CUresult f = injected("cuMemUnmap"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuMemUnmap", &dev); r != OK) return r;
   std::lock_guard<std::mutex> lock(g_mem_mu);
   auto it = g_vm_mappings.find(uintptr_t(ptr));
   if (it == g_vm_mappings.end() || it->second.size != size) return INVALID_VALUE;  // the entire mapping only
@@ -195,9 +188,8 @@ API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
 }
 
 API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count) {
-  if (const CUresult f = injected("cuMemSetAccess"); f != OK) return f;
   int dev = -1;
-  if (const CUresult c = context_call(&dev); c != OK) return c;
+  if (const CUresult r = context_entry("cuMemSetAccess", &dev); r != OK) return r;
   if (!desc || count == 0 || size == 0) return INVALID_VALUE;
   for (size_t i = 0; i < count; ++i)
     if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE || bad_device(desc[i].location.id) ||
