@@ -107,8 +107,14 @@ std::vector<Candidate> candidate_paths(const std::string &name, const Config &co
   const std::string file = "libgpuhal-" + name + ".so";
   std::vector<std::string> paths;
   for (const auto &dir : config.plugin_path) paths.push_back(dir + "/" + file);
+  // Beside libgpuhal (a build tree, a wheel), then in its gpuhal/ (an
+  // install: plugins have no SONAME, so they are kept out of the system's
+  // library directory).
   const std::string own = core_library_directory();
-  if (!own.empty()) paths.push_back(own + "/" + file);
+  if (!own.empty()) {
+    paths.push_back(own + "/" + file);
+    paths.push_back(own + "/gpuhal/" + file);
+  }
   std::vector<Candidate> out;
   if (auto m = manifests.find(name); m != manifests.end()) {
     if (m->second.problem.empty())

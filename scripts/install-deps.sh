@@ -4,7 +4,7 @@
 # Safe to run repeatedly; uses sudo only when not root.
 set -euo pipefail
 packages=(cmake ninja-build g++ catch2 binutils pkg-config libdlpack-dev clang libclang-rt-14-dev libboost-context-dev libxxhash-dev libamd-comgr2 libamd-comgr-dev
-  libbenchmark-dev pocl-opencl-icd ocl-icd-opencl-dev opencl-c-headers python3 python3-venv python3-dev libhsa-runtime-dev libhsa-runtime64-1 openmpi-bin libopenmpi-dev)
+  libbenchmark-dev debhelper lintian pocl-opencl-icd ocl-icd-opencl-dev opencl-c-headers python3 python3-venv python3-dev libhsa-runtime-dev libhsa-runtime64-1 openmpi-bin libopenmpi-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -6,7 +6,8 @@
 # and runs each libFuzzer target for a bounded time (GPUHAL_FUZZ_SECONDS, seed GPUHAL_FUZZ_SEED,
 # default 15) from its seed corpus in tests/fuzz/corpus. NumPy comes from PyPI into
 # a virtual environment of the build, for the differential layout test; the
-# Python package is pip-installed into another and its pytest suite run.
+# Python package is pip-installed into another and its pytest suite run; the
+# Debian packages are built, checked with lintian, installed and run.
 # GPUHAL_SANITIZERS=0 skips the sanitizer and fuzz passes (quicker local runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -119,6 +120,11 @@ fi
 (cd "$build" && GPUHAL_BACKEND=host "$py_env/bin/python" "$OLDPWD/python/tests/numba_adapter/run_numba_tests.py" -q)
 (cd "$build" && GPUHAL_BACKEND=cuda GPUHAL_CUDA_DRIVER="$PWD/fakes/cuda/libcuda.so.1" \
   "$py_env/bin/python" "$OLDPWD/python/tests/numba_adapter/run_numba_tests.py" --fake-cuda -q)
+
+# The Debian packages (debian/): built with dpkg-buildpackage, checked with
+# lintian (no errors), installed, the installed gpuhal-info run, removed.
+echo "== Debian packages"
+scripts/build-debs.sh "$build/debs"
 
 # The benchmark harness in its smoke mode: every benchmark runs briefly and
 # the target table is printed (numbers from a smoke run are not measurements).

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # Installs the build tree to a temporary prefix, then builds and runs a
 # consumer with find_package and one with pkg-config. Plugins must be found
-# next to the installed libgpuhal (no GPUHAL_PLUGIN_PATH).
+# in the installed libgpuhal's gpuhal/ directory (no GPUHAL_PLUGIN_PATH).
 set -eu
 build=$1
 src=$2
