@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// The cuda backend: every plugin entry over the CUDA driver API.
+// The cuda backend over the CUDA driver API: its process-wide state, init
+// (the driver loaded, its devices counted), shutdown, and the table (each
+// entry is in the file of its object, cuda_entries.hpp).
 //
-// Contexts are the devices' primary contexts (retained by context_create,
-// released by context_destroy), or another library's contexts that
-// context_adopt uses without owning them. Every entry makes its context current on
-// the calling thread for its own duration and restores the caller's
-// (cuda_thread_rules.hpp has the rules on threads, callbacks and fork). The plugin remembers what it made in a context
-// (streams, events, allocations, host memory, registrations, IPC mappings)
-// so that context_destroy frees all of it, as the ABI requires. gpuhal's
-// special stream handles (NULL, GPUHAL_STREAM_LEGACY, GPUHAL_STREAM_PER_THREAD)
-// have CUDA's values and pass through unchanged.
+// Contexts are the devices' primary contexts, or another library's that
+// context_adopt uses without owning them (cuda_context.cpp). Every entry
+// makes its context current on the calling thread for its own duration and
+// restores the caller's (cuda_thread_rules.hpp has the rules on threads,
+// callbacks and fork). gpuhal's special stream handles (NULL,
+// GPUHAL_STREAM_LEGACY, GPUHAL_STREAM_PER_THREAD) have CUDA's values and
+// pass through unchanged.
 #include <cstring>
 #include <memory>
 #include <mutex>

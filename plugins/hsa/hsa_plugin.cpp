@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// The hsa backend: every plugin entry over AMD's ROCr HSA runtime.
+// The hsa backend over AMD's ROCr HSA runtime: its process-wide state,
+// init, shutdown and the table (each entry is in the file of its object,
+// hsa_entries.hpp).
 //
-// Devices are the GPU agents; the CPU agent's fine-grained pool serves
-// pinned and mapped host memory. init never fails for a runtime that loads
-// but cannot start (hsa_init failing without /dev/kfd): the plugin then
-// reports zero devices and leaves hsa_init's status as its message, which
-// the core shows. Device and managed memory are in hsa_memory.cpp. Contexts own what was made in them (streams, events,
-// allocations, host memory, registrations, modules); context_destroy
-// releases all of it.
+// init never fails for a runtime that loads but cannot start (hsa_init
+// failing without /dev/kfd): the plugin then reports zero devices and leaves
+// hsa_init's status as its message, which the core shows. Devices are the
+// GPU agents (hsa_device.cpp); the CPU agent's fine-grained pool serves
+// pinned and mapped host memory.
 #include <dlfcn.h>
 
 #include <algorithm>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// The host backend's thread pool (plugins/host/kernels/host_kernel_runner.hpp):
+// The host backend's thread pool (plugins/host/exec/host_thread_pool.hpp):
 // every index runs once, and ThreadPool::spread_jobs() counts the jobs
 // spread over more than one thread while they run (a waiter spins past its
 // short spin only while it is zero: host_stream.cpp, Progress::wait).
