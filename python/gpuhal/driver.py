@@ -39,6 +39,7 @@ def is_device_memory(obj):
 
 
 def require_device_memory(obj):
+    """Raises (Numba's plain Exception, "Not a CUDA memory object.") unless obj is device memory."""
     if not is_device_memory(obj):
         raise Exception("Not a CUDA memory object.")
 
@@ -127,6 +128,7 @@ def device_pointer(obj):
 
 
 def device_ctypes_pointer(obj):
+    """obj's device address as a ctypes.c_size_t (Numba's)."""
     return ctypes.c_size_t(device_pointer(obj))
 
 
@@ -144,6 +146,7 @@ def device_memory_size(obj):
 
 
 def device_extents(obj):
+    """(start, end) device addresses of the bytes obj spans (half open)."""
     start = device_pointer(obj)
     return start, start + device_memory_size(obj)
 
@@ -158,6 +161,7 @@ def host_memory_extents(obj):
 
 
 def host_memory_size(obj):
+    """The bytes a host buffer spans, from its first to past its last element."""
     start, end = host_memory_extents(obj)
     return end - start
 

@@ -28,8 +28,10 @@ def test_every_public_name_and_member_has_a_docstring():
     import inspect
 
     missing = []
-    for name in gpuhal.__all__:
-        obj = getattr(gpuhal, name)
+    names = [(gpuhal, name) for name in gpuhal.__all__]
+    names += [(gpuhal.driver, name) for name in gpuhal.driver.__all__]  # Numba's driver module
+    for module, name in names:
+        obj = getattr(module, name)
         if callable(obj) and not (getattr(obj, "__doc__", None) or "").strip():
             missing.append(name)
         if inspect.isclass(obj):
