@@ -16,19 +16,27 @@
 
 namespace test {
 
+// dlopen(path) into *library and the table its entry point negotiates for
+// the core's ABI version.
+inline const gpuhal_plugin_table_t *negotiated_table(const std::string &path, void **library) {
+  *library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  REQUIRE(*library);
+  void *sym = dlsym(*library, GPUHAL_PLUGIN_ENTRY_NAME);
+  REQUIRE(sym);
+  gpuhal_plugin_negotiate_fn negotiate;
+  std::memcpy(&negotiate, &sym, sizeof sym);
+  const gpuhal_plugin_table_t *table = nullptr;
+  REQUIRE(negotiate(GPUHAL_ABI_VERSION, &table) == GPUHAL_SUCCESS);
+  return table;
+}
+
 struct OpenedPlugin {
   void *library = nullptr;
   const gpuhal_plugin_table_t *t = nullptr;
   gpuhal_context_t ctx = nullptr;
 
   OpenedPlugin(const std::string &path, const std::vector<std::pair<std::string, std::string>> &options) {
-    library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    REQUIRE(library);
-    void *sym = dlsym(library, GPUHAL_PLUGIN_ENTRY_NAME);
-    REQUIRE(sym);
-    gpuhal_plugin_negotiate_fn negotiate;
-    std::memcpy(&negotiate, &sym, sizeof sym);
-    REQUIRE(negotiate(GPUHAL_ABI_VERSION, &t) == GPUHAL_SUCCESS);
+    t = negotiated_table(path, &library);
     std::vector<gpuhal_option_t> opts;
     for (const auto &kv : options) opts.push_back({kv.first.c_str(), kv.second.c_str()});
     gpuhal_init_args_t args{};

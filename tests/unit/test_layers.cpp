@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "layers/layer_chain.hpp"
+#include "opened_plugin.hpp"
 #include "test_support.hpp"
 
 using namespace gpuhal;
@@ -58,13 +59,7 @@ struct Chained {
   Chained(const std::string &path, const std::string &backend, std::vector<std::string> names,
           std::vector<std::pair<std::string, std::string>> options = {}, bool leak_fail = false,
           const std::string &trace_file = "") {
-    library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    REQUIRE(library);
-    void *sym = dlsym(library, GPUHAL_PLUGIN_ENTRY_NAME);
-    REQUIRE(sym);
-    gpuhal_plugin_negotiate_fn negotiate;
-    std::memcpy(&negotiate, &sym, sizeof sym);
-    REQUIRE(negotiate(GPUHAL_ABI_VERSION, &plugin) == GPUHAL_SUCCESS);
+    plugin = test::negotiated_table(path, &library);
     Config c;
     c.layers = std::move(names);
     c.leak_check_fail = leak_fail;
@@ -425,12 +420,7 @@ struct Bare {
   void *library;
   const gpuhal_plugin_table_t *t = nullptr;
   Bare(const std::string &path, std::vector<std::pair<std::string, std::string>> options) {
-    library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    REQUIRE(library);
-    void *sym = dlsym(library, GPUHAL_PLUGIN_ENTRY_NAME);
-    gpuhal_plugin_negotiate_fn negotiate;
-    std::memcpy(&negotiate, &sym, sizeof sym);
-    REQUIRE(negotiate(GPUHAL_ABI_VERSION, &t) == GPUHAL_SUCCESS);
+    t = test::negotiated_table(path, &library);
     std::vector<gpuhal_option_t> opts;
     for (auto &kv : options) opts.push_back({kv.first.c_str(), kv.second.c_str()});
     gpuhal_init_args_t args{GPUHAL_ABI_VERSION, sizeof args, opts.data(), uint32_t(opts.size()), GPUHAL_LOG_WARN,
