@@ -12,12 +12,12 @@ using namespace fake_cuda;
 namespace fake_cuda {
 
 namespace {
-// The driver keeps freed device memory for the next allocations (its
-// suballocator serves small allocations from larger blocks it holds), so a
-// freed address comes back at once, to whichever thread allocates next: a
-// plugin that forgets an allocation after cuMemFree, not before, loses the
-// new allocation another thread got at that address. The fake does the
-// same: the last kRecentBlocks freed device blocks (g_mem_mu held), handed
+// cuda.h promises nothing about a freed address: after cuMemFree the
+// driver may return it from the next cuMemAlloc of any thread at once (it
+// suballocates small allocations from blocks it keeps, so in practice it
+// does). A plugin that forgets an allocation after cuMemFree, not before,
+// then loses the new allocation another thread got at that address. The
+// fake takes the unpleasant side of that freedom: the last kRecentBlocks freed device blocks (g_mem_mu held), handed
 // out again for an allocation of the same rounded size, newest first.
 constexpr size_t kRecentBlocks = 64;
 std::deque<std::pair<size_t, void *>> &g_recent = *new std::deque<std::pair<size_t, void *>>;

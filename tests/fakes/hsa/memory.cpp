@@ -8,12 +8,12 @@
 using namespace fake_hsa;
 
 namespace {
-// ROCr's pools keep what is freed for the next allocations (its fragment
-// allocator serves small blocks from chunks it holds), so a freed block's
-// address comes back at once, to whichever thread allocates next: a
-// plugin that forgets an allocation after hsa_amd_memory_pool_free, not
-// before, loses the new allocation another thread got at that address.
-// The fake does the same: the last kRecentBlocks freed blocks (g_mu held),
+// hsa_ext_amd.h promises nothing about a freed block's address: after
+// hsa_amd_memory_pool_free the pool may hand it to the next allocation of
+// any thread at once (ROCr serves small blocks from chunks it keeps, so in
+// practice it does). A plugin that forgets an allocation after the free,
+// not before, then loses the new allocation another thread got at that
+// address. The fake takes the unpleasant side of that freedom: the last kRecentBlocks freed blocks (g_mu held),
 // handed out again for an allocation of the same pool and size, newest
 // first.
 constexpr size_t kRecentBlocks = 64;
