@@ -9,8 +9,8 @@
 namespace gpuhal::detail {
 
 namespace {
-// Idle blocks are searched linearly for an exact size: a few dozen at most,
-// whatever the count limit (a larger one queues the rest).
+// Spares are searched linearly for an exact size: a few dozen at most,
+// whatever the count limit (releases past it are queued instead).
 constexpr size_t kMaxBlocks = 32;
 }  // namespace
 
@@ -22,7 +22,12 @@ DeallocQueue::DeallocQueue(uint64_t max_count, uint64_t max_bytes, Synchronize s
       free_block_(std::move(free_block)),
       generation_(generation),
       handler_(std::move(handler)) {
-  if (free_block_) blocks_.reserve(size_t(std::min<uint64_t>(max_count_, kMaxBlocks)));
+  // Both reserved up front: keeping, taking and the swap of a flush over
+  // the limits never allocate.
+  if (free_block_ && max_count_ > 0) {
+    blocks_.reserve(kMaxBlocks);
+    spares_.reserve(kMaxBlocks);
+  }
 }
 
 namespace {
@@ -52,43 +57,67 @@ void DeallocQueue::add(Item item) {
     flush_now = defer_depth_ == 0 && !t_in_callback && over_limits_locked() &&
                 flushing_.load(std::memory_order_relaxed) != std::this_thread::get_id();
   }
-  if (flush_now) flush();
+  if (flush_now) flush_over_limits();
 }
 
 bool DeallocQueue::keep_block(uint64_t device_pointer, uint64_t bytes, uint64_t generation) {
-  if (!free_block_ || t_in_callback) return false;
-  std::lock_guard<BiasedLock> lock(mu_);
-  const bool full = blocks_.size() == kMaxBlocks || items_.size() + blocks_.size() + 1 > max_count_;
-  if (full || bytes > max_bytes_ - std::min(bytes_, max_bytes_)) return false;
-  // Built in place: a temporary copied in would be stored as two 8-byte
-  // halves and loaded back as one 16-byte move, which waits for the
-  // stores (a failed store-to-load forward, 31% of keep_block's samples).
-  blocks_.emplace_back(device_pointer, bytes, generation);
-  bytes_ += bytes;
+  if (!free_block_ || max_count_ == 0 || t_in_callback) return false;
+  bool flush_now;
+  {
+    std::lock_guard<BiasedLock> lock(mu_);
+    if (blocks_.size() == kMaxBlocks || bytes > max_bytes_) return false;
+    // Built in place: a temporary copied in would be stored as two 8-byte
+    // halves and loaded back as one 16-byte move, which waits for the
+    // stores (a failed store-to-load forward, 31% of keep_block's samples).
+    blocks_.emplace_back(device_pointer, bytes, generation);
+    bytes_ += bytes;
+    flush_now = defer_depth_ == 0 && over_limits_locked() &&
+                flushing_.load(std::memory_order_relaxed) != std::this_thread::get_id();
+  }
+  if (flush_now) flush_over_limits();
   return true;
 }
 
 uint64_t DeallocQueue::take_block(uint64_t bytes, uint64_t generation) {
   if (!free_block_ || t_in_callback) return 0;
   std::lock_guard<BiasedLock> lock(mu_);
-  for (size_t i = blocks_.size(); i-- > 0;) {
-    const Block b = blocks_[i];
+  for (size_t i = spares_.size(); i-- > 0;) {
+    const Block b = spares_[i];
     if (b.bytes != bytes || b.generation != generation) continue;
-    blocks_.erase(blocks_.begin() + std::ptrdiff_t(i));
-    bytes_ -= bytes;
+    spares_.erase(spares_.begin() + std::ptrdiff_t(i));
     return b.device_pointer;
   }
   return 0;
 }
 
-void DeallocQueue::queue_blocks_locked() {
-  // bytes_ counts them already, as blocks and now as items.
-  for (const Block &b : blocks_) {
+size_t DeallocQueue::spare_count() const {
+  std::lock_guard<BiasedLock> lock(mu_);
+  return spares_.size();
+}
+
+void DeallocQueue::queue_blocks_locked(std::vector<Block> &blocks, bool counted) {
+  for (const Block &b : blocks) {
     FreeBlock *free_block = &free_block_;
     const uint64_t ptr = b.device_pointer;
     items_.push_back({[free_block, ptr] { (*free_block)(ptr); }, b.bytes, b.generation});
+    if (!counted) bytes_ += b.bytes;
   }
-  blocks_.clear();
+  blocks.clear();
+}
+
+void DeallocQueue::flush_over_limits() {
+  if (flushing_.load(std::memory_order_relaxed) == std::this_thread::get_id()) return;  // as in run_flush
+  {
+    std::lock_guard<BiasedLock> lock(mu_);
+    if (defer_depth_ > 0) return;
+    // Spares nobody took for a whole round go back to the plugin with this
+    // flush; the pending blocks (unused since they were kept) are the next
+    // round's spares, no longer pending.
+    queue_blocks_locked(spares_, false);
+    for (const Block &b : blocks_) bytes_ -= b.bytes;
+    spares_.swap(blocks_);
+  }
+  run_flush(false, false);
 }
 
 void DeallocQueue::report(const Error &e) {
@@ -106,6 +135,10 @@ void DeallocQueue::report(const Error &e) {
 }
 
 size_t DeallocQueue::flush(bool force) {
+  return run_flush(force, true);
+}
+
+size_t DeallocQueue::run_flush(bool force, bool free_blocks) {
   // Called from a release this thread's flush is running: that flush runs
   // the queue to the end anyway.
   if (flushing_.load(std::memory_order_relaxed) == std::this_thread::get_id()) return 0;
@@ -134,7 +167,10 @@ size_t DeallocQueue::flush(bool force) {
     {
       std::lock_guard<BiasedLock> lock(mu_);
       if (defer_depth_ > 0 && !force) break;
-      queue_blocks_locked();
+      if (free_blocks) {
+        queue_blocks_locked(blocks_, true);
+        queue_blocks_locked(spares_, false);
+      }
       if (items_.empty()) break;
       batch_.swap(items_);
       for (const Item &item : batch_) bytes_ -= item.bytes;
@@ -188,6 +224,7 @@ void DeallocQueue::drop_all() {
   std::lock_guard<BiasedLock> lock(mu_);
   items_.clear();
   blocks_.clear();
+  spares_.clear();
   bytes_ = 0;
 }
 
@@ -203,7 +240,7 @@ void DeallocQueue::defer_end() {
     if (defer_depth_ > 0) --defer_depth_;
     flush_now = defer_depth_ == 0 && over_limits_locked();
   }
-  if (flush_now) flush();
+  if (flush_now) flush_over_limits();
 }
 
 bool DeallocQueue::deferred() const {

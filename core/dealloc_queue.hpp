@@ -11,13 +11,19 @@
 //
 // Idle blocks: device memory released while none of the context's work was
 // in flight (ContextImpl::work_idle: nothing can still be using it) waits as
-// a block instead of a queued release, and an allocation of exactly its
-// size, in the same context generation, takes it back without calling the
-// plugin (keep_block / take_block). Blocks are pending deallocations like
-// the queued releases: counted by count() and bytes(), bounded by the same
-// limits (a block that would pass one is queued instead, and the queue then
-// flushes as above), freed by the next flush (they join its first batch),
-// dropped by drop_all. So a limit of 0 turns them off.
+// a block instead of a queued release (keep_block). Blocks are pending
+// deallocations like the queued releases, as Numba counts them: each
+// release adds one to count() and its size to bytes() until a flush, the
+// same limits bound them, and an allocation never takes a pending one. What
+// makes them cheap is what a flush over the limits (not an explicit, an
+// out-of-memory or the context's last one) does with them: it keeps them,
+// no longer pending, as spare blocks, and an allocation of exactly a
+// spare's size, in the same context generation, takes it back without
+// calling the plugin (take_block). The spares a flush over the limits finds
+// untaken join its releases (spares live for one such round); an explicit
+// flush frees the blocks and the spares with the rest, drop_all drops them.
+// So memory_info() after an explicit flush is what Numba's would be, and a
+// limit of 0 turns blocks off with the queue.
 //
 // Flushing takes what is queued, waits for all work of the context (the
 // releases taken may still be in use by it), then runs them in FIFO order. A release that
@@ -79,25 +85,30 @@ class DeallocQueue {
     bool outer_;
   };
   static bool in_callback();
-  // Runs the queue unless deferred (or `force`). Returns the number of
-  // releases that ran successfully.
+  // Runs the queue unless deferred (or `force`), and frees the idle blocks
+  // and the spare ones. Returns the number of releases that ran
+  // successfully.
   size_t flush(bool force = false);
-  // Drops every item and block without running or freeing it (after a reset
-  // freed everything).
+  // Drops every item, block and spare without running or freeing it (after
+  // a reset freed everything).
   void drop_all();
 
   // Keeps `device_pointer` (`bytes` of device memory of context generation
   // `generation`, released while nothing could be using it) as an idle
-  // block. False, keeping nothing, when the block would take the pending
-  // count or bytes past a limit, or on a thread running a stream callback
-  // (whose releases wait for a flush on another thread, like every release):
-  // the caller queues the release instead.
+  // block, a pending deallocation; flushes as add() does when that passes a
+  // limit (the flush keeps the blocks as spares). False, keeping nothing,
+  // when the block alone is over the byte limit, when 32 blocks are
+  // pending (under a DeferCleanup scope), or on a thread running a stream
+  // callback (whose releases wait for a flush on another thread, like every
+  // release): the caller queues the release instead.
   bool keep_block(uint64_t device_pointer, uint64_t bytes, uint64_t generation);
-  // An idle block of exactly `bytes` and `generation` (the newest kept),
-  // taken out of the pending set; 0 when there is none, or on a thread
-  // running a stream callback (where allocations fail in the driver: one
-  // served from a block would work only sometimes).
+  // A spare block of exactly `bytes` and `generation` (the newest spared),
+  // taken out of the spares; 0 when there is none, or on a thread running a
+  // stream callback (where allocations fail in the driver: one served from
+  // a block would work only sometimes). Pending blocks are never taken.
   uint64_t take_block(uint64_t bytes, uint64_t generation);
+  // The spare blocks kept by the last flush over the limits (not pending).
+  size_t spare_count() const;
 
   void defer_begin();
   void defer_end();
@@ -111,10 +122,23 @@ class DeallocQueue {
   void report(const Error &e);
 
  private:
-  // bytes_ counts the blocks' bytes too.
+  struct Block {
+    Block(uint64_t p, uint64_t b, uint64_t g) : device_pointer(p), bytes(b), generation(g) {}
+    uint64_t device_pointer;
+    uint64_t bytes;
+    uint64_t generation;
+  };
+  // bytes_ counts the blocks' bytes too, never the spares'.
   bool over_limits_locked() const { return items_.size() + blocks_.size() > max_count_ || bytes_ > max_bytes_; }
-  // Moves the idle blocks to the end of items_ as releases (mu_ taken).
-  void queue_blocks_locked();
+  // Moves `blocks` to the end of items_ as releases (mu_ taken); bytes_
+  // grows by their bytes unless it counts them already (`counted`).
+  void queue_blocks_locked(std::vector<Block> &blocks, bool counted);
+  // The flush add(), keep_block() and defer_end() run when over a limit:
+  // the untaken spares are queued, the idle blocks become the spares, then
+  // flush() runs what is queued.
+  void flush_over_limits();
+  // flush(), freeing the blocks and spares or not.
+  size_t run_flush(bool force, bool free_blocks);
 
   const uint64_t max_count_;
   const uint64_t max_bytes_;
@@ -134,13 +158,8 @@ class DeallocQueue {
   std::deque<Item> batch_;
   void requeue_batch();
   std::deque<Item> items_;
-  struct Block {
-    Block(uint64_t p, uint64_t b, uint64_t g) : device_pointer(p), bytes(b), generation(g) {}
-    uint64_t device_pointer;
-    uint64_t bytes;
-    uint64_t generation;
-  };
-  std::vector<Block> blocks_;  // newest last; at most max_count_ (reserved up front)
+  std::vector<Block> blocks_;  // pending, newest last; at most 32 (reserved up front)
+  std::vector<Block> spares_;  // not pending, newest last; what the last flush over the limits kept
   FreeBlock free_block_;
   uint64_t bytes_ = 0;
   const std::atomic<uint64_t> *generation_;

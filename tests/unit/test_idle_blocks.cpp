@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Idle blocks: device memory released while none of its context's work can
-// be in flight serves the next allocation of its size without the plugin;
-// memory released while work may still use it waits for a flush.
+// be in flight is a pending deallocation as Numba counts it, and the flush
+// that passing a limit triggers keeps it as a spare that serves the next
+// allocation of its size without the plugin; memory released while work may
+// still use it waits for a flush and is freed by it.
 #include <atomic>
 #include <functional>
 #include <mutex>
@@ -15,9 +17,17 @@ using namespace gpuhal;
 
 namespace {
 
+constexpr uint64_t kCountLimit = 4;
+
 Context limited_context() {
-  // A fixed capacity: free memory then counts only this context's allocations.
-  return test::host_context({{"GPUHAL_HOST_MEMORY_LIMIT", "64M"}});
+  // A fixed capacity: free memory then counts only this context's
+  // allocations. A small count limit: a few releases pass it.
+  Config c;
+  c.backend = "host";
+  c.plugin_path = {GPUHAL_TEST_LIB_DIR};
+  c.set_option("GPUHAL_HOST_MEMORY_LIMIT", "64M");
+  c.max_pending_deallocs_count = kCountLimit;
+  return Runtime::load(c).device(0).primary_context();
 }
 
 DevicePointer released_pointer(const Context &ctx, uint64_t bytes) {
@@ -25,34 +35,94 @@ DevicePointer released_pointer(const Context &ctx, uint64_t bytes) {
   return m.device_pointer();
 }
 
+// Releases a block of `bytes` while the context is idle, then kCountLimit
+// blocks of one byte: the last one passes the count limit, and the flush
+// keeps them all as spares (from an empty queue nothing is left pending).
+DevicePointer spared_pointer(const Context &ctx, uint64_t bytes) {
+  const DevicePointer p = released_pointer(ctx, bytes);
+  std::vector<DeviceMemory> fillers;
+  for (uint64_t i = 0; i < kCountLimit; ++i) fillers.push_back(ctx.allocate(1));
+  fillers.clear();
+  return p;
+}
+
 }  // namespace
 
-TEST_CASE("idle blocks: a release while the context is idle serves the next allocation of its size",
+TEST_CASE("idle blocks: releases are pending as Numba counts them, and a flush over the limit keeps them as spares",
           "[dealloc][idle]") {
   Context ctx = limited_context();
   const uint64_t free0 = ctx.memory_info().free;
   const DevicePointer p = released_pointer(ctx, 4096);
-  // Still a pending deallocation: counted, not given back to the plugin.
+  // A pending deallocation: counted, not given back to the plugin.
   CHECK(ctx.pending_deallocations() == 1);
   CHECK(ctx.pending_deallocation_bytes() == 4096);
   CHECK(ctx.memory_info().free < free0);
-  DeviceMemory again = ctx.allocate(4096);
-  CHECK(again.device_pointer() == p);
-  CHECK(again.size() == 4096);
-  CHECK(ctx.pending_deallocations() == 0);
-  // Only exactly its size: another size comes from the plugin.
+  // A pending block is never taken: each release counts one more.
   const DevicePointer q = released_pointer(ctx, 4096);
   CHECK(q != p);
-  DeviceMemory bigger = ctx.allocate(4097);
-  CHECK(bigger.device_pointer() != q);
-  CHECK(ctx.pending_deallocations() == 1);
-  // A flush gives it back.
-  CHECK(ctx.flush_deallocations() == 1);
+  CHECK(ctx.pending_deallocations() == 2);
+  for (uint64_t i = 2; i < kCountLimit; ++i) (void)released_pointer(ctx, 64 * i);
+  CHECK(ctx.pending_deallocations() == kCountLimit);
+  (void)released_pointer(ctx, 1);  // past the limit: the flush empties the queue
   CHECK(ctx.pending_deallocations() == 0);
-  again = DeviceMemory();
+  CHECK(ctx.pending_deallocation_bytes() == 0);
+  CHECK(ctx.memory_info().free < free0);  // kept as spares
+  // Spares serve allocations of exactly their size, the newest first,
+  // without counting as pending.
+  DeviceMemory a = ctx.allocate(4096);
+  DeviceMemory b = ctx.allocate(4096);
+  CHECK(a.device_pointer() == q);
+  CHECK(b.device_pointer() == p);
+  CHECK(a.size() == 4096);
+  DeviceMemory c = ctx.allocate(4096);  // none left: the plugin's
+  CHECK(c.device_pointer() != p);
+  CHECK(c.device_pointer() != q);
+  DeviceMemory bigger = ctx.allocate(4097);  // only exactly its size
+  CHECK(ctx.pending_deallocations() == 0);
+  // An explicit flush gives back the spares (the 64 * i and 1-byte blocks)
+  // and the pending releases.
+  a = DeviceMemory();
+  b = DeviceMemory();
+  c = DeviceMemory();
   bigger = DeviceMemory();
-  ctx.flush_deallocations();
+  CHECK(ctx.pending_deallocations() == 4);
+  CHECK(ctx.flush_deallocations() == 4 + kCountLimit - 1);
+  CHECK(ctx.pending_deallocations() == 0);
   CHECK(ctx.memory_info().free == free0);
+}
+
+TEST_CASE("idle blocks: an allocate-and-drop loop counts as Numba's test_max_pending_count does, and reuses its blocks",
+          "[dealloc][idle]") {
+  Context ctx = limited_context();
+  ctx.flush_deallocations();
+  std::set<DevicePointer> first_round, later;
+  for (int round = 0; round < 3; ++round) {
+    for (uint64_t i = 0; i < kCountLimit; ++i) {
+      const DevicePointer p = released_pointer(ctx, 8);
+      (round == 0 ? first_round : later).insert(p);
+      CHECK(ctx.pending_deallocations() == i + 1);
+    }
+    const DevicePointer p = released_pointer(ctx, 8);  // one more: the flush
+    (round == 0 ? first_round : later).insert(p);
+    CHECK(ctx.pending_deallocations() == 0);
+  }
+  // After the first round every allocation is one of its blocks, kept as
+  // spares by each round's flush.
+  CHECK(first_round.size() == kCountLimit + 1);
+  for (const DevicePointer p : later) CHECK(first_round.count(p) == 1);
+}
+
+TEST_CASE("idle blocks: spares nobody takes are freed by the next flush over the limit", "[dealloc][idle]") {
+  Context ctx = limited_context();
+  const uint64_t free0 = ctx.memory_info().free;
+  (void)spared_pointer(ctx, 1 << 20);
+  const uint64_t with_spare = ctx.memory_info().free;
+  CHECK(with_spare < free0 - (1 << 20) + 1);
+  // A round of other sizes: the 1 MiB spare is not taken, and goes.
+  for (uint64_t i = 0; i <= kCountLimit; ++i) (void)released_pointer(ctx, 4096);
+  CHECK(ctx.pending_deallocations() == 0);
+  // (The round's own five 4 KiB blocks are its spares now.)
+  CHECK(ctx.memory_info().free >= with_spare + (1 << 20) - (kCountLimit + 1) * 4096);
 }
 
 TEST_CASE("idle blocks: memory released under work in flight is not handed out again before a flush",
@@ -102,8 +172,8 @@ TEST_CASE("idle blocks: every kind of work keeps the context busy until it synch
   for (const auto &w : in_flight) {
     INFO(w.first);
     ctx.synchronize();
-    const DevicePointer idle = released_pointer(ctx, 128);
-    CHECK(released_pointer(ctx, 128) == idle);  // idle: taken back
+    const DevicePointer idle = spared_pointer(ctx, 128);
+    CHECK(released_pointer(ctx, 128) == idle);  // idle: kept, then taken back
     w.second();
     const DevicePointer busy = released_pointer(ctx, 128);
     CHECK(released_pointer(ctx, 128) != busy);  // busy: queued for the flush
@@ -120,7 +190,7 @@ TEST_CASE("idle blocks: every kind of work keeps the context busy until it synch
     INFO(w.first);
     ctx.synchronize();
     w.second();
-    const DevicePointer idle = released_pointer(ctx, 128);
+    const DevicePointer idle = spared_pointer(ctx, 128);
     CHECK(released_pointer(ctx, 128) == idle);
     ctx.flush_deallocations();
   }
@@ -136,12 +206,12 @@ TEST_CASE("idle blocks: a stream's synchronisation does not make the context idl
   const DevicePointer busy = released_pointer(ctx, 256);  // other streams could still run
   CHECK(released_pointer(ctx, 256) != busy);
   ctx.synchronize();
-  const DevicePointer idle = released_pointer(ctx, 256);
+  const DevicePointer idle = spared_pointer(ctx, 256);
   CHECK(released_pointer(ctx, 256) == idle);
   // A flush synchronises too.
   a.memset(4, s);
   ctx.flush_deallocations();
-  const DevicePointer after_flush = released_pointer(ctx, 256);
+  const DevicePointer after_flush = spared_pointer(ctx, 256);
   CHECK(released_pointer(ctx, 256) == after_flush);
 }
 
@@ -151,7 +221,7 @@ TEST_CASE("idle blocks: vendor handles given out turn reuse off for the context"
     Stream s = ctx.create_stream();
     (void)s.native_handle();  // another library may put work on it that gpuhal does not see
     ctx.synchronize();
-    const DevicePointer p = released_pointer(ctx, 512);
+    const DevicePointer p = spared_pointer(ctx, 512);
     CHECK(released_pointer(ctx, 512) != p);
   }
   SECTION("an external stream") {
@@ -159,7 +229,7 @@ TEST_CASE("idle blocks: vendor handles given out turn reuse off for the context"
     int junk = 0;  // never used: the handle only has to be wrapped
     Stream wrapped = ctx.external_stream(reinterpret_cast<NativeStream>(&junk));
     ctx.synchronize();
-    const DevicePointer p = released_pointer(ctx, 512);
+    const DevicePointer p = spared_pointer(ctx, 512);
     CHECK(released_pointer(ctx, 512) != p);
   }
 }

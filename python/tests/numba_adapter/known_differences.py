@@ -44,10 +44,7 @@ DIFFERENCES = {
     "cudapy/test_cuda_array_interface.py::TestCudaArrayInterface::test_consume_sync_disabled": (
         ("cuda-fake", "cuda"), "sets numba-cuda's config.CUDA_ARRAY_INTERFACE_SYNC, which gpuhal does not read "
                                "(pass sync=False to as_cuda_array)"),
-    # Not caught up yet.
-    "cudadrv/test_deallocations.py::TestDeallocation::test_max_pending_count": (
-        ("host",), "the host backend keeps a released block idle for the next allocation of its size, so "
-                   "len(deallocations) does not grow while blocks are reused (to be aligned with Numba's count)"),
+    # The host backend's memory is not CUDA memory.
     "cudapy/test_cuda_array_interface.py::TestCudaArrayInterface::test_as_cuda_array": (
         ("host",), "the host backend has no CUDA Array Interface (its memory is not CUDA memory)"),
 }
