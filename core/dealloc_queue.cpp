@@ -99,7 +99,7 @@ void DeallocQueue::queue_blocks_locked(std::vector<Block> &blocks, bool counted)
   for (const Block &b : blocks) {
     FreeBlock *free_block = &free_block_;
     const uint64_t ptr = b.device_pointer;
-    items_.push_back({[free_block, ptr] { (*free_block)(ptr); }, b.bytes, b.generation});
+    items_.push_back({[free_block, ptr] { (*free_block)(ptr); }, b.bytes, b.generation, counted});
     if (!counted) bytes_ += b.bytes;
   }
   blocks.clear();
@@ -190,7 +190,7 @@ size_t DeallocQueue::run_flush(bool force, bool free_blocks) {
         const Item &item = batch_.front();
         if (item.generation == 0 || !generation_ || item.generation == generation_->load(std::memory_order_acquire)) {
           item.release();
-          ++done;
+          if (item.pending) ++done;
         }
       } catch (const Error &e) {
         report(Error(e.status(), std::string("deferred deallocation failed: ") + e.what()));

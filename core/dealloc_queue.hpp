@@ -56,6 +56,9 @@ class DeallocQueue {
     // here, not in the closure, so that a device free's closure (context
     // and pointer) fits std::function's inline storage.
     uint64_t generation = 0;
+    // False for a spare block's free: not a pending deallocation, so not
+    // counted in what a flush returns.
+    bool pending = true;
   };
   using Synchronize = std::function<void()>;  // throws on failure
   using ErrorHandler = std::function<void(const Error &)>;
@@ -86,8 +89,8 @@ class DeallocQueue {
   };
   static bool in_callback();
   // Runs the queue unless deferred (or `force`), and frees the idle blocks
-  // and the spare ones. Returns the number of releases that ran
-  // successfully.
+  // and the spare ones. Returns the number of pending releases (spares not
+  // counted) that ran successfully.
   size_t flush(bool force = false);
   // Drops every item, block and spare without running or freeing it (after
   // a reset freed everything).

@@ -59,9 +59,10 @@ TEST_CASE("fork gate: a fork does not wait forever for a transition that does no
   gate::end_thread_transition();
   CHECK(waited >= gate::kForkWait);
   CHECK(waited < gate::kForkWait + std::chrono::seconds(2));
-  // Nothing left under way: the next fork goes at once.
+  // Nothing left under way: the next fork does not wait out kForkWait (the
+  // bound, not a small figure: a loaded sanitizer run may stall any thread).
   const auto t1 = steady_clock::now();
   gate::before_fork();
   gate::after_fork_parent();
-  CHECK(steady_clock::now() - t1 < milliseconds(500));
+  CHECK(steady_clock::now() - t1 < gate::kForkWait);
 }
