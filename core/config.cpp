@@ -203,13 +203,56 @@ std::optional<std::string> Config::option(const std::string &name) const {
   return std::nullopt;
 }
 
-Config &Config::set_option(const std::string &name, const std::string &value) {
-  for (auto &kv : plugin_options)
+namespace {
+
+// Sets (or replaces) `name` among the options handed to the plugin.
+void store_option(Config &c, const std::string &name, const std::string &value) {
+  for (auto &kv : c.plugin_options)
     if (kv.first == name) {
       kv.second = value;
-      return *this;
+      return;
     }
-  plugin_options.emplace_back(name, value);
+  c.plugin_options.emplace_back(name, value);
+}
+
+// The variables Config::parse reads into a field of its own, each with the
+// copy of that field from a parse of the variable alone.
+struct CoreVariable {
+  const char *name;
+  void (*take)(Config &to, Config &&from);
+};
+const CoreVariable kCoreVariables[] = {
+    {"GPUHAL_BACKEND", [](Config &to, Config &&from) { to.backend = std::move(from.backend); }},
+    {"GPUHAL_REQUIRE", [](Config &to, Config &&from) { to.required = std::move(from.required); }},
+    {"GPUHAL_PLUGIN_PATH", [](Config &to, Config &&from) { to.plugin_path = std::move(from.plugin_path); }},
+    {"GPUHAL_VENDORS_PATH", [](Config &to, Config &&from) { to.vendor_dirs = std::move(from.vendor_dirs); }},
+    {"GPUHAL_LOG", [](Config &to, Config &&from) { to.log_level = from.log_level; }},
+    {"GPUHAL_MAX_PENDING_DEALLOCS_COUNT",
+     [](Config &to, Config &&from) { to.max_pending_deallocs_count = from.max_pending_deallocs_count; }},
+    {"GPUHAL_MAX_PENDING_DEALLOCS_RATIO",
+     [](Config &to, Config &&from) { to.max_pending_deallocs_ratio = from.max_pending_deallocs_ratio; }},
+    {"GPUHAL_MEMORY_MANAGER", [](Config &to, Config &&from) { to.memory_manager = std::move(from.memory_manager); }},
+    {"GPUHAL_LAYERS", [](Config &to, Config &&from) { to.layers = std::move(from.layers); }},
+    {"GPUHAL_TRACE_FILE", [](Config &to, Config &&from) { to.trace_file = std::move(from.trace_file); }},
+    {"GPUHAL_LEAK_CHECK", [](Config &to, Config &&from) { to.leak_check_fail = from.leak_check_fail; }},
+};
+
+}  // namespace
+
+Config &Config::set_option(const std::string &name, const std::string &value) {
+  for (const CoreVariable &v : kCoreVariables) {
+    if (name != v.name) continue;
+    // Parsed as parse() reads the environment, as a program's own choice
+    // (not elevated); throws ERROR_INVALID_CONFIG before anything changes.
+    Config parsed = parse({}, [&](const std::string &n) -> std::optional<std::string> {
+      if (n == name) return value;
+      return std::nullopt;
+    }, false);
+    notes.insert(notes.end(), parsed.notes.begin(), parsed.notes.end());
+    v.take(*this, std::move(parsed));
+    break;
+  }
+  store_option(*this, name, value);
   return *this;
 }
 
@@ -279,7 +322,7 @@ Config Config::parse(const std::vector<std::string> &names, const Lookup &lookup
       continue;
     }
     if (name == "GPUHAL_BACKEND" && elevated && c.backend.empty()) continue;
-    c.set_option(name, *v);
+    store_option(c, name, *v);  // read into the fields above already
   }
   return c;
 }

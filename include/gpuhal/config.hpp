@@ -73,7 +73,13 @@ struct Config {
 
   // Value of a plugin option, if set.
   std::optional<std::string> option(const std::string &name) const;
-  // Sets (or replaces) a plugin option.
+  // Sets (or replaces) the variable `name` as if the environment held
+  // `value`: every one is handed to the plugin's init, and the core's own
+  // (GPUHAL_BACKEND, _REQUIRE, _PLUGIN_PATH, _VENDORS_PATH, _LOG,
+  // _MAX_PENDING_DEALLOCS_COUNT / _RATIO, _MEMORY_MANAGER, _LAYERS,
+  // _TRACE_FILE, _LEAK_CHECK) set their field above too, replacing it.
+  // Throws ERROR_INVALID_CONFIG naming the variable and a bad value, leaving
+  // the Config as it was.
   Config &set_option(const std::string &name, const std::string &value);
 
   // Reads the process environment. `elevated` is true in setuid processes.

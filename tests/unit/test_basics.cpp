@@ -71,6 +71,46 @@ TEST_CASE("config parses every GPUHAL_ variable once", "[config]") {
   CHECK_FALSE(c.option("OTHER"));
 }
 
+TEST_CASE("config: set_option of a variable the core reads sets its field, as the environment would", "[config]") {
+  Config c;
+  c.set_option("GPUHAL_MAX_PENDING_DEALLOCS_COUNT", "4")
+      .set_option("GPUHAL_MAX_PENDING_DEALLOCS_RATIO", "0.5")
+      .set_option("GPUHAL_LOG", "debug")
+      .set_option("GPUHAL_LAYERS", "validation,leak")
+      .set_option("GPUHAL_PLUGIN_PATH", "/opt/a:relative")
+      .set_option("GPUHAL_HOST_DEVICES", "2");
+  CHECK(c.max_pending_deallocs_count == 4);
+  CHECK(c.max_pending_deallocs_ratio == 0.5);
+  CHECK(c.log_level == LogLevel::Debug);
+  CHECK(c.layers == std::vector<std::string>{"validation", "leak"});
+  CHECK(c.plugin_path == std::vector<std::string>{"/opt/a"});
+  REQUIRE(c.notes.size() == 1);
+  CHECK_THAT(c.notes[0], test::contains("'relative' is not absolute"));
+  // Each is handed to the plugin too, the plugin's own as before.
+  CHECK(c.option("GPUHAL_MAX_PENDING_DEALLOCS_COUNT") == std::optional<std::string>("4"));
+  CHECK(c.option("GPUHAL_HOST_DEVICES") == std::optional<std::string>("2"));
+  // Set again: replaced, not added.
+  c.set_option("GPUHAL_PLUGIN_PATH", "/opt/b");
+  CHECK(c.plugin_path == std::vector<std::string>{"/opt/b"});
+  // A bad value is refused by name, and nothing changes.
+  REQUIRE_GPUHAL_ERROR(c.set_option("GPUHAL_MAX_PENDING_DEALLOCS_COUNT", "many"), Status::ERROR_INVALID_CONFIG,
+                       "GPUHAL_MAX_PENDING_DEALLOCS_COUNT='many'");
+  CHECK(c.max_pending_deallocs_count == 4);
+  CHECK(c.option("GPUHAL_MAX_PENDING_DEALLOCS_COUNT") == std::optional<std::string>("4"));
+  // What a runtime loads with: the count limit reaches the context's queue.
+  Config h;
+  h.backend = "host";
+  h.plugin_path = {GPUHAL_TEST_LIB_DIR};
+  h.set_option("GPUHAL_MAX_PENDING_DEALLOCS_COUNT", "2");
+  Context ctx = Runtime::load(h).device(0).primary_context();
+  std::vector<DeviceMemory> held;
+  for (int i = 0; i < 3; ++i) held.push_back(ctx.allocate(64));
+  held.resize(1);
+  CHECK(ctx.pending_deallocations() == 2);
+  held.clear();  // the third passes the limit of 2
+  CHECK(ctx.pending_deallocations() == 0);
+}
+
 TEST_CASE("config notes a GPUHAL_ variable it does not know, with the nearest known name", "[config]") {
   Config c = parse({{"GPUHAL_BACKNED", "host"},             // a typo
                     {"GPUHAL_HOST_THREAD", "2"},            // one letter short
