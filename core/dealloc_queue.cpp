@@ -90,11 +90,6 @@ uint64_t DeallocQueue::take_block(uint64_t bytes, uint64_t generation) {
   return 0;
 }
 
-size_t DeallocQueue::spare_count() const {
-  std::lock_guard<BiasedLock> lock(mu_);
-  return spares_.size();
-}
-
 void DeallocQueue::queue_blocks_locked(std::vector<Block> &blocks, bool counted) {
   for (const Block &b : blocks) {
     FreeBlock *free_block = &free_block_;

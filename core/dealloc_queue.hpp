@@ -110,8 +110,6 @@ class DeallocQueue {
   // stream callback (where allocations fail in the driver: one served from
   // a block would work only sometimes). Pending blocks are never taken.
   uint64_t take_block(uint64_t bytes, uint64_t generation);
-  // The spare blocks kept by the last flush over the limits (not pending).
-  size_t spare_count() const;
 
   void defer_begin();
   void defer_end();
@@ -146,7 +144,7 @@ class DeallocQueue {
   const uint64_t max_count_;
   const uint64_t max_bytes_;
   Synchronize sync_;
-  // Guards items_, blocks_, bytes_, defer_depth_, handler_: short sections
+  // Guards items_, blocks_, spares_, bytes_, defer_depth_, handler_: short sections
   // on every release and allocation, never held across a release or a sync.
   // Biased: the thread that uses the queue first (in most programs the only
   // one) takes and keeps idle blocks without a locked instruction.
