@@ -132,7 +132,7 @@ struct ContextImpl {
   // and tells the work clock.
   void synchronize();
   // True when no work of the context can be in flight: device memory
-  // released now may serve the next allocation at once.
+  // released now may be kept as an idle block (DeallocQueue).
   bool work_idle() const { return work.idle(); }
   // Work the clock cannot see may use this context's memory from now on.
   void mark_external() { work.external.store(true, std::memory_order_relaxed); }

@@ -35,8 +35,9 @@ Allocation::~Allocation() {
   if (!owns_device_memory) return;
   ContextImpl *c = ctx.get();
   // Released while none of the context's work can be in flight: nothing uses
-  // it, so it may serve the next allocation of its size (an idle block;
-  // still a pending deallocation, freed by the next flush).
+  // it, so it is kept as an idle block (a pending deallocation, counted as
+  // Numba counts it), which the next flush over the limits makes a spare
+  // for an allocation of its size (dealloc_queue.hpp).
   if (c->idle_blocks && !managed && !exported.load(std::memory_order_relaxed) && c->work_idle() &&
       c->deallocs->keep_block(ptr, size, generation))
     return;
@@ -84,9 +85,9 @@ std::shared_ptr<Allocation> allocate(const std::shared_ptr<ContextImpl> &ctx, ui
   a->generation = ctx->current_generation();
   a->size = bytes;
   a->managed = managed;
-  // An idle block of exactly this size (released while nothing could use
-  // it): the plugin's allocation of the same bytes, so its bounds are the
-  // same as a new one's.
+  // A spare block of exactly this size (released while nothing could use
+  // it, no longer pending since a flush over the limits): the plugin's
+  // allocation of the same bytes, so its bounds are the same as a new one's.
   if (!managed && ctx->idle_blocks) {
     ctx->check_alive(a->generation, "allocate");
     a->ptr = ctx->deallocs->take_block(bytes, a->generation);

@@ -2,8 +2,9 @@
 // WorkClock: whether any work of one context can still be in flight.
 //
 // Device memory released while none of its context's work is in flight
-// cannot be in use by the device, so it may serve the next allocation of its
-// size at once (DeallocQueue's idle blocks). Memory released while work may
+// cannot be in use by the device, so it may be kept as an idle block, which
+// the next flush over the limits makes a spare for an allocation of its
+// size without synchronising (DeallocQueue). Memory released while work may
 // be in flight waits for a flush, which synchronises the context first.
 //
 // The clock counts the calls that put work on a stream (Backend counts them
