@@ -54,8 +54,7 @@ void DeallocQueue::add(Item item) {
     std::lock_guard<BiasedLock> lock(mu_);
     bytes_ += item.bytes;
     items_.push_back(std::move(item));
-    flush_now = defer_depth_ == 0 && !t_in_callback && over_limits_locked() &&
-                flushing_.load(std::memory_order_relaxed) != std::this_thread::get_id();
+    flush_now = !t_in_callback && flush_due_locked();
   }
   if (flush_now) flush_over_limits();
 }
@@ -71,8 +70,7 @@ bool DeallocQueue::keep_block(uint64_t device_pointer, uint64_t bytes, uint64_t 
     // stores (a failed store-to-load forward, 31% of keep_block's samples).
     blocks_.emplace_back(device_pointer, bytes, generation);
     bytes_ += bytes;
-    flush_now = defer_depth_ == 0 && over_limits_locked() &&
-                flushing_.load(std::memory_order_relaxed) != std::this_thread::get_id();
+    flush_now = flush_due_locked();
   }
   if (flush_now) flush_over_limits();
   return true;
@@ -90,12 +88,12 @@ uint64_t DeallocQueue::take_block(uint64_t bytes, uint64_t generation) {
   return 0;
 }
 
-void DeallocQueue::queue_blocks_locked(std::vector<Block> &blocks, bool counted) {
+void DeallocQueue::queue_blocks_locked(std::vector<Block> &blocks, bool pending) {
   for (const Block &b : blocks) {
     FreeBlock *free_block = &free_block_;
     const uint64_t ptr = b.device_pointer;
-    items_.push_back({[free_block, ptr] { (*free_block)(ptr); }, b.bytes, b.generation, counted});
-    if (!counted) bytes_ += b.bytes;
+    items_.push_back({[free_block, ptr] { (*free_block)(ptr); }, b.bytes, b.generation, pending});
+    if (!pending) bytes_ += b.bytes;
   }
   blocks.clear();
 }

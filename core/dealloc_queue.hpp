@@ -131,9 +131,15 @@ class DeallocQueue {
   };
   // bytes_ counts the blocks' bytes too, never the spares'.
   bool over_limits_locked() const { return items_.size() + blocks_.size() > max_count_ || bytes_ > max_bytes_; }
+  // A release or kept block just passed a limit, nothing defers the flush,
+  // and this thread is not running one (mu_ taken).
+  bool flush_due_locked() const {
+    return defer_depth_ == 0 && over_limits_locked() &&
+           flushing_.load(std::memory_order_relaxed) != std::this_thread::get_id();
+  }
   // Moves `blocks` to the end of items_ as releases (mu_ taken); bytes_
-  // grows by their bytes unless it counts them already (`counted`).
-  void queue_blocks_locked(std::vector<Block> &blocks, bool counted);
+  // grows by their bytes unless they are `pending` (counted already).
+  void queue_blocks_locked(std::vector<Block> &blocks, bool pending);
   // The flush add(), keep_block() and defer_end() run when over a limit:
   // the untaken spares are queued, the idle blocks become the spares, then
   // flush() runs what is queued.
