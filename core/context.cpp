@@ -59,6 +59,7 @@ std::shared_ptr<ContextImpl> create_context(const std::shared_ptr<RuntimeImpl> &
         if (raw->handle) raw->check(raw->backend().mem_free_status(raw->handle, ptr), "mem_free");
       });
   install_memory_manager(ctx);
+  prepare_builtin_kernels(ctx);
   return ctx;
 }
 
@@ -418,6 +419,7 @@ void Context::reset() const {
   c.reset_failure.clear();
   check_context_handle(c);
   c.manager->initialize();
+  detail::prepare_builtin_kernels(impl_);
 }
 
 size_t Context::pending_deallocations() const {

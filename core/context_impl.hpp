@@ -63,8 +63,10 @@ struct ContextImpl {
   // makes its allocation itself, from the handle's own reference, instead
   // of the manager locking its weak one for the same call.
   bool default_manager = false;
-  // The core's own kernels (DeviceArray::assign / fill), compiled on first
-  // use in the current generation. The module refers to this context
+  // The core's own kernels (DeviceArray::assign / fill), loaded on first
+  // use in the current generation, or when the context is made (and made
+  // anew by a reset) where loading may wait for queued work
+  // (prepare_builtin_kernels). The module refers to this context
   // without owning it (no cycle): ~ContextImpl drops it first, and only
   // the core's calls, made while a caller holds the context, use it.
   std::mutex builtin_mutex;
@@ -145,6 +147,14 @@ struct ContextImpl {
 // queue), or with `adopt` one over that vendor context (context_adopt).
 std::shared_ptr<ContextImpl> create_context(const std::shared_ptr<RuntimeImpl> &runtime, DeviceImpl *device,
                                             const uint64_t *adopt = nullptr);
+
+// Where the device says loading may wait for queued work
+// (DeviceProperties::module_loads_wait), loads the core's own kernels into
+// the context's current generation now, before the user can queue work, so
+// that fill and assign never wait for a stream. Called when a context is
+// made and made anew; a failure (no compiler) is logged at info level and
+// left to the first use. Elsewhere nothing (the first use loads them).
+void prepare_builtin_kernels(const std::shared_ptr<ContextImpl> &ctx);
 
 // What a stream or an event keeps: its context (kept alive), the plugin's
 // handle, and the context generation it was made in (a reset ends it).

@@ -85,15 +85,19 @@ std::string what(const char *call) {
   return std::string("DeviceArray::") + call;
 }
 
-// The kernel, compiled once per context generation (see
-// ContextImpl::builtin_module).
+// The kernel, loaded once per context generation (see
+// ContextImpl::builtin_module): compiled the first time, loaded from the
+// previous generation's image after a reset.
 Kernel assign_kernel(const std::shared_ptr<detail::ContextImpl> &ctx) {
   auto &c = *ctx;
   std::lock_guard<std::mutex> lock(c.builtin_mutex);
   if (!c.builtin_module || c.builtin_module->generation != c.current_generation()) {
-    c.builtin_module.reset();
-    Module m = Module::compile(detail::Access::wrap<Context>(ctx), kAssignSource);
+    const std::shared_ptr<detail::ModuleImpl> previous = std::move(c.builtin_module);
+    const Context context = detail::Access::wrap<Context>(ctx);
+    Module m = previous ? Module::load(context, previous->format, previous->image.data(), previous->image.size())
+                        : Module::compile(context, kAssignSource);
     std::shared_ptr<detail::ModuleImpl> impl = detail::ModuleAccess::impl(m);
+    if (previous) impl->decls = previous->decls;
     m = Module();
     // Refer to the context without owning it (the context owns the module).
     impl->ctx = std::shared_ptr<detail::ContextImpl>(std::shared_ptr<detail::ContextImpl>(), ctx.get());
@@ -101,6 +105,27 @@ Kernel assign_kernel(const std::shared_ptr<detail::ContextImpl> &ctx) {
   }
   return detail::ModuleAccess::wrap(c.builtin_module).kernel("gpuhal_assign");
 }
+
+}  // namespace
+
+namespace detail {
+
+void prepare_builtin_kernels(const std::shared_ptr<ContextImpl> &ctx) {
+  if (!ctx->device->properties.module_loads_wait || !ctx->backend().has_module_compile()) return;
+  try {
+    (void)assign_kernel(ctx);
+  } catch (const Error &e) {
+    // No compiler (NVRTC missing), or none that works: the first fill or
+    // assign of a strided view then compiles and reports it.
+    ctx->logger().write(LogLevel::Info, std::string("the core's kernels (fill, assign) are not loaded with the "
+                                                    "context; their first use will load them: ") +
+                                            e.what());
+  }
+}
+
+}  // namespace detail
+
+namespace {
 
 // The source's strides broadcast to `dst`'s shape (NumPy's rules), or an
 // ERROR_INCOMPATIBLE naming the axis.

@@ -49,6 +49,8 @@ DeviceProperties convert(const gpuhal_device_properties_t &p) {
     d.exclusive_contexts = p.exclusive_contexts != 0;
   if (p.struct_size >= offsetof(gpuhal_device_properties_t, uuid) + sizeof p.uuid)
     std::memcpy(d.uuid.data(), p.uuid, d.uuid.size());
+  if (p.struct_size >= offsetof(gpuhal_device_properties_t, module_loads_wait) + sizeof p.module_loads_wait)
+    d.module_loads_wait = p.module_loads_wait != 0;
   return d;
 }
 

@@ -140,6 +140,15 @@ typedef struct gpuhal_device_properties {
    * instance, its MIG UUID); host: derived from the machine's id and the
    * ordinal (stable across runs on one machine). */
   unsigned char uuid[16];
+  /* ABI 1.13: 1 when loading a module (module_load) or looking up one of
+   * its kernels (module_get_kernel) may wait for work already queued on the
+   * device's contexts -- CUDA's lazy loading: "Loading kernels might require
+   * context synchronization". The core then loads the kernels its own
+   * stream-ordered entries use (DeviceArray::fill and assign of strided
+   * views) when it makes a context, before any of the user's work can be
+   * queued, so that those entries never wait for a stream. 0 when loading
+   * never waits for queued work; absent (older plugin): 0. */
+  uint32_t module_loads_wait;
 } gpuhal_device_properties_t;
 
 /* Host callback run in stream order. `status` is GPUHAL_SUCCESS unless the

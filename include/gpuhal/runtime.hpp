@@ -74,6 +74,14 @@ struct DeviceProperties {
   // MIG instance's own); host: derived from the machine's id and the
   // ordinal, stable across runs.
   std::array<uint8_t, 16> uuid{};
+  // True when loading a module or looking up a kernel may wait for work
+  // queued on the device's contexts (cuda: the driver's lazy loading).
+  // Contexts of such a device load the core's own kernels (fill, assign)
+  // when they are made, so that those stream-ordered calls never wait;
+  // Module::compile / load and Module::kernel may still wait there. False
+  // where loading never waits (host, hsa) or the plugin does not say (older
+  // than ABI 1.13).
+  bool module_loads_wait = false;
   // The UUID as text, "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (lower-case
   // hex; nvidia-smi prints it after "GPU-"); "" when all zero.
   std::string uuid_string() const;

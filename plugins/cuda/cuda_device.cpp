@@ -90,6 +90,12 @@ gpuhal_status_t device_properties(int32_t ordinal, gpuhal_device_properties_t *o
   // (cuBLAS, CuPy, PyTorch put work on it without asking gpuhal): only
   // cuCtxSynchronize proves a released buffer unused.
   p.exclusive_contexts = 0;
+  // Lazy loading, the default since CUDA 12.2 on Linux, loads a kernel when
+  // it is first looked up, and "loading kernels might require context
+  // synchronization" (CUDA programming guide, Lazy Loading, potential
+  // hazards); with CUDA_MODULE_LOADING=EAGER the module load itself loads
+  // every kernel. Either way a load may wait for queued work.
+  p.module_loads_wait = 1;
   // cuda.h maps cuDeviceGetUuid to cuDeviceGetUuid_v2 (11.4 on), which
   // gives a MIG instance's own UUID; a driver without it leaves zeros.
   if (drv().cuDeviceGetUuid) {

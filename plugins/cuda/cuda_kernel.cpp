@@ -469,6 +469,15 @@ gpuhal_status_t module_get_kernel(gpuhal_context_t ctx, gpuhal_module_t module, 
             cu_call(drv().cuModuleGetFunction, "cuModuleGetFunction", &k->function, m, name);
         call_st != GPUHAL_SUCCESS)
       return call_st;
+    // Loaded now, never at a launch (which is stream-ordered): under lazy
+    // loading a kernel loads at its first use, and "loading kernels might
+    // require context synchronization" (CUDA programming guide, Lazy
+    // Loading). cuFuncLoad (CUDA 12.4) finishes the load; older drivers load
+    // at cuModuleGetFunction.
+    if (drv().cuFuncLoad)
+      if (const gpuhal_status_t call_st = cu_call(drv().cuFuncLoad, "cuFuncLoad", k->function);
+          call_st != GPUHAL_SUCCESS)
+        return call_st;
     if (const gpuhal_status_t call_st = cu_call(drv().cuFuncGetAttribute, "cuFuncGetAttribute", &k->max_threads,
                                                 CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k->function);
         call_st != GPUHAL_SUCCESS)

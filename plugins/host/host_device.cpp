@@ -100,6 +100,9 @@ gpuhal_status_t device_properties(int32_t ordinal, gpuhal_device_properties_t *o
   p.recovers_from_faults = 0;
   // Its streams and queues live in this plugin: only the core submits to them.
   p.exclusive_contexts = 1;
+  // A module is a shared object dlopened by the calling thread; no stream
+  // takes part in it.
+  p.module_loads_wait = 0;
   host_device_uuid(ordinal, p.uuid);
   std::snprintf(p.driver_version, sizeof p.driver_version, "gpuhal host backend (plugin ABI %d.%d)", GPUHAL_ABI_MAJOR,
                 GPUHAL_ABI_MINOR);

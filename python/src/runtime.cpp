@@ -42,6 +42,7 @@ nb::dict properties_of(const gpuhal::Device &d) {
   out["uuid"] = p.uuid_string().empty() ? nb::object(nb::none()) : nb::object(nb::str(p.uuid_string().c_str()));
   out["recovers_from_faults"] = p.recovers_from_faults;
   out["exclusive_contexts"] = p.exclusive_contexts;
+  out["module_loads_wait"] = p.module_loads_wait;
   return out;
 }
 

@@ -57,8 +57,10 @@ def test_devices():
     if props["driver_version"].startswith("gpuhal host backend"):
         assert props["recovers_from_faults"] is False
         assert props["exclusive_contexts"] is True  # only gpuhal submits: idle blocks on
+        assert props["module_loads_wait"] is False  # a module is a dlopened shared object
     elif props["driver_version"].startswith("CUDA"):
         assert props["exclusive_contexts"] is False  # the primary context is shared
+        assert props["module_loads_wait"] is True  # lazy loading may synchronise the context
     assert gpuhal.gpus.current == dev
     assert gpuhal.gpus[0].name == dev.name
     with gpuhal.gpus[0] as inside:

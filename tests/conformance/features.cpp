@@ -10,8 +10,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <fstream>
+#include <functional>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -266,6 +269,63 @@ void external_stream_of_another_runtime(Env &env) {
   expect(got == want, "a copy round trip on another runtime's stream: " + first_difference(got, want));
 }
 
+// Stream-ordered calls return while their stream is still held by earlier
+// work, in a context made just now, so that a first use that loads a
+// module shows (CUDA's lazy loading: "loading kernels might require context
+// synchronization"; seen on an H200 as a fill that blocked for as long as
+// its stream was held). The hold is a host callback waiting for a flag; a
+// watchdog raises the flag after kHold, so that a call that does wait ends
+// and is named.
+void ordered_calls_do_not_wait(Env &env) {
+  if (!env.runtime.supports(Capability::Kernels))
+    throw Unsupported{"the plugin has no device-code entries", to_string(Capability::Kernels)};
+  constexpr auto kHold = std::chrono::seconds(10);
+  Runtime other = Runtime::load(env.runtime.config());
+  Context fresh = other.device(0).primary_context();
+  DeviceArray d = device_array(fresh, {64, 64}, dtypes::float32), src = device_array_like(d);
+  DeviceArray row = device_array(fresh, {1, 32}, dtypes::float32);
+  Stream s = fresh.create_stream(StreamKind::NonBlocking);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool released = false, watchdog_fired = false;
+  s.add_callback([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return released; });
+  });
+  std::thread watchdog([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    if (!cv.wait_for(lock, kHold, [&] { return released; })) watchdog_fired = released = true;
+    cv.notify_all();
+  });
+  auto held_through = [&](const char *what, const std::function<void()> &call) {
+    call();
+    std::lock_guard<std::mutex> lock(mu);
+    expect(!watchdog_fired, std::string(what) + " waited for the work already queued on its stream (it returned "
+                                                "only when the hold ended, after 10 s)");
+  };
+  auto release = [&] {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      released = true;
+    }
+    cv.notify_all();
+    watchdog.join();
+  };
+  try {
+    held_through("fill of a strided view (the core's kernel, its first use)",
+                 [&] { d.view({Slice(0, 64), Slice(0, 64, 2)}).fill(1.5f, s); });
+    held_through("assign of a broadcast row into a strided view (the core's kernel)",
+                 [&] { d.view({Slice(0, 64), Slice(1, 64, 2)}).assign(row, s); });
+    held_through("memset", [&] { src.memset(0, s); });
+    held_through("a device-to-device copy", [&] { d.copy_from_device(src, s); });
+  } catch (...) {
+    release();  // the callback and the watchdog end before the failure is reported
+    throw;
+  }
+  release();
+  s.synchronize();
+}
+
 // Kernel attributes and occupancy: what the plugin says of a kernel with
 // 1 KiB of static shared memory is consistent with the device and with
 // what launch() takes.
@@ -380,6 +440,10 @@ const RegisterChecks registered{
     {"streams.per_thread_defaults_independent",
      "per-thread default streams of two threads do not wait for each other (a spinning kernel)",
      per_thread_streams_independent},
+    {"streams.ordered_calls_do_not_wait",
+     "in a new context, fill and assign of strided views (the core's kernels), memset and a device copy "
+     "return while their stream is held by a host callback",
+     ordered_calls_do_not_wait},
     {"streams.external_of_another_runtime",
      "a stream of another gpuhal runtime over the same plugin works as an external stream",
      external_stream_of_another_runtime},

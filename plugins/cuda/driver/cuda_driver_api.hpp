@@ -298,6 +298,7 @@ inline CUstream stream_per_thread() {
   O(cuModuleLoadDataEx, cuModuleLoadDataEx, (CUmodule *, const void *, unsigned, CUjit_option *, void **)) \
   O(cuModuleUnload, cuModuleUnload, (CUmodule))                                                 \
   O(cuModuleGetFunction, cuModuleGetFunction, (CUfunction *, CUmodule, const char *))           \
+  O(cuFuncLoad, cuFuncLoad, (CUfunction))                                                       \
   O(cuFuncGetAttribute, cuFuncGetAttribute, (int *, CUfunction_attribute, CUfunction))          \
   O(cuFuncSetAttribute, cuFuncSetAttribute, (CUfunction, CUfunction_attribute, int))            \
   O(cuOccupancyMaxActiveBlocksPerMultiprocessor, cuOccupancyMaxActiveBlocksPerMultiprocessor,      \

@@ -214,6 +214,9 @@ TEST_CASE("cuda contract: a kernel fault is sticky and LAUNCH_FAILED: an assert'
   for (const auto &code : codes) {
     INFO("CUresult " << code.first);
     Module m = Module::load(ctx, ImageFormat::Ptx, kNoopPtx, std::strlen(kNoopPtx));
+    // Looked up (and so loaded) before the stream is held: under lazy
+    // loading a kernel's load may wait for queued work, the held stream's too.
+    const Kernel noop = m.kernel("noop");
     DeviceArray live = to_device(ctx, HostView::of(v));
     Stream s = ctx.create_stream();
     // The stream waits (a host function) until the faulting kernel and the
@@ -223,7 +226,7 @@ TEST_CASE("cuda contract: a kernel fault is sticky and LAUNCH_FAILED: an assert'
       while (!go) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     });
     fault_next_launch(code.first);
-    m.kernel("noop").launch({1}, {32}, {KernelArg(uint64_t(0))}, s);
+    noop.launch({1}, {32}, {KernelArg(uint64_t(0))}, s);
     // A callback behind the faulting kernel never runs; its capture is
     // released when the context is reset.
     auto token = std::make_shared<int>(0);

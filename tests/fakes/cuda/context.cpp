@@ -163,13 +163,7 @@ API CUresult cuCtxSynchronize() {
   int dev = -1;
   if (const CUresult r = context_entry("cuCtxSynchronize", &dev); r != OK) return r;
   if (const CUresult r = refuse_sync_in_capture(dev, true); r != OK) return r;
-  std::vector<std::shared_ptr<Stream>> all{g_legacy};
-  {
-    std::lock_guard<std::mutex> lock(g_streams_mu);
-    for (auto &kv : g_streams)
-      if (kv.second->dev == dev) all.push_back(kv.second);
-  }
-  for (auto &s : all) s->drain();
+  drain_device_streams(dev);
   pool_release_above_threshold(dev);
   return after_wait(dev);
 }

@@ -404,6 +404,18 @@ inline std::shared_ptr<Stream> per_thread_stream() {
   return made;
 }
 
+// Waits for the work queued on every stream of device `dev` and on the
+// legacy stream (cuCtxSynchronize's wait, and a kernel load's).
+inline void drain_device_streams(int dev) {
+  std::vector<std::shared_ptr<Stream>> all{g_legacy};
+  {
+    std::lock_guard<std::mutex> lock(g_streams_mu);
+    for (auto &kv : g_streams)
+      if (kv.second->dev == dev) all.push_back(kv.second);
+  }
+  for (auto &s : all) s->drain();
+}
+
 inline std::shared_ptr<Stream> lookup(CUstream s) {
   if (!s || s == reinterpret_cast<CUstream>(1)) return g_legacy;
   if (s == reinterpret_cast<CUstream>(2)) return per_thread_stream();
@@ -558,6 +570,9 @@ struct Function {
   // while another's cuLaunchKernel reads the limit (each sees a whole value).
   std::atomic<int> max_dynamic_shared{48 * 1024};
   std::atomic<bool> dynamic_opted_in{false};  // MAX_DYNAMIC_SHARED_SIZE_BYTES was set
+  // Loaded onto the device (modules.cpp, lazy loading): at the module's load
+  // under CUDA_MODULE_LOADING=EAGER, else at its first lookup.
+  std::atomic<bool> loaded{false};
 };
 struct Module {
   std::vector<std::unique_ptr<Function>> functions;

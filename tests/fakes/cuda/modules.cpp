@@ -98,6 +98,26 @@ bool parse_ptx(const std::string &ptx, Module *m) {
   return true;
 }
 
+// Lazy loading (CUDA programming guide, "Lazy Loading"): "loading a module
+// (cuModuleLoad*() family of functions) will not be loading kernels
+// immediately, instead it will delay loading of a kernel until
+// cuModuleGetFunction() is called"; it is the default since CUDA 12.2 on
+// Linux, and CUDA_MODULE_LOADING=EAGER turns it off. Among its hazards:
+// "Loading kernels might require context synchronization" -- so a load
+// here always waits for the work queued on the device's streams (a stream
+// held by a host function holds the load, as a spinning kernel does on a
+// GPU). The lookup, cuFuncLoad and anything that reads the loaded kernel
+// (cuFuncGetAttribute) load it.
+bool eager_loading() {
+  const char *mode = std::getenv("CUDA_MODULE_LOADING");
+  return mode && std::strcmp(mode, "EAGER") == 0;
+}
+void load_function(Function *f, int dev) {
+  if (f->loaded.load(std::memory_order_acquire)) return;
+  drain_device_streams(dev);
+  f->loaded.store(true, std::memory_order_release);
+}
+
 Function *known_function(void *f) {
   std::lock_guard<std::mutex> lock(g_module_mu);
   for (Module *m : g_modules)
@@ -139,9 +159,28 @@ API CUresult cuModuleLoadDataEx(void **out, const void *image, unsigned n, int *
     jit_log("ptxas fatal   : SM version specified by .target is higher than default SM version assumed");
     return INVALID_PTX;
   }
+  if (eager_loading())
+    for (auto &f : m->functions) load_function(f.get(), dev);
   std::lock_guard<std::mutex> lock(g_module_mu);
   g_modules.insert(m.get());
   *out = m.release();
+  return OK;
+}
+// CUmoduleLoadingMode: CU_MODULE_EAGER_LOADING 0x1, CU_MODULE_LAZY_LOADING 0x2.
+API CUresult cuModuleGetLoadingMode(int *mode) {
+  if (const CUresult r = initialized_entry("cuModuleGetLoadingMode"); r != OK) return r;
+  if (!mode) return INVALID_VALUE;
+  *mode = eager_loading() ? 1 : 2;
+  return OK;
+}
+// cuFuncLoad (CUDA 12.4): "Finalizes function loading for function. Calling
+// this API with a fully loaded function has no effect."
+API CUresult cuFuncLoad(void *fn) {
+  int dev = -1;
+  if (const CUresult r = context_entry("cuFuncLoad", &dev); r != OK) return r;
+  Function *f = known_function(fn);
+  if (!f) return INVALID_HANDLE;
+  load_function(f, dev);
   return OK;
 }
 API CUresult cuModuleUnload(void *mod) {
@@ -157,15 +196,18 @@ API CUresult cuModuleGetFunction(void **out, void *mod, const char *name) {
   int dev = -1;
   if (const CUresult r = context_entry("cuModuleGetFunction", &dev); r != OK) return r;
   if (!out || !name) return INVALID_VALUE;
-  std::lock_guard<std::mutex> lock(g_module_mu);
-  auto *m = static_cast<Module *>(mod);
-  if (!g_modules.count(m)) return INVALID_HANDLE;
-  for (auto &f : m->functions)
-    if (f->name == name) {
-      *out = f.get();
-      return OK;
-    }
-  return 500;  // CUDA_ERROR_NOT_FOUND
+  Function *found = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(g_module_mu);
+    auto *m = static_cast<Module *>(mod);
+    if (!g_modules.count(m)) return INVALID_HANDLE;
+    for (auto &f : m->functions)
+      if (f->name == name) found = f.get();
+  }
+  if (!found) return 500;  // CUDA_ERROR_NOT_FOUND
+  load_function(found, dev);  // not under the lock: the wait may be long
+  *out = found;
+  return OK;
 }
 API CUresult cuFuncGetAttribute(int *v, int attr, void *fn) {
   int dev = -1;
@@ -173,6 +215,7 @@ API CUresult cuFuncGetAttribute(int *v, int attr, void *fn) {
   Function *f = known_function(fn);
   if (!v) return INVALID_VALUE;
   if (!f) return INVALID_HANDLE;
+  load_function(f, dev);
   switch (attr) {
     case 0:  // MAX_THREADS_PER_BLOCK
       *v = 1024;
