@@ -46,11 +46,17 @@ std::shared_ptr<ContextImpl> create_context(const std::shared_ptr<RuntimeImpl> &
   // synchronisation of the whole context proves memory unused: no idle blocks
   // (and no clock, above).
   ctx->idle_blocks = device->properties.exclusive_contexts;
-  const Config &cfg = runtime->config;
-  const auto max_bytes = uint64_t(double(device->properties.total_memory) * cfg.max_pending_deallocs_ratio);
+  uint64_t max_count = 0;
+  double ratio = 0;
+  {
+    std::lock_guard<std::mutex> lock(runtime->dealloc_limits_mutex);
+    max_count = runtime->dealloc_count;
+    ratio = runtime->dealloc_ratio;
+  }
+  const uint64_t max_bytes = dealloc_byte_limit(*device, ratio, "create_context");
   ContextImpl *raw = ctx.get();  // the queue lives inside the context
   ctx->deallocs = std::make_unique<DeallocQueue>(
-      cfg.max_pending_deallocs_count, max_bytes,
+      max_count, max_bytes,
       [raw] {
         if (raw->handle) raw->synchronize();
       },
@@ -61,6 +67,13 @@ std::shared_ptr<ContextImpl> create_context(const std::shared_ptr<RuntimeImpl> &
   install_memory_manager(ctx);
   prepare_builtin_kernels(ctx);
   return ctx;
+}
+
+uint64_t dealloc_byte_limit(const DeviceImpl &device, double ratio, const char *call) {
+  if (!(ratio >= 0.0 && ratio <= 1.0))
+    throw Error(Status::ERROR_INVALID_VALUE, std::string(call) + ": ratio " + std::to_string(ratio) +
+                                                 " is not a fraction of device memory from 0 to 1");
+  return uint64_t(double(device.properties.total_memory) * ratio);
 }
 
 void ContextImpl::defer_release(uint64_t gen, uint64_t bytes, std::function<gpuhal_status_t()> release,
@@ -428,6 +441,15 @@ size_t Context::pending_deallocations() const {
 }
 uint64_t Context::pending_deallocation_bytes() const {
   return impl_->deallocs->bytes();
+}
+void Context::set_pending_deallocation_limits(uint64_t count, double ratio) const {
+  detail::require_handle(impl_, "Context::set_pending_deallocation_limits");
+  impl_->deallocs->set_limits(
+      count, detail::dealloc_byte_limit(*impl_->device, ratio, "Context::set_pending_deallocation_limits"));
+}
+Context::PendingDeallocationLimits Context::pending_deallocation_limits() const {
+  detail::require_handle(impl_, "Context::pending_deallocation_limits");
+  return {impl_->deallocs->max_count(), impl_->deallocs->max_bytes()};
 }
 size_t Context::flush_deallocations() const {
   detail::require_handle(impl_, "Context::flush_deallocations");

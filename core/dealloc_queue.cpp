@@ -23,8 +23,8 @@ DeallocQueue::DeallocQueue(uint64_t max_count, uint64_t max_bytes, Synchronize s
       generation_(generation),
       handler_(std::move(handler)) {
   // Both reserved up front: keeping, taking and the swap of a flush over
-  // the limits never allocate.
-  if (free_block_ && max_count_ > 0) {
+  // the limits never allocate (also after set_limits raises a count of 0).
+  if (free_block_) {
     blocks_.reserve(kMaxBlocks);
     spares_.reserve(kMaxBlocks);
   }
@@ -60,11 +60,11 @@ void DeallocQueue::add(Item item) {
 }
 
 bool DeallocQueue::keep_block(uint64_t device_pointer, uint64_t bytes, uint64_t generation) {
-  if (!free_block_ || max_count_ == 0 || t_in_callback) return false;
+  if (!free_block_ || max_count() == 0 || t_in_callback) return false;
   bool flush_now;
   {
     std::lock_guard<BiasedLock> lock(mu_);
-    if (blocks_.size() == kMaxBlocks || bytes > max_bytes_) return false;
+    if (blocks_.size() == kMaxBlocks || bytes > max_bytes()) return false;
     // Built in place: a temporary copied in would be stored as two 8-byte
     // halves and loaded back as one 16-byte move, which waits for the
     // stores (a failed store-to-load forward, 31% of keep_block's samples).
@@ -249,6 +249,12 @@ size_t DeallocQueue::count() const {
 uint64_t DeallocQueue::bytes() const {
   std::lock_guard<BiasedLock> lock(mu_);
   return bytes_;
+}
+
+void DeallocQueue::set_limits(uint64_t max_count, uint64_t max_bytes) {
+  std::lock_guard<BiasedLock> lock(mu_);
+  max_count_.store(max_count, std::memory_order_relaxed);
+  max_bytes_.store(max_bytes, std::memory_order_relaxed);
 }
 
 void DeallocQueue::set_error_handler(ErrorHandler handler) {

@@ -117,6 +117,13 @@ class DeallocQueue {
 
   size_t count() const;
   uint64_t bytes() const;
+  // The limits: more than `max_count` items (with the pending blocks) or
+  // more than `max_bytes` flush at the next release. New limits apply from
+  // the next release on; nothing is flushed here. A count of 0 keeps no
+  // block from then on.
+  void set_limits(uint64_t max_count, uint64_t max_bytes);
+  uint64_t max_count() const { return max_count_.load(std::memory_order_relaxed); }
+  uint64_t max_bytes() const { return max_bytes_.load(std::memory_order_relaxed); }
   void set_error_handler(ErrorHandler handler);
   // Hands `e` to the error handler (for failed releases outside a flush:
   // destructors of registrations, IPC mappings, stream-ordered memory).
@@ -130,7 +137,7 @@ class DeallocQueue {
     uint64_t generation;
   };
   // bytes_ counts the blocks' bytes too, never the spares'.
-  bool over_limits_locked() const { return items_.size() + blocks_.size() > max_count_ || bytes_ > max_bytes_; }
+  bool over_limits_locked() const { return items_.size() + blocks_.size() > max_count() || bytes_ > max_bytes(); }
   // A release or kept block just passed a limit, nothing defers the flush,
   // and this thread is not running one (mu_ taken).
   bool flush_due_locked() const {
@@ -147,8 +154,10 @@ class DeallocQueue {
   // flush(), freeing the blocks and spares or not.
   size_t run_flush(bool force, bool free_blocks);
 
-  const uint64_t max_count_;
-  const uint64_t max_bytes_;
+  // Written under mu_ (set_limits), read without it where a stale value
+  // only delays a flush by one release (relaxed loads: plain loads on x86).
+  std::atomic<uint64_t> max_count_;
+  std::atomic<uint64_t> max_bytes_;
   Synchronize sync_;
   // Guards items_, blocks_, spares_, bytes_, defer_depth_, handler_: short sections
   // on every release and allocation, never held across a release or a sync.

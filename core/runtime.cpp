@@ -75,6 +75,8 @@ Runtime Runtime::load(const Config &config) {
   auto sel = detail::select_backend(config, logger);
   auto rt = std::make_shared<RuntimeImpl>();
   rt->config = config;
+  rt->dealloc_count = config.max_pending_deallocs_count;
+  rt->dealloc_ratio = config.max_pending_deallocs_ratio;
   rt->library = std::move(sel.library);
   rt->backend = std::make_unique<detail::Backend>(*rt->library);
   rt->attempts = std::move(sel.attempts);
@@ -145,6 +147,27 @@ const std::vector<LoadAttempt> &Runtime::attempts() const {
 }
 const Config &Runtime::config() const {
   return impl_->config;
+}
+
+Runtime::PendingDeallocationLimits Runtime::pending_deallocation_limits() const {
+  std::lock_guard<std::mutex> lock(impl_->dealloc_limits_mutex);
+  return {impl_->dealloc_count, impl_->dealloc_ratio};
+}
+
+void Runtime::set_pending_deallocation_limits(uint64_t count, double ratio) const {
+  const char *call = "Runtime::set_pending_deallocation_limits";
+  for (const auto &d : impl_->devices) (void)detail::dealloc_byte_limit(*d, ratio, call);  // checked first
+  {
+    std::lock_guard<std::mutex> lock(impl_->dealloc_limits_mutex);
+    impl_->dealloc_count = count;
+    impl_->dealloc_ratio = ratio;
+  }
+  // A primary context made before the store read the old limits under its
+  // device's mutex: taken here, it is seen and updated.
+  for (const auto &d : impl_->devices) {
+    std::lock_guard<std::mutex> lock(d->mutex);
+    if (auto ctx = d->primary.lock()) ctx->deallocs->set_limits(count, detail::dealloc_byte_limit(*d, ratio, call));
+  }
 }
 int Runtime::device_count() const {
   return int(impl_->devices.size());

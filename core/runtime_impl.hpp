@@ -35,7 +35,17 @@ struct RuntimeImpl {
   std::vector<std::unique_ptr<DeviceImpl>> devices;
   // GPUHAL_MEMORY_MANAGER's choice (empty: the default manager).
   MemoryManagerFactory memory_manager;
+  // The deallocation queue's limits for contexts made from now on: the
+  // config's, until Runtime::set_pending_deallocation_limits. Read by
+  // create_context under the device's mutex (see that function).
+  std::mutex dealloc_limits_mutex;
+  uint64_t dealloc_count = 0;
+  double dealloc_ratio = 0;
 };
+
+// The byte limit of `ratio` of a device's memory, after checking the ratio
+// (ERROR_INVALID_VALUE naming `call` outside 0..1).
+uint64_t dealloc_byte_limit(const DeviceImpl &device, double ratio, const char *call);
 
 // True in a child of fork() for a runtime its parent loaded.
 inline bool inherited_runtime(const RuntimeImpl &r) {

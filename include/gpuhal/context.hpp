@@ -170,6 +170,19 @@ class Context {
   // handler (default: logged) and the remaining items stay queued.
   size_t pending_deallocations() const;
   uint64_t pending_deallocation_bytes() const;
+  // The queue's limits (Numba's config.CUDA_DEALLOCS_COUNT and
+  // CUDA_DEALLOCS_RATIO): from Config::max_pending_deallocs_count and _ratio
+  // (or Runtime::set_pending_deallocation_limits) when the context is made;
+  // set here for this context alone. More than `count` pending releases or
+  // more than `ratio` of the device's memory (rounded down to whole bytes)
+  // flush at the next release; nothing is flushed by the call itself. A
+  // ratio outside 0..1 is ERROR_INVALID_VALUE, changing nothing.
+  void set_pending_deallocation_limits(uint64_t count, double ratio) const;
+  struct PendingDeallocationLimits {
+    uint64_t count = 0;
+    uint64_t bytes = 0;
+  };
+  PendingDeallocationLimits pending_deallocation_limits() const;
   // Runs the queue now (unless deferred); returns how many releases ran.
   size_t flush_deallocations() const;
   // Queues a release of your own, counted with `bytes`. It may throw to

@@ -131,7 +131,22 @@ class Runtime {
   uint32_t plugin_abi_version() const;
   // Every candidate the loader tried before selecting this backend.
   const std::vector<LoadAttempt> &attempts() const;
+  // As loaded (later set_pending_deallocation_limits calls do not show here).
   const Config &config() const;
+
+  // The deferred deallocation queue's limits (Context::set_pending_
+  // deallocation_limits) for every context of this runtime made from now
+  // on and every live primary context; a context made by Context::adopt
+  // keeps its own. What Python's gpuhal.config.CUDA_DEALLOCS_COUNT and
+  // CUDA_DEALLOCS_RATIO set. A ratio outside 0..1 is ERROR_INVALID_VALUE,
+  // changing nothing.
+  void set_pending_deallocation_limits(uint64_t count, double ratio) const;
+  struct PendingDeallocationLimits {
+    uint64_t count = 0;
+    double ratio = 0;
+  };
+  // What contexts made from now on start with.
+  PendingDeallocationLimits pending_deallocation_limits() const;
 
   int device_count() const;
   // ERROR_INVALID_VALUE for an ordinal out of range.

@@ -23,7 +23,7 @@ from ._context import __all__ as _context_all
 from ._devicearray import DeviceNDArray
 from ._errors import *  # noqa: F401,F403
 from ._errors import __all__ as _errors_all
-from . import driver
+from . import config, driver
 from ._emm import BaseCUDAMemoryManager, GetIpcHandleMixin, HostOnlyCUDAMemoryManager, IpcHandle, MemoryInfo
 from ._emm import set_memory_manager
 from ._interop import as_cuda_array, auto_device, from_cuda_array_interface, from_dlpack, is_cuda_array
@@ -46,7 +46,7 @@ Device = _gpuhal.Device
 __version__ = _gpuhal.__version__
 
 __all__ = (["DeviceNDArray", "from_dlpack", "is_device_array", "IpcArrayHandle", "open_ipc_array", "Kernel", "Module", "compile",
-            "Capture", "Graph", "GraphExec", "Stream", "Event", "Device", "__version__", "driver", "BaseCUDAMemoryManager", "GetIpcHandleMixin",
+            "Capture", "Graph", "GraphExec", "Stream", "Event", "Device", "__version__", "config", "driver", "BaseCUDAMemoryManager", "GetIpcHandleMixin",
             "HostOnlyCUDAMemoryManager", "IpcHandle", "MemoryInfo", "set_memory_manager", "as_cuda_array",
             "auto_device", "from_cuda_array_interface", "is_cuda_array", "log_to_python", "flush_log",
             "AutoFreePointer", "ManagedMemory",

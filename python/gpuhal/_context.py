@@ -119,6 +119,21 @@ class _Deallocations:
     def bytes(self):
         return self._ctx.pending_deallocation_bytes()
 
+    # Numba's own names for the same (numba-cuda's tests read them).
+    _size = bytes
+
+    @property
+    def _max_pending_count(self):
+        """More pending releases than this flush at the next release
+        (gpuhal.config.CUDA_DEALLOCS_COUNT)."""
+        return int(self._ctx.pending_deallocation_limits()[0])
+
+    @property
+    def _max_pending_bytes(self):
+        """More pending bytes than this flush at the next release
+        (gpuhal.config.CUDA_DEALLOCS_RATIO of the device's memory)."""
+        return int(self._ctx.pending_deallocation_limits()[1])
+
 
 class Context:
     """The calling thread's context (Numba's ``current_context()``), with

@@ -7,7 +7,7 @@ are in _array_export, below the array type."""
 
 import numpy as np
 
-from . import _gpuhal
+from . import _gpuhal, config
 from ._array_export import _KDLCUDA, _consumer_stream
 from ._devicearray import DeviceNDArray
 from ._errors import raise_status
@@ -66,7 +66,8 @@ def is_cuda_array(obj):
 def from_cuda_array_interface(desc, owner=None, sync=True):
     """A DeviceNDArray over the memory a CUDA Array Interface dict
     describes, without a copy; ``owner`` is kept alive while the array
-    lives. With ``sync`` the interface's stream is synchronised first (its
+    lives. With ``sync`` (and ``gpuhal.config.CUDA_ARRAY_INTERFACE_SYNC``,
+    Numba's setting) the interface's stream is synchronised first (its
     producer's pending work). Only on the cuda backend: the interface
     describes CUDA memory."""
     ctx = _context()
@@ -85,7 +86,7 @@ def from_cuda_array_interface(desc, owner=None, sync=True):
         if stream == 0:
             raise ValueError("the CUDA Array Interface's stream 0 is not allowed (1: legacy default, 2: per-thread)")
         bound = _consumer_stream(ctx, _KDLCUDA, int(stream))  # the array is bound to the producer's stream
-        if sync:
+        if sync and config.CUDA_ARRAY_INTERFACE_SYNC:
             bound.synchronize()
     array = _gpuhal.from_pointer(ctx, pointer, list(shape), dtype.str, [] if strides is None else list(strides), owner)
     return DeviceNDArray(array, dtype, bound)

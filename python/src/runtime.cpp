@@ -138,6 +138,15 @@ void bind_contexts(nb::module_ &m) {
       .def("create_event", &gpuhal::Context::create_event, nb::arg("timing") = true, release_gil())
       .def("pending_deallocations", &gpuhal::Context::pending_deallocations)
       .def("pending_deallocation_bytes", &gpuhal::Context::pending_deallocation_bytes)
+      .def("set_pending_deallocation_limits", &gpuhal::Context::set_pending_deallocation_limits, nb::arg("count"),
+           nb::arg("ratio"))
+      .def(
+          "pending_deallocation_limits",
+          [](const gpuhal::Context &c) {
+            const auto l = c.pending_deallocation_limits();
+            return std::make_pair(l.count, l.bytes);
+          },
+          "(count, bytes): more pending releases or bytes than these flush at the next release")
       .def("flush_deallocations", &gpuhal::Context::flush_deallocations, release_gil())
       .def("__eq__", [](const gpuhal::Context &a, const gpuhal::Context &b) { return a == b; })
       .def("__hash__", [](const gpuhal::Context &c) { return c.hash(); });
@@ -162,6 +171,17 @@ void bind_runtime(nb::module_ &m) {
   m.def("backend_name", [] { return gpuhal::Runtime::get().backend_name(); }, release_gil());
   m.def("plugin_path", [] { return gpuhal::Runtime::get().plugin_path(); }, release_gil());
   m.def("device_count", [] { return gpuhal::Runtime::get().device_count(); }, release_gil());
+  m.def(
+      "set_pending_deallocation_limits",
+      [](uint64_t count, double ratio) { gpuhal::Runtime::get().set_pending_deallocation_limits(count, ratio); },
+      nb::arg("count"), nb::arg("ratio"), release_gil());
+  m.def(
+      "pending_deallocation_limits",
+      [] {
+        const auto l = gpuhal::Runtime::get().pending_deallocation_limits();
+        return std::make_pair(l.count, l.ratio);
+      },
+      release_gil());
   m.def("supports", [](const std::string &name) { return gpuhal::Runtime::get().supports(capability_from(name)); });
 
   nb::class_<gpuhal::Device>(m, "Device", "A device of the loaded backend (Numba's cuda.gpus[i])")

@@ -125,6 +125,50 @@ def test_deferred_deallocation_queue(ctx):
             scope.__enter__()
 
 
+def test_config_sets_the_deallocation_limits_as_numbas_does(ctx):
+    config = gpuhal.config
+    count, ratio = config.CUDA_DEALLOCS_COUNT, config.CUDA_DEALLOCS_RATIO
+    assert (count, ratio) == (10, 0.2)  # GPUHAL_MAX_PENDING_DEALLOCS_*'s defaults, Numba's
+    deallocs = ctx.deallocations
+    assert deallocs._max_pending_count == count
+    total = ctx.get_memory_info().total
+    assert deallocs._max_pending_bytes == int(total * ratio)
+    gc.collect()
+    deallocs.clear()
+    try:
+        config.CUDA_DEALLOCS_COUNT = 3
+        assert deallocs._max_pending_count == 3 and config.CUDA_DEALLOCS_COUNT == 3
+        for n in range(1, 4):
+            gpuhal.device_array(8, dtype=np.uint8)
+            assert len(deallocs) == n
+        gpuhal.device_array(8, dtype=np.uint8)  # the fourth passes the limit of 3
+        assert len(deallocs) == 0
+        # The byte limit: exactly at it is not past it (numba-cuda's test_max_pending_bytes).
+        config.CUDA_DEALLOCS_COUNT = 100
+        config.CUDA_DEALLOCS_RATIO = 4096 / total
+        limit = deallocs._max_pending_bytes
+        assert abs(limit - 4096) <= 1
+        gpuhal.device_array(limit // 2, dtype=np.uint8)
+        gpuhal.device_array(limit - deallocs._size, dtype=np.uint8)
+        assert len(deallocs) == 2 and deallocs._size == limit
+        gpuhal.device_array(1, dtype=np.uint8)
+        assert len(deallocs) == 0
+        # Bad values are refused and change nothing.
+        with pytest.raises(TypeError):
+            config.CUDA_DEALLOCS_COUNT = 2.5
+        with pytest.raises(ValueError):
+            config.CUDA_DEALLOCS_COUNT = -1
+        with pytest.raises(gpuhal.InvalidValueError, match="from 0 to 1"):
+            config.CUDA_DEALLOCS_RATIO = 1.5
+        assert config.CUDA_DEALLOCS_COUNT == 100 and deallocs._max_pending_count == 100
+        # Numba's array-interface setting: a plain value gpuhal reads at each use.
+        assert config.CUDA_ARRAY_INTERFACE_SYNC is True
+    finally:
+        config.CUDA_DEALLOCS_COUNT = count
+        config.CUDA_DEALLOCS_RATIO = ratio
+    assert deallocs._max_pending_count == count and deallocs._max_pending_bytes == int(total * ratio)
+
+
 def test_releases_count_as_numbas_and_idle_ones_serve_allocations_after_a_flush_over_the_limit(ctx):
     # Spares only where gpuhal alone puts work on the context (the host backend).
     exclusive = gpuhal.get_current_device().properties["exclusive_contexts"]

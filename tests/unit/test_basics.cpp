@@ -111,6 +111,54 @@ TEST_CASE("config: set_option of a variable the core reads sets its field, as th
   CHECK(ctx.pending_deallocations() == 0);
 }
 
+TEST_CASE("deallocation limits set at run time apply from the next release, per context or for the runtime",
+          "[config][dealloc]") {
+  Config h;
+  h.backend = "host";
+  h.plugin_path = {GPUHAL_TEST_LIB_DIR};
+  h.set_option("GPUHAL_MAX_PENDING_DEALLOCS_COUNT", "10");
+  Runtime rt = Runtime::load(h);
+  Context ctx = rt.device(0).primary_context();
+  const uint64_t total = ctx.memory_info().total;
+  CHECK(ctx.pending_deallocation_limits().count == 10);
+  CHECK(ctx.pending_deallocation_limits().bytes == uint64_t(double(total) * 0.2));
+  // Lowered under three pending releases: nothing flushes until the next.
+  std::vector<DeviceMemory> held;
+  for (int i = 0; i < 4; ++i) held.push_back(ctx.allocate(64));
+  held.resize(1);
+  REQUIRE(ctx.pending_deallocations() == 3);
+  ctx.set_pending_deallocation_limits(2, 0.2);
+  CHECK(ctx.pending_deallocations() == 3);
+  CHECK(ctx.pending_deallocation_limits().count == 2);
+  held.clear();  // the fourth release passes the limit of 2
+  CHECK(ctx.pending_deallocations() == 0);
+  // The byte limit: Numba's rule, a flush once the pending bytes pass it.
+  ctx.set_pending_deallocation_limits(100, 1000.0 / double(total));
+  const uint64_t limit = ctx.pending_deallocation_limits().bytes;
+  CHECK(limit == uint64_t(double(total) * (1000.0 / double(total))));
+  { DeviceMemory half = ctx.allocate(limit / 2); }
+  CHECK(ctx.pending_deallocations() == 1);
+  { DeviceMemory rest = ctx.allocate(limit - limit / 2); }
+  CHECK(ctx.pending_deallocations() == 2);  // exactly at the limit: not past it
+  { DeviceMemory one = ctx.allocate(1); }
+  CHECK(ctx.pending_deallocations() == 0);
+  // A bad ratio is refused by name and changes nothing.
+  REQUIRE_GPUHAL_ERROR(ctx.set_pending_deallocation_limits(5, 1.5), Status::ERROR_INVALID_VALUE, "from 0 to 1");
+  REQUIRE_GPUHAL_ERROR(rt.set_pending_deallocation_limits(5, -0.1), Status::ERROR_INVALID_VALUE, "from 0 to 1");
+  CHECK(ctx.pending_deallocation_limits().count == 100);
+  // The runtime's: the live primary context and the contexts made later.
+  rt.set_pending_deallocation_limits(3, 0.5);
+  CHECK(ctx.pending_deallocation_limits().count == 3);
+  CHECK(ctx.pending_deallocation_limits().bytes == uint64_t(double(total) * 0.5));
+  CHECK(rt.config().max_pending_deallocs_count == 10);  // the config stays as loaded
+  CHECK(rt.pending_deallocation_limits().count == 3);
+  CHECK(rt.pending_deallocation_limits().ratio == 0.5);
+  ctx.reset();  // the same context object: its queue keeps the limits
+  CHECK(ctx.pending_deallocation_limits().count == 3);
+  REQUIRE_GPUHAL_ERROR(Context().set_pending_deallocation_limits(1, 0.1), Status::ERROR_INVALID_HANDLE,
+                       "set_pending_deallocation_limits");
+}
+
 TEST_CASE("config notes a GPUHAL_ variable it does not know, with the nearest known name", "[config]") {
   Config c = parse({{"GPUHAL_BACKNED", "host"},             // a typo
                     {"GPUHAL_HOST_THREAD", "2"},            // one letter short

@@ -37,13 +37,6 @@ DIFFERENCES = {
     "cudadrv/test_cuda_ndarray.py::TestCudaNDArray::test_devicearray_contiguous_copy_device": (
         ("host", "cuda"), "gpuhal copies between device arrays of different layouts element by element (a "
                           "kernel); Numba refuses them (ValueError)"),
-    # numba-cuda's own configuration and internals.
-    "cudadrv/test_deallocations.py::TestDeallocation::test_max_pending_bytes": (
-        _ALL, "sets numba-cuda's config.CUDA_DEALLOCS_RATIO and reads its _PendingDeallocs internals; gpuhal's "
-              "limits are GPUHAL_MAX_PENDING_DEALLOCS_RATIO / _COUNT"),
-    "cudapy/test_cuda_array_interface.py::TestCudaArrayInterface::test_consume_sync_disabled": (
-        ("cuda-fake", "cuda"), "sets numba-cuda's config.CUDA_ARRAY_INTERFACE_SYNC, which gpuhal does not read "
-                               "(pass sync=False to as_cuda_array)"),
     # The host backend's memory is not CUDA memory.
     "cudapy/test_cuda_array_interface.py::TestCudaArrayInterface::test_as_cuda_array": (
         ("host",), "the host backend has no CUDA Array Interface (its memory is not CUDA memory)"),

@@ -72,8 +72,20 @@ def _bind(module, where, mapping, source):
         setattr(module, numba_name, value if value is not None else _missing(where, numba_name))
 
 
+def _forward(module, names, target):
+    """Makes `module`'s attributes `names` read and write `target`'s (a
+    subclass of the module's type whose properties forward, as a renamed
+    import would)."""
+    def forwarding(name):
+        return property(lambda self: getattr(target, name), lambda self, value: setattr(target, name, value))
+
+    module.__class__ = type("Forwarding" + type(module).__name__, (type(module),),
+                            {name: forwarding(name) for name in names})
+
+
 def install():
     import numba.cuda as cuda
+    import numba.cuda.core.config as numba_config
     import numba.cuda.cudadrv.devicearray as devicearray
     import numba.cuda.cudadrv.devices as devices
     import numba.cuda.cudadrv.driver as driver
@@ -83,6 +95,7 @@ def install():
     _bind(driver, "numba.cuda.cudadrv.driver", {n: n for n in numba_names.DRIVER_NAMES}, gpuhal_driver)
     _bind(devicearray, "numba.cuda.cudadrv.devicearray", numba_names.DEVICEARRAY_NAMES, gpuhal)
     _bind(devices, "numba.cuda.cudadrv.devices", numba_names.DEVICES_NAMES, gpuhal)
+    _forward(numba_config, numba_names.CONFIG_NAMES, gpuhal.config)
     for name in numba_names.NOT_APPLICABLE:
         setattr(cuda, name, _NotApplicableName(name))
     try:

@@ -50,6 +50,10 @@ DEVICEARRAY_NAMES = {"DeviceNDArray": "DeviceNDArray", "auto_device": "auto_devi
 # numba.cuda.cudadrv.devices.<name> -> gpuhal.<name>
 DEVICES_NAMES = {"get_context": "current_context", "reset": "close"}
 
+# numba.cuda.core.config.<name>: the settings gpuhal reads (gpuhal.config),
+# forwarded so that a test setting Numba's sets gpuhal's.
+CONFIG_NAMES = ["CUDA_ARRAY_INTERFACE_SYNC", "CUDA_DEALLOCS_COUNT", "CUDA_DEALLOCS_RATIO"]
+
 # Names that compile Python kernels or use Numba's type system.
 NOT_APPLICABLE = [
     "jit", "grid", "gridsize", "vectorize", "guvectorize", "reduce", "Reduce", "shared", "local", "const",
