@@ -56,6 +56,30 @@ TEST_CASE("the byte limit flushes just past the limit", "[dealloc]") {
   CHECK(ctx.pending_deallocations() == 0);
 }
 
+TEST_CASE("a count limit of 0 raised at run time queues again, and idle blocks come back", "[dealloc]") {
+  Context ctx = context_with(0, 0.2);
+  const uint64_t free0 = ctx.memory_info().free;
+  { DeviceArray a = device_array(ctx, {4096}, dtypes::uint8); }
+  CHECK(ctx.pending_deallocations() == 0);  // a limit of 0: every release flushes at once
+  CHECK(ctx.memory_info().free == free0);
+  ctx.set_pending_deallocation_limits(4, 0.2);
+  for (int i = 0; i < 4; ++i) {
+    DeviceArray a = device_array(ctx, {4096}, dtypes::uint8);
+  }
+  CHECK(ctx.pending_deallocations() == 4);
+  { DeviceArray a = device_array(ctx, {4096}, dtypes::uint8); }
+  CHECK(ctx.pending_deallocations() == 0);  // the fifth passes the limit of 4
+  // The flush kept the idle blocks as spares (the host backend): the next
+  // allocation of their size takes one, without a plugin call.
+  const uint64_t free_spares = ctx.memory_info().free;
+  CHECK(free_spares < free0);
+  DeviceArray again = device_array(ctx, {4096}, dtypes::uint8);
+  CHECK(ctx.memory_info().free == free_spares);
+  again = DeviceArray();
+  ctx.flush_deallocations();
+  CHECK(ctx.memory_info().free == free0);
+}
+
 TEST_CASE("out of memory flushes the queue and retries once", "[dealloc][oom]") {
   Context ctx = context_with(1000, 1.0);
   std::vector<DeviceArray> held;
