@@ -2,6 +2,7 @@
 #include <cstddef>
 #include <cstring>
 #include <mutex>
+#include <vector>
 
 #include "allocation.hpp"
 #include "capability_rules.hpp"
@@ -155,8 +156,10 @@ Runtime::PendingDeallocationLimits Runtime::pending_deallocation_limits() const 
 }
 
 void Runtime::set_pending_deallocation_limits(uint64_t count, double ratio) const {
-  const char *call = "Runtime::set_pending_deallocation_limits";
-  for (const auto &d : impl_->devices) (void)detail::dealloc_byte_limit(*d, ratio, call);  // checked first
+  // Every device's byte limit first: a bad ratio throws before anything changes.
+  std::vector<uint64_t> max_bytes;
+  for (const auto &d : impl_->devices)
+    max_bytes.push_back(detail::dealloc_byte_limit(*d, ratio, "Runtime::set_pending_deallocation_limits"));
   {
     std::lock_guard<std::mutex> lock(impl_->dealloc_limits_mutex);
     impl_->dealloc_count = count;
@@ -164,9 +167,10 @@ void Runtime::set_pending_deallocation_limits(uint64_t count, double ratio) cons
   }
   // A primary context made before the store read the old limits under its
   // device's mutex: taken here, it is seen and updated.
-  for (const auto &d : impl_->devices) {
-    std::lock_guard<std::mutex> lock(d->mutex);
-    if (auto ctx = d->primary.lock()) ctx->deallocs->set_limits(count, detail::dealloc_byte_limit(*d, ratio, call));
+  for (size_t i = 0; i < impl_->devices.size(); ++i) {
+    DeviceImpl &d = *impl_->devices[i];
+    std::lock_guard<std::mutex> lock(d.mutex);
+    if (auto ctx = d.primary.lock()) ctx->deallocs->set_limits(count, max_bytes[i]);
   }
 }
 int Runtime::device_count() const {
