@@ -11,6 +11,7 @@
 #include "context_impl.hpp"
 #include "gpuhal/error.hpp"
 #include "handle_access.hpp"
+#include "spare_chunk.hpp"
 
 namespace gpuhal {
 
@@ -70,7 +71,9 @@ DeviceMemory MemoryManager::wrap(gpuhal_deviceptr_t ptr, uint64_t bytes, std::fu
 DeviceMemory MemoryManager::wrap_block(gpuhal_deviceptr_t ptr, uint64_t bytes, uint64_t cookie) {
   auto c = weak_ctx_.lock();
   if (!c) throw Error(Status::ERROR_CONTEXT_DESTROYED, "MemoryManager::wrap_block: the context is being destroyed");
-  auto a = std::make_shared<detail::Allocation>();
+  // The handle's chunk from the thread's spare slot, as detail::allocate's
+  // (spare_chunk.hpp): a pool hit is made and dropped at a high rate.
+  auto a = std::allocate_shared<detail::Allocation>(detail::SpareChunkAllocator<detail::Allocation>());
   a->generation = c->current_generation();
   a->ctx = std::move(c);
   a->ptr = ptr;
@@ -78,7 +81,7 @@ DeviceMemory MemoryManager::wrap_block(gpuhal_deviceptr_t ptr, uint64_t bytes, u
   a->owns_device_memory = false;
   a->releaser = this;  // the context (kept alive by `a`) owns this manager
   a->cookie = cookie;
-  return detail::Access::wrap<DeviceMemory>(a);
+  return detail::Access::wrap<DeviceMemory>(std::move(a));
 }
 
 void MemoryManager::release_block(gpuhal_deviceptr_t, uint64_t, uint64_t) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "allocation.hpp"
+#include "biased_lock.hpp"
 #include "gpuhal/memory_manager.hpp"
 
 namespace gpuhal {
@@ -26,7 +27,12 @@ int class_of(uint64_t bytes) {
 struct PoolMemoryManager::State {
   PoolOptions options;
   uint64_t max_cached = 0;
-  mutable std::mutex mu;
+  // Guards the lists and the statistics: held for a few loads and stores
+  // (no backend call under it; a list may grow), taken twice per
+  // allocation + release, in most programs by one thread: biased to it
+  // (biased_lock.hpp), a pthread mutex's four locked instructions were
+  // half of a pool hit's cost (docs/performance.md, A1).
+  mutable detail::BiasedLock mu;
   std::vector<std::vector<DevicePointer>> free_lists;  // by class
   PoolStats stats;
   std::atomic<int> defer_depth{0};
@@ -42,11 +48,12 @@ PoolMemoryManager::PoolMemoryManager(PoolOptions options) : state_(std::make_sha
 PoolMemoryManager::~PoolMemoryManager() = default;
 
 void PoolMemoryManager::initialize() {
-  std::lock_guard<std::mutex> lock(state_->mu);
-  if (state_->max_cached) return;
-  state_->max_cached = state_->options.max_cached_bytes
-                           ? state_->options.max_cached_bytes
-                           : std::max<uint64_t>(context().device().properties().total_memory / 8, uint64_t(1) << 20);
+  // The device's properties are read before the lock: nothing slow under it.
+  const uint64_t limit = state_->options.max_cached_bytes
+                             ? state_->options.max_cached_bytes
+                             : std::max<uint64_t>(context().device().properties().total_memory / 8, uint64_t(1) << 20);
+  std::lock_guard<detail::BiasedLock> lock(state_->mu);
+  if (!state_->max_cached) state_->max_cached = limit;
 }
 
 DeviceMemory PoolMemoryManager::memalloc(uint64_t bytes) {
@@ -64,7 +71,7 @@ DeviceMemory PoolMemoryManager::memalloc(uint64_t bytes) {
   if (bytes > st.options.max_block_bytes) {
     const DevicePointer p = fresh(bytes);
     {
-      std::lock_guard<std::mutex> lock(st.mu);
+      std::lock_guard<detail::BiasedLock> lock(st.mu);
       ++st.stats.misses;
     }
     return wrap_block(p, bytes, 0);
@@ -73,7 +80,7 @@ DeviceMemory PoolMemoryManager::memalloc(uint64_t bytes) {
   const uint64_t size = uint64_t(1) << cls;
   DevicePointer p = 0;
   {
-    std::lock_guard<std::mutex> lock(st.mu);
+    std::lock_guard<detail::BiasedLock> lock(st.mu);
     auto &list = st.free_lists[size_t(cls)];
     if (!list.empty()) {
       p = list.back();
@@ -85,7 +92,7 @@ DeviceMemory PoolMemoryManager::memalloc(uint64_t bytes) {
   }
   if (!p) {
     p = fresh(size);
-    std::lock_guard<std::mutex> lock(st.mu);
+    std::lock_guard<detail::BiasedLock> lock(st.mu);
     ++st.stats.misses;
     st.stats.in_use_bytes += size;
   }
@@ -102,7 +109,7 @@ void PoolMemoryManager::release_block(DevicePointer p, uint64_t bytes, uint64_t 
   const uint64_t size = uint64_t(1) << cls;
   std::vector<std::pair<DevicePointer, uint64_t>> release;
   {
-    std::lock_guard<std::mutex> lock(s.mu);
+    std::lock_guard<detail::BiasedLock> lock(s.mu);
     s.stats.in_use_bytes -= size;
     s.free_lists[size_t(cls)].push_back(p);
     s.stats.cached_bytes += size;
@@ -125,7 +132,7 @@ void PoolMemoryManager::release_block(DevicePointer p, uint64_t bytes, uint64_t 
 size_t PoolMemoryManager::trim() {
   std::vector<std::pair<DevicePointer, uint64_t>> release;
   {
-    std::lock_guard<std::mutex> lock(state_->mu);
+    std::lock_guard<detail::BiasedLock> lock(state_->mu);
     for (size_t c = 0; c < state_->free_lists.size(); ++c) {
       for (DevicePointer p : state_->free_lists[c]) release.emplace_back(p, uint64_t(1) << c);
       state_->free_lists[c].clear();
@@ -139,7 +146,7 @@ size_t PoolMemoryManager::trim() {
 
 void PoolMemoryManager::reset() {
   trim();
-  std::lock_guard<std::mutex> lock(state_->mu);
+  std::lock_guard<detail::BiasedLock> lock(state_->mu);
   state_->stats.in_use_bytes = 0;  // freed by the backend with the context
 }
 
@@ -152,7 +159,7 @@ void PoolMemoryManager::defer_cleanup_end() {
 }
 
 PoolStats PoolMemoryManager::stats() const {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  std::lock_guard<detail::BiasedLock> lock(state_->mu);
   return state_->stats;
 }
 

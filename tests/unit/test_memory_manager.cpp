@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include <atomic>
+#include <set>
 #include <thread>
 
 #include "test_support.hpp"
@@ -309,6 +310,32 @@ TEST_CASE("the pool manager gives back its cache when the backend runs out of me
   CHECK(pool.stats().released == 1);
   CHECK(pool.stats().cached_bytes == 0);
   REQUIRE_GPUHAL_ERROR(device_array(ctx, {1024}), Status::ERROR_OUT_OF_MEMORY, "mem_alloc");
+}
+
+// The pool's lock is biased to the first thread that takes it
+// (biased_lock.hpp): blocks released on another thread (a consumer thread,
+// Python's garbage collector) revoke the bias; no block may be lost or
+// handed out twice on either side of that.
+TEST_CASE("the pool manager: blocks made on one thread and released on another") {
+  ClearManager clear;
+  set_memory_manager(pool_memory_manager());
+  Context ctx = test::host_context();
+  auto &pool = dynamic_cast<PoolMemoryManager &>(ctx.memory_manager());
+  std::vector<DeviceMemory> made;
+  for (int i = 0; i < 64; ++i) made.push_back(ctx.allocate(4096));  // this thread takes the bias
+  std::set<DevicePointer> pointers;
+  for (const DeviceMemory &m : made) pointers.insert(m.device_pointer());
+  CHECK(pointers.size() == 64);
+  std::thread other([&] { made.clear(); });  // every release on another thread
+  other.join();
+  CHECK(pool.stats().in_use_bytes == 0);
+  CHECK(pool.stats().cached_bytes == 64 * 4096);
+  std::vector<DeviceMemory> again;
+  for (int i = 0; i < 64; ++i) again.push_back(ctx.allocate(4096));
+  std::set<DevicePointer> reused;
+  for (const DeviceMemory &m : again) reused.insert(m.device_pointer());
+  CHECK(reused == pointers);  // the same blocks, each handed out once
+  CHECK(pool.stats().hits == 64);
 }
 
 TEST_CASE("the pool manager under concurrent allocation") {
