@@ -46,6 +46,7 @@ std::shared_ptr<ContextImpl> create_context(const std::shared_ptr<RuntimeImpl> &
   // synchronisation of the whole context proves memory unused: no idle blocks
   // (and no clock, above).
   ctx->idle_blocks = device->properties.exclusive_contexts;
+  ctx->spares_after_sync = device->properties.synchronize_waits_for_all_work;
   uint64_t max_count = 0;
   double ratio = 0;
   {
@@ -190,6 +191,7 @@ Stream Context::external_stream(gpuhal_stream_t native) const {
     throw Error(Status::ERROR_INVALID_HANDLE, "Context::external_stream: null handle (use default_stream())");
   Stream s = unowned_stream(impl_, native, "Context::external_stream");
   impl_->mark_external();  // its owner puts work on it that gpuhal does not see
+  impl_->foreign_work.store(true, std::memory_order_relaxed);  // maybe of another vendor context
   return s;
 }
 
@@ -351,8 +353,9 @@ void Context::enable_peer_access(const Context &peer) const {
     throw Error(Status::ERROR_NOT_SUPPORTED, "enable_peer_access: backend '" + c.lib().name() + "' has no peer access");
   c.backend().context_enable_peer_access(c.handle, peer.impl_->handle);
   // This context's kernels may reach the peer's memory now: work the peer's
-  // clock does not count.
+  // clock does not count, and the peer's synchronise does not wait for.
   peer.impl_->mark_external();
+  peer.impl_->foreign_work.store(true, std::memory_order_relaxed);
 }
 
 MemoryManager &Context::memory_manager() const {

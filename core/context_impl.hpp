@@ -90,6 +90,20 @@ struct ContextImpl {
   // Released memory may be kept as idle blocks (the device's contexts are
   // the plugin's alone: exclusive_contexts). Set at creation.
   bool idle_blocks = false;
+  // Memory released while work may still use it may be kept as a busy block,
+  // a spare once a flush's synchronise proved it unused (the device's
+  // context_synchronize waits for all work of the context, another
+  // library's too: synchronize_waits_for_all_work). Set at creation.
+  bool spares_after_sync = false;
+  // Work this context's synchronise may not wait for can reach its memory:
+  // another device's context (peer access) or a wrapped external stream
+  // (it may belong to another vendor context). Busy blocks are off for good
+  // from then on. (Native handles given out are not: work put on this
+  // context's own streams is waited for.)
+  std::atomic<bool> foreign_work{false};
+  // Whether released memory may be kept as a block at all, and taken back
+  // from the spares.
+  bool keeps_blocks() const { return idle_blocks || spares_after_sync; }
 
   ~ContextImpl();
   const Backend &backend() const { return *backend_; }

@@ -27,6 +27,7 @@ DeallocQueue::DeallocQueue(uint64_t max_count, uint64_t max_bytes, Synchronize s
   if (free_block_) {
     blocks_.reserve(kMaxBlocks);
     spares_.reserve(kMaxBlocks);
+    proving_.reserve(kMaxBlocks);
   }
 }
 
@@ -59,7 +60,7 @@ void DeallocQueue::add(Item item) {
   if (flush_now) flush_over_limits();
 }
 
-bool DeallocQueue::keep_block(uint64_t device_pointer, uint64_t bytes, uint64_t generation) {
+bool DeallocQueue::keep_block(uint64_t device_pointer, uint64_t bytes, uint64_t generation, bool busy) {
   if (!free_block_ || max_count() == 0 || t_in_callback) return false;
   bool flush_now;
   {
@@ -68,7 +69,7 @@ bool DeallocQueue::keep_block(uint64_t device_pointer, uint64_t bytes, uint64_t 
     // Built in place: a temporary copied in would be stored as two 8-byte
     // halves and loaded back as one 16-byte move, which waits for the
     // stores (a failed store-to-load forward, 31% of keep_block's samples).
-    blocks_.emplace_back(device_pointer, bytes, generation);
+    blocks_.emplace_back(device_pointer, bytes, generation, busy);
     bytes_ += bytes;
     flush_now = flush_due_locked();
   }
@@ -104,11 +105,20 @@ void DeallocQueue::flush_over_limits() {
     std::lock_guard<BiasedLock> lock(mu_);
     if (defer_depth_ > 0) return;
     // Spares nobody took for a whole round go back to the plugin with this
-    // flush; the pending blocks (unused since they were kept) are the next
-    // round's spares, no longer pending.
+    // flush; the idle blocks (unused since they were kept) are the next
+    // round's spares, no longer pending. The busy ones stay for run_flush,
+    // which takes them with its first batch, before its synchronise.
     queue_blocks_locked(spares_, false);
-    for (const Block &b : blocks_) bytes_ -= b.bytes;
-    spares_.swap(blocks_);
+    size_t busy = 0;
+    for (const Block &b : blocks_) {
+      if (b.busy) {
+        blocks_[busy++] = b;
+        continue;
+      }
+      bytes_ -= b.bytes;
+      spares_.push_back(b);
+    }
+    blocks_.resize(busy, Block(0, 0, 0, true));
   }
   run_flush(false, false);
 }
@@ -164,7 +174,8 @@ size_t DeallocQueue::run_flush(bool force, bool free_blocks) {
         queue_blocks_locked(blocks_, true);
         queue_blocks_locked(spares_, false);
       }
-      if (items_.empty()) break;
+      const bool proving = !free_blocks && take_busy_blocks_locked();
+      if (items_.empty() && !proving) break;
       batch_.swap(items_);
       for (const Item &item : batch_) bytes_ -= item.bytes;
     }
@@ -172,11 +183,13 @@ size_t DeallocQueue::run_flush(bool force, bool free_blocks) {
       sync_();
     } catch (const Error &e) {
       report(Error(e.status(), std::string("deferred deallocation: synchronising before the flush failed: ") + e.what()));
+      settle_proving(false);
       if (!force) {
         requeue_batch();
         return done;
       }
     }
+    settle_proving(true);
     while (!batch_.empty()) {
       bool failed = false;
       try {
@@ -203,6 +216,43 @@ size_t DeallocQueue::run_flush(bool force, bool free_blocks) {
     }
   }
   return done;
+}
+
+bool DeallocQueue::take_busy_blocks_locked() {
+  size_t idle = 0;
+  for (const Block &b : blocks_) {
+    if (!b.busy) {
+      blocks_[idle++] = b;
+      continue;
+    }
+    bytes_ -= b.bytes;  // no longer pending: the flush has it
+    proving_.push_back(b);
+  }
+  blocks_.resize(idle, Block(0, 0, 0, false));
+  return !proving_.empty();
+}
+
+void DeallocQueue::settle_proving(bool synchronised) {
+  if (proving_.empty()) return;
+  std::lock_guard<BiasedLock> lock(mu_);
+  const uint64_t current = generation_ ? generation_->load(std::memory_order_acquire) : 0;
+  for (const Block &b : proving_) {
+    if (generation_ && b.generation != current) continue;  // went with the reset that made it stale
+    // Unused after the synchronise: all work that used it was queued before
+    // its release, so before it was taken, so before the synchronise. Kept
+    // as a spare while the spares stay few (take_block searches them).
+    if (synchronised && spares_.size() < kMaxBlocks) {
+      spares_.push_back(b);
+      continue;
+    }
+    // Not proven unused (the synchronise failed), or no room: a pending
+    // release again, freed by a later flush after its own synchronise.
+    FreeBlock *free_block = &free_block_;
+    const uint64_t ptr = b.device_pointer;
+    items_.push_back({[free_block, ptr] { (*free_block)(ptr); }, b.bytes, b.generation, !synchronised});
+    bytes_ += b.bytes;
+  }
+  proving_.clear();
 }
 
 void DeallocQueue::requeue_batch() {

@@ -25,6 +25,15 @@
 // So memory_info() after an explicit flush is what Numba's would be, and a
 // limit of 0 turns blocks off with the queue.
 //
+// Busy blocks: device memory released while work may still use it, on a
+// backend whose context synchronisation waits for all work of the context,
+// another library's included (ContextImpl::spares_after_sync). It is
+// pending like an idle block, but becomes a spare only once the flush over
+// the limits that takes it has synchronised: it is taken before that
+// synchronise, as the queued releases are, so the work that used it is
+// waited for. A synchronise that fails leaves it a queued release (freed by
+// a later flush), never lost and never handed out.
+//
 // Flushing takes what is queued, waits for all work of the context (the
 // releases taken may still be in use by it), then runs them in FIFO order. A release that
 // fails (throws) stops the flush: it is reported to the error handler
@@ -97,14 +106,16 @@ class DeallocQueue {
   void drop_all();
 
   // Keeps `device_pointer` (`bytes` of device memory of context generation
-  // `generation`, released while nothing could be using it) as an idle
-  // block, a pending deallocation; flushes as add() does when that passes a
-  // limit (the flush keeps the blocks as spares). False, keeping nothing,
-  // when the block alone is over the byte limit, when 32 blocks are
-  // pending (under a DeferCleanup scope), or on a thread running a stream
-  // callback (whose releases wait for a flush on another thread, like every
-  // release): the caller queues the release instead.
-  bool keep_block(uint64_t device_pointer, uint64_t bytes, uint64_t generation);
+  // `generation`) as a block, a pending deallocation: an idle one when it
+  // was released while nothing could be using it, a busy one (`busy`) when
+  // work may still use it and only the flush's synchronise proves it
+  // unused. Flushes as add() does when that passes a limit (the flush keeps
+  // the blocks as spares, the busy ones once it has synchronised). False,
+  // keeping nothing, when the block alone is over the byte limit, when 32
+  // blocks are pending (under a DeferCleanup scope), or on a thread running
+  // a stream callback (whose releases wait for a flush on another thread,
+  // like every release): the caller queues the release instead.
+  bool keep_block(uint64_t device_pointer, uint64_t bytes, uint64_t generation, bool busy = false);
   // A spare block of exactly `bytes` and `generation` (the newest spared),
   // taken out of the spares; 0 when there is none, or on a thread running a
   // stream callback (where allocations fail in the driver: one served from
@@ -131,10 +142,11 @@ class DeallocQueue {
 
  private:
   struct Block {
-    Block(uint64_t p, uint64_t b, uint64_t g) : device_pointer(p), bytes(b), generation(g) {}
+    Block(uint64_t p, uint64_t b, uint64_t g, bool busy_) : device_pointer(p), bytes(b), generation(g), busy(busy_) {}
     uint64_t device_pointer;
     uint64_t bytes;
     uint64_t generation;
+    bool busy;  // work may still use it: a spare only after a synchronise
   };
   // bytes_ counts the blocks' bytes too, never the spares'.
   bool over_limits_locked() const { return items_.size() + blocks_.size() > max_count() || bytes_ > max_bytes(); }
@@ -151,8 +163,16 @@ class DeallocQueue {
   // the untaken spares are queued, the idle blocks become the spares, then
   // flush() runs what is queued.
   void flush_over_limits();
-  // flush(), freeing the blocks and spares or not.
+  // flush(), freeing the blocks and spares or not; when not, the busy
+  // blocks are taken with each batch and become spares after its
+  // synchronise.
   size_t run_flush(bool force, bool free_blocks);
+  // Moves busy blocks out of blocks_ into proving_ (mu_ taken), no longer
+  // pending; true when there were any.
+  bool take_busy_blocks_locked();
+  // After a batch's synchronise: proving_ becomes spares when it succeeded
+  // (blocks of the current generation only), queued releases when it failed.
+  void settle_proving(bool synchronised);
 
   // Written under mu_ (set_limits), read without it where a stale value
   // only delays a flush by one release (relaxed loads: plain loads on x86).
@@ -176,6 +196,9 @@ class DeallocQueue {
   std::deque<Item> items_;
   std::vector<Block> blocks_;  // pending, newest last; at most 32 (reserved up front)
   std::vector<Block> spares_;  // not pending, newest last; what the last flush over the limits kept
+  // Busy blocks a flush took before its synchronise (guarded by flush_mu_;
+  // at most 32, reserved up front).
+  std::vector<Block> proving_;
   FreeBlock free_block_;
   uint64_t bytes_ = 0;
   const std::atomic<uint64_t> *generation_;

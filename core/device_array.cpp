@@ -309,6 +309,12 @@ void DeviceArray::copy_from_device_impl(const DeviceArray &src, const Stream *st
     ctx_->check(t.memcpy_sync_status(ctx_->handle, GPUHAL_COPY_DEVICE_TO_DEVICE, dst, from, bytes), "memcpy_sync(D2D)");
   else
     ctx_->check(t.memcpy_async_status(ctx_->handle, GPUHAL_COPY_DEVICE_TO_DEVICE, dst, from, bytes, sh), "memcpy_async(D2D)");
+  // The copy reads the source on this context's stream: work the source's
+  // context neither counts nor waits for (its flush synchronises itself
+  // only). So the source's memory is kept until the copy has run, by a
+  // callback after it (a capture keeps it with the graph instead).
+  if (stream && src.ctx_ != ctx_ && !detail::capturing(*detail::impl_of(*stream)))
+    stream->add_callback([keep = src.memory_]() {});
 }
 
 HostArray DeviceArray::copy_to_host() const {

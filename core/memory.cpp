@@ -37,10 +37,14 @@ Allocation::~Allocation() {
   // Released while none of the context's work can be in flight: nothing uses
   // it, so it is kept as an idle block (a pending deallocation, counted as
   // Numba counts it), which the next flush over the limits makes a spare
-  // for an allocation of its size (dealloc_queue.hpp).
-  if (c->idle_blocks && !managed && !exported.load(std::memory_order_relaxed) && c->work_idle() &&
-      c->deallocs->keep_block(ptr, size, generation))
-    return;
+  // for an allocation of its size (dealloc_queue.hpp). Released while work
+  // may use it, where the flush's synchronise waits for all of the
+  // context's work: a busy block, a spare once that synchronise is done.
+  if (c->keeps_blocks() && !managed && !exported.load(std::memory_order_relaxed)) {
+    const bool idle = c->idle_blocks && c->work_idle();
+    const bool busy_ok = c->spares_after_sync && !c->foreign_work.load(std::memory_order_relaxed);
+    if ((idle || busy_ok) && c->deallocs->keep_block(ptr, size, generation, !idle)) return;
+  }
   try {
     c->defer_free(generation, size, ptr);
   } catch (const std::exception &e) {  // a flush triggered here failed to allocate
@@ -88,7 +92,7 @@ std::shared_ptr<Allocation> allocate(const std::shared_ptr<ContextImpl> &ctx, ui
   // A spare block of exactly this size (released while nothing could use
   // it, no longer pending since a flush over the limits): the plugin's
   // allocation of the same bytes, so its bounds are the same as a new one's.
-  if (!managed && ctx->idle_blocks) {
+  if (!managed && ctx->keeps_blocks()) {
     ctx->check_alive(a->generation, "allocate");
     a->ptr = ctx->deallocs->take_block(bytes, a->generation);
   }

@@ -52,6 +52,9 @@ DeviceProperties convert(const gpuhal_device_properties_t &p) {
     std::memcpy(d.uuid.data(), p.uuid, d.uuid.size());
   if (p.struct_size >= offsetof(gpuhal_device_properties_t, module_loads_wait) + sizeof p.module_loads_wait)
     d.module_loads_wait = p.module_loads_wait != 0;
+  if (p.struct_size >= offsetof(gpuhal_device_properties_t, synchronize_waits_for_all_work) +
+                           sizeof p.synchronize_waits_for_all_work)
+    d.synchronize_waits_for_all_work = p.synchronize_waits_for_all_work != 0;
   return d;
 }
 

@@ -14,7 +14,9 @@
  * recovers_from_faults; 1.6 the device's exclusive_contexts; 1.7 kernel
  * attributes and occupancy; 1.8 stream capture and graphs; 1.9 stream
  * priorities; 1.10 rectangular copies, managed-memory prefetch and advice,
- * virtual memory.
+ * virtual memory; 1.11 context limits; 1.12 the device's uuid; 1.13 the
+ * device's module_loads_wait; 1.14 the device's
+ * synchronize_waits_for_all_work.
  *
  * Compatibility rules (frozen):
  *  - Every table and descriptor struct starts with {abi_version, struct_size}.
@@ -80,7 +82,7 @@ extern "C" {
 #endif
 
 #define GPUHAL_ABI_MAJOR 1
-#define GPUHAL_ABI_MINOR 13
+#define GPUHAL_ABI_MINOR 14
 #define GPUHAL_ABI_VERSION GPUHAL_MAKE_VERSION(GPUHAL_ABI_MAJOR, GPUHAL_ABI_MINOR)
 
 /* The one symbol a plugin exports. */

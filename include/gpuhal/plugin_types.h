@@ -149,6 +149,16 @@ typedef struct gpuhal_device_properties {
    * queued, so that those entries never wait for a stream. 0 when loading
    * never waits for queued work; absent (older plugin): 0. */
   uint32_t module_loads_wait;
+  /* ABI 1.14: 1 when context_synchronize waits for all work of the device's
+   * vendor context, work other libraries of the process queued on it
+   * included (CUDA's cuCtxSynchronize: "Blocks until the current context
+   * has completed all preceding requested tasks"). The core then keeps
+   * device memory released while work may still use it until its deferred
+   * queue's next flush over the limits has synchronised, and reuses it for
+   * an allocation of the same size instead of freeing it. 0 when it waits
+   * for the plugin's own queues only (ROCr has no context-wide wait); absent
+   * (older plugin): 0. */
+  uint32_t synchronize_waits_for_all_work;
 } gpuhal_device_properties_t;
 
 /* Host callback run in stream order. `status` is GPUHAL_SUCCESS unless the

@@ -82,6 +82,14 @@ struct DeviceProperties {
   // where loading never waits (host, hsa) or the plugin does not say (older
   // than ABI 1.13).
   bool module_loads_wait = false;
+  // True when Context::synchronize() waits for all work of the device's
+  // context, work other libraries queued on it included (cuda:
+  // cuCtxSynchronize; host: its contexts are its own). Memory released
+  // while work may still use it is then reused after the deferred queue's
+  // next flush instead of freed (busy blocks, user guide). False where it
+  // waits for gpuhal's own queues only (hsa) or the plugin does not say
+  // (older than ABI 1.14).
+  bool synchronize_waits_for_all_work = false;
   // The UUID as text, "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (lower-case
   // hex; nvidia-smi prints it after "GPU-"); "" when all zero.
   std::string uuid_string() const;

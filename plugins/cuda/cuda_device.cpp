@@ -96,6 +96,7 @@ gpuhal_status_t device_properties(int32_t ordinal, gpuhal_device_properties_t *o
   // hazards); with CUDA_MODULE_LOADING=EAGER the module load itself loads
   // every kernel. Either way a load may wait for queued work.
   p.module_loads_wait = 1;
+  p.synchronize_waits_for_all_work = 1;  // cuCtxSynchronize: every stream of the context, any library's
   // cuda.h maps cuDeviceGetUuid to cuDeviceGetUuid_v2 (11.4 on), which
   // gives a MIG instance's own UUID; a driver without it leaves zeros.
   if (drv().cuDeviceGetUuid) {

@@ -103,6 +103,7 @@ gpuhal_status_t device_properties(int32_t ordinal, gpuhal_device_properties_t *o
   // A module is a shared object dlopened by the calling thread; no stream
   // takes part in it.
   p.module_loads_wait = 0;
+  p.synchronize_waits_for_all_work = 1;  // its contexts are its own (exclusive_contexts)
   host_device_uuid(ordinal, p.uuid);
   std::snprintf(p.driver_version, sizeof p.driver_version, "gpuhal host backend (plugin ABI %d.%d)", GPUHAL_ABI_MAJOR,
                 GPUHAL_ABI_MINOR);

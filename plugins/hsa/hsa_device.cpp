@@ -242,6 +242,7 @@ gpuhal_status_t device_properties(int32_t ordinal, gpuhal_device_properties_t *o
   // read it; not yet watched on an AMD GPU -- the conformance check
   // streams.ordered_calls_do_not_wait would show it).
   p.module_loads_wait = 0;
+  p.synchronize_waits_for_all_work = 0;  // the context's own queues only: ROCr has no context-wide wait
   return plugin::write_properties(p, out);
 }
 

@@ -43,6 +43,7 @@ nb::dict properties_of(const gpuhal::Device &d) {
   out["recovers_from_faults"] = p.recovers_from_faults;
   out["exclusive_contexts"] = p.exclusive_contexts;
   out["module_loads_wait"] = p.module_loads_wait;
+  out["synchronize_waits_for_all_work"] = p.synchronize_waits_for_all_work;
   return out;
 }
 

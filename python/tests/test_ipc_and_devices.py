@@ -58,9 +58,11 @@ def test_devices():
         assert props["recovers_from_faults"] is False
         assert props["exclusive_contexts"] is True  # only gpuhal submits: idle blocks on
         assert props["module_loads_wait"] is False  # a module is a dlopened shared object
+        assert props["synchronize_waits_for_all_work"] is True  # its contexts are its own
     elif props["driver_version"].startswith("CUDA"):
         assert props["exclusive_contexts"] is False  # the primary context is shared
         assert props["module_loads_wait"] is True  # lazy loading may synchronise the context
+        assert props["synchronize_waits_for_all_work"] is True  # cuCtxSynchronize: every stream
     assert gpuhal.gpus.current == dev
     assert gpuhal.gpus[0].name == dev.name
     with gpuhal.gpus[0] as inside:

@@ -116,6 +116,68 @@ void released_under_work_waits(Env &env) {
   }
 }
 
+void released_under_work_reused_after_flush(Env &env) {
+  // The same memory released under gated work, then the count limit passed
+  // while the gate is still closed: the flush that follows must wait for the
+  // gated copy before anything reuses the memory (where the backend's
+  // synchronise waits for all work, the released block comes back as a
+  // spare: DeviceProperties::synchronize_waits_for_all_work); where it
+  // does, an allocation of the same size after the flush gets it back.
+  const Context::PendingDeallocationLimits saved = env.ctx.pending_deallocation_limits();
+  const double total = double(env.ctx.device().properties().total_memory);
+  struct Restore {
+    const Context &ctx;
+    Context::PendingDeallocationLimits limits;
+    double total;
+    ~Restore() { ctx.set_pending_deallocation_limits(limits.count, total > 0 ? double(limits.bytes) / total : 0.0); }
+  } restore{env.ctx, saved, total};
+  env.ctx.flush_deallocations();
+  env.ctx.set_pending_deallocation_limits(2, 1.0);
+  Stream gated = env.ctx.create_stream(StreamKind::NonBlocking);
+  std::atomic<bool> open{false};
+  struct Opener {
+    std::atomic<bool> &open;
+    std::thread timer;
+    ~Opener() {
+      open = true;
+      timer.join();
+    }
+  } opener{open, std::thread([&open] {
+             for (int i = 0; i < 40 && !open.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+             open = true;
+           })};
+  std::atomic<bool> copied{false};
+  gated.add_callback([&open] {
+    while (!open.load()) std::this_thread::yield();
+  });
+  const std::vector<uint8_t> ones(1 << 16, 1);
+  DeviceArray old = device_array(env.ctx, {1 << 16}, dtypes::uint8);
+  const DevicePointer old_pointer = old.memory().device_pointer();
+  old.copy_from_host(HostView::of(ones), gated);
+  gated.add_callback([&copied] { copied = true; });
+  old = DeviceArray();
+  for (int i = 0; i < 2; ++i) (void)env.ctx.allocate(64);  // the third release passes the limit: a flush
+  expect(copied.load() || env.ctx.pending_deallocations() > 0,
+         "the flush over the limit returned before the work queued on the released memory was done");
+  bool reused = false;
+  std::vector<DeviceArray> fresh;
+  for (int i = 0; i < 4; ++i) {
+    fresh.push_back(device_array(env.ctx, {1 << 16}, dtypes::uint8));
+    reused = reused || fresh.back().memory().device_pointer() == old_pointer;
+    fresh.back().memset(7);
+  }
+  open = true;
+  gated.synchronize();
+  const std::vector<uint8_t> sevens(1 << 16, 7);
+  for (const DeviceArray &a : fresh) {
+    const std::vector<uint8_t> got = bytes_of(a);
+    expect(got == sevens, "a new allocation was written by work queued on memory released before it: " +
+                              first_difference(got, sevens));
+  }
+  if (env.ctx.device().properties().synchronize_waits_for_all_work)
+    expect(reused, "the released block was not reused after the flush that synchronised (busy blocks)");
+}
+
 void pool_stream_order(Env &env) {
   // A MemoryPool's block goes back to the stream it was allocated on: that
   // stream reuses it at once; another only once the first stream's work is
@@ -169,6 +231,10 @@ const RegisterChecks registered{
     {"memory.released_under_work_waits",
      "memory released while queued work still writes it serves no allocation before that work is done",
      released_under_work_waits},
+    {"memory.released_under_work_reused_after_flush",
+     "memory released under queued work is reused only after a flush that waited for that work; where the "
+     "synchronise waits for all work, it is reused then",
+     released_under_work_reused_after_flush},
     {"memory.pool_stream_order",
      "a MemoryPool block is reused at once on its stream, on another only after its stream's work; "
      "statistics and trim are exact",

@@ -141,3 +141,87 @@ TEST_CASE("dealloc queue: blocks kept and taken on one thread while another flus
     if (taken_after_free != 0 || double_frees != 0 || freed.size() != next_fresh - 1) break;
   }
 }
+
+// Busy blocks (released while work may still use them): pending like any
+// release, never taken before a flush, spares only once the flush over the
+// limits that took them has synchronised, and given back (never handed out)
+// when that synchronise fails.
+TEST_CASE("dealloc queue: a busy block becomes a spare only after the flush's synchronise", "[dealloc][order]") {
+  std::atomic<uint64_t> generation{1};
+  std::vector<std::string> log;
+  bool fail_sync = false;
+  uint64_t probe = 64;  // the size the synchronise asks the spares for
+  uint64_t probed = 0;
+  DeallocQueue *queue = nullptr;
+  DeallocQueue q(
+      2, 1u << 30,
+      [&] {
+        // While the flush synchronises, a busy block is not to be had yet.
+        probed = queue->take_block(probe, 1);
+        log.push_back("sync, spare available: " + std::to_string(probed != 0));
+        if (fail_sync) throw gpuhal::Error(gpuhal::Status::ERROR_LAUNCH_FAILED, "the device faulted");
+      },
+      [&](const gpuhal::Error &e) { log.push_back(std::string("error: ") + e.what()); }, &generation,
+      [&](uint64_t p) { log.push_back("free " + std::to_string(p)); });
+  queue = &q;
+  SECTION("the synchronise succeeds") {
+    REQUIRE(q.keep_block(0x1000, 64, 1, true));
+    CHECK(q.count() == 1);
+    CHECK(q.bytes() == 64);
+    CHECK(q.take_block(64, 1) == 0);  // pending: never taken
+    REQUIRE(q.keep_block(0x2000, 64, 1, true));
+    CHECK(log.empty());
+    REQUIRE(q.keep_block(0x3000, 64, 1, true));  // past the count limit: the flush
+    CHECK(log == std::vector<std::string>{"sync, spare available: 0"});
+    CHECK(q.count() == 0);
+    CHECK(q.bytes() == 0);
+    std::set<uint64_t> taken;
+    for (int i = 0; i < 3; ++i) taken.insert(q.take_block(64, 1));
+    CHECK(taken == std::set<uint64_t>{0x1000, 0x2000, 0x3000});
+    CHECK(q.take_block(64, 1) == 0);
+  }
+  SECTION("the synchronise fails: pending releases again, freed by a later flush, never handed out") {
+    fail_sync = true;
+    REQUIRE(q.keep_block(0x1000, 64, 1, true));
+    REQUIRE(q.keep_block(0x2000, 64, 1, true));
+    REQUIRE(q.keep_block(0x3000, 64, 1, true));  // the flush: its synchronise fails
+    REQUIRE(log.size() == 2);
+    CHECK(log[1].find("synchronising before the flush failed") != std::string::npos);
+    CHECK(q.take_block(64, 1) == 0);
+    CHECK(q.count() == 3);
+    CHECK(q.bytes() == 3 * 64);
+    fail_sync = false;
+    log.clear();
+    CHECK(q.flush() == 3);
+    CHECK(log == std::vector<std::string>{"sync, spare available: 0", "free 4096", "free 8192", "free 12288"});
+    CHECK(q.count() == 0);
+    CHECK(q.bytes() == 0);
+  }
+  SECTION("a reset while the flush synchronises: the blocks went with it") {
+    REQUIRE(q.keep_block(0x1000, 64, 1, true));
+    REQUIRE(q.keep_block(0x2000, 64, 1, true));
+    generation = 2;  // the context was reset: its memory is gone
+    REQUIRE(q.keep_block(0x3000, 64, 1, true));
+    CHECK(q.take_block(64, 1) == 0);
+    CHECK(q.take_block(64, 2) == 0);
+    CHECK(q.count() == 0);
+  }
+  SECTION("idle blocks are spares at once, busy ones after the synchronise") {
+    REQUIRE(q.keep_block(0x1000, 64, 1, false));
+    REQUIRE(q.keep_block(0x2000, 128, 1, true));
+    REQUIRE(q.keep_block(0x3000, 256, 1, false));  // the flush
+    CHECK(log == std::vector<std::string>{"sync, spare available: 1"});
+    CHECK(probed == 0x1000);  // the idle block was a spare during the synchronise
+    probe = 128;
+    REQUIRE(q.keep_block(0x4000, 64, 1, false));
+    REQUIRE(q.keep_block(0x5000, 128, 1, true));
+    CHECK(q.take_block(128, 1) == 0x2000);  // the first round's busy block, proven by its flush
+    CHECK(q.take_block(128, 1) == 0);       // the second one's is pending
+    REQUIRE(q.keep_block(0x6000, 32, 1, false));  // the second flush: the busy 128 not yet a spare in it
+    // ... and the first round's untaken spare (256 bytes) given back by it.
+    CHECK(log == std::vector<std::string>{"sync, spare available: 1", "sync, spare available: 0", "free 12288"});
+    CHECK(q.take_block(128, 1) == 0x5000);
+    CHECK(q.take_block(64, 1) == 0x4000);
+    CHECK(q.take_block(32, 1) == 0x6000);
+  }
+}

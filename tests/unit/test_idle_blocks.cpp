@@ -3,8 +3,10 @@
 // be in flight is a pending deallocation as Numba counts it, and the flush
 // that passing a limit triggers keeps it as a spare that serves the next
 // allocation of its size without the plugin; memory released while work may
-// still use it waits for a flush and is freed by it.
+// still use it (a busy block) is pending until a flush over the limits, and a
+// spare only once that flush has synchronised the context.
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <mutex>
 #include <set>
@@ -205,6 +207,7 @@ TEST_CASE("idle blocks: a stream's synchronisation does not make the context idl
   s.synchronize();
   const DevicePointer busy = released_pointer(ctx, 256);  // other streams could still run
   CHECK(released_pointer(ctx, 256) != busy);
+  ctx.flush_deallocations();  // an explicit flush frees every block
   ctx.synchronize();
   const DevicePointer idle = spared_pointer(ctx, 256);
   CHECK(released_pointer(ctx, 256) == idle);
@@ -216,13 +219,19 @@ TEST_CASE("idle blocks: a stream's synchronisation does not make the context idl
 }
 
 TEST_CASE("idle blocks: vendor handles given out turn reuse off for the context", "[dealloc][idle]") {
-  SECTION("a stream's native handle") {
+  SECTION("a stream's native handle: released memory is busy, a spare only after the flush's synchronise") {
     Context ctx = limited_context();
     Stream s = ctx.create_stream();
     (void)s.native_handle();  // another library may put work on it that gpuhal does not see
     ctx.synchronize();
-    const DevicePointer p = spared_pointer(ctx, 512);
-    CHECK(released_pointer(ctx, 512) != p);
+    const DevicePointer p = released_pointer(ctx, 512);
+    const DevicePointer q = released_pointer(ctx, 512);
+    CHECK(q != p);  // pending: not reused before a flush, although the context looks idle
+    std::vector<DeviceMemory> fillers;
+    for (uint64_t i = 0; i < kCountLimit; ++i) fillers.push_back(ctx.allocate(1));
+    fillers.clear();  // past the limit: the flush synchronised, the work on that stream included
+    const DevicePointer reused = released_pointer(ctx, 512);
+    CHECK((reused == p || reused == q));
   }
   SECTION("an external stream") {
     Context ctx = limited_context();
@@ -350,4 +359,48 @@ TEST_CASE("idle blocks: a count limit of 0 keeps none", "[dealloc][idle][config]
   Context ctx = Runtime::load(c).device(0).primary_context();
   (void)released_pointer(ctx, 4096);
   CHECK(ctx.pending_deallocations() == 0);  // freed at once, as before
+}
+
+// An asynchronous copy on another context's stream reads the source's
+// memory: work the source's context neither counts nor waits for. Dropping
+// the source's last handle while that copy is queued must not let the
+// memory be freed, kept or handed to a new allocation before the copy ran.
+TEST_CASE("idle blocks: a source read by another context's queued copy is not reused under it",
+          "[dealloc][idle][stream]") {
+  Config c;
+  c.backend = "host";
+  c.plugin_path = {GPUHAL_TEST_LIB_DIR};
+  c.set_option("GPUHAL_HOST_DEVICES", "2");
+  c.max_pending_deallocs_count = kCountLimit;
+  Runtime rt = Runtime::load(c);
+  REQUIRE(rt.device_count() == 2);
+  Context c0 = rt.device(0).primary_context(), c1 = rt.device(1).primary_context();
+  constexpr int64_t kBytes = 1 << 16;
+  std::vector<uint8_t> data(kBytes);
+  for (int64_t i = 0; i < kBytes; ++i) data[size_t(i)] = uint8_t(i % 251);
+  DeviceArray dst = device_array(c1, {kBytes}, dtypes::uint8);
+  Stream s1 = c1.create_stream();
+  std::atomic<bool> go{false};
+  s1.add_callback([&go] {
+    for (int i = 0; i < 2000 && !go.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  DevicePointer src_pointer = 0;
+  {
+    DeviceArray src = to_device(c0, HostView::of(data));
+    c0.synchronize();  // c0 idle: nothing of its own in flight
+    src_pointer = src.memory().device_pointer();
+    dst.copy_from_device(src, s1);  // queued behind the hold, on c1's stream
+  }
+  // c0 passes its count limit (a flush: it synchronises c0, not c1), then
+  // allocates the source's size again and overwrites it.
+  std::vector<DeviceArray> fresh;
+  for (uint64_t i = 0; i < kCountLimit; ++i) (void)c0.allocate(1);
+  for (int i = 0; i < 4; ++i) {
+    fresh.push_back(device_array(c0, {kBytes}, dtypes::uint8));
+    fresh.back().memset(7);
+  }
+  go = true;
+  s1.synchronize();
+  CHECK(dst.copy_to_host().to_vector<uint8_t>() == data);
+  (void)src_pointer;
 }

@@ -8,6 +8,11 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <vector>
+#include <thread>
+#include <set>
+#include <chrono>
+#include <atomic>
 #include <functional>
 
 #include "fake_cuda_hooks.hpp"
@@ -287,6 +292,102 @@ TEST_CASE("cuda: released memory waits for the flush even on an idle context (th
   CHECK(again.device_pointer() != first);  // a new cuMemAlloc: the old one is not freed yet
   CHECK(ctx.pending_deallocations() == 1);
   CHECK(ctx.flush_deallocations() == 1);
+}
+
+namespace {
+// Releases `n` device allocations of `bytes`, one at a time.
+void churn(const Context &ctx, int n, uint64_t bytes) {
+  for (int i = 0; i < n; ++i) (void)ctx.allocate(bytes);
+}
+}  // namespace
+
+// cuCtxSynchronize (cuda.h): "Blocks until the current context has completed
+// all preceding requested tasks" -- every stream of the context, whichever
+// library queued on it. So memory released while work may use it is unused
+// once a flush's synchronise returns, and is reused from then on (a busy
+// block, then a spare) instead of going back to cuMemFree and cuMemAlloc.
+TEST_CASE("cuda: memory released under queued work is reused only after the flush over the limits synchronised") {
+  Runtime rt = cuda_runtime();
+  Context ctx = rt.device(0).primary_context();
+  CHECK(rt.device(0).properties().synchronize_waits_for_all_work);
+  ctx.flush_deallocations();
+  ctx.set_pending_deallocation_limits(4, 1.0);
+  auto live = test::fake_symbol<long (*)()>("fake_cuda_live_allocations");
+  Stream s = ctx.create_stream();
+  std::atomic<bool> go{false}, hold_over{false};
+  s.add_callback([&] {
+    while (!go.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    hold_over = true;
+  });
+  DevicePointer p = 0;
+  {
+    DeviceArray a = device_array(ctx, {1024}, dtypes::uint8);
+    a.memset(1, s);  // queued behind the hold: the memory is in use when its handle goes
+    p = a.memory().device_pointer();
+  }
+  CHECK(ctx.pending_deallocations() == 1);
+  std::thread opener([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    go = true;
+  });
+  std::set<DevicePointer> made{p};
+  for (int i = 0; i < 4; ++i) {
+    DeviceMemory m = ctx.allocate(1024);
+    made.insert(m.device_pointer());  // a pending block is never taken: new memory each time
+  }  // the fifth release passes the count limit: the flush waits for the held stream
+  CHECK(hold_over);
+  opener.join();
+  CHECK(made.size() == 5);
+  CHECK(ctx.pending_deallocations() == 0);
+  const long before = live();
+  std::vector<DeviceMemory> again;
+  for (int i = 0; i < 5; ++i) again.push_back(ctx.allocate(1024));
+  CHECK(live() == before);  // all five from the spares, no cuMemAlloc
+  std::set<DevicePointer> reused;
+  for (const DeviceMemory &m : again) reused.insert(m.device_pointer());
+  CHECK(reused == made);
+  again.clear();  // past the limit again: spares once more
+  CHECK(live() == before);
+  ctx.flush_deallocations();  // an explicit flush gives everything back
+  CHECK(live() == before - 5);
+  ctx.set_pending_deallocation_limits(10, 1.0);
+}
+
+TEST_CASE("cuda: a failed synchronise leaves released memory pending, never reused") {
+  Runtime rt = cuda_runtime();
+  Context ctx = rt.device(0).primary_context();
+  ctx.flush_deallocations();
+  ctx.set_pending_deallocation_limits(2, 1.0);
+  auto inject = test::fake_symbol<void (*)(const char *, long, int)>("fake_cuda_fail");
+  auto clear = test::fake_symbol<void (*)()>("fake_cuda_clear_faults");
+  auto live = test::fake_symbol<long (*)()>("fake_cuda_live_allocations");
+  const long before = live();
+  inject("cuCtxSynchronize", 1, 999);
+  churn(ctx, 3, 4096);  // the third release's flush: its synchronise fails
+  clear();
+  CHECK(ctx.pending_deallocations() == 3);
+  CHECK(live() == before + 3);
+  const DeviceMemory fresh = ctx.allocate(4096);
+  CHECK(live() == before + 4);  // nothing was a spare
+  CHECK(ctx.flush_deallocations() == 3);
+  CHECK(live() == before + 1);
+  ctx.set_pending_deallocation_limits(10, 1.0);
+}
+
+TEST_CASE("cuda: memory another device may reach (peer access) is never reused") {
+  setenv("FAKE_CUDA_DEVICES", "2", 1);  // read when the fake driver loads (a process per test case)
+  Runtime rt = cuda_runtime();
+  REQUIRE(rt.device_count() == 2);
+  Context c0 = rt.device(0).primary_context(), c1 = rt.device(1).primary_context();
+  c1.flush_deallocations();
+  c1.set_pending_deallocation_limits(2, 1.0);
+  auto live = test::fake_symbol<long (*)()>("fake_cuda_live_allocations");
+  c0.enable_peer_access(c1);  // c0's kernels may use c1's memory: c1's synchronise does not wait for them
+  churn(c1, 3, 4096);         // past the limit: the flush frees them
+  const long before = live();
+  const DeviceMemory m = c1.allocate(4096);
+  CHECK(live() == before + 1);
+  c1.set_pending_deallocation_limits(10, 1.0);
 }
 
 TEST_CASE("cuda: a driver without devices and a stub driver") {
