@@ -72,6 +72,40 @@ void freed_memory_reused(Env &env) {
   env.ctx.flush_deallocations();
 }
 
+// Holds a stream with a callback until open() is called, or a timer opens
+// it after about 200 ms, so that nothing hangs where a backend runs
+// callbacks and other work on one host thread (hsa). Synchronise the stream
+// before the gate goes: its callback reads the gate.
+class Gate {
+ public:
+  explicit Gate(const Stream &stream) {
+    timer_ = std::thread([this] {
+      for (int i = 0; i < 40 && !open_.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      open_ = true;
+    });
+    try {
+      stream.add_callback([this] {
+        while (!open_.load()) std::this_thread::yield();
+      });
+    } catch (...) {
+      open_ = true;
+      timer_.join();
+      throw;
+    }
+  }
+  ~Gate() {
+    open_ = true;
+    timer_.join();
+  }
+  Gate(const Gate &) = delete;
+  Gate &operator=(const Gate &) = delete;
+  void open() { open_ = true; }
+
+ private:
+  std::atomic<bool> open_{false};
+  std::thread timer_;
+};
+
 void released_under_work_waits(Env &env) {
   // Memory whose last handle goes while queued work still writes it must not
   // serve another allocation before that work is done (the deferred queue's
@@ -82,21 +116,7 @@ void released_under_work_waits(Env &env) {
   // one host thread (hsa), the memsets wait for the gate, which a timer
   // opens, so nothing hangs.
   Stream gated = env.ctx.create_stream(StreamKind::NonBlocking);
-  std::atomic<bool> open{false};
-  struct Opener {
-    std::atomic<bool> &open;
-    std::thread timer;
-    ~Opener() {
-      open = true;
-      timer.join();
-    }
-  } opener{open, std::thread([&open] {
-             for (int i = 0; i < 40 && !open.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-             open = true;
-           })};
-  gated.add_callback([&open] {
-    while (!open.load()) std::this_thread::yield();
-  });
+  Gate gate(gated);
   const std::vector<uint8_t> ones(1 << 16, 1);
   DeviceArray old = device_array(env.ctx, {1 << 16}, dtypes::uint8);
   old.copy_from_host(HostView::of(ones), gated);
@@ -106,7 +126,7 @@ void released_under_work_waits(Env &env) {
     fresh.push_back(device_array(env.ctx, {1 << 16}, dtypes::uint8));
     fresh.back().memset(7);
   }
-  open = true;
+  gate.open();
   gated.synchronize();
   const std::vector<uint8_t> sevens(1 << 16, 7);
   for (const DeviceArray &a : fresh) {
@@ -134,22 +154,8 @@ void released_under_work_reused_after_flush(Env &env) {
   env.ctx.flush_deallocations();
   env.ctx.set_pending_deallocation_limits(2, 1.0);
   Stream gated = env.ctx.create_stream(StreamKind::NonBlocking);
-  std::atomic<bool> open{false};
-  struct Opener {
-    std::atomic<bool> &open;
-    std::thread timer;
-    ~Opener() {
-      open = true;
-      timer.join();
-    }
-  } opener{open, std::thread([&open] {
-             for (int i = 0; i < 40 && !open.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-             open = true;
-           })};
   std::atomic<bool> copied{false};
-  gated.add_callback([&open] {
-    while (!open.load()) std::this_thread::yield();
-  });
+  Gate gate(gated);
   const std::vector<uint8_t> ones(1 << 16, 1);
   DeviceArray old = device_array(env.ctx, {1 << 16}, dtypes::uint8);
   const DevicePointer old_pointer = old.memory().device_pointer();
@@ -166,7 +172,7 @@ void released_under_work_reused_after_flush(Env &env) {
     reused = reused || fresh.back().memory().device_pointer() == old_pointer;
     fresh.back().memset(7);
   }
-  open = true;
+  gate.open();
   gated.synchronize();
   const std::vector<uint8_t> sevens(1 << 16, 7);
   for (const DeviceArray &a : fresh) {
