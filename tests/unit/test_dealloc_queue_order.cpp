@@ -5,6 +5,7 @@
 // synchronise leaves queued.
 #include <algorithm>
 #include <atomic>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -139,6 +140,72 @@ TEST_CASE("dealloc queue: blocks kept and taken on one thread while another flus
     CHECK(double_frees == 0);
     CHECK(freed.size() == next_fresh - 1);
     if (taken_after_free != 0 || double_frees != 0 || freed.size() != next_fresh - 1) break;
+  }
+}
+
+// The same with busy blocks among the idle ones: a busy block may be taken
+// back only after a synchronise that began after it was kept has returned
+// (the synchronises are numbered as they begin; one flush runs at a time,
+// so they also return in that order).
+TEST_CASE("dealloc queue: busy blocks kept and taken while another thread flushes wait for a synchronise after them",
+          "[dealloc][idle][bias]") {
+  for (int round = 0; round < 200; ++round) {
+    std::mutex freed_mu;
+    std::set<uint64_t> freed;
+    int double_frees = 0;
+    auto record_free = [&](uint64_t p) {
+      std::lock_guard<std::mutex> lock(freed_mu);
+      if (!freed.insert(p).second) ++double_frees;
+    };
+    std::atomic<uint64_t> generation{1}, syncs_begun{0}, last_returned{0};
+    DeallocQueue q(
+        8, 1u << 30,
+        [&] {
+          const uint64_t id = ++syncs_begun;
+          std::this_thread::yield();
+          last_returned = id;
+        },
+        nullptr, &generation, record_free);
+    std::atomic<bool> go{false}, stop{false};
+    std::thread other([&] {
+      while (!go.load()) std::this_thread::yield();
+      while (!stop.load()) q.flush();
+    });
+    std::map<uint64_t, uint64_t> kept_busy_at;  // pointer -> syncs begun when it was kept busy
+    uint64_t next_fresh = 1;
+    int taken_too_early = 0, taken_after_free = 0;
+    for (int i = 0; i < 2000; ++i) {
+      if (i == 50) go = true;
+      const uint64_t bytes = 64u << (i % 3);
+      uint64_t p = q.take_block(bytes, 1);
+      if (p != 0) {
+        auto it = kept_busy_at.find(p);
+        if (it != kept_busy_at.end() && last_returned.load() <= it->second) ++taken_too_early;
+        std::lock_guard<std::mutex> lock(freed_mu);
+        if (freed.count(p) != 0) ++taken_after_free;
+      } else {
+        p = next_fresh++;
+      }
+      const bool busy = i % 2 == 0;
+      const uint64_t begun = syncs_begun.load();
+      if (q.keep_block(p, bytes, 1, busy)) {
+        if (busy) kept_busy_at[p] = begun;
+        else kept_busy_at.erase(p);
+      } else {
+        q.add(item([&record_free, p] { record_free(p); }, bytes));
+      }
+    }
+    stop = true;
+    other.join();
+    q.flush();
+    INFO("round " << round);
+    CHECK(q.count() == 0);
+    CHECK(q.bytes() == 0);
+    CHECK(taken_too_early == 0);
+    CHECK(taken_after_free == 0);
+    CHECK(double_frees == 0);
+    CHECK(freed.size() == next_fresh - 1);
+    if (taken_too_early || taken_after_free || double_frees || freed.size() != next_fresh - 1) break;
   }
 }
 
