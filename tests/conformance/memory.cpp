@@ -58,9 +58,36 @@ void bad_sizes(Env &env) {
   expect(bytes_of(to_device(env.ctx, HostView::of(v))) == v, "the context does not work after a refused allocation");
 }
 
+// Sets the context's deferred-deallocation count limit for a check's
+// duration (the byte ratio at 1.0: the count decides), and puts the
+// previous limits back.
+class CountLimitScope {
+ public:
+  CountLimitScope(const Context &ctx, uint64_t count)
+      : ctx_(ctx), saved_(ctx.pending_deallocation_limits()),
+        total_(double(ctx.device().properties().total_memory)) {
+    ctx_.set_pending_deallocation_limits(count, 1.0);
+  }
+  ~CountLimitScope() {
+    ctx_.set_pending_deallocation_limits(saved_.count, total_ > 0 ? double(saved_.bytes) / total_ : 0.0);
+  }
+  CountLimitScope(const CountLimitScope &) = delete;
+  CountLimitScope &operator=(const CountLimitScope &) = delete;
+
+ private:
+  const Context &ctx_;
+  Context::PendingDeallocationLimits saved_;
+  double total_;
+};
+
 void freed_memory_reused(Env &env) {
   // Allocating and dropping a quarter of the free memory many times never
-  // runs out: freed memory (through the deferred queue) comes back.
+  // runs out: freed memory (through the deferred queue) comes back. At
+  // most three releases pending: Numba's default of ten would hold 2.75 GiB
+  // at once, which under a sanitizer's shadow memory (14 GB) was more than
+  // a loaded CI machine had.
+  env.ctx.flush_deallocations();
+  const CountLimitScope limit(env.ctx, 2);
   const uint64_t free = env.ctx.memory_info().free;
   const uint64_t chunk = std::min<uint64_t>(free / 4, uint64_t(256) << 20);
   expect(chunk > 0, "no free memory");
@@ -143,16 +170,8 @@ void released_under_work_reused_after_flush(Env &env) {
   // synchronise waits for all work, the released block comes back as a
   // spare: DeviceProperties::synchronize_waits_for_all_work); where it
   // does, an allocation of the same size after the flush gets it back.
-  const Context::PendingDeallocationLimits saved = env.ctx.pending_deallocation_limits();
-  const double total = double(env.ctx.device().properties().total_memory);
-  struct Restore {
-    const Context &ctx;
-    Context::PendingDeallocationLimits limits;
-    double total;
-    ~Restore() { ctx.set_pending_deallocation_limits(limits.count, total > 0 ? double(limits.bytes) / total : 0.0); }
-  } restore{env.ctx, saved, total};
   env.ctx.flush_deallocations();
-  env.ctx.set_pending_deallocation_limits(2, 1.0);
+  const CountLimitScope limit(env.ctx, 2);
   Stream gated = env.ctx.create_stream(StreamKind::NonBlocking);
   std::atomic<bool> copied{false};
   Gate gate(gated);
