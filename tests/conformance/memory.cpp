@@ -133,6 +133,29 @@ class Gate {
   std::thread timer_;
 };
 
+// Four new arrays of 64 KiB, each set to 7 at once (synchronously); the
+// gate is then opened and its stream finished, and each must still hold
+// its 7s: none was written by the gated work on memory released before it.
+// Returns whether one of them got `reuse_of`'s memory.
+bool fresh_arrays_keep_their_bytes(Env &env, Gate &gate, const Stream &gated, DevicePointer reuse_of) {
+  bool reused = false;
+  std::vector<DeviceArray> fresh;
+  for (int i = 0; i < 4; ++i) {  // the same size, as an allocator would most like to reuse
+    fresh.push_back(device_array(env.ctx, {1 << 16}, dtypes::uint8));
+    reused = reused || fresh.back().memory().device_pointer() == reuse_of;
+    fresh.back().memset(7);
+  }
+  gate.open();
+  gated.synchronize();
+  const std::vector<uint8_t> sevens(1 << 16, 7);
+  for (const DeviceArray &a : fresh) {
+    const std::vector<uint8_t> got = bytes_of(a);
+    expect(got == sevens, "a new allocation was written by work queued on memory released before it: " +
+                              first_difference(got, sevens));
+  }
+  return reused;
+}
+
 void released_under_work_waits(Env &env) {
   // Memory whose last handle goes while queued work still writes it must not
   // serve another allocation before that work is done (the deferred queue's
@@ -148,19 +171,7 @@ void released_under_work_waits(Env &env) {
   DeviceArray old = device_array(env.ctx, {1 << 16}, dtypes::uint8);
   old.copy_from_host(HostView::of(ones), gated);
   old = DeviceArray();
-  std::vector<DeviceArray> fresh;
-  for (int i = 0; i < 4; ++i) {  // the same size, as an allocator would most like to reuse
-    fresh.push_back(device_array(env.ctx, {1 << 16}, dtypes::uint8));
-    fresh.back().memset(7);
-  }
-  gate.open();
-  gated.synchronize();
-  const std::vector<uint8_t> sevens(1 << 16, 7);
-  for (const DeviceArray &a : fresh) {
-    const std::vector<uint8_t> got = bytes_of(a);
-    expect(got == sevens, "a new allocation was written by work queued on memory released before it: " +
-                              first_difference(got, sevens));
-  }
+  (void)fresh_arrays_keep_their_bytes(env, gate, gated, 0);
 }
 
 void released_under_work_reused_after_flush(Env &env) {
@@ -184,21 +195,7 @@ void released_under_work_reused_after_flush(Env &env) {
   for (int i = 0; i < 2; ++i) (void)env.ctx.allocate(64);  // the third release passes the limit: a flush
   expect(copied.load() || env.ctx.pending_deallocations() > 0,
          "the flush over the limit returned before the work queued on the released memory was done");
-  bool reused = false;
-  std::vector<DeviceArray> fresh;
-  for (int i = 0; i < 4; ++i) {
-    fresh.push_back(device_array(env.ctx, {1 << 16}, dtypes::uint8));
-    reused = reused || fresh.back().memory().device_pointer() == old_pointer;
-    fresh.back().memset(7);
-  }
-  gate.open();
-  gated.synchronize();
-  const std::vector<uint8_t> sevens(1 << 16, 7);
-  for (const DeviceArray &a : fresh) {
-    const std::vector<uint8_t> got = bytes_of(a);
-    expect(got == sevens, "a new allocation was written by work queued on memory released before it: " +
-                              first_difference(got, sevens));
-  }
+  const bool reused = fresh_arrays_keep_their_bytes(env, gate, gated, old_pointer);
   if (env.ctx.device().properties().synchronize_waits_for_all_work)
     expect(reused, "the released block was not reused after the flush that synchronised (busy blocks)");
 }

@@ -18,6 +18,22 @@
 using gpuhal::detail::DeallocQueue;
 
 namespace {
+// What a queue's frees did (from any thread): each pointer freed, and how
+// many were freed twice.
+struct FreeRecord {
+  std::mutex mu;
+  std::set<uint64_t> freed;
+  int double_frees = 0;
+  void record(uint64_t p) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!freed.insert(p).second) ++double_frees;
+  }
+  bool was_freed(uint64_t p) {
+    std::lock_guard<std::mutex> lock(mu);
+    return freed.count(p) != 0;
+  }
+};
+
 DeallocQueue::Item item(std::function<void()> release, uint64_t bytes = 1) {
   DeallocQueue::Item it;
   it.release = std::move(release);
@@ -101,13 +117,8 @@ TEST_CASE("dealloc queue: a failed synchronise runs nothing and keeps every rele
 TEST_CASE("dealloc queue: blocks kept and taken on one thread while another flushes are each freed once",
           "[dealloc][idle][bias]") {
   for (int round = 0; round < 1000; ++round) {
-    std::mutex freed_mu;
-    std::set<uint64_t> freed;
-    int double_frees = 0;
-    auto record_free = [&](uint64_t p) {
-      std::lock_guard<std::mutex> lock(freed_mu);
-      if (!freed.insert(p).second) ++double_frees;
-    };
+    FreeRecord frees;
+    auto record_free = [&frees](uint64_t p) { frees.record(p); };
     std::atomic<uint64_t> generation{1};
     DeallocQueue q(16, 1u << 30, [] {}, nullptr, &generation, record_free);
     std::atomic<bool> go{false}, stop{false};
@@ -123,8 +134,7 @@ TEST_CASE("dealloc queue: blocks kept and taken on one thread while another flus
       const uint64_t bytes = 64u << (i % 3);
       uint64_t p = q.take_block(bytes, 1);
       if (p != 0) {
-        std::lock_guard<std::mutex> lock(freed_mu);
-        if (freed.count(p) != 0) ++taken_after_free;
+        if (frees.was_freed(p)) ++taken_after_free;
       } else {
         p = next_fresh++;
       }
@@ -137,9 +147,9 @@ TEST_CASE("dealloc queue: blocks kept and taken on one thread while another flus
     CHECK(q.count() == 0);
     CHECK(q.bytes() == 0);
     CHECK(taken_after_free == 0);
-    CHECK(double_frees == 0);
-    CHECK(freed.size() == next_fresh - 1);
-    if (taken_after_free != 0 || double_frees != 0 || freed.size() != next_fresh - 1) break;
+    CHECK(frees.double_frees == 0);
+    CHECK(frees.freed.size() == next_fresh - 1);
+    if (taken_after_free != 0 || frees.double_frees != 0 || frees.freed.size() != next_fresh - 1) break;
   }
 }
 
@@ -150,13 +160,8 @@ TEST_CASE("dealloc queue: blocks kept and taken on one thread while another flus
 TEST_CASE("dealloc queue: busy blocks kept and taken while another thread flushes wait for a synchronise after them",
           "[dealloc][idle][bias]") {
   for (int round = 0; round < 200; ++round) {
-    std::mutex freed_mu;
-    std::set<uint64_t> freed;
-    int double_frees = 0;
-    auto record_free = [&](uint64_t p) {
-      std::lock_guard<std::mutex> lock(freed_mu);
-      if (!freed.insert(p).second) ++double_frees;
-    };
+    FreeRecord frees;
+    auto record_free = [&frees](uint64_t p) { frees.record(p); };
     std::atomic<uint64_t> generation{1}, syncs_begun{0}, last_returned{0};
     DeallocQueue q(
         8, 1u << 30,
@@ -181,8 +186,7 @@ TEST_CASE("dealloc queue: busy blocks kept and taken while another thread flushe
       if (p != 0) {
         auto it = kept_busy_at.find(p);
         if (it != kept_busy_at.end() && last_returned.load() <= it->second) ++taken_too_early;
-        std::lock_guard<std::mutex> lock(freed_mu);
-        if (freed.count(p) != 0) ++taken_after_free;
+        if (frees.was_freed(p)) ++taken_after_free;
       } else {
         p = next_fresh++;
       }
@@ -203,9 +207,9 @@ TEST_CASE("dealloc queue: busy blocks kept and taken while another thread flushe
     CHECK(q.bytes() == 0);
     CHECK(taken_too_early == 0);
     CHECK(taken_after_free == 0);
-    CHECK(double_frees == 0);
-    CHECK(freed.size() == next_fresh - 1);
-    if (taken_too_early || taken_after_free || double_frees || freed.size() != next_fresh - 1) break;
+    CHECK(frees.double_frees == 0);
+    CHECK(frees.freed.size() == next_fresh - 1);
+    if (taken_too_early || taken_after_free || frees.double_frees || frees.freed.size() != next_fresh - 1) break;
   }
 }
 
