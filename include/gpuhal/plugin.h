@@ -16,7 +16,7 @@
  * priorities; 1.10 rectangular copies, managed-memory prefetch and advice,
  * virtual memory; 1.11 context limits; 1.12 the device's uuid; 1.13 the
  * device's module_loads_wait; 1.14 the device's
- * synchronize_waits_for_all_work.
+ * synchronize_waits_for_all_work; 1.15 context_waits_for_stream.
  *
  * Compatibility rules (frozen):
  *  - Every table and descriptor struct starts with {abi_version, struct_size}.
@@ -82,7 +82,7 @@ extern "C" {
 #endif
 
 #define GPUHAL_ABI_MAJOR 1
-#define GPUHAL_ABI_MINOR 14
+#define GPUHAL_ABI_MINOR 15
 #define GPUHAL_ABI_VERSION GPUHAL_MAKE_VERSION(GPUHAL_ABI_MAJOR, GPUHAL_ABI_MINOR)
 
 /* The one symbol a plugin exports. */
@@ -448,6 +448,21 @@ typedef struct gpuhal_plugin_table {
    * waits for the context's work to finish. */
   gpuhal_status_t (*context_set_limit)(gpuhal_context_t ctx, uint32_t limit, uint64_t value);
   gpuhal_status_t (*context_get_limit)(gpuhal_context_t ctx, uint32_t limit, uint64_t *out);
+
+  /* -- Whose work a synchronise covers (OPTIONAL; ABI 1.15) --
+   * context_waits_for_stream: *out = 1 when context_synchronize of ctx
+   * waits for all work queued on `stream`, a handle made outside this
+   * context (Context::external_stream: another library's stream, or
+   * another runtime's), because the vendor counts it as ctx's own work
+   * (cuda: cuStreamGetCtx names ctx's CUcontext); *out = 0 when it may not,
+   * or when the plugin cannot tell. The core asks it only where the device's
+   * synchronize_waits_for_all_work is 1: with an answer of 1, memory
+   * released while work on that stream may use it can still become a busy
+   * block (reused after the flush's synchronise); with 0, or without the
+   * entry, busy blocks are off in ctx from then on. A handle that is no
+   * stream at all may be answered 0 or refused (GPUHAL_ERROR_INVALID_HANDLE);
+   * never answer 1 unless the vendor says so. */
+  gpuhal_status_t (*context_waits_for_stream)(gpuhal_context_t ctx, gpuhal_stream_t stream, int32_t *out);
 } gpuhal_plugin_table_t;
 
 /* The plugin's only export. Returns GPUHAL_SUCCESS and sets *table, or

@@ -66,6 +66,20 @@ gpuhal_status_t stream_priority(gpuhal_context_t ctx, gpuhal_stream_t stream, in
   });
 }
 
+// ABI 1.15. cuCtxSynchronize "blocks until the current context has
+// completed all preceding requested tasks", every stream of the context,
+// whoever made it: so a stream cuStreamGetCtx places in c's CUcontext (as
+// CuPy's and PyTorch's streams are, on the device's primary context) is
+// waited for. A stream of a green context answers a context of its own
+// (cuStreamGetCtx: "equivalent to the one returned by cuCtxFromGreenCtx"),
+// so it is 0, as is every stream of another context.
+gpuhal_status_t context_waits_for_stream(gpuhal_context_t ctx, gpuhal_stream_t stream, int32_t *out) {
+  return in_context(ctx, "context_waits_for_stream", [&](CudaContext *c) -> gpuhal_status_t {
+    *out = known_stream(c, stream) ? 1 : 0;
+    return GPUHAL_SUCCESS;
+  });
+}
+
 gpuhal_status_t stream_destroy(gpuhal_context_t ctx, gpuhal_stream_t stream) {
   return in_context(ctx, "stream_destroy", [&](CudaContext *c) -> gpuhal_status_t {
     return release_tracked(

@@ -83,6 +83,12 @@ std::shared_ptr<StreamState> HostContext::stream(gpuhal_stream_t handle) {
   return plugin_state().streams.find(handle, device_);  // another context's (StreamDirectory)
 }
 
+bool HostContext::owns_stream(gpuhal_stream_t handle) {
+  if (!handle || handle == GPUHAL_STREAM_LEGACY || handle == GPUHAL_STREAM_PER_THREAD) return true;
+  std::lock_guard<std::mutex> lock(objects_mu_);
+  return streams_.count(reinterpret_cast<StreamState *>(handle)) != 0;
+}
+
 std::shared_ptr<HostEvent> HostContext::event(gpuhal_event_t handle) {
   std::lock_guard<std::mutex> lock(objects_mu_);
   auto it = events_.find(reinterpret_cast<HostEvent *>(handle));

@@ -34,6 +34,10 @@ class HostContext {
   // Handle resolution; NULL stream means the default stream. Returns nullptr
   // for handles not made by this context.
   std::shared_ptr<StreamState> stream(gpuhal_stream_t handle);
+  // Whether `handle` is a default stream or one this context made: the
+  // streams synchronize() waits for (another context's stream, which
+  // stream() also finds, is not).
+  bool owns_stream(gpuhal_stream_t handle);
   // The legacy default stream, without a reference count's two atomic
   // updates (it lives as long as the context).
   const std::shared_ptr<StreamState> &default_stream() const { return default_stream_; }

@@ -318,6 +318,16 @@ gpuhal_status_t stream_priority(gpuhal_context_t ctx, gpuhal_stream_t stream, in
   });
 }
 
+// ABI 1.15: context_synchronize waits for the context's own streams only;
+// another context's stream (another runtime's, StreamDirectory) is 0, as is
+// a handle that is no stream.
+gpuhal_status_t context_waits_for_stream(gpuhal_context_t ctx, gpuhal_stream_t stream, int32_t *out) {
+  return in_context(ctx, "context_waits_for_stream", [&](HostContext *c) -> gpuhal_status_t {
+    *out = c->owns_stream(stream) ? 1 : 0;
+    return GPUHAL_SUCCESS;
+  });
+}
+
 gpuhal_status_t stream_destroy(gpuhal_context_t ctx, gpuhal_stream_t stream) {
   return in_context(ctx, "stream_destroy", [&](HostContext *c) -> gpuhal_status_t {
     if (!stream || stream == GPUHAL_STREAM_LEGACY || stream == GPUHAL_STREAM_PER_THREAD)

@@ -26,10 +26,14 @@ namespace gpuhal::hsa {
 // and Debian 12's ROCr (5.2) has none of them. Context limits are left
 // out: ROCr has no printf buffer (gpuhal_printf is unsupported there) and
 // sizes a kernel's scratch from its code object, per dispatch.
-constexpr plugin::EntryNames<20> kLeftOut{{"ipc_get_handle", "ipc_open", "ipc_close", "mem_alloc_async",
+// context_waits_for_stream is left out: this backend's synchronise waits for
+// its own queues only (synchronize_waits_for_all_work is 0), so the core
+// never asks it.
+constexpr plugin::EntryNames<21> kLeftOut{{"ipc_get_handle", "ipc_open", "ipc_close", "mem_alloc_async",
                                            "mem_free_async", "device_can_access_peer", "context_enable_peer_access",
                                            "context_adopt", "mem_prefetch_async", "mem_advise", "vm_granularity",
                                            "vm_reserve", "vm_free", "vm_create", "vm_release", "vm_map", "vm_unmap",
-                                           "vm_set_access", "context_set_limit", "context_get_limit"}};
+                                           "vm_set_access", "context_set_limit", "context_get_limit",
+                                           "context_waits_for_stream"}};
 
 }  // namespace gpuhal::hsa

@@ -218,20 +218,29 @@ TEST_CASE("idle blocks: a stream's synchronisation does not make the context idl
   CHECK(released_pointer(ctx, 256) == after_flush);
 }
 
+namespace {
+// In a context that never looks idle (work gpuhal does not see may be on
+// its streams) but whose synchronise waits for that work: released memory
+// is pending, never taken before a flush, and a spare after it.
+void check_busy_until_flushed(const Context &ctx) {
+  ctx.synchronize();
+  const DevicePointer p = released_pointer(ctx, 512);
+  const DevicePointer q = released_pointer(ctx, 512);
+  CHECK(q != p);  // pending: not reused before a flush, although the context looks idle
+  std::vector<DeviceMemory> fillers;
+  for (uint64_t i = 0; i < kCountLimit; ++i) fillers.push_back(ctx.allocate(1));
+  fillers.clear();  // past the limit: the flush synchronised, the unseen work included
+  const DevicePointer reused = released_pointer(ctx, 512);
+  CHECK((reused == p || reused == q));
+}
+}  // namespace
+
 TEST_CASE("idle blocks: vendor handles given out turn reuse off for the context", "[dealloc][idle]") {
   SECTION("a stream's native handle: released memory is busy, a spare only after the flush's synchronise") {
     Context ctx = limited_context();
     Stream s = ctx.create_stream();
     (void)s.native_handle();  // another library may put work on it that gpuhal does not see
-    ctx.synchronize();
-    const DevicePointer p = released_pointer(ctx, 512);
-    const DevicePointer q = released_pointer(ctx, 512);
-    CHECK(q != p);  // pending: not reused before a flush, although the context looks idle
-    std::vector<DeviceMemory> fillers;
-    for (uint64_t i = 0; i < kCountLimit; ++i) fillers.push_back(ctx.allocate(1));
-    fillers.clear();  // past the limit: the flush synchronised, the work on that stream included
-    const DevicePointer reused = released_pointer(ctx, 512);
-    CHECK((reused == p || reused == q));
+    check_busy_until_flushed(ctx);
   }
   SECTION("an external stream") {
     Context ctx = limited_context();
@@ -240,6 +249,21 @@ TEST_CASE("idle blocks: vendor handles given out turn reuse off for the context"
     ctx.synchronize();
     const DevicePointer p = spared_pointer(ctx, 512);
     CHECK(released_pointer(ctx, 512) != p);
+  }
+  SECTION("an external stream of another runtime: its context's synchronise does not wait for it") {
+    Context ctx = limited_context();
+    Context theirs = limited_context();  // another runtime over the same plugin
+    Stream owner = theirs.create_stream();
+    Stream wrapped = ctx.external_stream(owner.native_handle());
+    ctx.synchronize();
+    const DevicePointer p = spared_pointer(ctx, 512);
+    CHECK(released_pointer(ctx, 512) != p);
+  }
+  SECTION("an external stream that is the context's own (context_waits_for_stream): busy, a spare after the flush") {
+    Context ctx = limited_context();
+    Stream s = ctx.create_stream();
+    Stream wrapped = ctx.external_stream(s.native_handle());
+    check_busy_until_flushed(ctx);
   }
 }
 

@@ -390,6 +390,64 @@ TEST_CASE("cuda: memory another device may reach (peer access) is never reused")
   c1.set_pending_deallocation_limits(10, 1.0);
 }
 
+namespace {
+// A stream another library makes in device `ordinal`'s primary context
+// (destroyed with the object).
+struct ForeignCuStream {
+  explicit ForeignCuStream(int ordinal) {
+    REQUIRE(test::fake_symbol<int (*)(void **, int)>("cuDevicePrimaryCtxRetain")(&context, ordinal) == 0);
+    REQUIRE(test::fake_symbol<int (*)(void *)>("cuCtxPushCurrent_v2")(context) == 0);
+    REQUIRE(test::fake_symbol<int (*)(void **, unsigned)>("cuStreamCreate")(&native, 0) == 0);
+    void *popped = nullptr;
+    REQUIRE(test::fake_symbol<int (*)(void **)>("cuCtxPopCurrent_v2")(&popped) == 0);
+  }
+  ~ForeignCuStream() {
+    test::fake_symbol<int (*)(void *)>("cuCtxPushCurrent_v2")(context);
+    test::fake_symbol<int (*)(void *)>("cuStreamDestroy_v2")(native);
+    void *popped = nullptr;
+    test::fake_symbol<int (*)(void **)>("cuCtxPopCurrent_v2")(&popped);
+  }
+  void *context = nullptr;
+  void *native = nullptr;
+};
+}  // namespace
+
+// An external stream of the context's own CUcontext (CuPy's and PyTorch's
+// are, on the primary context) is waited for by cuCtxSynchronize, so
+// memory released under work on it may still become a busy block; one of
+// another context (here another device's) is not, and turns them off.
+TEST_CASE("cuda: an external stream of the same context keeps busy blocks on and one of another context turns them off") {
+  setenv("FAKE_CUDA_DEVICES", "2", 1);  // read when the fake driver loads (a process per test case)
+  Runtime rt = cuda_runtime();
+  REQUIRE(rt.device_count() == 2);
+  Context ctx = rt.device(0).primary_context();
+  ctx.flush_deallocations();
+  ctx.set_pending_deallocation_limits(2, 1.0);
+  auto live = test::fake_symbol<long (*)()>("fake_cuda_live_allocations");
+  SECTION("the same context") {
+    ForeignCuStream theirs(0);
+    Stream wrapped = ctx.external_stream(static_cast<NativeStream>(theirs.native));
+    {
+      DeviceArray a = device_array(ctx, {4096}, dtypes::uint8);
+      a.memset(3, wrapped);  // in use on their stream when its handle goes
+    }
+    churn(ctx, 2, 4096);  // past the limit: the flush synchronised, their stream included
+    const long before = live();
+    const DeviceMemory m = ctx.allocate(4096);
+    CHECK(live() == before);  // a spare: no cuMemAlloc
+  }
+  SECTION("another context") {
+    ForeignCuStream theirs(1);
+    Stream wrapped = ctx.external_stream(static_cast<NativeStream>(theirs.native));
+    churn(ctx, 3, 4096);
+    const long before = live();
+    const DeviceMemory m = ctx.allocate(4096);
+    CHECK(live() == before + 1);  // released memory was freed, never kept
+  }
+  ctx.synchronize();
+  ctx.set_pending_deallocation_limits(10, 1.0);
+}
+
 TEST_CASE("cuda: a driver without devices and a stub driver") {
   SECTION("no device") {
     setenv("FAKE_CUDA_NO_DEVICE", "1", 1);
