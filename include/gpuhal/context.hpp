@@ -85,8 +85,9 @@ class Context {
   Stream legacy_default_stream() const;
   Stream per_thread_default_stream() const;
   // Wraps a native stream handle made elsewhere (another library, another
-  // gpuhal runtime over the same plugin; on hsa, not yet the latter: its
-  // contexts' streams are their own). gpuhal never destroys it; the
+  // gpuhal runtime over the same plugin, on the same device; on hsa such a
+  // stream cannot be captured from here, and while its owner captures it,
+  // work on it from here is refused). gpuhal never destroys it; the
   // owner keeps it alive while the Stream is used. A null handle is refused
   // (ERROR_INVALID_HANDLE). On the host backend every other handle is
   // checked at first use (ERROR_INVALID_HANDLE); a GPU driver takes it on

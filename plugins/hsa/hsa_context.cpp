@@ -74,7 +74,10 @@ gpuhal_status_t context_destroy(gpuhal_context_t ctx) {
   stop_host_thread(c);
   unregister_context(c);
   std::lock_guard<std::mutex> lock(c->mu);
-  for (auto &kv : c->streams) destroy_stream(kv.second.get());
+  for (auto &kv : c->streams) {
+    withdraw_stream(kv.second.get());
+    destroy_stream(kv.second.get());
+  }
   for (auto &kv : c->per_thread) destroy_stream(kv.second.get());
   destroy_stream(c->legacy.get());
   release_staging(c);

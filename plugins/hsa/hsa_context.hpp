@@ -99,6 +99,51 @@ struct HsaContext {
   ~HsaContext();  // joins the host-operation thread if still running
 };
 
+// Context::external_stream promises that a stream of another gpuhal
+// runtime over the same plugin can be wrapped: that runtime's context is
+// another HsaContext of the same device, whose lock guards the stream. The
+// directory maps every stream made by stream_create to its context, from
+// creation until stream_destroy or the context's end (both under the
+// owner's mu; lock order: a context's mu, then the directory's).
+void publish_stream(HsaStream *s);
+void withdraw_stream(HsaStream *s);
+
+// What every entry that works on a stream holds: c->mu, with `handle`
+// resolved in c (stream()); a handle of another context of c's device
+// (another runtime's stream) is resolved there, and that context's mu is
+// held too (both taken together, std::lock, so two threads that use each
+// other's streams do not deadlock). The stream's own state (its queue,
+// its last signal, the legacy stream rules, its staging and host thread)
+// is its context's: the submission functions reach it through s->ctx;
+// what the entry names in c (memory, events, kernels) is c's. The owner
+// keeps the stream and its context alive while it is used (the contract
+// of external_stream). Capture is its context's own business: a stream of
+// another context that is capturing is refused (ERROR_CAPTURE_UNSUPPORTED),
+// and capturing one from here is not offered (refuse()).
+class StreamLock {
+ public:
+  StreamLock(HsaContext *c, gpuhal_stream_t handle);
+  ~StreamLock();
+  StreamLock(const StreamLock &) = delete;
+  StreamLock &operator=(const StreamLock &) = delete;
+  // The stream, or nullptr (unknown handle, or refused: see refuse()).
+  HsaStream *stream() const { return stream_; }
+  // True when the stream is another context's.
+  bool foreign() const { return owner_ != nullptr; }
+  // The error for a null stream(): ERROR_INVALID_HANDLE naming `entry`, or
+  // the refusal of another context's capturing stream.
+  gpuhal_status_t refuse(const char *entry) const;
+  // Releases the locks before the end of the scope (a wait follows).
+  void unlock();
+
+ private:
+  HsaContext *c_;
+  HsaContext *owner_ = nullptr;  // the stream's context, when not c
+  HsaStream *stream_ = nullptr;
+  bool capturing_elsewhere_ = false;
+  bool locked_ = true;
+};
+
 // The live context for a handle, or nullptr.
 HsaContext *find(gpuhal_context_t handle);
 gpuhal_status_t bad_context(const char *entry);

@@ -53,10 +53,11 @@ bool copy_timing_available() {
 
 gpuhal_status_t event_record(gpuhal_context_t ctx, gpuhal_event_t event, gpuhal_stream_t stream) {
   return in_context(ctx, "event_record", [&](HsaContext *c) -> gpuhal_status_t {
-    std::lock_guard<std::mutex> lock(c->mu);
-    HsaStream *s = resolve_stream(c, stream);
+    StreamLock lock(c, stream);
+    HsaStream *s = lock.stream();
+    if (!s) return lock.refuse("event_record");
     HsaEvent *e = find_event(c, event);
-    if (!s || !e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_record: invalid stream or event");
+    if (!e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "event_record: invalid event");
     if (const gpuhal_status_t st = c->captures.refusal(s, s->legacy, "event_record"); st != GPUHAL_SUCCESS) return st;
     if (c->captures.record_event(e, s)) {
       // A position in the capture, no work that runs: afterwards the event

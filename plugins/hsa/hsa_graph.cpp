@@ -42,9 +42,13 @@ gpuhal_status_t replay(HsaContext *c, HsaStream *s, const HsaGraphNode &n) {
 gpuhal_status_t stream_begin_capture(gpuhal_context_t ctx, gpuhal_stream_t stream) {
   return in_context(ctx, "stream_begin_capture", [&](HsaContext *c) -> gpuhal_status_t {
     if (const gpuhal_status_t st = plugin::refuse_default_stream_capture(stream); st != GPUHAL_SUCCESS) return st;
-    std::lock_guard<std::mutex> lock(c->mu);
-    HsaStream *s = resolve_stream(c, stream);
-    if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_begin_capture: invalid stream");
+    StreamLock lock(c, stream);
+    HsaStream *s = lock.stream();
+    if (!s) return lock.refuse("stream_begin_capture");
+    if (lock.foreign())
+      return fail(GPUHAL_ERROR_CAPTURE_UNSUPPORTED,
+                  "stream_begin_capture: the stream is another context's (another runtime's); begin its capture "
+                  "through its own context");
     if (const gpuhal_status_t st = c->captures.refusal(s, false, "stream_begin_capture"); st != GPUHAL_SUCCESS)
       return st;
     return c->captures.begin(s, s->blocking, "stream_begin_capture");
@@ -54,9 +58,9 @@ gpuhal_status_t stream_begin_capture(gpuhal_context_t ctx, gpuhal_stream_t strea
 gpuhal_status_t stream_end_capture(gpuhal_context_t ctx, gpuhal_stream_t stream, gpuhal_graph_t *out) {
   return in_context(ctx, "stream_end_capture", [&](HsaContext *c) -> gpuhal_status_t {
     *out = nullptr;
-    std::lock_guard<std::mutex> lock(c->mu);
-    HsaStream *s = resolve_stream(c, stream);
-    if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_end_capture: invalid stream");
+    StreamLock lock(c, stream);
+    HsaStream *s = lock.stream();
+    if (!s) return lock.refuse("stream_end_capture");
     plugin::CaptureBook<HsaStream, HsaGraphNode>::Graph recorded;
     if (const gpuhal_status_t st = c->captures.end(s, &recorded, "stream_end_capture"); st != GPUHAL_SUCCESS)
       return st;
@@ -67,9 +71,9 @@ gpuhal_status_t stream_end_capture(gpuhal_context_t ctx, gpuhal_stream_t stream,
 
 gpuhal_status_t stream_is_capturing(gpuhal_context_t ctx, gpuhal_stream_t stream, int32_t *out) {
   return in_context(ctx, "stream_is_capturing", [&](HsaContext *c) -> gpuhal_status_t {
-    std::lock_guard<std::mutex> lock(c->mu);
-    HsaStream *s = resolve_stream(c, stream);
-    if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_is_capturing: invalid stream");
+    StreamLock lock(c, stream);
+    HsaStream *s = lock.stream();
+    if (!s) return lock.refuse("stream_is_capturing");
     *out = c->captures.capturing(s) ? 1 : 0;
     return GPUHAL_SUCCESS;
   });
@@ -94,9 +98,9 @@ gpuhal_status_t graph_exec_destroy(gpuhal_context_t ctx, gpuhal_graph_exec_t exe
 
 gpuhal_status_t graph_exec_launch(gpuhal_context_t ctx, gpuhal_graph_exec_t exec, gpuhal_stream_t stream) {
   return in_context(ctx, "graph_exec_launch", [&](HsaContext *c) -> gpuhal_status_t {
-    std::lock_guard<std::mutex> lock(c->mu);
-    HsaStream *s = resolve_stream(c, stream);
-    if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "graph_exec_launch: invalid stream");
+    StreamLock lock(c, stream);
+    HsaStream *s = lock.stream();
+    if (!s) return lock.refuse("graph_exec_launch");
     gpuhal_status_t st = GPUHAL_SUCCESS;
     const std::shared_ptr<HsaGraphExec> x = c->graphs.exec(exec, "graph_exec_launch", &st);
     if (!x) return st;

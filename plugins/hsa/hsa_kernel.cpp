@@ -286,9 +286,9 @@ gpuhal_status_t launch(gpuhal_context_t ctx, gpuhal_kernel_t kernel, const gpuha
   if (!kernel) return fail(GPUHAL_ERROR_INVALID_HANDLE, "launch: null kernel");
   if (arg_count && !args) return fail(GPUHAL_ERROR_INVALID_VALUE, "launch: null argument array");
   return in_context(ctx, "launch", [&](HsaContext *c) -> gpuhal_status_t {
-    std::lock_guard<std::mutex> lock(c->mu);
-    HsaStream *s = resolve_stream(c, stream);
-    if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "launch: invalid stream");
+    StreamLock lock(c, stream);
+    HsaStream *s = lock.stream();
+    if (!s) return lock.refuse("launch");
     HsaKernel *k = find_kernel(c, kernel);
     if (!k) return fail(GPUHAL_ERROR_INVALID_HANDLE, "launch: not a kernel of this context");
     const Device &d = *c->device;

@@ -55,10 +55,13 @@ gpuhal_status_t create_stream(gpuhal_context_t ctx, const char *entry, uint32_t 
       }
     }
     std::lock_guard<std::mutex> lock(c->mu);
+    HsaStream *made = s.get();
     try {
-      plugin::hand_out_owned(c->streams, s, out);
+      publish_stream(made);
+      plugin::hand_out_owned(c->streams, s, out);  // throws before it takes s, or not at all
     } catch (...) {
-      destroy_stream(s.get());  // its queue; s itself goes with the unique_ptr
+      withdraw_stream(made);
+      destroy_stream(made);  // its queue; s itself goes with the unique_ptr
       throw;
     }
     return GPUHAL_SUCCESS;
@@ -87,9 +90,9 @@ gpuhal_status_t stream_create_with_priority(gpuhal_context_t ctx, uint32_t flags
 
 gpuhal_status_t stream_priority(gpuhal_context_t ctx, gpuhal_stream_t stream, int32_t *out) {
   return in_context(ctx, "stream_priority", [&](HsaContext *c) -> gpuhal_status_t {
-    std::lock_guard<std::mutex> lock(c->mu);
-    HsaStream *s = resolve_stream(c, stream);
-    if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_priority: invalid stream");
+    StreamLock lock(c, stream);
+    HsaStream *s = lock.stream();
+    if (!s) return lock.refuse("stream_priority");
     *out = s->priority;
     return GPUHAL_SUCCESS;
   });
@@ -103,6 +106,7 @@ gpuhal_status_t stream_destroy(gpuhal_context_t ctx, gpuhal_stream_t stream) {
     {
       std::lock_guard<std::mutex> lock(c->mu);
       owned = plugin::take_owned(c->streams, reinterpret_cast<HsaStream *>(stream));
+      if (owned) withdraw_stream(owned.get());
     }
     if (!owned) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_destroy: not a stream created in this context");
     c->captures.stream_destroyed(owned.get());
@@ -121,9 +125,9 @@ gpuhal_status_t stream_synchronize(gpuhal_context_t ctx, gpuhal_stream_t stream)
     SignalRef last;
     HsaStream *s = nullptr;
     {
-      std::lock_guard<std::mutex> lock(c->mu);
-      s = resolve_stream(c, stream);
-      if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_synchronize: invalid stream");
+      StreamLock lock(c, stream);
+      s = lock.stream();
+      if (!s) return lock.refuse("stream_synchronize");
       if (const gpuhal_status_t st = refuse_synchronising(c, s, "stream_synchronize", "synchronising a capturing stream");
           st != GPUHAL_SUCCESS)
         return st;
@@ -136,9 +140,9 @@ gpuhal_status_t stream_synchronize(gpuhal_context_t ctx, gpuhal_stream_t stream)
 
 gpuhal_status_t stream_query(gpuhal_context_t ctx, gpuhal_stream_t stream) {
   return in_context(ctx, "stream_query", [&](HsaContext *c) -> gpuhal_status_t {
-    std::lock_guard<std::mutex> lock(c->mu);
-    HsaStream *s = resolve_stream(c, stream);
-    if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_query: invalid stream");
+    StreamLock lock(c, stream);
+    HsaStream *s = lock.stream();
+    if (!s) return lock.refuse("stream_query");
     if (const gpuhal_status_t st = refuse_synchronising(c, s, "stream_query", "querying a capturing stream");
         st != GPUHAL_SUCCESS)
       return st;
@@ -151,10 +155,11 @@ gpuhal_status_t stream_query(gpuhal_context_t ctx, gpuhal_stream_t stream) {
 
 gpuhal_status_t stream_wait_event(gpuhal_context_t ctx, gpuhal_stream_t stream, gpuhal_event_t event) {
   return in_context(ctx, "stream_wait_event", [&](HsaContext *c) -> gpuhal_status_t {
-    std::lock_guard<std::mutex> lock(c->mu);
-    HsaStream *s = resolve_stream(c, stream);
+    StreamLock lock(c, stream);
+    HsaStream *s = lock.stream();
+    if (!s) return lock.refuse("stream_wait_event");
     HsaEvent *e = find_event(c, event);
-    if (!s || !e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_wait_event: invalid stream or event");
+    if (!e) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_wait_event: invalid event");
     if (const gpuhal_status_t st = c->captures.refusal(s, s->legacy, "stream_wait_event"); st != GPUHAL_SUCCESS)
       return st;
     bool handled = false;
@@ -173,9 +178,9 @@ gpuhal_status_t stream_barrier(gpuhal_context_t ctx, gpuhal_stream_t stream, con
   if (count && !events) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_barrier: null event list");
   if (flags & ~GPUHAL_BARRIER_ALL_PRIOR_WORK) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_barrier: unknown flags");
   return in_context(ctx, "stream_barrier", [&](HsaContext *c) -> gpuhal_status_t {
-    std::lock_guard<std::mutex> lock(c->mu);
-    HsaStream *s = resolve_stream(c, stream);
-    if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_barrier: invalid stream");
+    StreamLock lock(c, stream);
+    HsaStream *s = lock.stream();
+    if (!s) return lock.refuse("stream_barrier");
     if (const gpuhal_status_t st = c->captures.refusal(s, s->legacy, "stream_barrier"); st != GPUHAL_SUCCESS) return st;
     for (uint32_t i = 0; i < count; ++i)
       if (!find_event(c, events[i])) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_barrier: invalid event");
@@ -216,9 +221,9 @@ gpuhal_status_t stream_barrier(gpuhal_context_t ctx, gpuhal_stream_t stream, con
 gpuhal_status_t stream_add_callback(gpuhal_context_t ctx, gpuhal_stream_t stream, gpuhal_host_fn fn, void *user) {
   if (!fn) return fail(GPUHAL_ERROR_INVALID_VALUE, "stream_add_callback: null function");
   return in_context(ctx, "stream_add_callback", [&](HsaContext *c) -> gpuhal_status_t {
-    std::lock_guard<std::mutex> lock(c->mu);
-    HsaStream *s = resolve_stream(c, stream);
-    if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "stream_add_callback: invalid stream");
+    StreamLock lock(c, stream);
+    HsaStream *s = lock.stream();
+    if (!s) return lock.refuse("stream_add_callback");
     if (const gpuhal_status_t st = c->captures.refusal(s, s->legacy, "stream_add_callback"); st != GPUHAL_SUCCESS)
       return st;
     // Recorded: run at each launch of the graph, which owns `user` (the

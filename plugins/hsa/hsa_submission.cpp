@@ -5,6 +5,7 @@
 // hsa_transfer.cpp, events in hsa_event.cpp).
 #include <cstring>
 #include <thread>
+#include <unordered_map>
 
 #include "handle_registry.hpp"
 #include "hsa_context.hpp"
@@ -207,6 +208,70 @@ void reap(HsaStream *s) {
     if (op.on_reap) op.on_reap();
     s->inflight.pop_front();
   }
+}
+
+namespace {
+std::mutex g_directory_mu;
+std::unordered_map<const HsaStream *, HsaContext *> g_directory;
+
+HsaContext *owner_of(gpuhal_stream_t handle) {
+  std::lock_guard<std::mutex> lock(g_directory_mu);
+  auto it = g_directory.find(reinterpret_cast<const HsaStream *>(handle));
+  return it == g_directory.end() ? nullptr : it->second;
+}
+}  // namespace
+
+void publish_stream(HsaStream *s) {
+  std::lock_guard<std::mutex> lock(g_directory_mu);
+  g_directory[s] = s->ctx;
+}
+
+void withdraw_stream(HsaStream *s) {
+  std::lock_guard<std::mutex> lock(g_directory_mu);
+  g_directory.erase(s);
+}
+
+StreamLock::StreamLock(HsaContext *c, gpuhal_stream_t handle) : c_(c) {
+  c->mu.lock();
+  stream_ = resolve_stream(c, handle);
+  if (stream_) return;
+  c->mu.unlock();
+  locked_ = false;
+  HsaContext *o = owner_of(handle);
+  if (!o || o == c || o->ordinal != c->ordinal) {  // unknown, or of another device
+    c->mu.lock();
+    locked_ = true;
+    return;
+  }
+  std::lock(c->mu, o->mu);
+  owner_ = o;
+  locked_ = true;
+  auto it = o->streams.find(reinterpret_cast<HsaStream *>(handle));
+  if (it == o->streams.end()) return;  // destroyed meanwhile
+  if (o->captures.capturing(it->second.get())) {
+    capturing_elsewhere_ = true;
+    return;
+  }
+  stream_ = it->second.get();
+}
+
+StreamLock::~StreamLock() {
+  unlock();
+}
+
+void StreamLock::unlock() {
+  if (!locked_) return;
+  if (owner_) owner_->mu.unlock();
+  c_->mu.unlock();
+  locked_ = false;
+}
+
+gpuhal_status_t StreamLock::refuse(const char *entry) const {
+  if (capturing_elsewhere_)
+    return fail(GPUHAL_ERROR_CAPTURE_UNSUPPORTED,
+                std::string(entry) + ": the stream is another context's (another runtime's) and is capturing there; "
+                                     "work for its capture goes through its own context");
+  return fail(GPUHAL_ERROR_INVALID_HANDLE, std::string(entry) + ": invalid stream");
 }
 
 HsaStream *resolve_stream(HsaContext *c, gpuhal_stream_t handle) {
@@ -455,11 +520,14 @@ gpuhal_status_t synchronize_context(HsaContext *c) {
 
 // Waits for s's last operation (c->mu not held), then reaps.
 gpuhal_status_t wait_stream(HsaContext *c, HsaStream *s, SignalRef last, const char *entry) {
-  if (last) last->wait(&c->failed);
+  HsaContext *owner = s->ctx;  // c's, or another runtime's context (StreamLock)
+  if (last) last->wait(&owner->failed);
   {
-    std::lock_guard<std::mutex> lock(c->mu);
+    std::lock_guard<std::mutex> lock(owner->mu);
     reap(s);
   }
+  if (owner != c)
+    if (const gpuhal_status_t st = context_failure(owner, entry); st != GPUHAL_SUCCESS) return st;
   return context_failure(c, entry);
 }
 

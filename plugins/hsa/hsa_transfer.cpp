@@ -78,9 +78,9 @@ gpuhal_status_t memcpy_async(gpuhal_context_t ctx, uint32_t kind, gpuhal_devicep
                              uint64_t bytes, gpuhal_stream_t stream) {
   return in_context(ctx, "memcpy_async", [&](HsaContext *c) -> gpuhal_status_t {
     if (bytes == 0) return GPUHAL_SUCCESS;
-    std::lock_guard<std::mutex> lock(c->mu);
-    HsaStream *s = resolve_stream(c, stream);
-    if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "memcpy_async: invalid stream");
+    StreamLock lock(c, stream);
+    HsaStream *s = lock.stream();
+    if (!s) return lock.refuse("memcpy_async");
     if (const gpuhal_status_t st = c->captures.refusal(s, s->legacy, "memcpy_async"); st != GPUHAL_SUCCESS) return st;
     if (record_in_capture(c, s, [c, kind, dst, src, bytes](HsaStream *t) {
           return enqueue_copy(c, t, kind, dst, src, bytes);
@@ -175,9 +175,9 @@ gpuhal_status_t memcpy_rect_async(gpuhal_context_t ctx, uint32_t kind, const gpu
     if (const gpuhal_status_t st = plugin::read_copy_rect("memcpy_rect_async", kind, rect, &r); st != GPUHAL_SUCCESS)
       return st;
     if (plugin::rect_empty(r)) return GPUHAL_SUCCESS;
-    std::lock_guard<std::mutex> lock(c->mu);
-    HsaStream *s = resolve_stream(c, stream);
-    if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "memcpy_rect_async: invalid stream");
+    StreamLock lock(c, stream);
+    HsaStream *s = lock.stream();
+    if (!s) return lock.refuse("memcpy_rect_async");
     if (const gpuhal_status_t st = c->captures.refusal(s, s->legacy, "memcpy_rect_async"); st != GPUHAL_SUCCESS)
       return st;
     if (record_in_capture(c, s, [c, kind, r](HsaStream *t) { return enqueue_rect(c, t, kind, r); }))
@@ -261,9 +261,9 @@ gpuhal_status_t memset_async(gpuhal_context_t ctx, gpuhal_deviceptr_t dst, uint8
                              gpuhal_stream_t stream) {
   return in_context(ctx, "memset_async", [&](HsaContext *c) -> gpuhal_status_t {
     if (bytes == 0) return GPUHAL_SUCCESS;
-    std::lock_guard<std::mutex> lock(c->mu);
-    HsaStream *s = resolve_stream(c, stream);
-    if (!s) return fail(GPUHAL_ERROR_INVALID_HANDLE, "memset_async: invalid stream");
+    StreamLock lock(c, stream);
+    HsaStream *s = lock.stream();
+    if (!s) return lock.refuse("memset_async");
     if (const gpuhal_status_t st = c->captures.refusal(s, s->legacy, "memset_async"); st != GPUHAL_SUCCESS) return st;
     if (record_in_capture(c, s, [op = fill_op(c, dst, value, bytes)](HsaStream *t) {
           return submit_host_op(t, op, nullptr);

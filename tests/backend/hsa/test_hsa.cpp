@@ -193,6 +193,75 @@ TEST_CASE("hsa backend: a stream barrier over seven events chains barrier-AND pa
   CHECK(d.copy_to_host().to_vector<uint8_t>() == std::vector<uint8_t>(64, 9));
 }
 
+// Context::external_stream of a stream another gpuhal runtime made over the
+// same plugin: the stream is that runtime's context's (its lock, its queue,
+// its order), and work from this context joins that order.
+TEST_CASE("hsa backend: another runtime's stream works as an external stream", "[stream][hsa]") {
+  FakeHsa fake;
+  Runtime my_rt = hsa_runtime(), their_rt = hsa_runtime();
+  Context mine = my_rt.device(0).primary_context(), theirs = their_rt.device(0).primary_context();
+  Stream owner = theirs.create_stream(StreamKind::NonBlocking);
+  Stream ext = mine.external_stream(owner.native_handle());
+  SECTION("every stream entry, in the owner's order") {
+    std::atomic<bool> their_work_done{false};
+    owner.add_callback([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      their_work_done = true;
+    });
+    DeviceArray d = device_array(mine, {4096}, dtypes::uint8);
+    d.memset(5, ext);
+    bool after_theirs = false;
+    ext.add_callback([&] { after_theirs = their_work_done.load(); });
+    Event e = mine.create_event();
+    e.record(ext);
+    Stream other = mine.create_stream();
+    other.wait(e);
+    ext.wait(mine.create_event());
+    ext.wait_for_all_prior_work();
+    std::vector<uint8_t> got(4096);
+    d.copy_to_host(HostView::of(got), ext);
+    ext.synchronize();
+    CHECK(ext.query());
+    CHECK(after_theirs);
+    CHECK(got == std::vector<uint8_t>(4096, 5));
+    other.synchronize();
+  }
+  SECTION("capture stays the owner's business") {
+    REQUIRE_GPUHAL_ERROR(ext.begin_capture(), Status::ERROR_CAPTURE_UNSUPPORTED, "another context's");
+    DeviceArray d = device_array(mine, {64}, dtypes::uint8);
+    owner.begin_capture();
+    REQUIRE_GPUHAL_ERROR(d.memset(1, ext), Status::ERROR_CAPTURE_UNSUPPORTED, "is capturing there");
+    (void)owner.end_capture();
+    d.memset(2, ext);  // usable again once the capture ended
+    ext.synchronize();
+    CHECK(d.copy_to_host().to_vector<uint8_t>() == std::vector<uint8_t>(64, 2));
+  }
+  SECTION("two threads, each on the other's stream, do not deadlock") {
+    Stream my_own = mine.create_stream(StreamKind::NonBlocking);
+    Stream theirs_ext_of_mine = theirs.external_stream(my_own.native_handle());
+    DeviceArray a = device_array(mine, {256}, dtypes::uint8), b = device_array(theirs, {256}, dtypes::uint8);
+    auto churn = [](const DeviceArray &d, const Stream &on, const Stream &also) {
+      for (int i = 0; i < 200; ++i) {
+        d.memset(uint8_t(i), on);
+        on.synchronize();
+        also.query();
+      }
+    };
+    std::thread t([&] { churn(b, theirs_ext_of_mine, owner); });
+    churn(a, ext, my_own);
+    t.join();
+    CHECK(a.copy_to_host().to_vector<uint8_t>() == std::vector<uint8_t>(256, 199));
+    CHECK(b.copy_to_host().to_vector<uint8_t>() == std::vector<uint8_t>(256, 199));
+  }
+  SECTION("a destroyed stream is not found") {
+    const NativeStream gone = owner.native_handle();
+    ext = Stream();
+    owner = Stream();
+    theirs.flush_deallocations();  // stream destruction is a deferred release
+    REQUIRE_GPUHAL_ERROR(mine.external_stream(gone).synchronize(), Status::ERROR_INVALID_HANDLE, "invalid stream");
+  }
+}
+
 TEST_CASE("hsa kernel: counting barriers reserve their LDS cell before the dynamic part", "[kernel][hsa]") {
   FakeHsa fake;
   {
