@@ -123,7 +123,6 @@ void withdraw_stream(HsaStream *s);
 class StreamLock {
  public:
   StreamLock(HsaContext *c, gpuhal_stream_t handle);
-  ~StreamLock();
   StreamLock(const StreamLock &) = delete;
   StreamLock &operator=(const StreamLock &) = delete;
   // The stream, or nullptr (unknown handle, or refused: see refuse()).
@@ -133,15 +132,13 @@ class StreamLock {
   // The error for a null stream(): ERROR_INVALID_HANDLE naming `entry`, or
   // the refusal of another context's capturing stream.
   gpuhal_status_t refuse(const char *entry) const;
-  // Releases the locks before the end of the scope (a wait follows).
-  void unlock();
 
  private:
-  HsaContext *c_;
-  HsaContext *owner_ = nullptr;  // the stream's context, when not c
+  std::unique_lock<std::mutex> mine_;    // c->mu
+  std::unique_lock<std::mutex> theirs_;  // the stream's context's, when not c
+  HsaContext *owner_ = nullptr;          // that context
   HsaStream *stream_ = nullptr;
   bool capturing_elsewhere_ = false;
-  bool locked_ = true;
 };
 
 // The live context for a handle, or nullptr.

@@ -231,21 +231,18 @@ void withdraw_stream(HsaStream *s) {
   g_directory.erase(s);
 }
 
-StreamLock::StreamLock(HsaContext *c, gpuhal_stream_t handle) : c_(c) {
-  c->mu.lock();
+StreamLock::StreamLock(HsaContext *c, gpuhal_stream_t handle) : mine_(c->mu) {
   stream_ = resolve_stream(c, handle);
   if (stream_) return;
-  c->mu.unlock();
-  locked_ = false;
+  mine_.unlock();  // the directory is never looked up under a context's mu
   HsaContext *o = owner_of(handle);
   if (!o || o == c || o->ordinal != c->ordinal) {  // unknown, or of another device
-    c->mu.lock();
-    locked_ = true;
+    mine_.lock();
     return;
   }
-  std::lock(c->mu, o->mu);
+  theirs_ = std::unique_lock<std::mutex>(o->mu, std::defer_lock);
+  std::lock(mine_, theirs_);
   owner_ = o;
-  locked_ = true;
   auto it = o->streams.find(reinterpret_cast<HsaStream *>(handle));
   if (it == o->streams.end()) return;  // destroyed meanwhile
   if (o->captures.capturing(it->second.get())) {
@@ -253,17 +250,6 @@ StreamLock::StreamLock(HsaContext *c, gpuhal_stream_t handle) : c_(c) {
     return;
   }
   stream_ = it->second.get();
-}
-
-StreamLock::~StreamLock() {
-  unlock();
-}
-
-void StreamLock::unlock() {
-  if (!locked_) return;
-  if (owner_) owner_->mu.unlock();
-  c_->mu.unlock();
-  locked_ = false;
 }
 
 gpuhal_status_t StreamLock::refuse(const char *entry) const {
