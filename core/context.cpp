@@ -173,20 +173,6 @@ Stream unowned_stream(const std::shared_ptr<detail::ContextImpl> &ctx, gpuhal_st
 }
 }  // namespace
 
-namespace {
-// Whether ctx's synchronise waits for all work on a stream made elsewhere
-// (plugin.h, context_waits_for_stream): only then may memory released under
-// work on it stay a busy block. Asked only where busy blocks are on; no
-// entry, a failure (a handle that is no stream) or 0 all mean no, and
-// leave the handle's refusal to its first use, as before.
-bool synchronize_waits_for(const detail::ContextImpl &ctx, gpuhal_stream_t native) {
-  if (!ctx.spares_after_sync || !ctx.backend().has_context_waits_for_stream()) return false;
-  int32_t covered = 0;
-  return ctx.backend().context_waits_for_stream_status(ctx.handle, native, &covered) == GPUHAL_SUCCESS &&
-         covered == 1;
-}
-}  // namespace
-
 Stream Context::default_stream() const {
   detail::require_handle(impl_, "Context::default_stream");
   return unowned_stream(impl_, nullptr, "Context::default_stream");
@@ -205,7 +191,11 @@ Stream Context::external_stream(gpuhal_stream_t native) const {
     throw Error(Status::ERROR_INVALID_HANDLE, "Context::external_stream: null handle (use default_stream())");
   Stream s = unowned_stream(impl_, native, "Context::external_stream");
   impl_->mark_external();  // its owner puts work on it that gpuhal does not see
-  if (!synchronize_waits_for(*impl_, native)) impl_->foreign_work.store(true, std::memory_order_relaxed);
+  // Whether busy blocks survive it is asked at its first use (StreamImpl::live).
+  if (impl_->spares_after_sync && impl_->backend().has_context_waits_for_stream())
+    detail::impl_of(s)->external_unproven.store(true, std::memory_order_release);
+  else
+    impl_->foreign_work.store(true, std::memory_order_relaxed);  // maybe of another vendor context
   return s;
 }
 

@@ -17,6 +17,21 @@ namespace gpuhal {
 
 namespace detail {
 
+// Whether ctx's synchronise waits for all work on the wrapped stream
+// (plugin.h, context_waits_for_stream): only then may memory released under
+// work on it stay a busy block. A failure (a handle that is no stream) or 0
+// means no; the handle's refusal is left to the call that uses it.
+void StreamImpl::prove_external() {
+  std::call_once(external_proof, [this] {
+    int32_t covered = 0;
+    const bool waits = ctx->backend().context_waits_for_stream_status(ctx->handle, handle, &covered) ==
+                           GPUHAL_SUCCESS &&
+                       covered == 1;
+    if (!waits) ctx->foreign_work.store(true, std::memory_order_relaxed);
+    external_unproven.store(false, std::memory_order_release);
+  });
+}
+
 StreamImpl::~StreamImpl() {
   // The last handle of the stream a capture began on: the capture ends here,
   // in the plugin first (its graph, if any, dropped), so that the releases

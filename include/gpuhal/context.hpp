@@ -93,9 +93,10 @@ class Context {
   // checked at first use (ERROR_INVALID_HANDLE); a GPU driver takes it on
   // trust: on cuda a stream of another context fails at first use, but a
   // handle that is no live stream is undefined behaviour (the driver
-  // dereferences it; the process crashes), here already (cuStreamGetCtx
-  // tells whether the context's synchronise waits for the stream's work,
-  // which decides whether released memory may stay a busy block).
+  // dereferences it; the process crashes). A handle that is wrapped and
+  // never used is never given to the backend (numba-cuda's tests wrap a
+  // dummy pointer); at its first use the backend is also asked whether the
+  // context's synchronise waits for its work (busy blocks, user guide).
   Stream external_stream(NativeStream native) const;
   Stream create_stream(StreamKind kind = StreamKind::Blocking) const;
   // A stream with a priority (Capability::StreamPriorities, else

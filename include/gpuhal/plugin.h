@@ -456,7 +456,10 @@ typedef struct gpuhal_plugin_table {
    * another runtime's), because the vendor counts it as ctx's own work
    * (cuda: cuStreamGetCtx names ctx's CUcontext); *out = 0 when it may not,
    * or when the plugin cannot tell. The core asks it only where the device's
-   * synchronize_waits_for_all_work is 1: with an answer of 1, memory
+   * synchronize_waits_for_all_work is 1, and only at the wrapped stream's
+   * first use by a call that queues work, never when it is wrapped (a
+   * handle may be a dummy that is never used: numba-cuda's own tests wrap
+   * 0x12345678; a driver asked about it dereferences it). With 1, memory
    * released while work on that stream may use it can still become a busy
    * block (reused after the flush's synchronise); with 0, or without the
    * entry, busy blocks are off in ctx from then on. A handle that is no

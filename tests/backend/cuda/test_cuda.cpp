@@ -436,13 +436,29 @@ TEST_CASE("cuda: an external stream of the same context keeps busy blocks on and
     const DeviceMemory m = ctx.allocate(4096);
     CHECK(live() == before);  // a spare: no cuMemAlloc
   }
-  SECTION("another context") {
+  SECTION("another context, used") {
     ForeignCuStream theirs(1);
     Stream wrapped = ctx.external_stream(static_cast<NativeStream>(theirs.native));
+    try {
+      device_array(ctx, {64}, dtypes::uint8).memset(1, wrapped);  // the first use asks (cuStreamGetCtx)
+      wrapped.synchronize();
+    } catch (const Error &) {  // the driver may refuse the stream: the answer was taken before the call
+    }
     churn(ctx, 3, 4096);
     const long before = live();
     const DeviceMemory m = ctx.allocate(4096);
     CHECK(live() == before + 1);  // released memory was freed, never kept
+  }
+  SECTION("a dummy handle never used is never given to the driver") {
+    // numba-cuda's test_external_stream_create wraps 0x12345678 and only
+    // reads the handle back; cuStreamGetCtx on it would dereference it (the
+    // fake aborts, fake_cuda.hpp lookup).
+    Stream wrapped = ctx.external_stream(reinterpret_cast<NativeStream>(uintptr_t(0x12345678)));
+    CHECK(wrapped.native_handle() == reinterpret_cast<NativeStream>(uintptr_t(0x12345678)));
+    churn(ctx, 3, 4096);
+    const long before = live();
+    const DeviceMemory m = ctx.allocate(4096);
+    CHECK(live() == before);  // busy blocks still on: nothing of gpuhal's is on that stream
   }
   ctx.synchronize();
   ctx.set_pending_deallocation_limits(10, 1.0);
