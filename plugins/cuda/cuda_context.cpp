@@ -68,14 +68,34 @@ namespace {
 // memory for reuse instead of returning it at every synchronisation. A
 // failure costs the stream-ordered entries (they fall back to
 // cuMemAllocAsync on the default pool, untouched): reported as a warning.
+// The pool is IPC-capable where the device supports it: cuda.h, "To create
+// an IPC capable mempool, create a mempool with a CUmemAllocationHandleType
+// other than CU_MEM_HANDLE_TYPE_NONE", and
+// CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES names the types the
+// device takes. A device that refuses such a pool gets a plain one (its
+// memory is then not exportable).
 void open_memory_pool(CudaContext *c) {
   if (!drv().cuMemPoolCreate || !drv().cuMemAllocFromPoolAsync || !drv().cuMemPoolSetAttribute) return;
   api::CUmemPoolProps props{};
   props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
   props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   props.location.id = c->device;
+  int handle_types = 0;
+  if (drv().cuMemPoolExportToShareableHandle &&
+      drv().cuDeviceGetAttribute(&handle_types, CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES, c->device) ==
+          CUDA_SUCCESS &&
+      (handle_types & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
+    props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
   CUmemoryPool pool = nullptr;
   CUresult r = drv().cuMemPoolCreate(&pool, &props);
+  if (r != CUDA_SUCCESS && props.handleTypes != 0) {
+    drv().error(r, "cuMemPoolCreate");
+    plugin::log(GPUHAL_LOG_WARN, std::string("cuda: the context's IPC-capable stream-ordered memory pool: ") +
+                                     plugin::last_error() + "; made without IPC (its memory cannot be exported)");
+    props.handleTypes = 0;
+    r = drv().cuMemPoolCreate(&pool, &props);
+  }
+  c->pool_exportable = r == CUDA_SUCCESS && props.handleTypes != 0;
   const char *call = "cuMemPoolCreate";
   if (r == CUDA_SUCCESS) {
     size_t total = 0;
@@ -198,6 +218,7 @@ gpuhal_status_t context_destroy(gpuhal_context_t ctx) {
                                      "; resetting the device's primary context (cuDevicePrimaryCtxReset)");
     c->staging.clear();
     if (d.cuDevicePrimaryCtxReset) note(d.cuDevicePrimaryCtxReset(c->device), "cuDevicePrimaryCtxReset");
+    release_pool_ipc(c);
     if (c->pool && d.cuMemPoolDestroy) d.cuMemPoolDestroy(c->pool);  // a pool is the device's: it outlives the reset
     note(d.cuDevicePrimaryCtxRelease(c->device), "cuDevicePrimaryCtxRelease");
     return first == CUDA_SUCCESS ? GPUHAL_SUCCESS : d.error(first, first_call);
@@ -212,6 +233,7 @@ gpuhal_status_t context_destroy(gpuhal_context_t ctx) {
   for (CUevent e : c->events) note(d.cuEventDestroy(e), "cuEventDestroy");
   for (const auto &m : c->ipc_mappings)
     for (int i = 0; i < m.second; ++i) note(d.cuIpcCloseMemHandle(m.first), "cuIpcCloseMemHandle");
+  release_pool_ipc(c);
   for (CUdeviceptr p : c->allocations) note(d.cuMemFree(p), "cuMemFree");
   if (c->pool && d.cuMemPoolDestroy) note(d.cuMemPoolDestroy(c->pool), "cuMemPoolDestroy");
   for (void *p : c->registrations) note(d.cuMemHostUnregister(p), "cuMemHostUnregister");

@@ -45,8 +45,26 @@ struct CudaContext {
   // cuIpcOpenMemHandle of a handle already open in the context returns the
   // same pointer and counts a reference: each open is closed once.
   std::unordered_map<CUdeviceptr, int> ipc_mappings;
-  // Memory of the default stream-ordered pool (not exportable by IPC).
+  // Stream-ordered memory (mem_alloc_async), from `pool` or, without one,
+  // the device's default pool (not exportable by IPC).
   std::unordered_set<CUdeviceptr> pool_allocations;
+  // IPC of `pool`'s memory (cuda_ipc.cpp), guarded by mu. Exporter side:
+  // the pool's shareable descriptor (made on the first export, -1 before)
+  // and its serial, and the token each exported allocation is published
+  // under (withdrawn when it is freed). Importer side: the pools imported
+  // (by exporting process and pool serial) and the allocations imported
+  // from them (by exporting process and token), one reference per open.
+  bool pool_exportable = false;  // `pool` was made with a POSIX-descriptor handle type
+  int pool_fd = -1;
+  uint64_t pool_serial = 0;
+  std::unordered_map<CUdeviceptr, uint64_t> pool_exports;
+  struct PoolImport {
+    CUdeviceptr ptr = 0;
+    int refs = 0;
+    uint64_t bytes = 0;  // mapped from ptr on
+  };
+  std::map<std::pair<uint32_t, uint64_t>, CUmemoryPool> imported_pools;
+  std::map<std::pair<uint32_t, uint64_t>, PoolImport> pool_imports;
   std::unordered_set<CUmodule> modules;
   std::unordered_map<const CudaKernel *, std::unique_ptr<CudaKernel>> kernels;
   // Pinned and registered host ranges (base -> bytes), for is_pinned.
@@ -83,6 +101,15 @@ struct CudaContext {
   std::unordered_map<const CudaGraph *, std::unique_ptr<CudaGraph>> graphs;
   std::unordered_map<const CudaGraphExec *, std::unique_ptr<CudaGraphExec>> graph_execs;
 };
+
+// Gives back what IPC of the stream-ordered pool holds in c (context_destroy,
+// after it synchronised): imported allocations (cuMemFree) and pools
+// (cuMemPoolDestroy), the published exports (withdrawn) and the pool's
+// shareable descriptor. Driver errors are ignored (the context is going).
+void release_pool_ipc(CudaContext *c);
+// Withdraws the IPC export of the pool allocation at `base`, if any (c->mu
+// held): an importer asking after this is refused.
+void withdraw_pool_export(CudaContext *c, CUdeviceptr base);
 
 // The live context for a handle, or nullptr.
 CudaContext *find(gpuhal_context_t handle);

@@ -179,6 +179,7 @@ gpuhal_status_t release_allocation(CudaContext *c, gpuhal_deviceptr_t ptr, const
       [&] {
         if (!c->allocations.erase(ptr)) return false;
         from_pool = c->pool_allocations.erase(ptr) != 0;
+        if (from_pool) withdraw_pool_export(c, ptr);  // before the free: no importer may map it after
         return true;
       },
       GPUHAL_ERROR_INVALID_VALUE, refusal, free,

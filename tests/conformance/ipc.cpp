@@ -111,6 +111,40 @@ void writes_seen_both_ways(Env &env) {
                           std::to_string(status) + ")");
 }
 
+// Memory from allocate_async shared the same way: where the backend cannot
+// export it, get_ipc_handle says ERROR_NOT_SUPPORTED (cuda: a device
+// without mempool IPC) and the check is UNSUPPORTED.
+void stream_ordered_memory_shared(Env &env) {
+  require_ipc(env);
+  if (!env.runtime.supports(Capability::StreamOrderedMemory))
+    throw Unsupported{"the plugin does not claim stream-ordered memory", to_string(Capability::StreamOrderedMemory)};
+  Stream s = env.ctx.create_stream();
+  DeviceArray a(env.ctx.allocate_async(64 * 4, s), Layout::make({64}, 4), dtypes::float32);
+  std::vector<float> iota(64);
+  for (size_t i = 0; i < iota.size(); ++i) iota[i] = float(i);
+  a.copy_from_host(HostView::of(iota), s);
+  s.synchronize();  // the allocation and the fill are done before the second process looks
+  IpcArrayHandle h;
+  try {
+    h = get_ipc_handle(a);
+  } catch (const Error &e) {
+    if (e.status() != Status::ERROR_NOT_SUPPORTED) throw;
+    throw Unsupported{std::string("stream-ordered memory is not exportable here: ") + e.what(), to_string(Capability::Ipc)};
+  }
+  const int status = run_peer(env, "check-and-write", h.serialize());
+  expect(status == 0, "the second process failed (status " + std::to_string(status) + ")");
+  const auto seen = a.copy_to_host().to_vector<float>();
+  for (size_t i = 0; i < seen.size(); ++i)
+    expect(seen[i] == 1000.0f + float(i),
+           "element " + std::to_string(i) + " does not hold the second process's write");
+  // Freed, its handle is refused.
+  const std::string text = h.serialize();
+  a = DeviceArray();
+  env.ctx.flush_deallocations();
+  s.synchronize();
+  expect(run_peer(env, "expect-refused", text) == 0, "the second process opened freed stream-ordered memory");
+}
+
 void freed_export_refused(Env &env) {
   require_ipc(env);
   std::string text;
@@ -192,6 +226,9 @@ const RegisterChecks registered{
      "a second process sees an exported array (whole, at offsets, F-ordered, strided) and its writes come back",
      writes_seen_both_ways},
     {"ipc.freed_export_refused", "a second process cannot open the handle of freed memory", freed_export_refused},
+    {"ipc.stream_ordered_memory_shared",
+     "a second process sees memory from allocate_async and its writes come back; freed, it is refused",
+     stream_ordered_memory_shared},
     {"ipc.bad_handles_refused",
      "opening in the exporting process, zero-size and out-of-range exports and garbage are refused",
      bad_handles_refused},

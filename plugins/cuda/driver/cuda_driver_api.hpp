@@ -122,6 +122,7 @@ constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
 constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97;
 constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY = 83;
 constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS = 89;
+constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES = 119;
 // cuda.h CUmemLocation and its types (cuMemPrefetchAsync_v2, cuMemAdvise_v2).
 using CUmemLocationType = int;
 constexpr CUmemLocationType CU_MEM_LOCATION_TYPE_DEVICE = 0x1;
@@ -163,7 +164,14 @@ struct CUmemAccessDesc {
   CUmemLocation location;
   int flags;
 };
+// cuda.h's CUmemPoolPtrExportData (cuMemPoolExportPointer): opaque.
+struct CUmemPoolPtrExportData {
+  unsigned char reserved[64];
+};
 constexpr unsigned CU_MEM_ATTACH_GLOBAL = 0x1;
+// CUmemAllocationHandleType: "Allows a file descriptor to be used for
+// exporting. Permitted only on POSIX systems. (int)"
+constexpr int CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 0x1;
 
 // CUfunction_attribute and CUjit_option values
 constexpr CUfunction_attribute CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0;
@@ -357,6 +365,12 @@ inline CUstream stream_per_thread() {
   O(cuMemPoolCreate, cuMemPoolCreate, (CUmemoryPool *, const CUmemPoolProps *))                 \
   O(cuMemPoolDestroy, cuMemPoolDestroy, (CUmemoryPool))                                         \
   O(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync, (CUdeviceptr *, size_t, CUmemoryPool, CUstream)) \
+  O(cuMemPoolExportToShareableHandle, cuMemPoolExportToShareableHandle,                         \
+    (void *, CUmemoryPool, int, unsigned long long))                                            \
+  O(cuMemPoolImportFromShareableHandle, cuMemPoolImportFromShareableHandle,                     \
+    (CUmemoryPool *, void *, int, unsigned long long))                                          \
+  O(cuMemPoolExportPointer, cuMemPoolExportPointer, (CUmemPoolPtrExportData *, CUdeviceptr))    \
+  O(cuMemPoolImportPointer, cuMemPoolImportPointer, (CUdeviceptr *, CUmemoryPool, CUmemPoolPtrExportData *)) \
   O(cuCtxSetLimit, cuCtxSetLimit, (CUlimit, size_t))                                            \
   O(cuCtxGetLimit, cuCtxGetLimit, (size_t *, CUlimit))                                          \
   O(cuGetProcAddress, cuGetProcAddress_v2, (const char *, void **, int, uint64_t, int *))

@@ -365,8 +365,7 @@ TEST_CASE("cuda contract: gpuhal leaves the calling thread's current context as 
 
 // ---- 5. IPC reference counts ----------------------------------------------------------------------
 
-TEST_CASE("cuda contract: one handle opened twice is two references, each closed once, and pool memory is not exported",
-          "[cuda][contract]") {
+TEST_CASE("cuda contract: one handle opened twice is two references, each closed once", "[cuda][contract]") {
   Runtime rt = test::cuda_runtime();
   Context ctx = rt.device(0).primary_context();
   auto references = fake_symbol<long (*)()>("fake_cuda_ipc_open_references");
@@ -393,9 +392,107 @@ TEST_CASE("cuda contract: one handle opened twice is two references, each closed
     CHECK(references() == 0);
   }
   CHECK(errors.empty());
+}
+
+namespace {
+// An int32 array over `n` ints of stream-ordered memory, filled with `value`.
+DeviceArray pooled_array(const Context &ctx, const Stream &s, int n, int value) {
+  DeviceArray a(ctx.allocate_async(uint64_t(n) * 4, s), Layout::make({n}, 4), dtypes::int32);
+  a.copy_from_host(HostView::of(std::vector<int>(size_t(n), value)), s);
+  s.synchronize();  // cuda.h: imported memory "must not be accessed before the allocation operation completes"
+  return a;
+}
+}  // namespace
+
+// cuda.h: stream-ordered memory is shared as a pool's shareable descriptor
+// (cuMemPoolExportToShareableHandle) plus each allocation's export data
+// (cuMemPoolExportPointer); the importer imports the pool once and each
+// pointer (cuMemPoolImportPointer), and frees imports with cuMemFree. The
+// descriptor travels over the exporter's descriptor channel.
+TEST_CASE("cuda contract: stream-ordered pool memory is shared through the pool's descriptor, each open one import "
+          "freed once",
+          "[cuda][contract]") {
+  Runtime rt = test::cuda_runtime();
+  Context ctx = rt.device(0).primary_context();
+  auto imports = fake_symbol<long (*)()>("fake_cuda_pool_imports");
+  std::vector<std::string> errors;
+  ctx.set_deallocation_error_handler([&](const Error &e) { errors.push_back(e.what()); });
   Stream s = ctx.create_stream();
-  DeviceMemory pooled = ctx.allocate_async(4096, s);
+  DeviceArray d = pooled_array(ctx, s, 1000, 7);
+  // As if received from another process (the core refuses its own exports).
+  const IpcArrayHandle h = IpcArrayHandle::deserialize(get_ipc_handle(d).serialize());
+  SECTION("opened twice: one import, two references, the same memory both ways") {
+    IpcArray first = open_ipc_array(ctx, h);
+    IpcArray second = open_ipc_array(ctx, h);
+    CHECK(imports() == 1);
+    CHECK(first.array().device_pointer() == second.array().device_pointer());
+    CHECK(first.array().copy_to_host().to_vector<int>() == std::vector<int>(1000, 7));
+    first.array().copy_from_host(HostView::of(std::vector<int>(1000, 9)));
+    CHECK(d.copy_to_host().to_vector<int>() == std::vector<int>(1000, 9));
+    first.close();
+    ctx.flush_deallocations();
+    CHECK(imports() == 1);  // the second open still maps it
+    second.close();
+    ctx.flush_deallocations();
+    CHECK(imports() == 0);  // freed with cuMemFree, once
+    CHECK(d.copy_to_host().to_vector<int>() == std::vector<int>(1000, 9));  // the exporter's memory is untouched
+  }
+  SECTION("a view's handle maps the bytes it spans") {
+    const DeviceArray tail = d.view({Slice(500, 1000)});
+    const IpcArrayHandle hv = IpcArrayHandle::deserialize(get_ipc_handle(tail).serialize());
+    IpcArray opened = open_ipc_array(ctx, hv);
+    CHECK(opened.array().size() == 500);
+    CHECK(opened.array().copy_to_host().to_vector<int>() == std::vector<int>(500, 7));
+  }
+  SECTION("the context's end frees what is still imported") {
+    Runtime other = test::cuda_runtime();
+    Context importer = other.device(0).primary_context();
+    { IpcArray opened = open_ipc_array(importer, h); CHECK(imports() == 1); }
+    CHECK(imports() == 1);  // the unmap waits in the deferred queue
+    importer.reset();
+    CHECK(imports() == 0);
+  }
+  SECTION("memory freed by the exporter is refused by name, before the driver sees it") {
+    ctx.flush_deallocations();
+    d = DeviceArray();
+    ctx.flush_deallocations();
+    s.synchronize();
+    REQUIRE_GPUHAL_ERROR(open_ipc_array(ctx, h), Status::ERROR_INVALID_IPC_HANDLE, "no longer shares");
+    // Another allocation at the same address is not the one the handle named.
+    DeviceArray again = pooled_array(ctx, s, 1000, 1);
+    REQUIRE_GPUHAL_ERROR(open_ipc_array(ctx, h), Status::ERROR_INVALID_IPC_HANDLE, "no longer shares");
+    CHECK(imports() == 0);
+  }
+  SECTION("a handle naming a process that has ended is refused with the process named") {
+    const pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) _exit(0);
+    REQUIRE(waitpid(child, nullptr, 0) == child);
+    std::string text = get_ipc_handle(d).serialize();
+    IpcArrayHandle forged = IpcArrayHandle::deserialize(text);
+    uint32_t pid = uint32_t(child);
+    std::memcpy(forged.memory.handle.bytes + 8, &pid, sizeof pid);
+    REQUIRE_GPUHAL_ERROR(open_ipc_array(ctx, forged), Status::ERROR_INVALID_IPC_HANDLE,
+                         "process " + std::to_string(child));
+  }
+  SECTION("a forged token is refused") {
+    IpcArrayHandle forged = h;
+    forged.memory.handle.bytes[16] ^= 0x5a;
+    REQUIRE_GPUHAL_ERROR(open_ipc_array(ctx, forged), Status::ERROR_INVALID_IPC_HANDLE, "no longer shares");
+  }
+  CHECK(errors.empty());
+}
+
+TEST_CASE("cuda contract: where the device has no mempool IPC, stream-ordered memory is refused for export by name",
+          "[cuda][contract]") {
+  setenv("FAKE_CUDA_NO_POOL_IPC", "1", 1);
+  Runtime rt = test::cuda_runtime();
+  Context ctx = rt.device(0).primary_context();
+  Stream s = ctx.create_stream();
+  DeviceMemory pooled = ctx.allocate_async(4096, s);  // the pool is still made, without IPC
   REQUIRE_GPUHAL_ERROR(get_ipc_handle(pooled, 0, 4096), Status::ERROR_NOT_SUPPORTED, "allocate_async");
+  REQUIRE_GPUHAL_ERROR(get_ipc_handle(pooled, 0, 4096), Status::ERROR_NOT_SUPPORTED, "MEMPOOL_SUPPORTED_HANDLE_TYPES");
+  unsetenv("FAKE_CUDA_NO_POOL_IPC");
 }
 
 // ---- 6. the stream-ordered pool's reserve ---------------------------------------------------------

@@ -64,6 +64,8 @@ void destroy_context(int dev) {
     }
     for (auto it = g_ipc_opens.begin(); it != g_ipc_opens.end();)
       it = it->first.first == dev ? g_ipc_opens.erase(it) : ++it;
+    for (auto it = g_pool_imports.begin(); it != g_pool_imports.end();)
+      it = it->first.first == dev ? g_pool_imports.erase(it) : ++it;
   }
   g_legacy->drain();  // its queued work of this context is skipped
   g_sticky[dev] = 0;

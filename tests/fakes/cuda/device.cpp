@@ -194,6 +194,9 @@ API CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
     case 89:  // CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS
       *v = managed_memory_supported() && !std::getenv("FAKE_CUDA_NO_CONCURRENT_MANAGED_ACCESS") ? 1 : 0;
       break;
+    case 119:  // CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES: a POSIX file descriptor
+      *v = std::getenv("FAKE_CUDA_NO_POOL_IPC") ? 0 : 1;
+      break;
     case 83:  // CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY
       *v = managed_memory_supported() ? 1 : 0;
       break;

@@ -99,6 +99,7 @@
 #pragma once
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <array>
 #include <atomic>
@@ -163,6 +164,18 @@ inline std::array<int, kMaxPools> g_pool_dev = [] {
   return a;
 }();
 inline bool g_pool_destroyed[kMaxPools] = {};     // cuMemPoolDestroy'd, allocations still out
+// IPC of pools (ipc.cpp): the handle types a pool was made with, the memfd
+// standing for its shareable descriptor (made on the first export, -1
+// before) and that file's inode (how an imported descriptor is recognised),
+// and for an imported pool the slot it was imported from (-1: not imported).
+inline int g_pool_handle_types[kMaxPools] = {};
+inline std::array<int, kMaxPools> g_pool_memfd = [] {
+  std::array<int, kMaxPools> a{};
+  a.fill(-1);
+  return a;
+}();
+inline uint64_t g_pool_inode[kMaxPools] = {};
+inline std::array<int, kMaxPools> g_pool_imported_from = g_pool_memfd;
 // The calling thread's context stack (device numbers of primary contexts).
 // Trivially destructible, as the driver's own per-thread state behaves: a
 // program's static destructors still call the driver on the main thread
@@ -273,6 +286,7 @@ struct Alloc {
   int dev;
   int pool;              // the pool slot it came from (-1: cuMemAlloc)
   bool managed = false;  // from cuMemAllocManaged
+  uint64_t serial = 0;   // tells an allocation from a later one at the same address
 };
 // cuda.h, CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY (83): "Device can allocate
 // managed memory on this system". FAKE_CUDA_NO_MANAGED_MEMORY set when the
@@ -288,6 +302,10 @@ inline std::map<uintptr_t, size_t> g_registered;
 inline std::atomic<unsigned> g_last_host_alloc_flags{~0u}, g_last_host_register_flags{~0u};
 // IPC mappings open per (context's device, pointer), with their counts.
 inline std::map<std::pair<int, CUdeviceptr>, int> g_ipc_opens;
+// Pool allocations imported (cuMemPoolImportPointer) per (context's device,
+// pointer), with their counts. In one process the importer's pointer is the
+// exporter's, so a cuMemFree of it frees an import while one is open.
+inline std::map<std::pair<int, CUdeviceptr>, int> g_pool_imports;
 // ---- streams -------------------------------------------------------------------------
 // Each stream runs submitted operations in order on its own thread. Every
 // operation gets a ticket; `done` is the highest completed ticket.

@@ -12,6 +12,26 @@ inline uint64_t pool_idle_total() {
   for (uint64_t v : g_pool_idle) t += v;
   return t;
 }
+// A pool slot back to free (its last allocation gone after cuMemPoolDestroy,
+// or destroyed with none out).
+inline void free_pool_slot_locked(int slot) {
+  g_pool_destroyed[slot] = false;
+  g_pool_dev[size_t(slot)] = -1;
+  g_pool_handle_types[slot] = 0;
+  g_pool_imported_from[size_t(slot)] = -1;
+  g_pool_inode[slot] = 0;
+  if (g_pool_memfd[size_t(slot)] >= 0) close(g_pool_memfd[size_t(slot)]);
+  g_pool_memfd[size_t(slot)] = -1;
+}
+// cuMemFree / cuMemFreeAsync of an imported pool allocation: "The pointer
+// may be freed with cuMemFree or cuMemFreeAsync" (cuMemPoolImportPointer).
+// True when p was one (one import freed).
+inline bool free_pool_import_locked(int dev, CUdeviceptr p) {
+  auto it = g_pool_imports.find({dev, p});
+  if (it == g_pool_imports.end()) return false;
+  if (--it->second == 0) g_pool_imports.erase(it);
+  return true;
+}
 // The slot of a pool handle (-1: none, or a freed slot).
 inline int pool_slot(const void *pool) {
   for (int s = 0; s < kMaxPools; ++s)

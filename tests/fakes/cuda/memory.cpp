@@ -67,7 +67,8 @@ CUresult allocate(CUdeviceptr *p, size_t bytes, int dev, int pool, bool managed)
   if (!mem) return OUT_OF_MEMORY;
   g_used += bytes;
   *p = reinterpret_cast<uintptr_t>(mem);
-  g_device[*p] = Alloc{bytes, dev, pool, managed};
+  static uint64_t serials = 0;
+  g_device[*p] = Alloc{bytes, dev, pool, managed, ++serials};
   return OK;
 }
 
@@ -85,10 +86,7 @@ void release_locked(std::map<CUdeviceptr, Alloc>::iterator it, bool to_pool) {
   if (last_of_destroyed) {  // a destroyed pool goes with its last allocation
     bool outstanding = false;
     for (auto &kv : g_device) outstanding = outstanding || kv.second.pool == pool;
-    if (!outstanding) {
-      g_pool_destroyed[pool] = false;
-      g_pool_dev[size_t(pool)] = -1;
-    }
+    if (!outstanding) free_pool_slot_locked(pool);
   }
 }
 
@@ -130,6 +128,7 @@ API CUresult cuMemFree_v2(CUdeviceptr p) {
   int dev = -1;
   if (const CUresult r = context_entry("cuMemFree_v2", &dev); r != OK) return r;
   std::lock_guard<std::mutex> lock(g_mem_mu);
+  if (free_pool_import_locked(dev, p)) return OK;
   auto it = g_device.find(p);
   if (it == g_device.end()) return INVALID_VALUE;
   release_locked(it, false);

@@ -22,6 +22,10 @@ API CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {
   if (const CUresult r = context_entry("cuMemFreeAsync", &dev); r != OK) return r;
   if (const CUresult r = refuse_if_capturing(lookup(s), NOT_SUPPORTED); r != OK) return r;
   if (!device_range(p, 0)) return INVALID_VALUE;
+  {
+    std::lock_guard<std::mutex> lock(g_mem_mu);
+    if (free_pool_import_locked(dev, p)) return OK;  // an import: unmapped (its memory is the exporter's)
+  }
   return submit(s, [p] {
     std::lock_guard<std::mutex> lock(g_mem_mu);
     auto it = g_device.find(p);
@@ -90,6 +94,8 @@ API CUresult cuMemPoolCreate(void **pool, const CUmemPoolProps_fake *props) {
   if (!pool || !props) return INVALID_VALUE;
   if (props->allocType != 1 || props->location.type != 1 || bad_device(props->location.id)) return INVALID_VALUE;
   if (props->handleTypes != 0 && props->handleTypes != 1) return INVALID_VALUE;  // none, or a POSIX fd
+  // A device without mempool IPC (CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES 0) refuses an IPC-capable pool.
+  if (props->handleTypes != 0 && std::getenv("FAKE_CUDA_NO_POOL_IPC")) return NOT_SUPPORTED;
   if (props->win32SecurityAttributes) return INVALID_VALUE;
   for (unsigned char r : props->reserved)
     if (r) return INVALID_VALUE;
@@ -100,6 +106,7 @@ API CUresult cuMemPoolCreate(void **pool, const CUmemPoolProps_fake *props) {
     g_pool_destroyed[s] = false;
     g_pool_idle[s] = 0;
     g_release_threshold[s] = 0;
+    g_pool_handle_types[s] = props->handleTypes;
     *pool = &g_pool_token[s];
     return OK;
   }
@@ -122,7 +129,7 @@ API CUresult cuMemPoolDestroy(void *pool) {
   if (outstanding) {
     g_pool_destroyed[slot] = true;  // the slot is freed with its last allocation
   } else {
-    g_pool_dev[size_t(slot)] = -1;
+    free_pool_slot_locked(slot);
   }
   return OK;
 }
@@ -136,6 +143,9 @@ API CUresult cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t bytes, void *pool, C
     std::lock_guard<std::mutex> lock(g_mem_mu);
     slot = pool_slot(pool);
     if (slot < 0 || g_pool_destroyed[slot]) return INVALID_VALUE;
+    // cuMemPoolImportFromShareableHandle: "imported memory pools may not be
+    // used in cuDeviceSetMemPool or cuMemAllocFromPoolAsync calls".
+    if (g_pool_imported_from[size_t(slot)] >= 0) return INVALID_VALUE;
   }
   return allocate(p, bytes, g_pool_dev[size_t(slot)], slot, false);
 }
