@@ -219,6 +219,11 @@ bool Device::can_access_peer(const Device &peer) const {
   return out != 0;
 }
 
+StreamPriorityRange Device::stream_priority_range() const {
+  if (!impl_) throw Error(Status::ERROR_INVALID_HANDLE, "Device::stream_priority_range: empty device");
+  return primary_context().stream_priority_range();
+}
+
 Context Device::primary_context() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   if (auto existing = impl_->primary.lock()) return detail::Access::wrap<Context>(existing);

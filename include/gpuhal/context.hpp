@@ -30,13 +30,6 @@ class Event;
 class DeviceMemory;
 class MemoryManager;
 
-// Stream priorities, CUDA's convention: lower numbers are greater
-// priorities; the meaningful ones lie in [greatest, least].
-struct StreamPriorityRange {
-  int least = 0;
-  int greatest = 0;
-};
-
 // A context's limits (Context::set_limit, Context::limit), in bytes.
 enum class Limit : uint32_t {
   PrintfBufferBytes = 1,  // the device printf's buffer (cuda: the printf FIFO, 1 MiB by default)

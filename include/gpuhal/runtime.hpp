@@ -96,6 +96,13 @@ struct DeviceProperties {
 };
 
 
+// Stream priorities, CUDA's convention: lower numbers are greater
+// priorities; the meaningful ones lie in [greatest, least].
+struct StreamPriorityRange {
+  int least = 0;
+  int greatest = 0;
+};
+
 class Device {
  public:
   int ordinal() const;
@@ -108,6 +115,12 @@ class Device {
   // the same device, for devices of another runtime, and on backends
   // without Capability::PeerAccess).
   bool can_access_peer(const Device &peer) const;
+  // The stream priorities this device's streams take (CUDA runtime's
+  // cudaDeviceGetStreamPriorityRange): those of its primary context, which
+  // this makes when no handle holds it (as the CUDA runtime initialises
+  // its primary context on first use). ERROR_NOT_SUPPORTED naming
+  // Capability::StreamPriorities on backends without them.
+  StreamPriorityRange stream_priority_range() const;
 
  private:
   friend class Runtime;

@@ -202,6 +202,15 @@ void bind_runtime(nb::module_ &m) {
           "None when the backend gives none")
       .def_prop_ro("properties", &properties_of, "Every property, as a dict")
       .def("can_access_peer", &gpuhal::Device::can_access_peer, release_gil())
+      .def(
+          "stream_priority_range",
+          [](const gpuhal::Device &d) {
+            const gpuhal::StreamPriorityRange r = d.stream_priority_range();
+            return std::make_pair(r.least, r.greatest);
+          },
+          release_gil(),
+          "(least, greatest) stream priorities of the device's streams (its primary context's; CUDA's "
+          "cudaDeviceGetStreamPriorityRange)")
       .def("primary_context", &gpuhal::Device::primary_context, release_gil())
       .def("__eq__", [](const gpuhal::Device &a, const gpuhal::Device &b) {
         return a.ordinal() == b.ordinal() && a.runtime().backend_name() == b.runtime().backend_name();

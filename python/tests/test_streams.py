@@ -195,6 +195,7 @@ def test_stream_priorities():
         return
     least, greatest = ctx.stream_priority_range()
     assert greatest <= least
+    assert ctx.device.stream_priority_range() == (least, greatest)  # the device's: its primary context's
     assert gpuhal.stream(priority=greatest - 50).priority == greatest  # clamped
     assert gpuhal.stream(priority=least + 50).priority == least
     s = gpuhal.stream(priority=least)

@@ -34,6 +34,10 @@ TEST_CASE("stream priorities: the host range is 2 .. 0, clamped, and a lesser pr
   const StreamPriorityRange r = ctx.stream_priority_range();
   CHECK(r.least == 2);
   CHECK(r.greatest == 0);
+  // The device's range is its primary context's.
+  const StreamPriorityRange d = ctx.device().stream_priority_range();
+  CHECK(d.least == r.least);
+  CHECK(d.greatest == r.greatest);
   const int process_nice = getpriority(PRIO_PROCESS, 0);
   Stream normal = ctx.create_stream();
   Stream urgent = ctx.create_stream(StreamKind::NonBlocking, -7);  // clamped to the greatest
@@ -56,5 +60,7 @@ TEST_CASE("stream priorities: a backend without them refuses them by name", "[st
   REQUIRE_GPUHAL_ERROR(ctx.create_stream(StreamKind::Blocking, 1), Status::ERROR_NOT_SUPPORTED,
                        "Capability::StreamPriorities");
   REQUIRE_GPUHAL_ERROR(ctx.stream_priority_range(), Status::ERROR_NOT_SUPPORTED, "Capability::StreamPriorities");
+  REQUIRE_GPUHAL_ERROR(ctx.device().stream_priority_range(), Status::ERROR_NOT_SUPPORTED,
+                       "Capability::StreamPriorities");
   REQUIRE_GPUHAL_ERROR(ctx.create_stream().priority(), Status::ERROR_NOT_SUPPORTED, "Capability::StreamPriorities");
 }
