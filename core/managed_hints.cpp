@@ -39,6 +39,18 @@ std::shared_ptr<detail::ContextImpl> checked(const DeviceArray &a, Location wher
   return ctx;
 }
 
+// Bytes [offset, offset + bytes) of `memory` as a uint8 array.
+DeviceArray byte_range(const DeviceMemory &memory, uint64_t offset, uint64_t bytes, const char *call) {
+  if (!memory) throw Error(Status::ERROR_INVALID_HANDLE, std::string(call) + ": empty memory");
+  const uint64_t size = memory.size();
+  if (offset > size || bytes > size - offset)
+    throw Error(Status::ERROR_INDEX_OUT_OF_RANGE, std::string(call) + ": bytes [" + std::to_string(offset) + ", " +
+                                                      std::to_string(offset) + " + " + std::to_string(bytes) +
+                                                      ") reach past the memory's " + std::to_string(size));
+  const DeviceArray whole(memory, Layout::make({int64_t(size)}, 1), dtypes::uint8);
+  return whole.view({Slice(int64_t(offset), int64_t(offset + bytes))});
+}
+
 int32_t location_value(Location l) {
   return l.is_host() ? GPUHAL_LOCATION_HOST : int32_t(l.ordinal());
 }
@@ -67,6 +79,14 @@ void advise(const DeviceArray &managed, Advice advice, Location where) {
   ctx->check(ctx->backend().mem_advise_status(ctx->handle, begin, uint64_t(managed.alloc_size()), a,
                                               location_value(where)),
              "mem_advise");
+}
+
+void prefetch(const DeviceMemory &managed, uint64_t offset, uint64_t bytes, Location to, const Stream &stream) {
+  prefetch(byte_range(managed, offset, bytes, "prefetch"), to, stream);
+}
+
+void advise(const DeviceMemory &managed, uint64_t offset, uint64_t bytes, Advice advice, Location where) {
+  advise(byte_range(managed, offset, bytes, "advise"), advice, where);
 }
 
 }  // namespace gpuhal

@@ -48,4 +48,11 @@ void prefetch(const DeviceArray &managed, Location to, const Stream &stream);
 // Applies `advice` to the pages of `managed` (immediately, not on a stream).
 void advise(const DeviceArray &managed, Advice advice, Location where = Location::host());
 
+// The same for bytes [offset, offset + bytes) of managed memory (a range:
+// UR's urEnqueueUSMPrefetch / urEnqueueUSMAdvise form). A range past the
+// memory's end is ERROR_INDEX_OUT_OF_RANGE; an empty range does nothing.
+void prefetch(const DeviceMemory &managed, uint64_t offset, uint64_t bytes, Location to, const Stream &stream);
+void advise(const DeviceMemory &managed, uint64_t offset, uint64_t bytes, Advice advice,
+            Location where = Location::host());
+
 }  // namespace gpuhal

@@ -242,9 +242,17 @@ _ADVICE = {"read_mostly": 1, "unset_read_mostly": 2, "preferred_location": 3, "u
 
 
 def _managed_device_array(ary):
-    dev = getattr(ary, "_gpuhal_device", ary)
+    # A managed array (its device side), a DeviceNDArray, managed memory
+    # from memallocmanaged (its bytes) or a view(start, stop) of it (a range).
+    if hasattr(ary, "_gpuhal_device_bytes"):
+        dev = ary._gpuhal_device_bytes()
+    elif hasattr(ary, "_gpuhal_device"):
+        dev = ary._gpuhal_device
+    else:
+        dev = getattr(ary, "_memory", ary)
     if not isinstance(dev, DeviceNDArray):
-        raise TypeError(f"expected a managed array (gpuhal.managed_array), got {type(ary).__name__}")
+        raise TypeError("expected a managed array (gpuhal.managed_array), managed memory (memallocmanaged) "
+                        f"or a view of it, got {type(ary).__name__}")
     return dev
 
 
@@ -257,7 +265,8 @@ def _location(device):
 
 
 def prefetch(ary, device=0, stream=0):
-    """Migrates a managed array's pages to ``device`` (an ordinal, or
+    """Migrates a managed array's pages (or those of managed memory, or of
+    its ``view(start, stop)``: a range) to ``device`` (an ordinal, or
     ``"host"``) in ``stream``'s order, as ``cuMemPrefetchAsync`` does, so
     that the work that uses them there does not fault them in. A hint: the
     array stays usable everywhere. NotSupportedError where the backend or

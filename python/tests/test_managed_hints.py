@@ -29,6 +29,21 @@ def test_prefetch_and_advise_keep_the_data():
     np.testing.assert_array_equal(m, np.arange(4096, dtype=np.int32))
 
 
+def test_managed_memory_and_its_ranges_take_hints():
+    mem = ctx.memallocmanaged(4096)
+    host = np.asarray(mem)
+    host[:] = 7
+    s = gpuhal.stream()
+    gpuhal.prefetch(mem, 0, stream=s)
+    gpuhal.prefetch(mem.view(1024, 2048), "host", stream=s)  # a range
+    gpuhal.advise(mem.view(0, 512), "read_mostly")
+    gpuhal.advise(mem.view(4096), "read_mostly")  # an empty range: nothing to do
+    s.synchronize()
+    assert (host == 7).all()
+    with pytest.raises(gpuhal.Error, match="not a managed array"):
+        gpuhal.prefetch(ctx.memalloc(64).view(0, 32), 0)
+
+
 def test_bad_input_is_refused_by_name():
     m = gpuhal.managed_array(16, dtype=np.float32)
     with pytest.raises(ValueError, match="advice must be one of"):

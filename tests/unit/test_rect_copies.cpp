@@ -208,6 +208,24 @@ TEST_CASE("cuda managed hints: prefetch and advise reach the driver with CUDA's 
   CHECK(last() == std::vector<int64_t>{1, 0, 2, 0, 1024});  // CU_MEM_LOCATION_TYPE_HOST, the view's span
   advise(m, Advice::SetAccessedBy, Location::device(0));
   CHECK(last() == std::vector<int64_t>{2, 5, 1, 0, 4096});
+  // The range forms: the bytes named, nothing past the memory's end.
+  prefetch(m.memory(), 1000, 24, Location::device(0), s);
+  CHECK(last() == std::vector<int64_t>{1, 0, 1, 0, 24});
+  advise(m.memory(), 4000, 96, Advice::SetReadMostly);
+  CHECK(last() == std::vector<int64_t>{2, 1, 2, 0, 96});
+  const std::vector<int64_t> before = last();
+  prefetch(m.memory(), 4096, 0, Location::host(), s);  // empty: nothing sent
+  CHECK(last() == before);
+  REQUIRE_GPUHAL_ERROR(prefetch(m.memory(), 4000, 97, Location::host(), s), Status::ERROR_INDEX_OUT_OF_RANGE,
+                       "reach past the memory's 4096");
+  REQUIRE_GPUHAL_ERROR(advise(m.memory(), UINT64_MAX, 2, Advice::SetReadMostly), Status::ERROR_INDEX_OUT_OF_RANGE,
+                       "advise");
+  REQUIRE_GPUHAL_ERROR(prefetch(DeviceMemory(), 0, 0, Location::host(), s), Status::ERROR_INVALID_HANDLE,
+                       "empty memory");
+  DeviceArray plain_bytes = device_array(ctx, {64}, dtypes::uint8);
+  REQUIRE_GPUHAL_ERROR(advise(plain_bytes.memory(), 0, 64, Advice::SetReadMostly), Status::ERROR_INVALID_VALUE,
+                       "not a managed array");
+  CHECK(last() == before);
   s.synchronize();
   // A device without CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS (the
   // fake reads the setting at each query): refused by name, not sent.
