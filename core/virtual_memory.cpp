@@ -2,6 +2,8 @@
 // Virtual memory (gpuhal/virtual_memory.hpp) over the plugin's vm_* entries.
 #include "gpuhal/virtual_memory.hpp"
 
+#include <initializer_list>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <string>
@@ -95,17 +97,34 @@ uint64_t round_up(uint64_t v, uint64_t step) {
   return (v + step - 1) / step * step;
 }
 
-}  // namespace
-
-VmGranularity vm_granularity(const Context &ctx) {
-  const auto &c = vm_context(ctx, "vm_granularity");
+VmGranularity granularity_of(const std::shared_ptr<detail::ContextImpl> &c) {
   VmGranularity g;
   c->check(c->backend().vm_granularity_status(c->handle, &g.minimum, &g.recommended), "vm_granularity");
   return g;
 }
 
+// The header's promise on every backend, before the driver sees the call:
+// each size and offset is a multiple of the minimum granularity (a driver
+// refuses it with no word of why: CUDA_ERROR_INVALID_VALUE).
+void check_granular(const std::shared_ptr<detail::ContextImpl> &c, std::initializer_list<uint64_t> values,
+                    const char *what, const char *call) {
+  const uint64_t minimum = granularity_of(c).minimum;
+  for (uint64_t v : values)
+    if (minimum != 0 && v % minimum != 0)
+      throw Error(Status::ERROR_INVALID_VALUE, std::string(call) + ": " + what + " (" + std::to_string(v) +
+                                                   ") must be a multiple of the minimum granularity " +
+                                                   std::to_string(minimum) + " (vm_granularity)");
+}
+
+}  // namespace
+
+VmGranularity vm_granularity(const Context &ctx) {
+  return granularity_of(vm_context(ctx, "vm_granularity"));
+}
+
 PhysicalMemory PhysicalMemory::create(const Context &ctx, uint64_t bytes) {
   const auto &c = vm_context(ctx, "PhysicalMemory::create");
+  check_granular(c, {bytes}, "the size", "PhysicalMemory::create");
   auto impl = std::make_shared<detail::PhysicalMemoryImpl>();
   c->check(c->backend().vm_create_status(c->handle, bytes, &impl->handle), "vm_create");
   impl->ctx = c;
@@ -122,6 +141,7 @@ uint64_t PhysicalMemory::size() const {
 
 VirtualRange VirtualRange::reserve(const Context &ctx, uint64_t bytes, uint64_t alignment) {
   const auto &c = vm_context(ctx, "VirtualRange::reserve");
+  check_granular(c, {bytes, alignment}, "the size and the alignment", "VirtualRange::reserve");
   gpuhal_deviceptr_t base = 0;
   c->check(c->backend().vm_reserve_status(c->handle, bytes, alignment, &base), "vm_reserve");
   auto impl = std::make_shared<detail::VirtualRangeImpl>();
@@ -152,7 +172,19 @@ void VirtualRange::map(uint64_t offset, uint64_t bytes, const PhysicalMemory &me
     throw Error(Status::ERROR_INVALID_VALUE, std::string(call) + ": the physical memory belongs to another context");
   p->ctx->check_alive(p->generation, call);
   check_span(*r, offset, bytes, call);
+  check_granular(r->ctx, {offset, bytes, memory_offset}, "the offset, the size and the memory's offset", call);
+  if (memory_offset > p->bytes || bytes > p->bytes - memory_offset)
+    throw Error(Status::ERROR_INVALID_VALUE, std::string(call) + ": [" + std::to_string(memory_offset) + ", +" +
+                                                 std::to_string(bytes) + ") reaches past the physical memory's " +
+                                                 std::to_string(p->bytes) + " bytes");
   std::lock_guard<std::mutex> lock(r->mu);
+  auto next = r->mappings.lower_bound(offset);
+  const bool overlaps_next = next != r->mappings.end() && next->first < offset + bytes;
+  const bool overlaps_previous =
+      next != r->mappings.begin() && std::prev(next)->first + std::prev(next)->second.bytes > offset;
+  if (overlaps_next || overlaps_previous)
+    throw Error(Status::ERROR_INVALID_VALUE, std::string(call) + ": [" + std::to_string(offset) + ", +" +
+                                                 std::to_string(bytes) + ") overlaps a mapping (unmap it first)");
   r->ctx->check(r->ctx->backend().vm_map_status(r->ctx->handle, r->base + offset, bytes, p->handle, memory_offset),
                 "vm_map");
   detail::VirtualRangeImpl::Mapping m;
@@ -182,6 +214,7 @@ void VirtualRange::set_access(uint64_t offset, uint64_t bytes, VmAccess access, 
   const char *call = "VirtualRange::set_access";
   const auto &r = live_range(impl_, call);
   check_span(*r, offset, bytes, call);
+  check_granular(r->ctx, {offset, bytes}, "the offset and the size", call);
   const int32_t dev = device < 0 ? int32_t(r->ctx->device->ordinal) : int32_t(device);
   std::lock_guard<std::mutex> lock(r->mu);
   r->ctx->check(

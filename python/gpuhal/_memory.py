@@ -28,6 +28,7 @@ __all__ = [
     "to_device", "device_array", "device_array_like", "managed_array", "pinned_array", "pinned_array_like",
     "mapped_array", "mapped_array_like", "pinned", "mapped", "register", "deregister", "MappedNDArray",
     "ManagedNDArray", "PinnedNDArray", "prefetch", "advise", "GrowableDeviceArray", "vm_granularity",
+    "PhysicalMemory", "VirtualRange",
 ]
 
 
@@ -291,6 +292,72 @@ def advise(ary, advice, device="host"):
 def vm_granularity():
     """(minimum, recommended): what every virtual-memory size is a multiple of."""
     return tuple(_gpuhal.vm_granularity(_ctx()))
+
+
+_VM_ACCESS = {"none": 0, "read": 1, "read_write": 3}
+
+
+class PhysicalMemory:
+    """Physical device memory of the current context's device, at no
+    address until a VirtualRange maps it (CUDA's ``cuMemCreate``). ``size``
+    is a multiple of ``vm_granularity()[0]``. It stays while this object or
+    a mapping of it lives."""
+
+    def __init__(self, size):
+        self._p = _gpuhal._PhysicalMemory.create(_ctx(), int(size))
+
+    @property
+    def size(self):
+        return self._p.size
+
+
+class VirtualRange:
+    """A reserved range of device addresses (CUDA's ``cuMemAddressReserve``)
+    that physical memory is mapped into piece by piece. Offsets and sizes
+    are multiples of ``vm_granularity()[0]``; a device may use a mapping
+    only after ``set_access``. ``array(offset, shape, dtype)`` gives a
+    DeviceNDArray over mapped bytes; ``unmap`` refuses a mapping such an
+    array still covers. The addresses go when this object and every array
+    over it are gone."""
+
+    def __init__(self, size, alignment=0):
+        self._r = _gpuhal._VirtualRange.reserve(_ctx(), int(size), int(alignment))
+
+    @property
+    def base(self):
+        """The first address."""
+        return self._r.base
+
+    @property
+    def size(self):
+        return self._r.size
+
+    def map(self, offset, size, memory, memory_offset=0):
+        """Maps ``size`` bytes of ``memory`` (a PhysicalMemory) from
+        ``memory_offset`` at ``offset``."""
+        if not isinstance(memory, PhysicalMemory):
+            raise TypeError(f"memory must be a gpuhal.PhysicalMemory, not {type(memory).__name__}")
+        self._r.map(int(offset), int(size), memory._p, int(memory_offset))
+
+    def unmap(self, offset, size):
+        """Unmaps the mapping at ``offset`` of ``size`` bytes (after the
+        context's queued work)."""
+        self._r.unmap(int(offset), int(size))
+
+    def set_access(self, offset, size, access="read_write", device=None):
+        """Gives ``device`` (an ordinal; None: the context's device) ``access``
+        ("none", "read" or "read_write") to the mappings in
+        [offset, offset + size)."""
+        if access not in _VM_ACCESS:
+            raise ValueError(f"access must be one of {sorted(_VM_ACCESS)}, not {access!r}")
+        if device is not None and (isinstance(device, bool) or not isinstance(device, int) or device < 0):
+            raise ValueError(f"device must be a device ordinal (an int >= 0) or None, not {device!r}")
+        self._r.set_access(int(offset), int(size), _VM_ACCESS[access], -1 if device is None else device)
+
+    def array(self, offset, shape, dtype=np.float32):
+        """A C-contiguous DeviceNDArray over mapped bytes from ``offset``."""
+        dt = np.dtype(dtype)
+        return DeviceNDArray(self._r.array(int(offset), _shape(shape), _typestr(dt)), dt)
 
 
 class GrowableDeviceArray:

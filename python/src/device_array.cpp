@@ -110,6 +110,42 @@ void bind_device_array_functions(nb::module_ &m) {
       .def_prop_ro("max_size", &gpuhal::GrowableDeviceArray::max_size)
       .def_prop_ro("device_pointer", &gpuhal::GrowableDeviceArray::device_pointer)
       .def("array", &gpuhal::GrowableDeviceArray::array);
+  // The building blocks under it: physical memory and reserved ranges.
+  nb::class_<gpuhal::PhysicalMemory>(m, "_PhysicalMemory")
+      .def_static(
+          "create",
+          [](const gpuhal::Context &ctx, uint64_t bytes) {
+            nb::gil_scoped_release unlocked;
+            return gpuhal::PhysicalMemory::create(ctx, bytes);
+          })
+      .def_prop_ro("size", &gpuhal::PhysicalMemory::size);
+  nb::class_<gpuhal::VirtualRange>(m, "_VirtualRange")
+      .def_static(
+          "reserve",
+          [](const gpuhal::Context &ctx, uint64_t bytes, uint64_t alignment) {
+            nb::gil_scoped_release unlocked;
+            return gpuhal::VirtualRange::reserve(ctx, bytes, alignment);
+          })
+      .def_prop_ro("base", &gpuhal::VirtualRange::base)
+      .def_prop_ro("size", &gpuhal::VirtualRange::size)
+      .def("map",
+           [](const gpuhal::VirtualRange &r, uint64_t offset, uint64_t bytes, const gpuhal::PhysicalMemory &memory,
+              uint64_t memory_offset) {
+             nb::gil_scoped_release unlocked;
+             r.map(offset, bytes, memory, memory_offset);
+           })
+      .def("unmap",
+           [](const gpuhal::VirtualRange &r, uint64_t offset, uint64_t bytes) {
+             nb::gil_scoped_release unlocked;
+             r.unmap(offset, bytes);
+           })
+      .def("set_access",
+           [](const gpuhal::VirtualRange &r, uint64_t offset, uint64_t bytes, uint32_t access, int device) {
+             nb::gil_scoped_release unlocked;
+             r.set_access(offset, bytes, static_cast<gpuhal::VmAccess>(access), device);
+           })
+      .def("array", [](const gpuhal::VirtualRange &r, uint64_t offset, const gpuhal::Shape &shape,
+                       const std::string &typestr) { return r.array(offset, shape, dtype_of(typestr)); });
   m.def("vm_granularity", [](const gpuhal::Context &ctx) {
     const gpuhal::VmGranularity g = gpuhal::vm_granularity(ctx);
     return nb::make_tuple(g.minimum, g.recommended);

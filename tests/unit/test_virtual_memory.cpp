@@ -72,10 +72,16 @@ TEST_CASE("cuda virtual memory: the fake driver keeps cuMemMap's, cuMemUnmap's a
   CHECK(m == uint64_t(2) << 20);  // an H100's
   VirtualRange r = VirtualRange::reserve(ctx, 4 * m);
   PhysicalMemory p = PhysicalMemory::create(ctx, 2 * m);
-  // "ptr, size, and offset must be a multiple of" the granularity.
-  REQUIRE_GPUHAL_ERROR(r.map(m / 2, m, p), Status::ERROR_INVALID_VALUE, "cuMemMap");
-  REQUIRE_GPUHAL_ERROR(PhysicalMemory::create(ctx, m / 2), Status::ERROR_INVALID_VALUE, "cuMemCreate");
+  // "ptr, size, and offset must be a multiple of" the granularity: the core
+  // says so by name before the driver sees the call (the driver's own
+  // refusal, checked directly below, gives no reason).
+  REQUIRE_GPUHAL_ERROR(r.map(m / 2, m, p), Status::ERROR_INVALID_VALUE, "multiple of the minimum granularity");
+  REQUIRE_GPUHAL_ERROR(PhysicalMemory::create(ctx, m / 2), Status::ERROR_INVALID_VALUE,
+                       "multiple of the minimum granularity");
+  REQUIRE_GPUHAL_ERROR(VirtualRange::reserve(ctx, m, m / 2), Status::ERROR_INVALID_VALUE, "the alignment");
+  REQUIRE_GPUHAL_ERROR(r.map(0, 2 * m, p, m), Status::ERROR_INVALID_VALUE, "reaches past the physical memory");
   r.map(0, 2 * m, p);
+  REQUIRE_GPUHAL_ERROR(r.map(m, m, p), Status::ERROR_INVALID_VALUE, "overlaps a mapping");
   // "cuMemUnmap cannot unmap a sub-range"; cuMemSetAccess wants "a fully mapped address range".
   REQUIRE_GPUHAL_ERROR(r.unmap(0, m), Status::ERROR_INVALID_VALUE, "unmapped whole");
   REQUIRE_GPUHAL_ERROR(r.set_access(0, 3 * m, VmAccess::ReadWrite), Status::ERROR_INVALID_VALUE, "cuMemSetAccess");
@@ -83,6 +89,23 @@ TEST_CASE("cuda virtual memory: the fake driver keeps cuMemMap's, cuMemUnmap's a
   void *primary = nullptr;
   REQUIRE(test::fake_symbol<int (*)(void **, int)>("cuDevicePrimaryCtxRetain")(&primary, 0) == 0);
   REQUIRE(test::fake_symbol<int (*)(void *)>("cuCtxSetCurrent")(primary) == 0);
+  {
+    // The fake driver's own rules, asked directly.
+    struct Prop {
+      int type, handle_types, location_type, location_id;
+      void *win32;
+      unsigned char flags[8];
+    } prop{1, 0, 1, 0, nullptr, {}};
+    auto create = test::fake_symbol<int (*)(unsigned long long *, size_t, const Prop *, unsigned long long)>(
+        "cuMemCreate");
+    auto map = test::fake_symbol<int (*)(unsigned long long, size_t, size_t, unsigned long long, unsigned long long)>(
+        "cuMemMap");
+    unsigned long long h = 0;
+    CHECK(create(&h, m / 2, &prop, 0) == 1);  // CUDA_ERROR_INVALID_VALUE
+    REQUIRE(create(&h, 2 * m, &prop, 0) == 0);
+    CHECK(map(r.base() + 2 * m + m / 2, m, 0, h, 0) == 1);
+    CHECK(test::fake_symbol<int (*)(unsigned long long)>("cuMemRelease")(h) == 0);
+  }
   auto memset8 = test::fake_symbol<int (*)(unsigned long long, unsigned char, size_t)>("cuMemsetD8_v2");
   CHECK(memset8(r.base(), 1, 64) == 1);
   r.set_access(0, 2 * m, VmAccess::ReadWrite);
