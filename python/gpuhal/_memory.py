@@ -308,6 +308,7 @@ class PhysicalMemory:
 
     @property
     def size(self):
+        """Bytes."""
         return self._p.size
 
 
@@ -330,6 +331,7 @@ class VirtualRange:
 
     @property
     def size(self):
+        """Bytes reserved."""
         return self._r.size
 
     def map(self, offset, size, memory, memory_offset=0):
