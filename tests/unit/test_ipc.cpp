@@ -79,6 +79,24 @@ TEST_CASE("two processes see each other's writes through IPC") {
   }
 }
 
+// A MemoryPool's blocks are device memory like any other: a block (at
+// whatever offset of its backend allocation it sits) is shared by its bytes.
+TEST_CASE("a MemoryPool block is shared with a second process and its writes come back") {
+  Context ctx = test::host_context();
+  MemoryPool pool(ctx);
+  Stream s = ctx.create_stream();
+  DeviceMemory keep = pool.allocate(4096, s);  // another block of the pool, before ours
+  DeviceArray block(pool.allocate(48 * 4, s), Layout::make({6, 8}, 4), dtypes::float32);
+  fill_iota(block);
+  s.synchronize();
+  const IpcArrayHandle h = get_ipc_handle(block);
+  CHECK(h.memory.size == 48 * 4);
+  REQUIRE(run_peer(h.serialize()) == 0);
+  const std::vector<float> seen = block.copy_to_host().to_vector<float>();
+  for (size_t i = 0; i < seen.size(); ++i) REQUIRE(seen[i] == 1000.0f + float(i));
+  CHECK(pool.stats().allocations == 2);
+}
+
 TEST_CASE("an IPC export keeps the device pointer and the contents") {
   Context ctx = test::host_context();
   std::vector<double> v{1, 2, 3, 4, 5};
