@@ -27,6 +27,7 @@
 // all importing processes before being freed in the exporting process".
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <mutex>

@@ -53,8 +53,11 @@
 //  - IPC: "If the memory handle has already been opened by the current
 //    context, the reference count on the handle is incremented by 1 and the
 //    existing device pointer is returned"; each cuIpcCloseMemHandle drops
-//    one. Memory of the default stream-ordered pool cannot be exported with
-//    cuIpcGetMemHandle (only pools made with an IPC handle type can).
+//    one. Pool memory cannot be exported with cuIpcGetMemHandle; a pool made
+//    with an IPC handle type shares its memory through its OS handle and
+//    per-allocation export data instead (ipc.cpp: a memfd recognised by
+//    inode; imported pools make no allocations; a freed allocation, or a
+//    new one at its address, is not imported).
 //  - The stream-ordered pool keeps freed memory up to its release threshold
 //    (CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: "Amount of reserved memory in bytes
 //    to hold onto before trying to release memory back to the OS", released
