@@ -134,6 +134,16 @@ gpuhal_status_t imported_pool(CudaContext *c, uint32_t pid, uint64_t serial, int
   return GPUHAL_SUCCESS;
 }
 
+// One more reference to an allocation c imported already (c->mu held).
+bool reuse_import(CudaContext *c, const PoolHandleBytes &h, gpuhal_deviceptr_t *out, uint64_t *bytes) {
+  auto it = c->pool_imports.find({h.pid, h.token});
+  if (it == c->pool_imports.end()) return false;
+  ++it->second.refs;
+  *out = it->second.ptr;
+  *bytes = it->second.bytes;
+  return true;
+}
+
 // ipc_open of pool memory: fetched from the exporter, imported once per
 // (process, token) in c, one reference per open.
 gpuhal_status_t open_pool_allocation(CudaContext *c, const PoolHandleBytes &h, gpuhal_deviceptr_t *out,
@@ -142,13 +152,7 @@ gpuhal_status_t open_pool_allocation(CudaContext *c, const PoolHandleBytes &h, g
     return fail(GPUHAL_ERROR_NOT_SUPPORTED, "ipc_open: this driver cannot import stream-ordered pool memory");
   {
     std::lock_guard<std::mutex> lock(c->mu);
-    auto it = c->pool_imports.find({h.pid, h.token});
-    if (it != c->pool_imports.end()) {
-      ++it->second.refs;
-      *out = it->second.ptr;
-      *bytes = it->second.bytes;
-      return GPUHAL_SUCCESS;
-    }
+    if (reuse_import(c, h, out, bytes)) return GPUHAL_SUCCESS;
   }
   int fd = -1;
   Published p{};
@@ -159,13 +163,7 @@ gpuhal_status_t open_pool_allocation(CudaContext *c, const PoolHandleBytes &h, g
   std::unique_ptr<int, void (*)(int *)> closer(&fd, [](int *f) { close(*f); });
   if (n != sizeof p) return fail(GPUHAL_ERROR_INVALID_IPC_HANDLE, "ipc_open: a malformed answer from the exporter");
   std::lock_guard<std::mutex> lock(c->mu);
-  auto again = c->pool_imports.find({h.pid, h.token});  // another thread opened it meanwhile
-  if (again != c->pool_imports.end()) {
-    ++again->second.refs;
-    *out = again->second.ptr;
-    *bytes = again->second.bytes;
-    return GPUHAL_SUCCESS;
-  }
+  if (reuse_import(c, h, out, bytes)) return GPUHAL_SUCCESS;  // another thread opened it meanwhile
   CUmemoryPool pool = nullptr;
   if (const gpuhal_status_t st = imported_pool(c, h.pid, p.pool_serial, fd, &pool); st != GPUHAL_SUCCESS) return st;
   CUdeviceptr ptr = 0;
