@@ -41,7 +41,7 @@ inline constexpr std::string_view kSubmittingEntries[] = {"memcpy_async",       
                                                           "stream_add_callback", "event_record",   "stream_barrier",
                                                           "mem_alloc_async",     "mem_free_async", "launch",
                                                           "graph_exec_launch",   "memcpy_rect_async",
-                                                          "mem_prefetch_async"};
+                                                          "mem_prefetch_async",  "mem_pool_alloc_async"};
 constexpr bool submits_work(std::string_view entry) {
   for (std::string_view e : kSubmittingEntries)
     if (e == entry) return true;

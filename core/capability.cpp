@@ -33,6 +33,7 @@ constexpr Named kNames[] = {
     {Capability::ManagedHints, "managed_hints"},
     {Capability::VirtualMemory, "virtual_memory"},
     {Capability::ContextLimits, "context_limits"},
+    {Capability::DriverMemoryPools, "driver_memory_pools"},
 };
 
 }  // namespace
@@ -90,6 +91,7 @@ bool backend_supports(const Backend &t, const DeviceFacts &devices, Capability c
       {Capability::ManagedHints, t.has_mem_prefetch_async()},
       {Capability::VirtualMemory, t.has_vm_reserve()},
       {Capability::ContextLimits, t.has_context_set_limit()},
+      {Capability::DriverMemoryPools, t.has_mem_pool_create() && t.has_mem_alloc_async()},
   };
   for (const auto &p : present)
     if (p.first == c) return p.second;

@@ -34,6 +34,7 @@ struct Registration {
 inline constexpr const char *kStreamPriorities = "stream priorities (Capability::StreamPriorities)";
 inline constexpr const char *kGraphs = "stream capture and graphs (Capability::Graphs)";
 inline constexpr const char *kContextLimits = "context limits (Capability::ContextLimits)";
+inline constexpr const char *kDriverMemoryPools = "memory pools as objects (Capability::DriverMemoryPools)";
 
 struct ContextImpl {
   std::shared_ptr<RuntimeImpl> runtime;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// MemoryPool (gpuhal/memory_pool.hpp): idle blocks per stream and rounded
-// size; blocks handed out through the memory-manager machinery
+// MemoryPool (gpuhal/memory_pool.hpp): the handle, and the caching pool
+// (MemoryPoolKind::Caching): idle blocks per stream and rounded size;
+// blocks handed out through the memory-manager machinery
 // (Allocation::releaser), so the last handle's release returns them here.
 #include "gpuhal/memory_pool.hpp"
 
@@ -15,6 +16,7 @@
 #include "context_impl.hpp"
 #include "gpuhal/error.hpp"
 #include "handle_access.hpp"
+#include "memory_pool_impl.hpp"
 #include "stream_impl.hpp"
 
 namespace gpuhal {
@@ -34,11 +36,8 @@ uint64_t rounded(uint64_t bytes) {
 
 }  // namespace
 
-// The pool's state. Holds the context weakly: a pool installed as its
-// context's memory manager is owned by the context (a strong reference
-// would be a cycle). Whoever calls in holds the context: a MemoryPool
-// handle, an allocation (Allocation::ctx), or the context's manager slot.
-struct MemoryPoolImpl final : MemoryManager {
+// The caching pool's state (memory_pool_impl.hpp says how it is held).
+struct CachingMemoryPool final : MemoryPoolImpl {
   // A stream's idle blocks. Streams are told apart by the plugin's handle
   // (every default_stream() call makes a new handle object over the same
   // stream), the per-thread default stream also by the allocating thread.
@@ -54,20 +53,18 @@ struct MemoryPoolImpl final : MemoryManager {
     uint64_t in_use = 0;                                  // blocks of the stream handed out
   };
 
-  explicit MemoryPoolImpl(MemoryPoolOptions o) : options(o) {}
-  std::string name() const override { return "memory pool"; }
-  void initialize() override {}
-  DeviceMemory memalloc(uint64_t bytes) override { return allocate(bytes, context().default_stream()); }
+  explicit CachingMemoryPool(MemoryPoolOptions o) : options(o) {}
   void reset() override { forget_all(); }
 
-  DeviceMemory allocate(uint64_t bytes, const Stream &stream);
+  DeviceMemory allocate(uint64_t bytes, const Stream &stream) override;
+  void free_on(const DeviceMemory &memory, const Stream &stream) override;
   void release_block(DevicePointer ptr, uint64_t bytes, uint64_t cookie) override;
-  uint64_t trim(uint64_t keep_bytes);
-  MemoryPoolStats snapshot();
+  void set_release_threshold(uint64_t bytes) override;
+  uint64_t release_threshold() override;
+  uint64_t trim(uint64_t keep_bytes) override;
+  MemoryPoolStats snapshot() override;
+  void reset_peak() override;
 
-  using MemoryManager::context;
-
-  std::weak_ptr<MemoryPoolImpl> self;  // set by the MemoryPool constructor
   std::mutex mu;
   MemoryPoolOptions options;
   MemoryPoolStats stats;
@@ -87,7 +84,7 @@ struct MemoryPoolImpl final : MemoryManager {
   void drop_stale_locked(uint64_t current);
 };
 
-MemoryPoolImpl::Bin &MemoryPoolImpl::bin_of(const Stream &stream) {
+CachingMemoryPool::Bin &CachingMemoryPool::bin_of(const Stream &stream) {
   const auto &impl = impl_of(stream);
   const std::thread::id thread =
       impl->handle == GPUHAL_STREAM_PER_THREAD ? std::this_thread::get_id() : std::thread::id();
@@ -106,7 +103,7 @@ MemoryPoolImpl::Bin &MemoryPoolImpl::bin_of(const Stream &stream) {
 // context must have no work at all. (A plugin reuses a stream handle only
 // after destroying the stream, which the deferred queue does once the
 // context's work is done.)
-bool MemoryPoolImpl::stream_idle(const Bin &b) {
+bool CachingMemoryPool::stream_idle(const Bin &b) {
   if (b.handle == GPUHAL_STREAM_PER_THREAD) return impl_of(context())->work_idle();
   if (auto s = b.stream.lock()) return Access::wrap<Stream>(std::move(s)).query();
   if (b.handle == nullptr) return context().default_stream().query();
@@ -116,7 +113,7 @@ bool MemoryPoolImpl::stream_idle(const Bin &b) {
 
 // Under mu. The stream's own idle block first, then one of a stream whose
 // work is all done.
-DevicePointer MemoryPoolImpl::take_idle(const Stream &stream, uint64_t size) {
+DevicePointer CachingMemoryPool::take_idle(const Stream &stream, uint64_t size) {
   Bin &own = bin_of(stream);
   auto pop = [&](Bin &b) -> DevicePointer {
     auto it = b.idle.find(size);
@@ -135,7 +132,7 @@ DevicePointer MemoryPoolImpl::take_idle(const Stream &stream, uint64_t size) {
   return 0;
 }
 
-void MemoryPoolImpl::drop_stale_locked(uint64_t current) {
+void CachingMemoryPool::drop_stale_locked(uint64_t current) {
   if (generation == current) return;
   // A reset freed every block with the old context: nothing to give back.
   bins.clear();
@@ -145,15 +142,10 @@ void MemoryPoolImpl::drop_stale_locked(uint64_t current) {
   generation = current;
 }
 
-DeviceMemory MemoryPoolImpl::allocate(uint64_t bytes, const Stream &stream) {
+DeviceMemory CachingMemoryPool::allocate(uint64_t bytes, const Stream &stream) {
   const Context ctx = context();
-  if (bytes == 0) throw Error(Status::ERROR_INVALID_VALUE, "MemoryPool::allocate: size must be positive");
-  if (bytes > uint64_t(INT64_MAX))
-    throw Error(Status::ERROR_SIZE_OVERFLOW, "MemoryPool::allocate: " + std::to_string(bytes) + " bytes is too many");
-  if (stream.context() != ctx)
-    throw Error(Status::ERROR_INVALID_VALUE, "MemoryPool::allocate: the stream belongs to another context");
   ContextImpl &c = *impl_of(ctx);
-  c.check_alive(c.current_generation(), "MemoryPool::allocate");
+  check_pool_request(c, ctx, bytes, stream, "MemoryPool::allocate");
   const uint64_t size = rounded(bytes);
   DevicePointer p = 0;
   {
@@ -194,7 +186,7 @@ DeviceMemory MemoryPoolImpl::allocate(uint64_t bytes, const Stream &stream) {
   return m;
 }
 
-void MemoryPoolImpl::release_block(DevicePointer ptr, uint64_t, uint64_t size) {
+void CachingMemoryPool::release_block(DevicePointer ptr, uint64_t, uint64_t size) {
   std::vector<std::pair<DevicePointer, uint64_t>> release;
   {
     std::lock_guard<std::mutex> lock(mu);
@@ -225,7 +217,7 @@ void MemoryPoolImpl::release_block(DevicePointer ptr, uint64_t, uint64_t size) {
 
 // Under mu: idle blocks to give back until at most `keep` bytes are idle,
 // largest first; bins left empty are dropped (their streams with them).
-void MemoryPoolImpl::pick_releases(uint64_t keep, std::vector<std::pair<DevicePointer, uint64_t>> *out) {
+void CachingMemoryPool::pick_releases(uint64_t keep, std::vector<std::pair<DevicePointer, uint64_t>> *out) {
   while (idle_bytes > keep) {
     Bin *best = nullptr;
     uint64_t best_size = 0;
@@ -249,11 +241,11 @@ void MemoryPoolImpl::pick_releases(uint64_t keep, std::vector<std::pair<DevicePo
 
 // Through the context's deferred queue: its flush waits for the context's
 // work, so a block still in use by queued work is never freed under it.
-void MemoryPoolImpl::give_back(const std::vector<std::pair<DevicePointer, uint64_t>> &blocks) {
+void CachingMemoryPool::give_back(const std::vector<std::pair<DevicePointer, uint64_t>> &blocks) {
   for (const auto &b : blocks) backend_free(b.first, b.second);
 }
 
-uint64_t MemoryPoolImpl::trim(uint64_t keep_bytes) {
+uint64_t CachingMemoryPool::trim(uint64_t keep_bytes) {
   std::vector<std::pair<DevicePointer, uint64_t>> release;
   {
     std::lock_guard<std::mutex> lock(mu);
@@ -265,7 +257,7 @@ uint64_t MemoryPoolImpl::trim(uint64_t keep_bytes) {
   return total;
 }
 
-void MemoryPoolImpl::forget_all() {
+void CachingMemoryPool::forget_all() {
   std::lock_guard<std::mutex> lock(mu);
   generation = ~uint64_t(0);  // stale: the next call starts afresh
   bins.clear();
@@ -274,11 +266,45 @@ void MemoryPoolImpl::forget_all() {
   stats.used_bytes = stats.reserved_bytes = stats.allocations = 0;
 }
 
-MemoryPoolStats MemoryPoolImpl::snapshot() {
+MemoryPoolStats CachingMemoryPool::snapshot() {
   const uint64_t current = impl_of(context())->current_generation();
   std::lock_guard<std::mutex> lock(mu);
   drop_stale_locked(current);
   return stats;
+}
+
+// The block goes to `stream`'s bin: reused at once by that stream's later
+// work, by another stream's only once `stream` has no work pending.
+void CachingMemoryPool::free_on(const DeviceMemory &memory, const Stream &stream) {
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = live.find(memory.device_pointer());
+  if (it == live.end()) return;  // a reset since: the context freed it
+  Bin &to = bin_of(stream);
+  if (to.id == it->second) return;
+  for (Bin &b : bins)
+    if (b.id == it->second) --b.in_use;
+  ++to.in_use;
+  it->second = to.id;
+  // A bin left with nothing idle and nothing in use is dropped by the next
+  // pick_releases, as any other.
+}
+
+void CachingMemoryPool::set_release_threshold(uint64_t bytes) {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    options.release_threshold = bytes;
+  }
+  trim(bytes);
+}
+
+uint64_t CachingMemoryPool::release_threshold() {
+  std::lock_guard<std::mutex> lock(mu);
+  return options.release_threshold;
+}
+
+void CachingMemoryPool::reset_peak() {
+  std::lock_guard<std::mutex> lock(mu);
+  stats.peak_used_bytes = stats.used_bytes;
 }
 
 // Installed as a context's manager: the pool's allocations on the default
@@ -298,16 +324,38 @@ class PoolMemoryManagerAdapter final : public MemoryManager {
   std::shared_ptr<MemoryPoolImpl> pool_;
 };
 
+void check_pool_request(ContextImpl &c, const Context &ctx, uint64_t bytes, const Stream &stream, const char *what) {
+  if (bytes == 0) throw Error(Status::ERROR_INVALID_VALUE, std::string(what) + ": size must be positive");
+  if (bytes > uint64_t(INT64_MAX))
+    throw Error(Status::ERROR_SIZE_OVERFLOW, std::string(what) + ": " + std::to_string(bytes) + " bytes is too many");
+  if (stream.context() != ctx)
+    throw Error(Status::ERROR_INVALID_VALUE, std::string(what) + ": the stream belongs to another context");
+  c.check_alive(c.current_generation(), what);
+}
+
+std::shared_ptr<MemoryPoolImpl> make_caching_pool(MemoryPoolOptions options, uint64_t generation) {
+  auto impl = std::make_shared<CachingMemoryPool>(options);
+  impl->generation = generation;
+  return impl;
+}
+
 }  // namespace detail
 
 MemoryPool::MemoryPool(const Context &context, MemoryPoolOptions options) {
   const auto &c = detail::require_handle(detail::impl_of(context), "MemoryPool");
   c->check_alive(c->current_generation(), "MemoryPool");
-  auto impl = std::make_shared<detail::MemoryPoolImpl>(options);
+  std::shared_ptr<detail::MemoryPoolImpl> impl;
+  switch (options.kind) {
+    case MemoryPoolKind::Caching: impl = detail::make_caching_pool(options, c->current_generation()); break;
+    case MemoryPoolKind::Driver: impl = detail::make_driver_pool(c, options); break;
+    default:
+      throw Error(Status::ERROR_INVALID_VALUE,
+                  "MemoryPool: unknown kind " + std::to_string(static_cast<int>(options.kind)));
+  }
   impl->self = impl;
-  impl->generation = c->current_generation();
   detail::attach_memory_manager(*impl, c);
   context_ = context;
+  kind_ = options.kind;
   impl_ = std::move(impl);
 }
 
@@ -320,19 +368,24 @@ DeviceMemory MemoryPool::allocate(uint64_t bytes) const {
   return impl_->allocate(bytes, context_.default_stream());
 }
 
+void MemoryPool::free(DeviceMemory &memory, const Stream &stream) const {
+  detail::require_handle(impl_, "MemoryPool::free");
+  if (!memory) throw Error(Status::ERROR_INVALID_HANDLE, "MemoryPool::free: empty memory handle");
+  if (!detail::impl_of(stream) || stream.context() != context_)
+    throw Error(Status::ERROR_INVALID_VALUE, "MemoryPool::free: the stream is empty or belongs to another context");
+  if (detail::impl_of(memory)->releaser != impl_.get())
+    throw Error(Status::ERROR_INVALID_VALUE, "MemoryPool::free: the memory was not allocated from this pool");
+  (void)detail::impl_of(stream)->live("MemoryPool::free");
+  impl_->free_on(memory, stream);
+  memory = DeviceMemory();
+}
+
 void MemoryPool::set_release_threshold(uint64_t bytes) const {
-  detail::require_handle(impl_, "MemoryPool::set_release_threshold");
-  {
-    std::lock_guard<std::mutex> lock(impl_->mu);
-    impl_->options.release_threshold = bytes;
-  }
-  impl_->trim(bytes);
+  detail::require_handle(impl_, "MemoryPool::set_release_threshold")->set_release_threshold(bytes);
 }
 
 uint64_t MemoryPool::release_threshold() const {
-  detail::require_handle(impl_, "MemoryPool::release_threshold");
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  return impl_->options.release_threshold;
+  return detail::require_handle(impl_, "MemoryPool::release_threshold")->release_threshold();
 }
 
 uint64_t MemoryPool::trim(uint64_t keep_bytes) const {
@@ -344,9 +397,7 @@ MemoryPoolStats MemoryPool::stats() const {
 }
 
 void MemoryPool::reset_peak() const {
-  detail::require_handle(impl_, "MemoryPool::reset_peak");
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  impl_->stats.peak_used_bytes = impl_->stats.used_bytes;
+  detail::require_handle(impl_, "MemoryPool::reset_peak")->reset_peak();
 }
 
 std::unique_ptr<MemoryManager> MemoryPool::memory_manager() const {
@@ -356,6 +407,11 @@ std::unique_ptr<MemoryManager> MemoryPool::memory_manager() const {
 Context MemoryPool::context() const {
   detail::require_handle(impl_, "MemoryPool::context");
   return context_;
+}
+
+MemoryPoolKind MemoryPool::kind() const {
+  detail::require_handle(impl_, "MemoryPool::kind");
+  return kind_;
 }
 
 }  // namespace gpuhal

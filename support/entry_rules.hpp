@@ -130,7 +130,7 @@ std::string arg_text(std::string_view name, T value) {
 }
 
 // The handles the rules name by kind (EVENT(i), MODULE(i), ...).
-enum class HandleKind { event, module, kernel, graph, graph_exec };
+enum class HandleKind { event, module, kernel, graph, graph_exec, mem_pool };
 inline const char *article(HandleKind k) {
   switch (k) {
     case HandleKind::event: return "an event";
@@ -138,6 +138,7 @@ inline const char *article(HandleKind k) {
     case HandleKind::kernel: return "a kernel";
     case HandleKind::graph: return "a graph";
     case HandleKind::graph_exec: return "a graph exec";
+    case HandleKind::mem_pool: return "a memory pool";
   }
   return "a handle";
 }
@@ -288,6 +289,7 @@ struct EntryRules;
 #define KERNEL(i) &&c.handle(HandleKind::kernel, std::get<i>(a), i)
 #define GRAPH(i) &&c.handle(HandleKind::graph, std::get<i>(a), i)
 #define GRAPH_EXEC(i) &&c.handle(HandleKind::graph_exec, std::get<i>(a), i)
+#define MEM_POOL(i) &&c.handle(HandleKind::mem_pool, std::get<i>(a), i)
 #define EVENTS(p, n) &&c.events(std::get<p>(a), std::get<n>(a), p)
 #define ORDINAL(i) &&c.ordinal(std::get<i>(a), i)
 #define OUT(i) &&c.not_null(std::get<i>(a), i, "an output pointer must not be NULL")
@@ -328,6 +330,7 @@ struct EntryRules;
 #undef KERNEL
 #undef GRAPH
 #undef GRAPH_EXEC
+#undef MEM_POOL
 #undef EVENTS
 #undef ORDINAL
 #undef OUT

@@ -36,6 +36,7 @@ const char *to_string(ObjectKind kind) {
     case ObjectKind::graph_exec: return "graph exec";
     case ObjectKind::vm_reservation: return "virtual address reservation";
     case ObjectKind::vm_physical: return "physical memory";
+    case ObjectKind::mem_pool: return "memory pool";
   }
   return "object";
 }

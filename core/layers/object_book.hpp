@@ -46,6 +46,7 @@ enum class ObjectKind {
   graph_exec,
   vm_reservation,
   vm_physical,
+  mem_pool,
 };
 const char *to_string(ObjectKind kind);
 
@@ -127,6 +128,7 @@ ObjectBook::Taken ObjectBook::before(A... a) {
   if constexpr (Id == E::graph_exec_destroy) return take(ObjectKind::graph_exec, arg(I1{}));
   if constexpr (Id == E::vm_free) return take(ObjectKind::vm_reservation, arg(I1{}));
   if constexpr (Id == E::vm_release) return take(ObjectKind::vm_physical, arg(I1{}));
+  if constexpr (Id == E::mem_pool_destroy) return take(ObjectKind::mem_pool, arg(I1{}));
   return {};
 }
 
@@ -178,6 +180,10 @@ void ObjectBook::after(gpuhal_status_t status, Taken taken, A... a) {
     add(ObjectKind::vm_reservation, out(I3{}), arg(I0{}), arg(I1{}));
   } else if constexpr (Id == E::vm_create) {
     add(ObjectKind::vm_physical, out(I2{}), arg(I0{}), arg(I1{}));
+  } else if constexpr (Id == E::mem_pool_create) {
+    add(ObjectKind::mem_pool, out(I2{}), arg(I0{}), 0);
+  } else if constexpr (Id == E::mem_pool_alloc_async) {
+    add(ObjectKind::async_memory, out(std::integral_constant<size_t, 4>{}), arg(I0{}), arg(I2{}));
   }
 }
 

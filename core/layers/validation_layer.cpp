@@ -20,6 +20,7 @@ const char *destroyer(ObjectKind kind) {
     case ObjectKind::graph: return "graph_destroy";
     case ObjectKind::graph_exec: return "graph_exec_destroy";
     case ObjectKind::ipc_mapping: return "ipc_close";
+    case ObjectKind::mem_pool: return "mem_pool_destroy";
     default: return "its release";
   }
 }
@@ -53,6 +54,7 @@ ObjectKind RuleCheck::object_kind(support::HandleKind kind) {
     case support::HandleKind::module: return ObjectKind::module;
     case support::HandleKind::kernel: return ObjectKind::kernel;
     case support::HandleKind::graph: return ObjectKind::graph;
+    case support::HandleKind::mem_pool: return ObjectKind::mem_pool;
     case support::HandleKind::graph_exec: break;
   }
   return ObjectKind::graph_exec;

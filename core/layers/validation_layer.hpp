@@ -113,6 +113,8 @@ constexpr Creation creation() {
     case E::ipc_open: return {true, K::ipc_mapping, 2};
     case E::vm_reserve: return {true, K::vm_reservation, 3};
     case E::vm_create: return {true, K::vm_physical, 2};
+    case E::mem_pool_create: return {true, K::mem_pool, 2};
+    case E::mem_pool_alloc_async: return {true, K::async_memory, 4};
     default: return {};
   }
 }
@@ -171,6 +173,7 @@ class ValidationLayer {
     uint64_t bytes = 0;
     if constexpr (Id == EntryId::mem_alloc || Id == EntryId::mem_alloc_managed || Id == EntryId::mem_alloc_async)
       bytes = std::get<1>(std::make_tuple(a...));
+    if constexpr (Id == EntryId::mem_pool_alloc_async) bytes = std::get<2>(std::make_tuple(a...));
     plugin_answer(EntryTraits<Id>::name, made.kind, h, bytes);
   }
   void plugin_answer(const char *entry, ObjectKind kind, uint64_t handle, uint64_t bytes);

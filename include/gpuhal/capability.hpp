@@ -37,6 +37,8 @@ enum class Capability {
                         // gpuhal.advise)
   VirtualMemory,        // VirtualRange, PhysicalMemory, GrowableDeviceArray (reserve, map, set access)
   ContextLimits,        // Context::set_limit / Context::limit (the printf buffer's and the stack's sizes)
+  DriverMemoryPools,    // MemoryPoolKind::Driver: a MemoryPool backed by a stream-ordered pool the
+                        // backend makes for it alone (cuda: cuMemPoolCreate)
 };
 
 // The capability's name: "stream_barrier", "host_memory", "kernels" ...

@@ -23,6 +23,21 @@
 // after it. On the backend's out of memory the pool gives back its idle
 // blocks and retries once.
 //
+// MemoryPoolKind::Driver hands all of it to a stream-ordered pool the
+// backend makes for this object alone (needs Capability::DriverMemoryPools;
+// cuda: cuMemPoolCreate, never the device's default pool that CuPy and
+// PyTorch share, nor the pool behind Context::allocate_async): RMM's
+// CudaAsyncMemoryResource, cuda.core's DeviceMemoryResource. Every
+// allocation and free is then a driver call (cuMemAllocFromPoolAsync,
+// cuMemFreeAsync), ordered on its stream, and the driver decides reuse: a
+// block freed on a stream serves that stream's later work at once, another
+// stream's once the freeing stream's work before the free is done. Its
+// release threshold counts reserved bytes (used and idle, as CUDA's
+// CU_MEMPOOL_ATTR_RELEASE_THRESHOLD does) and releases at the next
+// synchronisation; its statistics are the driver's (hits and misses are 0:
+// the driver does not count them; released_bytes counts trim()). Its
+// memory cannot be shared with IPC (the pool has no shareable handle type).
+//
 // Value handle: copies share the pool; the pool lives while a handle or an
 // allocation from it does, and keeps its context alive. Thread-safe.
 #pragma once
@@ -41,12 +56,21 @@ namespace detail {
 struct MemoryPoolImpl;
 }
 
+enum class MemoryPoolKind {
+  Caching,  // the core's caching pool over the backend's allocations (every backend)
+  Driver,   // a stream-ordered pool of the backend's own (Capability::DriverMemoryPools)
+};
+
 struct MemoryPoolOptions {
   // Idle bytes the pool keeps; above them, the longest-idle blocks go back
-  // to the backend as blocks return. Default: keep everything until trim().
+  // to the backend as blocks return (Driver: reserved bytes, at the next
+  // synchronisation). Default: keep everything until trim().
   // (CUDA's pools release above their threshold at the next
   // synchronisation; this pool does it at the return.)
   uint64_t release_threshold = UINT64_MAX;
+  // Which pool (after the threshold, so that MemoryPoolOptions{bytes} keeps
+  // meaning a caching pool with that threshold).
+  MemoryPoolKind kind = MemoryPoolKind::Caching;
 };
 
 struct MemoryPoolStats {
@@ -69,6 +93,14 @@ class MemoryPool {
   DeviceMemory allocate(uint64_t bytes, const Stream &stream) const;
   // On the context's default stream.
   DeviceMemory allocate(uint64_t bytes) const;
+  // Stream-ordered free (cudaFreeAsync's place): `memory` (allocated from
+  // this pool: ERROR_INVALID_VALUE otherwise; empty: ERROR_INVALID_HANDLE)
+  // goes back in the order of `stream` (of the pool's context) instead of
+  // its allocating stream's, and this handle is emptied. Work on other
+  // streams that uses it must be ordered before the free's point on
+  // `stream` (an event), as in CUDA. Other handles or array views of the
+  // memory still keep it: it goes back when the last of them goes.
+  void free(DeviceMemory &memory, const Stream &stream) const;
 
   void set_release_threshold(uint64_t bytes) const;
   uint64_t release_threshold() const;
@@ -84,12 +116,14 @@ class MemoryPool {
   std::unique_ptr<MemoryManager> memory_manager() const;
 
   Context context() const;
+  MemoryPoolKind kind() const;
   explicit operator bool() const { return impl_ != nullptr; }
   friend bool operator==(const MemoryPool &a, const MemoryPool &b) { return a.impl_ == b.impl_; }
   friend bool operator!=(const MemoryPool &a, const MemoryPool &b) { return !(a == b); }
 
  private:
   Context context_;
+  MemoryPoolKind kind_ = MemoryPoolKind::Caching;
   std::shared_ptr<detail::MemoryPoolImpl> impl_;
 };
 

@@ -16,7 +16,8 @@
  * priorities; 1.10 rectangular copies, managed-memory prefetch and advice,
  * virtual memory; 1.11 context limits; 1.12 the device's uuid; 1.13 the
  * device's module_loads_wait; 1.14 the device's
- * synchronize_waits_for_all_work; 1.15 context_waits_for_stream.
+ * synchronize_waits_for_all_work; 1.15 context_waits_for_stream; 1.16 memory
+ * pools as objects.
  *
  * Compatibility rules (frozen):
  *  - Every table and descriptor struct starts with {abi_version, struct_size}.
@@ -82,7 +83,7 @@ extern "C" {
 #endif
 
 #define GPUHAL_ABI_MAJOR 1
-#define GPUHAL_ABI_MINOR 15
+#define GPUHAL_ABI_MINOR 16
 #define GPUHAL_ABI_VERSION GPUHAL_MAKE_VERSION(GPUHAL_ABI_MAJOR, GPUHAL_ABI_MINOR)
 
 /* The one symbol a plugin exports. */
@@ -466,6 +467,36 @@ typedef struct gpuhal_plugin_table {
    * stream at all may be answered 0 or refused (GPUHAL_ERROR_INVALID_HANDLE);
    * never answer 1 unless the vendor says so. */
   gpuhal_status_t (*context_waits_for_stream)(gpuhal_context_t ctx, gpuhal_stream_t stream, int32_t *out);
+
+  /* -- Memory pools as objects (OPTIONAL, all or none; ABI 1.16) --
+   * CUDA's cuMemPoolCreate / cuMemAllocFromPoolAsync / cuMemPoolTrimTo /
+   * cuMemPoolGetAttribute / SetAttribute / cuMemPoolDestroy: a stream-ordered
+   * pool of ctx's device's memory that the plugin makes for one caller and
+   * shares with nobody (never the device's default pool, never the pool
+   * behind mem_alloc_async). A plugin with these entries has the
+   * stream_ordered group too: memory from a pool is freed with mem_free_async,
+   * on any stream; the pool's reuse follows that stream's order (a block
+   * freed on a stream serves another stream only once the freeing stream's
+   * work before the free is done).
+   * mem_pool_create: flags must be 0; the new pool's release threshold is 0
+   * (idle memory goes back at the next synchronisation). mem_pool_alloc_async:
+   * bytes > 0, usable by work on `stream` from now on, as mem_alloc_async.
+   * mem_pool_trim: gives idle memory back until at most keep_bytes are
+   * reserved or nothing idle is left. Attributes: GPUHAL_MEM_POOL_*; an
+   * unknown one, or a value a set cannot take, is GPUHAL_ERROR_INVALID_VALUE.
+   * mem_pool_destroy: returns at once; memory still allocated from the pool
+   * stays valid until freed, and then goes back to the device. A pool is of
+   * its context: context_destroy destroys it (and frees its memory), and
+   * so does a reset of the context (its handle is invalid after). */
+  gpuhal_status_t (*mem_pool_create)(gpuhal_context_t ctx, uint32_t flags, gpuhal_mem_pool_t *out);
+  gpuhal_status_t (*mem_pool_destroy)(gpuhal_context_t ctx, gpuhal_mem_pool_t pool);
+  gpuhal_status_t (*mem_pool_alloc_async)(gpuhal_context_t ctx, gpuhal_mem_pool_t pool, uint64_t bytes,
+                                          gpuhal_stream_t stream, gpuhal_deviceptr_t *out);
+  gpuhal_status_t (*mem_pool_trim)(gpuhal_context_t ctx, gpuhal_mem_pool_t pool, uint64_t keep_bytes);
+  gpuhal_status_t (*mem_pool_get_attribute)(gpuhal_context_t ctx, gpuhal_mem_pool_t pool, uint32_t attribute,
+                                            uint64_t *out);
+  gpuhal_status_t (*mem_pool_set_attribute)(gpuhal_context_t ctx, gpuhal_mem_pool_t pool, uint32_t attribute,
+                                            uint64_t value);
 } gpuhal_plugin_table_t;
 
 /* The plugin's only export. Returns GPUHAL_SUCCESS and sets *table, or

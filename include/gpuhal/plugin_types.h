@@ -32,6 +32,8 @@ typedef struct gpuhal_graph_s *gpuhal_graph_t;
 /* Physical memory made by vm_create, mapped into reserved ranges (ABI 1.10). */
 typedef struct gpuhal_physical_memory_s *gpuhal_physical_memory_t;
 typedef struct gpuhal_graph_exec_s *gpuhal_graph_exec_t;
+/* A stream-ordered memory pool made by mem_pool_create (ABI 1.16). */
+typedef struct gpuhal_mem_pool_s *gpuhal_mem_pool_t;
 /* Special stream handles every *_async / stream entry accepts (CUDA's
  * values): the legacy default stream, and the calling thread's own default
  * stream (a blocking stream per host thread, created on first use and
@@ -288,6 +290,16 @@ typedef struct gpuhal_copy_rect {
 /* context_set_limit / context_get_limit's limits, in bytes. */
 #define GPUHAL_LIMIT_PRINTF_BUFFER_BYTES 1u /* the device printf's buffer (CU_LIMIT_PRINTF_FIFO_SIZE) */
 #define GPUHAL_LIMIT_STACK_BYTES 2u         /* each work-item's stack (CU_LIMIT_STACK_SIZE) */
+
+/* ---- Memory pools as objects (ABI 1.16) ------------------------------------ */
+/* mem_pool_get_attribute / mem_pool_set_attribute's attributes, in bytes
+ * (CUDA's CUmemPool_attribute meanings). Settable: the release threshold
+ * (any value), and the two high watermarks (to 0 only: a reset). */
+#define GPUHAL_MEM_POOL_RELEASE_THRESHOLD 1u /* idle bytes kept at a synchronisation */
+#define GPUHAL_MEM_POOL_RESERVED_CURRENT 2u  /* held from the device: used + idle */
+#define GPUHAL_MEM_POOL_RESERVED_HIGH 3u     /* the highest reserved since creation or a reset */
+#define GPUHAL_MEM_POOL_USED_CURRENT 4u      /* handed out and not yet freed */
+#define GPUHAL_MEM_POOL_USED_HIGH 5u         /* the highest used since creation or a reset */
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -220,6 +220,7 @@ gpuhal_status_t context_destroy(gpuhal_context_t ctx) {
     if (d.cuDevicePrimaryCtxReset) note(d.cuDevicePrimaryCtxReset(c->device), "cuDevicePrimaryCtxReset");
     release_pool_ipc(c);
     if (c->pool && d.cuMemPoolDestroy) d.cuMemPoolDestroy(c->pool);  // a pool is the device's: it outlives the reset
+    for (CUmemoryPool p : c->object_pools) d.cuMemPoolDestroy(p);
     note(d.cuDevicePrimaryCtxRelease(c->device), "cuDevicePrimaryCtxRelease");
     return first == CUDA_SUCCESS ? GPUHAL_SUCCESS : d.error(first, first_call);
   }
@@ -236,6 +237,7 @@ gpuhal_status_t context_destroy(gpuhal_context_t ctx) {
   release_pool_ipc(c);
   for (CUdeviceptr p : c->allocations) note(d.cuMemFree(p), "cuMemFree");
   if (c->pool && d.cuMemPoolDestroy) note(d.cuMemPoolDestroy(c->pool), "cuMemPoolDestroy");
+  for (CUmemoryPool p : c->object_pools) note(d.cuMemPoolDestroy(p), "cuMemPoolDestroy");
   for (void *p : c->registrations) note(d.cuMemHostUnregister(p), "cuMemHostUnregister");
   for (void *p : c->host_allocations) note(d.cuMemFreeHost(p), "cuMemFreeHost");
   if (!c->adopted) note(d.cuDevicePrimaryCtxRelease(c->device), "cuDevicePrimaryCtxRelease");

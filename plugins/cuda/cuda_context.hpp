@@ -90,6 +90,11 @@ struct CudaContext {
   // CU_DEVICE_ATTRIBUTE_MAX_PITCH: the largest pitch cuMemcpy3D takes (0: unknown, no 3-D copies).
   size_t max_pitch = 0;
   CUmemoryPool pool = nullptr;  // the context's own stream-ordered pool (nullptr: none; cuMemAllocAsync)
+  // Pools made by mem_pool_create (cuda_memory_pool.cpp), and the live
+  // allocations from them (not exportable: made without a handle type);
+  // guarded by mu, destroyed at context_destroy after their memory is freed.
+  std::unordered_set<CUmemoryPool> object_pools;
+  std::unordered_set<CUdeviceptr> object_pool_allocations;
   // Stream capture (cuda_graph.cpp), guarded by capture_mu: captures begun
   // here and not ended, by origin stream, with the graph the driver builds
   // and the kernel nodes recorded so far; `active_captures` counts them

@@ -218,6 +218,10 @@ gpuhal_status_t ipc_get_handle(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpu
       return call_st;
     {
       std::lock_guard<std::mutex> lock(c->mu);
+      if (c->object_pool_allocations.count(b))
+        return fail(GPUHAL_ERROR_NOT_SUPPORTED,
+                    "ipc_get_handle: memory of a pool made by mem_pool_create cannot be exported (the pool is made "
+                    "without a shareable handle type; stream-ordered memory of the context's own pool can be)");
       if (c->pool_allocations.count(b)) {
         if (const gpuhal_status_t st = export_pool_allocation(c, b, size, out); st != GPUHAL_SUCCESS) return st;
         *base = b;

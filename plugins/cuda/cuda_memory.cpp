@@ -168,17 +168,18 @@ gpuhal_status_t mem_advise(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, uint64_
 }
 
 namespace {
-// mem_free and mem_free_async: the allocation out of c's books (both sets),
-// then `free` (cuMemFree or cuMemFreeAsync), and back when it failed
-// (release_tracked).
+// mem_free and mem_free_async: the allocation out of c's books (every set
+// it is in), then `free` (cuMemFree or cuMemFreeAsync), and back when it
+// failed (release_tracked).
 template <class Free>
 gpuhal_status_t release_allocation(CudaContext *c, gpuhal_deviceptr_t ptr, const char *refusal, Free free) {
-  bool from_pool = false;
+  bool from_pool = false, from_object_pool = false;
   return release_tracked(
       c,
       [&] {
         if (!c->allocations.erase(ptr)) return false;
         from_pool = c->pool_allocations.erase(ptr) != 0;
+        from_object_pool = c->object_pool_allocations.erase(ptr) != 0;
         if (from_pool) withdraw_pool_export(c, ptr);  // before the free: no importer may map it after
         return true;
       },
@@ -186,6 +187,7 @@ gpuhal_status_t release_allocation(CudaContext *c, gpuhal_deviceptr_t ptr, const
       [&] {
         c->allocations.insert(ptr);
         if (from_pool) c->pool_allocations.insert(ptr);
+        if (from_object_pool) c->object_pool_allocations.insert(ptr);
       });
 }
 }  // namespace

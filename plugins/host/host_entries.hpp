@@ -63,7 +63,12 @@ gpuhal_status_t in_stream(gpuhal_context_t ctx, gpuhal_stream_t stream, const ch
 // What the host backend leaves NULL: it has no native objects to hand out
 // or adopt, and no context limits (gpuhal_printf writes straight to stdout,
 // with no buffer to size; a work-item's stack is its fiber's or the worker
-// thread's, fixed by the plugin).
-constexpr plugin::EntryNames<4> kLeftOut{{"native_handle", "context_adopt", "context_set_limit", "context_get_limit"}};
+// thread's, fixed by the plugin). Memory pools as objects are left out:
+// the core's caching MemoryPool over this backend's allocator is its pool
+// (MemoryPoolKind::Caching); a second pool of the same malloc'd pages would
+// add nothing.
+constexpr plugin::EntryNames<10> kLeftOut{{"native_handle", "context_adopt", "context_set_limit", "context_get_limit",
+                                           "mem_pool_create", "mem_pool_destroy", "mem_pool_alloc_async",
+                                           "mem_pool_trim", "mem_pool_get_attribute", "mem_pool_set_attribute"}};
 
 }  // namespace gpuhal::host

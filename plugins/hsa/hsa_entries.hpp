@@ -28,12 +28,17 @@ namespace gpuhal::hsa {
 // sizes a kernel's scratch from its code object, per dispatch.
 // context_waits_for_stream is left out: this backend's synchronise waits for
 // its own queues only (synchronize_waits_for_all_work is 0), so the core
-// never asks it.
-constexpr plugin::EntryNames<21> kLeftOut{{"ipc_get_handle", "ipc_open", "ipc_close", "mem_alloc_async",
+// never asks it. Memory pools as objects go with stream-ordered memory
+// (their memory is freed with mem_free_async): the core's caching
+// MemoryPool, a stream-ordered free list over ROCr's allocator, is this
+// backend's pool.
+constexpr plugin::EntryNames<27> kLeftOut{{"ipc_get_handle", "ipc_open", "ipc_close", "mem_alloc_async",
                                            "mem_free_async", "device_can_access_peer", "context_enable_peer_access",
                                            "context_adopt", "mem_prefetch_async", "mem_advise", "vm_granularity",
                                            "vm_reserve", "vm_free", "vm_create", "vm_release", "vm_map", "vm_unmap",
                                            "vm_set_access", "context_set_limit", "context_get_limit",
-                                           "context_waits_for_stream"}};
+                                           "context_waits_for_stream", "mem_pool_create", "mem_pool_destroy",
+                                           "mem_pool_alloc_async", "mem_pool_trim", "mem_pool_get_attribute",
+                                           "mem_pool_set_attribute"}};
 
 }  // namespace gpuhal::hsa

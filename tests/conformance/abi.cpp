@@ -103,7 +103,8 @@ void optional_groups_all_or_none(Env &env) {
                 {"rect_copies", Capability::RectCopies},
                 {"managed_hints", Capability::ManagedHints},
                 {"virtual_memory", Capability::VirtualMemory},
-                {"context_limits", Capability::ContextLimits}};
+                {"context_limits", Capability::ContextLimits},
+                {"memory_pools", Capability::DriverMemoryPools}};
   for (const auto &c : claims)
     expect(group_present(c.group) == env.runtime.supports(c.capability),
            std::string("the capability of the ") + c.group + " entries disagrees with the table");

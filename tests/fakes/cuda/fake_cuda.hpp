@@ -161,6 +161,12 @@ constexpr int kMaxPools = kMaxDevices + 60;
 inline int g_pool_token[kMaxPools] = {};
 inline uint64_t g_release_threshold[kMaxPools] = {};
 inline uint64_t g_pool_idle[kMaxPools] = {};  // freed into the pool, held
+// Bytes allocated from the pool and not freed, and the high watermarks of
+// used and reserved (used + idle) bytes (CU_MEMPOOL_ATTR_USED_MEM_HIGH,
+// CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH), all under g_mem_mu.
+inline uint64_t g_pool_used[kMaxPools] = {};
+inline uint64_t g_pool_used_high[kMaxPools] = {};
+inline uint64_t g_pool_reserved_high[kMaxPools] = {};
 inline std::array<int, kMaxPools> g_pool_dev = [] {
   std::array<int, kMaxPools> a{};
   for (int s = 0; s < kMaxPools; ++s) a[size_t(s)] = s < kMaxDevices ? s : -1;

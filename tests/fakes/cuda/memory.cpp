@@ -4,6 +4,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <deque>
 #include <utility>
 
@@ -69,6 +70,11 @@ CUresult allocate(CUdeviceptr *p, size_t bytes, int dev, int pool, bool managed)
   *p = reinterpret_cast<uintptr_t>(mem);
   static uint64_t serials = 0;
   g_device[*p] = Alloc{bytes, dev, pool, managed, ++serials};
+  if (pool >= 0) {
+    g_pool_used[pool] += bytes;
+    g_pool_used_high[pool] = std::max(g_pool_used_high[pool], g_pool_used[pool]);
+    g_pool_reserved_high[pool] = std::max(g_pool_reserved_high[pool], g_pool_used[pool] + g_pool_idle[pool]);
+  }
   return OK;
 }
 
@@ -76,6 +82,7 @@ CUresult allocate(CUdeviceptr *p, size_t bytes, int dev, int pool, bool managed)
 void release_locked(std::map<CUdeviceptr, Alloc>::iterator it, bool to_pool) {
   g_used -= it->second.size;
   const int pool = it->second.pool;
+  if (pool >= 0) g_pool_used[pool] -= std::min(g_pool_used[pool], uint64_t(it->second.size));
   if (to_pool && pool >= 0 && !g_pool_destroyed[pool]) g_pool_idle[pool] += it->second.size;
   const bool last_of_destroyed = pool >= 0 && g_pool_destroyed[pool];
   if (it->second.managed)

@@ -38,7 +38,12 @@ API CUresult cuMemPoolTrimTo(void *pool, size_t keep) {
   std::lock_guard<std::mutex> lock(g_mem_mu);
   const int slot = pool_slot(pool);
   if (slot < 0 || g_pool_destroyed[slot]) return INVALID_HANDLE;
-  if (g_pool_idle[slot] > keep) g_pool_idle[slot] = keep;
+  // cuda.h: "Releases memory back to the OS until the pool contains fewer
+  // than minBytesToKeep reserved bytes, or there is no more memory that the
+  // allocator can safely release." Reserved bytes count the used ones too.
+  const uint64_t used = g_pool_used[slot];
+  const uint64_t idle_kept = keep > used ? keep - used : 0;
+  if (g_pool_idle[slot] > idle_kept) g_pool_idle[slot] = idle_kept;
   return OK;
 }
 API CUresult cuMemPoolGetAttribute(void *pool, int attr, void *value) {
@@ -58,8 +63,14 @@ API CUresult cuMemPoolGetAttribute(void *pool, int attr, void *value) {
     case 5:  // CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT
       v = used + g_pool_idle[slot];
       break;
+    case 6:  // CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH
+      v = g_pool_reserved_high[slot];
+      break;
     case 7:  // CU_MEMPOOL_ATTR_USED_MEM_CURRENT
       v = used;
+      break;
+    case 8:  // CU_MEMPOOL_ATTR_USED_MEM_HIGH
+      v = g_pool_used_high[slot];
       break;
     default:
       return INVALID_VALUE;
@@ -80,8 +91,17 @@ API CUresult cuMemPoolSetAttribute(void *pool, int attr, void *value) {
   std::lock_guard<std::mutex> lock(g_mem_mu);
   const int slot = pool_slot(pool);
   if (slot < 0 || g_pool_destroyed[slot]) return INVALID_HANDLE;
-  if (attr != 4) return INVALID_VALUE;  // only the release threshold is faked
-  std::memcpy(&g_release_threshold[slot], value, sizeof(uint64_t));
+  uint64_t v;
+  std::memcpy(&v, value, sizeof v);
+  // cuda.h, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH and _USED_MEM_HIGH: "High
+  // watermark can only be reset to zero." The current amounts are read-only.
+  if (attr == 6 || attr == 8) {
+    if (v != 0) return INVALID_VALUE;
+    (attr == 6 ? g_pool_reserved_high : g_pool_used_high)[slot] = 0;
+    return OK;
+  }
+  if (attr != 4) return INVALID_VALUE;  // the reuse policies (1-3) are not faked
+  g_release_threshold[slot] = v;
   return OK;
 }
 // cuMemPoolCreate (cuda.h): "allocType: Currently must be specified as
@@ -105,6 +125,7 @@ API CUresult cuMemPoolCreate(void **pool, const CUmemPoolProps_fake *props) {
     g_pool_dev[size_t(s)] = props->location.id;
     g_pool_destroyed[s] = false;
     g_pool_idle[s] = 0;
+    g_pool_used[s] = g_pool_used_high[s] = g_pool_reserved_high[s] = 0;
     g_release_threshold[s] = 0;
     g_pool_handle_types[s] = props->handleTypes;
     *pool = &g_pool_token[s];

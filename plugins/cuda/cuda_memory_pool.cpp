@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// The cuda backend's memory pools as objects (plugin ABI 1.16): each is a
+// pool of its own made with cuMemPoolCreate, never the device's default
+// pool (CuPy's and PyTorch's) and never the context's pool behind
+// mem_alloc_async, so tuning it changes no one else's memory. Its memory is
+// remembered in the context like every allocation (context_destroy frees
+// what is left, then destroys the pools) and freed with mem_free_async.
+#include <mutex>
+#include <string>
+
+#include "cuda_context.hpp"
+#include "cuda_entries.hpp"
+#include "cuda_stream.hpp"
+#include "plugin_support.hpp"
+
+namespace gpuhal::cuda {
+
+namespace {
+
+CUmemoryPool native_pool(gpuhal_mem_pool_t pool) { return reinterpret_cast<CUmemoryPool>(pool); }
+
+// Runs body(pool) when `pool` is a live pool made by mem_pool_create in
+// ctx; ERROR_INVALID_HANDLE naming `entry` otherwise (a destroyed pool's
+// handle is invalid to the driver, which might reuse it).
+template <class Body>
+gpuhal_status_t in_pool(gpuhal_context_t ctx, gpuhal_mem_pool_t pool, const char *entry, Body &&body) {
+  return in_context(ctx, entry, [&](CudaContext *c) -> gpuhal_status_t {
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      if (!c->object_pools.count(native_pool(pool)))
+        return fail(GPUHAL_ERROR_INVALID_HANDLE, std::string(entry) + ": not a live memory pool of this context");
+    }
+    return body(c, native_pool(pool));
+  });
+}
+
+// GPUHAL_MEM_POOL_* as the driver's attribute (the kit checked the range).
+CUmemPool_attribute driver_attribute(uint32_t attribute) {
+  switch (attribute) {
+    case GPUHAL_MEM_POOL_RELEASE_THRESHOLD: return CU_MEMPOOL_ATTR_RELEASE_THRESHOLD;
+    case GPUHAL_MEM_POOL_RESERVED_CURRENT: return CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT;
+    case GPUHAL_MEM_POOL_RESERVED_HIGH: return CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH;
+    case GPUHAL_MEM_POOL_USED_CURRENT: return CU_MEMPOOL_ATTR_USED_MEM_CURRENT;
+    default: return CU_MEMPOOL_ATTR_USED_MEM_HIGH;
+  }
+}
+
+}  // namespace
+
+gpuhal_status_t mem_pool_create(gpuhal_context_t ctx, uint32_t, gpuhal_mem_pool_t *out) {
+  if (!drv().cuMemPoolCreate || !drv().cuMemAllocFromPoolAsync || !drv().cuMemPoolDestroy ||
+      !drv().cuMemPoolTrimTo || !drv().cuMemPoolGetAttribute || !drv().cuMemPoolSetAttribute)
+    return fail(GPUHAL_ERROR_NOT_SUPPORTED, "mem_pool_create: this driver has no memory pools (cuMemPoolCreate)");
+  return create_tracked<CUmemoryPool>(
+      ctx, "mem_pool_create", out, &CudaContext::object_pools, &Driver::cuMemPoolDestroy,
+      [&](CUmemoryPool *made) -> gpuhal_status_t {
+        api::CUmemPoolProps props{};
+        props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+        props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        props.location.id = find(ctx)->device;
+        // A new pool's release threshold is already 0 (cuda.h's default),
+        // which plugin.h promises.
+        return cu_call(drv().cuMemPoolCreate, "cuMemPoolCreate", made, &props);
+      });
+}
+
+gpuhal_status_t mem_pool_destroy(gpuhal_context_t ctx, gpuhal_mem_pool_t pool) {
+  return in_context(ctx, "mem_pool_destroy", [&](CudaContext *c) -> gpuhal_status_t {
+    return release_tracked(
+        c, [&] { return c->object_pools.erase(native_pool(pool)) != 0; }, GPUHAL_ERROR_INVALID_HANDLE,
+        "mem_pool_destroy: not a live memory pool of this context",
+        // cuda.h: with allocations still out "the function will return
+        // immediately and the resources associated with the pool will be
+        // released automatically once there are no more outstanding
+        // allocations".
+        [&] { return cu_call(drv().cuMemPoolDestroy, "cuMemPoolDestroy", native_pool(pool)); },
+        [&] { c->object_pools.insert(native_pool(pool)); });
+  });
+}
+
+gpuhal_status_t mem_pool_alloc_async(gpuhal_context_t ctx, gpuhal_mem_pool_t pool, uint64_t bytes,
+                                     gpuhal_stream_t stream, gpuhal_deviceptr_t *out) {
+  if (bytes > SIZE_MAX) return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_pool_alloc_async: size too large");
+  return in_pool(ctx, pool, "mem_pool_alloc_async", [&](CudaContext *c, CUmemoryPool p) -> gpuhal_status_t {
+    if (!known_stream(c, stream)) return fail(GPUHAL_ERROR_INVALID_HANDLE, "mem_pool_alloc_async: invalid stream");
+    CUdeviceptr ptr = 0;
+    if (const gpuhal_status_t st = cu_call(drv().cuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync", &ptr,
+                                           size_t(bytes), p, native(stream));
+        st != GPUHAL_SUCCESS)
+      return st;
+    try {
+      std::lock_guard<std::mutex> lock(c->mu);
+      c->allocations.insert(ptr);  // cuMemFree frees it too, at context_destroy
+      c->object_pool_allocations.insert(ptr);
+    } catch (...) {
+      drv().cuMemFreeAsync(ptr, native(stream));
+      throw;
+    }
+    *out = ptr;
+    return GPUHAL_SUCCESS;
+  });
+}
+
+gpuhal_status_t mem_pool_trim(gpuhal_context_t ctx, gpuhal_mem_pool_t pool, uint64_t keep_bytes) {
+  return in_pool(ctx, pool, "mem_pool_trim", [&](CudaContext *, CUmemoryPool p) {
+    return cu_call(drv().cuMemPoolTrimTo, "cuMemPoolTrimTo", p, size_t(keep_bytes > SIZE_MAX ? SIZE_MAX : keep_bytes));
+  });
+}
+
+gpuhal_status_t mem_pool_get_attribute(gpuhal_context_t ctx, gpuhal_mem_pool_t pool, uint32_t attribute,
+                                       uint64_t *out) {
+  return in_pool(ctx, pool, "mem_pool_get_attribute", [&](CudaContext *, CUmemoryPool p) {
+    // Every attribute gpuhal names is a cuuint64_t in the driver.
+    return cu_call(drv().cuMemPoolGetAttribute, "cuMemPoolGetAttribute", p, driver_attribute(attribute),
+                   static_cast<void *>(out));
+  });
+}
+
+gpuhal_status_t mem_pool_set_attribute(gpuhal_context_t ctx, gpuhal_mem_pool_t pool, uint32_t attribute,
+                                       uint64_t value) {
+  return in_pool(ctx, pool, "mem_pool_set_attribute", [&](CudaContext *, CUmemoryPool p) -> gpuhal_status_t {
+    if (attribute == GPUHAL_MEM_POOL_RESERVED_CURRENT || attribute == GPUHAL_MEM_POOL_USED_CURRENT)
+      return fail(GPUHAL_ERROR_INVALID_VALUE, "mem_pool_set_attribute: the current reserved and used bytes are read-only");
+    // cuda.h on the high watermarks: "High watermark can only be reset to zero."
+    if (attribute != GPUHAL_MEM_POOL_RELEASE_THRESHOLD && value != 0)
+      return fail(GPUHAL_ERROR_INVALID_VALUE,
+                  "mem_pool_set_attribute: a high watermark can only be reset to 0, not " + std::to_string(value));
+    return cu_call(drv().cuMemPoolSetAttribute, "cuMemPoolSetAttribute", p, driver_attribute(attribute),
+                   static_cast<void *>(&value));
+  });
+}
+
+}  // namespace gpuhal::cuda
