@@ -152,11 +152,17 @@ void DriverMemoryPool::release_block(DevicePointer ptr, uint64_t, uint64_t) {
 }
 
 void DriverMemoryPool::reset() {
-  // The context is being reset or destroyed: the plugin destroys the pool
-  // and frees its memory with it.
+  // The context is about to be reset or destroyed, which frees the pool's
+  // memory; the pool goes now, so that nothing of ours is left for the
+  // context's end to find (the leak layer names what it finds). The driver
+  // frees a destroyed pool once its last allocation is gone.
   std::lock_guard<std::mutex> lock(mu_);
   live_.clear();
   allocations_ = 0;
+  if (pool_ && generation_ == owner_->current_generation() && !owner_->inherited()) {
+    const gpuhal_status_t st = owner_->backend().mem_pool_destroy_status(owner_->handle, pool_);
+    if (st != GPUHAL_SUCCESS) owner_->report_release_failure(st, "mem_pool_destroy");
+  }
   pool_ = nullptr;
 }
 

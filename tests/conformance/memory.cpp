@@ -239,6 +239,62 @@ void pool_stream_order(Env &env) {
              " still reserved");
 }
 
+// A block freed with MemoryPool::free on a stream whose queued work still
+// writes it serves no allocation on another stream before that work is
+// done: four new blocks on `b`, each set to 7 on `b`, keep their 7s after
+// the gated stream's write ran. Then every block is back: trim(0) leaves
+// nothing reserved.
+void pool_free_waits_for_its_stream(Env &env, MemoryPoolKind kind) {
+  MemoryPoolOptions options;
+  options.kind = kind;
+  MemoryPool pool(env.ctx, options);
+  Stream gated = env.ctx.create_stream(StreamKind::NonBlocking), b = env.ctx.create_stream(StreamKind::NonBlocking);
+  constexpr int64_t kBytes = 1 << 16;
+  {
+    Gate gate(gated);
+    DeviceMemory old = pool.allocate(kBytes, gated);
+    const std::vector<uint8_t> ones(kBytes, 1);
+    DeviceArray(old, Layout::make({kBytes}, 1), dtypes::uint8).copy_from_host(HostView::of(ones), gated);
+    pool.free(old, gated);
+    expect(!old, "MemoryPool::free left the caller's handle set");
+    std::vector<DeviceArray> fresh;
+    for (int i = 0; i < 4; ++i) {
+      fresh.emplace_back(pool.allocate(kBytes, b), Layout::make({kBytes}, 1), dtypes::uint8);
+      fresh.back().memset(7, b);
+    }
+    b.synchronize();
+    gate.open();
+    gated.synchronize();
+    const std::vector<uint8_t> sevens(kBytes, 7);
+    for (const DeviceArray &a : fresh) {
+      const std::vector<uint8_t> got = bytes_of(a);
+      expect(got == sevens, "a pool block was handed to another stream while work queued before its free still "
+                            "wrote it: " + first_difference(got, sevens));
+    }
+  }
+  env.ctx.synchronize();
+  const MemoryPoolStats st = pool.stats();
+  expect(st.allocations == 0 && st.used_bytes == 0,
+         "after every block was freed the pool reports " + std::to_string(st.allocations) + " allocations, " +
+             std::to_string(st.used_bytes) + " bytes used");
+  pool.trim(0);
+  expect(pool.stats().reserved_bytes == 0,
+         "trim(0) with nothing in use left " + std::to_string(pool.stats().reserved_bytes) + " bytes reserved");
+}
+
+void pool_free_on_stream(Env &env) { pool_free_waits_for_its_stream(env, MemoryPoolKind::Caching); }
+
+void driver_pool_free_on_stream(Env &env) {
+  if (!env.ctx.supports(Capability::DriverMemoryPools)) {
+    MemoryPoolOptions options;
+    options.kind = MemoryPoolKind::Driver;
+    expect_error([&] { MemoryPool pool(env.ctx, options); }, Status::ERROR_NOT_SUPPORTED,
+                 "Capability::DriverMemoryPools", "a driver MemoryPool without the capability");
+    throw Unsupported{"no memory pools as objects", to_string(Capability::DriverMemoryPools)};
+  }
+  pool_free_waits_for_its_stream(env, MemoryPoolKind::Driver);
+}
+
 }  // namespace
 
 // This file's checks, registered with the suite (conformance.hpp).
@@ -261,6 +317,12 @@ const RegisterChecks registered{
      "a MemoryPool block is reused at once on its stream, on another only after its stream's work; "
      "statistics and trim are exact",
      pool_stream_order},
+    {"memory.pool_free_on_stream",
+     "a MemoryPool block freed on a stream under queued work serves another stream only after that work",
+     pool_free_on_stream},
+    {"memory.driver_pool_free_on_stream",
+     "the same for a MemoryPool backed by the backend's own pool (Capability::DriverMemoryPools)",
+     driver_pool_free_on_stream},
 };
 
 }  // namespace conformance

@@ -251,6 +251,50 @@ TEST_CASE("validation layer over the fake CUDA driver: grid and block against th
 }
 #endif
 
+#ifdef GPUHAL_TEST_FAKE_CUDA
+TEST_CASE("validation layer over the fake CUDA driver: memory pools, their memory and their lifetimes",
+          "[layers][cuda]") {
+  Chained p(GPUHAL_TEST_LIB_DIR "/libgpuhal-cuda.so", "cuda", {"validation"},
+            {{"GPUHAL_CUDA_DRIVER", GPUHAL_TEST_FAKE_CUDA}});
+  gpuhal_context_t ctx = p.context();
+  gpuhal_mem_pool_t pool = nullptr;
+  auto [st, msg] = p.refused([&] { return p.t->mem_pool_create(ctx, 1, &pool); });
+  CHECK(st == GPUHAL_ERROR_INVALID_VALUE);
+  CHECK_THAT(msg, test::contains("validation: mem_pool_create: flags = 1: unknown flag bits 0x1"));
+  REQUIRE(p.t->mem_pool_create(ctx, 0, &pool) == GPUHAL_SUCCESS);
+  uint64_t v = 99;
+  REQUIRE(p.t->mem_pool_get_attribute(ctx, pool, GPUHAL_MEM_POOL_RELEASE_THRESHOLD, &v) == GPUHAL_SUCCESS);
+  CHECK(v == 0);  // plugin.h: a new pool releases at the next synchronisation
+  std::tie(st, msg) = p.refused([&] { return p.t->mem_pool_get_attribute(ctx, pool, 9, &v); });
+  CHECK(st == GPUHAL_ERROR_INVALID_VALUE);
+  CHECK_THAT(msg, test::contains("mem_pool_get_attribute: attribute = 9"));
+  // The plugin's own rules: the current amounts are read-only, a watermark only resets to 0.
+  std::tie(st, msg) = p.refused([&] { return p.t->mem_pool_set_attribute(ctx, pool, GPUHAL_MEM_POOL_USED_HIGH, 5); });
+  CHECK(st == GPUHAL_ERROR_INVALID_VALUE);
+  CHECK_THAT(msg, test::contains("can only be reset to 0"));
+  std::tie(st, msg) =
+      p.refused([&] { return p.t->mem_pool_set_attribute(ctx, pool, GPUHAL_MEM_POOL_RESERVED_CURRENT, 0); });
+  CHECK(st == GPUHAL_ERROR_INVALID_VALUE);
+  CHECK_THAT(msg, test::contains("read-only"));
+  gpuhal_deviceptr_t d = 0;
+  REQUIRE(p.t->mem_pool_alloc_async(ctx, pool, 4096, nullptr, &d) == GPUHAL_SUCCESS);
+  // The layer knows the pool's allocation and its size.
+  std::tie(st, msg) = p.refused([&] { return p.t->memset_async(ctx, d + 4000, 0, 200, nullptr); });
+  CHECK(st == GPUHAL_ERROR_INVALID_VALUE);
+  CHECK_THAT(msg, test::contains("memset_async"));
+  CHECK(p.t->memset_async(ctx, d, 0, 4096, nullptr) == GPUHAL_SUCCESS);
+  CHECK(p.t->mem_free_async(ctx, d, nullptr) == GPUHAL_SUCCESS);
+  std::tie(st, msg) = p.refused([&] { return p.t->mem_free_async(ctx, d, nullptr); });
+  CHECK(st == GPUHAL_ERROR_INVALID_VALUE);  // freed twice
+  REQUIRE(p.t->mem_pool_destroy(ctx, pool) == GPUHAL_SUCCESS);
+  std::tie(st, msg) = p.refused([&] { return p.t->mem_pool_trim(ctx, pool, 0); });
+  CHECK(st == GPUHAL_ERROR_INVALID_HANDLE);
+  CHECK_THAT(msg, test::contains("used after mem_pool_destroy"));
+  CHECK(p.t->context_synchronize(ctx) == GPUHAL_SUCCESS);
+  CHECK(p.t->context_destroy(ctx) == GPUHAL_SUCCESS);
+}
+#endif
+
 #if GPUHAL_TEST_HAVE_HSA_PLUGIN
 TEST_CASE("validation layer over the fake HSA runtime: events, barriers and double frees", "[layers][hsa]") {
   Chained p(GPUHAL_TEST_LIB_DIR "/libgpuhal-hsa.so", "hsa", {"validation"},
