@@ -1,9 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-"""gpuhal.MemoryPool: a stream-ordered caching pool of the current
-context's device memory, as an object (CuPy's ``cupy.cuda.MemoryPool``,
-PyTorch's caching allocator, RMM's pool). A block returns to the pool when
-its last array goes; a later allocation on the same stream reuses it at
-once, one on another stream only once the first stream has no work left.
+"""gpuhal.MemoryPool: a stream-ordered pool of the current context's
+device memory, as an object. The default kind, ``"caching"``, is CuPy's
+``cupy.cuda.MemoryPool``, PyTorch's caching allocator and RMM's pool: a
+block returns to the pool when its last array goes; a later allocation on
+the same stream reuses it at once, one on another stream only once the
+first stream has no work left. ``"driver"`` hands everything to a
+stream-ordered pool the backend makes for this object alone (cuda:
+``cuMemPoolCreate``; RMM's ``CudaAsyncMemoryResource``, cuda.core's
+``DeviceMemoryResource``), where ``supports("driver_memory_pools")``.
 """
 
 import numpy as np
@@ -11,6 +15,7 @@ import numpy as np
 from . import _gpuhal
 from ._devicearray import DeviceNDArray
 from ._managers import current_cpp_context
+from ._memory_objects import MemoryPointer
 from ._shapes import _dtype_and_typestr, _shape
 from ._streams import stream_or_none
 
@@ -23,14 +28,59 @@ class MemoryPool:
     """A pool of the current context's device memory.
 
     ``release_threshold``: idle bytes kept (``None``: all, until ``trim``);
-    above it the longest-idle blocks go back to the backend as blocks return.
+    above it the longest-idle blocks go back to the backend as blocks return
+    (``"driver"``: reserved bytes, used ones included, released at the next
+    synchronisation, as CUDA's pools do). ``kind``: ``"caching"`` (every
+    backend) or ``"driver"`` (gpuhal.NotSupportedError naming
+    Capability::DriverMemoryPools where the backend has none).
     """
 
-    def __init__(self, release_threshold=None):
+    def __init__(self, release_threshold=None, kind="caching"):
         threshold = _NO_LIMIT if release_threshold is None else int(release_threshold)
         if threshold < 0:
             raise ValueError(f"release_threshold must be >= 0, not {release_threshold!r}")
-        self._p = _gpuhal._MemoryPool(current_cpp_context(), threshold)
+        if kind not in ("caching", "driver"):
+            raise ValueError(f"kind must be 'caching' or 'driver', not {kind!r}")
+        from ._context import current_context
+
+        self._context = current_context()
+        self._p = _gpuhal._MemoryPool(current_cpp_context(), threshold, kind == "driver")
+
+    @property
+    def kind(self):
+        """``"caching"`` or ``"driver"``."""
+        return "driver" if self._p.is_driver() else "caching"
+
+    def allocate(self, nbytes, stream=0):
+        """``nbytes`` (> 0) of device memory from the pool, usable by
+        ``stream``'s work (the default stream's for 0): a MemoryPointer, as
+        a context's ``memalloc`` returns."""
+        nbytes = int(nbytes)
+        if nbytes <= 0:
+            raise ValueError(f"nbytes must be positive, not {nbytes}")
+        array = self.device_array((nbytes,), np.uint8, stream)
+        return MemoryPointer(self._context, array.device_pointer, nbytes, _memory=array)
+
+    def free(self, memory, stream=0):
+        """Stream-ordered free: ``memory`` (a MemoryPointer from
+        ``allocate``, or a DeviceNDArray from ``device_array``) goes back in
+        the order of ``stream`` (the default stream for 0) instead of its
+        allocating stream's. A MemoryPointer is freed now (its ``free()``);
+        Python cannot end a live array, so an array's memory goes back once
+        it and every view of it are dropped. Work on other streams that uses
+        the memory must be ordered before the free (an event), as in CUDA.
+        Memory of another pool is a gpuhal.InvalidValueError."""
+        if isinstance(memory, MemoryPointer):
+            array = memory._memory
+            if array is None:
+                raise ValueError(f"{memory!r} holds no gpuhal memory (already freed, or an EMM plugin's own)")
+        elif isinstance(memory, DeviceNDArray):
+            array = memory
+        else:
+            raise TypeError(f"memory must be a MemoryPointer or a DeviceNDArray, not {type(memory).__name__}")
+        self._p.free(array._a, stream_or_none(stream))
+        if isinstance(memory, MemoryPointer):
+            memory.free()
 
     def device_array(self, shape, dtype=np.float64, stream=0):
         """An uninitialised C-contiguous DeviceNDArray from the pool,

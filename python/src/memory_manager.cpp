@@ -132,9 +132,20 @@ void bind_memory_pool(nb::module_ &m) {
   using gpuhal::MemoryPool;
   nb::class_<MemoryPool>(m, "_MemoryPool")
       .def("__init__",
-           [](MemoryPool *self, const gpuhal::Context &ctx, uint64_t threshold) {
-             new (self) MemoryPool(ctx, gpuhal::MemoryPoolOptions{threshold});
+           [](MemoryPool *self, const gpuhal::Context &ctx, uint64_t threshold, bool driver) {
+             gpuhal::MemoryPoolOptions options{threshold};
+             options.kind = driver ? gpuhal::MemoryPoolKind::Driver : gpuhal::MemoryPoolKind::Caching;
+             new (self) MemoryPool(ctx, options);
            })
+      .def("is_driver", [](const MemoryPool &p) { return p.kind() == gpuhal::MemoryPoolKind::Driver; })
+      .def(
+          "free",
+          [](const MemoryPool &p, const gpuhal::DeviceArray &array, std::optional<gpuhal::Stream> stream) {
+            gpuhal::DeviceMemory memory = array.memory();
+            nb::gil_scoped_release unlocked;
+            p.free(memory, stream ? *stream : p.context().default_stream());
+          },
+          nb::arg("array"), nb::arg("stream").none())
       .def(
           "device_array",
           [](const MemoryPool &p, const gpuhal::Shape &shape, const std::string &typestr,

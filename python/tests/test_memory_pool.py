@@ -68,3 +68,78 @@ def test_bad_input_is_refused():
         pool.trim(-1)
     empty = pool.device_array(0, np.float32)  # a zero-size array still gets a (1-byte) block
     assert empty.shape == (0,) and pool.stats()["allocations"] == 1
+
+
+def test_allocate_and_stream_ordered_free_of_a_caching_pool():
+    pool = gpuhal.MemoryPool()
+    assert pool.kind == "caching"
+    a, b = gpuhal.stream(), gpuhal.stream()
+    mem = pool.allocate(4096, stream=a)
+    assert isinstance(mem, gpuhal.MemoryPointer) and mem.size == 4096
+    ptr = mem.device_pointer
+    mem.memset(3, stream=a)
+    a.synchronize()
+    pool.free(mem, stream=b)  # back to b's blocks: b reuses it at once
+    assert pool.stats()["allocations"] == 0
+    assert pool.allocate(4096, stream=b).device_pointer == ptr
+    arr = pool.device_array(16, np.float32, stream=a)
+    view = arr[4:]
+    pool.free(arr, stream=a)
+    assert pool.stats()["allocations"] == 1  # the array and its view still hold it
+    del arr, view
+    assert pool.stats()["allocations"] == 0
+
+
+def test_free_and_kind_refuse_bad_input():
+    pool, other = gpuhal.MemoryPool(), gpuhal.MemoryPool()
+    with pytest.raises(ValueError, match="kind must be 'caching' or 'driver'"):
+        gpuhal.MemoryPool(kind="cupy")
+    with pytest.raises(ValueError, match="nbytes must be positive"):
+        pool.allocate(0)
+    with pytest.raises(TypeError, match="MemoryPointer or a DeviceNDArray"):
+        pool.free(np.zeros(4))
+    theirs = other.allocate(256)
+    with pytest.raises(gpuhal.InvalidValueError, match="not allocated from this pool"):
+        pool.free(theirs)
+    assert other.stats()["allocations"] == 1  # nothing changed
+    with pytest.raises(gpuhal.InvalidValueError, match="not allocated from this pool"):
+        pool.free(gpuhal.device_array(4, np.float32))
+    with pytest.raises(TypeError, match="stream must be a gpuhal.Stream"):
+        other.free(theirs, stream=object())
+    other.free(theirs)
+    with pytest.raises(ValueError, match="holds no gpuhal memory"):
+        other.free(theirs)  # freed already
+    assert other.stats()["allocations"] == 0
+    if not gpuhal.current_context().supports("driver_memory_pools"):
+        with pytest.raises(gpuhal.NotSupportedError, match="Capability::DriverMemoryPools"):
+            gpuhal.MemoryPool(kind="driver")
+
+
+def test_a_driver_pool_over_the_fake_cuda_driver(python, fake_cuda_env):
+    rc, out, err = python("""
+        import numpy as np
+        import gpuhal
+        assert gpuhal.current_context().supports("driver_memory_pools")
+        pool = gpuhal.MemoryPool(kind="driver")
+        assert pool.kind == "driver"
+        s = gpuhal.stream()
+        a = pool.device_array(250, np.float32, stream=s)
+        a.copy_to_device(np.arange(250, dtype=np.float32), stream=s)
+        np.testing.assert_array_equal(a.copy_to_host(stream=s), np.arange(250, dtype=np.float32))
+        st = pool.stats()
+        assert st["used_bytes"] == 1000 and st["allocations"] == 1, st
+        pool.free(a, stream=s)
+        del a
+        s.synchronize()
+        st = pool.stats()
+        assert st["used_bytes"] == 0 and st["reserved_bytes"] == 1000 and st["allocations"] == 0, st
+        assert pool.trim() == 1000 and pool.stats()["reserved_bytes"] == 0
+        m = pool.allocate(64)
+        pool.free(m)
+        pool.use()
+        d = gpuhal.device_array(8, np.float64)
+        assert pool.stats()["allocations"] == 1
+        print("ok")
+    """, env=fake_cuda_env)
+    assert rc == 0, err
+    assert out.strip() == "ok"
