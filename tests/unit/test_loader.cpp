@@ -367,7 +367,7 @@ TEST_CASE("backends by need: GPUHAL_REQUIRE names capabilities, and a name that 
   for (const char *name : {"stream_barrier", "host_memory", "mapped_host_memory", "ipc", "stream_ordered_memory",
                            "peer_access", "kernels", "managed_memory", "fault_recovery", "kernel_attributes",
                            "kernel_printf", "graphs", "stream_priorities", "rect_copies", "managed_hints",
-                           "virtual_memory", "context_limits"}) {
+                           "virtual_memory", "context_limits", "driver_memory_pools"}) {
     INFO(name);
     REQUIRE(capability_named(name).has_value());
     CHECK(std::string(to_string(*capability_named(name))) == name);
