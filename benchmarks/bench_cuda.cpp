@@ -70,7 +70,23 @@ DONE:
 }
 )";
 
+// cuda.h's CUmemPoolProps (cuMemPoolCreate): a device-located pinned pool.
+struct RawPoolProps {
+  int allocType;
+  int handleTypes;
+  int location_type;
+  int location_id;
+  void *win32SecurityAttributes;
+  size_t maxSize;
+  unsigned short usage;
+  unsigned char reserved[54];
+};
+
 struct Raw {
+  CUresult (*cuMemPoolCreate)(void **, const RawPoolProps *) = nullptr;
+  CUresult (*cuMemPoolSetAttribute)(void *, int, void *) = nullptr;
+  CUresult (*cuMemAllocFromPoolAsync)(CUdeviceptr *, size_t, void *, CUstream) = nullptr;
+  CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream) = nullptr;
   CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream) = nullptr;
   CUresult (*cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream) = nullptr;
   CUresult (*cuStreamSynchronize)(CUstream) = nullptr;
@@ -120,6 +136,10 @@ Env &env() {
     resolve(h, "cuMemFree_v2", &v.raw.cuMemFree);
     resolve(h, "cuMemcpyHtoD_v2", &v.raw.cuMemcpyHtoD);
     resolve(h, "cuMemcpyDtoH_v2", &v.raw.cuMemcpyDtoH);
+    resolve(h, "cuMemPoolCreate", &v.raw.cuMemPoolCreate);
+    resolve(h, "cuMemPoolSetAttribute", &v.raw.cuMemPoolSetAttribute);
+    resolve(h, "cuMemAllocFromPoolAsync", &v.raw.cuMemAllocFromPoolAsync);
+    resolve(h, "cuMemFreeAsync", &v.raw.cuMemFreeAsync);
     v.module = gpuhal::Module::load(v.ctx, gpuhal::ImageFormat::Ptx, kNoopPtx, std::strlen(kNoopPtx));
     v.increment_module =
         gpuhal::Module::load(v.ctx, gpuhal::ImageFormat::Ptx, kIncrementPtx, std::strlen(kIncrementPtx));
@@ -334,6 +354,52 @@ void BM_raw_alloc(benchmark::State &state) {
   }
 }
 
+// ---- A1 with memory pools as objects: gpuhal::MemoryPool of each kind on a stream, against the
+// driver's own pool calls (cuMemAllocFromPoolAsync + cuMemFreeAsync on a cuMemPoolCreate pool that
+// keeps everything, as the driver kind's default threshold does). Arg 0: bytes; the caching kind
+// is the 0.02x-of-cuMemAlloc target, the driver kind is the raw pool's cost plus gpuhal's.
+template <gpuhal::MemoryPoolKind Kind>
+void BM_gpuhal_memory_pool(benchmark::State &state) {
+  Env &e = env();
+  gpuhal::MemoryPoolOptions options;
+  options.kind = Kind;
+  gpuhal::MemoryPool pool(e.ctx, options);
+  const auto bytes = uint64_t(state.range(0));
+  { gpuhal::DeviceMemory warm = pool.allocate(bytes, e.stream); }
+  for (auto _ : state) {
+    gpuhal::DeviceMemory m = pool.allocate(bytes, e.stream);
+    benchmark::DoNotOptimize(m.device_pointer());
+  }
+  e.stream.synchronize();
+}
+
+void BM_raw_driver_pool(benchmark::State &state) {
+  Env &e = env();
+  (void)e.ctx.memory_info();
+  // One pool for the process, as a program keeps one: a pool per run would
+  // hold every earlier run's idle memory.
+  static void *pool = [&e] {
+    RawPoolProps props{};
+    props.allocType = 1;      // CU_MEM_ALLOCATION_TYPE_PINNED
+    props.location_type = 1;  // CU_MEM_LOCATION_TYPE_DEVICE
+    void *made = nullptr;
+    check(e.raw.cuMemPoolCreate(&made, &props), "cuMemPoolCreate");
+    uint64_t keep = UINT64_MAX;
+    check(e.raw.cuMemPoolSetAttribute(made, 4 /* CU_MEMPOOL_ATTR_RELEASE_THRESHOLD */, &keep),
+          "cuMemPoolSetAttribute");
+    return made;
+  }();
+  const auto bytes = size_t(state.range(0));
+  const CUstream s = native(e.stream);
+  for (auto _ : state) {
+    CUdeviceptr p = 0;
+    check(e.raw.cuMemAllocFromPoolAsync(&p, bytes, pool, s), "cuMemAllocFromPoolAsync");
+    benchmark::DoNotOptimize(p);
+    check(e.raw.cuMemFreeAsync(p, s), "cuMemFreeAsync");
+  }
+  check(e.raw.cuStreamSynchronize(s), "cuStreamSynchronize");
+}
+
 // ---- A small round trip: to_device -> kernel -> copy_to_host, as Numba's users write it ----
 // Synchronous copies and a launch on the legacy default stream, a fresh
 // device array each time; the raw side makes the same calls (cuMemAlloc,
@@ -453,6 +519,15 @@ int main(int argc, char **argv) {
   benchmark::RegisterBenchmark("BM_gpuhal_alloc", guarded<BM_gpuhal_alloc>)->Arg(4 << 10)->Arg(1 << 20);
   benchmark::RegisterBenchmark("BM_gpuhal_pool_alloc", guarded<BM_gpuhal_pool_alloc>)->Arg(4 << 10)->Arg(1 << 20);
   benchmark::RegisterBenchmark("BM_raw_alloc", guarded<BM_raw_alloc>)->Arg(4 << 10)->Arg(1 << 20);
+  benchmark::RegisterBenchmark("BM_gpuhal_memory_pool_caching",
+                               guarded<BM_gpuhal_memory_pool<gpuhal::MemoryPoolKind::Caching>>)
+      ->Arg(4 << 10)
+      ->Arg(1 << 20);
+  benchmark::RegisterBenchmark("BM_gpuhal_memory_pool_driver",
+                               guarded<BM_gpuhal_memory_pool<gpuhal::MemoryPoolKind::Driver>>)
+      ->Arg(4 << 10)
+      ->Arg(1 << 20);
+  benchmark::RegisterBenchmark("BM_raw_driver_pool", guarded<BM_raw_driver_pool>)->Arg(4 << 10)->Arg(1 << 20);
   benchmark::RegisterBenchmark("BM_gpuhal_round_trip", guarded<BM_gpuhal_round_trip>);
   benchmark::RegisterBenchmark("BM_raw_round_trip", guarded<BM_raw_round_trip>);
   benchmark::RegisterBenchmark("BM_gpuhal_copy_round_trip", guarded<BM_gpuhal_copy_round_trip>);

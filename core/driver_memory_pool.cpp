@@ -103,9 +103,8 @@ DriverMemoryPool::FreeOn DriverMemoryPool::free_on_of(const Stream &stream) {
 }
 
 DeviceMemory DriverMemoryPool::allocate(uint64_t bytes, const Stream &stream) {
-  const Context ctx = context();
-  ContextImpl &c = *impl_of(ctx);
-  check_pool_request(c, ctx, bytes, stream, "MemoryPool::allocate");
+  ContextImpl &c = *owner_;
+  check_pool_request(c, bytes, stream, "MemoryPool::allocate");
   const gpuhal_stream_t s = impl_of(stream)->live("MemoryPool::allocate");
   std::lock_guard<std::mutex> lock(mu_);
   const gpuhal_mem_pool_t pool = pool_locked();

@@ -53,7 +53,7 @@ struct CachingMemoryPool final : MemoryPoolImpl {
     uint64_t in_use = 0;                                  // blocks of the stream handed out
   };
 
-  explicit CachingMemoryPool(MemoryPoolOptions o) : options(o) {}
+  CachingMemoryPool(ContextImpl *ctx, MemoryPoolOptions o) : owner(ctx), options(o) {}
   void reset() override { forget_all(); }
 
   DeviceMemory allocate(uint64_t bytes, const Stream &stream) override;
@@ -65,6 +65,7 @@ struct CachingMemoryPool final : MemoryPoolImpl {
   MemoryPoolStats snapshot() override;
   void reset_peak() override;
 
+  ContextImpl *const owner;  // outlives the pool: every holder of the pool holds the context
   std::mutex mu;
   MemoryPoolOptions options;
   MemoryPoolStats stats;
@@ -76,6 +77,8 @@ struct CachingMemoryPool final : MemoryPoolImpl {
 
  private:
   DevicePointer take_idle(const Stream &stream, uint64_t size);
+  void hand_out_locked(const Stream &stream, DevicePointer p, uint64_t size);
+  DevicePointer allocate_new(uint64_t size);
   Bin &bin_of(const Stream &stream);
   bool stream_idle(const Bin &b);
   void pick_releases(uint64_t keep, std::vector<std::pair<DevicePointer, uint64_t>> *out);
@@ -142,10 +145,34 @@ void CachingMemoryPool::drop_stale_locked(uint64_t current) {
   generation = current;
 }
 
+// Under mu: the block is out, counted in `stream`'s bin.
+void CachingMemoryPool::hand_out_locked(const Stream &stream, DevicePointer p, uint64_t size) {
+  Bin &b = bin_of(stream);
+  ++b.in_use;
+  live[p] = b.id;
+  stats.used_bytes += size;
+  stats.peak_used_bytes = std::max(stats.peak_used_bytes, stats.used_bytes);
+  ++stats.allocations;
+}
+
+// A new block from the backend; out of memory, the idle blocks go back
+// and it is tried once more.
+DevicePointer CachingMemoryPool::allocate_new(uint64_t size) {
+  try {
+    return backend_alloc(size);
+  } catch (const Error &e) {
+    if (e.status() != Status::ERROR_OUT_OF_MEMORY || trim(0) == 0) throw;
+    context().flush_deallocations();  // the idle blocks' frees were queued
+    return backend_alloc(size);
+  }
+}
+
+// A hit takes the pool's lock once and makes no Context handle (each is a
+// pair of atomic reference counts): the pool's context is `owner`, which
+// every caller holds alive.
 DeviceMemory CachingMemoryPool::allocate(uint64_t bytes, const Stream &stream) {
-  const Context ctx = context();
-  ContextImpl &c = *impl_of(ctx);
-  check_pool_request(c, ctx, bytes, stream, "MemoryPool::allocate");
+  ContextImpl &c = *owner;
+  check_pool_request(c, bytes, stream, "MemoryPool::allocate");
   const uint64_t size = rounded(bytes);
   DevicePointer p = 0;
   {
@@ -155,30 +182,17 @@ DeviceMemory CachingMemoryPool::allocate(uint64_t bytes, const Stream &stream) {
     if (p) {
       idle_bytes -= size;
       ++stats.hits;
+      hand_out_locked(stream, p, size);
     }
   }
   if (!p) {
-    try {
-      p = backend_alloc(size);
-    } catch (const Error &e) {
-      if (e.status() != Status::ERROR_OUT_OF_MEMORY || trim(0) == 0) throw;
-      ctx.flush_deallocations();  // the idle blocks' frees were queued
-      p = backend_alloc(size);
-    }
+    p = allocate_new(size);
+    // The stream's bin is found again under the lock: another thread's
+    // release may have dropped it meanwhile (a bin with blocks in use never goes).
     std::lock_guard<std::mutex> lock(mu);
     ++stats.misses;
     stats.reserved_bytes += size;
-  }
-  {
-    // The stream's bin again: another thread's release may have dropped it
-    // while the backend allocated (a bin with blocks in use never goes).
-    std::lock_guard<std::mutex> lock(mu);
-    Bin &b = bin_of(stream);
-    ++b.in_use;
-    live[p] = b.id;
-    stats.used_bytes += size;
-    stats.peak_used_bytes = std::max(stats.peak_used_bytes, stats.used_bytes);
-    ++stats.allocations;
+    hand_out_locked(stream, p, size);
   }
   DeviceMemory m = wrap_block(p, bytes, size);
   // The allocation keeps the pool (its releaser) alive until its release ran.
@@ -324,17 +338,18 @@ class PoolMemoryManagerAdapter final : public MemoryManager {
   std::shared_ptr<MemoryPoolImpl> pool_;
 };
 
-void check_pool_request(ContextImpl &c, const Context &ctx, uint64_t bytes, const Stream &stream, const char *what) {
+void check_pool_request(ContextImpl &c, uint64_t bytes, const Stream &stream, const char *what) {
   if (bytes == 0) throw Error(Status::ERROR_INVALID_VALUE, std::string(what) + ": size must be positive");
   if (bytes > uint64_t(INT64_MAX))
     throw Error(Status::ERROR_SIZE_OVERFLOW, std::string(what) + ": " + std::to_string(bytes) + " bytes is too many");
-  if (stream.context() != ctx)
+  if (require_handle(impl_of(stream), "Stream::context")->ctx.get() != &c)
     throw Error(Status::ERROR_INVALID_VALUE, std::string(what) + ": the stream belongs to another context");
   c.check_alive(c.current_generation(), what);
 }
 
-std::shared_ptr<MemoryPoolImpl> make_caching_pool(MemoryPoolOptions options, uint64_t generation) {
-  auto impl = std::make_shared<CachingMemoryPool>(options);
+std::shared_ptr<MemoryPoolImpl> make_caching_pool(const std::shared_ptr<ContextImpl> &ctx, MemoryPoolOptions options) {
+  auto impl = std::make_shared<CachingMemoryPool>(ctx.get(), options);
+  const uint64_t generation = ctx->current_generation();
   impl->generation = generation;
   return impl;
 }
@@ -346,7 +361,7 @@ MemoryPool::MemoryPool(const Context &context, MemoryPoolOptions options) {
   c->check_alive(c->current_generation(), "MemoryPool");
   std::shared_ptr<detail::MemoryPoolImpl> impl;
   switch (options.kind) {
-    case MemoryPoolKind::Caching: impl = detail::make_caching_pool(options, c->current_generation()); break;
+    case MemoryPoolKind::Caching: impl = detail::make_caching_pool(c, options); break;
     case MemoryPoolKind::Driver: impl = detail::make_driver_pool(c, options); break;
     default:
       throw Error(Status::ERROR_INVALID_VALUE,

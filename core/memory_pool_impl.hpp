@@ -42,9 +42,9 @@ struct MemoryPoolImpl : MemoryManager {
 
 // Checks shared by every kind's allocate: bytes > 0 and not too many, the
 // stream of the pool's context, the context alive. `what` names the call.
-void check_pool_request(ContextImpl &c, const Context &ctx, uint64_t bytes, const Stream &stream, const char *what);
+void check_pool_request(ContextImpl &c, uint64_t bytes, const Stream &stream, const char *what);
 
-std::shared_ptr<MemoryPoolImpl> make_caching_pool(MemoryPoolOptions options, uint64_t generation);
+std::shared_ptr<MemoryPoolImpl> make_caching_pool(const std::shared_ptr<ContextImpl> &ctx, MemoryPoolOptions options);
 // ERROR_NOT_SUPPORTED naming Capability::DriverMemoryPools where the
 // backend has no memory pools as objects.
 std::shared_ptr<MemoryPoolImpl> make_driver_pool(const std::shared_ptr<ContextImpl> &ctx, MemoryPoolOptions options);

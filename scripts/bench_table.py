@@ -122,6 +122,14 @@ def cuda_targets(smoke):
          "pool alloc + free vs raw cuMemAlloc + cuMemFree")
         for label, size in (("4K", 4096), ("1M", 1048576))
     ] + [
+        ("A1 CUDA MemoryPool %s" % label, "cuda", "BM_gpuhal_memory_pool_caching/%d" % size, "BM_raw_alloc/%d" % size,
+         "time", 0.02, "MemoryPool (caching) allocate + free on a stream vs raw cuMemAlloc + cuMemFree")
+        for label, size in (("4K", 4096), ("1M", 1048576))
+    ] + [
+        ("A3 CUDA %s" % label, "cuda", "BM_gpuhal_memory_pool_driver/%d" % size, "BM_raw_driver_pool/%d" % size,
+         "time", 1.1, "MemoryPool (driver kind) vs raw cuMemAllocFromPoolAsync + cuMemFreeAsync on a cuMemPoolCreate pool")
+        for label, size in (("4K", 4096), ("1M", 1048576))
+    ] + [
         ("A2 CUDA %s" % label, "cuda", "BM_gpuhal_alloc/%d" % size, "BM_raw_alloc/%d" % size, "time", 1.0,
          "alloc + deferred release vs raw cuMemAlloc + cuMemFree")
         for label, size in (("4K", 4096), ("1M", 1048576))

@@ -298,7 +298,7 @@ PY
     # A wrong result on a real GPU is a failure of the run, like a failed check.
     grep -q WRONG "$logs/round_trip_check.txt" && [ ! -e "$logs/cuda-driver.txt" ] && status=1
     if python3 scripts/bench_table.py "$logs" ${table_args[@]+"${table_args[@]}"} >"$logs/bench_table.txt" 2>&1; then
-      grep -E '^(T1|P1|L1|A1 CUDA|A2 CUDA|R1 CUDA|R2 CUDA)' "$logs/bench_table.txt" >"$logs/bench_rows.txt"
+      grep -E '^(T1|P1|L1|A1 CUDA|A2 CUDA|A3 CUDA|R1 CUDA|R2 CUDA)' "$logs/bench_table.txt" >"$logs/bench_rows.txt"
       note_lines "$logs/bench_rows.txt" "  "
     else
       note "  bench_table.py failed (see $logs/bench_table.txt)"

@@ -5,6 +5,21 @@
 
 using namespace fake_cuda;
 
+namespace {
+// A stream-ordered allocation out of memory: CUDA's pools reuse memory a
+// free earlier on the same stream gave back, since the allocation is
+// ordered after it (the programming guide's stream-ordered allocator: a
+// free's memory serves later allocations of its stream at once). This fake
+// frees when the stream's work runs, so it lets the stream's queued work
+// (those frees among it) finish, then tries once more.
+CUresult allocate_in_stream_order(CUdeviceptr *p, size_t bytes, int dev, int pool, CUstream s) {
+  CUresult r = allocate(p, bytes, dev, pool, false);
+  if (r != OUT_OF_MEMORY) return r;
+  lookup(s)->drain();
+  return allocate(p, bytes, dev, pool, false);
+}
+}  // namespace
+
 extern "C" {
 
 // ---- stream-ordered allocation and peer access ---------------------------------------------------
@@ -15,7 +30,7 @@ API CUresult cuMemAllocAsync(CUdeviceptr *p, size_t bytes, CUstream s) {
   // refused (fake_cuda.hpp).
   if (const CUresult r = refuse_if_capturing(lookup(s), NOT_SUPPORTED); r != OK) return r;
   if (!p || bytes == 0) return INVALID_VALUE;
-  return allocate(p, bytes, dev, dev, false);  // the default pool; made at once: early enough for any order
+  return allocate_in_stream_order(p, bytes, dev, dev, s);  // the default pool; made at once: early enough for any order
 }
 API CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {
   int dev = -1;
@@ -168,7 +183,7 @@ API CUresult cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t bytes, void *pool, C
     // used in cuDeviceSetMemPool or cuMemAllocFromPoolAsync calls".
     if (g_pool_imported_from[size_t(slot)] >= 0) return INVALID_VALUE;
   }
-  return allocate(p, bytes, g_pool_dev[size_t(slot)], slot, false);
+  return allocate_in_stream_order(p, bytes, g_pool_dev[size_t(slot)], slot, s);
 }
 // For the tests: the release threshold the plugin set on device d's pool.
 // Bytes copied host-to-device from pageable memory so far.
