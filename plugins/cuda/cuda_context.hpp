@@ -188,8 +188,8 @@ gpuhal_status_t release_tracked(CudaContext *c, Take take, gpuhal_status_t refus
   return st;
 }
 
-// stream_create and event_create (whose `out` and `flags` the kit's argument
-// rules checked before the entry: plugin_table.hpp): in the context
+// stream_create, event_create and mem_pool_create (whose `out` and `flags`
+// the kit's argument rules checked before the entry: plugin_table.hpp): in the context
 // create(&native) makes the driver's object,
 // which is recorded in the context's `made` set and handed out. Recording
 // it can fail only for memory; the object is then destroyed with `destroy`
@@ -211,6 +211,12 @@ gpuhal_status_t in_context(gpuhal_context_t ctx, const char *entry, Body &&body)
   if (const gpuhal_status_t st = scoped.enter(c->cu, entry); st != GPUHAL_SUCCESS) return st;
   return plugin::guard(entry, [&]() -> gpuhal_status_t { return body(c); });
 }
+
+// Keeps a new stream-ordered allocation in c (context_destroy frees what is
+// left) and in its source's set (c->*source), then hands it out; on
+// failure to keep it, frees it again on `stream` (cuda_memory.cpp).
+gpuhal_status_t remember_async(CudaContext *c, CUdeviceptr p, std::unordered_set<CUdeviceptr> CudaContext::*source,
+                               CUstream stream, gpuhal_deviceptr_t *out);
 
 template <class Native, class Handle, class Create>
 gpuhal_status_t create_tracked(gpuhal_context_t ctx, const char *entry, Handle *out,

@@ -209,17 +209,22 @@ gpuhal_status_t mem_alloc_async(gpuhal_context_t ctx, uint64_t bytes, gpuhal_str
                           native(stream))
                 : cu_call(drv().cuMemAllocAsync, "cuMemAllocAsync", &p, size_t(bytes), native(stream));
     if (call_st != GPUHAL_SUCCESS) return call_st;
-    try {
-      std::lock_guard<std::mutex> lock(c->mu);
-      c->allocations.insert(p);  // cuMemFree frees it too, at context_destroy
-      c->pool_allocations.insert(p);
-    } catch (...) {
-      drv().cuMemFreeAsync(p, native(stream));
-      throw;
-    }
-    *out = p;
-    return GPUHAL_SUCCESS;
+    return remember_async(c, p, &CudaContext::pool_allocations, native(stream), out);
   });
+}
+
+gpuhal_status_t remember_async(CudaContext *c, CUdeviceptr p, std::unordered_set<CUdeviceptr> CudaContext::*source,
+                               CUstream stream, gpuhal_deviceptr_t *out) {
+  try {
+    std::lock_guard<std::mutex> lock(c->mu);
+    c->allocations.insert(p);  // cuMemFree frees it too, at context_destroy
+    (c->*source).insert(p);
+  } catch (...) {
+    drv().cuMemFreeAsync(p, stream);
+    throw;
+  }
+  *out = p;
+  return GPUHAL_SUCCESS;
 }
 
 gpuhal_status_t mem_free_async(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpuhal_stream_t stream) {

@@ -88,16 +88,7 @@ gpuhal_status_t mem_pool_alloc_async(gpuhal_context_t ctx, gpuhal_mem_pool_t poo
                                            size_t(bytes), p, native(stream));
         st != GPUHAL_SUCCESS)
       return st;
-    try {
-      std::lock_guard<std::mutex> lock(c->mu);
-      c->allocations.insert(ptr);  // cuMemFree frees it too, at context_destroy
-      c->object_pool_allocations.insert(ptr);
-    } catch (...) {
-      drv().cuMemFreeAsync(ptr, native(stream));
-      throw;
-    }
-    *out = ptr;
-    return GPUHAL_SUCCESS;
+    return remember_async(c, ptr, &CudaContext::object_pool_allocations, native(stream), out);
   });
 }
 
