@@ -54,6 +54,7 @@ struct CachingMemoryPool final : MemoryPoolImpl {
   };
 
   CachingMemoryPool(ContextImpl *ctx, MemoryPoolOptions o) : owner(ctx), options(o) {}
+  ~CachingMemoryPool() override;
   void reset() override { forget_all(); }
 
   DeviceMemory allocate(uint64_t bytes, const Stream &stream) override;
@@ -287,6 +288,18 @@ MemoryPoolStats CachingMemoryPool::snapshot() {
   return stats;
 }
 
+// The idle blocks go back with the pool, through the context's deferred
+// queue (which waits for the context's work before it frees). Not after a
+// reset (the blocks went with the old context; a pool that was its
+// context's manager was emptied by the manager's reset()), and not in a
+// fork child (the blocks are the parent's).
+CachingMemoryPool::~CachingMemoryPool() {
+  if (owner->inherited() || generation != owner->current_generation()) return;
+  for (const Bin &b : bins)
+    for (const auto &sized : b.idle)
+      for (const DevicePointer p : sized.second) backend_free(p, sized.first);
+}
+
 // The block goes to `stream`'s bin: reused at once by that stream's later
 // work, by another stream's only once `stream` has no work pending.
 void CachingMemoryPool::free_on(const DeviceMemory &memory, const Stream &stream) {
@@ -388,8 +401,12 @@ void MemoryPool::free(DeviceMemory &memory, const Stream &stream) const {
   if (!memory) throw Error(Status::ERROR_INVALID_HANDLE, "MemoryPool::free: empty memory handle");
   if (!detail::impl_of(stream) || stream.context() != context_)
     throw Error(Status::ERROR_INVALID_VALUE, "MemoryPool::free: the stream is empty or belongs to another context");
-  if (detail::impl_of(memory)->releaser != impl_.get())
+  const auto &allocation = detail::impl_of(memory);
+  if (allocation->releaser != impl_.get())
     throw Error(Status::ERROR_INVALID_VALUE, "MemoryPool::free: the memory was not allocated from this pool");
+  // Memory of a context reset since was freed by the reset: its address may
+  // be a new block's now, whose free stream this must not change.
+  allocation->ctx->check_alive(allocation->generation, "MemoryPool::free");
   (void)detail::impl_of(stream)->live("MemoryPool::free");
   impl_->free_on(memory, stream);
   memory = DeviceMemory();

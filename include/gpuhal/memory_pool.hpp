@@ -99,7 +99,8 @@ class MemoryPool {
   // its allocating stream's, and this handle is emptied. Work on other
   // streams that uses it must be ordered before the free's point on
   // `stream` (an event), as in CUDA. Other handles or array views of the
-  // memory still keep it: it goes back when the last of them goes.
+  // memory still keep it: it goes back when the last of them goes. Memory
+  // of a context reset since is ERROR_CONTEXT_DESTROYED (the reset freed it).
   void free(DeviceMemory &memory, const Stream &stream) const;
 
   void set_release_threshold(uint64_t bytes) const;

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 """A Hypothesis state machine over gpuhal's public Python API: random
 sequences of allocations, views, writes, copies, pinned / mapped / managed
-and registered memory, streams, DLPack readers, context resets, device
-selection, dropped references and garbage collection. Each step's result
+and registered memory, memory pools of both kinds (allocations, stream-ordered
+frees, trims), streams, DLPack readers, context resets, device selection,
+dropped references and garbage collection. Each step's result
 is checked against a NumPy model, or the step raises a gpuhal.Error it was
 expected to raise (an object of a reset context: ContextDestroyedError).
 The process never crashes, and at the end the device memory in use is back
@@ -32,14 +33,16 @@ VALUES = st.integers(min_value=-1000, max_value=1000)
 class Tracked:
     """A gpuhal object with the context generation it was made in and its model."""
 
-    def __init__(self, obj, model, generation, host=None):
+    def __init__(self, obj, model, generation, host=None, pool=None):
         self.obj, self.model, self.generation, self.host = obj, model, generation, host
+        self.pool = pool  # the MemoryPool its memory came from (device arrays and their views)
 
 
 class LifetimeMachine(RuleBasedStateMachine):
     devices = Bundle("devices")  # DeviceNDArray with a NumPy model (views: views of the model)
     hosts = Bundle("hosts")  # NumPy arrays in pinned / mapped / managed memory, with their expected contents
     readers = Bundle("readers")  # NumPy arrays reading device memory through DLPack (host backend)
+    pools = Bundle("pools")  # gpuhal.MemoryPool of either kind
 
     def __init__(self):
         super().__init__()
@@ -103,7 +106,7 @@ class LifetimeMachine(RuleBasedStateMachine):
           step=st.sampled_from([1, 2, 3, -1, -2]))
     def view(self, t, start, stop, step):
         key = slice(start, stop, step)
-        return Tracked(t.obj[key], t.model[key], t.generation)
+        return Tracked(t.obj[key], t.model[key], t.generation, pool=t.pool)
 
     @rule(t=devices, value=VALUES)
     def write(self, t, value):
@@ -125,6 +128,51 @@ class LifetimeMachine(RuleBasedStateMachine):
     @rule(t=consumes(devices))
     def drop_device(self, t):
         del t
+
+    # ---- memory pools -------------------------------------------------------------
+    @rule(target=pools, driver=st.booleans())
+    def make_pool(self, driver):
+        if driver and not self.ctx.supports("driver_memory_pools"):
+            try:
+                gpuhal.MemoryPool(kind="driver")
+            except gpuhal.NotSupportedError as e:
+                assert "Capability::DriverMemoryPools" in str(e), e
+            else:
+                raise AssertionError("a driver pool without the capability")
+            driver = False
+        return gpuhal.MemoryPool(kind="driver" if driver else "caching")
+
+    @rule(target=devices, pool=pools, n=SIZES, value=VALUES)
+    def pool_array(self, pool, n, value):
+        # A pool outlives a reset: its next allocation is of the new context.
+        d = pool.device_array(n, np.int32, stream=self.stream)
+        model = np.full(n, value, dtype=np.int32)
+        self.fill(d, value, model)
+        return Tracked(d, model, self.generation, pool=pool)
+
+    @rule(pool=pools, t=devices, other_stream=st.booleans())
+    def pool_free(self, pool, t, other_stream):
+        """The stream-ordered free: its memory goes back when the array and
+        its views are dropped; refused for another pool's memory, and for
+        memory a reset freed."""
+        stream = gpuhal.stream() if other_stream else self.stream
+        if t.pool is not pool:
+            try:
+                pool.free(t.obj, stream=stream)
+            except gpuhal.InvalidValueError as e:
+                assert "not allocated from this pool" in str(e), e
+                return
+            except gpuhal.ContextDestroyedError:
+                assert not self.alive(t)  # checked first where the memory's context was reset
+                return
+            raise AssertionError("a pool freed memory it did not allocate")
+        self.expect(t, lambda: pool.free(t.obj, stream=stream))
+
+    @rule(pool=pools, keep=st.integers(0, 1 << 16))
+    def pool_trim(self, pool, keep):
+        given = pool.trim(keep)
+        stats = pool.stats()
+        assert given >= 0 and stats["used_bytes"] <= stats["reserved_bytes"], stats
 
     # ---- host memory gpuhal allocated -------------------------------------------
     @rule(target=hosts, kind=st.sampled_from(["pinned", "mapped", "managed"]), n=st.integers(1, 5000),

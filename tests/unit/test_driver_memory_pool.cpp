@@ -80,6 +80,15 @@ TEST_CASE("memory pool free: a caching pool's block freed on another stream serv
   second = DeviceMemory();
   CHECK(pool.stats().allocations == 0);
   CHECK(pool.allocate(4096, b).device_pointer() == p);  // b's own block now
+  // Memory of a context reset since: refused, and the new block at its
+  // address keeps its own stream.
+  DeviceMemory stale = pool.allocate(4096, a);
+  ctx.reset();
+  Stream a2 = ctx.create_stream(StreamKind::NonBlocking);
+  DeviceMemory fresh = pool.allocate(4096, a2);
+  REQUIRE_GPUHAL_ERROR(pool.free(stale, ctx.default_stream()), Status::ERROR_CONTEXT_DESTROYED, "MemoryPool::free");
+  CHECK(stale);
+  CHECK(pool.stats().allocations == 1);
 }
 
 #ifdef GPUHAL_TEST_FAKE_CUDA
@@ -158,6 +167,8 @@ TEST_CASE("driver memory pool: memory outlives the pool handle, a reset makes a 
   DeviceMemory old = pool.allocate(256);
   ctx.reset();
   CHECK(pool.stats().allocations == 0);  // the reset freed it with the pool
+  REQUIRE_GPUHAL_ERROR(pool.free(old, ctx.default_stream()), Status::ERROR_CONTEXT_DESTROYED, "MemoryPool::free");
+  CHECK(old);                            // refused: the handle is left as it was
   old = DeviceMemory();                  // nothing to free twice
   DeviceMemory fresh = pool.allocate(256);
   CHECK(round_trip(fresh, 256, 3) == std::vector<uint8_t>(256, 3));

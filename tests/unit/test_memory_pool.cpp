@@ -192,3 +192,25 @@ TEST_CASE("memory pool: threads allocating on their own streams at once", "[memo
   CHECK(st.used_bytes == 0);
   CHECK(st.hits + st.misses == 2000);
 }
+
+TEST_CASE("memory pool: a pool that goes gives its idle blocks back", "[memory_pool]") {
+  // Free memory is counted under a limit on the host backend (without one
+  // it is the machine's), and always over the fake CUDA driver.
+  auto check = [](Context ctx) {
+    ctx.flush_deallocations();
+    const uint64_t before = ctx.memory_info().free;
+    {
+      MemoryPool pool(ctx);
+      Stream s = ctx.create_stream();
+      for (int i = 0; i < 4; ++i) (void)pool.allocate(64 << 10, s);  // idle, kept (no threshold)
+      (void)pool.allocate(1000, s);
+      CHECK(pool.stats().reserved_bytes == (64 << 10) + 1024);
+    }
+    ctx.flush_deallocations();
+    CHECK(ctx.memory_info().free == before);
+  };
+  check(test::host_context({{"GPUHAL_HOST_MEMORY_LIMIT", "64M"}}));
+#ifdef GPUHAL_TEST_FAKE_CUDA
+  check(test::cuda_runtime().device(0).primary_context());
+#endif
+}
