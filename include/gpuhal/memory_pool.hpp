@@ -39,7 +39,9 @@
 // memory cannot be shared with IPC (the pool has no shareable handle type).
 //
 // Value handle: copies share the pool; the pool lives while a handle or an
-// allocation from it does, and keeps its context alive. Thread-safe.
+// allocation from it does, and keeps its context alive; when it goes, its
+// idle blocks go back to the backend (Driver: the driver's pool is
+// destroyed). Thread-safe.
 #pragma once
 
 #include <cstdint>
