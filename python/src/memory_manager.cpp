@@ -142,6 +142,11 @@ void bind_memory_pool(nb::module_ &m) {
           "free",
           [](const MemoryPool &p, const gpuhal::DeviceArray &array, std::optional<gpuhal::Stream> stream) {
             gpuhal::DeviceMemory memory = array.memory();
+            // An empty array made elsewhere holds no memory (the pool gives
+            // even a zero-size array a block): not this pool's either.
+            if (!memory)
+              throw gpuhal::Error(gpuhal::Status::ERROR_INVALID_VALUE,
+                                  "MemoryPool::free: the array holds no memory, so it was not allocated from this pool");
             nb::gil_scoped_release unlocked;
             p.free(memory, stream ? *stream : p.context().default_stream());
           },

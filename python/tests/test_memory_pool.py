@@ -104,6 +104,8 @@ def test_free_and_kind_refuse_bad_input():
     assert other.stats()["allocations"] == 1  # nothing changed
     with pytest.raises(gpuhal.InvalidValueError, match="not allocated from this pool"):
         pool.free(gpuhal.device_array(4, np.float32))
+    with pytest.raises(gpuhal.InvalidValueError, match="holds no memory"):  # found by the state machine
+        pool.free(gpuhal.device_array(0, np.float32))
     with pytest.raises(TypeError, match="stream must be a gpuhal.Stream"):
         other.free(theirs, stream=object())
     other.free(theirs)
