@@ -36,7 +36,9 @@
 // CU_MEMPOOL_ATTR_RELEASE_THRESHOLD does) and releases at the next
 // synchronisation; its statistics are the driver's (hits and misses are 0:
 // the driver does not count them; released_bytes counts trim()). Its
-// memory cannot be shared with IPC (the pool has no shareable handle type).
+// memory is shared with IPC as allocate_async memory is (the pool is made
+// with a shareable handle type where the device allows; elsewhere
+// get_ipc_handle is ERROR_NOT_SUPPORTED naming why).
 //
 // Value handle: copies share the pool; the pool lives while a handle or an
 // allocation from it does, and keeps its context alive; when it goes, its

@@ -58,6 +58,29 @@ gpuhal_status_t context_get_limit(gpuhal_context_t ctx, uint32_t limit, uint64_t
 
 // ---- contexts ------------------------------------------------------------------
 
+CUresult create_device_pool(CudaContext *c, CUmemoryPool *out, bool *exportable, const char *what) {
+  api::CUmemPoolProps props{};
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = c->device;
+  int handle_types = 0;
+  if (drv().cuMemPoolExportToShareableHandle &&
+      drv().cuDeviceGetAttribute(&handle_types, CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES, c->device) ==
+          CUDA_SUCCESS &&
+      (handle_types & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
+    props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  CUresult r = drv().cuMemPoolCreate(out, &props);
+  if (r != CUDA_SUCCESS && props.handleTypes != 0) {
+    drv().error(r, "cuMemPoolCreate");
+    plugin::log(GPUHAL_LOG_WARN, std::string("cuda: ") + what + ", IPC-capable: " + plugin::last_error() +
+                                     "; made without IPC (its memory cannot be exported)");
+    props.handleTypes = 0;
+    r = drv().cuMemPoolCreate(out, &props);
+  }
+  *exportable = r == CUDA_SUCCESS && props.handleTypes != 0;
+  return r;
+}
+
 namespace {
 // A context of device `ordinal`: over its primary context (retained here)
 // or, with `adopt`, over another library's context (checked to be live and
@@ -76,26 +99,8 @@ namespace {
 // memory is then not exportable).
 void open_memory_pool(CudaContext *c) {
   if (!drv().cuMemPoolCreate || !drv().cuMemAllocFromPoolAsync || !drv().cuMemPoolSetAttribute) return;
-  api::CUmemPoolProps props{};
-  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  props.location.id = c->device;
-  int handle_types = 0;
-  if (drv().cuMemPoolExportToShareableHandle &&
-      drv().cuDeviceGetAttribute(&handle_types, CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES, c->device) ==
-          CUDA_SUCCESS &&
-      (handle_types & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
-    props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
   CUmemoryPool pool = nullptr;
-  CUresult r = drv().cuMemPoolCreate(&pool, &props);
-  if (r != CUDA_SUCCESS && props.handleTypes != 0) {
-    drv().error(r, "cuMemPoolCreate");
-    plugin::log(GPUHAL_LOG_WARN, std::string("cuda: the context's IPC-capable stream-ordered memory pool: ") +
-                                     plugin::last_error() + "; made without IPC (its memory cannot be exported)");
-    props.handleTypes = 0;
-    r = drv().cuMemPoolCreate(&pool, &props);
-  }
-  c->pool_exportable = r == CUDA_SUCCESS && props.handleTypes != 0;
+  CUresult r = create_device_pool(c, &pool, &c->pool_share.exportable, "the context's stream-ordered memory pool");
   const char *call = "cuMemPoolCreate";
   if (r == CUDA_SUCCESS) {
     size_t total = 0;
@@ -220,7 +225,7 @@ gpuhal_status_t context_destroy(gpuhal_context_t ctx) {
     if (d.cuDevicePrimaryCtxReset) note(d.cuDevicePrimaryCtxReset(c->device), "cuDevicePrimaryCtxReset");
     release_pool_ipc(c);
     if (c->pool && d.cuMemPoolDestroy) d.cuMemPoolDestroy(c->pool);  // a pool is the device's: it outlives the reset
-    for (CUmemoryPool p : c->object_pools) d.cuMemPoolDestroy(p);
+    for (const auto &p : c->object_pools) d.cuMemPoolDestroy(p.first);
     note(d.cuDevicePrimaryCtxRelease(c->device), "cuDevicePrimaryCtxRelease");
     return first == CUDA_SUCCESS ? GPUHAL_SUCCESS : d.error(first, first_call);
   }
@@ -237,7 +242,7 @@ gpuhal_status_t context_destroy(gpuhal_context_t ctx) {
   release_pool_ipc(c);
   for (CUdeviceptr p : c->allocations) note(d.cuMemFree(p), "cuMemFree");
   if (c->pool && d.cuMemPoolDestroy) note(d.cuMemPoolDestroy(c->pool), "cuMemPoolDestroy");
-  for (CUmemoryPool p : c->object_pools) note(d.cuMemPoolDestroy(p), "cuMemPoolDestroy");
+  for (const auto &p : c->object_pools) note(d.cuMemPoolDestroy(p.first), "cuMemPoolDestroy");
   for (void *p : c->registrations) note(d.cuMemHostUnregister(p), "cuMemHostUnregister");
   for (void *p : c->host_allocations) note(d.cuMemFreeHost(p), "cuMemFreeHost");
   if (!c->adopted) note(d.cuDevicePrimaryCtxRelease(c->device), "cuDevicePrimaryCtxRelease");

@@ -30,6 +30,16 @@ namespace gpuhal::cuda {
 using plugin::fail;
 using plugin::guard;
 
+// A stream-ordered pool's IPC state (cuda_ipc.cpp), guarded by its
+// context's mu: whether the pool was made with a POSIX-descriptor handle
+// type, its descriptor once exported (-1 before; open until the pool's
+// exports are withdrawn) and its serial (names the pool to importers).
+struct PoolShare {
+  bool exportable = false;
+  int fd = -1;
+  uint64_t serial = 0;
+};
+
 struct CudaContext {
   int ordinal = 0;
   CUdevice device = 0;
@@ -54,9 +64,7 @@ struct CudaContext {
   // under (withdrawn when it is freed). Importer side: the pools imported
   // (by exporting process and pool serial) and the allocations imported
   // from them (by exporting process and token), one reference per open.
-  bool pool_exportable = false;  // `pool` was made with a POSIX-descriptor handle type
-  int pool_fd = -1;
-  uint64_t pool_serial = 0;
+  PoolShare pool_share;  // of `pool`
   std::unordered_map<CUdeviceptr, uint64_t> pool_exports;
   struct PoolImport {
     CUdeviceptr ptr = 0;
@@ -90,11 +98,11 @@ struct CudaContext {
   // CU_DEVICE_ATTRIBUTE_MAX_PITCH: the largest pitch cuMemcpy3D takes (0: unknown, no 3-D copies).
   size_t max_pitch = 0;
   CUmemoryPool pool = nullptr;  // the context's own stream-ordered pool (nullptr: none; cuMemAllocAsync)
-  // Pools made by mem_pool_create (cuda_memory_pool.cpp), and the live
-  // allocations from them (not exportable: made without a handle type);
+  // Pools made by mem_pool_create (cuda_memory_pool.cpp) with their IPC
+  // state, and the live allocations from them (allocation -> its pool);
   // guarded by mu, destroyed at context_destroy after their memory is freed.
-  std::unordered_set<CUmemoryPool> object_pools;
-  std::unordered_set<CUdeviceptr> object_pool_allocations;
+  std::unordered_map<CUmemoryPool, PoolShare> object_pools;
+  std::unordered_map<CUdeviceptr, CUmemoryPool> object_pool_allocations;
   // Stream capture (cuda_graph.cpp), guarded by capture_mu: captures begun
   // here and not ended, by origin stream, with the graph the driver builds
   // and the kernel nodes recorded so far; `active_captures` counts them
@@ -188,8 +196,8 @@ gpuhal_status_t release_tracked(CudaContext *c, Take take, gpuhal_status_t refus
   return st;
 }
 
-// stream_create, event_create and mem_pool_create (whose `out` and `flags`
-// the kit's argument rules checked before the entry: plugin_table.hpp): in the context
+// stream_create and event_create (whose `out` and `flags` the kit's argument
+// rules checked before the entry: plugin_table.hpp): in the context
 // create(&native) makes the driver's object,
 // which is recorded in the context's `made` set and handed out. Recording
 // it can fail only for memory; the object is then destroyed with `destroy`
@@ -213,10 +221,30 @@ gpuhal_status_t in_context(gpuhal_context_t ctx, const char *entry, Body &&body)
 }
 
 // Keeps a new stream-ordered allocation in c (context_destroy frees what is
-// left) and in its source's set (c->*source), then hands it out; on
-// failure to keep it, frees it again on `stream` (cuda_memory.cpp).
-gpuhal_status_t remember_async(CudaContext *c, CUdeviceptr p, std::unordered_set<CUdeviceptr> CudaContext::*source,
-                               CUstream stream, gpuhal_deviceptr_t *out);
+// left), and where it came from with note() (under c->mu), then hands it
+// out; on failure to keep it, frees it again on `stream`.
+template <class Note>
+gpuhal_status_t remember_async(CudaContext *c, CUdeviceptr p, CUstream stream, gpuhal_deviceptr_t *out, Note note) {
+  try {
+    std::lock_guard<std::mutex> lock(c->mu);
+    c->allocations.insert(p);  // cuMemFree frees it too, at context_destroy
+    note();
+  } catch (...) {
+    drv().cuMemFreeAsync(p, stream);
+    throw;
+  }
+  *out = p;
+  return GPUHAL_SUCCESS;
+}
+
+// A stream-ordered pool of c's device (cuMemPoolCreate), made with the
+// POSIX-descriptor handle type where the device takes one (*exportable
+// then true), else a plain one, with a warning naming `what` and the
+// driver's refusal (cuda_context.cpp).
+CUresult create_device_pool(CudaContext *c, CUmemoryPool *out, bool *exportable, const char *what);
+// Withdraws the exports of `pool`'s allocations and closes its descriptor
+// (c->mu held): mem_pool_destroy, before the pool goes (cuda_ipc.cpp).
+void withdraw_pool_exports(CudaContext *c, CUmemoryPool pool, PoolShare *share);
 
 template <class Native, class Handle, class Create>
 gpuhal_status_t create_tracked(gpuhal_context_t ctx, const char *entry, Handle *out,

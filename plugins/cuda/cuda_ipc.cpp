@@ -5,8 +5,9 @@
 // cuIpcOpenMemHandle with one reference per open (the driver counts opens of
 // a handle already open in the context and returns the same pointer).
 //
-// Memory from mem_alloc_async (the context's own stream-ordered pool):
-// cuIpcGetMemHandle refuses it; cuda.h shares it in two parts instead. The
+// Memory from mem_alloc_async (the context's own stream-ordered pool) and
+// from mem_pool_alloc_async (a pool made by mem_pool_create): cuIpcGetMemHandle
+// refuses it; cuda.h shares it in two parts instead. The
 // pool, made IPC-capable (cuda_context.cpp), is exported once as a file
 // descriptor (cuMemPoolExportToShareableHandle), and each allocation as 64
 // bytes of export data (cuMemPoolExportPointer); the importer turns the
@@ -69,39 +70,42 @@ bool is_pool_handle(const gpuhal_ipc_handle_t &h) {
 }
 
 // The pool's descriptor, exported on the first call (c->mu held).
-gpuhal_status_t pool_descriptor(CudaContext *c) {
+gpuhal_status_t pool_descriptor(CUmemoryPool pool, PoolShare *share) {
   static std::atomic<uint64_t> serials{0};
-  if (c->pool_fd >= 0) return GPUHAL_SUCCESS;
+  if (share->fd >= 0) return GPUHAL_SUCCESS;
   int fd = -1;
   if (const gpuhal_status_t st = cu_call(drv().cuMemPoolExportToShareableHandle, "cuMemPoolExportToShareableHandle",
-                                         &fd, c->pool, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0ULL);
+                                         &fd, pool, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0ULL);
       st != GPUHAL_SUCCESS)
     return st;
-  c->pool_fd = fd;
-  c->pool_serial = ++serials;
+  share->fd = fd;
+  share->serial = ++serials;
   return GPUHAL_SUCCESS;
 }
 
-// Publishes the pool allocation at `base` (c->mu held): once per allocation.
-gpuhal_status_t export_pool_allocation(CudaContext *c, CUdeviceptr base, size_t size, gpuhal_ipc_handle_t *out) {
-  if (!c->pool_exportable || !drv().cuMemPoolExportPointer || !drv().cuMemPoolImportPointer)
+// Publishes the allocation at `base` of `pool` (c->mu held): once per allocation.
+gpuhal_status_t export_pool_allocation(CudaContext *c, CUmemoryPool pool, PoolShare *share, CUdeviceptr base,
+                                       size_t size, gpuhal_ipc_handle_t *out) {
+  if (!share->exportable || !drv().cuMemPoolExportPointer || !drv().cuMemPoolImportPointer)
     return fail(GPUHAL_ERROR_NOT_SUPPORTED,
-                "ipc_get_handle: memory from allocate_async cannot be exported on this device: its stream-ordered "
-                "pool is not IPC-capable (CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES has no POSIX file "
-                "descriptor type); share memory from allocate() instead");
+                std::string("ipc_get_handle: stream-ordered memory (") +
+                    (pool == c->pool ? "allocate_async" : "a MemoryPool of the driver kind") +
+                    ") cannot be exported on this device: its pool is not IPC-capable "
+                    "(CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES has no POSIX file descriptor type); share "
+                    "memory from allocate() instead");
   uint64_t token = 0;
   auto known = c->pool_exports.find(base);
   if (known != c->pool_exports.end()) {
     token = known->second;
   } else {
-    if (const gpuhal_status_t st = pool_descriptor(c); st != GPUHAL_SUCCESS) return st;
+    if (const gpuhal_status_t st = pool_descriptor(pool, share); st != GPUHAL_SUCCESS) return st;
     Published p{};
     if (const gpuhal_status_t st = cu_call(drv().cuMemPoolExportPointer, "cuMemPoolExportPointer", &p.data, base);
         st != GPUHAL_SUCCESS)
       return st;
-    p.pool_serial = c->pool_serial;
+    p.pool_serial = share->serial;
     std::string error;
-    if (!plugin::DescriptorServer::of(kChannel).publish(c->pool_fd, &p, sizeof p, &token, &error))
+    if (!plugin::DescriptorServer::of(kChannel).publish(share->fd, &p, sizeof p, &token, &error))
       return fail(GPUHAL_ERROR_DRIVER, "ipc_get_handle: sharing the pool's descriptor: " + error);
     c->pool_exports[base] = token;
   }
@@ -202,8 +206,19 @@ void release_pool_ipc(CudaContext *c) {
   c->imported_pools.clear();
   for (const auto &e : c->pool_exports) plugin::DescriptorServer::of(kChannel).withdraw(e.second);
   c->pool_exports.clear();
-  if (c->pool_fd >= 0) close(c->pool_fd);
-  c->pool_fd = -1;
+  if (c->pool_share.fd >= 0) close(c->pool_share.fd);
+  c->pool_share.fd = -1;
+  for (auto &p : c->object_pools) {
+    if (p.second.fd >= 0) close(p.second.fd);
+    p.second.fd = -1;
+  }
+}
+
+void withdraw_pool_exports(CudaContext *c, CUmemoryPool pool, PoolShare *share) {
+  for (const auto &a : c->object_pool_allocations)
+    if (a.second == pool) withdraw_pool_export(c, a.first);
+  if (share->fd >= 0) close(share->fd);
+  share->fd = -1;
 }
 
 // ---- IPC entries ------------------------------------------------------------------------------
@@ -218,12 +233,22 @@ gpuhal_status_t ipc_get_handle(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpu
       return call_st;
     {
       std::lock_guard<std::mutex> lock(c->mu);
-      if (c->object_pool_allocations.count(b))
-        return fail(GPUHAL_ERROR_NOT_SUPPORTED,
-                    "ipc_get_handle: memory of a pool made by mem_pool_create cannot be exported (the pool is made "
-                    "without a shareable handle type; stream-ordered memory of the context's own pool can be)");
-      if (c->pool_allocations.count(b)) {
-        if (const gpuhal_status_t st = export_pool_allocation(c, b, size, out); st != GPUHAL_SUCCESS) return st;
+      bool pooled = c->pool_allocations.count(b) != 0;
+      CUmemoryPool pool = c->pool;
+      PoolShare *share = &c->pool_share;
+      if (auto it = c->object_pool_allocations.find(b); it != c->object_pool_allocations.end()) {
+        auto owner = c->object_pools.find(it->second);
+        if (owner == c->object_pools.end())
+          return fail(GPUHAL_ERROR_NOT_SUPPORTED,
+                      "ipc_get_handle: the memory's pool was destroyed (mem_pool_destroy): its memory stays valid "
+                      "until freed, but is no longer shared");
+        pooled = true;
+        pool = owner->first;
+        share = &owner->second;
+      }
+      if (pooled) {
+        if (const gpuhal_status_t st = export_pool_allocation(c, pool, share, b, size, out); st != GPUHAL_SUCCESS)
+          return st;
         *base = b;
         *bytes = size;
         return GPUHAL_SUCCESS;

@@ -173,21 +173,26 @@ namespace {
 // failed (release_tracked).
 template <class Free>
 gpuhal_status_t release_allocation(CudaContext *c, gpuhal_deviceptr_t ptr, const char *refusal, Free free) {
-  bool from_pool = false, from_object_pool = false;
+  bool from_pool = false;
+  CUmemoryPool object_pool = nullptr;
   return release_tracked(
       c,
       [&] {
         if (!c->allocations.erase(ptr)) return false;
         from_pool = c->pool_allocations.erase(ptr) != 0;
-        from_object_pool = c->object_pool_allocations.erase(ptr) != 0;
-        if (from_pool) withdraw_pool_export(c, ptr);  // before the free: no importer may map it after
+        if (auto it = c->object_pool_allocations.find(ptr); it != c->object_pool_allocations.end()) {
+          object_pool = it->second;
+          c->object_pool_allocations.erase(it);
+        }
+        // Before the free: no importer may map it after.
+        if (from_pool || object_pool) withdraw_pool_export(c, ptr);
         return true;
       },
       GPUHAL_ERROR_INVALID_VALUE, refusal, free,
       [&] {
         c->allocations.insert(ptr);
         if (from_pool) c->pool_allocations.insert(ptr);
-        if (from_object_pool) c->object_pool_allocations.insert(ptr);
+        if (object_pool) c->object_pool_allocations[ptr] = object_pool;
       });
 }
 }  // namespace
@@ -209,22 +214,8 @@ gpuhal_status_t mem_alloc_async(gpuhal_context_t ctx, uint64_t bytes, gpuhal_str
                           native(stream))
                 : cu_call(drv().cuMemAllocAsync, "cuMemAllocAsync", &p, size_t(bytes), native(stream));
     if (call_st != GPUHAL_SUCCESS) return call_st;
-    return remember_async(c, p, &CudaContext::pool_allocations, native(stream), out);
+    return remember_async(c, p, native(stream), out, [&] { c->pool_allocations.insert(p); });
   });
-}
-
-gpuhal_status_t remember_async(CudaContext *c, CUdeviceptr p, std::unordered_set<CUdeviceptr> CudaContext::*source,
-                               CUstream stream, gpuhal_deviceptr_t *out) {
-  try {
-    std::lock_guard<std::mutex> lock(c->mu);
-    c->allocations.insert(p);  // cuMemFree frees it too, at context_destroy
-    (c->*source).insert(p);
-  } catch (...) {
-    drv().cuMemFreeAsync(p, stream);
-    throw;
-  }
-  *out = p;
-  return GPUHAL_SUCCESS;
 }
 
 gpuhal_status_t mem_free_async(gpuhal_context_t ctx, gpuhal_deviceptr_t ptr, gpuhal_stream_t stream) {

@@ -2,7 +2,9 @@
 // The cuda backend's memory pools as objects (plugin ABI 1.16): each is a
 // pool of its own made with cuMemPoolCreate, never the device's default
 // pool (CuPy's and PyTorch's) and never the context's pool behind
-// mem_alloc_async, so tuning it changes no one else's memory. Its memory is
+// mem_alloc_async, so tuning it changes no one else's memory. It is
+// IPC-capable where the device allows (create_device_pool; its memory is
+// shared as the context pool's is, cuda_ipc.cpp). Its memory is
 // remembered in the context like every allocation (context_destroy frees
 // what is left, then destroys the pools) and freed with mem_free_async.
 #include <mutex>
@@ -51,30 +53,47 @@ gpuhal_status_t mem_pool_create(gpuhal_context_t ctx, uint32_t, gpuhal_mem_pool_
   if (!drv().cuMemPoolCreate || !drv().cuMemAllocFromPoolAsync || !drv().cuMemPoolDestroy ||
       !drv().cuMemPoolTrimTo || !drv().cuMemPoolGetAttribute || !drv().cuMemPoolSetAttribute)
     return fail(GPUHAL_ERROR_NOT_SUPPORTED, "mem_pool_create: this driver has no memory pools (cuMemPoolCreate)");
-  return create_tracked<CUmemoryPool>(
-      ctx, "mem_pool_create", out, &CudaContext::object_pools, &Driver::cuMemPoolDestroy,
-      [&](CUmemoryPool *made) -> gpuhal_status_t {
-        api::CUmemPoolProps props{};
-        props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-        props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-        props.location.id = find(ctx)->device;
-        // A new pool's release threshold is already 0 (cuda.h's default),
-        // which plugin.h promises.
-        return cu_call(drv().cuMemPoolCreate, "cuMemPoolCreate", made, &props);
-      });
+  return in_context(ctx, "mem_pool_create", [&](CudaContext *c) -> gpuhal_status_t {
+    CUmemoryPool pool = nullptr;
+    bool exportable = false;
+    // A new pool's release threshold is already 0 (cuda.h's default),
+    // which plugin.h promises.
+    if (const CUresult r = create_device_pool(c, &pool, &exportable, "a memory pool (mem_pool_create)");
+        r != CUDA_SUCCESS)
+      return drv().error(r, "cuMemPoolCreate");
+    try {
+      std::lock_guard<std::mutex> lock(c->mu);
+      c->object_pools[pool] = PoolShare{exportable, -1, 0};
+    } catch (...) {
+      drv().cuMemPoolDestroy(pool);
+      throw;
+    }
+    *out = reinterpret_cast<gpuhal_mem_pool_t>(pool);
+    return GPUHAL_SUCCESS;
+  });
 }
 
 gpuhal_status_t mem_pool_destroy(gpuhal_context_t ctx, gpuhal_mem_pool_t pool) {
   return in_context(ctx, "mem_pool_destroy", [&](CudaContext *c) -> gpuhal_status_t {
+    PoolShare kept;
     return release_tracked(
-        c, [&] { return c->object_pools.erase(native_pool(pool)) != 0; }, GPUHAL_ERROR_INVALID_HANDLE,
-        "mem_pool_destroy: not a live memory pool of this context",
+        c,
+        [&] {
+          auto it = c->object_pools.find(native_pool(pool));
+          if (it == c->object_pools.end()) return false;
+          // Its memory is no longer offered to importers (what they opened stays theirs).
+          withdraw_pool_exports(c, it->first, &it->second);
+          kept = it->second;
+          c->object_pools.erase(it);
+          return true;
+        },
+        GPUHAL_ERROR_INVALID_HANDLE, "mem_pool_destroy: not a live memory pool of this context",
         // cuda.h: with allocations still out "the function will return
         // immediately and the resources associated with the pool will be
         // released automatically once there are no more outstanding
         // allocations".
         [&] { return cu_call(drv().cuMemPoolDestroy, "cuMemPoolDestroy", native_pool(pool)); },
-        [&] { c->object_pools.insert(native_pool(pool)); });
+        [&] { c->object_pools[native_pool(pool)] = kept; });
   });
 }
 
@@ -88,7 +107,7 @@ gpuhal_status_t mem_pool_alloc_async(gpuhal_context_t ctx, gpuhal_mem_pool_t poo
                                            size_t(bytes), p, native(stream));
         st != GPUHAL_SUCCESS)
       return st;
-    return remember_async(c, ptr, &CudaContext::object_pool_allocations, native(stream), out);
+    return remember_async(c, ptr, native(stream), out, [&] { c->object_pool_allocations[ptr] = p; });
   });
 }
 

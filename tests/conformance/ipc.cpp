@@ -111,15 +111,15 @@ void writes_seen_both_ways(Env &env) {
                           std::to_string(status) + ")");
 }
 
-// Memory from allocate_async shared the same way: where the backend cannot
-// export it, get_ipc_handle says ERROR_NOT_SUPPORTED (cuda: a device
-// without mempool IPC) and the check is UNSUPPORTED.
-void stream_ordered_memory_shared(Env &env) {
-  require_ipc(env);
-  if (!env.runtime.supports(Capability::StreamOrderedMemory))
-    throw Unsupported{"the plugin does not claim stream-ordered memory", to_string(Capability::StreamOrderedMemory)};
-  Stream s = env.ctx.create_stream();
-  DeviceArray a(env.ctx.allocate_async(64 * 4, s), Layout::make({64}, 4), dtypes::float32);
+// 256 bytes of `memory`, usable on `s`, seen by a second process and its
+// writes come back; once the memory is freed (dropped, then `give_back`
+// for memory a pool keeps), its handle is refused. Where the backend cannot
+// export such memory, get_ipc_handle says ERROR_NOT_SUPPORTED (cuda: a
+// device without mempool IPC) and the check is UNSUPPORTED, naming `what`.
+template <class GiveBack>
+void shared_with_second_process(Env &env, DeviceMemory memory, const Stream &s, const std::string &what,
+                                GiveBack give_back) {
+  DeviceArray a(std::move(memory), Layout::make({64}, 4), dtypes::float32);
   std::vector<float> iota(64);
   for (size_t i = 0; i < iota.size(); ++i) iota[i] = float(i);
   a.copy_from_host(HostView::of(iota), s);
@@ -129,20 +129,46 @@ void stream_ordered_memory_shared(Env &env) {
     h = get_ipc_handle(a);
   } catch (const Error &e) {
     if (e.status() != Status::ERROR_NOT_SUPPORTED) throw;
-    throw Unsupported{std::string("stream-ordered memory is not exportable here: ") + e.what(), to_string(Capability::Ipc)};
+    throw Unsupported{what + " is not exportable here: " + e.what(), to_string(Capability::Ipc)};
   }
   const int status = run_peer(env, "check-and-write", h.serialize());
-  expect(status == 0, "the second process failed (status " + std::to_string(status) + ")");
+  expect(status == 0, what + ": the second process failed (status " + std::to_string(status) + ")");
   const auto seen = a.copy_to_host().to_vector<float>();
   for (size_t i = 0; i < seen.size(); ++i)
     expect(seen[i] == 1000.0f + float(i),
-           "element " + std::to_string(i) + " does not hold the second process's write");
+           what + ": element " + std::to_string(i) + " does not hold the second process's write");
   // Freed, its handle is refused.
   const std::string text = h.serialize();
   a = DeviceArray();
+  give_back();
   env.ctx.flush_deallocations();
   s.synchronize();
-  expect(run_peer(env, "expect-refused", text) == 0, "the second process opened freed stream-ordered memory");
+  expect(run_peer(env, "expect-refused", text) == 0, "the second process opened freed " + what);
+}
+
+void stream_ordered_memory_shared(Env &env) {
+  require_ipc(env);
+  if (!env.runtime.supports(Capability::StreamOrderedMemory))
+    throw Unsupported{"the plugin does not claim stream-ordered memory", to_string(Capability::StreamOrderedMemory)};
+  Stream s = env.ctx.create_stream();
+  shared_with_second_process(env, env.ctx.allocate_async(64 * 4, s), s, "stream-ordered memory", [] {});
+}
+
+// A MemoryPool's memory, of the caching kind (a block the pool keeps is
+// freed by trim) and, with Capability::DriverMemoryPools, of the driver kind.
+void memory_pools_shared(Env &env) {
+  require_ipc(env);
+  Stream s = env.ctx.create_stream();
+  {
+    MemoryPool pool(env.ctx);
+    shared_with_second_process(env, pool.allocate(64 * 4, s), s, "a caching MemoryPool's memory",
+                               [&pool] { pool.trim(0); });
+  }
+  if (!env.ctx.supports(Capability::DriverMemoryPools)) return;
+  MemoryPoolOptions options;
+  options.kind = MemoryPoolKind::Driver;
+  MemoryPool pool(env.ctx, options);
+  shared_with_second_process(env, pool.allocate(64 * 4, s), s, "a driver MemoryPool's memory", [] {});
 }
 
 void freed_export_refused(Env &env) {
@@ -229,6 +255,10 @@ const RegisterChecks registered{
     {"ipc.stream_ordered_memory_shared",
      "a second process sees memory from allocate_async and its writes come back; freed, it is refused",
      stream_ordered_memory_shared},
+    {"ipc.memory_pools_shared",
+     "a second process sees a MemoryPool's memory (caching kind; driver kind where the backend has it) and its "
+     "writes come back; freed, it is refused",
+     memory_pools_shared},
     {"ipc.bad_handles_refused",
      "opening in the exporting process, zero-size and out-of-range exports and garbage are refused",
      bad_handles_refused},

@@ -4,11 +4,13 @@
 // backend; over the fake CUDA driver (which keeps cuda.h's pool rules in
 // tests/fakes/cuda/pool_and_peer.cpp): a pool of its own beside the
 // context's, the driver's statistics, trim and threshold, stream-ordered
-// frees, resets, the pool as the context's memory manager, IPC refused by
-// name, and MemoryPool::free's bad input on both kinds.
+// frees, resets, the pool as the context's memory manager, IPC of its
+// memory (refused by name where the device has no mempool IPC), and
+// MemoryPool::free's bad input on both kinds.
 #include <dlfcn.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <thread>
 #include <vector>
 
@@ -144,7 +146,7 @@ TEST_CASE("driver memory pool: cuda makes a pool of its own, with the driver's s
   CHECK(created(0, nullptr, nullptr) == before);  // destroyed with its last handle
 }
 
-TEST_CASE("driver memory pool: memory outlives the pool handle, a reset makes a new pool, IPC is refused by name",
+TEST_CASE("driver memory pool: memory outlives the pool handle, a reset makes a new pool",
           "[memory_pool][cuda]") {
   Runtime rt = test::cuda_runtime();
   Context ctx = rt.device(0).primary_context();
@@ -156,7 +158,6 @@ TEST_CASE("driver memory pool: memory outlives the pool handle, a reset makes a 
   {
     MemoryPool pool(ctx, driver_kind());
     m = pool.allocate(4096);
-    REQUIRE_GPUHAL_ERROR(get_ipc_handle(m, 0, 4096), Status::ERROR_NOT_SUPPORTED, "cannot be exported");
   }
   CHECK(round_trip(m, 4096, 9) == std::vector<uint8_t>(4096, 9));  // the allocation keeps the pool
   m = DeviceMemory();
@@ -173,6 +174,40 @@ TEST_CASE("driver memory pool: memory outlives the pool handle, a reset makes a 
   DeviceMemory fresh = pool.allocate(256);
   CHECK(round_trip(fresh, 256, 3) == std::vector<uint8_t>(256, 3));
   CHECK(pool.stats().allocations == 1);
+}
+
+TEST_CASE("driver memory pool: its memory is shared through the pool's descriptor where the device allows",
+          "[memory_pool][cuda]") {
+  Runtime rt = test::cuda_runtime();
+  Context ctx = rt.device(0).primary_context();
+  MemoryPool pool(ctx, driver_kind());
+  Stream s = ctx.create_stream();
+  DeviceArray d(pool.allocate(4096, s), Layout::make({1024}, 4), dtypes::int32);
+  d.copy_from_host(HostView::of(std::vector<int>(1024, 7)));
+  // As if received from another process (the core refuses its own exports).
+  const IpcArrayHandle h = IpcArrayHandle::deserialize(get_ipc_handle(d).serialize());
+  {
+    IpcArray opened = open_ipc_array(ctx, h);
+    CHECK(opened.array().copy_to_host().to_vector<int>() == std::vector<int>(1024, 7));
+    opened.array().copy_from_host(HostView::of(std::vector<int>(1024, 9)));
+    CHECK(d.copy_to_host().to_vector<int>() == std::vector<int>(1024, 9));
+  }
+  ctx.flush_deallocations();
+  d = DeviceArray();  // freed: its export is withdrawn
+  s.synchronize();
+  REQUIRE_GPUHAL_ERROR(open_ipc_array(ctx, h), Status::ERROR_INVALID_IPC_HANDLE, "no longer shares");
+}
+
+TEST_CASE("driver memory pool: where the device has no mempool IPC, its memory is refused for export by name",
+          "[memory_pool][cuda]") {
+  setenv("FAKE_CUDA_NO_POOL_IPC", "1", 1);
+  Runtime rt = test::cuda_runtime();
+  Context ctx = rt.device(0).primary_context();
+  MemoryPool pool(ctx, driver_kind());  // still made, without IPC
+  DeviceMemory m = pool.allocate(4096);
+  REQUIRE_GPUHAL_ERROR(get_ipc_handle(m, 0, 4096), Status::ERROR_NOT_SUPPORTED,
+                       "a MemoryPool of the driver kind) cannot be exported on this device");
+  unsetenv("FAKE_CUDA_NO_POOL_IPC");
 }
 
 TEST_CASE("driver memory pool: serves its context's allocations as the memory manager, under validation",
