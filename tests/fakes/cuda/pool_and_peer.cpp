@@ -6,12 +6,14 @@
 using namespace fake_cuda;
 
 namespace {
-// A stream-ordered allocation out of memory: CUDA's pools reuse memory a
-// free earlier on the same stream gave back, since the allocation is
-// ordered after it (the programming guide's stream-ordered allocator: a
-// free's memory serves later allocations of its stream at once). This fake
-// frees when the stream's work runs, so it lets the stream's queued work
-// (those frees among it) finish, then tries once more.
+// A stream-ordered allocation out of memory. The driver API's stream-ordered
+// allocator overview: "The allocator is free to reallocate the memory as
+// long as it can guarantee that compliant memory accesses will not overlap
+// temporally. The allocator may refer to internal stream ordering ... when
+// establishing the temporal guarantee." So memory a free earlier on the same
+// stream gave back serves this allocation, which is ordered after it. This
+// fake frees when the stream's work runs, so it lets the stream's queued
+// work (those frees among it) finish, then tries once more.
 CUresult allocate_in_stream_order(CUdeviceptr *p, size_t bytes, int dev, int pool, CUstream s) {
   CUresult r = allocate(p, bytes, dev, pool, false);
   if (r != OUT_OF_MEMORY) return r;
