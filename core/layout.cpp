@@ -415,7 +415,7 @@ Layout Layout::transpose(const std::vector<int> &axes) const {
     if (d < 0 || d >= n)
       throw Error(
           Status::ERROR_INDEX_OUT_OF_RANGE,
-          "transpose: axis " + std::to_string(a) + " is out of bounds for an array of dimension " + std::to_string(n));
+          "transpose: axis " + std::to_string(a) + " is out of bounds for array of dimension " + std::to_string(n));
     if (seen[size_t(d)]) throw Error(Status::ERROR_INVALID_VALUE, "transpose: repeated axis in transpose");
     seen[size_t(d)] = true;
     out.shape_.push_back(shape_[size_t(d)]);

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _gpuhal, _managers
+from . import _errors, _gpuhal, _managers
 from ._array_export import cuda_array_interface, export_dlpack
 from ._context import Context
 from ._hostarrays import finish_if_pageable
@@ -220,8 +220,13 @@ class DeviceNDArray:
         return self._wrap(self._a.ravel(order))
 
     def transpose(self, axes=None):
-        """A view with the axes permuted (all reversed without ``axes``), as NumPy's."""
-        return self._wrap(self._a.transpose([] if axes is None else list(axes)))
+        """A view with the axes permuted (all reversed without ``axes``), as NumPy's.
+        An axis out of range is ``gpuhal.AxisError`` (an IndexError and a ValueError,
+        as NumPy's), a repeated one ``InvalidValueError``."""
+        try:
+            return self._wrap(self._a.transpose([] if axes is None else list(axes)))
+        except _errors.IndexOutOfRangeError as e:
+            raise _errors.AxisError(e.status, e.code, e.message) from None
 
     @property
     def T(self):

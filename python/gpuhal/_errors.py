@@ -77,4 +77,15 @@ def raise_status(status, message):
 
 globals().update(_classes)
 __all__ += sorted(_classes)
+
+
+class AxisError(_classes["IndexOutOfRangeError"], ValueError):
+    """An axis out of range (``ERROR_INDEX_OUT_OF_RANGE``), as NumPy's
+    ``numpy.exceptions.AxisError``: both an ``IndexError`` and a
+    ``ValueError``, so code written for Numba (which raises ``ValueError``)
+    and for NumPy catches it."""
+
+
+AxisError.__module__ = "gpuhal"
+__all__.append("AxisError")
 _gpuhal._set_error_classes(_by_code)

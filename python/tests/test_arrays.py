@@ -144,6 +144,20 @@ def test_reshape_ravel_transpose_view():
         d.transpose((0, 0, 1))
 
 
+def test_an_axis_out_of_range_is_numpys_axis_error():
+    d = gpuhal.to_device(np.arange(12).reshape(3, 4))
+    for axes in ((0, 2), (-3, 0)):
+        with pytest.raises(gpuhal.AxisError) as info:
+            np.transpose(d, axes=axes)
+        e = info.value
+        # NumPy's AxisError is both, so Numba's "except ValueError" and NumPy's
+        # "except IndexError" both catch it; the status and NumPy's phrase stay.
+        assert isinstance(e, ValueError) and isinstance(e, IndexError)
+        assert isinstance(e, gpuhal.IndexOutOfRangeError) and e.status == "ERROR_INDEX_OUT_OF_RANGE"
+        assert f"axis {axes[0] if axes[0] < 0 else 2} is out of bounds for array of dimension 2" in str(e)
+    assert_same(d.transpose((0, 1)).copy_to_host(), np.arange(12).reshape(3, 4))
+
+
 def test_setitem_fills_and_broadcasts_on_the_device():
     a = np.zeros((3, 4), dtype=np.float64)
     d = gpuhal.to_device(a)
