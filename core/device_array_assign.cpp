@@ -127,8 +127,22 @@ void prepare_builtin_kernels(const std::shared_ptr<ContextImpl> &ctx) {
 
 namespace {
 
+// A shape as NumPy's broadcast error prints it: "(2,3)", "(35,)".
+std::string numpy_shape(const Shape &shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+
+// NumPy's message for a source that does not broadcast: the source's shape
+// as NumPy prints it, after the leading 1s it drops.
+std::string broadcast_message(const char *call, const Shape &src, const Shape &dst) {
+  return what(call) + ": could not broadcast input array from shape " + numpy_shape(src) + " into shape " +
+         numpy_shape(dst);
+}
+
 // The source's strides broadcast to `dst`'s shape (NumPy's rules), or an
-// ERROR_INCOMPATIBLE naming the axis.
+// ERROR_INCOMPATIBLE with NumPy's message and the axis.
 Strides broadcast_strides(const Layout &dst, const Layout &src, const char *call) {
   Shape shape = src.shape();
   Strides strides = src.strides();
@@ -138,9 +152,7 @@ Strides broadcast_strides(const Layout &dst, const Layout &src, const char *call
     strides.erase(strides.begin());
   }
   if (shape.size() > dst.shape().size())
-    throw Error(Status::ERROR_INCOMPATIBLE, what(call) + ": could not broadcast input array from shape " +
-                                                Layout::format(src.shape()) + " into shape " +
-                                                Layout::format(dst.shape()));
+    throw Error(Status::ERROR_INCOMPATIBLE, broadcast_message(call, shape, dst.shape()));
   const size_t pad = dst.shape().size() - shape.size();
   Strides out(dst.shape().size(), 0);
   for (size_t k = 0; k < shape.size(); ++k) {
@@ -148,10 +160,9 @@ Strides broadcast_strides(const Layout &dst, const Layout &src, const char *call
     if (shape[k] == want)
       out[pad + k] = strides[k];
     else if (shape[k] != 1)
-      throw Error(Status::ERROR_INCOMPATIBLE,
-                  what(call) + ": could not broadcast input array from shape " + Layout::format(src.shape()) +
-                      " into shape " + Layout::format(dst.shape()) + " (axis " + std::to_string(pad + k) + ": " +
-                      std::to_string(shape[k]) + " into " + std::to_string(want) + ")");
+      throw Error(Status::ERROR_INCOMPATIBLE, broadcast_message(call, shape, dst.shape()) + " (axis " +
+                                                  std::to_string(pad + k) + ": " + std::to_string(shape[k]) +
+                                                  " into " + std::to_string(want) + ")");
   }
   return out;
 }

@@ -3,6 +3,7 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import gpuhal
 
@@ -255,3 +256,26 @@ def test_numpy_asarray_copies_to_the_host():
     assert_same(np.asarray(d), a)
     with pytest.raises(ValueError):
         np.asarray(d, copy=False)
+
+
+# NumPy's broadcasting of d[...] = src, side by side: shapes of up to four
+# axes, lengths 1 to 3 (so most pairs differ somewhere and 1s broadcast).
+_small_shapes = st.lists(st.integers(1, 3), min_size=0, max_size=4).map(tuple)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_small_shapes, _small_shapes)
+def test_setitem_broadcasts_as_numpy_and_refuses_with_its_message(dst_shape, src_shape):
+    src = np.arange(int(np.prod(src_shape)), dtype=np.int32).reshape(src_shape)
+    want = np.full(dst_shape, -1, dtype=np.int32)
+    d = gpuhal.to_device(want)
+    try:
+        want[...] = src
+    except ValueError as numpy_error:
+        with pytest.raises(gpuhal.IncompatibleError) as info:
+            d[...] = src
+        assert str(numpy_error) in str(info.value)  # NumPy's whole message, then gpuhal's detail
+        assert_same(d.copy_to_host(), np.full(dst_shape, -1, dtype=np.int32))  # left unchanged
+        return
+    d[...] = src
+    assert_same(d.copy_to_host(), want)

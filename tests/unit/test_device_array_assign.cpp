@@ -117,9 +117,15 @@ TEST_CASE("assign and fill refuse bad inputs and leave the array unchanged", "[a
   REQUIRE_GPUHAL_ERROR(a.assign(device_array(ctx, {3, 4}, dtypes::float32)), Status::ERROR_INVALID_DTYPE,
                        "source dtype float32 differs from int32");
   REQUIRE_GPUHAL_ERROR(a.assign(device_iota(ctx, {3, 3})), Status::ERROR_INCOMPATIBLE,
-                       "could not broadcast input array from shape (3, 3) into shape (3, 4) (axis 1: 3 into 4)");
+                       "could not broadcast input array from shape (3,3) into shape (3,4) (axis 1: 3 into 4)");
   REQUIRE_GPUHAL_ERROR(a.assign(device_iota(ctx, {2, 3, 4})), Status::ERROR_INCOMPATIBLE,
-                       "from shape (2, 3, 4) into shape (3, 4)");
+                       "from shape (2,3,4) into shape (3,4)");
+  // NumPy drops the source's leading 1s beyond the destination's rank, and
+  // prints the shape it broadcast (numpy: "from shape (3,3) into shape (3,4)").
+  REQUIRE_GPUHAL_ERROR(a.assign(device_iota(ctx, {1, 1, 3, 3})), Status::ERROR_INCOMPATIBLE,
+                       ": could not broadcast input array from shape (3,3) into shape (3,4) (axis 1");
+  REQUIRE_GPUHAL_ERROR(device_iota(ctx, {35}).assign(device_iota(ctx, {1, 2, 3})), Status::ERROR_INCOMPATIBLE,
+                       ": could not broadcast input array from shape (2,3) into shape (35,)");
   std::vector<double> doubles(12, 1.0);
   REQUIRE_GPUHAL_ERROR(a.assign(HostView::of(doubles, {3, 4})), Status::ERROR_INVALID_DTYPE, "float64 differs");
   REQUIRE_GPUHAL_ERROR(a.fill(1.5), Status::ERROR_INVALID_VALUE, "a float64 value for an int32 array");
