@@ -141,7 +141,7 @@ TEST_CASE("assign and fill refuse bad inputs and leave the array unchanged", "[a
   DeviceArray empty = a.view({Slice(0, 0)});
   empty.fill(5);
   empty.assign(device_iota(ctx, {4}));
-  REQUIRE_GPUHAL_ERROR(empty.assign(device_iota(ctx, {3})), Status::ERROR_INCOMPATIBLE, "into shape (0, 4)");
+  REQUIRE_GPUHAL_ERROR(empty.assign(device_iota(ctx, {3})), Status::ERROR_INCOMPATIBLE, "into shape (0,4)");
   CHECK(contents(a) == before);
 }
 
