@@ -260,9 +260,16 @@ def test_python_plugin_from_the_environment(python):
         import plugin_module
         d = gpuhal.to_device(np.arange(4.0))
         print(type(gpuhal.current_context().memory_manager).__name__, plugin_module.CALLS)
-    """, env={"GPUHAL_MEMORY_MANAGER": "plugin_module:Counting", "PYTHONPATH": _plugin_dir()})
+    """, env={"GPUHAL_MEMORY_MANAGER": "plugin_module:Counting", "PYTHONPATH": _with_python_path(_plugin_dir())})
     assert rc == 0, err
     assert out.split() == ["Counting", "1"]
+
+
+def _with_python_path(folder):
+    """`folder` ahead of the PYTHONPATH this run has (gpuhal may be found
+    through it, as in the hardware run's build of the package)."""
+    import os
+    return os.pathsep.join(p for p in (folder, os.environ.get("PYTHONPATH")) if p)
 
 
 def _plugin_dir():
