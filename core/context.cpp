@@ -94,6 +94,12 @@ void ContextImpl::defer_free(uint64_t gen, uint64_t bytes, gpuhal_deviceptr_t pt
                  bytes, gen});
 }
 
+void ContextImpl::release_old_host_visible(uintptr_t base) {
+  if (!host_visible.release_rescued(base) || inherited()) return;
+  if (backend().mem_free_kept_status(reinterpret_cast<void *>(base)) != GPUHAL_SUCCESS)
+    logger().write(LogLevel::Error, "mem_free_kept of memory kept through a reset: " + lib().last_message());
+}
+
 void ContextImpl::unsupported_feature(const char *call, const char *feature) const {
   throw Error(Status::ERROR_NOT_SUPPORTED,
               std::string(call) + ": backend '" + lib().name() + "' has no " + feature);
@@ -411,9 +417,17 @@ void Context::reset() const {
       c.user_registrations.clear();
     }
     // Host arrays over the backend's memory outlive the context's memory
-    // (host_visible_memory.hpp): copied aside now, put back after the destroy.
-    c.host_visible.save(c.logger());
+    // (host_visible_memory.hpp): kept by the backend where it can (mem_keep),
+    // else copied aside now and put back after the destroy.
     gpuhal_context_t old = c.handle;
+    std::function<bool(uintptr_t)> keep;
+    if (c.backend().has_mem_keep())
+      keep = [&c, old](uintptr_t base) {
+        if (c.backend().mem_keep_status(old, reinterpret_cast<void *>(base)) == GPUHAL_SUCCESS) return true;
+        c.logger().write(LogLevel::Warn, "reset: mem_keep: " + c.lib().last_message() + "; copied aside instead");
+        return false;
+      };
+    c.host_visible.save(c.logger(), keep);
     c.handle = nullptr;
     try {
       const detail::layers::ResetScope resetting;  // the leak layer's: what is kept is kept on purpose

@@ -111,6 +111,11 @@ struct ContextImpl {
   const PluginLibrary &lib() const { return *runtime->library; }
   const Logger &logger() const { return runtime->library->logger(); }
   void check(gpuhal_status_t status, const char *call) const { lib().check(status, call); }
+  // Host-visible memory of an earlier generation (host_visible_memory.hpp)
+  // loses its last handle: memory the backend kept through the reset is
+  // freed (mem_free_kept; not in a child of fork(), where it is the
+  // parent's), rescued pages are unmapped. Errors are logged: a destructor's.
+  void release_old_host_visible(uintptr_t base);
   // A query's answer: false for NOT_READY, true for SUCCESS; any other
   // status throws naming `call`.
   bool ready(gpuhal_status_t status, const char *call) const {

@@ -287,7 +287,7 @@ std::shared_ptr<void> driver_host_alloc(const std::shared_ptr<ContextImpl> &c, u
   return std::shared_ptr<void>(p, [c, gen, bytes, base](void *q) {
     ContextImpl *raw = c.get();
     if (gen != raw->current_generation() || raw->inherited()) {
-      raw->host_visible.release_rescued(base);
+      raw->release_old_host_visible(base);
       return;
     }
     raw->host_visible.untrack(base);

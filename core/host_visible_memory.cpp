@@ -73,8 +73,18 @@ void HostVisibleMemory::untrack(uintptr_t base) {
   live_.erase(base);
 }
 
-void HostVisibleMemory::save(const Logger &logger) {
+void HostVisibleMemory::save(const Logger &logger, const std::function<bool(uintptr_t base)> &keep) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (keep) {
+    for (auto it = live_.begin(); it != live_.end();) {
+      if (keep(it->first)) {
+        kept_.insert(it->first);
+        it = live_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
   const uintptr_t page = page_size();
   // Ranges in address order, widened to whole pages; overlapping pages merged.
   for (const auto &kv : live_) {
@@ -128,18 +138,20 @@ void HostVisibleMemory::restore(const Logger &logger) {
   saved_.clear();
 }
 
-void HostVisibleMemory::release_rescued(uintptr_t base) {
+bool HostVisibleMemory::release_rescued(uintptr_t base) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (kept_.erase(base)) return true;
   auto by_base = rescued_by_base_.find(base);
-  if (by_base == rescued_by_base_.end()) return;
+  if (by_base == rescued_by_base_.end()) return false;
   auto pages = rescued_.find(by_base->second);
   rescued_by_base_.erase(by_base);
-  if (pages == rescued_.end()) return;
+  if (pages == rescued_.end()) return false;
   auto &users = pages->second.users;
   users.erase(std::remove(users.begin(), users.end(), base), users.end());
-  if (!users.empty()) return;
+  if (!users.empty()) return false;
   munmap(reinterpret_cast<void *>(pages->first), size_t(pages->second.length));
   rescued_.erase(pages);
+  return false;
 }
 
 }  // namespace gpuhal::detail

@@ -22,16 +22,25 @@
 // (ERROR_CONTEXT_DESTROYED): only raw host pointers keep working.
 //
 // Where the backend keeps the addresses mapped after its context went (a
-// reservation, a cache), restore() cannot place the copy: it logs an error
-// naming the range and the memory stays whatever the backend left there.
+// reservation, a cache: ROCr serves small blocks from chunks it keeps and
+// hands a freed block to the next allocation), the copy cannot go back, and
+// the backend's next allocation would share the live array's bytes. Such a
+// backend keeps the memory itself instead (plugin ABI 1.17 mem_keep): save()
+// offers it each live range first; a range it keeps stays the backend's
+// allocation, at its address, with its contents, and is freed through
+// mem_free_kept when its last handle goes (release_rescued says so). Only
+// where neither works does restore() log an error naming the range; the
+// memory then stays whatever the backend left there.
 //
 // Thread safety: every member locks; save() and restore() run inside
 // reset(), which must not run concurrently with other use of the context.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <vector>
 
 #include "log.hpp"
@@ -50,12 +59,17 @@ class HostVisibleMemory {
   // Its release while the context still owns it (no effect when not tracked).
   void untrack(uintptr_t base);
   // Copies the pages of every live range aside (reset, before context_destroy).
-  void save(const Logger &logger);
+  // With `keep` (the backend's mem_keep, true when it kept the allocation at
+  // that base), each live range is offered to the backend first; a kept
+  // range needs no copy. `keep` runs under this object's lock.
+  void save(const Logger &logger, const std::function<bool(uintptr_t base)> &keep = {});
   // Puts the copies back at their addresses (reset, after context_destroy).
   void restore(const Logger &logger);
-  // An allocation of an earlier generation is released: unmaps its rescued
-  // pages once no other rescued allocation shares them.
-  void release_rescued(uintptr_t base);
+  // An allocation of an earlier generation is released. True when the
+  // backend kept it (save's `keep`): the caller frees it (mem_free_kept).
+  // Else unmaps its rescued pages once no other rescued allocation shares
+  // them, and returns false.
+  bool release_rescued(uintptr_t base);
 
  private:
   // Whole pages holding one or more ranges: copied aside, then rescued.
@@ -69,6 +83,7 @@ class HostVisibleMemory {
   std::map<uintptr_t, Pages> saved_;         // page start -> pages, between save() and restore()
   std::map<uintptr_t, Pages> rescued_;       // page start -> pages mapped at their old addresses
   std::map<uintptr_t, uintptr_t> rescued_by_base_;  // allocation base -> page start
+  std::set<uintptr_t> kept_;                        // allocation bases the backend kept (mem_keep)
 };
 
 }  // namespace gpuhal::detail

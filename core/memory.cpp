@@ -18,7 +18,7 @@ Allocation::~Allocation() {
   // After a reset the plugin already freed everything of the old context;
   // what host code could still address was kept as host memory, unmapped now.
   if (generation != ctx->current_generation() || ctx->inherited()) {
-    if (visible) ctx->host_visible.release_rescued(uintptr_t(ptr));
+    if (visible) ctx->release_old_host_visible(uintptr_t(ptr));
     return;
   }
   if (visible) ctx->host_visible.untrack(uintptr_t(ptr));

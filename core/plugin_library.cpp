@@ -17,7 +17,7 @@ namespace gpuhal::detail {
 namespace {
 
 // The table's entries, from the one list (gpuhal/plugin_entries.def).
-enum class Group { required, optional, host_memory, ipc, stream_ordered, peer_access, kernels, graphs, stream_priorities, rect_copies, managed_hints, virtual_memory, context_limits, memory_pools };
+enum class Group { required, optional, host_memory, ipc, stream_ordered, peer_access, kernels, graphs, stream_priorities, rect_copies, managed_hints, virtual_memory, context_limits, memory_pools, kept_memory };
 struct EntryInfo {
   size_t offset;
   const char *name;
@@ -50,6 +50,7 @@ const GroupRule kGroups[] = {
     {Group::virtual_memory, "the virtual-memory entries (vm_granularity ... vm_set_access) must be all present or all NULL"},
     {Group::context_limits, "context_set_limit and context_get_limit must be both present or both NULL"},
     {Group::memory_pools, "the memory-pool entries (mem_pool_create ... mem_pool_set_attribute) must be all present or all NULL"},
+    {Group::kept_memory, "mem_keep and mem_free_kept must be both present or both NULL"},
 };
 
 // Bytes of the table up to and including the last required entry.

@@ -37,6 +37,7 @@ const char *to_string(ObjectKind kind) {
     case ObjectKind::vm_reservation: return "virtual address reservation";
     case ObjectKind::vm_physical: return "physical memory";
     case ObjectKind::mem_pool: return "memory pool";
+    case ObjectKind::kept_memory: return "memory kept past its context";
   }
   return "object";
 }
@@ -112,6 +113,17 @@ ObjectBook::Taken ObjectBook::take_memory(uint64_t address) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = memory_by_base_.find(address);
   if (it != memory_by_base_.end() && it->second.first != ObjectKind::ipc_mapping) take_locked(it->second, &out);
+  return out;
+}
+
+ObjectBook::Taken ObjectBook::take_kept(uint64_t address) {
+  Taken out;
+  std::lock_guard<std::mutex> lock(mu_);
+  take_locked(Key{ObjectKind::host_memory, address}, &out);
+  if (out.empty()) {
+    auto it = memory_by_base_.find(address);
+    if (it != memory_by_base_.end() && it->second.first == ObjectKind::managed_memory) take_locked(it->second, &out);
+  }
   return out;
 }
 

@@ -47,6 +47,7 @@ enum class ObjectKind {
   vm_reservation,
   vm_physical,
   mem_pool,
+  kept_memory,  // managed or host memory mem_keep took out of its context
 };
 const char *to_string(ObjectKind kind);
 
@@ -93,6 +94,7 @@ class ObjectBook {
   void put_back(const Taken &taken);
   Taken take(ObjectKind kind, uint64_t handle);
   Taken take_memory(uint64_t address);  // mem_free's: whichever memory kind it was
+  Taken take_kept(uint64_t address);    // mem_keep's: host memory, else managed memory
   Taken take_module(uint64_t module);   // with its kernels
   Taken take_context(uint64_t context);  // everything of it (context_destroy frees it all)
   void take_locked(Key key, Taken *out);  // by value: `key` may live in a map it erases from
@@ -129,6 +131,8 @@ ObjectBook::Taken ObjectBook::before(A... a) {
   if constexpr (Id == E::vm_free) return take(ObjectKind::vm_reservation, arg(I1{}));
   if constexpr (Id == E::vm_release) return take(ObjectKind::vm_physical, arg(I1{}));
   if constexpr (Id == E::mem_pool_destroy) return take(ObjectKind::mem_pool, arg(I1{}));
+  if constexpr (Id == E::mem_keep) return take_kept(arg(I1{}));
+  if constexpr (Id == E::mem_free_kept) return take(ObjectKind::kept_memory, arg(I0{}));
   return {};
 }
 
@@ -184,6 +188,9 @@ void ObjectBook::after(gpuhal_status_t status, Taken taken, A... a) {
     add(ObjectKind::mem_pool, out(I2{}), arg(I0{}), 0);
   } else if constexpr (Id == E::mem_pool_alloc_async) {
     add(ObjectKind::async_memory, out(std::integral_constant<size_t, 4>{}), arg(I0{}), arg(I2{}));
+  } else if constexpr (Id == E::mem_keep) {
+    // No context's any more: context_destroy leaves it, mem_free_kept frees it.
+    add(ObjectKind::kept_memory, arg(I1{}), 0, taken.empty() ? 0 : taken.front().bytes);
   }
 }
 

@@ -21,6 +21,7 @@ const char *destroyer(ObjectKind kind) {
     case ObjectKind::graph_exec: return "graph_exec_destroy";
     case ObjectKind::ipc_mapping: return "ipc_close";
     case ObjectKind::mem_pool: return "mem_pool_destroy";
+    case ObjectKind::kept_memory: return "mem_free_kept";
     default: return "its release";
   }
 }

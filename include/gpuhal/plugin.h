@@ -17,7 +17,7 @@
  * virtual memory; 1.11 context limits; 1.12 the device's uuid; 1.13 the
  * device's module_loads_wait; 1.14 the device's
  * synchronize_waits_for_all_work; 1.15 context_waits_for_stream; 1.16 memory
- * pools as objects.
+ * pools as objects; 1.17 host-addressed memory kept past its context.
  *
  * Compatibility rules (frozen):
  *  - Every table and descriptor struct starts with {abi_version, struct_size}.
@@ -83,7 +83,7 @@ extern "C" {
 #endif
 
 #define GPUHAL_ABI_MAJOR 1
-#define GPUHAL_ABI_MINOR 16
+#define GPUHAL_ABI_MINOR 17
 #define GPUHAL_ABI_VERSION GPUHAL_MAKE_VERSION(GPUHAL_ABI_MAJOR, GPUHAL_ABI_MINOR)
 
 /* The one symbol a plugin exports. */
@@ -497,6 +497,31 @@ typedef struct gpuhal_plugin_table {
                                             uint64_t *out);
   gpuhal_status_t (*mem_pool_set_attribute)(gpuhal_context_t ctx, gpuhal_mem_pool_t pool, uint32_t attribute,
                                             uint64_t value);
+
+  /* -- Host-addressed memory kept past its context (OPTIONAL, both or none; ABI 1.17) --
+   * For a backend whose allocator keeps freed addresses mapped and hands
+   * them out again (ROCr serves small blocks from chunks it keeps). A host
+   * array (a NumPy array, a HostView) over managed memory or host_alloc
+   * memory must stay valid through Context::reset until it goes. Without
+   * these entries the core copies its pages aside before context_destroy
+   * and maps the copy back at the same addresses after it, which needs the
+   * addresses unmapped; where the allocator keeps them, the next allocation
+   * would share the live array's bytes.
+   * mem_keep(ctx, ptr): ptr is the base of ctx's managed memory
+   * (mem_alloc_managed) or host memory (host_alloc). From now on
+   * context_destroy leaves it allocated, at its address, with its contents,
+   * addressable by the host; the device must not use it once its context is
+   * destroyed; ctx no longer counts it (memory_info). Another pointer is
+   * GPUHAL_ERROR_INVALID_VALUE. mem_free_kept(ptr): frees memory kept so,
+   * before or after its context is destroyed (no context needed); a pointer
+   * not kept is GPUHAL_ERROR_INVALID_VALUE. The core calls mem_keep during
+   * a reset, after the context's work is done and just before
+   * context_destroy, for each such allocation a live host array addresses;
+   * and mem_free_kept when its last handle goes. Kept memory still
+   * allocated at shutdown is the plugin's to free. Thread safety: as every
+   * entry (any thread; the plugin locks). */
+  gpuhal_status_t (*mem_keep)(gpuhal_context_t ctx, void *ptr);
+  gpuhal_status_t (*mem_free_kept)(void *ptr);
 } gpuhal_plugin_table_t;
 
 /* The plugin's only export. Returns GPUHAL_SUCCESS and sets *table, or

@@ -14,7 +14,11 @@ namespace gpuhal::cuda {
 
 // Every entry of the plugin table, with the table's own signature.
 #include "plugin_entries.inc"
-// The cuda backend implements every entry.
-constexpr plugin::EntryNames<0> kLeftOut{};
+// The cuda backend implements every entry but mem_keep / mem_free_kept:
+// a reset is cuDevicePrimaryCtxReset, which frees every allocation of the
+// context ("Destroy all allocations and reset all state on the primary
+// context"), with no way to keep one; the driver unmaps it, so the core's
+// copy of what a live host array addresses goes back at the same addresses.
+constexpr plugin::EntryNames<2> kLeftOut{{"mem_keep", "mem_free_kept"}};
 
 }  // namespace gpuhal::cuda

@@ -66,9 +66,12 @@ gpuhal_status_t in_stream(gpuhal_context_t ctx, gpuhal_stream_t stream, const ch
 // thread's, fixed by the plugin). Memory pools as objects are left out:
 // the core's caching MemoryPool over this backend's allocator is its pool
 // (MemoryPoolKind::Caching); a second pool of the same malloc'd pages would
-// add nothing.
-constexpr plugin::EntryNames<10> kLeftOut{{"native_handle", "context_adopt", "context_set_limit", "context_get_limit",
+// add nothing. mem_keep / mem_free_kept are left out: context_destroy
+// unmaps the context's managed and host memory, so the core's copy of what
+// a live host array addresses goes back at the same addresses.
+constexpr plugin::EntryNames<12> kLeftOut{{"native_handle", "context_adopt", "context_set_limit", "context_get_limit",
                                            "mem_pool_create", "mem_pool_destroy", "mem_pool_alloc_async",
-                                           "mem_pool_trim", "mem_pool_get_attribute", "mem_pool_set_attribute"}};
+                                           "mem_pool_trim", "mem_pool_get_attribute", "mem_pool_set_attribute",
+                                           "mem_keep", "mem_free_kept"}};
 
 }  // namespace gpuhal::host

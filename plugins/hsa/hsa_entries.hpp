@@ -2,7 +2,8 @@
 // The hsa plugin's entries, one file per object, named as in every backend (docs/architecture.md,
 // "Backend layout"): hsa_plugin.cpp (lifecycle; it fills the table),
 // hsa_device.cpp, hsa_context.cpp, hsa_memory.cpp (device and managed
-// memory), hsa_pinned_memory.cpp (pinned, mapped and registered host
+// memory), hsa_kept_memory.cpp (memory kept past its context),
+// hsa_pinned_memory.cpp (pinned, mapped and registered host
 // memory), hsa_transfer.cpp, hsa_stream.cpp, hsa_event.cpp, hsa_graph.cpp,
 // hsa_kernel.cpp and hsa_kernel_attributes.cpp (device code); no
 // IPC and no virtual memory (kLeftOut below).

@@ -79,6 +79,7 @@ void shutdown() {
   for (gpuhal_context_t c : g_plugin.contexts.handles()) context_destroy(c);
   lock.lock();
   g_plugin.contexts.take_all();
+  free_kept_memory();
   g_plugin.devices.clear();
   drain_signal_pool();
   runtime().unload();

@@ -309,6 +309,7 @@ GPUHAL_PLUGIN_EXPORT gpuhal_status_t FAKE_ENTRY_NAME(uint32_t core_max_abi, cons
 #define FAKE_FILL_virtual_memory(name)
 #define FAKE_FILL_context_limits(name)
 #define FAKE_FILL_memory_pools(name)
+#define FAKE_FILL_kept_memory(name)
 #define FAKE_FILL_optional(name)
 #define GPUHAL_PLUGIN_ENTRY(name, group, minor) FAKE_FILL_##group(name)
 #include "gpuhal/plugin_entries.def"

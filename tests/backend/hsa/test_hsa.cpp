@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -314,6 +315,58 @@ TEST_CASE("hsa: managed arrays are fine-grained system memory the agent may acce
   }
   const auto l = fake.live();
   CHECK(l.allocations == 0);  // freed with hsa_amd_memory_pool_free
+}
+
+// ROCr hands a freed block to the next allocation of its size (the fake
+// keeps the last freed blocks and does so). Before plugin ABI 1.17's
+// mem_keep, a reset freed managed and write-combined host memory under live
+// host views, the core could not map its copy back (the addresses were still
+// the runtime's), and the next allocation shared the views' bytes: a view
+// written 7 read 9 after a new array was filled with 9.
+void reset_keeps_host_memory_apart(const std::vector<std::string> &layers) {
+  FakeHsa fake;
+  {
+    Config c;
+    c.backend = "hsa";
+    c.plugin_path = {GPUHAL_TEST_LIB_DIR};
+    c.set_option("GPUHAL_HSA_RUNTIME", GPUHAL_TEST_FAKE_HSA);
+    c.layers = layers;
+    c.leak_check_fail = !layers.empty();
+    Runtime rt = Runtime::load(c);
+    Context ctx = rt.device(0).primary_context();
+    DeviceArray managed = managed_array(ctx, {1024}, dtypes::int32);
+    MappedArray wc = mapped_array(ctx, {1024}, dtypes::int32, {}, 'C', false, true);  // host_alloc memory
+    auto *m = static_cast<int32_t *>(managed.host_view().data());
+    auto *w = static_cast<int32_t *>(wc.host.data());
+    std::fill(m, m + 1024, 7);
+    std::fill(w, w + 1024, 8);
+    ctx.reset();
+    std::vector<DeviceArray> later;
+    std::vector<MappedArray> later_wc;
+    for (int k = 0; k < 4; ++k) {
+      later.push_back(managed_array(ctx, {1024}, dtypes::int32));
+      later_wc.push_back(mapped_array(ctx, {1024}, dtypes::int32, {}, 'C', false, true));
+      CHECK(later.back().host_view().data() != static_cast<void *>(m));
+      CHECK(later_wc.back().host.data() != static_cast<void *>(w));
+      later.back().memset(9);
+      later_wc.back().device.memset(9);
+    }
+    CHECK(std::count(m, m + 1024, 7) == 1024);  // the views still read their own bytes
+    CHECK(std::count(w, w + 1024, 8) == 1024);
+    std::fill(m, m + 1024, 5);                  // and write them without touching the new arrays
+    for (const DeviceArray &a : later) CHECK(a.copy_to_host().at<int32_t>({0}) == 0x09090909);
+    REQUIRE_GPUHAL_ERROR(managed.memset(0), Status::ERROR_CONTEXT_DESTROYED, "reset");  // its handle: refused
+  }
+  CHECK(fake.live().allocations == 0);  // the kept memory went with its last handle (mem_free_kept)
+}
+
+TEST_CASE("hsa: a reset keeps managed and write-combined memory that host views address apart from later "
+          "allocations (mem_keep)", "[managed][hsa][reset]") {
+  reset_keeps_host_memory_apart({});
+}
+
+TEST_CASE("hsa: kept memory through the validation and leak layers", "[managed][hsa][reset][layers]") {
+  reset_keeps_host_memory_apart({"validation", "leak"});
 }
 
 TEST_CASE("hsa kernel: assign of a transposed view dispatches the core's assign kernel", "[kernel][hsa][assign]") {
