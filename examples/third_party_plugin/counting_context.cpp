@@ -24,7 +24,7 @@ gpuhal_status_t context_destroy(gpuhal_context_t ctx) {
   }
   for (auto &kv : c->opened) munmap(reinterpret_cast<void *>(kv.first), size_t(page_round(kv.second)));
   for (auto &kv : c->host)
-    if (kv.second.allocated) std::free(reinterpret_cast<void *>(kv.first));
+    if (kv.second.allocated) munmap(reinterpret_cast<void *>(kv.first), size_t(page_round(kv.second.bytes)));
   for (Event *e : c->events) delete e;  // "together with every ... event made in it"
   delete c;
   return GPUHAL_SUCCESS;

@@ -1,5 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Pinned and registered host memory (the optional host memory group).
+// host_alloc memory is a mapping of its own, unmapped when it is freed (and
+// at context_destroy): a host array over it that outlives a reset then keeps
+// its bytes, because gpuhal maps a copy back at the same addresses, which
+// needs them unmapped. A heap block would stay mapped and serve the next
+// allocation, whose bytes the old array would share (plugin.h, "Host-addressed
+// memory kept past its context", for an allocator that must keep addresses).
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <iterator>
 #include <mutex>
@@ -14,8 +22,8 @@ constexpr uint32_t kHostFlags =
 gpuhal_status_t host_alloc(gpuhal_context_t ctx, uint64_t bytes, uint32_t flags, void **out) {
   count();
   if (!out || bytes == 0 || (flags & ~kHostFlags)) return fail(GPUHAL_ERROR_INVALID_VALUE, "counting: host_alloc: bad arguments");
-  void *p = std::aligned_alloc(4096, size_t(page_round(bytes)));
-  if (!p) return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "counting: host_alloc: out of memory");
+  void *p = mmap(nullptr, size_t(page_round(bytes)), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "counting: host_alloc: out of memory");
   const bool mapped = (flags & GPUHAL_HOST_ALLOC_MAPPED) != 0;  // host_alloc: keep the mapped flag
   auto *c = reinterpret_cast<Context *>(ctx);
   std::lock_guard<std::mutex> lock(c->mu);
@@ -29,7 +37,7 @@ gpuhal_status_t host_free(gpuhal_context_t ctx, void *ptr) {
   std::lock_guard<std::mutex> lock(c->mu);
   auto it = c->host.find(reinterpret_cast<uintptr_t>(ptr));
   if (it == c->host.end() || !it->second.allocated) return fail(GPUHAL_ERROR_INVALID_VALUE, "counting: host_free of an unknown pointer");
-  std::free(ptr);
+  munmap(ptr, size_t(page_round(it->second.bytes)));
   c->host.erase(it);
   return GPUHAL_SUCCESS;
 }
