@@ -18,15 +18,26 @@ _RESET_UNDER_ARRAYS = textwrap.dedent("""
     import numpy as np
     import gpuhal
     ctx = gpuhal.current_context()
-    kinds = ["pinned", "mapped"] + (["managed"] if ctx.supports("managed_memory") else [])
+    kinds = ["pinned", "mapped", "mapped_wc"] + (["managed"] if ctx.supports("managed_memory") else [])
+
+    def make(kind):
+        if kind == "mapped_wc":  # write-combined: the driver's own allocation
+            return gpuhal.mapped_array((100, 37), dtype=np.int32, wc=True)
+        return getattr(gpuhal, kind + "_array")((100, 37), dtype=np.int32)
+
     arrays = {}
     for i, kind in enumerate(kinds):
-        a = getattr(gpuhal, kind + "_array")((100, 37), dtype=np.int32)
+        a = make(kind)
         a[...] = np.arange(a.size, dtype=np.int32).reshape(a.shape) + i
         arrays[kind] = a
     view = arrays["pinned"][10:20, ::3]
     mapped_device = arrays["mapped"]._gpuhal_device
     ctx.reset()
+    # Arrays made after the reset have bytes of their own (an allocator that
+    # hands a freed block to the next allocation must not make them share).
+    later = [make(kind) for kind in kinds for _ in range(3)]
+    for b in later:
+        b[...] = 9
     for i, (kind, a) in enumerate(arrays.items()):
         assert (a == np.arange(a.size, dtype=np.int32).reshape(a.shape) + i).all(), kind
         a[...] = 7       # still writable
@@ -38,7 +49,8 @@ _RESET_UNDER_ARRAYS = textwrap.dedent("""
         assert "reset" in str(e)
     else:
         raise AssertionError("the old context's device array was used")
-    del arrays, view, mapped_device, a
+    assert all((b == 9).all() for b in later)
+    del arrays, view, mapped_device, a, later, b
     import gc; gc.collect()
     print("ok", ",".join(kinds))
 """)
@@ -53,7 +65,16 @@ def test_reset_under_live_host_arrays(python):
 def test_reset_under_live_host_arrays_over_the_fake_cuda_driver(python, fake_cuda_env):
     rc, out, err = python(_RESET_UNDER_ARRAYS, env=fake_cuda_env)
     assert rc == 0, err
-    assert out.strip() == "ok pinned,mapped,managed"
+    assert out.strip() == "ok pinned,mapped,mapped_wc,managed"
+
+
+def test_reset_under_live_host_arrays_over_the_fake_hsa_runtime(python, fake_hsa_env):
+    # ROCr hands a freed block to the next allocation (the fake does too):
+    # the backend keeps what a live array addresses (plugin ABI 1.17 mem_keep).
+    rc, out, err = python(_RESET_UNDER_ARRAYS, env=fake_hsa_env)
+    assert rc == 0, err
+    assert "could not keep" not in err, err
+    assert out.strip() == "ok pinned,mapped,mapped_wc,managed"
 
 
 def test_reset_under_a_dlpack_consumer_on_the_host_backend(python):
