@@ -51,7 +51,11 @@ class LifetimeMachine(RuleBasedStateMachine):
         self.stream = gpuhal.stream()
         self.managed = self.ctx.supports("managed_memory")
         self.host_backend = gpuhal.backend() == "host"
-        self.kernels = os.environ.get("FAKE_CUDA_REFUSE_LAUNCHES") is None
+        # Over a fake that runs no device code: the fake CUDA driver refuses
+        # launches (FAKE_CUDA_REFUSE_LAUNCHES), the fake ROCr dispatches them
+        # and runs nothing (STATEFUL_INERT_KERNELS: the machine's own switch).
+        self.inert_kernels = os.environ.get("STATEFUL_INERT_KERNELS") is not None
+        self.kernels = os.environ.get("FAKE_CUDA_REFUSE_LAUNCHES") is None and not self.inert_kernels
 
     def alive(self, t):
         return t.generation == self.generation
@@ -88,11 +92,15 @@ class LifetimeMachine(RuleBasedStateMachine):
     def fill(self, d, value, model):
         """d[...] = value (a kernel); without kernels (the fake CUDA driver
         runs no device code, and refuses launches here) a byte copy where
-        one can do it, else the refusal is checked and nothing changes."""
+        one can do it, else the refusal is checked and nothing changes (over
+        the fake ROCr the launch is accepted and changes nothing)."""
         if self.kernels or d.size == 0:
             d[...] = value
         elif d.is_c_contiguous():
             d.copy_to_device(np.full(d.shape, value, dtype=np.int32))
+        elif self.inert_kernels:
+            d[...] = value  # dispatched and run by nobody: the bytes, and so the model, stay
+            return
         else:
             try:
                 d[...] = value
