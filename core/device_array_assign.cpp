@@ -127,11 +127,12 @@ void prepare_builtin_kernels(const std::shared_ptr<ContextImpl> &ctx) {
 
 namespace {
 
-// A shape as NumPy's broadcast error prints it: "(2,3)", "(35,)".
+// A shape as NumPy's broadcast error prints it: Python's tuple without the
+// spaces, "(2,3)", "(35,)".
 std::string numpy_shape(const Shape &shape) {
-  std::string s = "(";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
-  return s + (shape.size() == 1 ? ",)" : ")");
+  std::string s = Layout::format(shape);
+  s.erase(std::remove(s.begin(), s.end(), ' '), s.end());
+  return s;
 }
 
 // NumPy's message for a source that does not broadcast: the source's shape

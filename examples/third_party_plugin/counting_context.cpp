@@ -2,8 +2,6 @@
 // Contexts: everything made in one goes with it.
 #include <sys/mman.h>
 
-#include <cstdlib>
-
 #include "counting_context.hpp"
 #include "counting_plugin.hpp"
 

@@ -8,7 +8,6 @@
 // memory kept past its context", for an allocator that must keep addresses).
 #include <sys/mman.h>
 
-#include <cstdlib>
 #include <iterator>
 #include <mutex>
 
