@@ -8,6 +8,7 @@
 // memory kept past its context", for an allocator that must keep addresses).
 #include <sys/mman.h>
 
+#include <cerrno>
 #include <iterator>
 #include <mutex>
 
@@ -43,6 +44,13 @@ gpuhal_status_t host_free(gpuhal_context_t ctx, void *ptr) {
 gpuhal_status_t host_register(gpuhal_context_t ctx, void *ptr, uint64_t bytes, uint32_t flags) {
   count();
   if (!ptr || bytes == 0 || (flags & ~kHostFlags)) return fail(GPUHAL_ERROR_INVALID_VALUE, "counting: host_register: bad arguments");
+  // plugin.h: a range with an unmapped page is refused. msync fails with
+  // ENOMEM on one (MS_ASYNC starts no write-back).
+  const uint64_t page = page_round(1);
+  const uintptr_t first_page = reinterpret_cast<uintptr_t>(ptr) & ~(page - 1);
+  if (msync(reinterpret_cast<void *>(first_page), size_t(reinterpret_cast<uintptr_t>(ptr) + bytes - first_page), MS_ASYNC) != 0 &&
+      errno == ENOMEM)
+    return fail(GPUHAL_ERROR_INVALID_VALUE, "counting: host_register: the range is not all mapped");
   auto *c = reinterpret_cast<Context *>(ctx);
   const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
   std::lock_guard<std::mutex> lock(c->mu);

@@ -57,7 +57,9 @@ class HostRegistration {
 };
 
 // Registers (page-locks) the bytes `view` spans. Zero-size views register
-// nothing and give an empty registration.
+// nothing and give an empty registration. ERROR_INVALID_VALUE when a page of
+// the range is not mapped in this process (every backend: a driver cannot
+// page-lock it).
 HostRegistration register_host(const Context &ctx, const HostView &view, HostMemoryFlags flags = {});
 
 // Numba ROC's deregister(ary): drops one registration count of the range

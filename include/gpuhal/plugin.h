@@ -182,8 +182,10 @@ typedef struct gpuhal_plugin_table {
   gpuhal_status_t (*host_alloc)(gpuhal_context_t ctx, uint64_t bytes, uint32_t flags, void **out);
   gpuhal_status_t (*host_free)(gpuhal_context_t ctx, void *ptr);
   /* Page-lock an existing range. Registering a range that overlaps a
-   * registered one fails with GPUHAL_ERROR_ALREADY_REGISTERED; unregistering
-   * an unknown pointer with GPUHAL_ERROR_NOT_REGISTERED. */
+   * registered one fails with GPUHAL_ERROR_ALREADY_REGISTERED; a range with
+   * a page that is not mapped in the process with GPUHAL_ERROR_INVALID_VALUE
+   * (a driver cannot page-lock it; a backend that pins nothing checks it
+   * anyway); unregistering an unknown pointer with GPUHAL_ERROR_NOT_REGISTERED. */
   gpuhal_status_t (*host_register)(gpuhal_context_t ctx, void *ptr, uint64_t bytes, uint32_t flags);
   gpuhal_status_t (*host_unregister)(gpuhal_context_t ctx, void *ptr);
   /* Device address of mapped / registered-with-MAPPED host memory. */

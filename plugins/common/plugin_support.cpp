@@ -5,7 +5,11 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 namespace gpuhal::plugin {
 namespace {
@@ -120,6 +124,26 @@ gpuhal_status_t write_properties(gpuhal_device_properties_t p, gpuhal_device_pro
   return GPUHAL_SUCCESS;
 }
 
+namespace {
+
+// msync(MS_ASYNC) walks the mappings of the whole-page range and fails with
+// ENOMEM where a page is not mapped; it starts no write-back (a no-op for
+// data since Linux 2.6.19), so the check costs no I/O.
+bool range_is_mapped(const void *p, uint64_t bytes) {
+  static const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+  const uintptr_t start = uintptr_t(p) & ~(page - 1);
+  const uintptr_t end = uintptr_t(p) + bytes;  // no wrap: checked by the caller
+  return msync(reinterpret_cast<void *>(start), size_t(end - start), MS_ASYNC) == 0 || errno != ENOMEM;
+}
+
+std::string range_text(const void *p, uint64_t bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "[%p, +%llu)", p, static_cast<unsigned long long>(bytes));
+  return buf;
+}
+
+}  // namespace
+
 gpuhal_status_t check_host_memory_args(const char *entry, HostArg kind, const void *p, uint64_t bytes, uint32_t flags) {
   constexpr uint32_t kKnown = GPUHAL_HOST_ALLOC_PORTABLE | GPUHAL_HOST_ALLOC_MAPPED | GPUHAL_HOST_ALLOC_WRITE_COMBINED;
   if (!p) return fail(GPUHAL_ERROR_INVALID_VALUE, std::string(entry) + ": null pointer");
@@ -128,6 +152,8 @@ gpuhal_status_t check_host_memory_args(const char *entry, HostArg kind, const vo
                                                 " (zero, or past the end of the address space)");
   if (flags & ~kKnown)
     return fail(GPUHAL_ERROR_INVALID_VALUE, std::string(entry) + ": unknown flags " + std::to_string(flags));
+  if (kind == HostArg::Range && !range_is_mapped(p, bytes))
+    return fail(GPUHAL_ERROR_INVALID_VALUE, std::string(entry) + ": " + range_text(p, bytes) + " is not all mapped host memory");
   return GPUHAL_SUCCESS;
 }
 

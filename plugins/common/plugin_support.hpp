@@ -62,7 +62,10 @@ gpuhal_status_t write_properties(gpuhal_device_properties_t p, gpuhal_device_pro
 // The argument checks host_alloc and host_register share: `p` (host_alloc's
 // output pointer, or the start of host_register's range) not null, `bytes`
 // positive (and, for a range, not wrapping around the address space),
-// `flags` only GPUHAL_HOST_ALLOC_* bits. Failures are ERROR_INVALID_VALUE
+// `flags` only GPUHAL_HOST_ALLOC_* bits, and every byte of a range mapped
+// in this process (a vendor driver page-locks the range, which fails on an
+// unmapped page; the host backend must refuse it as they do, not register
+// memory a later copy would fault on). Failures are ERROR_INVALID_VALUE
 // naming `entry`.
 enum class HostArg { Output, Range };
 gpuhal_status_t check_host_memory_args(const char *entry, HostArg kind, const void *p, uint64_t bytes, uint32_t flags);

@@ -55,17 +55,61 @@ def _expand_key(key, ndim):
     return items
 
 
+def _contiguous_strides(shape, itemsize, order):
+    """NumPy's strides of a contiguous array of ``shape`` in ``order`` ("C" or "F")."""
+    strides = [0] * len(shape)
+    step = itemsize
+    for axis in (reversed(range(len(shape))) if order == "C" else range(len(shape))):
+        strides[axis] = step
+        step *= max(shape[axis], 1)
+    return strides
+
+
+def _array_over_memory(shape, strides, dtype, memory):
+    """DeviceNDArray(shape, strides, dtype, gpu_data=memory): the array over
+    the first bytes of ``memory`` (it keeps the memory alive). The memory must
+    be gpuhal's (MemoryPointer._gpuhal_array refuses freed memory and an EMM
+    plugin's own) and the strides those of C or Fortran order (what Numba's
+    allocations give); ValueError when the array does not fit the memory."""
+    get_bytes = getattr(memory, "_gpuhal_array", None) or getattr(memory, "_gpuhal_device_bytes", None)
+    if get_bytes is None:
+        raise NotImplementedError(f"DeviceNDArray(..., gpu_data=...): {type(memory).__name__} is not memory gpuhal "
+                                  "allocated (a MemoryPointer, mapped or managed memory)")
+    if any(n < 0 for n in shape):
+        _errors.raise_status("ERROR_INVALID_SHAPE", f"DeviceNDArray(..., gpu_data=...): negative dimension in {tuple(shape)}")
+    size = math.prod(shape)
+    orders = [o for o in "CF" if not strides or _same_strides(strides, _contiguous_strides(shape, dtype.itemsize, o), shape)]
+    if not orders:
+        raise NotImplementedError(f"DeviceNDArray(..., gpu_data=...): strides {tuple(strides)} are neither C nor "
+                                  f"Fortran order for shape {tuple(shape)}")
+    nbytes = size * dtype.itemsize
+    data = get_bytes()
+    if nbytes > data.nbytes:
+        raise ValueError(f"DeviceNDArray(..., gpu_data=...): {nbytes} bytes of shape {tuple(shape)} and dtype "
+                         f"{dtype} do not fit the memory's {data.nbytes}")
+    return data[:nbytes].view(dtype).reshape(shape, order=orders[0])
+
+
+def _same_strides(given, contiguous, shape):
+    """Strides equal but for axes of extent 1 or 0, whose stride NumPy ignores."""
+    return len(given) == len(shape) and all(g == c or n <= 1 for g, c, n in zip(given, contiguous, shape))
+
+
 class DeviceNDArray:
     """An array in device memory (Numba's ``DeviceNDArray``)."""
 
     __slots__ = ("_a", "_dtype", "stream", "__weakref__")
 
-    def __init__(self, array=None, dtype=None, stream=0, *, shape=None, strides=None, gpu_data=None):
-        """gpuhal's functions make it from a C++ array; users call Numba's
-        ``DeviceNDArray(shape, strides, dtype, stream=0, gpu_data=None)``."""
-        if not isinstance(array, _gpuhal._DeviceArray):
-            if shape is None:  # positional Numba form: (shape, strides, dtype[, stream])
-                shape, strides, dtype, stream = array, dtype, stream, 0
+    def __init__(self, shape, strides=None, dtype=None, stream=0, gpu_data=None):
+        """Numba's ``DeviceNDArray(shape, strides, dtype, stream=0,
+        gpu_data=None)``: new device memory, or with ``gpu_data`` an array
+        over memory gpuhal allocated (a MemoryPointer, mapped or managed
+        memory) in C or Fortran order. gpuhal's own functions pass a C++
+        array first instead: ``DeviceNDArray(array, dtype=None, stream=0)``."""
+        if isinstance(shape, _gpuhal._DeviceArray):
+            # gpuhal's form: the second and third places hold the dtype and the stream.
+            array, dtype, stream = shape, strides, (0 if dtype is None else dtype)
+        else:
             array, dtype = self._numba_form(shape, strides, dtype, gpu_data)
         self._a = array
         self._dtype = np.dtype(array.typestr) if dtype is None else np.dtype(dtype)
@@ -84,10 +128,9 @@ class DeviceNDArray:
     def _numba_form(shape, strides, dtype, gpu_data):
         if dtype is None:
             raise TypeError("DeviceNDArray(shape, strides, dtype, stream=0, gpu_data=None) needs a dtype")
-        if gpu_data is not None:
-            raise NotImplementedError("DeviceNDArray(..., gpu_data=...) over given memory is not supported; "
-                                      "allocate with device_array or view the memory's array")
         dtype = np.dtype(dtype)
+        if gpu_data is not None:
+            return _array_over_memory(_shape(shape), _strides(strides), dtype, gpu_data)._a, dtype
         array = _gpuhal.device_array(_managers.current_cpp_context(), _shape(shape), dtype.str, _strides(strides), "C")
         return array, dtype
 
@@ -118,8 +161,11 @@ class DeviceNDArray:
         contiguous = self.is_c_contiguous() or self.is_f_contiguous()
         memory = self.reshape(self.size, order="C" if self.is_c_contiguous() else "F").view(np.uint8) \
             if contiguous else None
-        return MemoryPointer(Context(self._a.context), self.device_pointer + low, self.alloc_size, owner=self,
-                             _memory=memory)
+        pointer = MemoryPointer(Context(self._a.context), self.device_pointer + low, self.alloc_size, owner=self,
+                                _memory=memory)
+        if memory is None:
+            pointer._no_bytes = "the span of a non-contiguous array (elements and the gaps between them)"
+        return pointer
 
     def is_c_contiguous(self):
         """True when the elements lie in C (row-major) order without gaps."""

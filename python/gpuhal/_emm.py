@@ -34,6 +34,7 @@ import numpy as np
 from . import _gpuhal, _managers
 from ._context import Context, _Deallocations
 from ._devicearray import DeviceNDArray
+from ._errors import raise_status
 from ._managers import INTERFACE_VERSION, MemoryInfo
 from ._memory_objects import AutoFreePointer, ManagedMemory, MappedMemory, MemoryPointer, PinnedMemory
 
@@ -91,6 +92,8 @@ def _host_array_at(pointer, size):
     """A uint8 NumPy array over ``size`` bytes at address ``pointer``."""
     if size == 0:
         return np.empty(0, dtype=np.uint8)
+    if not pointer:  # ctypes' from_address(0) would hand back memory of its own
+        raise_status("ERROR_INVALID_VALUE", "mempin: null pointer")
     return np.ctypeslib.as_array((ctypes.c_uint8 * int(size)).from_address(int(pointer)))
 
 

@@ -21,12 +21,14 @@ their device side; scalars by value, converted to the parameter's type
 type raises before anything is queued.
 """
 
+import operator
 from typing import Any, Mapping, Optional
 
 import numpy as np
 
 from . import _gpuhal
 from ._devicearray import DeviceNDArray
+from ._errors import raise_status
 from ._interop import from_dlpack
 from ._managers import current_cpp_context
 from ._memory import device_for_kernel
@@ -35,14 +37,28 @@ from ._streams import stream_or_none
 __all__ = ["compile", "Module", "Kernel"]
 
 
+_UINT32_MAX = 0xFFFFFFFF
+
+
 def _dims(value, what):
+    """[x] or [x, y(, z)] from an integer or a sequence of 1 to 3 integers
+    (Numba's rule: no floats, which would be truncated); a size below 0 or
+    past 32 bits is a gpuhal.InvalidValueError naming it (0 is refused by
+    the launch, with both configurations in its message)."""
     if type(value) is int:
-        return [value]
-    if isinstance(value, (int, np.integer)):
-        return [int(value)]
-    dims = [int(v) for v in value]
-    if not 1 <= len(dims) <= 3:
-        raise ValueError(f"{what} must have 1 to 3 dimensions, got {value!r}")
+        dims = [value]
+    elif isinstance(value, np.integer):
+        dims = [int(value)]
+    else:
+        try:
+            dims = [operator.index(v) for v in value]
+        except TypeError:
+            raise TypeError(f"{what} must be an integer or a sequence of 1 to 3 integers, got {value!r}") from None
+        if not 1 <= len(dims) <= 3:
+            raise ValueError(f"{what} must have 1 to 3 dimensions, got {value!r}")
+    for d in dims:
+        if d < 0 or d > _UINT32_MAX:
+            raise_status("ERROR_INVALID_VALUE", f"Kernel launch: {what} {value!r}: a size must be 1 to {_UINT32_MAX}")
     return dims
 
 
@@ -90,8 +106,11 @@ class Kernel:
             raise ValueError("a launch needs [griddim, blockdim] and may add a stream and dynamic shared bytes")
         stream = config[2] if n > 2 else 0
         shared = config[3] if n > 3 else 0
+        shared = operator.index(shared)
+        if not 0 <= shared <= _UINT32_MAX:
+            raise_status("ERROR_INVALID_VALUE", f"Kernel launch: dynamic shared bytes {shared} must be 0 to {_UINT32_MAX}")
         launch = _Launch(self._k, _dims(config[0], "griddim"), _dims(config[1], "blockdim"), stream_or_none(stream),
-                         shared if type(shared) is int else int(shared))
+                         shared)
         if launch._stream is None and len(self._configs) < 64:
             try:
                 self._configs[config] = launch

@@ -57,6 +57,8 @@ class MemoryPointer(_PointerAttributes):
         self._cuda_memsize_ = self.size
         self._owner = owner
         self._memory = _memory  # gpuhal's device array (uint8) behind it, when gpuhal allocated it
+        self._freed = False
+        self._no_bytes = "memory of an EMM plugin's own"  # what it is when _memory is None
         self.is_managed = finalizer is not None
         self.handle = self.device_pointer
         self._finalizer = weakref.finalize(self, finalizer) if finalizer is not None else None
@@ -82,16 +84,26 @@ class MemoryPointer(_PointerAttributes):
                 raise RuntimeError("Freeing dead memory")
             self._finalizer()
         self._memory = None
+        self._freed = True
+
+    def _gpuhal_array(self):
+        """gpuhal's device array (uint8) behind this memory; ValueError
+        naming why there is none: freed by ``free()`` (the memory may be
+        gone, so it is never touched), or an EMM plugin's own."""
+        if self._memory is not None:
+            return self._memory
+        if self._freed:
+            raise ValueError(f"{self!r} was freed (free()); its memory is not used again")
+        raise ValueError(f"{self!r} is {self._no_bytes}, which gpuhal cannot copy")
 
     def memset(self, byte, count=None, stream=0):
         """Sets ``count`` bytes (all without it) to ``val``, on ``stream`` (0: synchronously)."""
-        if self._memory is None:
-            raise ValueError(f"{self!r} is memory of an EMM plugin's own, which gpuhal cannot copy")
+        memory = self._gpuhal_array()
         count = self.size if count is None else int(count)
         if count < 0 or count > self.size:
             raise ValueError(f"size {count} is negative or beyond the memory ({self.size} bytes)")
         if count:
-            self._memory[:count].setitem(slice(None), np.uint8(int(byte) & 0xFF), stream=stream)
+            memory[:count].setitem(slice(None), np.uint8(int(byte) & 0xFF), stream=stream)
 
     def view(self, start, stop=None):
         """A MemoryPointer over bytes [start, stop) of this one; it keeps this memory alive."""
@@ -106,6 +118,7 @@ class MemoryPointer(_PointerAttributes):
         memory = None if self._memory is None else self._memory[start:stop]
         owner = self.owner
         view = MemoryPointer(self.context, self.device_pointer + start, stop - start, owner=owner, _memory=memory)
+        view._freed, view._no_bytes = self._freed, self._no_bytes  # refused on use as its parent is
         if isinstance(owner, MemoryPointer):
             owner.refct += 1
             weakref.finalize(view, _unref, owner)

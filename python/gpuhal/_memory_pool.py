@@ -71,9 +71,7 @@ class MemoryPool:
         the memory must be ordered before the free (an event), as in CUDA.
         Memory of another pool is a gpuhal.InvalidValueError."""
         if isinstance(memory, MemoryPointer):
-            array = memory._memory
-            if array is None:
-                raise ValueError(f"{memory!r} holds no gpuhal memory (already freed, or an EMM plugin's own)")
+            array = memory._gpuhal_array()
         elif isinstance(memory, DeviceNDArray):
             array = memory
         else:

@@ -58,11 +58,8 @@ def _device_bytes(obj):
     device = getattr(obj, "_gpuhal_device", None)  # a mapped or managed NumPy array passed whole
     if device is not None:
         return _device_bytes(device)
-    memory = getattr(obj, "_memory", None)
     if isinstance(obj, MemoryPointer):
-        if memory is None:
-            raise ValueError(f"{obj!r} is memory of an EMM plugin's own, which gpuhal cannot copy")
-        return memory
+        return obj._gpuhal_array()
     raise TypeError(f"expected device memory (a device array or memory object), not {type(obj).__name__}")
 
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Host arrays through the buffer protocol, and Python index conversion.
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <mutex>
@@ -123,21 +124,46 @@ void keep_until_ran(const gpuhal::Stream &stream, nb::handle object) {
 
 namespace {
 
-std::optional<int64_t> optional_int(PyObject *o) {
+[[noreturn]] void not_an_index(nb::handle item) {
+  throw nb::type_error(("only integers and slices index a device array, not " +
+                        std::string(nb::type_name(item.type()).c_str()))
+                           .c_str());
+}
+
+// An integer index or slice bound through __index__ (Python ints, NumPy
+// integer scalars and 0-d integer arrays; not bools, floats or arrays of
+// more than one element), clamped to int64 when `clamp` (slice bounds, as
+// Python clamps them: a bound past the end means the end). An integer index
+// beyond int64 is out of bounds on any axis: IndexError, not a wrapped value.
+int64_t index_value(nb::handle item, bool clamp) {
+  if (PyBool_Check(item.ptr())) not_an_index(item);
+  nb::object number = nb::steal(PyNumber_Index(item.ptr()));
+  if (!number.is_valid()) {
+    PyErr_Clear();
+    not_an_index(item);
+  }
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(number.ptr(), &overflow);
+  if (overflow == 0) return v;
+  if (!clamp)
+    throw gpuhal::Error(gpuhal::Status::ERROR_INDEX_OUT_OF_RANGE,
+                        "index " + std::string(nb::str(number).c_str()) + " is out of bounds (beyond 64 bits)");
+  return overflow > 0 ? INT64_MAX : -INT64_MAX;
+}
+
+std::optional<int64_t> optional_bound(PyObject *o) {
   if (o == Py_None) return std::nullopt;
-  return nb::cast<int64_t>(nb::handle(o));
+  return index_value(nb::handle(o), true);
 }
 
 gpuhal::Index index_from(nb::handle item) {
   if (PySlice_Check(item.ptr())) {
     auto *s = reinterpret_cast<PySliceObject *>(item.ptr());
-    int64_t step = s->step == Py_None ? 1 : nb::cast<int64_t>(nb::handle(s->step));
-    return gpuhal::Slice(optional_int(s->start), optional_int(s->stop), step);
+    int64_t step = s->step == Py_None ? 1 : index_value(nb::handle(s->step), true);
+    return gpuhal::Slice(optional_bound(s->start), optional_bound(s->stop), step);
   }
-  if (PyIndex_Check(item.ptr()) && !PyBool_Check(item.ptr())) return gpuhal::Index(nb::cast<int64_t>(item));
-  throw nb::type_error(("only integers and slices index a device array, not " +
-                        std::string(nb::type_name(item.type()).c_str()))
-                           .c_str());
+  if (PyIndex_Check(item.ptr())) return gpuhal::Index(index_value(item, false));
+  not_an_index(item);
 }
 
 }  // namespace

@@ -68,6 +68,18 @@ def test_bad_launches_queue_nothing(twice):
         twice.twice[(1, 1, 1, 1), 8](d, 8)
     with pytest.raises(gpuhal.InvalidValueError):
         twice.twice[0, 8](d, 8)
+    # Sizes below 0 or past 32 bits name the configuration (nanobind's
+    # unsigned conversion once answered with its own TypeError); floats are
+    # refused, never truncated (Numba's rule).
+    for config in ((-1, 8), (1, -8), (1 << 32, 8), ((1, 1 << 32), 8), (1, 8, 0, -1), (1, 8, 0, 1 << 32)):
+        with pytest.raises(gpuhal.InvalidValueError, match="Kernel launch"):
+            twice.twice[config](d, 8)
+    for config in ((2.0, 8), ((1, 2.5), 8), (1, 8, 0, 1.5)):
+        with pytest.raises(TypeError):
+            twice.twice[config](d, 8)
+    e = gpuhal.to_device(np.ones(8, dtype=np.float32))
+    twice.twice[np.int64(1), (np.int32(8),)](e, 8)  # NumPy's integers are integers
+    assert_same(e.copy_to_host(), np.full(8, 2, dtype=np.float32))
     with pytest.raises(gpuhal.InvalidValueError):
         twice.twice[1, 8](d)  # one argument missing
     with pytest.raises(gpuhal.InvalidDtypeError):

@@ -109,7 +109,7 @@ def test_free_and_kind_refuse_bad_input():
     with pytest.raises(TypeError, match="stream must be a gpuhal.Stream"):
         other.free(theirs, stream=object())
     other.free(theirs)
-    with pytest.raises(ValueError, match="holds no gpuhal memory"):
+    with pytest.raises(ValueError, match="was freed"):
         other.free(theirs)  # freed already
     assert other.stats()["allocations"] == 0
     if not gpuhal.current_context().supports("driver_memory_pools"):

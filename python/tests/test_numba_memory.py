@@ -9,6 +9,7 @@ import gc
 import weakref
 
 import numpy as np
+from numpy.testing import assert_equal
 import pytest
 
 import gpuhal
@@ -106,6 +107,57 @@ def test_host_memory_objects_are_numpy_buffers():
         again.free()
 
 
+def test_device_ndarray_over_given_memory():
+    """DeviceNDArray(shape, strides, dtype, gpu_data=memory), as an EMM
+    plugin's user wraps an allocation: C and Fortran order over memory
+    gpuhal allocated, sharing its bytes and keeping it alive."""
+    ctx = gpuhal.current_context()
+    mem = ctx.memalloc(96)
+    c = gpuhal.DeviceNDArray((3, 4), (32, 8), np.float64, gpu_data=mem)
+    c.copy_to_device(np.arange(12.0).reshape(3, 4))
+    f = gpuhal.DeviceNDArray((3, 4), (8, 24), np.float64, gpu_data=mem)
+    assert_equal(f.copy_to_host(), np.arange(12.0).reshape(4, 3).T)
+    assert gpuhal.DeviceNDArray((2, 2), None, np.int32, gpu_data=mem.view(8)).strides == (8, 4)
+    assert gpuhal.DeviceNDArray((0, 3), (24, 8), np.float64, gpu_data=mem).size == 0
+    assert gpuhal.DeviceNDArray((), (), np.float64, gpu_data=mem.view(8)).copy_to_host() == 1.0
+    again = gpuhal.DeviceNDArray((12,), (8,), np.float64, gpu_data=c.gpu_data)
+    assert_equal(again.copy_to_host(), np.arange(12.0))
+    for memory in (ctx.memhostalloc(64, mapped=True), ctx.memallocmanaged(64)):
+        gpuhal.DeviceNDArray((8,), (8,), np.float64, gpu_data=memory).copy_to_device(np.arange(8.0))
+        assert_equal(np.asarray(memory).view(np.float64), np.arange(8.0))
+    with pytest.raises(ValueError, match="do not fit"):
+        gpuhal.DeviceNDArray((4, 4), (32, 8), np.float64, gpu_data=mem)
+    with pytest.raises(NotImplementedError, match="neither C nor Fortran"):
+        gpuhal.DeviceNDArray((3,), (16,), np.float64, gpu_data=mem)
+    with pytest.raises(gpuhal.InvalidShapeError, match="negative"):
+        gpuhal.DeviceNDArray((-1,), (8,), np.float64, gpu_data=mem)
+    with pytest.raises(ValueError, match="non-contiguous"):
+        gpuhal.DeviceNDArray((2,), (8,), np.float64, gpu_data=c[:, ::2].gpu_data)
+    # free() drops the pointer's memory: the pointer and views made after are
+    # refused by name, never read; the arrays made before keep the bytes.
+    mem.free()
+    late = mem.view(8)
+    for refused in (mem, late):
+        with pytest.raises(ValueError, match="was freed"):
+            gpuhal.DeviceNDArray((1,), (8,), np.float64, gpu_data=refused)
+        with pytest.raises(ValueError, match="was freed"):
+            driver.device_memset(refused, 0, 8)
+        with pytest.raises(ValueError, match="was freed"):
+            refused.memset(0)
+    assert_equal(c.copy_to_host(), np.arange(12.0).reshape(3, 4))
+
+
+def test_mempin_refuses_memory_that_is_not_there():
+    ctx = gpuhal.current_context()
+    with pytest.raises(gpuhal.InvalidValueError, match="null pointer"):
+        ctx.mempin(None, 0, 64)
+    a = np.zeros(8)
+    with pytest.raises(gpuhal.InvalidValueError, match="not all mapped"):
+        ctx.mempin(a, a.ctypes.data, 1 << 40)  # runs past the mappings of the heap
+    pinned = ctx.mempin(a, a.ctypes.data, a.nbytes)  # nothing was left registered by the refusals
+    assert pinned.nbytes == a.nbytes
+
+
 def test_numba_device_ndarray_constructor_and_gpu_data():
     d = gpuhal.DeviceNDArray(shape=(3, 4), strides=(32, 8), dtype=np.float64)
     assert d.shape == (3, 4) and d.strides == (32, 8)
@@ -115,6 +167,10 @@ def test_numba_device_ndarray_constructor_and_gpu_data():
         gpuhal.DeviceNDArray(shape=(2,), strides=(8,))
     with pytest.raises(NotImplementedError, match="gpu_data"):
         gpuhal.DeviceNDArray(shape=(2,), strides=(8,), dtype=np.float64, gpu_data=object())
+    # Numba's stream argument, by keyword or in its place (both once failed).
+    s = gpuhal.stream()
+    assert gpuhal.DeviceNDArray((3,), (4,), np.float32, stream=s).stream is s
+    assert gpuhal.DeviceNDArray((3,), (4,), np.float32, s).stream is s
     data = gpuhal.to_device(np.arange(6.0))[::-1].gpu_data
     assert data.size == 48 and driver.device_memory_size(data) == 48
     assert gpuhal.device_array(0).gpu_data is None

@@ -3,6 +3,9 @@
 // write-combined flags), registered ranges and their scopes.
 #include "conformance.hpp"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 namespace gpuhal {
 namespace conformance {
 namespace {
@@ -101,6 +104,43 @@ void registered_ranges(Env &env) {
                "", "deregistering part of a registered range");
 }
 
+// Three pages with the middle one unmapped, given back at scope's end.
+struct PagesWithHole {
+  size_t page = size_t(sysconf(_SC_PAGESIZE));
+  char *bytes = static_cast<char *>(mmap(nullptr, 3 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  PagesWithHole() {
+    if (bytes == MAP_FAILED) throw Failure{"mmap of three pages failed"};
+    munmap(bytes + page, page);
+  }
+  ~PagesWithHole() {
+    munmap(bytes, page);
+    munmap(bytes + 2 * page, page);
+  }
+  PagesWithHole(const PagesWithHole &) = delete;
+  PagesWithHole &operator=(const PagesWithHole &) = delete;
+};
+
+// A range with an unmapped page is refused (ERROR_INVALID_VALUE naming it):
+// a vendor driver page-locks what it registers, which fails there, and a
+// registration of memory that is not there would only fault later. The
+// mapped pages on either side still register.
+void register_unmapped_refused(Env &env) {
+  require_host_memory(env);
+  PagesWithHole m;
+  const int64_t page = int64_t(m.page);
+  expect_error([&] { register_host(env.ctx, HostView(m.bytes, {3 * page}, dtypes::uint8)); },
+               Status::ERROR_INVALID_VALUE, "not all mapped", "registering a range with an unmapped page");
+  expect_error([&] { register_host(env.ctx, HostView(m.bytes + page + 8, {16}, dtypes::uint8)); },
+               Status::ERROR_INVALID_VALUE, "not all mapped", "registering bytes inside an unmapped page");
+  HostRegistration head = register_host(env.ctx, HostView(m.bytes, {page}, dtypes::uint8));
+  HostRegistration tail = register_host(env.ctx, HostView(m.bytes + 2 * page, {page}, dtypes::uint8));
+  expect(head.size() == uint64_t(page) && tail.size() == uint64_t(page),
+         "the mapped pages beside the hole did not register");
+  std::vector<uint8_t> ones(size_t(page), 1);
+  to_device(env.ctx, HostView::of(ones)).copy_to_host(HostView(m.bytes + 2 * page, {page}, dtypes::uint8));
+  expect(m.bytes[2 * page + page - 1] == 1, "a copy into the registered page beside the hole did not land");
+}
+
 void scopes(Env &env) {
   require_host_memory(env);
   std::vector<float> a(1000, 1.5f), b(10, 2.5f);
@@ -138,6 +178,9 @@ const RegisterChecks registered{
      "mapped arrays are one memory seen from host and device, with every portable / write-combined "
      "combination",
      mapped_arrays},
+    {"host_memory.register_unmapped_refused",
+     "a range with an unmapped page does not register (ERROR_INVALID_VALUE); the pages beside it do",
+     register_unmapped_refused},
     {"host_memory.registered_ranges",
      "registered ranges transfer; repeated, nested and overlapping registrations count; unknown ranges are refused",
      registered_ranges},
