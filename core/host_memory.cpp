@@ -250,6 +250,10 @@ PinnedScope::PinnedScope(const Context &ctx, const std::vector<HostView> &views)
 
 MappedScope::MappedScope(const Context &ctx, const std::vector<HostView> &views) {
   const auto &c = require_host_memory(ctx, "MappedScope", true);
+  for (const auto &v : views)
+    if (!v.writeable())
+      throw Error(Status::ERROR_INVALID_VALUE,
+                  "MappedScope: a read-only host view cannot be mapped (its device array would write to it)");
   for (const auto &v : views) {
     registrations_.push_back(c->manager->mempin(v, true));
     char *first;

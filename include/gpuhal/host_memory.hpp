@@ -80,7 +80,9 @@ class PinnedScope {
 
 // Numba's `with cuda.mapped(a, b) as (da, db):` -- maps every view into the
 // device address space and gives device arrays over the same memory, valid
-// while the scope lives.
+// while the scope lives. ERROR_INVALID_VALUE for a read-only view (a device
+// array cannot be read-only, and a write through it would change memory its
+// owner promised not to), before anything is mapped.
 class MappedScope {
  public:
   MappedScope(const Context &ctx, const std::vector<HostView> &views);

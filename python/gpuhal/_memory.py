@@ -43,6 +43,21 @@ def _host_array(ary):
     return np.asarray(ary)
 
 
+def _own_memory(ary, what):
+    """The host array whose memory ``what`` (pinned, mapped, register)
+    works on: an object with the buffer protocol, as a NumPy array over the
+    same bytes. TypeError for anything else (a list or an int would be a
+    temporary copy, pinned or mapped to no effect; Numba refuses them too)."""
+    if isinstance(ary, np.ndarray):
+        return ary
+    try:
+        memoryview(ary).release()
+    except TypeError:
+        raise TypeError(f"{what}: expected host arrays (objects with the buffer protocol), "
+                        f"not {type(ary).__name__}") from None
+    return np.asarray(ary)
+
+
 def _numpy_over(holder, dtype, cls):
     host = np.asarray(holder)
     if host.dtype != dtype:
@@ -141,7 +156,7 @@ def mapped_array_like(ary, stream=0, portable=False, wc=False):
 @contextlib.contextmanager
 def pinned(*arylist: Any) -> Iterator[None]:
     """``with pinned(a, b):`` -- the arrays are page-locked inside the block."""
-    scope = _gpuhal.pin(_ctx(), [_host_array(a) for a in arylist])
+    scope = _gpuhal.pin(_ctx(), [_own_memory(a, "pinned") for a in arylist])
     try:
         yield
     finally:
@@ -156,7 +171,7 @@ def mapped(*arylist: Any, **kws: Any) -> Iterator[Any]:
     if kws and set(kws) != {"stream"}:
         raise TypeError("mapped() takes only 'stream' as a keyword")
     stream = kws.get("stream", 0)
-    hosts = [_host_array(a) for a in arylist]
+    hosts = [_own_memory(a, "mapped") for a in arylist]
     scope = _gpuhal.map(_ctx(), hosts)
     try:
         devs = [DeviceNDArray(d, h.dtype, stream) for d, h in zip(scope.device_arrays(), hosts)]
@@ -187,7 +202,7 @@ class register:
         self._entries = []
         try:
             for a in arylist:
-                host = _host_array(a)
+                host = _own_memory(a, "register")
                 scope = _gpuhal.register_host(ctx, [host], bool(portable), False)
                 entry = (scope, host)
                 key = _registration_key(ctx, host)
@@ -224,7 +239,7 @@ def deregister(*arylist):
     they are not registered)."""
     ctx = _ctx()
     for a in arylist:
-        host = _host_array(a)
+        host = _own_memory(a, "deregister")
         key = _registration_key(ctx, host)
         with _registrations_lock:
             live = _registrations.get(key)

@@ -59,6 +59,28 @@ def test_pinned_scope_and_mapped_scope():
             pass
 
 
+def test_scopes_refuse_what_they_cannot_work_on():
+    # Read-only memory (a bytes object) mapped would be written by the device
+    # array: refused, and the bytes stay as they were.
+    frozen = bytes(b"12345678")
+    with pytest.raises(gpuhal.InvalidValueError, match="read-only"):
+        with gpuhal.mapped(np.frombuffer(frozen, np.uint8)):
+            pass
+    assert frozen == b"12345678"
+    with gpuhal.pinned(np.frombuffer(frozen, np.uint8)):  # pinning only reads it
+        pass
+    # What has no memory of its own would be pinned or mapped as a temporary copy.
+    for scope in (gpuhal.pinned, gpuhal.mapped, gpuhal.register):
+        for not_memory in (5, [1, 2, 3]):
+            with pytest.raises(TypeError, match="buffer protocol"):
+                with scope(not_memory):
+                    pass
+    with pytest.raises(TypeError, match="buffer protocol"):
+        gpuhal.deregister([1, 2])
+    with gpuhal.mapped(bytearray(8)) as d:  # any writable buffer maps
+        assert d.shape == (8,)
+
+
 def test_scopes_end_on_exceptions():
     a = np.zeros(8)
     with pytest.raises(RuntimeError):

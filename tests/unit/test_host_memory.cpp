@@ -93,6 +93,21 @@ TEST_CASE("mapped scopes give device arrays over the host memory", "[hostmem][ma
   PinnedScope pin(ctx, {HostView::of(v)});  // the mapping is gone
 }
 
+TEST_CASE("mapped scopes refuse read-only views before mapping anything", "[hostmem][mapped][errors]") {
+  Context ctx = test::host_context();
+  const std::vector<int32_t> constant(16, 7);
+  std::vector<int32_t> writable(16, 0);
+  // A device array has no read-only form: a write through it would change
+  // memory its owner promised not to (a Python bytes object, a const buffer).
+  REQUIRE_GPUHAL_ERROR(MappedScope(ctx, {HostView::of(writable), HostView::of(constant)}),
+                       Status::ERROR_INVALID_VALUE, "read-only");
+  CHECK(constant == std::vector<int32_t>(16, 7));
+  // Nothing of the refused scope stayed registered: both register now.
+  HostRegistration a = register_host(ctx, HostView::of(writable));
+  CHECK(a.size() == 64);
+  PinnedScope pinned_readonly(ctx, {HostView::of(constant)});  // pinning reads only: allowed
+}
+
 TEST_CASE("pinned arrays are freed through the deferred queue with their size", "[hostmem][pinned][dealloc]") {
   Context ctx = test::host_context();
   {
