@@ -1,5 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Streams and events (Numba's cuda.stream(), cuda.event()).
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <utility>
+
 #include "bindings.hpp"
 
 namespace gpuhal_py {
@@ -21,6 +28,68 @@ gpuhal::Stream stream_or_default(nb::handle stream, const gpuhal::Context &ctx) 
   if (stream.is_none() || (PyLong_CheckExact(stream.ptr()) && PyLong_AsLong(stream.ptr()) == 0))
     return ctx.default_stream();
   throw nb::type_error("stream must be a gpuhal.Stream or 0");
+}
+
+// Python callbacks of Stream.add_callback (Numba's). The backend thread that
+// runs a stream callback never takes the GIL: a thread holding it may be
+// waiting for that very stream (a synchronize, a flush of the deallocation
+// queue), which would deadlock. It only posts the callback's token here; a
+// Python thread (gpuhal._stream_callbacks) takes tokens with the GIL
+// released and calls the Python function. A token whose callback the stream
+// dropped without running (the stream failed, or the callback could not be
+// queued) is posted with kDropped. The queue is never destroyed: the thread
+// waiting on it may outlive static destruction at exit.
+constexpr int kDropped = -1;
+
+struct ReadyCallbacks {
+  std::mutex mu;
+  std::condition_variable ready;
+  std::deque<std::pair<uint64_t, int>> tokens;  // (token, 0 or kDropped)
+
+  void post(uint64_t token, int status) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      tokens.emplace_back(token, status);
+    }
+    ready.notify_one();
+  }
+};
+
+ReadyCallbacks &ready_callbacks() {
+  static auto *queue = new ReadyCallbacks;
+  return *queue;
+}
+
+// Held by the stream's callback: posts its token once, run or dropped.
+struct CallbackToken {
+  uint64_t token;
+  std::atomic<bool> posted{false};
+  explicit CallbackToken(uint64_t t) : token(t) {}
+  void post(int status) {
+    if (!posted.exchange(true)) ready_callbacks().post(token, status);
+  }
+  ~CallbackToken() { post(kDropped); }
+};
+
+void queue_stream_callback(const gpuhal::Stream &stream, uint64_t token) {
+  auto held = std::make_shared<CallbackToken>(token);
+  try {
+    nb::gil_scoped_release unlocked;
+    stream.add_callback([held] { held->post(0); });
+  } catch (...) {
+    held->posted = true;  // the caller raises; nothing is posted for it
+    throw;
+  }
+}
+
+std::pair<uint64_t, int> next_stream_callback() {
+  nb::gil_scoped_release unlocked;
+  ReadyCallbacks &q = ready_callbacks();
+  std::unique_lock<std::mutex> lock(q.mu);
+  q.ready.wait(lock, [&] { return !q.tokens.empty(); });
+  std::pair<uint64_t, int> next = q.tokens.front();
+  q.tokens.pop_front();
+  return next;
 }
 
 }  // namespace
@@ -86,6 +155,19 @@ void bind_streams(nb::module_ &m) {
           "capture",
           [](nb::handle self) { return nb::module_::import_("gpuhal._graphs").attr("Capture")(self); },
           "`with stream.capture() as g:` records the block's work on the stream; g.launch() runs it again")
+      .def(
+          "add_callback",
+          [](nb::handle self, nb::handle callback, nb::handle arg) {
+            return nb::module_::import_("gpuhal._stream_callbacks").attr("add_callback")(self, callback, arg);
+          },
+          nb::arg("callback"), nb::arg("arg").none() = nb::none(),
+          "Numba's add_callback: callback(stream, status, arg) runs on a Python thread once the stream's "
+          "prior work is done (later work does not wait for it)")
+      .def(
+          "async_done",
+          [](nb::handle self) { return nb::module_::import_("gpuhal._stream_callbacks").attr("async_done")(self); },
+          "Numba's async_done: an asyncio future of the running loop, done with the stream once its "
+          "prior work is")
       .def("auto_synchronize",
            [](const gpuhal::Stream &s) {
              return AutoSynchronizeScope{s, {}};
@@ -138,6 +220,10 @@ void bind_streams(nb::module_ &m) {
           }
         }
       }, nb::arg("type").none(), nb::arg("value").none(), nb::arg("traceback").none());
+  m.def("_queue_stream_callback", &queue_stream_callback,
+        "Posts `token` to _next_stream_callback once the stream's prior work is done (gpuhal._stream_callbacks)");
+  m.def("_next_stream_callback", &next_stream_callback,
+        "The next (token, status) of a stream callback, waiting without the GIL; status -1: dropped");
   bind_events(m);
 }
 
