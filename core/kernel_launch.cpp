@@ -65,10 +65,26 @@ void convert_scalar(const KernelArg &a, DType to, const What &what, unsigned cha
                 what.str() + ": the value " + s.text() + " does not fit the parameter's type " + to.name());
 }
 
+// The alignment a device needs for loads of an element: its scalar's size
+// (a complex's half). A record's is its struct's, which only the source
+// knows: 1 here.
+int64_t element_alignment(DType t) {
+  if (t.kind == DTypeKind::Opaque) return 1;
+  return t.kind == DTypeKind::Complex ? t.itemsize() / 2 : t.itemsize();
+}
+
 void check_array(const DeviceArray &d, const KernelParam *p, const What &what) {
   if (d.size() > 1 && !d.is_c_contiguous() && !d.is_f_contiguous())
     throw Error(Status::ERROR_NOT_CONTIGUOUS,
                 what.str() + ": a kernel gets a plain pointer, so the array must be contiguous (copy it first)");
+  // A view can start anywhere (view(uint8)[1:].view(float64), as NumPy
+  // allows); a GPU faults on a misaligned load (CUDA_ERROR_MISALIGNED_ADDRESS,
+  // sticky for the process), so every backend refuses it here.
+  const int64_t alignment = element_alignment(d.dtype());
+  if (d.size() > 0 && d.device_pointer() % uint64_t(alignment) != 0)
+    throw Error(Status::ERROR_INVALID_VALUE,
+                what.str() + ": the array's data is not aligned to its " + d.dtype().name() + " elements (" +
+                    std::to_string(alignment) + " bytes); a device faults on such loads (copy it to a new array)");
   if (p && p->dtype && *p->dtype != d.dtype())
     throw Error(Status::ERROR_INVALID_DTYPE, what.str() + ": array of dtype " + d.dtype().name() +
                                                  " for a parameter of type " + p->type_text + " (" + p->dtype->name() +

@@ -210,7 +210,8 @@ class Kernel {
 
   // Launches on `stream`. grid in work-groups, block in work-items;
   // shared_bytes of dynamic shared memory. Throws ERROR_INVALID_VALUE for a
-  // zero or too large grid / block, a wrong argument count or type,
+  // zero or too large grid / block, a wrong argument count or type, an array
+  // whose data is not aligned to its elements (a GPU would fault on it),
   // ERROR_INVALID_DTYPE / ERROR_NOT_CONTIGUOUS for unusable arrays; nothing
   // is queued then and the context stays usable.
   void launch(Dim3 grid, Dim3 block, const std::vector<KernelArg> &args, const Stream &stream,

@@ -77,6 +77,8 @@ def test_bad_launches_queue_nothing(twice):
     for config in ((2.0, 8), ((1, 2.5), 8), (1, 8, 0, 1.5)):
         with pytest.raises(TypeError):
             twice.twice[config](d, 8)
+    with pytest.raises(gpuhal.InvalidValueError, match="not aligned to its float32"):
+        twice.twice[1, 8](gpuhal.device_array(40, dtype=np.uint8)[1:33].view(np.float32), 8)  # a GPU would fault
     e = gpuhal.to_device(np.ones(8, dtype=np.float32))
     twice.twice[np.int64(1), (np.int32(8),)](e, 8)  # NumPy's integers are integers
     assert_same(e.copy_to_host(), np.full(8, 2, dtype=np.float32))

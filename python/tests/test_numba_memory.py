@@ -6,6 +6,7 @@ written against the interface alone), with their bad inputs."""
 
 import ctypes
 import gc
+import mmap
 import weakref
 
 import numpy as np
@@ -151,10 +152,26 @@ def test_mempin_refuses_memory_that_is_not_there():
     ctx = gpuhal.current_context()
     with pytest.raises(gpuhal.InvalidValueError, match="null pointer"):
         ctx.mempin(None, 0, 64)
+    # Three pages with the middle one unmapped (libc's mmap and munmap).
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    page = mmap.PAGESIZE
+    base = libc.mmap(None, 3 * page, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, -1, 0)
+    assert base not in (None, ctypes.c_void_p(-1).value)
+    libc.munmap(base + page, page)
+    try:
+        with pytest.raises(gpuhal.InvalidValueError, match="not all mapped"):
+            ctx.mempin(None, base, 3 * page)
+        head = ctx.mempin(None, base, page)  # the mapped pages beside the hole pin
+        assert head.nbytes == page
+        del head
+    finally:
+        libc.munmap(base, page)
+        libc.munmap(base + 2 * page, page)
     a = np.zeros(8)
-    with pytest.raises(gpuhal.InvalidValueError, match="not all mapped"):
-        ctx.mempin(a, a.ctypes.data, 1 << 40)  # runs past the mappings of the heap
-    pinned = ctx.mempin(a, a.ctypes.data, a.nbytes)  # nothing was left registered by the refusals
+    pinned = ctx.mempin(a, a.ctypes.data, a.nbytes)
     assert pinned.nbytes == a.nbytes
 
 

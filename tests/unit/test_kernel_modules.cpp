@@ -67,6 +67,11 @@ TEST_CASE("kernel: bad kernels and bad launches give clear errors and leave the 
     auto wide = device_array(ctx, {8, 8}, dtypes::float32);
     REQUIRE_GPUHAL_ERROR(k({1}, {64})(wide.view({Slice(0, 8, 2)}), x, 1.0f, 64), Status::ERROR_NOT_CONTIGUOUS,
                          "must be contiguous");
+    // A view of floats one byte into its memory: a GPU faults on its loads.
+    auto bytes = device_array(ctx, {260}, dtypes::uint8);
+    REQUIRE_GPUHAL_ERROR(k({1}, {64})(y, bytes.view({Slice(1, 257)}).view(dtypes::float32), 1.0f, 64),
+                         Status::ERROR_INVALID_VALUE, "argument 2 (x) of kernel 'saxpy': the array's data is not aligned to its float32");
+    k({1}, {64})(y, bytes.view({Slice(4, 260)}).view(dtypes::float32), 1.0f, 64);  // four bytes in: aligned
   }
   SECTION("handles: empty kernel, another context, after reset") {
     REQUIRE_GPUHAL_ERROR(Kernel().launch({1}, {1}, {}), Status::ERROR_INVALID_HANDLE, "empty kernel");
