@@ -49,11 +49,35 @@ gpuhal::DType dtype_from_format(const char *format, Py_ssize_t itemsize) {
   return d;
 }
 
+namespace {
+
+// The message of the pending Python error, which is cleared ("" if none).
+std::string take_python_error() {
+  PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
+  PyErr_Fetch(&type, &value, &traceback);
+  std::string text;
+  if (value) {
+    if (PyObject *str = PyObject_Str(value)) {
+      if (const char *c = PyUnicode_AsUTF8(str)) text = c;
+      Py_DECREF(str);
+    }
+  }
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(traceback);
+  PyErr_Clear();
+  return text;
+}
+
+}  // namespace
+
 HostBuffer::HostBuffer(nb::handle object, bool writable) {
   if (PyObject_GetBuffer(object.ptr(), &buffer_, PyBUF_RECORDS_RO) != 0) {
-    PyErr_Clear();
+    // The exporter's reason, when it has one: NumPy's "cannot include dtype
+    // 'M' in a buffer" for datetime64 says more than "no buffer".
+    const std::string why = take_python_error();
     throw nb::type_error(("expected a host array (an object with the buffer protocol, such as a NumPy array), got " +
-                          std::string(nb::type_name(object.type()).c_str()))
+                          std::string(nb::type_name(object.type()).c_str()) + (why.empty() ? "" : " (" + why + ")"))
                              .c_str());
   }
   held_ = true;

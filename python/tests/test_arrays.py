@@ -225,6 +225,8 @@ def test_bad_dtypes_and_arguments():
         gpuhal.to_device(np.arange(3, dtype=">f4"))
     with pytest.raises(gpuhal.InvalidDtypeError):
         gpuhal.device_array(3, dtype="M8[s]")
+    with pytest.raises(TypeError, match=r"cannot include dtype 'M' in a buffer"):  # NumPy's reason, kept
+        gpuhal.to_device(np.array(["2020-01-01"], dtype="datetime64[D]"))
     with pytest.raises(TypeError):
         gpuhal.to_device(np.array(["a", "b"], dtype=object))
     with pytest.raises(gpuhal.InvalidValueError):
