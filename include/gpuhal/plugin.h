@@ -508,7 +508,10 @@ typedef struct gpuhal_plugin_table {
    * these entries the core copies its pages aside before context_destroy
    * and maps the copy back at the same addresses after it, which needs the
    * addresses unmapped; where the allocator keeps them, the next allocation
-   * would share the live array's bytes.
+   * would share the live array's bytes. A backend that can should implement
+   * them anyway: between its destroy and the copy's return the pages are
+   * unmapped, and another thread touching the array then faults (the host
+   * plugin implements them for that reason).
    * mem_keep(ctx, ptr): ptr is the base of ctx's managed memory
    * (mem_alloc_managed) or host memory (host_alloc). From now on
    * context_destroy leaves it allocated, at its address, with its contents,

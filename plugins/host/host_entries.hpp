@@ -58,7 +58,7 @@ gpuhal_status_t in_stream(gpuhal_context_t ctx, gpuhal_stream_t stream, const ch
 // memory), host_pinned_memory.cpp (pinned, mapped and registered host
 // memory), host_transfer.cpp, host_stream.cpp, host_event.cpp, host_graph.cpp,
 // host_kernel.cpp and host_kernel_attributes.cpp (device code),
-// host_ipc.cpp, host_virtual_memory.cpp.
+// host_ipc.cpp, host_virtual_memory.cpp, host_kept_memory.cpp.
 #include "plugin_entries.inc"
 // What the host backend leaves NULL: it has no native objects to hand out
 // or adopt, and no context limits (gpuhal_printf writes straight to stdout,
@@ -66,12 +66,9 @@ gpuhal_status_t in_stream(gpuhal_context_t ctx, gpuhal_stream_t stream, const ch
 // thread's, fixed by the plugin). Memory pools as objects are left out:
 // the core's caching MemoryPool over this backend's allocator is its pool
 // (MemoryPoolKind::Caching); a second pool of the same malloc'd pages would
-// add nothing. mem_keep / mem_free_kept are left out: context_destroy
-// unmaps the context's managed and host memory, so the core's copy of what
-// a live host array addresses goes back at the same addresses.
-constexpr plugin::EntryNames<12> kLeftOut{{"native_handle", "context_adopt", "context_set_limit", "context_get_limit",
+// add nothing.
+constexpr plugin::EntryNames<10> kLeftOut{{"native_handle", "context_adopt", "context_set_limit", "context_get_limit",
                                            "mem_pool_create", "mem_pool_destroy", "mem_pool_alloc_async",
-                                           "mem_pool_trim", "mem_pool_get_attribute", "mem_pool_set_attribute",
-                                           "mem_keep", "mem_free_kept"}};
+                                           "mem_pool_trim", "mem_pool_get_attribute", "mem_pool_set_attribute"}};
 
 }  // namespace gpuhal::host

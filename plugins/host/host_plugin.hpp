@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -42,12 +43,25 @@ class StreamDirectory {
   std::unordered_map<const StreamState *, std::pair<std::weak_ptr<StreamState>, const HostDevice *>> streams_;
 };
 
+// Managed and host memory kept past its context (mem_keep,
+// host_kept_memory.cpp): base -> (bytes, memfd or -1), unmapped by
+// mem_free_kept, or with the plugin's state (the last shutdown).
+struct KeptMemory {
+  std::mutex mu;
+  std::map<uintptr_t, std::pair<uint64_t, int>> blocks;
+  KeptMemory() = default;
+  KeptMemory(const KeptMemory &) = delete;
+  KeptMemory &operator=(const KeptMemory &) = delete;
+  ~KeptMemory();
+};
+
 // Plugin-wide state, created by init and destroyed by the last shutdown.
 struct HostPlugin {
   std::vector<std::unique_ptr<HostDevice>> devices;
   // The allocation map, with the released device mappings kept for reuse
   // (GPUHAL_HOST_MAPPING_CACHE, set by init; unmapped when the map goes).
   Registry registry;
+  KeptMemory kept;
   plugin::HandleRegistry<HostContext, gpuhal_context_t> contexts;
   StreamDirectory streams;
   std::string options_key;  // what init was given (a second init must agree)

@@ -35,7 +35,34 @@ namespace nb = nanobind;
 
 namespace gpuhal_py {
 
-using release_gil = nb::call_guard<nb::gil_scoped_release>;
+// What a binding holds while it runs without the GIL (released_call.cpp):
+// it counts the call in flight, then lets go of the GIL; at its end it
+// uncounts the call, then takes the GIL back. Context.reset waits until no
+// call is in flight and holds new ones back while it runs, since the C++
+// reset must not run beside other use of its context (context.hpp); a
+// Python thread allocating during a reset was left with memory of the
+// destroyed context, and its next write faulted. Nested in a call of the
+// same thread (a memory manager's Python method calling gpuhal), a call is
+// counted and never held back (the reset waits for the outer one).
+class ReleasedCall {
+ public:
+  ReleasedCall();
+  ~ReleasedCall();
+  ReleasedCall(const ReleasedCall &) = delete;
+  ReleasedCall &operator=(const ReleasedCall &) = delete;
+
+ private:
+  PyThreadState *state_ = nullptr;
+};
+
+using release_gil = nb::call_guard<ReleasedCall>;
+
+// Runs `fn` with the GIL held once no ReleasedCall is in flight in any
+// thread, holding new ones back until it returns (Context.reset,
+// Context.memory_manager's setter). ERROR_NOT_PERMITTED from inside a
+// ReleasedCall of this thread (it would wait for itself). Called with the
+// GIL held.
+void run_exclusive_of_released_calls(const char *what, const std::function<void()> &fn);
 
 // A Python object's buffer (PyObject_GetBuffer with strides and format),
 // released when this goes, and the HostView over it. Throws TypeError for

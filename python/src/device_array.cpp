@@ -18,7 +18,7 @@ char order_of(const std::string &order) {
 // A Python scalar or NumPy scalar for fill(): its bytes and dtype.
 void fill_from(const gpuhal::DeviceArray &a, nb::handle value, const std::optional<gpuhal::Stream> &stream) {
   auto run = [&](auto v) {
-    nb::gil_scoped_release unlocked;
+    ReleasedCall unlocked;
     maybe_on(stream, [&](const auto &...s) { a.fill(v, s...); });
   };
   PyObject *o = value.ptr();
@@ -48,7 +48,7 @@ void fill_from(const gpuhal::DeviceArray &a, nb::handle value, const std::option
     else
       throw gpuhal::Error(gpuhal::Status::ERROR_INVALID_VALUE,
                           "fill: a complex value does not convert to dtype " + a.dtype().name());
-    nb::gil_scoped_release unlocked;
+    ReleasedCall unlocked;
     maybe_on(stream, [&](const auto &...s) { a.assign(src, s...); });
     if (stream) stream->synchronize();  // `f` and `v` live on this stack
     return;
@@ -80,14 +80,14 @@ void bind_device_array_functions(nb::module_ &m) {
         [](const gpuhal::Context &ctx, const gpuhal::Shape &shape, const std::string &typestr,
            const gpuhal::Strides &strides, const std::string &order) {
           gpuhal::DType d = dtype_of(typestr);
-          nb::gil_scoped_release unlocked;
+          ReleasedCall unlocked;
           return gpuhal::device_array(ctx, shape, d, strides, order_of(order));
         });
   m.def("managed_array",
         [](const gpuhal::Context &ctx, const gpuhal::Shape &shape, const std::string &typestr,
            const gpuhal::Strides &strides, const std::string &order) {
           gpuhal::DType d = dtype_of(typestr);
-          nb::gil_scoped_release unlocked;
+          ReleasedCall unlocked;
           return gpuhal::managed_array(ctx, shape, d, strides, order_of(order));
         });
   // Virtual memory (gpuhal/virtual_memory.hpp): the growable array and the granularity.
@@ -97,12 +97,12 @@ void bind_device_array_functions(nb::module_ &m) {
               uint64_t max_elements) { new (self) gpuhal::GrowableDeviceArray(ctx, dtype_of(typestr), max_elements); })
       .def("reserve",
            [](gpuhal::GrowableDeviceArray &g, uint64_t n) {
-             nb::gil_scoped_release unlocked;
+             ReleasedCall unlocked;
              g.reserve(n);
            })
       .def("resize",
            [](gpuhal::GrowableDeviceArray &g, uint64_t n) {
-             nb::gil_scoped_release unlocked;
+             ReleasedCall unlocked;
              g.resize(n);
            })
       .def_prop_ro("size", &gpuhal::GrowableDeviceArray::size)
@@ -115,7 +115,7 @@ void bind_device_array_functions(nb::module_ &m) {
       .def_static(
           "create",
           [](const gpuhal::Context &ctx, uint64_t bytes) {
-            nb::gil_scoped_release unlocked;
+            ReleasedCall unlocked;
             return gpuhal::PhysicalMemory::create(ctx, bytes);
           })
       .def_prop_ro("size", &gpuhal::PhysicalMemory::size);
@@ -123,7 +123,7 @@ void bind_device_array_functions(nb::module_ &m) {
       .def_static(
           "reserve",
           [](const gpuhal::Context &ctx, uint64_t bytes, uint64_t alignment) {
-            nb::gil_scoped_release unlocked;
+            ReleasedCall unlocked;
             return gpuhal::VirtualRange::reserve(ctx, bytes, alignment);
           })
       .def_prop_ro("base", &gpuhal::VirtualRange::base)
@@ -131,17 +131,17 @@ void bind_device_array_functions(nb::module_ &m) {
       .def("map",
            [](const gpuhal::VirtualRange &r, uint64_t offset, uint64_t bytes, const gpuhal::PhysicalMemory &memory,
               uint64_t memory_offset) {
-             nb::gil_scoped_release unlocked;
+             ReleasedCall unlocked;
              r.map(offset, bytes, memory, memory_offset);
            })
       .def("unmap",
            [](const gpuhal::VirtualRange &r, uint64_t offset, uint64_t bytes) {
-             nb::gil_scoped_release unlocked;
+             ReleasedCall unlocked;
              r.unmap(offset, bytes);
            })
       .def("set_access",
            [](const gpuhal::VirtualRange &r, uint64_t offset, uint64_t bytes, uint32_t access, int device) {
-             nb::gil_scoped_release unlocked;
+             ReleasedCall unlocked;
              r.set_access(offset, bytes, static_cast<gpuhal::VmAccess>(access), device);
            })
       .def("array", [](const gpuhal::VirtualRange &r, uint64_t offset, const gpuhal::Shape &shape,
@@ -153,12 +153,12 @@ void bind_device_array_functions(nb::module_ &m) {
   // Managed-memory hints (gpuhal/managed_hints.hpp): location -1 is the host.
   m.def("prefetch", [](const DeviceArray &a, int location, std::optional<gpuhal::Stream> stream) {
     const gpuhal::Location to = location < 0 ? gpuhal::Location::host() : gpuhal::Location::device(location);
-    nb::gil_scoped_release unlocked;
+    ReleasedCall unlocked;
     gpuhal::prefetch(a, to, stream ? *stream : a.context().default_stream());
   });
   m.def("advise", [](const DeviceArray &a, uint32_t advice, int location) {
     const gpuhal::Location where = location < 0 ? gpuhal::Location::host() : gpuhal::Location::device(location);
-    nb::gil_scoped_release unlocked;
+    ReleasedCall unlocked;
     gpuhal::advise(a, static_cast<gpuhal::Advice>(advice), where);
   });
   m.def("to_device",
@@ -167,7 +167,7 @@ void bind_device_array_functions(nb::module_ &m) {
           gpuhal::Copy c = copy ? gpuhal::Copy::yes : gpuhal::Copy::no;
           gpuhal::DeviceArray d;
           {
-            nb::gil_scoped_release unlocked;
+            ReleasedCall unlocked;
             d = stream ? gpuhal::to_device(ctx, b.view(), *stream, c) : gpuhal::to_device(ctx, b.view(), c);
           }
           if (stream && copy) keep_until_ran(*stream, host);
@@ -211,7 +211,7 @@ void bind_device_array(nb::module_ &m) {
           [](const DeviceArray &a, nb::handle src, std::optional<gpuhal::Stream> stream) {
             HostBuffer b(src);
             {
-              nb::gil_scoped_release unlocked;
+              ReleasedCall unlocked;
               maybe_on(stream, [&](const auto &...s) { a.copy_from_host(b.view(), s...); });
             }
             if (stream) keep_until_ran(*stream, src);
@@ -228,7 +228,7 @@ void bind_device_array(nb::module_ &m) {
           [](const DeviceArray &a, nb::handle dst, std::optional<gpuhal::Stream> stream) {
             HostBuffer b(dst, true);
             {
-              nb::gil_scoped_release unlocked;
+              ReleasedCall unlocked;
               maybe_on(stream, [&](const auto &...s) { a.copy_to_host(b.view(), s...); });
             }
             if (stream) keep_until_ran(*stream, dst);
@@ -239,7 +239,7 @@ void bind_device_array(nb::module_ &m) {
           [](const DeviceArray &a, std::optional<gpuhal::Stream> stream) {
             HostMemoryHolder h;
             {
-              nb::gil_scoped_release unlocked;
+              ReleasedCall unlocked;
               h.array = stream ? a.copy_to_host(*stream) : a.copy_to_host();
             }
             h.view = h.array.view();
@@ -263,7 +263,7 @@ void bind_device_array(nb::module_ &m) {
           [](const DeviceArray &a, nb::handle src, std::optional<gpuhal::Stream> stream) {
             HostBuffer b(src);
             {
-              nb::gil_scoped_release unlocked;
+              ReleasedCall unlocked;
               maybe_on(stream, [&](const auto &...s) { a.assign(b.view(), s...); });
             }
             if (stream) keep_until_ran(*stream, src);

@@ -36,7 +36,7 @@ template <class Tensor, class Export>
 nb::object export_capsule(Export export_tensor, const char *name, PyCapsule_Destructor destructor) {
   Tensor *t;
   {
-    nb::gil_scoped_release unlocked;
+    ReleasedCall unlocked;
     t = export_tensor();
   }
   PyObject *capsule = PyCapsule_New(t, name, destructor);
@@ -84,7 +84,7 @@ gpuhal::DeviceArray import_capsule(const gpuhal::Context &ctx, PyObject *c, cons
   // Ours from here on (from_dlpack runs the deleter also when it throws).
   if (PyCapsule_SetName(c, used) != 0) throw nb::python_error();
   t = wrap_for_gil(t);
-  nb::gil_scoped_release unlocked;
+  ReleasedCall unlocked;
   return gpuhal::from_dlpack(ctx, t, p, q);
 }
 
@@ -138,7 +138,7 @@ gpuhal::DeviceArray from_pointer(const gpuhal::Context &ctx, uint64_t pointer, c
     run_with_gil([o] { Py_DECREF(o); });
   };
   gpuhal::dlpack::DLManagedTensor *raw = &t.release()->managed;
-  nb::gil_scoped_release unlocked;
+  ReleasedCall unlocked;
   return gpuhal::from_dlpack(ctx, raw);  // runs the deleter also when it throws
 }
 

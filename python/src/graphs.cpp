@@ -20,7 +20,7 @@ void bind_graphs(nb::module_ &m) {
           [](const gpuhal::GraphExec &x, size_t node, const nb::sequence &args) {
             std::deque<HostBuffer> held;  // host arrays are refused by the core, but converted first
             std::vector<gpuhal::KernelArg> list = args_from(args, held);
-            nb::gil_scoped_release unlocked;
+            ReleasedCall unlocked;
             x.update_kernel_args(node, list);
           },
           nb::arg("kernel_node"), nb::arg("args"),

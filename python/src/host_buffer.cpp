@@ -139,7 +139,7 @@ void keep_until_ran(const gpuhal::Stream &stream, nb::handle object) {
     // even that fails the work may still be queued, so the reference is
     // kept for the process's life rather than the memory freed under it.
     {
-      nb::gil_scoped_release unlocked;
+      ReleasedCall unlocked;
       stream.synchronize();  // throws, keeping `o`
     }
     Py_DECREF(o);

@@ -47,7 +47,7 @@ template <class Open>
 HostScope open_scope(const gpuhal::Context &ctx, const nb::sequence &arrays, Open open) {
   std::vector<HostBuffer> held;
   std::vector<gpuhal::HostView> views = views_of(arrays, held);
-  nb::gil_scoped_release unlocked;
+  ReleasedCall unlocked;
   HostScope s;
   open(s, ctx, views);
   return s;
@@ -60,7 +60,7 @@ void bind_host_memory(nb::module_ &m) {
         [](const gpuhal::Context &ctx, const gpuhal::Shape &shape, const std::string &typestr,
            const gpuhal::Strides &strides, const std::string &order) {
           gpuhal::DType d = gpuhal::DType::parse(typestr);
-          nb::gil_scoped_release unlocked;
+          ReleasedCall unlocked;
           HostMemoryHolder h;
           h.array = gpuhal::pinned_array(ctx, shape, d, strides, order_of(order));
           h.view = h.array.view();
@@ -70,7 +70,7 @@ void bind_host_memory(nb::module_ &m) {
         [](const gpuhal::Context &ctx, const gpuhal::Shape &shape, const std::string &typestr,
            const gpuhal::Strides &strides, const std::string &order, bool portable, bool wc) {
           gpuhal::DType d = gpuhal::DType::parse(typestr);
-          nb::gil_scoped_release unlocked;
+          ReleasedCall unlocked;
           gpuhal::MappedArray a = gpuhal::mapped_array(ctx, shape, d, strides, order_of(order), portable, wc);
           HostMemoryHolder h{a.host.view(), a.host, a.device};
           return std::make_pair(h, a.device);
@@ -95,7 +95,7 @@ void bind_host_memory(nb::module_ &m) {
   m.def("register_host", [](const gpuhal::Context &ctx, const nb::sequence &arrays, bool portable, bool mapped) {
     std::vector<HostBuffer> held;
     std::vector<gpuhal::HostView> views = views_of(arrays, held);
-    nb::gil_scoped_release unlocked;
+    ReleasedCall unlocked;
     HostScope s;
     gpuhal::HostMemoryFlags flags;
     flags.portable = portable;
@@ -106,7 +106,7 @@ void bind_host_memory(nb::module_ &m) {
   m.def("deregister_host", [](const gpuhal::Context &ctx, const nb::sequence &arrays) {
     std::vector<HostBuffer> held;
     std::vector<gpuhal::HostView> views = views_of(arrays, held);
-    nb::gil_scoped_release unlocked;
+    ReleasedCall unlocked;
     for (const auto &v : views) gpuhal::deregister_host(ctx, v);
   });
 }

@@ -107,7 +107,7 @@ void bind_kernels(nb::module_ &m) {
           gpuhal::ModuleOptions o;
           o.compiler_options = options;
           for (const auto &c : constants) o.constant(c.first, HostBuffer(c.second).view());  // copied now
-          nb::gil_scoped_release unlocked;
+          ReleasedCall unlocked;
           return gpuhal::Module::compile(ctx, source, o);
         });
 
@@ -139,7 +139,7 @@ void bind_kernels(nb::module_ &m) {
         gpuhal::Dim3 g = dim3_of(grid, "grid"), b = dim3_of(block, "block");
         std::deque<HostBuffer> held;
         std::vector<gpuhal::KernelArg> list = args_from(args, held);
-        nb::gil_scoped_release unlocked;
+        ReleasedCall unlocked;
         if (stream)
           k.launch(g, b, list, *stream, shared_bytes);
         else

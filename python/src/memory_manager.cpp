@@ -117,7 +117,7 @@ PythonMemoryManager *python_manager(const gpuhal::Context &ctx) {
 void replace_manager(const gpuhal::Context &ctx, std::unique_ptr<gpuhal::MemoryManager> manager) {
   PythonMemoryManager *previous = python_manager(ctx);
   {
-    nb::gil_scoped_release unlocked;  // initialize() takes the GIL itself
+    ReleasedCall unlocked;  // initialize() takes the GIL itself
     ctx.set_memory_manager(std::move(manager));
   }
   if (previous) previous->release_plugin();
@@ -147,7 +147,7 @@ void bind_memory_pool(nb::module_ &m) {
             if (!memory)
               throw gpuhal::Error(gpuhal::Status::ERROR_INVALID_VALUE,
                                   "MemoryPool::free: the array holds no memory, so it was not allocated from this pool");
-            nb::gil_scoped_release unlocked;
+            ReleasedCall unlocked;
             p.free(memory, stream ? *stream : p.context().default_stream());
           },
           nb::arg("array"), nb::arg("stream").none())
@@ -158,7 +158,7 @@ void bind_memory_pool(nb::module_ &m) {
             const gpuhal::DType d = gpuhal::DType::parse(typestr);
             const gpuhal::Layout layout = gpuhal::Layout::make(shape, d.itemsize());
             const uint64_t bytes = uint64_t(std::max<int64_t>(layout.nbytes(), 1));
-            nb::gil_scoped_release unlocked;
+            ReleasedCall unlocked;
             gpuhal::DeviceMemory memory = stream ? p.allocate(bytes, *stream) : p.allocate(bytes);
             return gpuhal::DeviceArray(memory, layout, d);
           },
@@ -202,7 +202,7 @@ void bind_memory_manager(nb::module_ &m) {
       [](const gpuhal::Context &ctx, uint64_t bytes) {
         if (bytes == 0) throw gpuhal::Error(gpuhal::Status::ERROR_INVALID_VALUE, "backend_memalloc: size must be positive");
         PythonMemoryManager *manager = python_manager(ctx);
-        nb::gil_scoped_release unlocked;
+        ReleasedCall unlocked;
         gpuhal::DeviceMemory memory = manager ? manager->backend_memory(bytes) : ctx.allocate(bytes);
         return gpuhal::DeviceArray(memory, gpuhal::Layout::make({int64_t(bytes)}, 1), gpuhal::dtypes::uint8);
       },
@@ -211,7 +211,7 @@ void bind_memory_manager(nb::module_ &m) {
       "backend_memory_info",
       [](const gpuhal::Context &ctx) {
         PythonMemoryManager *manager = python_manager(ctx);
-        nb::gil_scoped_release unlocked;
+        ReleasedCall unlocked;
         const gpuhal::MemoryInfo info = manager ? manager->backend_info() : ctx.memory_info();
         return std::make_pair(info.free, info.total);
       },

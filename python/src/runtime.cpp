@@ -72,7 +72,7 @@ thread_local gpuhal::Context t_last_used;
 gpuhal::Context current_context() {
   gpuhal::Context c;
   {
-    nb::gil_scoped_release unlocked;  // the first use loads the backend
+    ReleasedCall unlocked;  // the first use loads the backend
     c = gpuhal::Context::current();
     if (c != t_last_used) t_last_used = c;
   }
@@ -97,13 +97,16 @@ void bind_contexts(nb::module_ &m) {
           "synchronize",
           [](const gpuhal::Context &c) {
             {
-              nb::gil_scoped_release unlocked;
+              ReleasedCall unlocked;
               c.synchronize();
             }
             drain_released();
           },
           "Waits for all work of the context")
-      .def("reset", &gpuhal::Context::reset, release_gil(), "Destroys everything made in the context")
+      .def(
+          "reset",
+          [](const gpuhal::Context &c) { run_exclusive_of_released_calls("Context.reset", [&] { c.reset(); }); },
+          "Destroys everything made in the context, once no other thread is inside a gpuhal call")
       .def("supports",
            [](const gpuhal::Context &c, const std::string &name) { return c.supports(capability_from(name)); })
       .def_prop_ro("adopted", &gpuhal::Context::adopted)
@@ -162,7 +165,7 @@ void bind_contexts(nb::module_ &m) {
            })
       // Leaving may flush the queue, which waits for the device.
       .def("__exit__", [](DeferCleanupScope &s, nb::args) {
-        nb::gil_scoped_release unlocked;
+        ReleasedCall unlocked;
         s.scope.reset();
       });
 }
@@ -240,7 +243,7 @@ void bind_runtime(nb::module_ &m) {
              return s.scope->device();
            })
       .def("__exit__", [](DeviceSelection &s, nb::args) {
-        nb::gil_scoped_release unlocked;
+        ReleasedCall unlocked;
         s.scope.reset();
       });
   bind_contexts(m);

@@ -74,7 +74,7 @@ struct CallbackToken {
 void queue_stream_callback(const gpuhal::Stream &stream, uint64_t token) {
   auto held = std::make_shared<CallbackToken>(token);
   try {
-    nb::gil_scoped_release unlocked;
+    ReleasedCall unlocked;
     stream.add_callback([held] { held->post(0); });
   } catch (...) {
     held->posted = true;  // the caller raises; nothing is posted for it
@@ -83,7 +83,7 @@ void queue_stream_callback(const gpuhal::Stream &stream, uint64_t token) {
 }
 
 std::pair<uint64_t, int> next_stream_callback() {
-  nb::gil_scoped_release unlocked;
+  nb::gil_scoped_release unlocked;  // not a ReleasedCall: it waits for ever, and a reset must not wait for it
   ReadyCallbacks &q = ready_callbacks();
   std::unique_lock<std::mutex> lock(q.mu);
   q.ready.wait(lock, [&] { return !q.tokens.empty(); });
@@ -101,14 +101,14 @@ void bind_events(nb::module_ &m) {
       .def("record",
            [](const gpuhal::Event &e, nb::handle stream) {
              gpuhal::Stream s = stream_or_default(stream, e.context());
-             nb::gil_scoped_release unlocked;
+             ReleasedCall unlocked;
              e.record(s);
            },
            nb::arg("stream") = 0)
       .def("synchronize",
            [](const gpuhal::Event &e) {
              {
-               nb::gil_scoped_release unlocked;
+               ReleasedCall unlocked;
                e.synchronize();
              }
              drain_released();
@@ -117,7 +117,7 @@ void bind_events(nb::module_ &m) {
       .def("wait",
            [](const gpuhal::Event &e, nb::handle stream) {
              gpuhal::Stream s = stream_or_default(stream, e.context());
-             nb::gil_scoped_release unlocked;
+             ReleasedCall unlocked;
              s.wait(e);
            },
            nb::arg("stream") = 0)
@@ -133,7 +133,7 @@ void bind_streams(nb::module_ &m) {
           "synchronize",
           [](const gpuhal::Stream &s) {
             {
-              nb::gil_scoped_release unlocked;
+              ReleasedCall unlocked;
               s.synchronize();
             }
             drain_released();
@@ -212,7 +212,7 @@ void bind_streams(nb::module_ &m) {
       .def("__exit__", [](AutoSynchronizeScope &a, nb::handle type, nb::handle, nb::handle) {
         bool raising = !type.is_none();
         {
-          nb::gil_scoped_release unlocked;
+          ReleasedCall unlocked;
           if (raising) {
             gpuhal::AutoSynchronize logs_failures(a.stream);
           } else {
