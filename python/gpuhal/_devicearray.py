@@ -55,44 +55,40 @@ def _expand_key(key, ndim):
     return items
 
 
-def _contiguous_strides(shape, itemsize, order):
-    """NumPy's strides of a contiguous array of ``shape`` in ``order`` ("C" or "F")."""
-    strides = [0] * len(shape)
-    step = itemsize
-    for axis in (reversed(range(len(shape))) if order == "C" else range(len(shape))):
-        strides[axis] = step
-        step *= max(shape[axis], 1)
-    return strides
-
-
 def _array_over_memory(shape, strides, dtype, memory):
     """DeviceNDArray(shape, strides, dtype, gpu_data=memory): the array over
-    the first bytes of ``memory`` (it keeps the memory alive). The memory must
-    be gpuhal's (MemoryPointer._gpuhal_array refuses freed memory and an EMM
-    plugin's own) and the strides those of C or Fortran order (what Numba's
-    allocations give); ValueError when the array does not fit the memory."""
-    get_bytes = getattr(memory, "_gpuhal_array", None) or getattr(memory, "_gpuhal_device_bytes", None)
-    if get_bytes is None:
-        raise NotImplementedError(f"DeviceNDArray(..., gpu_data=...): {type(memory).__name__} is not memory gpuhal "
-                                  "allocated (a MemoryPointer, mapped or managed memory)")
+    ``memory``'s bytes from its start, which keeps the memory object alive
+    (its finalizer, an EMM pool's give-back, runs only once the array and
+    every view of it are gone) and, for memory gpuhal allocated, the
+    allocation (its ``free()`` cannot take the bytes from under the array).
+    Strides default to C order; they must be non-negative multiples of the
+    itemsize, and the elements must lie within ``memory.size`` bytes
+    (ValueError). A freed MemoryPointer is refused (ValueError)."""
+    if isinstance(memory, MemoryPointer) and memory._freed:
+        memory._gpuhal_array()  # raises: "was freed"
+    pointer = getattr(memory, "device_pointer", None)
+    size = getattr(memory, "size", None) if not isinstance(memory, np.ndarray) else memory.nbytes
+    if pointer is None or size is None:
+        raise NotImplementedError(f"DeviceNDArray(..., gpu_data=...): {type(memory).__name__} is not device memory "
+                                  "(a MemoryPointer, mapped or managed memory)")
     if any(n < 0 for n in shape):
         _errors.raise_status("ERROR_INVALID_SHAPE", f"DeviceNDArray(..., gpu_data=...): negative dimension in {tuple(shape)}")
-    size = math.prod(shape)
-    orders = [o for o in "CF" if not strides or _same_strides(strides, _contiguous_strides(shape, dtype.itemsize, o), shape)]
-    if not orders:
-        raise NotImplementedError(f"DeviceNDArray(..., gpu_data=...): strides {tuple(strides)} are neither C nor "
-                                  f"Fortran order for shape {tuple(shape)}")
-    nbytes = size * dtype.itemsize
-    data = get_bytes()
-    if nbytes > data.nbytes:
-        raise ValueError(f"DeviceNDArray(..., gpu_data=...): {nbytes} bytes of shape {tuple(shape)} and dtype "
-                         f"{dtype} do not fit the memory's {data.nbytes}")
-    return data[:nbytes].view(dtype).reshape(shape, order=orders[0])
-
-
-def _same_strides(given, contiguous, shape):
-    """Strides equal but for axes of extent 1 or 0, whose stride NumPy ignores."""
-    return len(given) == len(shape) and all(g == c or n <= 1 for g, c, n in zip(given, contiguous, shape))
+    if not strides:
+        strides, step = [0] * len(shape), dtype.itemsize
+        for axis in reversed(range(len(shape))):
+            strides[axis] = step
+            step *= max(shape[axis], 1)
+    if len(strides) != len(shape) or any(st < 0 or st % dtype.itemsize for st in strides):
+        raise ValueError(f"DeviceNDArray(..., gpu_data=...): strides {tuple(strides)} for shape {tuple(shape)} must be "
+                         f"non-negative multiples of the itemsize {dtype.itemsize}")
+    span = 0 if 0 in shape else sum(st * (n - 1) for st, n in zip(strides, shape)) + dtype.itemsize
+    if span > int(size):
+        raise ValueError(f"DeviceNDArray(..., gpu_data=...): the elements of shape {tuple(shape)} and strides "
+                         f"{tuple(strides)} span {span} bytes, beyond the memory's {int(size)}")
+    keep = memory._memory if isinstance(memory, MemoryPointer) else None
+    ctx = _managers.current_cpp_context()
+    array = _gpuhal.from_pointer(ctx, int(pointer), list(shape), dtype.str, list(strides), (memory, keep))
+    return DeviceNDArray(array, dtype)
 
 
 class DeviceNDArray:

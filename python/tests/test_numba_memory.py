@@ -126,14 +126,18 @@ def test_device_ndarray_over_given_memory():
     for memory in (ctx.memhostalloc(64, mapped=True), ctx.memallocmanaged(64)):
         gpuhal.DeviceNDArray((8,), (8,), np.float64, gpu_data=memory).copy_to_device(np.arange(8.0))
         assert_equal(np.asarray(memory).view(np.float64), np.arange(8.0))
-    with pytest.raises(ValueError, match="do not fit"):
+    every_other = gpuhal.DeviceNDArray((6,), (16,), np.float64, gpu_data=mem)  # any strides within the memory
+    assert_equal(every_other.copy_to_host(), np.arange(0.0, 12.0, 2.0))
+    with pytest.raises(ValueError, match="beyond the memory"):
         gpuhal.DeviceNDArray((4, 4), (32, 8), np.float64, gpu_data=mem)
-    with pytest.raises(NotImplementedError, match="neither C nor Fortran"):
-        gpuhal.DeviceNDArray((3,), (16,), np.float64, gpu_data=mem)
+    with pytest.raises(ValueError, match="beyond the memory"):
+        gpuhal.DeviceNDArray((7,), (16,), np.float64, gpu_data=mem)
+    with pytest.raises(ValueError, match="non-negative multiples"):
+        gpuhal.DeviceNDArray((3,), (-8,), np.float64, gpu_data=mem)
     with pytest.raises(gpuhal.InvalidShapeError, match="negative"):
         gpuhal.DeviceNDArray((-1,), (8,), np.float64, gpu_data=mem)
-    with pytest.raises(ValueError, match="non-contiguous"):
-        gpuhal.DeviceNDArray((2,), (8,), np.float64, gpu_data=c[:, ::2].gpu_data)
+    columns = gpuhal.DeviceNDArray((3, 2), (32, 16), np.float64, gpu_data=c[:, ::2].gpu_data)  # a strided span
+    assert_equal(columns.copy_to_host(), np.arange(12.0).reshape(3, 4)[:, ::2])
     # free() drops the pointer's memory: the pointer and views made after are
     # refused by name, never read; the arrays made before keep the bytes.
     mem.free()
@@ -146,6 +150,28 @@ def test_device_ndarray_over_given_memory():
         with pytest.raises(ValueError, match="was freed"):
             refused.memset(0)
     assert_equal(c.copy_to_host(), np.arange(12.0).reshape(3, 4))
+
+
+def test_an_array_over_a_pool_plugins_memory_keeps_it_from_the_pool(pool):
+    """Numba's DeviceNDArray(..., gpu_data=ptr) keeps ptr: an EMM pool's
+    block goes back to the pool only when the array and its views are gone,
+    never while they can still reach it."""
+    ctx = gpuhal.current_context()
+    ptr = ctx.memalloc(256)
+    view = gpuhal.DeviceNDArray((32,), (8,), np.float64, gpu_data=ptr)[4:]
+    view.copy_to_device(np.arange(28.0))
+    del ptr
+    gc.collect()
+    ctx.deallocations.clear()
+    other = ctx.memalloc(256)  # were the block back in the pool, this would be it
+    gpuhal.DeviceNDArray((32,), (8,), np.float64, gpu_data=other)[:] = -1.0
+    assert_equal(view.copy_to_host(), np.arange(28.0))
+    assert pool.made == 2 and pool.reused == 0
+    del view
+    gc.collect()
+    ctx.deallocations.clear()
+    ctx.memalloc(256)
+    assert pool.reused == 1
 
 
 def test_mempin_refuses_memory_that_is_not_there():
