@@ -45,6 +45,8 @@ def _dims(value, what):
     (Numba's rule: no floats, which would be truncated); a size below 0 or
     past 32 bits is a gpuhal.InvalidValueError naming it (0 is refused by
     the launch, with both configurations in its message)."""
+    if type(value) is int and 0 <= value <= _UINT32_MAX:
+        return [value]  # the common case, on every launch with a stream: checked at once
     if type(value) is int:
         dims = [value]
     elif isinstance(value, np.integer):
@@ -106,7 +108,8 @@ class Kernel:
             raise ValueError("a launch needs [griddim, blockdim] and may add a stream and dynamic shared bytes")
         stream = config[2] if n > 2 else 0
         shared = config[3] if n > 3 else 0
-        shared = operator.index(shared)
+        if type(shared) is not int:
+            shared = operator.index(shared)
         if not 0 <= shared <= _UINT32_MAX:
             raise_status("ERROR_INVALID_VALUE", f"Kernel launch: dynamic shared bytes {shared} must be 0 to {_UINT32_MAX}")
         launch = _Launch(self._k, _dims(config[0], "griddim"), _dims(config[1], "blockdim"), stream_or_none(stream),

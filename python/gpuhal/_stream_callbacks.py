@@ -105,8 +105,7 @@ def _failure_code(stream):
         stream.synchronize()
     except Error as e:
         return e.code
-    # Dropped, yet the stream reports nothing (its context went meanwhile).
-    return next(value for name, value, _ in _gpuhal.statuses() if name == "ERROR_UNKNOWN")
+    return _errors._codes["ERROR_UNKNOWN"]  # dropped, yet the stream reports nothing (its context went)
 
 
 def _dispatch():
