@@ -19,9 +19,16 @@
 namespace gpuhal {
 namespace {
 
+// Numba's sentence (devicearray.errmsg_contiguous_buffer), word for word.
 const char kContiguousMessage[] =
-    "array contains a non-contiguous buffer and cannot be transferred as a single memory region; "
-    "make a contiguous copy first";
+    "Array contains non-contiguous buffer and cannot be transferred as a single memory region. Please ensure "
+    "contiguous buffer with numpy .ascontiguousarray()";
+
+// ERROR_NOT_CONTIGUOUS for `side` ("destination", "source", "host") of
+// `call`, with Numba's sentence as the peer message.
+[[noreturn]] void refuse_non_contiguous(const std::string &call, const char *side) {
+  throw Error(Status::ERROR_NOT_CONTIGUOUS, call + ": " + side + ": " + kContiguousMessage, kContiguousMessage);
+}
 
 void check_dtype(DType a, DType b) {
   if (a != b) throw Error(Status::ERROR_INVALID_DTYPE, "incompatible dtype: " + a.name() + " vs. " + b.name());
@@ -230,7 +237,7 @@ void DeviceArray::copy_from_host_impl(const HostView &src, const Stream *stream)
   }
   const Layout dcore = layout_.core();
   if (size() != 0 && !dcore.is_contiguous())
-    throw Error(Status::ERROR_NOT_CONTIGUOUS, what(call) + ": destination " + kContiguousMessage);
+    refuse_non_contiguous(what(call), "destination");
   check_dtype(dtype_, src.dtype());
   // Gather a strided or differently ordered host source into the order of
   // the destination (Numba: np.array(core(ary), order=...)).
@@ -296,9 +303,9 @@ void DeviceArray::copy_from_device_impl(const DeviceArray &src, const Stream *st
     return;
   }
   if (size() != 0 && !dcore.is_contiguous())
-    throw Error(Status::ERROR_NOT_CONTIGUOUS, what(call) + ": destination " + kContiguousMessage);
+    refuse_non_contiguous(what(call), "destination");
   if (src.size() != 0 && !score.is_contiguous())
-    throw Error(Status::ERROR_NOT_CONTIGUOUS, what(call) + ": source " + kContiguousMessage);
+    refuse_non_contiguous(what(call), "source");
   check_compatible(dcore, dtype_, score, src.dtype_);
   if (size() == 0) return;
   const detail::Backend &t = ctx_->backend();
@@ -431,7 +438,7 @@ void DeviceArray::memset_impl(uint8_t value, const Stream *stream) const {
   check_live(ctx_, memory_, call);
   gpuhal_stream_t sh = stream ? detail::transfer_stream(ctx_, *stream, call, memory_) : nullptr;
   if (size() == 0) return;
-  if (!layout_.is_contiguous()) throw Error(Status::ERROR_NOT_CONTIGUOUS, what(call) + ": " + kContiguousMessage);
+  if (!layout_.is_contiguous()) refuse_non_contiguous(what(call), "array");
   const detail::Backend &t = ctx_->backend();
   const gpuhal_deviceptr_t dst = memory_.device_pointer() + uint64_t(layout_.span_begin());
   if (!stream)
@@ -467,7 +474,7 @@ DeviceArray device_array_like(const DeviceArray &like) {
 static DeviceArray to_device_impl(const Context &ctx, const HostView &host, const Stream *stream, Copy copy) {
   host.dtype().validate();
   if (host.size() != 0 && !host.layout().core().is_contiguous())
-    throw Error(Status::ERROR_NOT_CONTIGUOUS, std::string("to_device: host ") + kContiguousMessage);
+    refuse_non_contiguous("to_device", "host array");
   DeviceArray d = device_array(ctx, host.shape(), host.dtype(), host.strides());
   if (copy == Copy::yes) {
     if (stream)

@@ -135,11 +135,16 @@ std::string numpy_shape(const Shape &shape) {
   return s;
 }
 
-// NumPy's message for a source that does not broadcast: the source's shape
+// NumPy's sentence for a source that does not broadcast: the source's shape
 // as NumPy prints it, after the leading 1s it drops.
-std::string broadcast_message(const char *call, const Shape &src, const Shape &dst) {
-  return what(call) + ": could not broadcast input array from shape " + numpy_shape(src) + " into shape " +
-         numpy_shape(dst);
+std::string broadcast_sentence(const Shape &src, const Shape &dst) {
+  return "could not broadcast input array from shape " + numpy_shape(src) + " into shape " + numpy_shape(dst);
+}
+
+// ERROR_INCOMPATIBLE with NumPy's sentence (the peer message) and `detail`.
+[[noreturn]] void refuse_broadcast(const char *call, const Shape &src, const Shape &dst, const std::string &detail) {
+  const std::string sentence = broadcast_sentence(src, dst);
+  throw Error(Status::ERROR_INCOMPATIBLE, what(call) + ": " + sentence + detail, sentence);
 }
 
 // The source's strides broadcast to `dst`'s shape (NumPy's rules), or an
@@ -152,8 +157,7 @@ Strides broadcast_strides(const Layout &dst, const Layout &src, const char *call
     shape.erase(shape.begin());
     strides.erase(strides.begin());
   }
-  if (shape.size() > dst.shape().size())
-    throw Error(Status::ERROR_INCOMPATIBLE, broadcast_message(call, shape, dst.shape()));
+  if (shape.size() > dst.shape().size()) refuse_broadcast(call, shape, dst.shape(), "");
   const size_t pad = dst.shape().size() - shape.size();
   Strides out(dst.shape().size(), 0);
   for (size_t k = 0; k < shape.size(); ++k) {
@@ -161,9 +165,9 @@ Strides broadcast_strides(const Layout &dst, const Layout &src, const char *call
     if (shape[k] == want)
       out[pad + k] = strides[k];
     else if (shape[k] != 1)
-      throw Error(Status::ERROR_INCOMPATIBLE, broadcast_message(call, shape, dst.shape()) + " (axis " +
-                                                  std::to_string(pad + k) + ": " + std::to_string(shape[k]) +
-                                                  " into " + std::to_string(want) + ")");
+      refuse_broadcast(call, shape, dst.shape(),
+                       " (axis " + std::to_string(pad + k) + ": " + std::to_string(shape[k]) + " into " +
+                           std::to_string(want) + ")");
   }
   return out;
 }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "gpuhal/error.hpp"
 
+#include <utility>
+
 #include "handle_access.hpp"
 
 namespace gpuhal {
@@ -28,6 +30,9 @@ const char *describe(Status status) {
 }
 
 Error::Error(Status status, const std::string &message) : std::runtime_error(message), status_(status) {}
+
+Error::Error(Status status, const std::string &message, std::string peer_message)
+    : std::runtime_error(message), status_(status), peer_message_(std::move(peer_message)) {}
 
 namespace detail {
 

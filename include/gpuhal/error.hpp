@@ -29,10 +29,19 @@ const char *describe(Status status);
 class Error : public std::runtime_error {
  public:
   Error(Status status, const std::string &message);
+  // A misuse NumPy or Numba also refuse: `peer_message` is their sentence
+  // for it, word for word, and `message` (what()) is gpuhal's own, which
+  // contains it. The Python package shows the peer's sentence as the
+  // exception's text, so code that compares NumPy's or Numba's messages
+  // keeps working, and attaches gpuhal's message as a note.
+  Error(Status status, const std::string &message, std::string peer_message);
   Status status() const noexcept { return status_; }
+  // Empty where NumPy and Numba have no such sentence.
+  const std::string &peer_message() const noexcept { return peer_message_; }
 
  private:
   Status status_;
+  std::string peer_message_;
 };
 
 }  // namespace gpuhal

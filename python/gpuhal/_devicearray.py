@@ -268,7 +268,7 @@ class DeviceNDArray:
         try:
             return self._wrap(self._a.transpose([] if axes is None else list(axes)))
         except _errors.IndexOutOfRangeError as e:
-            raise _errors.AxisError(e.status, e.code, e.message) from None
+            raise _errors.AxisError(e.status, e.code, e.message, e.peer_message) from None
 
     @property
     def T(self):

@@ -8,6 +8,12 @@ carries ``status`` (the status name), ``code`` (its value) and ``message``
 the driver's own error). Where a status has an obvious Python counterpart
 the class derives from it too, so ``except MemoryError`` or ``except
 ValueError`` catch what they would catch in NumPy or Numba.
+
+``str(error)`` reads ``"STATUS: message"``, except where NumPy or Numba
+raise an error for the same misuse: then it is their sentence, word for word
+(``peer_message``), so code that compares NumPy's or Numba's messages keeps
+working, and gpuhal's own message (status, call, detail) is attached as a
+note, which Python 3.11 and later print under the traceback.
 """
 
 from . import _gpuhal
@@ -18,14 +24,20 @@ __all__ = ["Error"]
 class Error(Exception):
     """A gpuhal failure."""
 
-    def __init__(self, status, code, message):
-        super().__init__(f"{status}: {message}")
+    def __init__(self, status, code, message, peer_message=None):
+        own = f"{status}: {message}"
+        super().__init__(peer_message or own)
         self.status = status
         self.code = code
         self.message = message
+        self.peer_message = peer_message or None
+        if self.peer_message:
+            # PEP 678's notes (Python 3.11+ prints them; earlier versions
+            # keep the list, and `message` holds the same text).
+            self.__notes__ = [f"gpuhal {own}"]
 
     def __reduce__(self):
-        return (type(self), (self.status, self.code, self.message))
+        return (type(self), (self.status, self.code, self.message, self.peer_message))
 
 
 Error.__module__ = "gpuhal"
@@ -71,9 +83,11 @@ _classes, _by_code = _make_classes()
 _codes = {status: code for status, code, _ in _gpuhal.statuses()}
 
 
-def raise_status(status, message):
-    """Raises the gpuhal.Error subclass of `status` (a name of the status list)."""
-    _gpuhal._raise(_codes[status], message)
+def raise_status(status, message, peer_message=""):
+    """Raises the gpuhal.Error subclass of `status` (a name of the status
+    list); `peer_message`, where given, is NumPy's or Numba's sentence for the
+    same misuse (the error's str())."""
+    _gpuhal._raise(_codes[status], message, peer_message)
 
 globals().update(_classes)
 __all__ += sorted(_classes)

@@ -27,7 +27,11 @@ void translate(const std::exception_ptr &p, void *) {
       PyErr_Format(PyExc_RuntimeError, "%s: %s", status.c_str(), e.what());
       return;
     }
-    PyObject *args = Py_BuildValue("(sis)", status.c_str(), static_cast<int>(e.status()), e.what());
+    // (status, code, message, peer_message or None): _errors.Error's arguments.
+    PyObject *args = e.peer_message().empty()
+                         ? Py_BuildValue("(sisO)", status.c_str(), static_cast<int>(e.status()), e.what(), Py_None)
+                         : Py_BuildValue("(siss)", status.c_str(), static_cast<int>(e.status()), e.what(),
+                                         e.peer_message().c_str());
     if (args) {
       PyErr_SetObject(cls, args);
       Py_DECREF(args);
@@ -52,11 +56,15 @@ void bind_errors(nb::module_ &m) {
     error_classes = classes.ptr();
     Py_INCREF(error_classes);
   });
-  // Raises the error of `status` with `message` (for the tests of the
-  // translation, and for the Python layer's own checks).
-  m.def("_raise", [](int status, const std::string &message) {
-    throw gpuhal::Error(static_cast<gpuhal::Status>(status), message);
-  });
+  // Raises the error of `status` with `message` and, where not empty,
+  // NumPy's or Numba's sentence for it (for the tests of the translation,
+  // and for the Python layer's own checks).
+  m.def(
+      "_raise",
+      [](int status, const std::string &message, const std::string &peer_message) {
+        throw gpuhal::Error(static_cast<gpuhal::Status>(status), message, peer_message);
+      },
+      nb::arg("status"), nb::arg("message"), nb::arg("peer_message") = "");
 }
 
 }  // namespace gpuhal_py

@@ -169,10 +169,14 @@ def test_an_axis_out_of_range_is_numpys_axis_error():
             np.transpose(d, axes=axes)
         e = info.value
         # NumPy's AxisError is both, so Numba's "except ValueError" and NumPy's
-        # "except IndexError" both catch it; the status and NumPy's phrase stay.
+        # "except IndexError" both catch it; NumPy's sentence is its text, the
+        # status and the call stay in the message and the note.
         assert isinstance(e, ValueError) and isinstance(e, IndexError)
         assert isinstance(e, gpuhal.IndexOutOfRangeError) and e.status == "ERROR_INDEX_OUT_OF_RANGE"
-        assert f"axis {axes[0] if axes[0] < 0 else 2} is out of bounds for array of dimension 2" in str(e)
+        with pytest.raises(np.exceptions.AxisError if hasattr(np, "exceptions") else np.AxisError) as numpy_info:
+            np.transpose(np.arange(12).reshape(3, 4), axes=axes)
+        assert str(e) == str(numpy_info.value)
+        assert e.message.startswith("transpose: ") and e.__notes__ == [f"gpuhal ERROR_INDEX_OUT_OF_RANGE: {e.message}"]
     assert_same(d.transpose((0, 1)).copy_to_host(), np.arange(12).reshape(3, 4))
 
 
@@ -293,7 +297,10 @@ def test_setitem_broadcasts_as_numpy_and_refuses_with_its_message(dst_shape, src
     except ValueError as numpy_error:
         with pytest.raises(gpuhal.IncompatibleError) as info:
             d[...] = src
-        assert str(numpy_error) in str(info.value)  # NumPy's whole message, then gpuhal's detail
+        # NumPy's message, word for word; gpuhal's own (call, axis) in the note.
+        assert str(info.value) == str(numpy_error)
+        assert str(numpy_error) in info.value.message
+        assert info.value.__notes__ == [f"gpuhal ERROR_INCOMPATIBLE: {info.value.message}"]
         assert_same(d.copy_to_host(), np.full(dst_shape, -1, dtype=np.int32))  # left unchanged
         return
     d[...] = src

@@ -20,6 +20,41 @@ TEST_CASE("status codes come from one list and print their names", "[status]") {
   Error e(Status::ERROR_INVALID_VALUE, "bad thing");
   CHECK(e.status() == Status::ERROR_INVALID_VALUE);
   CHECK(std::string(e.what()) == "bad thing");
+  CHECK(e.peer_message().empty());
+  // NumPy's or Numba's sentence for the same misuse travels beside gpuhal's message.
+  Error numpy_like(Status::ERROR_INVALID_VALUE, "transpose: repeated axis in transpose", "repeated axis in transpose");
+  CHECK(std::string(numpy_like.what()) == "transpose: repeated axis in transpose");
+  CHECK(numpy_like.peer_message() == "repeated axis in transpose");
+  const Error copied = numpy_like;
+  CHECK(copied.peer_message() == "repeated axis in transpose");
+}
+
+TEST_CASE("errors NumPy also raises carry NumPy's sentence word for word as the peer message", "[status][layout]") {
+  auto peer_of = [](auto &&call) -> std::string {
+    try {
+      call();
+    } catch (const Error &e) {
+      CHECK(std::string(e.what()).find(e.peer_message()) != std::string::npos);  // gpuhal's message keeps it
+      return e.peer_message();
+    }
+    FAIL("no error");
+    return "";
+  };
+  const Layout a = Layout::make({4, 3}, 2);
+  CHECK(peer_of([&] { a.transpose({0, 0}); }) == "repeated axis in transpose");
+  CHECK(peer_of([&] { a.transpose({0, 2}); }) == "axis 2 is out of bounds for array of dimension 2");
+  CHECK(peer_of([&] { a.transpose({0}); }) == "axes don't match array");
+  CHECK(peer_of([&] { a.view_itemsize(4); }) ==
+        "When changing to a larger dtype, its size must be a divisor of the total size in bytes of the last axis of "
+        "the array.");
+  CHECK(peer_of([&] { Layout::make({4}, 8).view_itemsize(3); }) ==
+        "When changing to a smaller dtype, its size must be a divisor of the size of original dtype");
+  CHECK(peer_of([&] { Layout::make({}, 8).view_itemsize(4); }) ==
+        "Changing the dtype of a 0d array is only supported if the itemsize is unchanged");
+  CHECK(peer_of([&] { a.index({Slice(), Slice({}, {}, 2)}).view_itemsize(4); }) ==
+        "To change to a dtype of a different size, the last axis must be contiguous");
+  CHECK(peer_of([&] { a.index({Index(4)}); }) == "index 4 is out of bounds for axis 0 with size 4");
+  CHECK(peer_of([&] { a.index({Slice({}, {}, 0)}); }) == "slice step cannot be zero");
 }
 
 TEST_CASE("dtypes have NumPy names, type strings and DLPack codes", "[dtype]") {

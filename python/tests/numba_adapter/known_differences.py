@@ -10,20 +10,7 @@ Backends: "host", "cuda-fake" (the tests' fake CUDA driver), "cuda" (a GPU).
 
 _ALL = ("host", "cuda-fake", "cuda")
 
-# Whole messages: gpuhal's errors read "STATUS: call: detail" (the status,
-# the failing call, Numba's phrase where it has one, and more detail); these
-# tests compare Numba's whole message, or pick it from a list of NumPy's and
-# Numba's exact texts.
-_MESSAGE = "compares Numba's whole error message; gpuhal's reads 'STATUS: call: detail'"
-
 DIFFERENCES = {
-    "cudadrv/test_cuda_ndarray.py::TestCudaNDArray::test_devicearray_contiguous_device_strided": (_ALL, _MESSAGE),
-    "cudadrv/test_cuda_ndarray.py::TestCudaNDArray::test_devicearray_contiguous_slice": (_ALL, _MESSAGE),
-    "cudadrv/test_cuda_ndarray.py::TestCudaNDArray::test_devicearray_transpose_duplicatedaxis": (_ALL, _MESSAGE),
-    "cudadrv/test_cuda_ndarray.py::TestCudaNDArray::test_devicearray_view_bad_itemsize": (_ALL, _MESSAGE),
-    "cudadrv/test_cuda_array_slicing.py::CudaArraySetting::test_incompatible_highdim": (_ALL, _MESSAGE),
-    "cudadrv/test_cuda_array_slicing.py::CudaArraySetting::test_incompatible_shape": (_ALL, _MESSAGE),
-    "cudadrv/test_cuda_ndarray.py::TestCudaNDArray::test_devicearray_transpose_wrongaxis": (_ALL, _MESSAGE),
     # gpuhal does more than Numba here (NumPy's rules).
     "cudadrv/test_cuda_ndarray.py::TestCudaNDArray::test_devicearray_transpose_wrongdim": (
         _ALL, "gpuhal transposes arrays of any rank as views (NumPy's rule); Numba refuses all but 2-D"),
