@@ -22,9 +22,6 @@ DIFFERENCES = {
     "cudadrv/test_cuda_ndarray.py::TestCudaNDArray::test_devicearray_contiguous_copy_device": (
         ("host", "cuda"), "gpuhal copies between device arrays of different layouts element by element (a "
                           "kernel); Numba refuses them (ValueError)"),
-    # The host backend's memory is not CUDA memory.
-    "cudapy/test_cuda_array_interface.py::TestCudaArrayInterface::test_as_cuda_array": (
-        ("host",), "the host backend has no CUDA Array Interface (its memory is not CUDA memory)"),
 }
 
 

@@ -66,6 +66,18 @@ def _missing(where, name):
     return type(name, (), {"__init__": refuse, "__gpuhal_missing__": True})
 
 
+def _cuda_memory_only(name):
+    """A stand-in, on a backend without CUDA memory, for a Numba name that
+    asks about the CUDA Array Interface: using it says the test is not
+    applicable (gpuhal's own answers False there, which such a test reads
+    as a failure of the interface rather than its absence)."""
+    def refuse(*args, **kwargs):
+        raise NotApplicable(f"uses the CUDA Array Interface (numba.cuda.{name}); the '{gpuhal.backend()}' "
+                            "backend's memory is not CUDA memory")
+
+    return refuse
+
+
 def _bind(module, where, mapping, source):
     for numba_name, gpuhal_name in mapping.items():
         value = getattr(source, gpuhal_name, None)
@@ -98,6 +110,9 @@ def install():
     _forward(numba_config, numba_names.CONFIG_NAMES, gpuhal.config)
     for name in numba_names.NOT_APPLICABLE:
         setattr(cuda, name, _NotApplicableName(name))
+    if gpuhal.backend() != "cuda":
+        for name in numba_names.CUDA_MEMORY_ONLY:
+            setattr(cuda, name, _cuda_memory_only(name))
     try:
         import numba
 

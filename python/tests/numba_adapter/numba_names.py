@@ -54,6 +54,10 @@ DEVICES_NAMES = {"get_context": "current_context", "reset": "close"}
 # forwarded so that a test setting Numba's sets gpuhal's.
 CONFIG_NAMES = ["CUDA_ARRAY_INTERFACE_SYNC", "CUDA_DEALLOCS_COUNT", "CUDA_DEALLOCS_RATIO"]
 
+# Names that ask about the CUDA Array Interface: not applicable on a
+# backend without CUDA memory (host, hsa).
+CUDA_MEMORY_ONLY = ["is_cuda_array"]
+
 # Names that compile Python kernels or use Numba's type system.
 NOT_APPLICABLE = [
     "jit", "grid", "gridsize", "vectorize", "guvectorize", "reduce", "Reduce", "shared", "local", "const",
