@@ -9,6 +9,7 @@ import numpy as np
 
 from . import _gpuhal, _managers
 from ._errors import Error, raise_status
+from ._memory_objects import _address
 
 __all__ = [
     "set_backend", "backend", "is_available", "select_device", "get_current_device", "close", "list_devices", "gpus",
@@ -315,7 +316,7 @@ def per_thread_default_stream():
 def external_stream(ptr):
     """A stream over a native stream handle made elsewhere (a CUstream on
     cuda); gpuhal never destroys it."""
-    return _gpuhal.current_context().external_stream(int(ptr))
+    return _gpuhal.current_context().external_stream(_address(ptr))
 
 
 def event(timing=True):
@@ -325,5 +326,8 @@ def event(timing=True):
 
 def event_elapsed_time(evtstart, evtend):
     """Milliseconds between two completed events."""
+    for e in (evtstart, evtend):
+        if not isinstance(e, _gpuhal.Event):
+            raise TypeError(f"event_elapsed_time: expected two gpuhal Events, not {type(e).__name__}")
     return evtstart.elapsed_time(evtend)
 

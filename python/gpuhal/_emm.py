@@ -36,7 +36,8 @@ from ._context import Context, _Deallocations
 from ._devicearray import DeviceNDArray
 from ._errors import raise_status
 from ._managers import INTERFACE_VERSION, MemoryInfo
-from ._memory_objects import AutoFreePointer, ManagedMemory, MappedMemory, MemoryPointer, PinnedMemory
+from ._memory_objects import AutoFreePointer, ManagedMemory, MappedMemory, MemoryPointer, PinnedMemory, _address
+from ._shapes import _integer
 
 __all__ = ["BaseCUDAMemoryManager", "HostOnlyCUDAMemoryManager", "GetIpcHandleMixin", "MemoryInfo", "IpcHandle",
            "set_memory_manager"]
@@ -90,11 +91,24 @@ class BaseCUDAMemoryManager(abc.ABC):
 
 def _host_array_at(pointer, size):
     """A uint8 NumPy array over ``size`` bytes at address ``pointer``."""
+    pointer, size = _address(pointer), _integer(size, "mempin: size")
+    if size < 0:
+        raise_status("ERROR_INVALID_VALUE", f"mempin: the size must not be negative, got {size}")
     if size == 0:
         return np.empty(0, dtype=np.uint8)
     if not pointer:  # ctypes' from_address(0) would hand back memory of its own
         raise_status("ERROR_INVALID_VALUE", "mempin: null pointer")
-    return np.ctypeslib.as_array((ctypes.c_uint8 * int(size)).from_address(int(pointer)))
+    return np.ctypeslib.as_array((ctypes.c_uint8 * size).from_address(pointer))
+
+
+class _UniqueDict(dict):
+    """Numba's utils.UniqueDict: a key is set once (a second allocation at
+    the same address means the first was never taken out)."""
+
+    def __setitem__(self, key, value):
+        if key in self:
+            raise KeyError(f"allocations already holds {key!r}: take the old entry out (its finalizer) first")
+        super().__setitem__(key, value)
 
 
 class HostOnlyCUDAMemoryManager(BaseCUDAMemoryManager):
@@ -102,14 +116,23 @@ class HostOnlyCUDAMemoryManager(BaseCUDAMemoryManager):
     managed memory and gpuhal's deferred deallocation queue; a subclass
     implements memalloc (and, if it needs them, initialize, reset,
     get_memory_info, get_ipc_handle), calling super() where it overrides
-    reset or defer_cleanup."""
+    reset or defer_cleanup.
+
+    ``allocations`` is Numba's: a dict in which a plugin keeps what backs
+    its MemoryPointers (RMM's plugin keeps its DeviceBuffers there, keyed
+    by address, and takes each out in the pointer's finalizer); ``reset``
+    clears it, as Numba's does. gpuhal's own host memory is not in it."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.allocations = _UniqueDict()
 
     def _ctx(self):
         return self.context._c if hasattr(self.context, "_c") else _gpuhal.current_context()
 
     def memhostalloc(self, size, mapped=False, portable=False, wc=False):
         """Pinned host memory of ``size`` bytes from the backend: PinnedMemory, or MappedMemory with ``mapped``."""
-        size = int(size)
+        size = _integer(size, "memhostalloc: size")
         if mapped:
             holder, device = _gpuhal.mapped_array(self._ctx(), [size], "|u1", [], "C", bool(portable), bool(wc))
             return MappedMemory._over(holder, self.context, device=DeviceNDArray(device, np.uint8))
@@ -117,7 +140,7 @@ class HostOnlyCUDAMemoryManager(BaseCUDAMemoryManager):
 
     def memallocmanaged(self, size, attach_global=True):
         """Managed memory of ``size`` bytes from the backend (ManagedMemory)."""
-        array = _gpuhal.managed_array(self._ctx(), [int(size)], "|u1", [], "C")
+        array = _gpuhal.managed_array(self._ctx(), [_integer(size, "memallocmanaged: size")], "|u1", [], "C")
         return ManagedMemory._over(array.host_view(), self.context, device=DeviceNDArray(array, np.uint8))
 
     def mempin(self, owner, pointer, size, mapped=False):
@@ -135,16 +158,20 @@ class HostOnlyCUDAMemoryManager(BaseCUDAMemoryManager):
         """Device memory of ``size`` bytes straight from the backend, past
         any plugin (for a plugin's own pool): an AutoFreePointer; the memory
         goes back to the backend when it and every view of it are gone."""
-        array = DeviceNDArray(_gpuhal.backend_memalloc(self._ctx(), int(size)), np.uint8)
-        return AutoFreePointer(self.context, array.device_pointer, int(size), _memory=array)
+        size = _integer(size, "backend_memalloc: size")
+        array = DeviceNDArray(_gpuhal.backend_memalloc(self._ctx(), size), np.uint8)
+        return AutoFreePointer(self.context, array.device_pointer, size, _memory=array)
 
     def initialize(self):
         """Called before the first allocation and after every reset; nothing to do here."""
         pass
 
     def reset(self):
-        """Frees what the manager holds (the context is reset)."""
-        pass
+        """Drops what the manager holds (the context is reset): clears
+        ``allocations``, as Numba's does. gpuhal's arrays over memory that
+        goes then are refused by name on use (the context that made them
+        is gone), never read."""
+        self.allocations.clear()
 
     @contextlib.contextmanager
     def defer_cleanup(self):
@@ -245,8 +272,9 @@ class _GpuhalMemoryManager(GetIpcHandleMixin, HostOnlyCUDAMemoryManager):
     assigning it back to a context restores gpuhal's default manager."""
 
     def memalloc(self, size):
-        array = DeviceNDArray(_gpuhal.device_array(self._ctx(), [int(size)], "|u1", [], "C"), np.uint8)
-        return AutoFreePointer(self.context, array.device_pointer, int(size), _memory=array)
+        size = _integer(size, "memalloc: size")
+        array = DeviceNDArray(_gpuhal.device_array(self._ctx(), [size], "|u1", [], "C"), np.uint8)
+        return AutoFreePointer(self.context, array.device_pointer, size, _memory=array)
 
     @property
     def deallocations(self):
@@ -266,6 +294,8 @@ def set_memory_manager(mm_plugin):
     another interface version is refused (RuntimeError, "... version 1
     required"), and nothing changes."""
     global _plugin_class
+    if not callable(mm_plugin):
+        raise TypeError(f"set_memory_manager: expected an EMM plugin class, not {type(mm_plugin).__name__}")
     ctx = Context(_gpuhal.current_context())
     plugin = mm_plugin(context=ctx)
     _managers.check_version(plugin)

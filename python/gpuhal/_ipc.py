@@ -24,6 +24,8 @@ def open_ipc_array(handle, shape, dtype, strides=None, offset=0):
         handle = IpcHandle(None, handle, None, offset=offset)
     if offset:
         raise NotImplementedError("open_ipc_array: an offset into the exported memory is not supported")
+    if not callable(getattr(handle, "open_array", None)):
+        raise TypeError(f"open_ipc_array: expected an IpcHandle, an IpcMemHandle or its bytes, not {type(handle).__name__}")
     array = handle.open_array(None, shape, dtype, strides)
     try:
         yield array

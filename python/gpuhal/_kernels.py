@@ -32,6 +32,7 @@ from ._errors import raise_status
 from ._interop import from_dlpack
 from ._managers import current_cpp_context
 from ._memory import device_for_kernel
+from ._shapes import _integer
 from ._streams import stream_or_none
 
 __all__ = ["compile", "Module", "Kernel"]
@@ -137,14 +138,15 @@ class Kernel:
     def max_active_blocks_per_unit(self, block_threads, dynamic_shared_bytes=0):
         """Blocks of ``block_threads`` work-items that can be resident at
         once on one compute unit (0 when such a block cannot launch)."""
-        return self._k.max_active_blocks_per_unit(int(block_threads), int(dynamic_shared_bytes))
+        return self._k.max_active_blocks_per_unit(_integer(block_threads, "block_threads"),
+                                                  _integer(dynamic_shared_bytes, "dynamic_shared_bytes"))
 
     def suggest_block_size(self, dynamic_shared_bytes=0):
         """``(block, min_grid)``: the block size that keeps the most
         work-items resident per compute unit, and the blocks that fill the
         device once (cuOccupancyMaxPotentialBlockSize's rule, on every
         backend)."""
-        return self._k.suggest_block_size(int(dynamic_shared_bytes))
+        return self._k.suggest_block_size(_integer(dynamic_shared_bytes, "dynamic_shared_bytes"))
 
     def __repr__(self):
         return f"<gpuhal.Kernel {self.name}>"

@@ -97,6 +97,10 @@ def _let_plugins_go():
             _gpuhal.set_default_memory_manager(ctx)
         except Exception:  # noqa: BLE001 - a context already gone has nothing to let go
             pass
+    # References dropped where the GIL was not held (a call that failed with
+    # the GIL released, gpuhal's own threads) wait for the next gpuhal call;
+    # there may be none: let them go now (the log drain runs all such work).
+    _gpuhal._drain_log()
 
 
 def current_cpp_context():

@@ -19,7 +19,7 @@ import numpy as np
 
 from . import _gpuhal
 from ._managers import current_cpp_context
-from ._shapes import _dtype_and_typestr, _integers, _shape, _strides, _typestr
+from ._shapes import _dtype_and_typestr, _integer, _integers, _shape, _strides, _typestr
 from ._devicearray import DeviceNDArray
 from ._hostarrays import ManagedNDArray, MappedNDArray, PinnedNDArray, finish_if_pageable
 from ._streams import stream_or_none
@@ -297,7 +297,7 @@ def advise(ary, advice, device="host"):
     "preferred_location", "accessed_by" or their "unset_" forms; ``device``
     (an ordinal, or ``"host"``) matters for the preferred location and
     accessed-by advice."""
-    if advice not in _ADVICE:
+    if not isinstance(advice, str) or advice not in _ADVICE:
         raise ValueError(f"advice must be one of {sorted(_ADVICE)}, not {advice!r}")
     dev = _managed_device_array(ary)
     _gpuhal.advise(dev._a, _ADVICE[advice], _location(device))
@@ -319,7 +319,7 @@ class PhysicalMemory:
     a mapping of it lives."""
 
     def __init__(self, size):
-        self._p = _gpuhal._PhysicalMemory.create(_ctx(), int(size))
+        self._p = _gpuhal._PhysicalMemory.create(_ctx(), _integer(size, "PhysicalMemory: size"))
 
     @property
     def size(self):
@@ -337,7 +337,8 @@ class VirtualRange:
     over it are gone."""
 
     def __init__(self, size, alignment=0):
-        self._r = _gpuhal._VirtualRange.reserve(_ctx(), int(size), int(alignment))
+        self._r = _gpuhal._VirtualRange.reserve(_ctx(), _integer(size, "VirtualRange: size"),
+                                              _integer(alignment, "VirtualRange: alignment"))
 
     @property
     def base(self):
@@ -354,12 +355,13 @@ class VirtualRange:
         ``memory_offset`` at ``offset``."""
         if not isinstance(memory, PhysicalMemory):
             raise TypeError(f"memory must be a gpuhal.PhysicalMemory, not {type(memory).__name__}")
-        self._r.map(int(offset), int(size), memory._p, int(memory_offset))
+        self._r.map(_integer(offset, "map: offset"), _integer(size, "map: size"), memory._p,
+                    _integer(memory_offset, "map: memory_offset"))
 
     def unmap(self, offset, size):
         """Unmaps the mapping at ``offset`` of ``size`` bytes (after the
         context's queued work)."""
-        self._r.unmap(int(offset), int(size))
+        self._r.unmap(_integer(offset, "unmap: offset"), _integer(size, "unmap: size"))
 
     def set_access(self, offset, size, access="read_write", device=None):
         """Gives ``device`` (an ordinal; None: the context's device) ``access``
@@ -369,12 +371,13 @@ class VirtualRange:
             raise ValueError(f"access must be one of {sorted(_VM_ACCESS)}, not {access!r}")
         if device is not None and (isinstance(device, bool) or not isinstance(device, int) or device < 0):
             raise ValueError(f"device must be a device ordinal (an int >= 0) or None, not {device!r}")
-        self._r.set_access(int(offset), int(size), _VM_ACCESS[access], -1 if device is None else device)
+        self._r.set_access(_integer(offset, "set_access: offset"), _integer(size, "set_access: size"),
+                           _VM_ACCESS[access], -1 if device is None else device)
 
     def array(self, offset, shape, dtype=np.float32):
         """A C-contiguous DeviceNDArray over mapped bytes from ``offset``."""
         dt = np.dtype(dtype)
-        return DeviceNDArray(self._r.array(int(offset), _shape(shape), _typestr(dt)), dt)
+        return DeviceNDArray(self._r.array(_integer(offset, "array: offset"), _shape(shape), _typestr(dt)), dt)
 
 
 class GrowableDeviceArray:
@@ -385,15 +388,15 @@ class GrowableDeviceArray:
 
     def __init__(self, max_size, dtype=np.float32):
         self._dtype = np.dtype(dtype)
-        self._g = _gpuhal._GrowableDeviceArray(_ctx(), _typestr(self._dtype), int(max_size))
+        self._g = _gpuhal._GrowableDeviceArray(_ctx(), _typestr(self._dtype), _integer(max_size, "GrowableDeviceArray: max_size"))
 
     def resize(self, n):
         """Makes the array ``n`` elements long (new elements uninitialised)."""
-        self._g.resize(int(n))
+        self._g.resize(_integer(n, "resize: n"))
 
     def reserve(self, n):
         """Maps memory for at least ``n`` elements without changing the size."""
-        self._g.reserve(int(n))
+        self._g.reserve(_integer(n, "reserve: n"))
 
     @property
     def size(self):

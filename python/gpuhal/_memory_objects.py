@@ -20,13 +20,26 @@ import weakref
 
 import numpy as np
 
+from ._shapes import _integer
+
 __all__ = ["MemoryPointer", "AutoFreePointer", "MappedMemory", "PinnedMemory", "ManagedMemory"]
 
 
 def _address(pointer):
-    if isinstance(pointer, ctypes.c_void_p):
-        return pointer.value or 0
-    return int(pointer or 0)
+    """An address as an int, from what Numba's EMM plugins pass: an int (or
+    a NumPy integer), a ctypes integer or pointer (RMM's plugin passes a
+    ``c_uint64`` under Numba's ctypes binding), or an object that converts
+    with int() and is no number (cuda.bindings' ``CUdeviceptr``, RMM's under
+    NVIDIA's binding); None is 0. A float, bool or string is a TypeError."""
+    if pointer is None:
+        return 0
+    if isinstance(pointer, ctypes._SimpleCData):  # c_void_p, c_uint64, c_size_t, ...
+        value = pointer.value
+        return 0 if value is None else _integer(value, f"pointer ({type(pointer).__name__}'s value)")
+    if isinstance(pointer, (int, np.integer, float, np.floating, str, bytes, np.bool_)) or \
+            not hasattr(type(pointer), "__int__"):
+        return _integer(pointer, "pointer")
+    return int(pointer)
 
 
 class _PointerAttributes:
@@ -53,7 +66,7 @@ class MemoryPointer(_PointerAttributes):
     def __init__(self, context, pointer, size, owner=None, finalizer=None, _memory=None):
         self.context = context
         self.device_pointer = _address(pointer)
-        self.size = int(size)
+        self.size = _integer(size, "size")
         self._cuda_memsize_ = self.size
         self._owner = owner
         self._memory = _memory  # gpuhal's device array (uint8) behind it, when gpuhal allocated it
@@ -99,16 +112,16 @@ class MemoryPointer(_PointerAttributes):
     def memset(self, byte, count=None, stream=0):
         """Sets ``count`` bytes (all without it) to ``val``, on ``stream`` (0: synchronously)."""
         memory = self._gpuhal_array()
-        count = self.size if count is None else int(count)
+        count = self.size if count is None else _integer(count, "memset: count")
         if count < 0 or count > self.size:
             raise ValueError(f"size {count} is negative or beyond the memory ({self.size} bytes)")
         if count:
-            memory[:count].setitem(slice(None), np.uint8(int(byte) & 0xFF), stream=stream)
+            memory[:count].setitem(slice(None), np.uint8(_integer(byte, "memset: byte") & 0xFF), stream=stream)
 
     def view(self, start, stop=None):
         """A MemoryPointer over bytes [start, stop) of this one; it keeps this memory alive."""
-        start = int(start)
-        stop = self.size if stop is None else int(stop)
+        start = _integer(start, "view: start")
+        stop = self.size if stop is None else _integer(stop, "view: stop")
         if not 0 <= start <= self.size or stop < start or stop > self.size:
             raise IndexError(f"view [{start}, {stop}) of {self.size} bytes")
         if not self.device_pointer:

@@ -16,7 +16,7 @@ from . import _gpuhal
 from ._devicearray import DeviceNDArray
 from ._managers import current_cpp_context
 from ._memory_objects import MemoryPointer
-from ._shapes import _dtype_and_typestr, _shape
+from ._shapes import _dtype_and_typestr, _integer, _shape
 from ._streams import stream_or_none
 
 __all__ = ["MemoryPool"]
@@ -36,10 +36,10 @@ class MemoryPool:
     """
 
     def __init__(self, release_threshold=None, kind="caching"):
-        threshold = _NO_LIMIT if release_threshold is None else int(release_threshold)
+        threshold = _NO_LIMIT if release_threshold is None else _integer(release_threshold, "release_threshold")
         if threshold < 0:
             raise ValueError(f"release_threshold must be >= 0, not {release_threshold!r}")
-        if kind not in ("caching", "driver"):
+        if not isinstance(kind, str) or kind not in ("caching", "driver"):
             raise ValueError(f"kind must be 'caching' or 'driver', not {kind!r}")
         from ._context import current_context
 
@@ -55,7 +55,7 @@ class MemoryPool:
         """``nbytes`` (> 0) of device memory from the pool, usable by
         ``stream``'s work (the default stream's for 0): a MemoryPointer, as
         a context's ``memalloc`` returns."""
-        nbytes = int(nbytes)
+        nbytes = _integer(nbytes, "allocate: nbytes")
         if nbytes <= 0:
             raise ValueError(f"nbytes must be positive, not {nbytes}")
         array = self.device_array((nbytes,), np.uint8, stream)
@@ -99,12 +99,12 @@ class MemoryPool:
 
     @release_threshold.setter
     def release_threshold(self, nbytes):
-        self._p.set_release_threshold(_NO_LIMIT if nbytes is None else int(nbytes))
+        self._p.set_release_threshold(_NO_LIMIT if nbytes is None else _integer(nbytes, "release_threshold"))
 
     def trim(self, keep_bytes=0):
         """Gives idle blocks back until at most ``keep_bytes`` are idle;
         returns the bytes given back."""
-        keep_bytes = int(keep_bytes)
+        keep_bytes = _integer(keep_bytes, "trim: keep_bytes")
         if keep_bytes < 0:
             raise ValueError(f"keep_bytes must be >= 0, not {keep_bytes}")
         return self._p.trim(keep_bytes)

@@ -30,6 +30,18 @@ def _integers(values, what):
     return out
 
 
+def _integer(value, what):
+    """One integer (a Python int, or an object with __index__ as NumPy's
+    integers) as a Python int; TypeError naming `what` for anything else (a
+    float, a bool, None), never a silent truncation: Numba passes sizes,
+    offsets and pointers through ctypes, which refuses them too."""
+    if type(value) is int:
+        return value
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{what} must be an integer, not {type(value).__name__} ({value!r})")
+    return int(value)
+
+
 def _shape(shape):
     return _integers(shape, "shape")
 

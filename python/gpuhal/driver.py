@@ -20,6 +20,7 @@ from ._devicearray import DeviceNDArray
 from ._emm import BaseCUDAMemoryManager, GetIpcHandleMixin, HostOnlyCUDAMemoryManager, IpcHandle, set_memory_manager
 from ._errors import Error as CudaAPIError
 from ._memory_objects import AutoFreePointer, ManagedMemory, MappedMemory, MemoryPointer, PinnedMemory
+from ._shapes import _integer
 
 Stream = _gpuhal.Stream
 Event = _gpuhal.Event
@@ -73,7 +74,7 @@ def _host_bytes(obj, writable):
 
 
 def _check_size(size, *limits):
-    size = int(size)
+    size = _integer(size, "size")
     if size < 0 or any(size > n for n in limits):
         raise ValueError(f"size {size} is negative or beyond the memory ({', '.join(str(n) for n in limits)} bytes)")
     return size
@@ -108,7 +109,7 @@ def device_memset(dst, val, size, stream=0):
     d = _device_bytes(dst)
     size = _check_size(size, d.size)
     if size:
-        d[:size].setitem(slice(None), np.uint8(int(val) & 0xFF), stream=stream)
+        d[:size].setitem(slice(None), np.uint8(_integer(val, "device_memset: val") & 0xFF), stream=stream)
 
 
 def device_pointer(obj):
