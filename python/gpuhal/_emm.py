@@ -127,6 +127,13 @@ class HostOnlyCUDAMemoryManager(BaseCUDAMemoryManager):
         super().__init__(*args, **kwargs)
         self.allocations = _UniqueDict()
 
+    @property
+    def deallocations(self):
+        """Numba's queue of pending releases (``len``, ``clear()``): in
+        gpuhal the context's deferred deallocation queue, which holds this
+        manager's host memory releases too."""
+        return _Deallocations(self._ctx())
+
     def _ctx(self):
         return self.context._c if hasattr(self.context, "_c") else _gpuhal.current_context()
 
@@ -275,10 +282,6 @@ class _GpuhalMemoryManager(GetIpcHandleMixin, HostOnlyCUDAMemoryManager):
         size = _integer(size, "memalloc: size")
         array = DeviceNDArray(_gpuhal.device_array(self._ctx(), [size], "|u1", [], "C"), np.uint8)
         return AutoFreePointer(self.context, array.device_pointer, size, _memory=array)
-
-    @property
-    def deallocations(self):
-        return _Deallocations(self._ctx())
 
     @property
     def interface_version(self):

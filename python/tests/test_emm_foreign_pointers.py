@@ -66,8 +66,9 @@ def test_an_rmm_style_plugin_serves_allocations_and_lets_them_go(python):
         raise AssertionError("a second entry at one address was taken")
     del d
     gc.collect()
-    ctx.deallocations.clear()
-    assert len(plugin.allocations) == 0
+    assert len(plugin.deallocations) == len(ctx.deallocations)  # Numba's name on the manager: the context's queue
+    plugin.deallocations.clear()
+    assert len(plugin.allocations) == 0 and len(ctx.deallocations) == 0
     # A reset clears the plugin's allocations (Numba's rule); an array over
     # them is refused by name from then on, never read.
     e = gpuhal.to_device(np.arange(4.0))
