@@ -5,6 +5,8 @@ that DLPack producers and CUDA Array Interface producers offer
 side (``__dlpack__``, ``__cuda_array_interface__``) and the stream rules
 are in _array_export, below the array type."""
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from . import _gpuhal, config
@@ -13,6 +15,7 @@ from ._devicearray import DeviceNDArray
 from ._errors import raise_status
 from ._managers import current_cpp_context
 from ._memory import to_device
+from ._shapes import _integer, _integers
 
 
 def _context():
@@ -63,6 +66,46 @@ def is_cuda_array(obj):
     return hasattr(obj, "__cuda_array_interface__")
 
 
+def _interface_fields(desc):
+    """(pointer, shape, strides or None, dtype, stream or None) of a CUDA
+    Array Interface dict, each checked (the spec's types: integers, never a
+    float truncated; strides, when given, one per axis): a TypeError or
+    ValueError naming the key, before anything is made."""
+    what = "from_cuda_array_interface"
+    if not isinstance(desc, Mapping):
+        raise TypeError(f"{what}: expected the interface's dict, not {type(desc).__name__}")
+    for key in ("shape", "typestr", "data"):
+        if key not in desc:
+            raise ValueError(f"{what}: the interface has no '{key}'")
+    if desc.get("mask") is not None:
+        raise NotImplementedError("Masked arrays are not supported")
+    shape = tuple(_integers(desc["shape"], f"{what}: 'shape'"))
+    strides = desc.get("strides")
+    if strides is not None:
+        strides = tuple(_integers(strides, f"{what}: 'strides'"))
+        if len(strides) != len(shape):
+            raise ValueError(f"{what}: 'strides' {strides} has {len(strides)} entries for a shape of {len(shape)} "
+                             "axes")
+    data = desc["data"]
+    if not isinstance(data, (tuple, list)) or len(data) != 2:
+        raise TypeError(f"{what}: 'data' must be a (pointer, read-only) pair, not {data!r}")
+    pointer = 0 if data[0] is None else _integer(data[0], f"{what}: the pointer of 'data'")
+    if not 0 <= pointer < 1 << 64:
+        raise ValueError(f"{what}: the pointer of 'data' {pointer} is not a 64-bit address")
+    layout = desc["typestr"] if desc.get("descr") is None else desc["descr"]
+    try:
+        dtype = np.dtype(layout)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"{what}: '{'typestr' if desc.get('descr') is None else 'descr'}' {layout!r}: {e}") from None
+    stream = desc.get("stream")
+    if stream is not None:
+        stream = _integer(stream, f"{what}: 'stream'")
+        if stream < 0:
+            raise ValueError(f"{what}: 'stream' {stream} is no stream (1: legacy default, 2: per-thread, or a "
+                             "CUstream)")
+    return pointer, shape, strides, dtype, stream
+
+
 def from_cuda_array_interface(desc, owner=None, sync=True):
     """A DeviceNDArray over the memory a CUDA Array Interface dict
     describes, without a copy; ``owner`` is kept alive while the array
@@ -74,18 +117,12 @@ def from_cuda_array_interface(desc, owner=None, sync=True):
     if _gpuhal.dlpack_device(ctx)[0] != _KDLCUDA:
         raise_status("ERROR_INVALID_VALUE", "from_cuda_array_interface: the CUDA Array Interface describes CUDA "
                                             f"memory, and the current backend is '{_gpuhal.backend_name()}'")
-    if desc.get("mask") is not None:
-        raise NotImplementedError("Masked arrays are not supported")
-    dtype = np.dtype(desc["typestr"]) if desc.get("descr") is None else np.dtype(desc["descr"])
-    shape = tuple(int(n) for n in desc["shape"])
-    strides = desc.get("strides")
-    pointer = int(desc["data"][0] or 0)
-    stream = desc.get("stream")
+    pointer, shape, strides, dtype, stream = _interface_fields(desc)
     bound = 0
     if stream is not None:
         if stream == 0:
             raise ValueError("the CUDA Array Interface's stream 0 is not allowed (1: legacy default, 2: per-thread)")
-        bound = _consumer_stream(ctx, _KDLCUDA, int(stream))  # the array is bound to the producer's stream
+        bound = _consumer_stream(ctx, _KDLCUDA, stream)  # the array is bound to the producer's stream
         if sync and config.CUDA_ARRAY_INTERFACE_SYNC:
             bound.synchronize()
     array = _gpuhal.from_pointer(ctx, pointer, list(shape), dtype.str, [] if strides is None else list(strides), owner)

@@ -114,6 +114,11 @@ struct ForeignTensor {
 gpuhal::DeviceArray from_pointer(const gpuhal::Context &ctx, uint64_t pointer, const gpuhal::Shape &shape,
                                  const std::string &typestr, const gpuhal::Strides &strides, nb::handle owner) {
   const gpuhal::DType dtype = gpuhal::DType::parse(typestr);
+  // DLPack reads one stride per axis: other counts would be read past.
+  if (!strides.empty() && strides.size() != shape.size())
+    throw gpuhal::Error(gpuhal::Status::ERROR_INVALID_SHAPE,
+                        "from_pointer: " + std::to_string(strides.size()) + " strides for a shape of " +
+                            std::to_string(shape.size()) + " axes");
   auto t = std::make_unique<ForeignTensor>();
   t->shape = shape;
   for (int64_t s : strides) {

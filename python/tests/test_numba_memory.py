@@ -402,6 +402,52 @@ def test_cuda_array_interface_functions_on_this_backend():
     assert not gpuhal.is_cuda_array(np.arange(3))
 
 
+def test_a_malformed_cuda_array_interface_is_refused_by_key_over_the_fake_driver(python, fake_cuda_env):
+    # Each malformed dict: the error's class and the words that name the key,
+    # before any array is made (a float was truncated, too few strides read
+    # past their list, a missing key was a bare KeyError).
+    rc, out, err = python("""
+        import numpy as np
+        import gpuhal
+        d = gpuhal.to_device(np.arange(10.0))
+        good = dict(d.__cuda_array_interface__)
+        cases = [
+            (None, TypeError, "expected the interface's dict, not NoneType"),
+            ({k: v for k, v in good.items() if k != "data"}, ValueError, "has no 'data'"),
+            ({**good, "shape": (10.5,)}, TypeError, "'shape' must be integers"),
+            ({**good, "shape": (2, 5), "strides": (8,)}, ValueError, "'strides' (8,) has 1 entries for a shape of 2"),
+            ({**good, "strides": (8.0,)}, TypeError, "'strides' must be integers"),
+            ({**good, "data": 5}, TypeError, "'data' must be a (pointer, read-only) pair"),
+            ({**good, "data": (1.5, False)}, TypeError, "the pointer of 'data' must be an integer"),
+            ({**good, "data": (-8, False)}, ValueError, "is not a 64-bit address"),
+            ({**good, "typestr": "zz"}, TypeError, "'typestr' 'zz'"),
+            ({**good, "stream": 1.5}, TypeError, "'stream' must be an integer"),
+            ({**good, "stream": -1}, ValueError, "'stream' -1 is no stream"),
+            ({**good, "stream": 0}, ValueError, "stream 0 is not allowed"),
+        ]
+        for desc, error, words in cases:
+            try:
+                gpuhal.from_cuda_array_interface(desc)
+            except error as e:
+                assert words in str(e), (words, str(e))
+            else:
+                raise SystemExit(f"accepted: {desc}")
+        assert (gpuhal.from_cuda_array_interface(good).copy_to_host() == np.arange(10.0)).all()
+        print("ok")
+    """, env=fake_cuda_env)
+    assert rc == 0, err
+    assert out.strip() == "ok"
+
+
+def test_foreign_memory_needs_one_stride_per_axis(ctx):
+    # The C++ side of the interface: DLPack reads one stride per axis.
+    d = gpuhal.device_array(6)
+    with pytest.raises(gpuhal.InvalidShapeError, match="1 strides for a shape of 2 axes"):
+        gpuhal._gpuhal.from_pointer(ctx._c, d.device_pointer, [2, 3], "<f8", [8], None)
+    with pytest.raises(gpuhal.InvalidShapeError, match="3 strides for a shape of 2 axes"):
+        gpuhal._gpuhal.from_pointer(ctx._c, d.device_pointer, [2, 3], "<f8", [24, 8, 8], None)
+
+
 def test_cuda_array_interface_round_trip_over_the_fake_driver(python, fake_cuda_env):
     rc, out, err = python("""
         import numpy as np
