@@ -22,6 +22,21 @@ def _context():
     return current_cpp_context()
 
 
+def _producer_device(device):
+    """A producer's ``__dlpack_device__()`` as a (device type, device id)
+    pair of ints; TypeError naming what it returned otherwise."""
+    try:
+        pair = tuple(_integer(v, "from_dlpack: __dlpack_device__()'s values") for v in device)
+    except TypeError as e:
+        if isinstance(device, (tuple, list)):
+            raise
+        raise TypeError(f"from_dlpack: __dlpack_device__() returned {type(device).__name__}, not a (device type, "
+                        "device id) pair") from e
+    if len(pair) != 2:
+        raise TypeError(f"from_dlpack: __dlpack_device__() returned {pair}, not a (device type, device id) pair")
+    return pair
+
+
 def from_dlpack(obj):
     """A DeviceNDArray over the memory of ``obj`` (an object with
     ``__dlpack__``, or a legacy "dltensor" capsule), without a copy. The
@@ -37,7 +52,7 @@ def from_dlpack(obj):
         # error, instead of by the producer (NumPy refuses every stream but
         # None, and a CUDA consumer always passes one) or after the export.
         if hasattr(obj, "__dlpack_device__"):
-            theirs = tuple(int(v) for v in obj.__dlpack_device__())
+            theirs = _producer_device(obj.__dlpack_device__())
             if theirs != device:
                 raise_status("ERROR_INVALID_VALUE",
                              f"from_dlpack: the object is on DLPack device {theirs}, but the current context is "
@@ -48,6 +63,9 @@ def from_dlpack(obj):
             capsule = obj.__dlpack__(stream=stream, max_version=(1, 0))
         except TypeError:  # a producer older than DLPack 1.0's protocol
             capsule = obj.__dlpack__(stream=stream)
+        if type(capsule).__name__ != "PyCapsule":
+            raise TypeError(f"from_dlpack: {type(obj).__name__}.__dlpack__() returned {type(capsule).__name__}, "
+                            "not a DLPack capsule")
     elif type(obj).__name__ == "PyCapsule":
         capsule = obj
     else:

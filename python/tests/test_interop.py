@@ -109,6 +109,31 @@ def test_bad_imports():
         assert not hasattr(gpuhal.device_array(2), "__cuda_array_interface__")
 
 
+class _Producer:
+    """A DLPack producer that answers what it is given."""
+
+    def __init__(self, device, capsule):
+        self.device, self.capsule = device, capsule
+
+    def __dlpack_device__(self):
+        return self.device
+
+    def __dlpack__(self, **kwargs):
+        return self.capsule
+
+
+def test_a_producer_that_answers_off_protocol_is_refused_by_name():
+    here = tuple(gpuhal.device_array(1).__dlpack_device__())
+    for device in (None, "x", (1,), (1.0, 0.0)):
+        with pytest.raises(TypeError, match="__dlpack_device__"):
+            gpuhal.from_dlpack(_Producer(device, None))
+    for capsule in (None, 5, "capsule"):
+        with pytest.raises(TypeError, match=r"_Producer.__dlpack__\(\) returned .*, not a DLPack capsule"):
+            gpuhal.from_dlpack(_Producer(here, capsule))
+    if gpuhal.backend() == "host":  # NumPy's capsules are the host's
+        assert (gpuhal.from_dlpack(_Producer(here, np.arange(3.0).__dlpack__())).copy_to_host() == [0, 1, 2]).all()
+
+
 def test_cuda_backend_over_the_fake_driver(python, fake_cuda_env):
     rc, out, err = python("""
         import json
