@@ -429,12 +429,14 @@ void Context::reset() const {
       };
     c.host_visible.save(c.logger(), keep);
     c.handle = nullptr;
-    try {
+    {
       const detail::layers::ResetScope resetting;  // the leak layer's: what is kept is kept on purpose
-      c.backend().context_destroy(old);
-    } catch (...) {
-      c.host_visible.restore(c.logger());
-      throw;
+      // The old context is gone whatever the plugin reports (plugin.h), so a
+      // new one is made all the same: a failure here (CUDA's synchronize
+      // refuses while a stream captures, for one) is logged, not thrown,
+      // which would leave the context without a handle until a second reset.
+      if (c.backend().context_destroy_status(old) != GPUHAL_SUCCESS)
+        c.logger().write(LogLevel::Warn, "reset: context_destroy reported: " + c.lib().last_message());
     }
     c.host_visible.restore(c.logger());
   } else {

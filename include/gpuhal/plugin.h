@@ -123,7 +123,9 @@ typedef struct gpuhal_plugin_table {
 
   /* -- Contexts (all REQUIRED) -- */
   /* Retain the device's primary context. Destroy releases it, together with
-   * every allocation, stream and event made in it. */
+   * every allocation, stream and event made in it. The handle is gone once
+   * context_destroy returns, whatever it returns: a failure is a report (the
+   * first of what it released failed; the rest was still released). */
   gpuhal_status_t (*context_create)(int32_t ordinal, gpuhal_context_t *out);
   gpuhal_status_t (*context_destroy)(gpuhal_context_t ctx);
   /* Block until all work on every stream of ctx has completed. */
