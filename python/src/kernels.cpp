@@ -51,7 +51,7 @@ std::vector<gpuhal::KernelArg> args_from(const nb::sequence &args, std::deque<Ho
     } else if (nb::try_cast(a, s, false) && s) {
       out.push_back(scalar_arg(*s));
     } else if (PyBool_Check(o)) {
-      throw nb::type_error(("kernel argument " + std::to_string(i) +
+      throw nb::type_error(("kernel argument " + std::to_string(i + 1) +
                             ": bool has no kernel type; pass an int or a NumPy integer").c_str());
     } else if (PyLong_Check(o)) {
       int overflow = 0;
@@ -63,12 +63,19 @@ std::vector<gpuhal::KernelArg> args_from(const nb::sequence &args, std::deque<Ho
         if (PyErr_Occurred()) {
           PyErr_Clear();
           throw gpuhal::Error(gpuhal::Status::ERROR_INVALID_VALUE,
-                              "kernel argument " + std::to_string(i) + ": integer out of range of 64 bits");
+                              "kernel argument " + std::to_string(i + 1) + ": integer out of range of 64 bits");
         }
         out.emplace_back(static_cast<uint64_t>(u));
       }
     } else if (PyFloat_Check(o)) {
       out.emplace_back(PyFloat_AsDouble(o));
+    } else if (!PyObject_CheckBuffer(o)) {
+      // Arguments are counted from 1, as the core's launch errors count them.
+      throw nb::type_error(("kernel argument " + std::to_string(i + 1) + ": " +
+                            std::string(nb::type_name(a.type()).c_str()) +
+                            " is no kernel argument (a device array, a host array with the buffer protocol, an "
+                            "int, a float or a NumPy scalar)")
+                               .c_str());
     } else {
       held.emplace_back(a);  // a host array: copied in (and back) by the launch
       out.emplace_back(held.back().view());

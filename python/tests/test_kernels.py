@@ -88,12 +88,15 @@ def test_bad_launches_queue_nothing(twice):
         twice.twice[1, 8](gpuhal.device_array(8, dtype=np.float64), 8)
     with pytest.raises(gpuhal.InvalidValueError):
         twice.twice[1, 8](d, 2.5)  # a float never becomes an int
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="kernel argument 2: bool has no kernel type"):
         twice.twice[1, 8](d, True)
-    with pytest.raises(gpuhal.InvalidValueError):
+    with pytest.raises(gpuhal.InvalidValueError, match="kernel argument 2: integer out of range of 64 bits"):
         twice.twice[1, 8](d, 1 << 70)
-    with pytest.raises(TypeError):
-        twice.twice[1, 8](d, object())
+    # What is neither an array nor a scalar is named with its position (it
+    # was once reported as "expected a host array" for a scalar parameter).
+    for wrong in (object(), None, "8", [1.0] * 8):
+        with pytest.raises(TypeError, match=f"kernel argument 2: {type(wrong).__name__} is no kernel argument"):
+            twice.twice[1, 8](d, wrong)
     with pytest.raises(AttributeError):
         twice.nothing
     with pytest.raises(gpuhal.NotFoundError):
