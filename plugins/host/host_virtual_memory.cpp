@@ -156,6 +156,13 @@ gpuhal_status_t vm_create(gpuhal_context_t ctx, uint64_t bytes, gpuhal_physical_
                                                   " is not a positive multiple of the granularity (" +
                                                   std::to_string(page_size()) + ")");
     HostDevice *d = c->device();
+    // A memfd is sparse, so ftruncate takes any size; CUDA's cuMemCreate
+    // refuses more than the device has (CUDA_ERROR_OUT_OF_MEMORY), and so
+    // does the host device beyond its total memory.
+    if (bytes > d->total_memory)
+      return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "vm_create: " + std::to_string(bytes) +
+                                                  " bytes pass the device's total memory of " +
+                                                  std::to_string(d->total_memory));
     if (d->limit && d->used.fetch_add(bytes) + bytes > d->limit) {
       d->used.fetch_sub(bytes);
       return fail(GPUHAL_ERROR_OUT_OF_MEMORY, "vm_create: " + std::to_string(bytes) +

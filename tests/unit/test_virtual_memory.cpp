@@ -115,3 +115,15 @@ TEST_CASE("cuda virtual memory: the fake driver keeps cuMemMap's, cuMemUnmap's a
   r.unmap(0, 2 * m);
 }
 #endif
+
+TEST_CASE("virtual memory on host: physical memory beyond the device's total is out of memory, as cuMemCreate's",
+          "[vm][errors]") {
+  // A memfd is sparse: without the check any size was taken, petabytes too.
+  Context ctx = test::host_context();
+  const uint64_t m = vm_granularity(ctx).minimum;
+  const uint64_t total = ctx.memory_info().total;
+  const uint64_t beyond = (total / m + 1) * m;
+  REQUIRE_GPUHAL_ERROR(PhysicalMemory::create(ctx, beyond), Status::ERROR_OUT_OF_MEMORY, "total memory");
+  REQUIRE_GPUHAL_ERROR(PhysicalMemory::create(ctx, m << 40), Status::ERROR_OUT_OF_MEMORY, "total memory");
+  CHECK(PhysicalMemory::create(ctx, m).size() == m);  // and the context is as it was
+}
