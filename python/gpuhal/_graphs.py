@@ -7,6 +7,8 @@ docs/python.md."""
 from . import _gpuhal
 from ._errors import Error, raise_status
 from ._kernels import _argument
+from ._shapes import _integer
+from ._streams import is_zero
 
 
 class Capture:
@@ -54,13 +56,23 @@ class Capture:
 
     def launch(self, stream=None):
         """Runs the recorded work on ``stream`` (default: the stream it was
-        recorded from), after this graph's previous launch."""
-        self._ready().launch(self.stream if stream is None else stream)
+        recorded from; 0, Numba's "no stream": the context's default
+        stream), after this graph's previous launch."""
+        if stream is None:
+            stream = self.stream
+        elif is_zero(stream):
+            stream = _gpuhal.current_context().default_stream()
+        elif not isinstance(stream, _gpuhal.Stream):
+            raise TypeError(f"launch: stream must be a gpuhal.Stream, 0 or None, not {type(stream).__name__}")
+        self._ready().launch(stream)
 
     def update_kernel_args(self, kernel_node, *args):
         """New arguments for the ``kernel_node``-th launch recorded (0-based),
         used by the launches made after the call: device arrays and scalars."""
-        self._ready().update_kernel_args(kernel_node, [_argument(a) for a in args])
+        node = _integer(kernel_node, "update_kernel_args: kernel_node")
+        if node < 0:
+            raise_status("ERROR_INDEX_OUT_OF_RANGE", f"update_kernel_args: kernel node {node}: counted from 0")
+        self._ready().update_kernel_args(node, [_argument(a) for a in args])
 
     @property
     def node_count(self):

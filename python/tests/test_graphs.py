@@ -46,8 +46,18 @@ def test_update_kernel_args_changes_later_launches(twice):
     np.testing.assert_array_equal(b.copy_to_host(), np.full(N, 6, np.float32))
     with pytest.raises(gpuhal.IndexOutOfRangeError):
         g.update_kernel_args(1, b, N)
+    with pytest.raises(gpuhal.IndexOutOfRangeError, match="kernel node -1"):
+        g.update_kernel_args(-1, b, N)
+    with pytest.raises(TypeError, match="kernel_node must be an integer, not float"):
+        g.update_kernel_args(0.0, b, N)
     with pytest.raises(gpuhal.CaptureUnsupportedError, match="device arrays and scalars only"):
         g.update_kernel_args(0, np.ones(N, np.float32), N)
+    # Numba's stream=0 is the context's default stream; anything else but a Stream is named.
+    g.launch(0)
+    gpuhal.synchronize()
+    np.testing.assert_array_equal(b.copy_to_host(), np.full(N, 12, np.float32))
+    with pytest.raises(TypeError, match="launch: stream must be a gpuhal.Stream, 0 or None, not str"):
+        g.launch("s")
 
 
 def test_an_exception_in_the_block_ends_the_capture_and_goes_on():
