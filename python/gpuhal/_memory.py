@@ -258,18 +258,50 @@ _ADVICE = {"read_mostly": 1, "unset_read_mostly": 2, "preferred_location": 3, "u
 
 
 def _managed_device_array(ary):
-    # A managed array (its device side), a DeviceNDArray, managed memory
-    # from memallocmanaged (its bytes) or a view(start, stop) of it (a range).
+    # A managed array (its device side), a NumPy view of one (the bytes it
+    # spans), a DeviceNDArray, managed memory from memallocmanaged (its
+    # bytes) or a view(start, stop) of it (a range).
     if hasattr(ary, "_gpuhal_device_bytes"):
         dev = ary._gpuhal_device_bytes()
+    elif isinstance(ary, np.ndarray) and getattr(ary, "_gpuhal_device", None) is None:
+        dev = _managed_view_bytes(ary)
     elif hasattr(ary, "_gpuhal_device"):
         dev = ary._gpuhal_device
     else:
         dev = getattr(ary, "_memory", ary)
     if not isinstance(dev, DeviceNDArray):
-        raise TypeError("expected a managed array (gpuhal.managed_array), managed memory (memallocmanaged) "
-                        f"or a view of it, got {type(ary).__name__}")
+        raise TypeError("expected a managed array (gpuhal.managed_array) or a NumPy view of one, managed memory "
+                        f"(memallocmanaged) or a view(start, stop) of it, got {type(ary).__name__}")
     return dev
+
+
+def _byte_bounds(a):
+    """[low, high) addresses of the bytes `a`'s elements occupy (NumPy's
+    byte_bounds, which NumPy 2 moved); (low, low) for an empty array."""
+    low = high = a.__array_interface__["data"][0]
+    if a.size == 0:
+        return low, low
+    for n, stride in zip(a.shape, a.strides):
+        if stride < 0:
+            low += stride * (n - 1)
+        else:
+            high += stride * (n - 1)
+    return low, high + a.itemsize
+
+
+def _managed_view_bytes(view):
+    """The device bytes a NumPy view of a managed array spans (a range of
+    the array made by managed_array), or None when `view` is none."""
+    base = view.base
+    while base is not None and getattr(base, "_gpuhal_device", None) is None:
+        base = getattr(base, "base", None)
+    if base is None or not isinstance(base, np.ndarray):
+        return None
+    low, high = _byte_bounds(view)
+    base_low, _ = _byte_bounds(base)
+    whole = base._gpuhal_device  # C- or F-contiguous, as managed_array made it
+    flat = whole.reshape(whole.size, order="A" if whole.is_c_contiguous() else "F") if whole.ndim != 1 else whole
+    return flat.view(np.uint8)[low - base_low:max(high, low) - base_low]
 
 
 def _location(device):

@@ -60,3 +60,22 @@ def test_bad_input_is_refused_by_name():
     # cycles: collected here, not inside a later test.
     del m
     gc.collect()
+
+
+def test_a_numpy_view_of_a_managed_array_takes_hints_for_the_bytes_it_spans():
+    from gpuhal._memory import _managed_device_array
+
+    m = gpuhal.managed_array((4, 6), dtype=np.float32)
+    m[:] = np.arange(24, dtype=np.float32).reshape(4, 6)
+    whole = _managed_device_array(m)
+    # (view, first byte, bytes spanned): NumPy's byte bounds relative to the array.
+    for view, first, size in ((m[1:3], 24, 48), (m[:, 2], 8, 3 * 24 + 4), (m[::2, ::3], 0, 2 * 24 + 3 * 4 + 4),
+                              (m.T, 0, 96), (m[3:3], 72, 0), (m[::-1, 5], 20, 3 * 24 + 4)):
+        gpuhal.prefetch(view, "host")
+        gpuhal.advise(view, "read_mostly")
+        span = _managed_device_array(view)
+        assert span.device_pointer - whole.device_pointer == first if size else span.size == 0
+        assert span.size == size
+    np.testing.assert_array_equal(m, np.arange(24, dtype=np.float32).reshape(4, 6))
+    with pytest.raises(TypeError, match="or a NumPy view of one"):
+        gpuhal.prefetch(np.zeros(8)[2:], 0)  # a view of plain NumPy memory
