@@ -139,7 +139,9 @@ ObjectBook::Taken ObjectBook::before(A... a) {
 template <EntryId Id, class... A>
 void ObjectBook::after(gpuhal_status_t status, Taken taken, A... a) {
   if (status != GPUHAL_SUCCESS) {
-    put_back(taken);
+    // A failed release leaves its object live, except context_destroy's: the
+    // context and everything of it are gone whatever it returns (plugin.h).
+    if constexpr (Id != EntryId::context_destroy) put_back(taken);
     return;
   }
   [[maybe_unused]] const auto args = std::make_tuple(a...);

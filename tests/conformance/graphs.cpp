@@ -277,6 +277,31 @@ void graph_outlives_its_arrays(Env &env) {
     expect(ints_of(c) == std::vector<int>(kN, splat(-1)), "a replay wrote into memory handed out after the capture");
 }
 
+// cuda.h: synchronising a context while one of its streams captures is
+// CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the capture, so the
+// old context's teardown reports a failure after releasing everything. The
+// reset must still end with a new, usable context (it once stopped there,
+// leaving the context without a handle until a second reset).
+void reset_ends_a_capture(Env &env) {
+  require_graphs(env);
+  Stream s = env.ctx.create_stream();
+  s.begin_capture();
+  env.ctx.reset();
+  expect_error([&] { (void)s.end_capture(); }, Status::ERROR_CONTEXT_DESTROYED, "was reset",
+               "end_capture of a stream of the context before the reset");
+  Stream t = env.ctx.create_stream();
+  DeviceArray d = device_array(env.ctx, {kN}, dtypes::int32);
+  d.memset(uint8_t(3), t);
+  t.synchronize();
+  expect(ints_of(d) == std::vector<int>(kN, splat(3)), "the context after the reset does not run work");
+  t.begin_capture();
+  d.memset(uint8_t(4), t);
+  GraphExec exec = t.end_capture().instantiate();
+  exec.launch(t);
+  t.synchronize();
+  expect(ints_of(d) == std::vector<int>(kN, splat(4)), "a capture after the reset does not replay");
+}
+
 }  // namespace
 
 // This file's checks, registered with the suite (conformance.hpp).
@@ -308,6 +333,10 @@ const RegisterChecks registered{
      many_replays_leave_nothing},
     {"graphs.graph_outlives_its_arrays",
      "a graph keeps the memory it names: dropping the arrays frees nothing a replay writes", graph_outlives_its_arrays},
+    {"graphs.reset_ends_a_capture",
+     "a reset while a stream captures ends the capture (end_capture says the context was reset) and "
+     "leaves a new context that runs and captures work, although CUDA refuses to synchronise the old one",
+     reset_ends_a_capture},
 };
 
 }  // namespace conformance

@@ -121,21 +121,6 @@ TEST_CASE("graphs: what synchronises the context or the legacy stream is refused
   ctx.synchronize();  // and after the captures, everything works
 }
 
-TEST_CASE("graphs: a reset while a stream captures ends the capture and leaves a usable context", "[graphs][reset]") {
-  Context ctx = test::host_context();
-  Stream s = ctx.create_stream();
-  s.begin_capture();
-  ctx.reset();
-  REQUIRE_GPUHAL_ERROR(s.end_capture(), Status::ERROR_CONTEXT_DESTROYED, "was reset");
-  std::vector<float> v{1, 2, 3};
-  Stream t = ctx.create_stream();
-  DeviceArray a = to_device(ctx, HostView::of(v), t);
-  t.synchronize();
-  CHECK(a.copy_to_host().to_vector<float>() == v);
-  t.begin_capture();  // and capturing works again
-  CHECK(t.end_capture().kernel_node_count() == 0);
-}
-
 TEST_CASE("graphs: releases wait while a capture runs, and the origin stream dropped mid-capture ends it",
           "[graphs]") {
   Context ctx = test::host_context();
