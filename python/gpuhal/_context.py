@@ -5,11 +5,10 @@ Numba's names (cuda.select_device, cuda.gpus, current_context() ...)."""
 import os
 from typing import Optional
 
-import numpy as np
-
 from . import _gpuhal, _managers
 from ._errors import Error, raise_status
 from ._memory_objects import _address
+from ._shapes import _integer
 
 __all__ = [
     "set_backend", "backend", "is_available", "select_device", "get_current_device", "close", "list_devices", "gpus",
@@ -247,11 +246,10 @@ class Context:
 
 
 def _positive(n, what):
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
-        raise TypeError(f"{what}: the size must be an integer, not {type(n).__name__}")
+    n = _integer(n, f"{what}: the size")
     if n <= 0:
         raise_status("ERROR_INVALID_VALUE", f"{what}: the size must be positive, got {n}")
-    return int(n)
+    return n
 
 
 def detect():
