@@ -118,11 +118,20 @@ void resolve(void *h, const char *name, F *out) {
   std::memcpy(out, &p, sizeof p);
 }
 
+// The environment's configuration with the cuda backend (the default here).
+// Another backend named by GPUHAL_BACKEND is an error: the rows compare
+// gpuhal with the raw driver's calls, which another backend has not got.
+gpuhal::Config cuda_config() {
+  gpuhal::Config c = gpuhal::Config::from_environment();
+  if (c.backend.empty()) c.backend = "cuda";
+  if (c.backend != "cuda")
+    throw std::runtime_error("gpuhal-bench-cuda measures the cuda backend; GPUHAL_BACKEND is '" + c.backend + "'");
+  return c;
+}
+
 Env &env() {
   static Env e = [] {
-    gpuhal::Config c = gpuhal::Config::from_environment();
-    if (c.backend.empty()) c.backend = "cuda";
-    Env v(gpuhal::Runtime::load(c).device(0).primary_context());
+    Env v(gpuhal::Runtime::load(cuda_config()).device(0).primary_context());
     const char *path = std::getenv("GPUHAL_CUDA_DRIVER");
     void *h = dlopen(path && *path ? path : "libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
     if (!h) throw std::runtime_error("the CUDA driver the plugin loaded cannot be found again");
@@ -312,9 +321,7 @@ gpuhal::Context *pooled_context(std::string *why) {
   static gpuhal::Context *ctx = [] () -> gpuhal::Context * {
     try {
       gpuhal::set_memory_manager(gpuhal::pool_memory_manager());
-      gpuhal::Config c = gpuhal::Config::from_environment();
-      if (c.backend.empty()) c.backend = "cuda";
-      auto *p = new gpuhal::Context(gpuhal::Runtime::load(c).device(0).primary_context());
+      auto *p = new gpuhal::Context(gpuhal::Runtime::load(cuda_config()).device(0).primary_context());
       gpuhal::clear_memory_manager();
       return p;
     } catch (const std::exception &ex) {

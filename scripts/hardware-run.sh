@@ -288,8 +288,11 @@ if [ -x "$build/bin/gpuhal-bench-cuda" ]; then
 import json, sys
 runs = json.load(open(sys.argv[1]))["benchmarks"]
 for name in ("BM_gpuhal_round_trip", "BM_raw_round_trip", "BM_gpuhal_copy_round_trip", "BM_raw_copy_round_trip"):
-    got = [b.get("correct") for b in runs if b.get("run_name") == name and b.get("run_type") == "iteration"]
-    print("%s: %s" % (name, "no result" if not got else
+    mine = [b for b in runs if b.get("run_name") == name and b.get("run_type") == "iteration"]
+    # A repetition that stopped with an error (no driver on a dry run) has no result to be right or wrong.
+    errors = [b.get("error_message", "") for b in mine if b.get("error_occurred")]
+    got = [b.get("correct") for b in mine if not b.get("error_occurred")]
+    print("%s: %s" % (name, ("no result (%s)" % errors[0] if errors else "no result") if not got else
                       "every repetition's result correct" if all(v == 1 for v in got) else
                       "%d of %d repetitions' results WRONG (0 on a fake driver, which runs no kernel)"
                       % (sum(v != 1 for v in got), len(got))))
