@@ -13,6 +13,7 @@
 #include "gpuhal/error.hpp"
 #include "graph_impl.hpp"
 #include "handle_access.hpp"
+#include "peer_refusal.hpp"
 #include "rect_copy.hpp"
 #include "strided_copy.hpp"
 
@@ -27,7 +28,7 @@ const char kContiguousMessage[] =
 // ERROR_NOT_CONTIGUOUS for `side` ("destination", "source", "host") of
 // `call`, with Numba's sentence as the peer message.
 [[noreturn]] void refuse_non_contiguous(const std::string &call, const char *side) {
-  throw Error(Status::ERROR_NOT_CONTIGUOUS, call + ": " + side + ": " + kContiguousMessage, kContiguousMessage);
+  detail::refuse_like_peer(Status::ERROR_NOT_CONTIGUOUS, call + ": " + side, kContiguousMessage);
 }
 
 void check_dtype(DType a, DType b) {
@@ -48,7 +49,7 @@ void check_compatible(const Layout &a, DType da, const Layout &b, DType db) {
 }
 
 std::string what(const char *call) {
-  return std::string("DeviceArray::") + call;
+  return detail::device_array_call(call);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "graph_impl.hpp"
 #include "handle_access.hpp"
 #include "module_impl.hpp"
+#include "peer_refusal.hpp"
 #include "rect_copy.hpp"
 #include "scalar_value.hpp"
 
@@ -82,7 +83,7 @@ GPUHAL_KERNEL void gpuhal_assign(GPUHAL_GLOBAL uint8_t *dst, GPUHAL_GLOBAL const
 )";
 
 std::string what(const char *call) {
-  return std::string("DeviceArray::") + call;
+  return detail::device_array_call(call);
 }
 
 // The kernel, loaded once per context generation (see
@@ -141,10 +142,9 @@ std::string broadcast_sentence(const Shape &src, const Shape &dst) {
   return "could not broadcast input array from shape " + numpy_shape(src) + " into shape " + numpy_shape(dst);
 }
 
-// ERROR_INCOMPATIBLE with NumPy's sentence (the peer message) and `detail`.
-[[noreturn]] void refuse_broadcast(const char *call, const Shape &src, const Shape &dst, const std::string &detail) {
-  const std::string sentence = broadcast_sentence(src, dst);
-  throw Error(Status::ERROR_INCOMPATIBLE, what(call) + ": " + sentence + detail, sentence);
+// ERROR_INCOMPATIBLE with NumPy's sentence (the peer message) and `more`.
+[[noreturn]] void refuse_broadcast(const char *call, const Shape &src, const Shape &dst, const std::string &more) {
+  detail::refuse_like_peer(Status::ERROR_INCOMPATIBLE, what(call), broadcast_sentence(src, dst), more);
 }
 
 // The source's strides broadcast to `dst`'s shape (NumPy's rules), or an

@@ -8,6 +8,7 @@
 
 #include "checked_math.hpp"
 #include "gpuhal/error.hpp"
+#include "peer_refusal.hpp"
 
 namespace gpuhal {
 namespace {
@@ -15,13 +16,7 @@ namespace {
 using detail::checked_add;
 using detail::checked_mul;
 
-// A misuse NumPy refuses with `sentence`, word for word: gpuhal's message is
-// "<call>: <sentence><detail>" ("<sentence><detail>" without a call), and
-// the sentence is the error's peer message (error.hpp).
-[[noreturn]] void refuse_like_numpy(Status status, const std::string &call, const std::string &sentence,
-                                    const std::string &detail = "") {
-  throw Error(status, (call.empty() ? "" : call + ": ") + sentence + detail, sentence);
-}
+using detail::refuse_like_peer;
 
 std::string order_text(char order) {
   return std::string("'") + order + "'";
@@ -41,7 +36,7 @@ char check_order(char order, const char *allowed, const char *what) {
 
 // Python's slice.indices(): normalised start and number of elements.
 void slice_indices(const Slice &s, int64_t length, int64_t *start_out, int64_t *count_out) {
-  if (s.step == 0) refuse_like_numpy(Status::ERROR_INVALID_VALUE, "", "slice step cannot be zero");
+  if (s.step == 0) refuse_like_peer(Status::ERROR_INVALID_VALUE, "", "slice step cannot be zero");
   const int64_t step = s.step;
   const int64_t lower = step < 0 ? -1 : 0;
   const int64_t upper = step < 0 ? length - 1 : length;
@@ -264,7 +259,7 @@ Layout Layout::index(const std::vector<Index> &indices) const {
     } else {
       int64_t i = indices[d].integer();
       if (i < -n || i >= n)
-        refuse_like_numpy(Status::ERROR_INDEX_OUT_OF_RANGE, "",
+        refuse_like_peer(Status::ERROR_INDEX_OUT_OF_RANGE, "",
                           "index " + std::to_string(i) + " is out of bounds for axis " + std::to_string(d) +
                               " with size " + std::to_string(n));
       if (i < 0) i += n;
@@ -413,7 +408,7 @@ Layout Layout::transpose(const std::vector<int> &axes) const {
   if (perm.empty())
     for (int d = n - 1; d >= 0; --d) perm.push_back(d);
   if (int(perm.size()) != n)
-    refuse_like_numpy(Status::ERROR_INVALID_VALUE, "transpose", "axes don't match array",
+    refuse_like_peer(Status::ERROR_INVALID_VALUE, "transpose", "axes don't match array",
                       " (" + std::to_string(perm.size()) + " axes for " + std::to_string(n) + " dimensions)");
   std::vector<bool> seen(size_t(n), false);
   Layout out;
@@ -422,9 +417,9 @@ Layout Layout::transpose(const std::vector<int> &axes) const {
   for (int a : perm) {
     const int d = a < 0 ? a + n : a;
     if (d < 0 || d >= n)
-      refuse_like_numpy(Status::ERROR_INDEX_OUT_OF_RANGE, "transpose",
+      refuse_like_peer(Status::ERROR_INDEX_OUT_OF_RANGE, "transpose",
                         "axis " + std::to_string(a) + " is out of bounds for array of dimension " + std::to_string(n));
-    if (seen[size_t(d)]) refuse_like_numpy(Status::ERROR_INVALID_VALUE, "transpose", "repeated axis in transpose");
+    if (seen[size_t(d)]) refuse_like_peer(Status::ERROR_INVALID_VALUE, "transpose", "repeated axis in transpose");
     seen[size_t(d)] = true;
     out.shape_.push_back(shape_[size_t(d)]);
     out.strides_.push_back(strides_[size_t(d)]);
@@ -439,21 +434,21 @@ Layout Layout::view_itemsize(int64_t itemsize) const {
   out.itemsize_ = itemsize;
   if (itemsize != itemsize_) {
     if (shape_.empty())
-      refuse_like_numpy(Status::ERROR_INVALID_VALUE, "view",
+      refuse_like_peer(Status::ERROR_INVALID_VALUE, "view",
                         "Changing the dtype of a 0d array is only supported if the itemsize is unchanged");
     const size_t axis = shape_.size() - 1;
     if (shape_[axis] != 1 && size_ != 0 && strides_[axis] != itemsize_)
-      refuse_like_numpy(Status::ERROR_INVALID_VALUE, "view",
+      refuse_like_peer(Status::ERROR_INVALID_VALUE, "view",
                         "To change to a dtype of a different size, the last axis must be contiguous");
     if (itemsize < itemsize_) {
       if (itemsize_ % itemsize != 0)
-        refuse_like_numpy(Status::ERROR_INVALID_VALUE, "view",
+        refuse_like_peer(Status::ERROR_INVALID_VALUE, "view",
                           "When changing to a smaller dtype, its size must be a divisor of the size of original dtype");
       out.shape_[axis] = detail::checked_mul(shape_[axis], itemsize_ / itemsize, "view");
     } else {
       const int64_t bytes = detail::checked_mul(shape_[axis], itemsize_, "view");
       if (bytes % itemsize != 0)
-        refuse_like_numpy(Status::ERROR_INVALID_VALUE, "view",
+        refuse_like_peer(Status::ERROR_INVALID_VALUE, "view",
                           "When changing to a larger dtype, its size must be a divisor of the total size in bytes "
                           "of the last axis of the array.");
       out.shape_[axis] = bytes / itemsize;
