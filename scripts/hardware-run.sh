@@ -42,6 +42,8 @@ cd "$(dirname "$0")/.."
 logs=${1:-hardware-run-logs}
 backend=${GPUHAL_BACKEND:-cuda}
 build=${GPUHAL_BUILD_DIR:-build-hardware}
+# One absolute path from here on (the Python step and the kernel cache name it from elsewhere).
+case $build in /*) ;; *) build=$PWD/$build ;; esac
 # Time limits (seconds): each conformance check, each example, each benchmark program.
 check_timeout=${GPUHAL_CHECK_TIMEOUT:-60}
 step_timeout=${GPUHAL_STEP_TIMEOUT:-120}
@@ -89,7 +91,7 @@ unpack_deb() {
 bundle=${GPUHAL_HARDWARE_BUNDLE:-hardware-bundle}
 prefix_args=()
 if compgen -G "$bundle/debs/*.deb" >/dev/null; then
-  deps=$PWD/$build/deps
+  deps=$build/deps
   mkdir -p "$deps"
   for deb in "$bundle"/debs/*.deb; do
     unpack_deb "$deb" "$deps" || { note "bundle: cannot unpack $deb"; exit 1; }
@@ -119,7 +121,7 @@ if ! cmake -S . -B "$build" -G "$generator" -DCMAKE_BUILD_TYPE=Release -DGPUHAL_
 fi
 note "build: ok"
 export GPUHAL_BACKEND=$backend
-export GPUHAL_KERNEL_CACHE=${GPUHAL_KERNEL_CACHE:-$PWD/$build/kernel-cache}
+export GPUHAL_KERNEL_CACHE=${GPUHAL_KERNEL_CACHE:-$build/kernel-cache}
 
 echo "== gpuhal-info"
 if "$build/bin/gpuhal-info" >"$logs/info.txt" 2>&1; then
@@ -222,9 +224,9 @@ fi
 # what the build and the tests need.
 echo "== Python package"
 if python3 -c "import scikit_build_core, nanobind, numpy, pytest" 2>/dev/null; then
-  site=$PWD/$build/python-site
+  site=$build/python-site
   if timeout "$bench_timeout" python3 -m pip install --quiet --disable-pip-version-check --no-build-isolation --no-deps \
-    --no-index --upgrade --target "$site" -C build-dir="$PWD/$build/python-build" . >"$logs/python_build.log" 2>&1; then
+    --no-index --upgrade --target "$site" -C build-dir="$build/python-build" . >"$logs/python_build.log" 2>&1; then
     if PYTHONPATH=$site timeout "$step_timeout" python3 examples/python/numba_memory.py \
       >"$logs/example_python_numba_memory.txt" 2>&1; then
       note "example python/numba_memory.py: ok: $(tail -1 "$logs/example_python_numba_memory.txt")"
