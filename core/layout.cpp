@@ -260,8 +260,8 @@ Layout Layout::index(const std::vector<Index> &indices) const {
       int64_t i = indices[d].integer();
       if (i < -n || i >= n)
         refuse_like_peer(Status::ERROR_INDEX_OUT_OF_RANGE, "",
-                          "index " + std::to_string(i) + " is out of bounds for axis " + std::to_string(d) +
-                              " with size " + std::to_string(n));
+                         "index " + std::to_string(i) + " is out of bounds for axis " + std::to_string(d) +
+                             " with size " + std::to_string(n));
       if (i < 0) i += n;
       offset = moved(offset, i, st);
     }
@@ -409,7 +409,7 @@ Layout Layout::transpose(const std::vector<int> &axes) const {
     for (int d = n - 1; d >= 0; --d) perm.push_back(d);
   if (int(perm.size()) != n)
     refuse_like_peer(Status::ERROR_INVALID_VALUE, "transpose", "axes don't match array",
-                      " (" + std::to_string(perm.size()) + " axes for " + std::to_string(n) + " dimensions)");
+                     " (" + std::to_string(perm.size()) + " axes for " + std::to_string(n) + " dimensions)");
   std::vector<bool> seen(size_t(n), false);
   Layout out;
   out.itemsize_ = itemsize_;
@@ -418,7 +418,7 @@ Layout Layout::transpose(const std::vector<int> &axes) const {
     const int d = a < 0 ? a + n : a;
     if (d < 0 || d >= n)
       refuse_like_peer(Status::ERROR_INDEX_OUT_OF_RANGE, "transpose",
-                        "axis " + std::to_string(a) + " is out of bounds for array of dimension " + std::to_string(n));
+                       "axis " + std::to_string(a) + " is out of bounds for array of dimension " + std::to_string(n));
     if (seen[size_t(d)]) refuse_like_peer(Status::ERROR_INVALID_VALUE, "transpose", "repeated axis in transpose");
     seen[size_t(d)] = true;
     out.shape_.push_back(shape_[size_t(d)]);
@@ -435,22 +435,22 @@ Layout Layout::view_itemsize(int64_t itemsize) const {
   if (itemsize != itemsize_) {
     if (shape_.empty())
       refuse_like_peer(Status::ERROR_INVALID_VALUE, "view",
-                        "Changing the dtype of a 0d array is only supported if the itemsize is unchanged");
+                       "Changing the dtype of a 0d array is only supported if the itemsize is unchanged");
     const size_t axis = shape_.size() - 1;
     if (shape_[axis] != 1 && size_ != 0 && strides_[axis] != itemsize_)
       refuse_like_peer(Status::ERROR_INVALID_VALUE, "view",
-                        "To change to a dtype of a different size, the last axis must be contiguous");
+                       "To change to a dtype of a different size, the last axis must be contiguous");
     if (itemsize < itemsize_) {
       if (itemsize_ % itemsize != 0)
         refuse_like_peer(Status::ERROR_INVALID_VALUE, "view",
-                          "When changing to a smaller dtype, its size must be a divisor of the size of original dtype");
+                         "When changing to a smaller dtype, its size must be a divisor of the size of original dtype");
       out.shape_[axis] = detail::checked_mul(shape_[axis], itemsize_ / itemsize, "view");
     } else {
       const int64_t bytes = detail::checked_mul(shape_[axis], itemsize_, "view");
       if (bytes % itemsize != 0)
         refuse_like_peer(Status::ERROR_INVALID_VALUE, "view",
-                          "When changing to a larger dtype, its size must be a divisor of the total size in bytes "
-                          "of the last axis of the array.");
+                         "When changing to a larger dtype, its size must be a divisor of the total size in bytes "
+                         "of the last axis of the array.");
       out.shape_[axis] = bytes / itemsize;
     }
     out.strides_[axis] = itemsize;
