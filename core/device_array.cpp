@@ -49,7 +49,7 @@ void check_compatible(const Layout &a, DType da, const Layout &b, DType db) {
 }
 
 std::string what(const char *call) {
-  return detail::device_array_call(call);
+  return std::string("DeviceArray::") + call;
 }
 
 }  // namespace

@@ -83,7 +83,7 @@ GPUHAL_KERNEL void gpuhal_assign(GPUHAL_GLOBAL uint8_t *dst, GPUHAL_GLOBAL const
 )";
 
 std::string what(const char *call) {
-  return detail::device_array_call(call);
+  return std::string("DeviceArray::") + call;
 }
 
 // The kernel, loaded once per context generation (see

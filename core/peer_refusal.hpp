@@ -19,10 +19,5 @@ namespace detail {
   throw Error(status, (call.empty() ? "" : call + ": ") + sentence + detail, sentence);
 }
 
-// The name DeviceArray's errors give a call: "DeviceArray::<call>".
-inline std::string device_array_call(const char *call) {
-  return std::string("DeviceArray::") + call;
-}
-
 }  // namespace detail
 }  // namespace gpuhal
